@@ -1,0 +1,421 @@
+//! Typed device configuration: what each layer of the model reads, and the checks that make a configuration valid.
+
+use super::units::*;
+use super::ConfigTree;
+use crate::error::{Result, SimError};
+use serde::Deserialize;
+
+/// NAND array: geometry, array timing and the channel bus.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NandConfig {
+    pub channels: Count,
+    pub chips_per_channel: Count,
+    pub dies_per_chip: Count,
+    pub planes_per_die: Count,
+    pub blocks_per_plane: Count,
+    pub pages_per_block: Count,
+    pub page_size: Bytes,
+    pub oob_size: Bytes,
+    /// slc | mlc | tlc | qlc: how many page types alternate within a block (for per-type latencies).
+    pub cell_type: Choice,
+    pub t_read: Nanos,
+    pub t_prog: Nanos,
+    pub t_erase: Nanos,
+    #[serde(default)]
+    pub t_read_lsb: Option<Nanos>,
+    #[serde(default)]
+    pub t_read_csb: Option<Nanos>,
+    #[serde(default)]
+    pub t_read_msb: Option<Nanos>,
+    #[serde(default)]
+    pub t_prog_lsb: Option<Nanos>,
+    #[serde(default)]
+    pub t_prog_csb: Option<Nanos>,
+    #[serde(default)]
+    pub t_prog_msb: Option<Nanos>,
+    /// Transfers per second on the channel bus (ONFI/Toggle "MT/s").
+    pub channel_rate: TransfersPerSec,
+    /// Bus width in bits.
+    pub channel_width: Count,
+    /// Command and address cycles on the bus for one operation.
+    pub t_cmd: Nanos,
+    /// Page register to cache register move (tDCBSYR) when cache read is used.
+    pub t_cache_xfer: Nanos,
+    pub multi_plane: Flag,
+    pub cache_read: Flag,
+    /// Rated program/erase cycles, used by the wear term of the bit-error model.
+    pub endurance: Count,
+}
+
+/// Error-correction and the raw bit-error model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EccConfig {
+    pub codeword_size: Bytes,
+    /// Bits per codeword the hard-decision decoder corrects.
+    pub correctable_bits: Count,
+    /// Hard-decision decode time per codeword (one decoder per channel, pipelined with the bus).
+    pub t_decode: Nanos,
+    /// Raw bit error rate of a fresh block.
+    pub rber: Real,
+    /// RBER multiplier reached at rated endurance: rber x (1 + wear_factor x pe / endurance).
+    pub rber_wear_factor: Real,
+    /// Read-retry attempts (each a full tR + transfer + decode) before soft decoding.
+    pub read_retry_max: Count,
+    /// Each retry (shifted read voltages) multiplies the remaining raw errors by this factor.
+    pub retry_error_factor: Real,
+    /// Bits per codeword the soft-decision decoder corrects.
+    pub soft_correctable_bits: Count,
+    pub t_soft_decode: Nanos,
+}
+
+/// Flash translation layer policies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtlConfig {
+    /// Logical block (LBA) size; also the mapping unit.
+    pub sector_size: Bytes,
+    /// Fraction of physical capacity hidden from the host.
+    pub over_provisioning: Real,
+    /// GC starts in a plane when its free blocks drop below this.
+    pub gc_start_free_blocks: Count,
+    /// GC in a plane stops once it has this many free blocks.
+    pub gc_stop_free_blocks: Count,
+    /// Victim selection: greedy (fewest valid sectors).
+    pub gc_policy: Choice,
+    /// GC moves pages with the on-die copyback command instead of through the controller.
+    pub gc_copyback: Flag,
+    /// dram (whole map in controller DRAM) | demand (DFTL-style cached mapping table).
+    pub mapping: Choice,
+    /// Cached mapping table size for demand mapping.
+    pub cmt_size: Bytes,
+    /// Order in which consecutive page-sized logical groups are striped: a permutation of C, W, D, P
+    /// (channel, way/chip, die, plane), first letter varies fastest.
+    pub allocation: Choice,
+    /// Write-back buffer in controller DRAM.
+    pub write_buffer: Bytes,
+    /// Firmware instructions for one mapping-table update or lookup (charged to the controller cores).
+    pub map_instructions: Real,
+}
+
+/// Controller: embedded cores, DRAM and firmware costs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    pub cores: Count,
+    pub core_freq: Hertz,
+    pub cpi: Real,
+    /// Firmware path length for command fetch, decode and completion of a read.
+    pub fw_read_instructions: Real,
+    pub fw_write_instructions: Real,
+    /// Flush, Dataset Management, admin commands.
+    pub fw_other_instructions: Real,
+    /// Per flash transaction issued (scheduling, queueing).
+    pub fw_page_instructions: Real,
+    pub dram_size: Bytes,
+    pub dram_bandwidth: BytesPerSec,
+    pub dram_latency: Nanos,
+}
+
+/// Host side: link, driver stack and CPU.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// pcie | sata
+    pub interface: Choice,
+    pub pcie_gen: Count,
+    pub pcie_lanes: Count,
+    pub sata_gen: Count,
+    /// Payload efficiency of the link protocol (TLP/FIS headers, flow control).
+    pub link_efficiency: Real,
+    /// If set, replaces the bandwidth derived from generation and lanes (the iSSD study sweeps r_host directly).
+    #[serde(default)]
+    pub link_bandwidth: Option<BytesPerSec>,
+    /// One-way latency of a link transaction (doorbell write, SQE fetch, completion post).
+    pub link_latency: Nanos,
+    /// kernel (interrupt-driven block layer) | polled (user-space polled driver)
+    pub stack: Choice,
+    pub kernel_submit: Nanos,
+    pub kernel_complete: Nanos,
+    pub polled_submit: Nanos,
+    pub polled_complete: Nanos,
+    pub cpu_cores: Count,
+    pub cpu_freq: Hertz,
+    pub dram_bandwidth: BytesPerSec,
+}
+
+/// Per-event energies and static powers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnergyConfig {
+    pub nand_read_page: PicoJoules,
+    pub nand_program_page: PicoJoules,
+    pub nand_erase_block: PicoJoules,
+    pub channel_per_byte: PjPerByte,
+    pub ecc_per_byte: PjPerByte,
+    pub ssd_dram_per_byte: PjPerByte,
+    pub host_link_per_byte: PjPerByte,
+    pub core_per_instruction: PicoJoules,
+    pub ssd_static: MilliWatts,
+    pub host_cpu_per_instruction: PicoJoules,
+    pub host_dram_per_byte: PjPerByte,
+    pub host_dram_static: MilliWatts,
+    pub host_chipset_static: MilliWatts,
+    pub host_io_static: MilliWatts,
+}
+
+/// NVMe interface limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmeConfig {
+    pub max_queues: Count,
+    pub max_queue_depth: Count,
+    /// Maximum data transfer size of one command.
+    pub mdts: Bytes,
+}
+
+/// The whole device.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeviceConfig {
+    #[serde(default)]
+    pub meta: Meta,
+    pub nand: NandConfig,
+    pub ecc: EccConfig,
+    pub ftl: FtlConfig,
+    pub controller: ControllerConfig,
+    pub host: HostConfig,
+    pub energy: EnergyConfig,
+    pub nvme: NvmeConfig,
+    /// Extension sections, typed by each extension.
+    #[serde(default)]
+    pub ext: toml::Table,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Meta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// How the host software stack completes I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostStack {
+    Kernel,
+    Polled,
+}
+
+/// Demand-paged or fully cached mapping table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MappingMode {
+    Dram,
+    Demand,
+}
+
+impl DeviceConfig {
+    pub fn from_tree(tree: &ConfigTree) -> Result<Self> {
+        let cfg: DeviceConfig = toml::Value::Table(tree.root.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| SimError::Config(format!("preset does not fit the schema: {e}")))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn bits_per_cell(&self) -> u32 {
+        match self.nand.cell_type.0.as_str() {
+            "mlc" => 2,
+            "tlc" => 3,
+            "qlc" => 4,
+            _ => 1,
+        }
+    }
+
+    pub fn host_stack(&self) -> HostStack {
+        if self.host.stack.0 == "polled" {
+            HostStack::Polled
+        } else {
+            HostStack::Kernel
+        }
+    }
+
+    pub fn mapping_mode(&self) -> MappingMode {
+        if self.ftl.mapping.0 == "demand" {
+            MappingMode::Demand
+        } else {
+            MappingMode::Dram
+        }
+    }
+
+    /// Channel bus bandwidth in bytes per second.
+    pub fn channel_bandwidth(&self) -> BytesPerSec {
+        BytesPerSec(self.nand.channel_rate.0 * self.nand.channel_width.0 as f64 / 8.0)
+    }
+
+    /// Host link payload bandwidth in bytes per second, per direction.
+    pub fn link_bandwidth(&self) -> BytesPerSec {
+        if let Some(b) = self.host.link_bandwidth {
+            return b;
+        }
+        let raw = if self.host.interface.0 == "sata" {
+            // SATA 1/2/3: 1.5/3/6 Gb/s line rate, 8b/10b coding.
+            let gbps = 1.5 * f64::from(1u32 << (self.host.sata_gen.0.clamp(1, 3) - 1));
+            gbps * 1e9 * 0.8 / 8.0
+        } else {
+            // PCIe 1..6 per-lane line rate (GT/s) and line coding.
+            let (gt, coding) = match self.host.pcie_gen.0 {
+                1 => (2.5, 0.8),
+                2 => (5.0, 0.8),
+                3 => (8.0, 128.0 / 130.0),
+                4 => (16.0, 128.0 / 130.0),
+                5 => (32.0, 128.0 / 130.0),
+                _ => (64.0, 242.0 / 256.0),
+            };
+            gt * 1e9 * coding / 8.0 * self.host.pcie_lanes.0 as f64
+        };
+        BytesPerSec(raw * self.host.link_efficiency.0)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let n = &self.nand;
+        let bad = |m: String| Err(SimError::Config(m));
+        for (name, v) in [
+            ("nand.channels", n.channels.0),
+            ("nand.chips_per_channel", n.chips_per_channel.0),
+            ("nand.dies_per_chip", n.dies_per_chip.0),
+            ("nand.planes_per_die", n.planes_per_die.0),
+            ("nand.blocks_per_plane", n.blocks_per_plane.0),
+            ("nand.pages_per_block", n.pages_per_block.0),
+            ("controller.cores", self.controller.cores.0),
+            ("host.cpu_cores", self.host.cpu_cores.0),
+            ("nvme.max_queues", self.nvme.max_queues.0),
+            ("nvme.max_queue_depth", self.nvme.max_queue_depth.0),
+        ] {
+            if v == 0 {
+                return bad(format!("{name} must be at least 1"));
+            }
+        }
+        if !matches!(n.cell_type.0.as_str(), "slc" | "mlc" | "tlc" | "qlc") {
+            return bad(format!("nand.cell_type {:?}: expected slc, mlc, tlc or qlc", n.cell_type.0));
+        }
+        let sector = self.ftl.sector_size.0;
+        if sector < 512 || !sector.is_power_of_two() {
+            return bad(format!("ftl.sector_size {sector} B must be a power of two of at least 512 B"));
+        }
+        if n.page_size.0 == 0 || n.page_size.0 % sector != 0 {
+            return bad(format!("nand.page_size {} B must be a multiple of ftl.sector_size {sector} B", n.page_size.0));
+        }
+        let spp = n.page_size.0 / sector;
+        if spp > 64 {
+            return bad(format!("a page holds {spp} sectors; at most 64 are supported"));
+        }
+        // OOB record: sequence number + per-sector LPN and checksum (see ftl::oob).
+        let oob_need = crate::ftl::oob::record_bytes(spp as usize) as u64;
+        if n.oob_size.0 < oob_need {
+            return bad(format!("nand.oob_size {} B is too small: {} sectors per page need {oob_need} B", n.oob_size.0, spp));
+        }
+        if n.pages_per_block.0 > u64::from(u16::MAX) {
+            return bad("nand.pages_per_block must be below 65536".into());
+        }
+        if n.channel_rate.0 <= 0.0 || n.channel_width.0 == 0 {
+            return bad("nand.channel_rate and nand.channel_width must be positive".into());
+        }
+        let f = &self.ftl;
+        let op = f.over_provisioning.0;
+        if !(0.0..0.9).contains(&op) {
+            return bad(format!("ftl.over_provisioning {op} must be in [0, 0.9)"));
+        }
+        if f.gc_stop_free_blocks.0 < f.gc_start_free_blocks.0 || f.gc_start_free_blocks.0 < 1 {
+            return bad("ftl.gc_start_free_blocks must be >= 1 and <= ftl.gc_stop_free_blocks".into());
+        }
+        // Each plane keeps a host frontier, a GC frontier and the GC reserve; the hidden capacity must cover them
+        // or GC cannot make progress at 100% logical fill.
+        let blocks = n.blocks_per_plane.0;
+        let hidden = blocks as f64 * op;
+        let need = (f.gc_stop_free_blocks.0 + 2) as f64;
+        if hidden < need {
+            return bad(format!(
+                "ftl.over_provisioning {op} hides {hidden:.1} blocks per plane; GC needs at least {need} \
+                 (gc_stop_free_blocks + 2 open blocks): raise over_provisioning or blocks_per_plane"
+            ));
+        }
+        if blocks <= need as u64 + 1 {
+            return bad(format!("nand.blocks_per_plane {blocks} is too small for the GC reserve"));
+        }
+        if f.gc_policy.0 != "greedy" {
+            return bad(format!("ftl.gc_policy {:?}: only greedy is implemented", f.gc_policy.0));
+        }
+        if !matches!(f.mapping.0.as_str(), "dram" | "demand") {
+            return bad(format!("ftl.mapping {:?}: expected dram or demand", f.mapping.0));
+        }
+        let mut letters: Vec<char> = f.allocation.0.chars().collect();
+        letters.sort_unstable();
+        if letters != ['C', 'D', 'P', 'W'] {
+            return bad(format!("ftl.allocation {:?} must be a permutation of C, W, D, P", f.allocation.0));
+        }
+        if self.physical_sectors() >= u64::from(u32::MAX) {
+            return bad("the device has more physical sectors than 32-bit mapping entries can address".into());
+        }
+        if !matches!(self.host.interface.0.as_str(), "pcie" | "sata") {
+            return bad(format!("host.interface {:?}: expected pcie or sata", self.host.interface.0));
+        }
+        if !matches!(self.host.stack.0.as_str(), "kernel" | "polled") {
+            return bad(format!("host.stack {:?}: expected kernel or polled", self.host.stack.0));
+        }
+        if self.controller.core_freq.0 <= 0.0 || self.host.cpu_freq.0 <= 0.0 {
+            return bad("controller.core_freq and host.cpu_freq must be positive".into());
+        }
+        if self.controller.dram_bandwidth.0 <= 0.0 || self.host.dram_bandwidth.0 <= 0.0 {
+            return bad("DRAM bandwidths must be positive".into());
+        }
+        if self.link_bandwidth().0 <= 0.0 {
+            return bad("the host link bandwidth must be positive".into());
+        }
+        if self.ecc.codeword_size.0 == 0 || self.ecc.codeword_size.0 > n.page_size.0 {
+            return bad("ecc.codeword_size must be positive and not larger than a page".into());
+        }
+        if self.ftl.write_buffer.0 < n.page_size.0 * n.planes_per_die.0 {
+            return bad("ftl.write_buffer must hold at least one multi-plane page".into());
+        }
+        if self.nvme.mdts.0 < sector {
+            return bad("nvme.mdts must be at least one sector".into());
+        }
+        Ok(())
+    }
+
+    /// Total dies (LUNs).
+    pub fn dies(&self) -> u64 {
+        self.nand.channels.0 * self.nand.chips_per_channel.0 * self.nand.dies_per_chip.0
+    }
+
+    pub fn planes(&self) -> u64 {
+        self.dies() * self.nand.planes_per_die.0
+    }
+
+    pub fn sectors_per_page(&self) -> u64 {
+        self.nand.page_size.0 / self.ftl.sector_size.0
+    }
+
+    pub fn physical_pages(&self) -> u64 {
+        self.planes() * self.nand.blocks_per_plane.0 * self.nand.pages_per_block.0
+    }
+
+    pub fn physical_sectors(&self) -> u64 {
+        self.physical_pages() * self.sectors_per_page()
+    }
+
+    /// Logical sectors exported to the host: a whole number of page groups per plane.
+    pub fn logical_sectors(&self) -> u64 {
+        let spp = self.sectors_per_page();
+        let per_plane_groups = (self.nand.blocks_per_plane.0 as f64
+            * self.nand.pages_per_block.0 as f64
+            * (1.0 - self.ftl.over_provisioning.0))
+            .floor() as u64;
+        per_plane_groups * self.planes() * spp
+    }
+
+    pub fn logical_bytes(&self) -> u64 {
+        self.logical_sectors() * self.ftl.sector_size.0
+    }
+}

@@ -1,0 +1,3 @@
+//! Flash translation layer.
+
+pub mod oob;

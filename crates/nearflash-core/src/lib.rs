@@ -1,0 +1,14 @@
+//! nearflash core: an emulated computational-storage SSD.
+//!
+//! Layers, bottom up (each a module): [`engine`] (virtual time, timelines, energy, random streams) ->
+//! [`nand`] (geometry, array timing, channel bus, multi-plane, cache read, ECC) -> [`ftl`] (mapping, GC, OOB) ->
+//! [`image`] (the persistent device directory) -> [`ctrl`] (controller cores, DRAM, write buffer, compute units,
+//! firmware extensions) -> [`nvme`] (commands, queues, status codes) -> [`host`] (link, driver stack, CPU) ->
+//! [`device`] (the assembled device) and [`bench`] (fio-like workloads).
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod ftl;
+
+pub use error::{Result, SimError};

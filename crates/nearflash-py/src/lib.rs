@@ -1,0 +1,16 @@
+//! The `nearflash._native` Python module: thin PyO3 wrappers over the Rust core. Each binding module mirrors a
+//! core module; errors map onto the exception hierarchy declared in `errors`.
+
+use pyo3::prelude::*;
+
+mod config;
+mod errors;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    config::register(m)?;
+    // extension modules (one line each; keep this block for extension registrations)
+    Ok(())
+}
