@@ -10,5 +10,6 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod ftl;
+pub mod nand;
 
 pub use error::{Result, SimError};

@@ -1,0 +1,448 @@
+//! Timing of flash operations on the array: how a read, program or erase occupies the channel bus, the die and
+//! its cache register, and the channel's ECC engine.
+//!
+//! - A read sends command/address cycles on the channel, senses the page (tR) on the die, moves the data out over
+//!   the channel (one transfer at a time per channel) and decodes it on the channel's ECC engine (pipelined with
+//!   the bus). Without cache read the die stays busy until its page register has drained; with cache read the
+//!   page moves to the cache register (t_cache_xfer) and the die may sense the next page while it drains.
+//! - A multi-plane operation addresses the same page offset in several planes of one die: one tR (or tPROG) for
+//!   all of them, one transfer per plane.
+//! - A program moves the data in over the channel, then programs (tPROG); the die is busy from data-in to the end.
+//! - Read retries repeat sensing, transfer and decoding; a soft decode follows the last failed retry.
+
+use super::{EccModel, EccOutcome, Geometry};
+use crate::config::DeviceConfig;
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
+
+/// Array and bus timing, in ns.
+#[derive(Debug, Clone)]
+pub struct NandTiming {
+    t_read: [u64; 4],
+    t_prog: [u64; 4],
+    pub t_erase: u64,
+    pub t_cmd: u64,
+    pub t_cache_xfer: u64,
+    /// ns per byte on the channel, as bytes/s.
+    pub channel_bw: f64,
+    pub t_decode: u64,
+    pub t_soft_decode: u64,
+    pub cache_read: bool,
+    pub multi_plane: bool,
+}
+
+impl NandTiming {
+    pub fn from_config(cfg: &DeviceConfig) -> Self {
+        let n = &cfg.nand;
+        let pick = |v: [Option<crate::config::units::Nanos>; 3], d: u64| {
+            let mut out = [d; 4];
+            for (i, x) in v.iter().enumerate() {
+                if let Some(x) = x {
+                    out[i] = x.0;
+                }
+            }
+            out
+        };
+        NandTiming {
+            t_read: pick([n.t_read_lsb, n.t_read_csb, n.t_read_msb], n.t_read.0),
+            t_prog: pick([n.t_prog_lsb, n.t_prog_csb, n.t_prog_msb], n.t_prog.0),
+            t_erase: n.t_erase.0,
+            t_cmd: n.t_cmd.0,
+            t_cache_xfer: n.t_cache_xfer.0,
+            channel_bw: cfg.channel_bandwidth().0,
+            t_decode: cfg.ecc.t_decode.0,
+            t_soft_decode: cfg.ecc.t_soft_decode.0,
+            cache_read: n.cache_read.0,
+            multi_plane: n.multi_plane.0,
+        }
+    }
+
+    #[inline]
+    pub fn t_read(&self, page_type: usize) -> u64 {
+        self.t_read[page_type.min(3)]
+    }
+
+    #[inline]
+    pub fn t_prog(&self, page_type: usize) -> u64 {
+        self.t_prog[page_type.min(3)]
+    }
+
+    /// Bus time for `bytes` of data.
+    #[inline]
+    pub fn xfer(&self, bytes: u64) -> u64 {
+        if bytes == 0 {
+            0
+        } else {
+            (bytes as f64 * 1e9 / self.channel_bw).ceil() as u64
+        }
+    }
+}
+
+/// Operation counters of the array.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NandStats {
+    /// Pages sensed (a two-plane read counts two).
+    pub pages_read: u64,
+    pub pages_programmed: u64,
+    pub blocks_erased: u64,
+    pub read_ops: u64,
+    pub multi_plane_reads: u64,
+    pub multi_plane_programs: u64,
+    pub read_retries: u64,
+    pub soft_decodes: u64,
+    pub uncorrectable: u64,
+    pub bytes_to_controller: u64,
+    pub bytes_to_flash: u64,
+    pub copybacks: u64,
+}
+
+struct Accounts {
+    read: EnergyAccount,
+    program: EnergyAccount,
+    erase: EnergyAccount,
+    bus: EnergyAccount,
+    ecc: EnergyAccount,
+}
+
+struct Energies {
+    read_page: f64,
+    program_page: f64,
+    erase_block: f64,
+    bus_byte: f64,
+    ecc_byte: f64,
+}
+
+/// The flash array's resources and the rules for occupying them.
+pub struct NandArray {
+    pub geo: Geometry,
+    pub timing: NandTiming,
+    pub ecc: EccModel,
+    channel: GroupId,
+    die: GroupId,
+    cache_reg: GroupId,
+    ecc_engine: GroupId,
+    acc: Accounts,
+    e: Energies,
+    pub stats: NandStats,
+}
+
+impl NandArray {
+    pub fn new(cfg: &DeviceConfig, res: &mut Resources, ledger: &mut EnergyLedger) -> Self {
+        let geo = Geometry::from_config(cfg);
+        let en = &cfg.energy;
+        NandArray {
+            channel: res.add_group("channel", geo.channels),
+            die: res.add_group("die", geo.dies()),
+            cache_reg: res.add_group("cache_register", geo.dies()),
+            ecc_engine: res.add_group("ecc", geo.channels),
+            acc: Accounts {
+                read: ledger.account("nand_read"),
+                program: ledger.account("nand_program"),
+                erase: ledger.account("nand_erase"),
+                bus: ledger.account("flash_bus"),
+                ecc: ledger.account("ecc"),
+            },
+            e: Energies {
+                read_page: en.nand_read_page.0,
+                program_page: en.nand_program_page.0,
+                erase_block: en.nand_erase_block.0,
+                bus_byte: en.channel_per_byte.0,
+                ecc_byte: en.ecc_per_byte.0,
+            },
+            timing: NandTiming::from_config(cfg),
+            ecc: EccModel::from_config(cfg),
+            geo,
+            stats: NandStats::default(),
+        }
+    }
+
+    /// Reads pages at offset `page` of the planes listed in `xfer` (bytes to move out per plane page) of `die`,
+    /// ready at `ready`; returns when the data is decoded in the controller. Several planes make a multi-plane read.
+    pub fn read(
+        &mut self,
+        res: &mut Resources,
+        ledger: &mut EnergyLedger,
+        ready: Time,
+        die: u32,
+        page: u32,
+        xfer: &[u64],
+        outcome: EccOutcome,
+    ) -> Time {
+        let planes = xfer.len() as u64;
+        let bytes: u64 = xfer.iter().sum();
+        let mut done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+        for _ in 0..outcome.retries() {
+            done = self.sense_and_transfer(res, done, die, page, planes, bytes);
+        }
+        if outcome.soft_decoded() {
+            let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
+            done = res.reserve(e, done, self.timing.t_soft_decode) + self.timing.t_soft_decode;
+            self.stats.soft_decodes += 1;
+        }
+        let attempts = 1 + u64::from(outcome.retries());
+        self.stats.read_ops += 1;
+        self.stats.pages_read += planes * attempts;
+        self.stats.multi_plane_reads += u64::from(planes > 1);
+        self.stats.read_retries += u64::from(outcome.retries());
+        self.stats.uncorrectable += u64::from(!outcome.is_ok());
+        self.stats.bytes_to_controller += bytes * attempts;
+        ledger.charge(self.acc.read, self.e.read_page * (planes * attempts) as f64);
+        ledger.charge(self.acc.bus, self.e.bus_byte * (bytes * attempts) as f64);
+        ledger.charge(self.acc.ecc, self.e.ecc_byte * (bytes * attempts) as f64);
+        done
+    }
+
+    /// One sensing of `planes` pages and the transfer and decode of `bytes`; returns the decode end.
+    fn sense_and_transfer(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, planes: u64, bytes: u64) -> Time {
+        let t = &self.timing;
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let reg = res.member(self.cache_reg, die);
+        let cmd = t.t_cmd * planes;
+        let t_r = t.t_read(self.geo.page_type(page));
+        let x = t.xfer(bytes);
+        // The die accepts the command only when it is ready, so the command cycles open its busy period. Find a
+        // start at which the die stays free until the data has left it and the bus is free for the command; the
+        // holds only grow and the start only moves forward, so the loop ends.
+        let mut at = ready;
+        let (xfer_start, xfer_end);
+        if t.cache_read {
+            // The cache-read command for this page is issued while the previous page moves into the cache
+            // register (ONFI 31h), so it may precede the die's ready time by up to t_cache_xfer.
+            let (mut hold_die, mut hold_reg) = (cmd + t_r + t.t_cache_xfer, t.t_cache_xfer + x);
+            loop {
+                let a = res.timeline(d).find(at, hold_die);
+                let c = res.timeline(ch).find(ready.max(a.saturating_sub(t.t_cache_xfer)), cmd);
+                if c > a {
+                    at = c;
+                    continue;
+                }
+                let sense = a.max(c + cmd);
+                let m = res.timeline(reg).find(sense + t_r, hold_reg);
+                let xs = res.timeline(ch).find(m + t.t_cache_xfer, x);
+                let need_die = m + t.t_cache_xfer - a;
+                let need_reg = xs + x - m;
+                if need_die <= hold_die && need_reg <= hold_reg {
+                    res.timeline_mut(d).commit(a, a + need_die);
+                    res.timeline_mut(reg).commit(m, m + need_reg);
+                    res.timeline_mut(ch).commit(c, c + cmd);
+                    res.timeline_mut(ch).commit(xs, xs + x);
+                    (xfer_start, xfer_end) = (xs, xs + x);
+                    break;
+                }
+                hold_die = hold_die.max(need_die);
+                hold_reg = hold_reg.max(need_reg);
+            }
+        } else {
+            let mut hold = cmd + t_r + x;
+            loop {
+                let a = res.timeline(d).find(at, hold);
+                let c = res.timeline(ch).find(a, cmd);
+                if c > a {
+                    at = c;
+                    continue;
+                }
+                let xs = res.timeline(ch).find(a + cmd + t_r, x);
+                let need = xs + x - a;
+                if need <= hold {
+                    res.timeline_mut(d).commit(a, a + need);
+                    res.timeline_mut(ch).commit(a, a + cmd);
+                    res.timeline_mut(ch).commit(xs, xs + x);
+                    (xfer_start, xfer_end) = (xs, xs + x);
+                    break;
+                }
+                hold = need;
+            }
+        }
+        self.decode(res, die, xfer_start, xfer_end, bytes)
+    }
+
+    /// Decoding pipelined with the transfer: the engine starts once the first codeword has arrived and cannot
+    /// finish before one decode time after the last byte.
+    fn decode(&self, res: &mut Resources, die: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
+        let t = &self.timing;
+        if t.t_decode == 0 || bytes == 0 {
+            return xfer_end;
+        }
+        let cws = self.ecc.codewords(bytes);
+        let first = xfer_start + t.xfer(u64::from(self.ecc.codeword_bytes).min(bytes));
+        let busy = cws * t.t_decode;
+        let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
+        let s = res.reserve(e, first, busy);
+        (s + busy).max(xfer_end + t.t_decode)
+    }
+
+    /// Programs `planes` pages at offset `page` of `die` with `bytes_per_page` moved in each; data is in controller
+    /// DRAM at `ready`. Returns the end of tPROG.
+    pub fn program(
+        &mut self,
+        res: &mut Resources,
+        ledger: &mut EnergyLedger,
+        ready: Time,
+        die: u32,
+        page: u32,
+        planes: u32,
+        bytes_per_page: u64,
+    ) -> Time {
+        let t = &self.timing;
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let bytes = bytes_per_page * u64::from(planes);
+        let bus = t.t_cmd * u64::from(planes) + t.xfer(bytes);
+        let t_p = t.t_prog(self.geo.page_type(page));
+        let mut at = ready;
+        let end = loop {
+            let xs = res.timeline(ch).find(at, bus);
+            let a = res.timeline(d).find(xs, bus + t_p);
+            if a == xs {
+                res.timeline_mut(ch).commit(xs, xs + bus);
+                res.timeline_mut(d).commit(xs, xs + bus + t_p);
+                break xs + bus + t_p;
+            }
+            at = a;
+        };
+        self.stats.pages_programmed += u64::from(planes);
+        self.stats.multi_plane_programs += u64::from(planes > 1);
+        self.stats.bytes_to_flash += bytes;
+        ledger.charge(self.acc.program, self.e.program_page * f64::from(planes));
+        ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
+        end
+    }
+
+    /// On-die copyback of one page (GC without the bus): sense, then program from the page register.
+    pub fn copyback(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, die: u32, src_page: u32, dst_page: u32) -> Time {
+        let t = &self.timing;
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let cmd_end = res.reserve(ch, ready, 2 * t.t_cmd) + 2 * t.t_cmd;
+        let dur = t.t_read(self.geo.page_type(src_page)) + t.t_prog(self.geo.page_type(dst_page));
+        let s = res.reserve(d, cmd_end, dur);
+        self.stats.copybacks += 1;
+        self.stats.pages_read += 1;
+        self.stats.pages_programmed += 1;
+        ledger.charge(self.acc.read, self.e.read_page);
+        ledger.charge(self.acc.program, self.e.program_page);
+        s + dur
+    }
+
+    /// Erases `blocks` blocks (distinct planes, multi-plane erase) on `die`.
+    pub fn erase(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, die: u32, blocks: u32) -> Time {
+        let t = &self.timing;
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let cmd = t.t_cmd * u64::from(blocks);
+        let cmd_end = res.reserve(ch, ready, cmd) + cmd;
+        let s = res.reserve(d, cmd_end, t.t_erase);
+        self.stats.blocks_erased += u64::from(blocks);
+        ledger.charge(self.acc.erase, self.e.erase_block * f64::from(blocks));
+        s + t.t_erase
+    }
+
+    /// The die resource group (extensions that compute beside the dies reserve these too).
+    pub fn die_group(&self) -> GroupId {
+        self.die
+    }
+
+    pub fn channel_group(&self) -> GroupId {
+        self.channel
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{load_preset, DeviceConfig};
+
+    fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
+        let mut tree = load_preset("cosmos-plus").unwrap();
+        for (k, v) in overrides {
+            tree.set(k, v).unwrap();
+        }
+        let cfg = DeviceConfig::from_tree(&tree).unwrap();
+        let mut res = Resources::new();
+        let mut led = EnergyLedger::new();
+        let n = NandArray::new(&cfg, &mut res, &mut led);
+        (n, res, led)
+    }
+
+    #[test]
+    fn single_read_is_the_sum_of_its_parts() {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
+        let t = n.timing.clone();
+        let done = n.read(&mut res, &mut led, 1000, 0, 0, &[4096], EccOutcome::Corrected);
+        assert_eq!(done, 1000 + t.t_cmd + t.t_read(0) + t.xfer(4096));
+    }
+
+    #[test]
+    fn decode_adds_one_codeword_after_the_transfer() {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false")]);
+        let t = n.timing.clone();
+        let done = n.read(&mut res, &mut led, 0, 0, 0, &[4096], EccOutcome::Corrected);
+        assert_eq!(done, t.t_cmd + t.t_read(0) + t.xfer(4096) + t.t_decode);
+    }
+
+    #[test]
+    fn cache_read_overlaps_sensing_with_transfer() {
+        let pages = 32u64;
+        let run = |cache: &str| {
+            let (mut n, mut res, mut led) = setup(&[("cache_read", cache), ("t_decode", "0us")]);
+            let mut last = 0;
+            for p in 0..pages {
+                last = n.read(&mut res, &mut led, 0, 0, p as u32, &[16384], EccOutcome::Corrected);
+            }
+            (last, n.timing.clone())
+        };
+        let (plain, t) = run("false");
+        let (cached, _) = run("true");
+        let x = t.xfer(16384);
+        let tr = t.t_read(0);
+        // Without cache read a page costs cmd + tR + transfer; with it, the slower of sensing and draining.
+        assert_eq!(plain, pages * (t.t_cmd + tr + x));
+        let period = (tr + t.t_cache_xfer).max(t.t_cache_xfer + x);
+        let expect = t.t_cmd + tr + t.t_cache_xfer + x + (pages - 1) * period;
+        let err = (cached as f64 - expect as f64).abs() / expect as f64;
+        assert!(err < 0.02, "cached {cached} expected ~{expect}");
+        assert!(cached < plain);
+    }
+
+    #[test]
+    fn multi_plane_read_shares_one_sense() {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
+        let t = n.timing.clone();
+        let done = n.read(&mut res, &mut led, 0, 3, 0, &[16384, 16384], EccOutcome::Corrected);
+        assert_eq!(done, 2 * t.t_cmd + t.t_read(0) + t.xfer(32768));
+        assert_eq!(n.stats.multi_plane_reads, 1);
+        assert_eq!(n.stats.pages_read, 2);
+    }
+
+    #[test]
+    fn dies_on_one_channel_share_the_bus() {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
+        let t = n.timing.clone();
+        // Dies 0 and 8 are both on channel 0; their transfers serialise after overlapping senses.
+        let a = n.read(&mut res, &mut led, 0, 0, 0, &[16384], EccOutcome::Corrected);
+        let b = n.read(&mut res, &mut led, 0, 8, 0, &[16384], EccOutcome::Corrected);
+        assert_eq!(a, t.t_cmd + t.t_read(0) + t.xfer(16384));
+        assert_eq!(b, a + t.xfer(16384));
+    }
+
+    #[test]
+    fn retries_and_soft_decode_cost_extra_reads() {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
+        let t = n.timing.clone();
+        let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
+        let done = n.read(&mut res, &mut led, 0, 0, 0, &[4096], EccOutcome::SoftDecoded(4));
+        assert_eq!(done, 5 * one + t.t_soft_decode);
+        assert_eq!((n.stats.read_retries, n.stats.soft_decodes), (4, 1));
+    }
+
+    #[test]
+    fn program_and_erase_occupy_the_die() {
+        let (mut n, mut res, mut led) = setup(&[]);
+        let t = n.timing.clone();
+        let p = n.program(&mut res, &mut led, 0, 0, 0, 2, 16384);
+        assert_eq!(p, 2 * t.t_cmd + t.xfer(32768) + t.t_prog(0));
+        let e = n.erase(&mut res, &mut led, 0, 0, 1);
+        assert_eq!(e, p + t.t_erase);
+        assert!(led.total_dynamic_joules() > 0.0);
+    }
+}

@@ -1,0 +1,9 @@
+//! The NAND flash array: geometry and addresses, array and bus timing, and error correction.
+
+mod array;
+mod ecc;
+mod geometry;
+
+pub use array::{NandArray, NandStats, NandTiming};
+pub use ecc::{EccModel, EccOutcome};
+pub use geometry::{Geometry, PageAddr};
