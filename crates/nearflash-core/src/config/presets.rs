@@ -5,6 +5,11 @@ use crate::error::{Result, SimError};
 
 const PRESETS: &[(&str, &str)] = &[
     ("cosmos-plus", include_str!("../../../../presets/cosmos-plus.toml")),
+    ("nice-zu7eg", include_str!("../../../../presets/nice-zu7eg.toml")),
+    ("searssd", include_str!("../../../../presets/searssd.toml")),
+    ("issd", include_str!("../../../../presets/issd.toml")),
+    ("issd-prototype", include_str!("../../../../presets/issd-prototype.toml")),
+    ("samsung-970pro", include_str!("../../../../presets/samsung-970pro.toml")),
 ];
 
 /// Names of the embedded presets.
