@@ -7,9 +7,15 @@
 //! [`device`] (the assembled device) and [`bench`] (fio-like workloads).
 
 pub mod config;
+pub mod ctrl;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod ftl;
+pub mod image;
+pub mod host;
 pub mod nand;
+pub mod nvme;
 
+pub use device::{Device, DeviceOptions, Done, Report};
 pub use error::{Result, SimError};

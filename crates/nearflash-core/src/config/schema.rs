@@ -307,11 +307,11 @@ impl DeviceConfig {
             return bad(format!("nand.page_size {} B must be a multiple of ftl.sector_size {sector} B", n.page_size.0));
         }
         let spp = n.page_size.0 / sector;
-        if spp > 64 {
-            return bad(format!("a page holds {spp} sectors; at most 64 are supported"));
+        if spp > 32 {
+            return bad(format!("a page holds {spp} sectors; at most 32 are supported"));
         }
-        // OOB record: sequence number + per-sector LPN and checksum (see ftl::oob).
-        let oob_need = crate::ftl::oob::record_bytes(spp as usize) as u64;
+        // OOB record: sequence number + per-sector LPN and checksum + extension spare bytes (see ftl::oob).
+        let oob_need = crate::ftl::oob::stride(spp as usize) as u64;
         if n.oob_size.0 < oob_need {
             return bad(format!("nand.oob_size {} B is too small: {} sectors per page need {oob_need} B", n.oob_size.0, spp));
         }

@@ -1,3 +1,649 @@
-//! Flash translation layer.
+//! Flash translation layer: page-level mapping of sectors, write frontiers, garbage collection, TRIM, wear.
+//!
+//! Placement is static per logical group, as in MQSim: the page-sized group `lpn / sectors_per_page` always lives
+//! in the plane `stripe[group % planes]` (ordered by `ftl.allocation`, channel first by default), so sequential
+//! data spreads over all channels and dies, and each plane is an independent log with its own free pool and GC.
+//! Within a plane, sectors fill the open page of the host frontier in arrival order; a full page is programmed
+//! (waiting briefly for its sibling planes to form a multi-plane program). The mapping table points at a sector
+//! only once its page is programmed; until then it is found in `buffered` (the write buffer in controller DRAM).
+//!
+//! The FTL decides *what* flash work happens; *when* it happens is the [`FlashSink`]'s business (the device's
+//! timing model, or nothing at all while preconditioning).
 
+mod blocks;
+pub mod cmt;
+mod gc;
 pub mod oob;
+mod precondition;
+mod recovery;
+
+pub use blocks::{BlockInfo, BlockState, BlockTable};
+pub use precondition::FillPattern;
+pub use recovery::RecoveryReport;
+
+use crate::config::{DeviceConfig, MappingMode};
+use crate::engine::Time;
+use crate::error::{Result, SimError};
+use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
+use crate::nand::Geometry;
+use cmt::Cmt;
+use oob::{Oob, OobMut, INVALID_LPN};
+use std::collections::{BTreeMap, HashMap};
+
+/// Where the FTL's flash work gets its timing.
+pub trait FlashSink {
+    /// Reads `sectors` sectors of page `ppn` (in a block with `pe` erase cycles) into the controller;
+    /// `raw_errors` is the worst codeword's injected error count. Returns when the data is in the controller.
+    fn read_page(&mut self, ready: Time, ppn: u64, sectors: u32, raw_errors: u32, pe: u32) -> Time;
+    /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several).
+    fn program_pages(&mut self, ready: Time, ppns: &[u64], sectors_released: u32) -> Time;
+    /// Moves page `src` to `dst` on-die (GC copyback).
+    fn copyback(&mut self, ready: Time, src: u64, dst: u64) -> Time;
+    fn erase_block(&mut self, ready: Time, block_id: u32) -> Time;
+    /// Reads / writes a translation page of the demand-paged map.
+    fn map_read(&mut self, ready: Time, tpage: u64) -> Time;
+    fn map_write(&mut self, ready: Time, tpage: u64) -> Time;
+}
+
+/// A sink that takes no time (preconditioning, recovery).
+pub struct Untimed;
+
+impl FlashSink for Untimed {
+    fn read_page(&mut self, ready: Time, _: u64, _: u32, _: u32, _: u32) -> Time {
+        ready
+    }
+    fn program_pages(&mut self, ready: Time, _: &[u64], _: u32) -> Time {
+        ready
+    }
+    fn copyback(&mut self, ready: Time, _: u64, _: u64) -> Time {
+        ready
+    }
+    fn erase_block(&mut self, ready: Time, _: u32) -> Time {
+        ready
+    }
+    fn map_read(&mut self, ready: Time, _: u64) -> Time {
+        ready
+    }
+    fn map_write(&mut self, ready: Time, _: u64) -> Time {
+        ready
+    }
+}
+
+/// Where a logical sector currently is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    Unmapped,
+    /// In an unprogrammed page (controller DRAM).
+    Buffered(u64),
+    /// In a programmed flash page.
+    Flash(u64),
+}
+
+/// FTL counters (sectors unless stated).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FtlStats {
+    pub host_sectors_written: u64,
+    pub host_sectors_trimmed: u64,
+    pub pages_programmed: u64,
+    pub padded_slots: u64,
+    pub gc_runs: u64,
+    pub gc_sectors_moved: u64,
+    pub gc_pages_copied_back: u64,
+    pub blocks_erased: u64,
+    pub map_reads: u64,
+    pub map_writes: u64,
+}
+
+const NO_BLOCK: u32 = u32::MAX;
+const MAX_SPP: usize = 32;
+
+/// The page being filled in one plane.
+#[derive(Clone)]
+struct Frontier {
+    block: u32,
+    page: u32,
+    filled: u32,
+    lpns: [u32; MAX_SPP],
+    crcs: [u32; MAX_SPP],
+    /// GC frontiers: the source PSA each slot was copied from.
+    src: [u64; MAX_SPP],
+    present: u32,
+    ready: Time,
+    held: bool,
+}
+
+impl Frontier {
+    fn empty() -> Self {
+        Frontier {
+            block: NO_BLOCK,
+            page: 0,
+            filled: 0,
+            lpns: [INVALID_LPN; MAX_SPP],
+            crcs: [0; MAX_SPP],
+            src: [0; MAX_SPP],
+            present: 0,
+            ready: 0,
+            held: false,
+        }
+    }
+
+    fn reset_page(&mut self) {
+        self.filled = 0;
+        self.lpns = [INVALID_LPN; MAX_SPP];
+        self.present = 0;
+        self.ready = 0;
+        self.held = false;
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Host,
+    Gc,
+}
+
+/// The storage the FTL keeps its state in (file-backed for an image, anonymous otherwise).
+pub struct FtlStore {
+    pub l2p: MappedU32,
+    pub oob: MappedRecords,
+    pub data: DataStore,
+    pub trims: TrimJournal,
+}
+
+pub struct Ftl {
+    pub geo: Geometry,
+    spp: u32,
+    logical_sectors: u64,
+    stripe: Vec<u32>,
+    pub(crate) store: FtlStore,
+    pub blocks: BlockTable,
+    host: Vec<Frontier>,
+    gc: Vec<Frontier>,
+    buffered: HashMap<u32, u64>,
+    injected: BTreeMap<u64, u32>,
+    seq: u64,
+    gc_start: u32,
+    gc_stop: u32,
+    copyback: bool,
+    multi_plane: bool,
+    cmt: Option<Cmt>,
+    scratch: Vec<u8>,
+    pub stats: FtlStats,
+}
+
+impl Ftl {
+    /// A fresh (all erased) FTL over `store`.
+    pub fn new(cfg: &DeviceConfig, store: FtlStore) -> Result<Self> {
+        let geo = Geometry::from_config(cfg);
+        let blocks = BlockTable::new(geo.planes(), geo.blocks_per_plane);
+        Self::with_state(cfg, store, blocks, 1)
+    }
+
+    /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
+    pub(crate) fn with_state(cfg: &DeviceConfig, store: FtlStore, blocks: BlockTable, seq: u64) -> Result<Self> {
+        let geo = Geometry::from_config(cfg);
+        let spp = geo.sectors_per_page;
+        if store.l2p.len() != cfg.logical_sectors() || store.oob.len() != geo.pages() {
+            return Err(SimError::Image("mapping or OOB table size does not match the configuration".into()));
+        }
+        let cmt = (cfg.mapping_mode() == MappingMode::Demand).then(|| {
+            let entries = u64::from(geo.page_size) / 4;
+            Cmt::new((cfg.ftl.cmt_size.0 / u64::from(geo.page_size)) as usize, entries)
+        });
+        let mut ftl = Ftl {
+            spp,
+            logical_sectors: cfg.logical_sectors(),
+            stripe: geo.stripe_table(&cfg.ftl.allocation.0),
+            store,
+            blocks,
+            host: vec![Frontier::empty(); geo.planes() as usize],
+            gc: vec![Frontier::empty(); geo.planes() as usize],
+            buffered: HashMap::new(),
+            injected: BTreeMap::new(),
+            seq,
+            gc_start: cfg.ftl.gc_start_free_blocks.0 as u32,
+            gc_stop: cfg.ftl.gc_stop_free_blocks.0 as u32,
+            copyback: cfg.ftl.gc_copyback.0,
+            multi_plane: cfg.nand.multi_plane.0 && geo.planes_per_die > 1,
+            cmt,
+            scratch: vec![0; geo.sector_size as usize],
+            stats: FtlStats::default(),
+            geo,
+        };
+        ftl.adopt_open_blocks();
+        Ok(ftl)
+    }
+
+    /// Open blocks found in the table become host frontiers (one per plane); extra ones are closed.
+    fn adopt_open_blocks(&mut self) {
+        for id in 0..self.blocks.info.len() as u32 {
+            let b = self.blocks.info[id as usize];
+            if b.state != BlockState::Open {
+                continue;
+            }
+            let plane = self.geo.plane_of_block(id);
+            let fr = &mut self.host[plane as usize];
+            if fr.block == NO_BLOCK && b.pages_written < self.geo.pages_per_block {
+                fr.block = id;
+                fr.page = b.pages_written;
+                fr.reset_page();
+            } else {
+                self.blocks.info[id as usize].state = BlockState::Full;
+            }
+        }
+    }
+
+    pub fn logical_sectors(&self) -> u64 {
+        self.logical_sectors
+    }
+
+    pub fn sectors_per_page(&self) -> u32 {
+        self.spp
+    }
+
+    /// Next sequence number (pages and trims are ordered by it).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    #[inline]
+    pub fn plane_of(&self, lpn: u32) -> u32 {
+        self.stripe[((lpn / self.spp) % self.stripe.len() as u32) as usize]
+    }
+
+    fn check_lpn(&self, lpn: u32) -> Result<()> {
+        if u64::from(lpn) >= self.logical_sectors {
+            return Err(SimError::InvalidArgument(format!("LBA {lpn} beyond {} sectors", self.logical_sectors)));
+        }
+        Ok(())
+    }
+
+    /// Where `lpn` is now.
+    #[inline]
+    pub fn locate(&self, lpn: u32) -> Location {
+        if !self.buffered.is_empty() {
+            if let Some(&psa) = self.buffered.get(&lpn) {
+                return Location::Buffered(psa);
+            }
+        }
+        match self.store.l2p.get(u64::from(lpn)) {
+            0 => Location::Unmapped,
+            e => Location::Flash(u64::from(e - 1)),
+        }
+    }
+
+    /// Charges a mapping-table access under demand mapping; returns when the entry is available.
+    pub fn map_access(&mut self, lpn: u32, dirty: bool, ready: Time, sink: &mut dyn FlashSink) -> Time {
+        let Some(cmt) = &mut self.cmt else { return ready };
+        let a = cmt.access(lpn, dirty);
+        let mut t = ready;
+        if let Some(tp) = a.write_back {
+            self.stats.map_writes += 1;
+            sink.map_write(ready, tp);
+        }
+        if let Some(tp) = a.load {
+            self.stats.map_reads += 1;
+            t = sink.map_read(ready, tp);
+        }
+        t
+    }
+
+    pub fn cmt_stats(&self) -> Option<cmt::CmtStats> {
+        self.cmt.as_ref().map(|c| c.stats)
+    }
+
+    /// Writes one sector (data `None`: timing-only, nothing stored). `ready` is when its data is in DRAM.
+    pub fn write(&mut self, lpn: u32, data: Option<&[u8]>, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        self.check_lpn(lpn)?;
+        let plane = self.plane_of(lpn);
+        self.ensure_slot(Stream::Host, plane, ready, sink)?;
+        let (psa, slot) = self.next_psa(Stream::Host, plane);
+        let (present, crc) = match data {
+            Some(d) if self.store.data.materialises() => {
+                if d.len() != self.geo.sector_size as usize {
+                    return Err(SimError::InvalidArgument(format!("sector data must be {} bytes", self.geo.sector_size)));
+                }
+                self.store.data.write_sector(psa, d)?;
+                (true, crc32fast::hash(d))
+            }
+            _ => (false, 0),
+        };
+        let fr = &mut self.host[plane as usize];
+        fr.lpns[slot] = lpn;
+        fr.crcs[slot] = crc;
+        fr.present |= u32::from(present) << slot;
+        fr.filled += 1;
+        fr.ready = fr.ready.max(ready);
+        self.buffered.insert(lpn, psa);
+        self.stats.host_sectors_written += 1;
+        if self.host[plane as usize].filled == self.spp {
+            self.page_full(plane, sink);
+        }
+        Ok(())
+    }
+
+    /// PSA of the next free slot of a frontier (which must have one).
+    fn next_psa(&self, s: Stream, plane: u32) -> (u64, usize) {
+        let fr = self.frontier(s, plane);
+        let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
+        (ppn * u64::from(self.spp) + u64::from(fr.filled), fr.filled as usize)
+    }
+
+    fn frontier(&self, s: Stream, plane: u32) -> &Frontier {
+        match s {
+            Stream::Host => &self.host[plane as usize],
+            Stream::Gc => &self.gc[plane as usize],
+        }
+    }
+
+    fn frontier_mut(&mut self, s: Stream, plane: u32) -> &mut Frontier {
+        match s {
+            Stream::Host => &mut self.host[plane as usize],
+            Stream::Gc => &mut self.gc[plane as usize],
+        }
+    }
+
+    /// Makes sure the frontier has a free slot: programs a held page, opens a block (collecting garbage first
+    /// when the plane runs low on free blocks).
+    fn ensure_slot(&mut self, s: Stream, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        if self.frontier(s, plane).held {
+            self.program_with_held_siblings(plane, sink);
+        }
+        if self.frontier(s, plane).block != NO_BLOCK {
+            return Ok(());
+        }
+        if s == Stream::Host && self.blocks.free_blocks(plane) < self.gc_start {
+            self.collect(plane, ready, sink)?;
+        }
+        let id = self.blocks.open_free(plane).ok_or_else(|| {
+            SimError::Image(format!("plane {plane} has no free block left (over-provisioning exhausted)"))
+        })?;
+        let fr = self.frontier_mut(s, plane);
+        fr.block = id;
+        fr.page = 0;
+        fr.reset_page();
+        Ok(())
+    }
+
+    /// A host page just filled: program it now, or hold it until sibling planes fill the same page offset.
+    fn page_full(&mut self, plane: u32, sink: &mut dyn FlashSink) {
+        if self.multi_plane {
+            let page = self.host[plane as usize].page;
+            let waiting = self.siblings(plane).any(|p| {
+                let f = &self.host[p as usize];
+                f.block != NO_BLOCK && f.page == page && !f.held && f.filled > 0
+            });
+            if waiting {
+                self.host[plane as usize].held = true;
+                return;
+            }
+        }
+        self.program_with_held_siblings(plane, sink);
+    }
+
+    fn siblings(&self, plane: u32) -> impl Iterator<Item = u32> {
+        let ppd = self.geo.planes_per_die;
+        let first = plane - plane % ppd;
+        (first..first + ppd).filter(move |&p| p != plane)
+    }
+
+    /// Programs `plane`'s host page together with held sibling pages at the same offset.
+    fn program_with_held_siblings(&mut self, plane: u32, sink: &mut dyn FlashSink) -> Time {
+        let page = self.host[plane as usize].page;
+        let mut group = vec![plane];
+        if self.multi_plane {
+            group.extend(self.siblings(plane).filter(|&p| {
+                let f = &self.host[p as usize];
+                f.held && f.page == page
+            }));
+        }
+        self.program(Stream::Host, &group, sink)
+    }
+
+    /// Programs the current page of each listed plane's frontier (one die, one offset), padding unfilled slots.
+    fn program(&mut self, s: Stream, planes: &[u32], sink: &mut dyn FlashSink) -> Time {
+        let spp = self.spp as usize;
+        let mut ppns = Vec::with_capacity(planes.len());
+        let mut ready = 0;
+        let mut released = 0;
+        for &plane in planes {
+            let fr = self.frontier(s, plane).clone();
+            let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
+            let seq = self.next_seq();
+            let erase_count = self.blocks.info[fr.block as usize].erase_count;
+            // Which slots still hold the current copy of their sector (a host sector rewritten or trimmed while
+            // buffered, or a GC copy overtaken by a newer program, is stale).
+            let mut lpns = [INVALID_LPN; MAX_SPP];
+            for slot in 0..fr.filled as usize {
+                let lpn = fr.lpns[slot];
+                if lpn == INVALID_LPN {
+                    continue;
+                }
+                let psa = ppn * spp as u64 + slot as u64;
+                let current = match s {
+                    Stream::Host => self.buffered.get(&lpn) == Some(&psa),
+                    Stream::Gc => self.store.l2p.get(u64::from(lpn)) == (fr.src[slot] + 1) as u32,
+                };
+                if current {
+                    lpns[slot] = lpn;
+                }
+            }
+            // The OOB record goes first: a process killed before the mapping update is repaired by recovery,
+            // while a mapping entry pointing at an unrecorded page could not be.
+            let mut rec = OobMut::new(self.store.oob.get_mut(ppn), spp);
+            let mut present = 0;
+            for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
+                rec.set_slot(slot, lpn, if lpn == INVALID_LPN { 0 } else { fr.crcs[slot] });
+                if lpn != INVALID_LPN {
+                    present |= fr.present & (1 << slot);
+                }
+            }
+            rec.set_header(seq, erase_count, present);
+            for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
+                if lpn != INVALID_LPN {
+                    if s == Stream::Host {
+                        self.buffered.remove(&lpn);
+                    }
+                    self.remap(lpn, ppn * spp as u64 + slot as u64);
+                }
+            }
+            self.stats.padded_slots += u64::from(self.spp - fr.filled);
+            self.stats.pages_programmed += 1;
+            if s == Stream::Host {
+                released += fr.filled; // GC sectors never occupied the host write buffer
+            }
+            ready = ready.max(fr.ready);
+            ppns.push(ppn);
+            let ppb = self.geo.pages_per_block;
+            let info = &mut self.blocks.info[fr.block as usize];
+            info.pages_written = fr.page + 1;
+            let full = fr.page + 1 == ppb;
+            if full {
+                info.state = BlockState::Full;
+            }
+            let f = self.frontier_mut(s, plane);
+            f.reset_page();
+            f.page += 1;
+            if full {
+                f.block = NO_BLOCK;
+            }
+        }
+        sink.program_pages(ready, &ppns, released)
+    }
+
+    /// Points `lpn` at `psa`, moving its valid count from the old block.
+    fn remap(&mut self, lpn: u32, psa: u64) {
+        let old = self.store.l2p.get(u64::from(lpn));
+        if old != 0 {
+            let ob = self.block_of_psa(u64::from(old - 1));
+            self.blocks.info[ob as usize].valid -= 1;
+        }
+        let nb = self.block_of_psa(psa);
+        self.blocks.info[nb as usize].valid += 1;
+        self.store.l2p.set(u64::from(lpn), (psa + 1) as u32);
+    }
+
+    #[inline]
+    fn block_of_psa(&self, psa: u64) -> u32 {
+        (psa / u64::from(self.spp) / u64::from(self.geo.pages_per_block)) as u32
+    }
+
+    /// Deallocates `count` sectors from `lpn`.
+    pub fn trim(&mut self, lpn: u32, count: u32) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        self.check_lpn(lpn)?;
+        self.check_lpn(lpn + count - 1)?;
+        for l in lpn..lpn + count {
+            self.buffered.remove(&l);
+            let old = self.store.l2p.get(u64::from(l));
+            if old != 0 {
+                let psa = u64::from(old - 1);
+                let ob = self.block_of_psa(psa);
+                self.blocks.info[ob as usize].valid -= 1;
+                self.store.l2p.set(u64::from(l), 0);
+                self.injected.remove(&psa);
+            }
+        }
+        self.stats.host_sectors_trimmed += u64::from(count);
+        let seq = self.next_seq();
+        self.store.trims.append(TrimRecord { seq, lpn, count })
+    }
+
+    /// Programs every partially filled or held host page (padding); returns when the last program ends.
+    pub fn flush(&mut self, ready: Time, sink: &mut dyn FlashSink) -> Time {
+        let mut done = ready;
+        for plane in 0..self.geo.planes() {
+            let f = &self.host[plane as usize];
+            if f.block != NO_BLOCK && f.filled > 0 {
+                if f.ready < ready {
+                    self.host[plane as usize].ready = ready;
+                }
+                done = done.max(self.program_with_held_siblings(plane, sink));
+            }
+        }
+        done
+    }
+
+    /// Sectors waiting in unprogrammed pages.
+    pub fn buffered_sectors(&self) -> usize {
+        self.buffered.len()
+    }
+
+    /// Reads the sector at `loc`; `Ok(false)` if the stored data fails its checksum. Unwritten and unstored
+    /// (timing-only) sectors read as zeroes.
+    pub fn read_sector(&self, loc: Location, out: &mut [u8]) -> Result<bool> {
+        let (psa, present, crc) = match loc {
+            Location::Unmapped => {
+                out.fill(0);
+                return Ok(true);
+            }
+            Location::Buffered(psa) => {
+                let slot = (psa % u64::from(self.spp)) as usize;
+                let plane = self.geo.page_addr(psa / u64::from(self.spp)).plane;
+                let fr = &self.host[plane as usize];
+                (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
+            }
+            Location::Flash(psa) => {
+                let slot = (psa % u64::from(self.spp)) as usize;
+                let r = Oob::new(self.store.oob.get(psa / u64::from(self.spp)), self.spp as usize);
+                (psa, r.present(slot), r.crc(slot))
+            }
+        };
+        if !present {
+            out.fill(0);
+            return Ok(true);
+        }
+        self.store.data.read_sector(psa, out)?;
+        Ok(crc32fast::hash(out) == crc)
+    }
+
+    /// Injects raw bit errors (worst codeword) into the stored copy of `lpn`.
+    pub fn inject_errors(&mut self, lpn: u32, bits: u32) -> Result<()> {
+        self.check_lpn(lpn)?;
+        match self.locate(lpn) {
+            Location::Flash(psa) => {
+                self.injected.insert(psa, bits);
+                Ok(())
+            }
+            Location::Buffered(_) => Err(SimError::InvalidArgument(format!(
+                "LBA {lpn} is still in the write buffer; flush before injecting flash errors"
+            ))),
+            Location::Unmapped => Err(SimError::InvalidArgument(format!("LBA {lpn} is not written"))),
+        }
+    }
+
+    /// Injected raw errors of a sector.
+    #[inline]
+    pub fn injected_errors(&self, psa: u64) -> u32 {
+        if self.injected.is_empty() {
+            0
+        } else {
+            self.injected.get(&psa).copied().unwrap_or(0)
+        }
+    }
+
+    /// Erase count of the block holding a PPN.
+    pub fn erase_count_of(&self, ppn: u64) -> u32 {
+        self.blocks.info[(ppn / u64::from(self.geo.pages_per_block)) as usize].erase_count
+    }
+
+    /// Extension spare bytes in the OOB of a programmed page.
+    pub fn oob_ext(&self, ppn: u64) -> &[u8] {
+        Oob::new(self.store.oob.get(ppn), self.spp as usize).ext()
+    }
+
+    pub fn oob_ext_mut(&mut self, ppn: u64) -> &mut [u8] {
+        let spp = self.spp as usize;
+        let b = self.store.oob.get_mut(ppn);
+        &mut b[oob::record_bytes(spp)..]
+    }
+
+    /// Write amplification: flash page programs over host-written pages.
+    pub fn waf(&self) -> f64 {
+        if self.stats.host_sectors_written == 0 {
+            return 0.0;
+        }
+        (self.stats.pages_programmed * u64::from(self.spp)) as f64 / self.stats.host_sectors_written as f64
+    }
+
+    /// Fraction of logical sectors mapped.
+    pub fn occupancy(&self) -> f64 {
+        let valid: u64 = self.blocks.info.iter().map(|b| u64::from(b.valid)).sum();
+        (valid + self.buffered.len() as u64) as f64 / self.logical_sectors as f64
+    }
+
+    /// Checks internal invariants (tests, debugging): valid counts match the mapping table.
+    pub fn check_consistency(&self) -> Result<()> {
+        let mut counts = vec![0u32; self.blocks.info.len()];
+        for lpn in 0..self.logical_sectors {
+            let e = self.store.l2p.get(lpn);
+            if e != 0 {
+                let psa = u64::from(e - 1);
+                let ppn = psa / u64::from(self.spp);
+                let slot = (psa % u64::from(self.spp)) as usize;
+                let rec = Oob::new(self.store.oob.get(ppn), self.spp as usize);
+                if rec.lpn(slot) != lpn as u32 {
+                    return Err(SimError::Image(format!("LBA {lpn} maps to PSA {psa} whose OOB names {}", rec.lpn(slot))));
+                }
+                counts[self.block_of_psa(psa) as usize] += 1;
+            }
+        }
+        for (id, (b, c)) in self.blocks.info.iter().zip(&counts).enumerate() {
+            if b.valid != *c {
+                return Err(SimError::Image(format!("block {id}: valid count {} but {c} mapped sectors", b.valid)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

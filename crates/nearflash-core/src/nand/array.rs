@@ -33,18 +33,24 @@ pub struct NandTiming {
 impl NandTiming {
     pub fn from_config(cfg: &DeviceConfig) -> Self {
         let n = &cfg.nand;
-        let pick = |v: [Option<crate::config::units::Nanos>; 3], d: u64| {
-            let mut out = [d; 4];
-            for (i, x) in v.iter().enumerate() {
-                if let Some(x) = x {
-                    out[i] = x.0;
-                }
+        // Page types cycle within a block: SLC has one, MLC two (LSB, MSB), TLC three (LSB, CSB, MSB), QLC four
+        // (the fourth takes the MSB latency: presets give at most three).
+        let bits = cfg.bits_per_cell() as usize;
+        let pick = |lsb: Option<crate::config::units::Nanos>,
+                    csb: Option<crate::config::units::Nanos>,
+                    msb: Option<crate::config::units::Nanos>,
+                    d: u64| {
+            let (l, c, m) = (lsb.map_or(d, |x| x.0), csb.map_or(d, |x| x.0), msb.map_or(d, |x| x.0));
+            match bits {
+                1 => [d; 4],
+                2 => [l, m, m, m],
+                3 => [l, c, m, m],
+                _ => [l, c, m, m],
             }
-            out
         };
         NandTiming {
-            t_read: pick([n.t_read_lsb, n.t_read_csb, n.t_read_msb], n.t_read.0),
-            t_prog: pick([n.t_prog_lsb, n.t_prog_csb, n.t_prog_msb], n.t_prog.0),
+            t_read: pick(n.t_read_lsb, n.t_read_csb, n.t_read_msb, n.t_read.0),
+            t_prog: pick(n.t_prog_lsb, n.t_prog_csb, n.t_prog_msb, n.t_prog.0),
             t_erase: n.t_erase.0,
             t_cmd: n.t_cmd.0,
             t_cache_xfer: n.t_cache_xfer.0,

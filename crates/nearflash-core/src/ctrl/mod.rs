@@ -1,0 +1,105 @@
+//! The SSD controller: embedded cores running firmware, controller DRAM, the write-back buffer, the compute
+//! units firmware extensions declare, and the extension interface itself.
+
+mod buffer;
+mod ext;
+mod units;
+
+pub use buffer::WriteBuffer;
+pub use ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, FlashRead, PageDone};
+pub use units::{ComputeUnits, UnitHandle, UnitSpec};
+
+use crate::config::DeviceConfig;
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
+
+/// Firmware path lengths and the resources they run on.
+pub struct Controller {
+    pub cores: GroupId,
+    pub dram: GroupId,
+    ns_per_instruction: f64,
+    pub fw_read: f64,
+    pub fw_write: f64,
+    pub fw_other: f64,
+    pub fw_page: f64,
+    pub map_instructions: f64,
+    dram_bw: f64,
+    pub dram_latency: u64,
+    acc_core: EnergyAccount,
+    acc_dram: EnergyAccount,
+    pj_per_instruction: f64,
+    dram_pj_per_byte: f64,
+    pub stats: ControllerStats,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ControllerStats {
+    pub instructions: f64,
+    pub dram_bytes: u64,
+}
+
+impl Controller {
+    pub fn new(cfg: &DeviceConfig, res: &mut Resources, ledger: &mut EnergyLedger) -> Self {
+        let c = &cfg.controller;
+        ledger.add_static("ssd_static", cfg.energy.ssd_static.0);
+        Controller {
+            cores: res.add_group("core", c.cores.0 as u32),
+            dram: res.add_group("dram", 1),
+            ns_per_instruction: c.cpi.0 * 1e9 / c.core_freq.0,
+            fw_read: c.fw_read_instructions.0,
+            fw_write: c.fw_write_instructions.0,
+            fw_other: c.fw_other_instructions.0,
+            fw_page: c.fw_page_instructions.0,
+            map_instructions: cfg.ftl.map_instructions.0,
+            dram_bw: c.dram_bandwidth.0,
+            dram_latency: c.dram_latency.0,
+            acc_core: ledger.account("controller_core"),
+            acc_dram: ledger.account("ssd_dram"),
+            pj_per_instruction: cfg.energy.core_per_instruction.0,
+            dram_pj_per_byte: cfg.energy.ssd_dram_per_byte.0,
+            stats: ControllerStats::default(),
+        }
+    }
+
+    /// Time to execute `instructions` on one core.
+    pub fn instructions_ns(&self, instructions: f64) -> u64 {
+        (instructions * self.ns_per_instruction).ceil() as u64
+    }
+
+    /// Runs `instructions` of firmware on whichever core is free first; returns when done.
+    pub fn run(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
+        let d = self.instructions_ns(instructions);
+        let (_, s) = res.reserve_any(self.cores, ready, d);
+        self.stats.instructions += instructions;
+        ledger.charge(self.acc_core, self.pj_per_instruction * instructions);
+        s + d
+    }
+
+    /// Runs firmware on a specific core (work that is serialised on one core, e.g. RecSSD's FTL loop).
+    pub fn run_on(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, core: u32, ready: Time, instructions: f64) -> Time {
+        let d = self.instructions_ns(instructions);
+        let r = res.member(self.cores, core % res.group_len(self.cores));
+        let s = res.reserve(r, ready, d);
+        self.stats.instructions += instructions;
+        ledger.charge(self.acc_core, self.pj_per_instruction * instructions);
+        s + d
+    }
+
+    /// DRAM port time for `bytes`.
+    pub fn dram_ns(&self, bytes: u64) -> u64 {
+        if bytes == 0 {
+            0
+        } else {
+            (bytes as f64 * 1e9 / self.dram_bw).ceil() as u64
+        }
+    }
+
+    /// Moves `bytes` through the DRAM port; returns when done.
+    pub fn dram(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
+        let d = self.dram_ns(bytes);
+        let r = res.member(self.dram, 0);
+        let s = res.reserve(r, ready, d);
+        self.stats.dram_bytes += bytes;
+        ledger.charge(self.acc_dram, self.dram_pj_per_byte * bytes as f64);
+        s + d
+    }
+}

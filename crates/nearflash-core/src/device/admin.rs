@@ -1,0 +1,102 @@
+//! Admin commands: Identify, Get Log Page and I/O queue management.
+
+use super::Device;
+use crate::ctrl::DataBuf;
+use crate::engine::Time;
+use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
+use crate::nvme::{decode_admin, AdminCommand, Sqe, Status};
+
+impl Device {
+    pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
+        let fw = self.fw(t, self.core.ctrl.fw_other);
+        let cmd = match decode_admin(sqe) {
+            Ok(c) => c,
+            Err(s) => return (s, 0, fw),
+        };
+        let result: Result<Option<Vec<u8>>, Status> = match cmd {
+            AdminCommand::Identify { cns, nsid } => self.identify(cns, nsid).map(Some),
+            AdminCommand::GetLogPage { lid, dwords, offset } => self.log_page(lid).map(|page| {
+                let start = (offset as usize).min(page.len());
+                let end = (start + dwords as usize * 4).min(page.len());
+                Some(page[start..end].to_vec())
+            }),
+            AdminCommand::CreateIoCq { qid, size } => self.queues.create_cq(qid, size).map(|_| None),
+            AdminCommand::CreateIoSq { qid, size, cqid } => self.queues.create_sq(qid, size, cqid).map(|_| None),
+            AdminCommand::DeleteIoSq { qid } => self.queues.delete_sq(qid).map(|_| None),
+            AdminCommand::DeleteIoCq { qid } => self.queues.delete_cq(qid).map(|_| None),
+            AdminCommand::Vendor(_) => Err(Status::INVALID_OPCODE),
+        };
+        match result {
+            Err(s) => (s, 0, fw),
+            Ok(None) => (Status::SUCCESS, 0, fw),
+            Ok(Some(bytes)) => {
+                let n = match data {
+                    DataBuf::FromDevice(out) => {
+                        let n = out.len().min(bytes.len());
+                        out[..n].copy_from_slice(&bytes[..n]);
+                        n
+                    }
+                    _ => 0,
+                };
+                let c = &mut self.core;
+                let done = c.host.to_host(&mut c.res, &mut c.ledger, fw, n as u64);
+                (Status::SUCCESS, 0, done)
+            }
+        }
+    }
+
+    fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Status> {
+        let cfg = &self.core.cfg;
+        match cns {
+            pages::CNS_CONTROLLER => {
+                let name = self.tree.meta("name").unwrap_or("custom");
+                Ok(pages::identify_controller(&ControllerIdentity {
+                    serial: &format!("NF{:016X}", fnv(name)),
+                    model: &format!("nearflash {name}"),
+                    firmware: env!("CARGO_PKG_VERSION"),
+                    mdts_bytes: cfg.nvme.mdts.0,
+                    max_queue_entries: cfg.nvme.max_queue_depth.0 as u32,
+                }))
+            }
+            pages::CNS_NAMESPACE if nsid == 1 => {
+                let used = (self.core.ftl.occupancy() * self.ns.lbas as f64).round() as u64;
+                Ok(pages::identify_namespace(self.ns.lbas, used, cfg.ftl.sector_size.0 as u32))
+            }
+            pages::CNS_NAMESPACE => Err(Status::INVALID_NAMESPACE),
+            pages::CNS_ACTIVE_NAMESPACES => Ok(pages::active_namespaces()),
+            _ => Err(Status::INVALID_FIELD),
+        }
+    }
+
+    fn log_page(&self, lid: u8) -> Result<Vec<u8>, Status> {
+        match lid {
+            pages::LOG_SMART => {
+                let r = self.report();
+                let c = &self.core;
+                let planes = c.nand.geo.planes();
+                let free: u32 = (0..planes).map(|p| c.ftl.blocks.free_blocks(p)).sum();
+                let total = c.nand.geo.blocks();
+                let (_, mean_wear, _) = c.ftl.blocks.wear();
+                let endurance = c.cfg.nand.endurance.0.max(1) as f64;
+                let count = |k: &str| r.ops.get(k).map_or(0, |o| o.count);
+                let bytes = |k: &str| r.ops.get(k).map_or(0, |o| o.bytes);
+                Ok(pages::smart_log(&SmartInfo {
+                    available_spare_pct: (100.0 * f64::from(free) / f64::from(total.max(1))).round() as u8,
+                    percentage_used: (100.0 * mean_wear / endurance).min(255.0) as u8,
+                    bytes_read: bytes("read"),
+                    bytes_written: bytes("write"),
+                    read_commands: count("read"),
+                    write_commands: count("write"),
+                    busy_minutes: r.elapsed_ns / 60_000_000_000,
+                    media_errors: c.media_errors,
+                }))
+            }
+            pages::LOG_VENDOR_STATS => Ok(self.report().to_json().into_bytes()),
+            _ => Err(Status::INVALID_LOG_PAGE),
+        }
+    }
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

@@ -1,0 +1,299 @@
+//! The device's components and the timed data paths shared by NVMe commands and firmware extensions: reading
+//! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
+
+use crate::config::DeviceConfig;
+use crate::ctrl::{ComputeUnits, Controller, FlashRead, PageDone, WriteBuffer};
+use crate::engine::{rng_stream, EnergyLedger, Resources, Rng, Time};
+use crate::ftl::{FlashSink, Ftl, Location};
+use crate::host::HostModel;
+use crate::nand::{EccOutcome, NandArray};
+use crate::nvme::Status;
+
+/// Everything a command touches.
+pub struct DeviceCore {
+    pub cfg: DeviceConfig,
+    pub res: Resources,
+    pub ledger: EnergyLedger,
+    pub nand: NandArray,
+    pub ftl: Ftl,
+    pub ctrl: Controller,
+    pub host: HostModel,
+    pub wbuf: WriteBuffer,
+    pub units: ComputeUnits,
+    pub ecc_rng: Rng,
+    pub ext_rng: Rng,
+    /// Media errors returned to the host.
+    pub media_errors: u64,
+}
+
+/// The FTL's flash work, timed on the array.
+struct FlashTiming<'a> {
+    nand: &'a mut NandArray,
+    res: &'a mut Resources,
+    ledger: &'a mut EnergyLedger,
+    wbuf: &'a mut WriteBuffer,
+    rng: &'a mut Rng,
+}
+
+impl FlashSink for FlashTiming<'_> {
+    fn read_page(&mut self, ready: Time, ppn: u64, sectors: u32, raw_errors: u32, pe: u32) -> Time {
+        let geo = &self.nand.geo;
+        let a = geo.page_addr(ppn);
+        let die = geo.die_of_plane(a.plane);
+        let bytes = u64::from(sectors) * u64::from(geo.sector_size);
+        let sampled = self.nand.ecc.sample_worst(self.rng, self.nand.ecc.codewords(bytes), pe);
+        let outcome = self.nand.ecc.decode(raw_errors.max(sampled));
+        self.nand.read(self.res, self.ledger, ready, die, a.page, &[bytes], outcome)
+    }
+
+    fn program_pages(&mut self, ready: Time, ppns: &[u64], sectors_released: u32) -> Time {
+        let geo = &self.nand.geo;
+        let a = geo.page_addr(ppns[0]);
+        let die = geo.die_of_plane(a.plane);
+        let page_bytes = u64::from(geo.page_size);
+        let done = self.nand.program(self.res, self.ledger, ready, die, a.page, ppns.len() as u32, page_bytes);
+        self.wbuf.release(done, u64::from(sectors_released));
+        done
+    }
+
+    fn copyback(&mut self, ready: Time, src: u64, dst: u64) -> Time {
+        let geo = &self.nand.geo;
+        let (s, d) = (geo.page_addr(src), geo.page_addr(dst));
+        self.nand.copyback(self.res, self.ledger, ready, geo.die_of_plane(s.plane), s.page, d.page)
+    }
+
+    fn erase_block(&mut self, ready: Time, block_id: u32) -> Time {
+        let die = self.nand.geo.die_of_plane(self.nand.geo.plane_of_block(block_id));
+        self.nand.erase(self.res, self.ledger, ready, die, 1)
+    }
+
+    fn map_read(&mut self, ready: Time, tpage: u64) -> Time {
+        let geo = &self.nand.geo;
+        let die = (tpage % u64::from(geo.dies())) as u32;
+        let bytes = u64::from(geo.page_size);
+        self.nand.read(self.res, self.ledger, ready, die, 0, &[bytes], EccOutcome::Corrected)
+    }
+
+    fn map_write(&mut self, ready: Time, tpage: u64) -> Time {
+        let geo = &self.nand.geo;
+        let die = (tpage % u64::from(geo.dies())) as u32;
+        let bytes = u64::from(geo.page_size);
+        self.nand.program(self.res, self.ledger, ready, die, 0, 1, bytes)
+    }
+}
+
+impl DeviceCore {
+    pub fn new(cfg: DeviceConfig, ftl: Ftl, seed: u64) -> Self {
+        let mut res = Resources::new();
+        let mut ledger = EnergyLedger::new();
+        let nand = NandArray::new(&cfg, &mut res, &mut ledger);
+        let ctrl = Controller::new(&cfg, &mut res, &mut ledger);
+        let host = HostModel::new(&cfg, &mut res, &mut ledger);
+        let wbuf = WriteBuffer::new(cfg.ftl.write_buffer.0 / cfg.ftl.sector_size.0);
+        DeviceCore {
+            res,
+            ledger,
+            nand,
+            ftl,
+            ctrl,
+            host,
+            wbuf,
+            units: ComputeUnits::default(),
+            ecc_rng: rng_stream(seed, "ecc"),
+            ext_rng: rng_stream(seed, "extensions"),
+            media_errors: 0,
+            cfg,
+        }
+    }
+
+    /// Splits the borrow: the FTL and the timing sink over the array.
+    fn ftl_and_sink(&mut self) -> (&mut Ftl, FlashTiming<'_>) {
+        (
+            &mut self.ftl,
+            FlashTiming {
+                nand: &mut self.nand,
+                res: &mut self.res,
+                ledger: &mut self.ledger,
+                wbuf: &mut self.wbuf,
+                rng: &mut self.ecc_rng,
+            },
+        )
+    }
+
+    /// Looks up and reads `nlb` sectors from `slba` into controller memory (`out`, `nlb` sectors long), starting
+    /// at `ready`. Sectors of one physical page share one sensing; pages at the same offset in sibling planes of
+    /// a die share a multi-plane read.
+    pub fn read_lbas(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
+        let sector = u64::from(self.nand.geo.sector_size);
+        let spp = u64::from(self.nand.geo.sectors_per_page);
+        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        if (out.len() as u64) < u64::from(nlb) * sector {
+            return Err(Status::DATA_TRANSFER_ERROR);
+        }
+        // Mapping lookups (demand-paged maps may need translation reads first).
+        let mut lookup_done = ready;
+        let mut locs = Vec::with_capacity(nlb as usize);
+        for i in 0..u64::from(nlb) {
+            let lpn = (slba + i) as u32;
+            let (ftl, mut sink) = self.ftl_and_sink();
+            lookup_done = lookup_done.max(ftl.map_access(lpn, false, ready, &mut sink));
+            locs.push(ftl.locate(lpn));
+        }
+        // Group flash sectors by page: runs of consecutive sectors on one page.
+        let mut result = FlashRead { done: lookup_done, pages: Vec::new() };
+        let mut ok = true;
+        let mut i = 0usize;
+        let mut page_reads: Vec<(u64, usize, u32)> = Vec::new(); // (ppn, first index, sectors)
+        while i < locs.len() {
+            match locs[i] {
+                Location::Flash(psa) => {
+                    let ppn = psa / spp;
+                    let mut n = 1;
+                    while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if p / spp == ppn) {
+                        n += 1;
+                    }
+                    page_reads.push((ppn, i, n as u32));
+                    i += n;
+                }
+                _ => {
+                    result.pages.push(PageDone {
+                        lba: slba + i as u64,
+                        sectors: 1,
+                        offset: i * sector as usize,
+                        channel: 0,
+                        die: 0,
+                        done: lookup_done,
+                    });
+                    i += 1;
+                }
+            }
+        }
+        // Multi-plane grouping: same die, same page offset, distinct planes, adjacent in the list.
+        let geo = self.nand.geo.clone();
+        let mut k = 0;
+        while k < page_reads.len() {
+            let a0 = geo.page_addr(page_reads[k].0);
+            let die = geo.die_of_plane(a0.plane);
+            let mut group = vec![k];
+            if self.nand.timing.multi_plane {
+                let mut j = k + 1;
+                while j < page_reads.len() && group.len() < geo.planes_per_die as usize {
+                    let a = geo.page_addr(page_reads[j].0);
+                    let distinct = group.iter().all(|&g| geo.page_addr(page_reads[g].0).plane != a.plane);
+                    if geo.die_of_plane(a.plane) == die && a.page == a0.page && distinct {
+                        group.push(j);
+                        j += 1;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            let mut xfer = Vec::with_capacity(group.len());
+            let mut worst = 0;
+            let mut pe = 0;
+            for &g in &group {
+                let (ppn, first, n) = page_reads[g];
+                xfer.push(u64::from(n) * sector);
+                pe = pe.max(self.ftl.erase_count_of(ppn));
+                for loc in &locs[first..first + n as usize] {
+                    if let Location::Flash(psa) = loc {
+                        worst = worst.max(self.ftl.injected_errors(*psa));
+                    }
+                }
+            }
+            let cws = self.nand.ecc.codewords(xfer.iter().sum());
+            let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+            let outcome = self.nand.ecc.decode(worst.max(sampled));
+            let fw_issue = self.ctrl.instructions_ns(self.ctrl.fw_page * group.len() as f64);
+            let done = self.nand.read(&mut self.res, &mut self.ledger, lookup_done + fw_issue, die, a0.page, &xfer, outcome);
+            ok &= outcome.is_ok();
+            for &g in &group {
+                let (_, first, n) = page_reads[g];
+                result.pages.push(PageDone {
+                    lba: slba + first as u64,
+                    sectors: n,
+                    offset: first * sector as usize,
+                    channel: geo.channel_of_die(die),
+                    die,
+                    done,
+                });
+            }
+            result.done = result.done.max(done);
+            k += group.len();
+        }
+        if !ok {
+            self.media_errors += 1;
+            return Err(Status::UNRECOVERED_READ_ERROR);
+        }
+        // Functional read; a checksum mismatch is a media error, never silently returned data.
+        for (idx, loc) in locs.iter().enumerate() {
+            let dst = &mut out[idx * sector as usize..(idx + 1) * sector as usize];
+            match self.ftl.read_sector(*loc, dst) {
+                Ok(true) => {}
+                Ok(false) | Err(_) => {
+                    self.media_errors += 1;
+                    return Err(Status::UNRECOVERED_READ_ERROR);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// Writes whole sectors from `data` at `slba` through the write buffer; returns when all are buffered.
+    /// `data` empty means timing-only (nothing stored).
+    pub fn write_lbas(&mut self, slba: u64, data: &[u8], ready: Time) -> Result<Time, Status> {
+        let sector = self.nand.geo.sector_size as usize;
+        let nlb = if data.is_empty() { 0 } else { data.len() / sector };
+        self.write_sectors(slba, nlb as u32, Some(data), ready)
+    }
+
+    /// Writes `nlb` sectors (data `None` or empty: timing-only) admitted to the buffer from `ready`.
+    pub fn write_sectors(&mut self, slba: u64, nlb: u32, data: Option<&[u8]>, ready: Time) -> Result<Time, Status> {
+        let sector = self.nand.geo.sector_size as usize;
+        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        let data = data.filter(|d| !d.is_empty());
+        if let Some(d) = data {
+            if d.len() < nlb as usize * sector {
+                return Err(Status::DATA_TRANSFER_ERROR);
+            }
+        }
+        let admitted = match self.wbuf.admit(ready, u64::from(nlb)) {
+            Some(t) => t,
+            None => {
+                // Everything buffered is in partial pages: push them out, then the releases they schedule free room.
+                let (ftl, mut sink) = self.ftl_and_sink();
+                ftl.flush(ready, &mut sink);
+                self.wbuf.admit(ready, u64::from(nlb)).unwrap_or(ready)
+            }
+        };
+        let mut done = admitted;
+        for i in 0..nlb as usize {
+            let lpn = (slba + i as u64) as u32;
+            let chunk = data.map(|d| &d[i * sector..(i + 1) * sector]);
+            let (ftl, mut sink) = self.ftl_and_sink();
+            done = done.max(ftl.map_access(lpn, true, admitted, &mut sink));
+            if ftl.write(lpn, chunk, admitted, &mut sink).is_err() {
+                return Err(Status::INTERNAL_ERROR);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Programs all buffered partial pages; returns when the last program ends.
+    pub fn flush_buffer(&mut self, ready: Time) -> Time {
+        let (ftl, mut sink) = self.ftl_and_sink();
+        ftl.flush(ready, &mut sink)
+    }
+
+    /// Senses a physical page and moves `xfer_bytes` of it to the controller.
+    pub fn read_physical(&mut self, ppn: u64, xfer_bytes: u64, ready: Time) -> Time {
+        let geo = &self.nand.geo;
+        let a = geo.page_addr(ppn.min(geo.pages() - 1));
+        let die = geo.die_of_plane(a.plane);
+        self.nand.read(&mut self.res, &mut self.ledger, ready, die, a.page, &[xfer_bytes], EccOutcome::Corrected)
+    }
+}

@@ -1,0 +1,521 @@
+//! The assembled device: queue pairs, command execution through every layer, completions in virtual-time order,
+//! firmware extensions, persistence and reports.
+//!
+//! The host's clock (`now`) only moves forward: commands are submitted at `now`, and `wait` moves it to the
+//! next completion. A command's whole path is reserved when it is submitted (see `engine`), so its completion
+//! time is known at once; functional effects (data stored or read) happen at submission as well.
+
+mod admin;
+mod core;
+mod report;
+
+pub use self::core::DeviceCore;
+pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
+
+use crate::config::{ConfigTree, DeviceConfig};
+use crate::ctrl::{AttachCtx, DataBuf, ExecCtx, Extension};
+use crate::engine::Time;
+use crate::error::{Result, SimError};
+use crate::ftl::{FillPattern, Ftl, RecoveryReport};
+use crate::image::{Durability, Image, Opened};
+use crate::nvme::{self, decode_io, Completion, IoCommand, Namespace, QueueSet, Sqe, Status};
+use report::Measurements;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How a device is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceOptions {
+    /// Seed of every random stream (bit errors, extensions).
+    pub seed: u64,
+    /// Store sector data (false: timing-only, reads return zeroes).
+    pub materialise: bool,
+    pub durability: Durability,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions { seed: 1, materialise: true, durability: Durability::Process }
+    }
+}
+
+/// Completion of a synchronous command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    pub status: Status,
+    pub dw0: u32,
+    /// Host-visible latency.
+    pub latency_ns: u64,
+    pub completed_at: Time,
+}
+
+struct InFlight {
+    submitted: Time,
+    class: OpClass,
+    bytes: u64,
+}
+
+pub struct Device {
+    pub(crate) core: DeviceCore,
+    tree: ConfigTree,
+    queues: QueueSet,
+    ns: Namespace,
+    image: Option<Image>,
+    exts: Vec<Box<dyn Extension>>,
+    vendor: Vec<Option<usize>>,
+    now: Time,
+    inflight: BTreeMap<(u16, u16), InFlight>,
+    meas: Measurements,
+    window_start: Time,
+    last_completion: Time,
+    recovery: Option<RecoveryReport>,
+    next_cid: u16,
+}
+
+impl Device {
+    /// Creates a device image in `dir` from a configuration tree.
+    pub fn create(dir: &Path, tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
+        let cfg = DeviceConfig::from_tree(&tree)?;
+        let (img, store) = Image::create(dir, &tree, opts.materialise, opts.durability)?;
+        let ftl = Ftl::new(&cfg, store)?;
+        let mut dev = Device::assemble(cfg, tree, ftl, Some(img), opts);
+        dev.checkpoint()?;
+        Ok(dev)
+    }
+
+    /// Opens an existing image, recovering from an unclean shutdown if needed.
+    pub fn open(dir: &Path, opts: DeviceOptions) -> Result<Device> {
+        let (img, tree, store, opened) = Image::open(dir, opts.durability)?;
+        let cfg = DeviceConfig::from_tree(&tree)?;
+        let (ftl, recovery) = match opened {
+            Opened::Clean(blocks, seq) => (Ftl::with_state(&cfg, store, blocks, seq)?, None),
+            Opened::Unclean(ckpt) => {
+                let (f, r) = Ftl::recover(&cfg, store, ckpt)?;
+                (f, Some(r))
+            }
+        };
+        let mut opts = opts;
+        opts.materialise = img.materialised();
+        let mut dev = Device::assemble(cfg, tree, ftl, Some(img), opts);
+        if recovery.is_some() {
+            dev.checkpoint()?;
+        }
+        dev.recovery = recovery;
+        Ok(dev)
+    }
+
+    /// A device without an image directory (state in memory, data in an unnamed temporary file).
+    pub fn memory(tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
+        let cfg = DeviceConfig::from_tree(&tree)?;
+        let store = Image::memory_store(&cfg, opts.materialise)?;
+        let ftl = Ftl::new(&cfg, store)?;
+        Ok(Device::assemble(cfg, tree, ftl, None, opts))
+    }
+
+    fn assemble(cfg: DeviceConfig, tree: ConfigTree, ftl: Ftl, image: Option<Image>, opts: DeviceOptions) -> Device {
+        let ns = Namespace {
+            lbas: ftl.logical_sectors(),
+            max_lbas: (cfg.nvme.mdts.0 / cfg.ftl.sector_size.0).max(1) as u32,
+        };
+        let queues = QueueSet::new(cfg.nvme.max_queues.0 as u16, cfg.nvme.max_queue_depth.0 as u32, 64);
+        Device {
+            core: DeviceCore::new(cfg, ftl, opts.seed),
+            tree,
+            queues,
+            ns,
+            image,
+            exts: Vec::new(),
+            vendor: vec![None; 128],
+            now: 0,
+            inflight: BTreeMap::new(),
+            meas: Measurements::new(),
+            window_start: 0,
+            last_completion: 0,
+            recovery: None,
+            next_cid: 0,
+        }
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.core.cfg
+    }
+
+    pub fn config_tree(&self) -> &ConfigTree {
+        &self.tree
+    }
+
+    pub fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    pub fn core_mut(&mut self) -> &mut DeviceCore {
+        &mut self.core
+    }
+
+    /// What recovery did when this device was opened after a crash.
+    pub fn recovery(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    pub fn namespace(&self) -> Namespace {
+        self.ns
+    }
+
+    pub fn lba_bytes(&self) -> u64 {
+        self.core.cfg.ftl.sector_size.0
+    }
+
+    /// The host's virtual clock.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Moves the host clock forward (think time); never backwards.
+    pub fn advance_to(&mut self, t: Time) {
+        if t > self.now {
+            self.now = t;
+            self.core.res.prune(t);
+        }
+    }
+
+    /// Attaches a firmware extension.
+    pub fn attach(&mut self, mut ext: Box<dyn Extension>) -> Result<()> {
+        if self.exts.iter().any(|e| e.name() == ext.name()) {
+            return Err(SimError::Config(format!("extension {} is already attached", ext.name())));
+        }
+        let mut ctx = AttachCtx { core: &mut self.core, claimed: Vec::new(), taken: &self.vendor };
+        ext.attach(&mut ctx)?;
+        let claimed = std::mem::take(&mut ctx.claimed);
+        let idx = self.exts.len();
+        for op in claimed {
+            self.vendor[usize::from(op - nvme::opcode::IO_VENDOR_FIRST)] = Some(idx);
+        }
+        self.exts.push(ext);
+        Ok(())
+    }
+
+    /// Creates I/O queue pair `qid` with `depth` entries (through the admin queue, as a host driver does).
+    pub fn create_queue_pair(&mut self, qid: u16, depth: u32) -> Result<()> {
+        for sqe in [
+            Sqe { opcode: nvme::opcode::ADMIN_CREATE_CQ, cdw10: u32::from(qid) | ((depth - 1) << 16), cdw11: 1, ..Sqe::default() },
+            Sqe {
+                opcode: nvme::opcode::ADMIN_CREATE_SQ,
+                cdw10: u32::from(qid) | ((depth.max(1) - 1) << 16),
+                cdw11: 1 | (u32::from(qid) << 16),
+                ..Sqe::default()
+            },
+        ] {
+            let d = self.execute(0, sqe, DataBuf::None)?;
+            if !d.status.is_success() {
+                return Err(SimError::InvalidArgument(format!("creating queue {qid} (depth {depth}) failed: {}", d.status)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A command identifier unused on `sqid`.
+    pub fn next_cid(&mut self, sqid: u16) -> u16 {
+        loop {
+            self.next_cid = self.next_cid.wrapping_add(1);
+            if !self.inflight.contains_key(&(sqid, self.next_cid)) {
+                return self.next_cid;
+            }
+        }
+    }
+
+    /// Submits `sqe` on `sqid` at the current host time. Errors are host-side misuse (no such queue, queue full,
+    /// duplicate command id); everything the device rejects completes with an NVMe status instead.
+    pub fn submit(&mut self, sqid: u16, sqe: Sqe, data: DataBuf<'_>) -> Result<()> {
+        if !self.queues.sq_exists(sqid) {
+            return Err(SimError::InvalidArgument(format!("submission queue {sqid} does not exist")));
+        }
+        if self.inflight.contains_key(&(sqid, sqe.cid)) {
+            return Err(SimError::InvalidArgument(format!("command id {} is already in flight on queue {sqid}", sqe.cid)));
+        }
+        self.queues.take_slot(sqid)?;
+        let t0 = self.now;
+        let c = &mut self.core;
+        let t_doorbell = c.host.submit_path(&mut c.res, t0);
+        let latency = c.host.link_latency;
+        let t_fetched = c.host.to_device(&mut c.res, &mut c.ledger, t_doorbell + 2 * latency, nvme::SQE_BYTES as u64);
+        let (class, bytes, status, dw0, t_done) = if sqid == 0 {
+            let (s, dw0, t) = self.exec_admin(&sqe, data, t_fetched);
+            (OpClass::Admin, 0, s, dw0, t)
+        } else {
+            self.exec_io(&sqe, data, t_fetched)
+        };
+        let c = &mut self.core;
+        let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + latency;
+        let t_app = c.host.complete_path(&mut c.res, t_cqe);
+        self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
+        self.inflight.insert((sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
+        Ok(())
+    }
+
+    /// Reaps a completion on `sqid` that happened at or before now.
+    pub fn reap(&mut self, sqid: u16) -> Option<Completion> {
+        let c = self.queues.reap(sqid, self.now)?;
+        self.account(sqid, &c);
+        Some(c)
+    }
+
+    /// Waits for the next completion on `sqid`, moving the host clock to it.
+    pub fn wait(&mut self, sqid: u16) -> Option<Completion> {
+        let t = self.queues.next_time(sqid)?;
+        self.advance_to(t);
+        self.reap(sqid)
+    }
+
+    fn account(&mut self, sqid: u16, c: &Completion) {
+        if let Some(f) = self.inflight.remove(&(sqid, c.cqe.cid)) {
+            let ok = c.cqe.status().is_success();
+            self.meas.record(f.class, c.time - f.submitted, f.bytes, ok);
+            self.last_completion = self.last_completion.max(c.time);
+        }
+    }
+
+    /// Submits and waits for one command (the queue must have nothing else in flight).
+    pub fn execute(&mut self, sqid: u16, mut sqe: Sqe, data: DataBuf<'_>) -> Result<Done> {
+        if self.queues.outstanding(sqid) > 0 {
+            return Err(SimError::InvalidArgument(format!(
+                "queue {sqid} has commands in flight; use submit/wait for asynchronous I/O"
+            )));
+        }
+        sqe.cid = self.next_cid(sqid);
+        let t0 = self.now;
+        self.submit(sqid, sqe, data)?;
+        let c = self.wait(sqid).ok_or_else(|| SimError::InvalidArgument("completion lost".into()))?;
+        Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time })
+    }
+
+    fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
+        if let Some(i) = self.exts.iter().position(|e| e.intercepts(sqe)) {
+            let (s, dw0, done) = self.exec_ext(i, sqe, data, t);
+            return (OpClass::Vendor, 0, s, dw0, done);
+        }
+        let cmd = match decode_io(sqe, &self.ns) {
+            Ok(c) => c,
+            Err(s) => {
+                let done = self.fw(t, self.core.ctrl.fw_other);
+                return (OpClass::Admin, 0, s, 0, done);
+            }
+        };
+        let lba = self.lba_bytes();
+        match cmd {
+            IoCommand::Read { slba, nlb, .. } => {
+                let (s, done) = self.exec_read(slba, nlb, data, t);
+                (OpClass::Read, u64::from(nlb) * lba, s, 0, done)
+            }
+            IoCommand::Write { slba, nlb, fua } => {
+                let (s, done) = self.exec_write(slba, nlb, data, fua, t);
+                (OpClass::Write, u64::from(nlb) * lba, s, 0, done)
+            }
+            IoCommand::Flush => {
+                let fw = self.fw(t, self.core.ctrl.fw_other);
+                let done = self.core.flush_buffer(fw);
+                let s = match (&self.image, self.image.as_ref().map(|i| i.flush(&self.core.ftl))) {
+                    (Some(_), Some(Err(_))) => Status::INTERNAL_ERROR,
+                    _ => Status::SUCCESS,
+                };
+                (OpClass::Flush, 0, s, 0, done)
+            }
+            IoCommand::Dsm { ranges, deallocate } => {
+                let (s, done) = self.exec_dsm(ranges, deallocate, data, t);
+                (OpClass::Trim, 0, s, 0, done)
+            }
+            IoCommand::WriteZeroes { slba, nlb, deallocate } => {
+                let fw = self.fw(t, self.core.ctrl.fw_other);
+                let s = if deallocate {
+                    self.trim_range(slba, nlb)
+                } else {
+                    let zeros = vec![0u8; (u64::from(nlb) * lba) as usize];
+                    match self.core.write_lbas(slba, &zeros, fw) {
+                        Ok(_) => Status::SUCCESS,
+                        Err(s) => s,
+                    }
+                };
+                (OpClass::Write, 0, s, 0, fw)
+            }
+            IoCommand::Vendor(op) => match self.vendor[usize::from(op - nvme::opcode::IO_VENDOR_FIRST)] {
+                Some(i) => {
+                    let (s, dw0, done) = self.exec_ext(i, sqe, data, t);
+                    (OpClass::Vendor, 0, s, dw0, done)
+                }
+                None => {
+                    let done = self.fw(t, self.core.ctrl.fw_other);
+                    (OpClass::Vendor, 0, Status::INVALID_OPCODE, 0, done)
+                }
+            },
+        }
+    }
+
+    fn fw(&mut self, ready: Time, instructions: f64) -> Time {
+        let c = &mut self.core;
+        c.ctrl.run(&mut c.res, &mut c.ledger, ready, instructions)
+    }
+
+    fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
+        let start = self.fw(t, self.core.ctrl.fw_other);
+        let mut ctx = ExecCtx { core: &mut self.core, start };
+        let r = self.exts[i].execute(&mut ctx, sqe, data);
+        (r.status, r.dw0, r.done.max(start))
+    }
+
+    fn exec_read(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, t: Time) -> (Status, Time) {
+        let bytes = u64::from(nlb) * self.lba_bytes();
+        let out: &mut [u8] = match data {
+            DataBuf::FromDevice(b) if b.len() as u64 >= bytes => &mut b[..bytes as usize],
+            DataBuf::None => &mut [],
+            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+        };
+        let c = &mut self.core;
+        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
+        match c.read_lbas(slba, nlb, fw, out) {
+            Ok(r) => {
+                // Each page's data lands in DRAM and is DMA'd to the host as soon as it is decoded.
+                let mut pages = r.pages;
+                pages.sort_by_key(|p| p.done);
+                let sector = u64::from(c.nand.geo.sector_size);
+                let mut done = fw;
+                for p in pages {
+                    let b = u64::from(p.sectors) * sector;
+                    let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, p.done, 2 * b);
+                    done = done.max(c.host.to_host(&mut c.res, &mut c.ledger, in_dram, b));
+                }
+                (Status::SUCCESS, done)
+            }
+            Err(s) => (s, fw),
+        }
+    }
+
+    fn exec_write(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, fua: bool, t: Time) -> (Status, Time) {
+        let bytes = u64::from(nlb) * self.lba_bytes();
+        let src: Option<&[u8]> = match data {
+            DataBuf::ToDevice(b) if b.len() as u64 >= bytes => Some(&b[..bytes as usize]),
+            DataBuf::None => None,
+            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+        };
+        let c = &mut self.core;
+        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb));
+        let latency = c.host.link_latency;
+        let arrived = c.host.to_device(&mut c.res, &mut c.ledger, fw + latency, bytes);
+        let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, arrived, bytes);
+        match c.write_sectors(slba, nlb, src, in_dram) {
+            Ok(buffered) if fua => (Status::SUCCESS, c.flush_buffer(buffered)),
+            Ok(buffered) => (Status::SUCCESS, buffered),
+            Err(s) => (s, in_dram),
+        }
+    }
+
+    fn exec_dsm(&mut self, ranges: u32, deallocate: bool, data: DataBuf<'_>, t: Time) -> (Status, Time) {
+        let fw = self.fw(t, self.core.ctrl.fw_other);
+        let c = &mut self.core;
+        let arrived = c.host.to_device(&mut c.res, &mut c.ledger, fw, u64::from(ranges) * 16);
+        let bytes: &[u8] = match &data {
+            DataBuf::ToDevice(b) => b,
+            _ => &[],
+        };
+        let list = match nvme::parse_dsm_ranges(bytes, ranges, &self.ns) {
+            Ok(l) => l,
+            Err(s) => return (s, arrived),
+        };
+        if !deallocate {
+            return (Status::SUCCESS, arrived); // attribute hints only
+        }
+        for (slba, n) in list {
+            let s = self.trim_range(slba, n);
+            if !s.is_success() {
+                return (s, arrived);
+            }
+        }
+        (Status::SUCCESS, arrived)
+    }
+
+    fn trim_range(&mut self, slba: u64, n: u32) -> Status {
+        match self.core.ftl.trim(slba as u32, n) {
+            Ok(()) => Status::SUCCESS,
+            Err(SimError::InvalidArgument(_)) => Status::LBA_OUT_OF_RANGE,
+            Err(_) => Status::INTERNAL_ERROR,
+        }
+    }
+
+    /// Fills a fresh device to `fraction` of its capacity (untimed).
+    pub fn precondition(&mut self, fraction: f64, pattern: FillPattern, overwrite: f64, seed: u64) -> Result<()> {
+        self.core.ftl.precondition(fraction, pattern, overwrite, seed)?;
+        self.checkpoint()
+    }
+
+    /// Injects raw bit errors into the stored copy of an LBA.
+    pub fn inject_errors(&mut self, lba: u64, bits: u32) -> Result<()> {
+        let lpn = u32::try_from(lba).map_err(|_| SimError::InvalidArgument(format!("LBA {lba} out of range")))?;
+        self.core.ftl.inject_errors(lpn, bits)
+    }
+
+    /// Writes a checkpoint now (recovery will start from here).
+    pub fn checkpoint(&mut self) -> Result<()> {
+        match &self.image {
+            Some(img) => img.checkpoint(&mut self.core.ftl),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes, checkpoints and marks the image clean. (A device dropped without `close` stays marked unclean:
+    /// the next open recovers, as after a crash.)
+    pub fn close(mut self) -> Result<()> {
+        let t = self.now;
+        self.core.flush_buffer(t);
+        if let Some(img) = &self.image {
+            img.close(&mut self.core.ftl)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new measurement window at the current time.
+    pub fn reset_stats(&mut self) {
+        self.meas = Measurements::new();
+        self.window_start = self.now;
+        self.last_completion = self.now;
+        self.core.res.reset_stats();
+        self.core.ledger.reset();
+        self.core.nand.stats = Default::default();
+        self.core.ftl.stats = Default::default();
+        self.core.host.stats = Default::default();
+        self.core.ctrl.stats = Default::default();
+        self.core.media_errors = 0;
+    }
+
+    /// The measurements since the last reset.
+    pub fn report(&self) -> Report {
+        let window = self.last_completion.max(self.now).saturating_sub(self.window_start);
+        let c = &self.core;
+        let (wmin, wmean, wmax) = c.ftl.blocks.wear();
+        let cmt = c.ftl.cmt_stats();
+        let dynamic = c.ledger.dynamic_joules();
+        let statics = c.ledger.static_joules(window);
+        let total = dynamic.values().sum::<f64>() + statics.values().sum::<f64>();
+        Report {
+            preset: self.tree.meta("name").unwrap_or("custom").to_string(),
+            elapsed_ns: window,
+            ops: self.meas.ops(window),
+            host: c.host.stats.clone(),
+            nand: c.nand.stats.clone(),
+            ftl: FtlReport {
+                stats: c.ftl.stats.clone(),
+                waf: c.ftl.waf(),
+                occupancy: c.ftl.occupancy(),
+                erase_count_min: wmin,
+                erase_count_mean: wmean,
+                erase_count_max: wmax,
+                cmt_hits: cmt.map(|s| s.hits),
+                cmt_misses: cmt.map(|s| s.misses),
+            },
+            energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
+            utilisation: c.res.utilisation(window),
+            media_errors: c.media_errors,
+            extensions: self.exts.iter().map(|e| (e.name().to_string(), e.report())).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! FTL behaviour: a model-based check against a plain map, GC at full occupancy, preconditioning, recovery.
+
+use super::*;
+use crate::config::{load_preset, DeviceConfig};
+use crate::image::Image;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+pub(crate) fn small_config(extra: &[(&str, &str)]) -> DeviceConfig {
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in [
+        ("channels", "2"),
+        ("chips_per_channel", "2"),
+        ("planes_per_die", "2"),
+        ("blocks_per_plane", "32"),
+        ("pages_per_block", "16"),
+        ("over_provisioning", "25"),
+        ("gc_start_free_blocks", "2"),
+        ("gc_stop_free_blocks", "3"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        t.set(k, v).unwrap();
+    }
+    DeviceConfig::from_tree(&t).unwrap()
+}
+
+fn memory_ftl(cfg: &DeviceConfig) -> Ftl {
+    Ftl::new(cfg, Image::memory_store(cfg, true).unwrap()).unwrap()
+}
+
+fn sector(cfg: &DeviceConfig, lpn: u32, version: u32) -> Vec<u8> {
+    let n = cfg.ftl.sector_size.0 as usize;
+    (0..n).map(|i| (lpn as usize * 31 + version as usize * 7 + i) as u8).collect()
+}
+
+fn read(ftl: &Ftl, lpn: u32) -> Vec<u8> {
+    let mut out = vec![0u8; ftl.geo.sector_size as usize];
+    assert!(ftl.read_sector(ftl.locate(lpn), &mut out).unwrap(), "checksum failed for {lpn}");
+    out
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(u32),
+    Trim(u32, u32),
+    Flush,
+}
+
+fn ops(max_lpn: u32) -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        8 => (0..max_lpn).prop_map(Op::Write),
+        1 => (0..max_lpn, 1u32..8).prop_map(|(l, n)| Op::Trim(l, n)),
+        1 => Just(Op::Flush),
+    ];
+    prop::collection::vec(op, 1..1500)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Whatever the sequence of writes, trims and flushes (GC included), every sector reads back as last written.
+    #[test]
+    fn matches_a_plain_map(seq in ops(600), mp in any::<bool>()) {
+        let cfg = small_config(&[("multi_plane", if mp { "true" } else { "false" })]);
+        let mut ftl = memory_ftl(&cfg);
+        let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut version = 0;
+        for op in seq {
+            match op {
+                Op::Write(l) => {
+                    version += 1;
+                    ftl.write(l, Some(&sector(&cfg, l, version)), 0, &mut Untimed).unwrap();
+                    model.insert(l, version);
+                }
+                Op::Trim(l, n) => {
+                    let n = n.min(600 - l);
+                    ftl.trim(l, n).unwrap();
+                    for x in l..l + n { model.remove(&x); }
+                }
+                Op::Flush => { ftl.flush(0, &mut Untimed); }
+            }
+        }
+        for l in 0..600 {
+            let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
+            prop_assert_eq!(read(&ftl, l), want, "lpn {}", l);
+        }
+        ftl.flush(0, &mut Untimed);
+        ftl.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn gc_at_full_occupancy_reaches_steady_state() {
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    let n = ftl.logical_sectors() as u32;
+    let mut rng = crate::engine::rng_stream(3, "test");
+    use rand::Rng as _;
+    for l in 0..n {
+        ftl.write(l, None, 0, &mut Untimed).unwrap();
+    }
+    for _ in 0..(n as usize * 6) {
+        ftl.write(rng.gen_range(0..n), None, 0, &mut Untimed).unwrap();
+    }
+    ftl.flush(0, &mut Untimed);
+    ftl.check_consistency().unwrap();
+    assert!(ftl.stats.gc_runs > 0);
+    assert!(ftl.waf() > 1.0, "WAF {}", ftl.waf());
+    assert!((ftl.occupancy() - 1.0).abs() < 1e-9, "occupancy {}", ftl.occupancy());
+}
+
+#[test]
+fn precondition_fills_fast_and_consistently() {
+    for pattern in [FillPattern::Sequential, FillPattern::Random] {
+        let cfg = small_config(&[]);
+        let mut ftl = memory_ftl(&cfg);
+        ftl.precondition(0.9, pattern, 1.0, 5).unwrap();
+        ftl.check_consistency().unwrap();
+        let occ = ftl.occupancy();
+        assert!((occ - 0.9).abs() < 0.01, "{pattern:?} occupancy {occ}");
+        if pattern == FillPattern::Random {
+            assert!(ftl.stats.gc_runs > 0);
+        }
+        assert!(ftl.precondition(0.5, pattern, 0.0, 5).is_err(), "second precondition must be refused");
+    }
+}
+
+#[test]
+fn injected_errors_follow_the_sector_through_gc() {
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    ftl.write(7, Some(&sector(&cfg, 7, 1)), 0, &mut Untimed).unwrap();
+    assert!(ftl.inject_errors(7, 10).is_err(), "buffered sectors are refused");
+    ftl.flush(0, &mut Untimed);
+    ftl.inject_errors(7, 1000).unwrap();
+    let Location::Flash(psa) = ftl.locate(7) else { panic!() };
+    assert_eq!(ftl.injected_errors(psa), 1000);
+    ftl.write(7, Some(&sector(&cfg, 7, 2)), 0, &mut Untimed).unwrap();
+    ftl.flush(0, &mut Untimed);
+    let Location::Flash(p2) = ftl.locate(7) else { panic!() };
+    assert_eq!(ftl.injected_errors(p2), 0, "a rewrite has no errors");
+}
+
+#[test]
+fn recovery_after_crash_restores_flushed_state() {
+    let cfg = small_config(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let tree = {
+        let mut t = load_preset("cosmos-plus").unwrap();
+        for (k, v) in [
+            ("channels", "2"), ("chips_per_channel", "2"), ("planes_per_die", "2"), ("blocks_per_plane", "32"),
+            ("pages_per_block", "16"), ("over_provisioning", "25"), ("gc_start_free_blocks", "2"),
+            ("gc_stop_free_blocks", "3"),
+        ] {
+            t.set(k, v).unwrap();
+        }
+        t
+    };
+    let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+    {
+        let (img, store) = Image::create(dir.path(), &tree, true, Default::default()).unwrap();
+        let mut ftl = Ftl::new(&cfg, store).unwrap();
+        let n = ftl.logical_sectors() as u32;
+        for round in 0..3u32 {
+            for i in 0..n {
+                let l = (i * 7 + round) % n;
+                ftl.write(l, Some(&sector(&cfg, l, round + 1)), 0, &mut Untimed).unwrap();
+                model.insert(l, round + 1);
+            }
+            if round == 0 {
+                img.checkpoint(&mut ftl).unwrap();
+            }
+        }
+        ftl.trim(10, 5).unwrap();
+        for l in 10..15 {
+            model.remove(&l);
+        }
+        ftl.flush(0, &mut Untimed);
+        // Unflushed writes after the flush may or may not survive; they must not corrupt anything else.
+        ftl.write(200, Some(&sector(&cfg, 200, 99)), 0, &mut Untimed).unwrap();
+        // Crash: no close, no checkpoint; the mmaps are simply dropped.
+    }
+    let (_img, _tree, store, opened) = Image::open(dir.path(), Default::default()).unwrap();
+    let crate::image::Opened::Unclean(ckpt) = opened else { panic!("crash must be detected") };
+    let (ftl, report) = Ftl::recover(&cfg, store, ckpt).unwrap();
+    assert!(report.pages_replayed > 0 && report.trims_replayed == 1, "{report:?}");
+    ftl.check_consistency().unwrap();
+    for l in 0..ftl.logical_sectors() as u32 {
+        let got = read(&ftl, l);
+        if l == 200 {
+            assert!(got == sector(&cfg, 200, 99) || got == sector(&cfg, 200, model[&200]));
+            continue;
+        }
+        let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
+        assert_eq!(got, want, "lpn {l}");
+    }
+}

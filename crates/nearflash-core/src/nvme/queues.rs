@@ -1,0 +1,206 @@
+//! Submission/completion queue pairs: creation and deletion rules, queue-full back-pressure, and completions
+//! delivered in virtual-time order (ties in submission order) with a phase tag per completion-queue lap.
+
+use super::{Cqe, Status};
+use crate::engine::Time;
+use crate::error::{Result, SimError};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+struct Sq {
+    depth: u32,
+    cqid: u16,
+    outstanding: u32,
+    head: u16,
+}
+
+struct Cq {
+    depth: u32,
+    pending: BinaryHeap<Reverse<(Time, u64, CqeKey)>>,
+    head: u32,
+    phase: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct CqeKey {
+    dw0: u32,
+    dw1: u32,
+    sqid: u16,
+    cid: u16,
+    status: u16,
+}
+
+/// A completion as the host sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub time: Time,
+    pub cqe: Cqe,
+}
+
+pub struct QueueSet {
+    sqs: BTreeMap<u16, Sq>,
+    cqs: BTreeMap<u16, Cq>,
+    max_queues: u16,
+    max_depth: u32,
+    order: u64,
+}
+
+impl QueueSet {
+    /// Queue set with the admin pair (queue 0) of `admin_depth` entries.
+    pub fn new(max_queues: u16, max_depth: u32, admin_depth: u32) -> Self {
+        let mut q = QueueSet { sqs: BTreeMap::new(), cqs: BTreeMap::new(), max_queues, max_depth, order: 0 };
+        q.cqs.insert(0, Cq { depth: admin_depth, pending: BinaryHeap::new(), head: 0, phase: true });
+        q.sqs.insert(0, Sq { depth: admin_depth, cqid: 0, outstanding: 0, head: 0 });
+        q
+    }
+
+    pub fn create_cq(&mut self, qid: u16, size: u32) -> std::result::Result<(), Status> {
+        if qid == 0 || qid > self.max_queues || self.cqs.contains_key(&qid) {
+            return Err(Status::INVALID_QUEUE_ID);
+        }
+        if !(2..=self.max_depth).contains(&size) {
+            return Err(Status::INVALID_QUEUE_SIZE);
+        }
+        self.cqs.insert(qid, Cq { depth: size, pending: BinaryHeap::new(), head: 0, phase: true });
+        Ok(())
+    }
+
+    pub fn create_sq(&mut self, qid: u16, size: u32, cqid: u16) -> std::result::Result<(), Status> {
+        if qid == 0 || qid > self.max_queues || self.sqs.contains_key(&qid) {
+            return Err(Status::INVALID_QUEUE_ID);
+        }
+        if cqid == 0 || !self.cqs.contains_key(&cqid) {
+            return Err(Status { sct: 1, sc: 0x00 }); // Completion Queue Invalid
+        }
+        if !(2..=self.max_depth).contains(&size) {
+            return Err(Status::INVALID_QUEUE_SIZE);
+        }
+        self.sqs.insert(qid, Sq { depth: size, cqid, outstanding: 0, head: 0 });
+        Ok(())
+    }
+
+    pub fn delete_sq(&mut self, qid: u16) -> std::result::Result<(), Status> {
+        if qid == 0 {
+            return Err(Status::INVALID_QUEUE_ID);
+        }
+        self.sqs.remove(&qid).map(|_| ()).ok_or(Status::INVALID_QUEUE_ID)
+    }
+
+    pub fn delete_cq(&mut self, qid: u16) -> std::result::Result<(), Status> {
+        if qid == 0 || !self.cqs.contains_key(&qid) {
+            return Err(Status::INVALID_QUEUE_ID);
+        }
+        if self.sqs.values().any(|s| s.cqid == qid) {
+            return Err(Status { sct: 1, sc: 0x0C }); // Invalid Queue Deletion
+        }
+        self.cqs.remove(&qid);
+        Ok(())
+    }
+
+    pub fn sq_exists(&self, qid: u16) -> bool {
+        self.sqs.contains_key(&qid)
+    }
+
+    /// Depth of a submission queue.
+    pub fn sq_depth(&self, qid: u16) -> Option<u32> {
+        self.sqs.get(&qid).map(|s| s.depth)
+    }
+
+    /// Commands submitted to `sqid` whose completions the host has not reaped.
+    pub fn outstanding(&self, sqid: u16) -> u32 {
+        self.sqs.get(&sqid).map_or(0, |s| s.outstanding)
+    }
+
+    /// Takes a slot in `sqid` for a new command (a ring of depth N holds N - 1 entries).
+    pub fn take_slot(&mut self, sqid: u16) -> Result<()> {
+        let sq = self
+            .sqs
+            .get_mut(&sqid)
+            .ok_or_else(|| SimError::InvalidArgument(format!("submission queue {sqid} does not exist")))?;
+        if sq.outstanding + 1 >= sq.depth {
+            return Err(SimError::InvalidArgument(format!(
+                "submission queue {sqid} is full ({} outstanding, depth {}): reap completions first",
+                sq.outstanding, sq.depth
+            )));
+        }
+        sq.outstanding += 1;
+        sq.head = ((u32::from(sq.head) + 1) % sq.depth) as u16;
+        Ok(())
+    }
+
+    /// Posts the completion of a command from `sqid` at `time`.
+    pub fn post(&mut self, sqid: u16, time: Time, cid: u16, status: Status, dw0: u32, dw1: u32) {
+        let Some(sq) = self.sqs.get(&sqid) else { return };
+        let cqid = sq.cqid;
+        let key = CqeKey { dw0, dw1, sqid, cid, status: status.field() };
+        self.order += 1;
+        if let Some(cq) = self.cqs.get_mut(&cqid) {
+            cq.pending.push(Reverse((time, self.order, key)));
+        }
+    }
+
+    /// Earliest pending completion time on the CQ that `sqid` completes to.
+    pub fn next_time(&self, sqid: u16) -> Option<Time> {
+        let cqid = self.sqs.get(&sqid)?.cqid;
+        self.cqs.get(&cqid)?.pending.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`.
+    pub fn reap(&mut self, sqid: u16, now: Time) -> Option<Completion> {
+        let cqid = self.sqs.get(&sqid)?.cqid;
+        let sq_head = self.sqs.get(&sqid)?.head;
+        let cq = self.cqs.get_mut(&cqid)?;
+        let &Reverse((t, _, _)) = cq.pending.peek()?;
+        if t > now {
+            return None;
+        }
+        let Reverse((time, _, k)) = cq.pending.pop()?;
+        let phase = u16::from(cq.phase);
+        cq.head += 1;
+        if cq.head == cq.depth {
+            cq.head = 0;
+            cq.phase = !cq.phase;
+        }
+        if let Some(sq) = self.sqs.get_mut(&k.sqid) {
+            sq.outstanding = sq.outstanding.saturating_sub(1);
+        }
+        let cqe = Cqe { dw0: k.dw0, dw1: k.dw1, sq_head, sq_id: k.sqid, cid: k.cid, status: (k.status << 1) | phase };
+        Some(Completion { time, cqe })
+    }
+
+    pub fn sq_ids(&self) -> Vec<u16> {
+        self.sqs.keys().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_rules_and_time_order() {
+        let mut q = QueueSet::new(4, 64, 32);
+        assert_eq!(q.create_sq(1, 8, 1), Err(Status { sct: 1, sc: 0 }));
+        q.create_cq(1, 8).unwrap();
+        assert_eq!(q.create_cq(1, 8), Err(Status::INVALID_QUEUE_ID));
+        assert_eq!(q.create_cq(2, 1000), Err(Status::INVALID_QUEUE_SIZE));
+        q.create_sq(1, 4, 1).unwrap();
+        for _ in 0..3 {
+            q.take_slot(1).unwrap();
+        }
+        assert!(q.take_slot(1).is_err(), "depth 4 holds 3");
+        q.post(1, 300, 1, Status::SUCCESS, 0, 0);
+        q.post(1, 100, 2, Status::LBA_OUT_OF_RANGE, 0, 0);
+        q.post(1, 100, 3, Status::SUCCESS, 0, 0);
+        assert!(q.reap(1, 50).is_none());
+        let a = q.reap(1, 1000).unwrap();
+        let b = q.reap(1, 1000).unwrap();
+        let c = q.reap(1, 1000).unwrap();
+        assert_eq!((a.cqe.cid, b.cqe.cid, c.cqe.cid), (2, 3, 1));
+        assert_eq!(a.cqe.status(), Status::LBA_OUT_OF_RANGE);
+        assert_eq!(a.cqe.status & 1, 1, "phase tag of the first lap");
+        assert_eq!(q.delete_cq(1), Err(Status { sct: 1, sc: 0x0C }));
+        q.delete_sq(1).unwrap();
+        q.delete_cq(1).unwrap();
+    }
+}
