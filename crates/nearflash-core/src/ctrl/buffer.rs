@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(b.admit(600, 1), None);
         b.release(700, 4);
         b.release(650, 4);
-        assert_eq!(b.admit(600, 6), None, "a refused admission leaves the releases in place");
+        assert_eq!(b.admit(600, 9), None, "a refused admission leaves the releases in place");
         assert_eq!(b.admit(600, 1), Some(650));
         assert_eq!(b.admit(800, 100), None);
     }
