@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod config;
 mod errors;
+mod recssd;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -12,5 +13,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     config::register(m)?;
     // extension modules (one line each; keep this block for extension registrations)
+    recssd::register(m)?;
     Ok(())
 }
