@@ -1,0 +1,107 @@
+//! Kernels chosen by name at run time: a [`KernelSpec`] names a kernel and carries its parameters (JSON form:
+//! `{"kernel": "grep", "pattern": "foo", "regex": false}`); [`KernelSpec::build`] makes the object-safe kernel
+//! for a page layout. This is what the device's Agent (or the host Initiator) receives.
+
+use super::grep::{GrepKernel, GrepParams};
+use super::histogram::{HistogramKernel, HistogramParams};
+use super::kmeans::{KMeansKernel, KMeansParams};
+use super::linreg::{LinearRegressionKernel, LinearRegressionParams};
+use super::scan::{FilterSumKernel, FilterSumParams, ScanKernel, ScanParams};
+use super::string_match::{StringMatchKernel, StringMatchParams};
+use super::word_count::{WordCountKernel, WordCountParams};
+use super::Kernel;
+use crate::error::{invalid, Result};
+use crate::pages::PageLayout;
+use serde::{Deserialize, Serialize};
+
+/// Names of every kernel, as [`KernelSpec`]'s `kernel` tag and [`Kernel::name`].
+pub const KERNEL_NAMES: &[&str] =
+    &["scan", "filter_sum", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans"];
+
+/// A kernel and its parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kernel", rename_all = "snake_case")]
+pub enum KernelSpec {
+    Scan(ScanParams),
+    FilterSum(FilterSumParams),
+    Grep(GrepParams),
+    StringMatch(StringMatchParams),
+    WordCount(WordCountParams),
+    Histogram(HistogramParams),
+    LinearRegression(LinearRegressionParams),
+    #[serde(rename = "kmeans")]
+    KMeans(KMeansParams),
+}
+
+impl KernelSpec {
+    /// Parses the JSON form; unknown kernels or fields are errors.
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| invalid(format!("bad kernel spec: {e} (kernels: {KERNEL_NAMES:?})")))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("kernel specs always serialise")
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KernelSpec::Scan(_) => "scan",
+            KernelSpec::FilterSum(_) => "filter_sum",
+            KernelSpec::Grep(_) => "grep",
+            KernelSpec::StringMatch(_) => "string_match",
+            KernelSpec::WordCount(_) => "word_count",
+            KernelSpec::Histogram(_) => "histogram",
+            KernelSpec::LinearRegression(_) => "linear_regression",
+            KernelSpec::KMeans(_) => "kmeans",
+        }
+    }
+
+    /// Builds the kernel for inputs paged with `layout`.
+    pub fn build(&self, layout: PageLayout) -> Result<Box<dyn Kernel>> {
+        Ok(match self {
+            KernelSpec::Scan(p) => Box::new(ScanKernel::new(p, layout)?),
+            KernelSpec::FilterSum(p) => Box::new(FilterSumKernel::new(p, layout)?),
+            KernelSpec::Grep(p) => Box::new(GrepKernel::new(p, layout)?),
+            KernelSpec::StringMatch(p) => Box::new(StringMatchKernel::new(p, layout)?),
+            KernelSpec::WordCount(p) => Box::new(WordCountKernel::new(p, layout)?),
+            KernelSpec::Histogram(p) => Box::new(HistogramKernel::new(p, layout)?),
+            KernelSpec::LinearRegression(p) => Box::new(LinearRegressionKernel::new(p, layout)?),
+            KernelSpec::KMeans(p) => Box::new(KMeansKernel::new(p, layout)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_and_builds() {
+        let layout = PageLayout::new(8192).unwrap();
+        let bodies = [
+            r#"{"kernel":"scan"}"#,
+            r#"{"kernel":"filter_sum","conditions":[],"product":["l_extendedprice"]}"#,
+            r#"{"kernel":"grep","pattern":"x"}"#,
+            r#"{"kernel":"string_match","keys":["a","b"]}"#,
+            r#"{"kernel":"word_count"}"#,
+            r#"{"kernel":"histogram"}"#,
+            r#"{"kernel":"linear_regression"}"#,
+            r#"{"kernel":"kmeans","dim":2,"centroids":[[0,0],[5,5]]}"#,
+        ];
+        for (body, name) in bodies.iter().zip(KERNEL_NAMES) {
+            let spec = KernelSpec::from_json(body).unwrap();
+            assert_eq!(spec.name(), *name);
+            assert_eq!(spec.build(layout).unwrap().name(), *name);
+            assert_eq!(KernelSpec::from_json(&spec.to_json()).unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn unknown_kernels_and_fields_are_errors() {
+        assert!(KernelSpec::from_json(r#"{"kernel":"sort"}"#).is_err());
+        assert!(KernelSpec::from_json(r#"{"kernel":"grep","pattern":"x","colour":1}"#).is_err());
+        assert!(KernelSpec::from_json(r#"{"kernel":"scan","projection":["l_nothing"]}"#).is_err());
+        assert!(KernelSpec::from_json("not json").is_err());
+    }
+}
