@@ -11,6 +11,9 @@ use std::fmt::Display;
 
 /// Work (floats gathered) below which one thread is faster than fanning out.
 const PARALLEL_MIN_FLOATS: usize = 1 << 16;
+/// Lookups between a row's prefetch and its use (assumed: covers a ~100 ns DRAM access at a few ns per row;
+/// on the large 1M-row cases of `benches/recssd_sls_host.py` 16 gathered 1.1-1.25x more than 8, single thread).
+const PREFETCH_DISTANCE: usize = 16;
 
 /// Errors of the SLS operator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -182,6 +185,9 @@ pub trait RowSource: Sync {
     fn dim(&self) -> usize;
     /// Row `r < rows()`, either borrowed from the source or written into `scratch` (`dim` long).
     fn row<'a>(&'a self, r: usize, scratch: &'a mut [f32]) -> &'a [f32];
+    /// Hints that row `r` will be read soon (no-op unless the rows are stored).
+    #[inline]
+    fn prefetch(&self, _r: usize) {}
 }
 
 impl RowSource for TableView<'_> {
@@ -195,6 +201,28 @@ impl RowSource for TableView<'_> {
     fn row<'a>(&'a self, r: usize, _scratch: &'a mut [f32]) -> &'a [f32] {
         TableView::row(self, r)
     }
+    #[inline]
+    fn prefetch(&self, r: usize) {
+        if let Some(row) = self.data.get(r * self.dim..(r + 1) * self.dim) {
+            prefetch_lines(row);
+        }
+    }
+}
+
+/// Asks the CPU to start loading every cache line of `row` (random gathers are latency-bound: with rows fetched
+/// [`PREFETCH_DISTANCE`] lookups ahead, several DRAM accesses overlap).
+#[inline]
+fn prefetch_lines(row: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in row.chunks(16) {
+        // SAFETY: a prefetch is only a hint; it never faults and reads nothing observable. The address is that of
+        // a live slice element.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr().cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = row;
 }
 
 /// Sums the rows of each bag into `out` (`bags x dim`, overwritten); returns the number of bags.
@@ -222,6 +250,11 @@ pub fn embedding_bag_sum_into<T: RowSource, I: RowIndex, O: RowIndex>(
     let bag = |scratch: &mut Vec<f32>, (b, acc): (usize, &mut [f32])| {
         acc.fill(0.0);
         for p in bounds[b]..bounds[b + 1] {
+            if let Some(ahead) = indices.get(p + PREFETCH_DISTANCE).and_then(|i| i.to_usize()) {
+                if ahead < table.rows() {
+                    table.prefetch(ahead);
+                }
+            }
             // Validated above; a failed conversion cannot happen here.
             let Some(r) = indices[p].to_usize() else { continue };
             let row = table.row(r, scratch);
