@@ -97,7 +97,7 @@ impl HotRowPartition {
             for (p, &i) in indices[bounds[b]..bounds[b + 1]].iter().enumerate() {
                 let Some(row) = i.to_usize() else {
                     let position = bounds[b] + p;
-                    return Err(SlsError::IndexOutOfRange { position, index: i.to_string(), rows: usize::MAX });
+                    return Err(SlsError::NegativeIndex { position, index: i.to_string() });
                 };
                 match self.slots.get(&(row as u64)) {
                     Some(&slot) => s.host_slots.push(u64::from(slot)),
@@ -145,6 +145,13 @@ mod tests {
         assert_eq!(p.slot(7), Some(2));
         assert!(!p.contains(9));
         assert_eq!(HotRowPartition::from_rows(vec![4, 4, 1]).rows(), &[4, 1]);
+    }
+
+    #[test]
+    fn negative_ids_are_rejected() {
+        let mut p = HotRowPartition::from_rows(vec![1]);
+        let err = p.split(&[1i64, -4], &[0i64]).unwrap_err();
+        assert_eq!(err, SlsError::NegativeIndex { position: 1, index: "-4".into() });
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub enum SlsError {
     /// An index is negative or not below the row count.
     #[error("indices[{position}] = {index} is outside the table's {rows} rows")]
     IndexOutOfRange { position: usize, index: String, rows: usize },
+    /// An index is negative (where no table bounds it).
+    #[error("indices[{position}] = {index} is not a row id")]
+    NegativeIndex { position: usize, index: String },
     /// offsets[0] is not zero.
     #[error("offsets[0] = {first}, but the first bag must start at 0")]
     FirstOffsetNotZero { first: String },
