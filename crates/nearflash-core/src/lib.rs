@@ -6,6 +6,7 @@
 //! firmware extensions) -> [`nvme`] (commands, queues, status codes) -> [`host`] (link, driver stack, CPU) ->
 //! [`device`] (the assembled device) and [`bench`] (fio-like workloads).
 
+pub mod bench;
 pub mod config;
 pub mod ctrl;
 pub mod device;

@@ -8,6 +8,7 @@ use crate::ftl::{FlashSink, Ftl, Location};
 use crate::host::HostModel;
 use crate::nand::{EccOutcome, NandArray};
 use crate::nvme::Status;
+use std::collections::HashMap;
 
 /// Everything a command touches.
 pub struct DeviceCore {
@@ -24,6 +25,11 @@ pub struct DeviceCore {
     pub ext_rng: Rng,
     /// Media errors returned to the host.
     pub media_errors: u64,
+    /// Completion times of recent page programs: until a program ends, its data is still served from the
+    /// write buffer in DRAM.
+    programming: HashMap<u64, Time>,
+    /// End of the latest page program (a Flush waits for it).
+    pub last_program: Time,
 }
 
 /// The FTL's flash work, timed on the array.
@@ -33,6 +39,8 @@ struct FlashTiming<'a> {
     ledger: &'a mut EnergyLedger,
     wbuf: &'a mut WriteBuffer,
     rng: &'a mut Rng,
+    programming: &'a mut HashMap<u64, Time>,
+    last_program: &'a mut Time,
 }
 
 impl FlashSink for FlashTiming<'_> {
@@ -53,6 +61,13 @@ impl FlashSink for FlashTiming<'_> {
         let page_bytes = u64::from(geo.page_size);
         let done = self.nand.program(self.res, self.ledger, ready, die, a.page, ppns.len() as u32, page_bytes);
         self.wbuf.release(done, u64::from(sectors_released));
+        if self.programming.len() > 1 << 16 {
+            self.programming.retain(|_, &mut t| t > ready);
+        }
+        for &p in ppns {
+            self.programming.insert(p, done);
+        }
+        *self.last_program = (*self.last_program).max(done);
         done
     }
 
@@ -102,6 +117,8 @@ impl DeviceCore {
             ecc_rng: rng_stream(seed, "ecc"),
             ext_rng: rng_stream(seed, "extensions"),
             media_errors: 0,
+            programming: HashMap::new(),
+            last_program: 0,
             cfg,
         }
     }
@@ -116,6 +133,8 @@ impl DeviceCore {
                 ledger: &mut self.ledger,
                 wbuf: &mut self.wbuf,
                 rng: &mut self.ecc_rng,
+                programming: &mut self.programming,
+                last_program: &mut self.last_program,
             },
         )
     }
@@ -129,7 +148,7 @@ impl DeviceCore {
         if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
             return Err(Status::LBA_OUT_OF_RANGE);
         }
-        if (out.len() as u64) < u64::from(nlb) * sector {
+        if !out.is_empty() && (out.len() as u64) < u64::from(nlb) * sector {
             return Err(Status::DATA_TRANSFER_ERROR);
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
@@ -148,7 +167,7 @@ impl DeviceCore {
         let mut page_reads: Vec<(u64, usize, u32)> = Vec::new(); // (ppn, first index, sectors)
         while i < locs.len() {
             match locs[i] {
-                Location::Flash(psa) => {
+                Location::Flash(psa) if !self.programming.get(&(psa / spp)).is_some_and(|&t| t > ready) => {
                     let ppn = psa / spp;
                     let mut n = 1;
                     while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if p / spp == ppn) {
@@ -170,6 +189,12 @@ impl DeviceCore {
                 }
             }
         }
+        // The firmware queues one flash transaction per page group.
+        let issue = if page_reads.is_empty() {
+            lookup_done
+        } else {
+            self.ctrl.run(&mut self.res, &mut self.ledger, lookup_done, self.ctrl.fw_page * page_reads.len() as f64)
+        };
         // Multi-plane grouping: same die, same page offset, distinct planes, adjacent in the list.
         let geo = self.nand.geo.clone();
         let mut k = 0;
@@ -206,8 +231,7 @@ impl DeviceCore {
             let cws = self.nand.ecc.codewords(xfer.iter().sum());
             let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
             let outcome = self.nand.ecc.decode(worst.max(sampled));
-            let fw_issue = self.ctrl.instructions_ns(self.ctrl.fw_page * group.len() as f64);
-            let done = self.nand.read(&mut self.res, &mut self.ledger, lookup_done + fw_issue, die, a0.page, &xfer, outcome);
+            let done = self.nand.read(&mut self.res, &mut self.ledger, issue, die, a0.page, &xfer, outcome);
             ok &= outcome.is_ok();
             for &g in &group {
                 let (_, first, n) = page_reads[g];
@@ -227,8 +251,10 @@ impl DeviceCore {
             self.media_errors += 1;
             return Err(Status::UNRECOVERED_READ_ERROR);
         }
-        // Functional read; a checksum mismatch is a media error, never silently returned data.
-        for (idx, loc) in locs.iter().enumerate() {
+        // Functional read (skipped for timing-only callers); a checksum mismatch is a media error, never silently
+        // returned data.
+        let functional = if out.is_empty() { 0 } else { locs.len() };
+        for (idx, loc) in locs.iter().enumerate().take(functional) {
             let dst = &mut out[idx * sector as usize..(idx + 1) * sector as usize];
             match self.ftl.read_sector(*loc, dst) {
                 Ok(true) => {}
@@ -283,10 +309,10 @@ impl DeviceCore {
         Ok(done)
     }
 
-    /// Programs all buffered partial pages; returns when the last program ends.
+    /// Programs all buffered partial pages; returns when every program issued so far has ended.
     pub fn flush_buffer(&mut self, ready: Time) -> Time {
         let (ftl, mut sink) = self.ftl_and_sink();
-        ftl.flush(ready, &mut sink)
+        ftl.flush(ready, &mut sink).max(self.last_program)
     }
 
     /// Senses a physical page and moves `xfer_bytes` of it to the controller.

@@ -213,6 +213,24 @@ impl Device {
         Ok(())
     }
 
+    /// Deletes I/O queue pair `qid` (its commands must have completed).
+    pub fn delete_queue_pair(&mut self, qid: u16) -> Result<()> {
+        for sqe in [
+            Sqe { opcode: nvme::opcode::ADMIN_DELETE_SQ, cdw10: u32::from(qid), ..Sqe::default() },
+            Sqe { opcode: nvme::opcode::ADMIN_DELETE_CQ, cdw10: u32::from(qid), ..Sqe::default() },
+        ] {
+            let d = self.execute(0, sqe, DataBuf::None)?;
+            if !d.status.is_success() {
+                return Err(SimError::InvalidArgument(format!("deleting queue {qid} failed: {}", d.status)));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn has_queue(&self, qid: u16) -> bool {
+        self.queues.sq_exists(qid)
+    }
+
     /// A command identifier unused on `sqid`.
     pub fn next_cid(&mut self, sqid: u16) -> u16 {
         loop {
@@ -250,6 +268,11 @@ impl Device {
         self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
         self.inflight.insert((sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
         Ok(())
+    }
+
+    /// Time of the earliest pending completion on `sqid`'s completion queue.
+    pub fn next_completion_time(&self, sqid: u16) -> Option<Time> {
+        self.queues.next_time(sqid)
     }
 
     /// Reaps a completion on `sqid` that happened at or before now.

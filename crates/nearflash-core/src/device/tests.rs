@@ -1,0 +1,273 @@
+//! Model tests: expectations are derived from the preset parameters, not written as literals.
+
+use super::*;
+use crate::bench::{run, Pattern, Workload};
+use crate::config::load_preset;
+use crate::nvme::opcode;
+
+fn device(overrides: &[(&str, &str)], materialise: bool) -> Device {
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in overrides {
+        t.set(k, v).unwrap();
+    }
+    Device::memory(t, DeviceOptions { materialise, ..Default::default() }).unwrap()
+}
+
+fn small(extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let base = [
+        ("channels", "4"),
+        ("chips_per_channel", "2"),
+        ("blocks_per_plane", "64"),
+        ("pages_per_block", "32"),
+        ("over_provisioning", "20"),
+    ];
+    base.iter().chain(extra).map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+fn dev_with(o: &[(String, String)], materialise: bool) -> Device {
+    let o: Vec<(&str, &str)> = o.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    device(&o, materialise)
+}
+
+fn bench(dev: &mut Device, pattern: Pattern, bs: u64, qd: u32, ios: u64) -> Report {
+    let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios, span: None, seed: 7, data: false };
+    run(dev, &w, None).unwrap().report
+}
+
+#[test]
+fn qd1_random_read_latency_is_the_sum_of_its_parts() {
+    let mut dev = dev_with(&small(&[]), false);
+    dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+    dev.create_queue_pair(1, 4).unwrap();
+    let c = &dev.core;
+    let t = &c.nand.timing;
+    let fw = c.ctrl.instructions_ns(c.ctrl.fw_read + c.ctrl.map_instructions);
+    let issue = c.ctrl.instructions_ns(c.ctrl.fw_page);
+    let nand = t.t_cmd + t.t_read(0) + t.xfer(4096) + t.t_decode;
+    let dram = c.ctrl.dram_ns(2 * 4096);
+    let h = &c.host;
+    let link = 2 * h.link_latency + h.link_ns(64) + h.link_ns(4096) + h.link_ns(16) + h.link_latency;
+    let expect = h.submit_ns() + link + fw + issue + nand + dram + h.complete_ns();
+    assert_eq!(dev.config().nand.t_read_msb, None, "LSB and MSB pages read alike in this preset");
+    let lbas = dev.namespace().lbas;
+    for i in 0..50u64 {
+        let lba = (i * 7919 * 13) % lbas;
+        let d = dev.execute(1, Sqe::rw(opcode::READ, 0, lba, 1), DataBuf::None).unwrap();
+        assert!(d.status.is_success());
+        assert_eq!(d.latency_ns, expect, "LBA {lba}");
+        dev.advance_to(dev.now() + 1_000_000); // idle gap: nothing queued anywhere
+    }
+}
+
+/// Sequential 128 KiB reads at depth: bandwidth = the tightest of the channel buses, the dies, the DRAM port
+/// (data crosses it twice), the host link and the firmware.
+fn seq_read_limit(dev: &Device, bs: u64) -> f64 {
+    let cfg = dev.config();
+    let c = &dev.core;
+    let t = &c.nand.timing;
+    let geo = &c.nand.geo;
+    let page = f64::from(geo.page_size);
+    let channel = f64::from(geo.channels) * t.channel_bw;
+    // A command's pages form multi-plane reads only if it spans a whole stripe (every plane once).
+    let stripe = u64::from(geo.planes()) * u64::from(geo.page_size);
+    let k = if t.multi_plane && bs >= stripe { f64::from(geo.planes_per_die) } else { 1.0 };
+    let x = t.xfer((k * page) as u64) as f64;
+    let die_period = if t.cache_read {
+        (t.t_read(0) + t.t_cache_xfer) as f64
+    } else {
+        (t.t_cmd as f64) * k + t.t_read(0) as f64 + x
+    };
+    let dies = f64::from(geo.dies()) * k * page / (die_period * 1e-9);
+    let dram = cfg.controller.dram_bandwidth.0 / 2.0;
+    let link = c.host.link_bandwidth();
+    let pages_per_io = bs as f64 / page;
+    let fw_per_io = c.ctrl.instructions_ns(c.ctrl.fw_read + c.ctrl.map_instructions * (bs / 4096) as f64) as f64
+        + c.ctrl.instructions_ns(c.ctrl.fw_page * pages_per_io) as f64;
+    let fw = f64::from(c.res.group_len(c.ctrl.cores)) * bs as f64 / (fw_per_io * 1e-9);
+    channel.min(dies).min(dram).min(link).min(fw)
+}
+
+#[test]
+fn sequential_read_bandwidth_is_the_tightest_limit() {
+    let cases: Vec<Vec<(String, String)>> = vec![
+        small(&[]),                                                              // channel / DRAM bound
+        small(&[("pcie_lanes", "1")]),                                           // link bound
+        small(&[("t_read", "600us"), ("cache_read", "false"), ("multi_plane", "false")]), // die bound
+        small(&[("controller.dram_bandwidth", "1GB/s")]),                                   // DRAM bound
+    ];
+    for o in cases {
+        let mut dev = dev_with(&o, false);
+        dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+        let r = bench(&mut dev, Pattern::Read, 131072, 64, 3000);
+        let got = r.ops["read"].bandwidth_mb_s * 1e6;
+
+        let want = seq_read_limit(&dev, 131072);
+        assert!((got / want - 1.0).abs() < 0.02, "{o:?}: {:.1} MB/s, limit {:.1} MB/s", got / 1e6, want / 1e6);
+    }
+}
+
+#[test]
+fn iops_scale_with_queue_depth_until_dies_saturate() {
+    // Four dies and a slow array: the dies are the bottleneck.
+    let o = small(&[("channels", "4"), ("chips_per_channel", "1"), ("t_read", "200us"), ("cache_read", "false")]);
+    let mut dev = dev_with(&o, false);
+    dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+    let t = dev.core.nand.timing.clone();
+    let die_limit = f64::from(dev.core.nand.geo.dies()) * 1e9 / (t.t_cmd + t.t_read(0) + t.xfer(4096)) as f64;
+    let mut last = 0.0;
+    let mut iops = Vec::new();
+    for qd in [1u32, 2, 4, 16, 64, 128] {
+        let r = bench(&mut dev, Pattern::RandRead, 4096, qd, 4000);
+        let v = r.ops["read"].iops;
+        assert!(v >= last * 0.98, "IOPS fell from {last} to {v} at QD {qd}");
+        last = v;
+        iops.push(v);
+    }
+    assert!(iops[1] / iops[0] > 1.5, "QD2 should nearly double QD1: {iops:?}");
+    assert!(iops[0] < die_limit * 0.4, "QD1 is latency bound");
+    assert!((iops[5] / die_limit - 1.0).abs() < 0.05, "saturation {} vs die limit {die_limit}", iops[5]);
+}
+
+#[test]
+fn multi_plane_and_cache_read_give_their_gains() {
+    let bw = |mp: &str, cr: &str| {
+        let o = small(&[("channels", "1"), ("chips_per_channel", "1"), ("multi_plane", mp), ("cache_read", cr), ("channel_rate", "800MT/s")]);
+        let mut dev = dev_with(&o, false);
+        dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+        let r = bench(&mut dev, Pattern::Read, 32768, 32, 600);
+        (r.ops["read"].bandwidth_mb_s, dev.core.nand.timing.clone())
+    };
+    let (base, t) = bw("false", "false");
+    let (mp, _) = bw("true", "false");
+    let (cr, _) = bw("false", "true");
+    let x = t.xfer(16384) as f64;
+    let tr = t.t_read(0) as f64;
+    let cmd = t.t_cmd as f64;
+    // One die: per page cmd + tR + x; two planes share tR; cache read overlaps tR with the transfer.
+    let want_mp = (cmd + tr + x) / ((2.0 * cmd + tr + 2.0 * x) / 2.0);
+    let want_cr = (cmd + tr + x) / (tr + t.t_cache_xfer as f64).max(t.t_cache_xfer as f64 + x);
+    assert!((mp / base / want_mp - 1.0).abs() < 0.03, "multi-plane gain {} expected {want_mp}", mp / base);
+    assert!((cr / base / want_cr - 1.0).abs() < 0.03, "cache-read gain {} expected {want_cr}", cr / base);
+}
+
+#[test]
+fn random_writes_at_full_fill_reach_steady_state_with_waf_above_one() {
+    let o = small(&[("write_buffer", "256KiB")]);
+    let mut dev = dev_with(&o, false);
+    dev.precondition(1.0, FillPattern::Random, 1.0, 3).unwrap();
+    let lbas = dev.namespace().lbas;
+    let mut windows = Vec::new();
+    for _ in 0..4 {
+        let r = bench(&mut dev, Pattern::RandWrite, 4096, 32, lbas / 2);
+        assert!(r.ftl.waf > 1.0, "WAF {}", r.ftl.waf);
+        assert!(r.ftl.stats.gc_runs > 0);
+        windows.push(r.ops["write"].iops);
+    }
+    dev.core.ftl.check_consistency().unwrap();
+    let (a, b) = (windows[2], windows[3]);
+    assert!((a / b - 1.0).abs() < 0.1, "steady state: {windows:?}");
+}
+
+#[test]
+fn data_round_trips_and_errors_are_never_returned_as_data() {
+    let mut dev = device(&[], true);
+    dev.create_queue_pair(1, 16).unwrap();
+    let lb = dev.lba_bytes() as usize;
+    let data: Vec<u8> = (0..lb * 8).map(|i| (i % 253) as u8).collect();
+    let w = dev.execute(1, Sqe::rw(opcode::WRITE, 0, 100, 8), DataBuf::ToDevice(&data)).unwrap();
+    assert!(w.status.is_success());
+    let mut out = vec![0u8; lb * 8];
+    let r = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out)).unwrap();
+    assert!(r.status.is_success());
+    assert_eq!(out, data, "read from the write buffer");
+    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    out.fill(0);
+    let r_flash = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out)).unwrap();
+    assert_eq!(out, data, "read from flash");
+    assert!(r_flash.latency_ns > r.latency_ns, "flash reads take longer than buffer hits: {} vs {}", r_flash.latency_ns, r.latency_ns);
+    // Correctable errors cost retries but return the data.
+    dev.inject_errors(101, 100).unwrap();
+    out.fill(0);
+    let slow = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out)).unwrap();
+    assert!(slow.status.is_success() && out == data);
+    assert!(slow.latency_ns > r_flash.latency_ns);
+    // Beyond every decoder: an error status and no data.
+    dev.inject_errors(102, 100_000).unwrap();
+    let mut out2 = vec![0xAAu8; lb * 8];
+    let bad = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out2)).unwrap();
+    assert_eq!(bad.status, Status::UNRECOVERED_READ_ERROR);
+    assert!(out2.iter().all(|&b| b == 0xAA), "no data may be returned with a media error");
+    assert_eq!(dev.report().media_errors, 1);
+}
+
+#[test]
+fn malformed_commands_complete_with_nvme_status() {
+    let mut dev = device(&[], false);
+    dev.create_queue_pair(1, 8).unwrap();
+    let lbas = dev.namespace().lbas;
+    let cases = [
+        (Sqe::rw(opcode::READ, 0, lbas - 1, 2), Status::LBA_OUT_OF_RANGE),
+        (Sqe { opcode: 0x7E, nsid: 1, ..Sqe::default() }, Status::INVALID_OPCODE),
+        (Sqe { opcode: 0xF0, nsid: 1, ..Sqe::default() }, Status::INVALID_OPCODE), // unclaimed vendor opcode
+        (Sqe { nsid: 9, ..Sqe::rw(opcode::READ, 0, 0, 1) }, Status::INVALID_NAMESPACE),
+        (Sqe::rw(opcode::READ, 0, 0, 1024), Status::INVALID_FIELD), // beyond MDTS
+    ];
+    for (sqe, want) in cases {
+        let d = dev.execute(1, sqe, DataBuf::None).unwrap();
+        assert_eq!(d.status, want, "{sqe:?}");
+    }
+    let mut small_buf = vec![0u8; 10];
+    let d = dev.execute(1, Sqe::rw(opcode::READ, 0, 0, 1), DataBuf::FromDevice(&mut small_buf)).unwrap();
+    assert_eq!(d.status, Status::DATA_TRANSFER_ERROR);
+    assert!(dev.submit(7, Sqe::rw(opcode::READ, 1, 0, 1), DataBuf::None).is_err(), "no such queue");
+}
+
+#[test]
+fn admin_identify_and_logs() {
+    let mut dev = device(&[], false);
+    let mut page = vec![0u8; 4096];
+    let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, cdw10: 1, ..Sqe::default() };
+    assert!(dev.execute(0, sqe, DataBuf::FromDevice(&mut page)).unwrap().status.is_success());
+    assert!(page[24..64].starts_with(b"nearflash cosmos-plus"));
+    let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, nsid: 1, cdw10: 0, ..Sqe::default() };
+    dev.execute(0, sqe, DataBuf::FromDevice(&mut page)).unwrap();
+    assert_eq!(u64::from_le_bytes(page[0..8].try_into().unwrap()), dev.namespace().lbas);
+    let mut log = vec![0u8; 4096];
+    let sqe = Sqe { opcode: opcode::ADMIN_GET_LOG_PAGE, cdw10: 0xCA | (1023 << 16), ..Sqe::default() };
+    assert!(dev.execute(0, sqe, DataBuf::FromDevice(&mut log)).unwrap().status.is_success());
+    assert!(std::str::from_utf8(&log).unwrap().trim_start().starts_with('{'));
+    let sqe = Sqe { opcode: opcode::ADMIN_GET_LOG_PAGE, cdw10: 0x77 | (10 << 16), ..Sqe::default() };
+    assert_eq!(dev.execute(0, sqe, DataBuf::None).unwrap().status, Status::INVALID_LOG_PAGE);
+}
+
+#[test]
+fn image_persists_across_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("dev");
+    let tree = load_preset("cosmos-plus").unwrap();
+    let lb;
+    let data: Vec<u8>;
+    {
+        let mut dev = Device::create(&p, tree, DeviceOptions::default()).unwrap();
+        lb = dev.lba_bytes() as usize;
+        data = (0..lb * 4).map(|i| (i * 7 % 256) as u8).collect();
+        dev.create_queue_pair(1, 8).unwrap();
+        dev.execute(1, Sqe::rw(opcode::WRITE, 0, 1 << 20, 4), DataBuf::ToDevice(&data)).unwrap();
+        assert!(Device::open(&p, DeviceOptions::default()).is_err(), "a second opener is refused");
+        dev.close().unwrap();
+    }
+    let mut dev = Device::open(&p, DeviceOptions::default()).unwrap();
+    assert!(dev.recovery().is_none(), "clean shutdown needs no recovery");
+    dev.create_queue_pair(1, 8).unwrap();
+    let mut out = vec![0u8; lb * 4];
+    dev.execute(1, Sqe::rw(opcode::READ, 0, 1 << 20, 4), DataBuf::FromDevice(&mut out)).unwrap();
+    assert_eq!(out, data);
+    let used: u64 = std::fs::read_dir(&p)
+        .unwrap()
+        .map(|e| {
+            use std::os::unix::fs::MetadataExt;
+            e.unwrap().metadata().unwrap().blocks() * 512
+        })
+        .sum();
+    assert!(used < 64 << 20, "a 512 GiB image with 16 KiB written occupies {used} bytes");
+}

@@ -1,0 +1,203 @@
+//! fio-like synthetic workloads run against a device in virtual time: sequential or random, read, write or mixed,
+//! a block size, a queue depth per job and a number of jobs (one queue pair each). Reports the device's virtual-time
+//! figures and the simulator's own speed (simulated I/Os per wall-clock second).
+
+use crate::ctrl::DataBuf;
+use crate::device::{Device, Report};
+use crate::engine::rng_stream;
+use crate::error::{Result, SimError};
+use crate::nvme::{opcode, Sqe};
+use rand::Rng as _;
+use std::time::Instant;
+
+/// Access pattern, fio's `rw=`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pattern {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// Random mixed; the fraction of reads.
+    RandRw(f64),
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "read" | "seqread" => Ok(Pattern::Read),
+            "write" | "seqwrite" => Ok(Pattern::Write),
+            "randread" => Ok(Pattern::RandRead),
+            "randwrite" => Ok(Pattern::RandWrite),
+            "randrw" => Ok(Pattern::RandRw(0.5)),
+            _ => Err(SimError::Config(format!(
+                "unknown pattern {s:?}: expected read, write, randread, randwrite or randrw"
+            ))),
+        }
+    }
+}
+
+impl Pattern {
+    pub fn is_random(self) -> bool {
+        !matches!(self, Pattern::Read | Pattern::Write)
+    }
+
+    pub fn reads(self) -> bool {
+        matches!(self, Pattern::Read | Pattern::RandRead | Pattern::RandRw(_))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub pattern: Pattern,
+    /// Bytes per I/O (a multiple of the LBA size).
+    pub block_size: u64,
+    pub queue_depth: u32,
+    pub jobs: u32,
+    /// I/Os in total over all jobs.
+    pub ios: u64,
+    /// LBA range used: `[start, start + lbas)`; `None` = the whole namespace.
+    pub span: Option<(u64, u64)>,
+    pub seed: u64,
+    /// Move real data (write a pattern, read into a buffer) rather than timing only.
+    pub data: bool,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            pattern: Pattern::RandRead,
+            block_size: 4096,
+            queue_depth: 32,
+            jobs: 1,
+            ios: 100_000,
+            span: None,
+            seed: 1,
+            data: false,
+        }
+    }
+}
+
+/// Result of a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchResult {
+    pub report: Report,
+    pub ios: u64,
+    pub wall_s: f64,
+    /// Simulated I/Os per wall-clock second (the simulator's speed).
+    pub sim_ios_per_s: f64,
+}
+
+struct Job {
+    qid: u16,
+    issued: u64,
+    quota: u64,
+    cursor: u64,
+    first: u64,
+    len: u64,
+    rng: crate::engine::Rng,
+}
+
+/// Runs `w` on `dev` (which keeps its state; statistics are reset first). `progress(done, total)` is called now
+/// and then.
+pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64)>) -> Result<BenchResult> {
+    let lba = dev.lba_bytes();
+    if w.block_size == 0 || w.block_size % lba != 0 {
+        return Err(SimError::Config(format!("block size {} is not a multiple of the {lba} B LBA", w.block_size)));
+    }
+    let nlb = w.block_size / lba;
+    if nlb > u64::from(dev.namespace().max_lbas) {
+        return Err(SimError::Config(format!("block size {} exceeds the device's MDTS", w.block_size)));
+    }
+    if w.queue_depth == 0 || w.jobs == 0 || w.ios == 0 {
+        return Err(SimError::Config("queue depth, jobs and I/O count must be positive".into()));
+    }
+    let (start, len) = w.span.unwrap_or((0, dev.namespace().lbas));
+    if start + len > dev.namespace().lbas || len < nlb * u64::from(w.jobs) {
+        return Err(SimError::Config(format!("span {start}+{len} does not fit {} jobs of {nlb}-block I/Os", w.jobs)));
+    }
+    let mut jobs = Vec::new();
+    for j in 0..w.jobs {
+        let qid = 1 + j as u16;
+        let depth = w.queue_depth + 1;
+        if dev.config().nvme.max_queue_depth.0 < u64::from(depth) {
+            return Err(SimError::Config(format!("queue depth {} exceeds the device's maximum", w.queue_depth)));
+        }
+        if dev.has_queue(qid) {
+            dev.delete_queue_pair(qid)?;
+        }
+        dev.create_queue_pair(qid, depth)?;
+        // Sequential jobs each stream through their own slice of the span.
+        let slice = len / u64::from(w.jobs) / nlb * nlb;
+        let first = start + u64::from(j) * slice;
+        jobs.push(Job {
+            qid,
+            issued: 0,
+            quota: w.ios / u64::from(w.jobs) + u64::from(u64::from(j) < w.ios % u64::from(w.jobs)),
+            cursor: 0,
+            first: if w.pattern.is_random() { start } else { first },
+            len: if w.pattern.is_random() { len } else { slice },
+            rng: rng_stream(w.seed, &format!("bench-job-{j}")),
+        });
+    }
+    let payload: Vec<u8> = (0..w.block_size).map(|i| (i * 131 % 251) as u8).collect();
+    let mut sink = vec![0u8; if w.data { w.block_size as usize } else { 0 }];
+    dev.reset_stats();
+    let wall = Instant::now();
+    let total: u64 = jobs.iter().map(|j| j.quota).sum();
+    for j in 0..jobs.len() {
+        for _ in 0..w.queue_depth {
+            issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
+        }
+    }
+    let mut done = 0u64;
+    let every = (total / 100).max(1);
+    while done < total {
+        // The job whose next completion comes first.
+        let (j, _) = jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, jb)| dev.next_completion_time(jb.qid).map(|t| (i, t)))
+            .min_by_key(|&(i, t)| (t, i))
+            .ok_or_else(|| SimError::InvalidArgument("workload stalled: no completion pending".into()))?;
+        dev.wait(jobs[j].qid);
+        done += 1;
+        issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
+        if done % every == 0 {
+            if let Some(p) = progress.as_deref_mut() {
+                p(done, total);
+            }
+        }
+    }
+    let wall_s = wall.elapsed().as_secs_f64();
+    Ok(BenchResult { report: dev.report(), ios: total, wall_s, sim_ios_per_s: total as f64 / wall_s.max(1e-9) })
+}
+
+fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8], sink: &mut [u8]) -> Result<()> {
+    if job.issued >= job.quota {
+        return Ok(());
+    }
+    job.issued += 1;
+    let slots = job.len / nlb;
+    let slba = if w.pattern.is_random() {
+        job.first + job.rng.gen_range(0..slots) * nlb
+    } else {
+        let s = job.first + (job.cursor % slots) * nlb;
+        job.cursor += 1;
+        s
+    };
+    let read = match w.pattern {
+        Pattern::Read | Pattern::RandRead => true,
+        Pattern::Write | Pattern::RandWrite => false,
+        Pattern::RandRw(f) => job.rng.gen::<f64>() < f,
+    };
+    let op = if read { opcode::READ } else { opcode::WRITE };
+    let mut sqe = Sqe::rw(op, 0, slba, nlb as u32);
+    sqe.cid = dev.next_cid(job.qid);
+    let data = match (w.data, read) {
+        (false, _) => DataBuf::None,
+        (true, true) => DataBuf::FromDevice(sink),
+        (true, false) => DataBuf::ToDevice(payload),
+    };
+    dev.submit(job.qid, sqe, data)
+}
