@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod config;
 mod errors;
+mod issd;
 mod recssd;
 
 #[pymodule]
@@ -14,5 +15,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config::register(m)?;
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
+    issd::register(m)?;
     Ok(())
 }

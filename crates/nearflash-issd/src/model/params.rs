@@ -175,6 +175,32 @@ pub struct KernelProfile {
     pub stream: StreamOps,
 }
 
+/// Sets numeric fields by name (e.g. `("alpha", 0.02)`); unknown names are errors.
+macro_rules! overrides {
+    ($ty:ty, $what:literal, [$($field:ident),*]) => {
+        impl $ty {
+            pub fn with_overrides(mut self, kv: &[(String, f64)]) -> Result<Self> {
+                for (k, v) in kv {
+                    match k.as_str() {
+                        $(stringify!($field) => self.$field = *v,)*
+                        _ => return Err(invalid(format!(
+                            concat!("unknown ", $what, " parameter {:?}; known: {:?}"), k, [$(stringify!($field)),*]
+                        ))),
+                    }
+                }
+                Ok(self)
+            }
+        }
+    };
+}
+pub(crate) use overrides;
+
+overrides!(KernelProfile, "kernel profile", [cpb_fmc, cpb_fmc_accel, cpb_host, ipb_host, alpha, beta, cpb_ssd_cpu]);
+overrides!(EnergyParams, "energy", [
+    e_host_cpu_inst, p_host_dram, p_chipset, p_io, e_nand_read_8k, e_nand_write_8k, p_ssd_dram, e_host_if,
+    e_proc_inst, e_stream_alu, e_stream_mul, e_stream_reg, e_stream_sram, e_proc_sram, p_static
+]);
+
 /// alpha of scan (Table 2).
 pub const ALPHA_SCAN: f64 = 0.05;
 /// alpha of the other kernels. Assumed: Table 2 says only "< 0.05"; 0.01 is the order of what their Map stages
@@ -279,6 +305,11 @@ mod tests {
         }
         assert!((CPB_SSD_CPU - 5.0 / 3.0).abs() < 1e-12);
         assert!(profile("sort").is_err());
+        let p = SCAN.with_overrides(&[("alpha".into(), 0.2), ("beta".into(), 0.5)]).unwrap();
+        assert_eq!((p.alpha, p.beta, p.cpb_fmc), (0.2, 0.5, SCAN.cpb_fmc));
+        assert!(SCAN.with_overrides(&[("gamma".into(), 1.0)]).is_err());
+        let e = EnergyParams::default().with_overrides(&[("p_static".into(), 3.0)]).unwrap();
+        assert_eq!(e.p_static, 3.0);
         assert!(table1("sort").is_err());
     }
 }

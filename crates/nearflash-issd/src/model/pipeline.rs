@@ -2,7 +2,7 @@
 //! (d) SSD-CPU compute, (e) SSD->host, (f) host compute; Eq. 1 `T_total = (1-p) t_conv + max(t_a..t_f)`,
 //! `B = D / T_total`. The conventional scheme is the same with alpha = beta = 1 and t_fmc = t_ssd_cpu = 0.
 
-use super::params::{KernelProfile, CPI_EMBEDDED};
+use super::params::{overrides, KernelProfile, CPI_EMBEDDED};
 use crate::error::{invalid, Result};
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +77,8 @@ impl SystemConfig {
         SystemConfig { n_ch, ..self.clone() }
     }
 }
+
+overrides!(SystemConfig, "system", [n_ch, r_nand, r_dram, f_fmc, n_ssd_cpu, f_ssd_cpu, r_host, n_host_cpu, f_host_cpu, p]);
 
 /// Validates a kernel profile's free parameters.
 pub fn validate_profile(k: &KernelProfile) -> Result<()> {
