@@ -20,8 +20,31 @@ use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
 use crate::nvme::{self, decode_io, Completion, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
+
+/// Hashes the packed (queue, command id) key with one multiply: keys are small and not adversarial.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+fn key(sqid: u16, cid: u16) -> u32 {
+    u32::from(sqid) << 16 | u32::from(cid)
+}
 
 /// How a device is opened.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +87,7 @@ pub struct Device {
     exts: Vec<Box<dyn Extension>>,
     vendor: Vec<Option<usize>>,
     now: Time,
-    inflight: BTreeMap<(u16, u16), InFlight>,
+    inflight: HashMap<u32, InFlight, BuildHasherDefault<KeyHasher>>,
     meas: Measurements,
     window_start: Time,
     last_completion: Time,
@@ -127,7 +150,7 @@ impl Device {
             exts: Vec::new(),
             vendor: vec![None; 128],
             now: 0,
-            inflight: BTreeMap::new(),
+            inflight: HashMap::default(),
             meas: Measurements::new(),
             window_start: 0,
             last_completion: 0,
@@ -235,7 +258,7 @@ impl Device {
     pub fn next_cid(&mut self, sqid: u16) -> u16 {
         loop {
             self.next_cid = self.next_cid.wrapping_add(1);
-            if !self.inflight.contains_key(&(sqid, self.next_cid)) {
+            if !self.inflight.contains_key(&key(sqid, self.next_cid)) {
                 return self.next_cid;
             }
         }
@@ -247,7 +270,7 @@ impl Device {
         if !self.queues.sq_exists(sqid) {
             return Err(SimError::InvalidArgument(format!("submission queue {sqid} does not exist")));
         }
-        if self.inflight.contains_key(&(sqid, sqe.cid)) {
+        if self.inflight.contains_key(&key(sqid, sqe.cid)) {
             return Err(SimError::InvalidArgument(format!("command id {} is already in flight on queue {sqid}", sqe.cid)));
         }
         self.queues.take_slot(sqid)?;
@@ -266,7 +289,7 @@ impl Device {
         let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + latency;
         let t_app = c.host.complete_path(&mut c.res, t_cqe);
         self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
-        self.inflight.insert((sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
+        self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
         Ok(())
     }
 
@@ -290,7 +313,7 @@ impl Device {
     }
 
     fn account(&mut self, sqid: u16, c: &Completion) {
-        if let Some(f) = self.inflight.remove(&(sqid, c.cqe.cid)) {
+        if let Some(f) = self.inflight.remove(&key(sqid, c.cqe.cid)) {
             let ok = c.cqe.status().is_success();
             self.meas.record(f.class, c.time - f.submitted, f.bytes, ok);
             self.last_completion = self.last_completion.max(c.time);

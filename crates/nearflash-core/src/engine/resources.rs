@@ -32,6 +32,8 @@ pub struct GroupUtilisation {
 pub struct Resources {
     timelines: Vec<Timeline>,
     groups: Vec<Group>,
+    /// Nothing is booked before this time any more; timelines drop older intervals when next touched.
+    now: Time,
 }
 
 impl Resources {
@@ -75,13 +77,16 @@ impl Resources {
 
     #[inline]
     pub fn timeline_mut(&mut self, r: ResourceId) -> &mut Timeline {
-        &mut self.timelines[r.0 as usize]
+        let now = self.now;
+        let t = &mut self.timelines[r.0 as usize];
+        t.prune(now);
+        t
     }
 
     /// Reserves one resource; returns the start time.
     #[inline]
     pub fn reserve(&mut self, r: ResourceId, ready: Time, dur: u64) -> Time {
-        self.timelines[r.0 as usize].reserve(ready, dur)
+        self.timeline_mut(r).reserve(ready, dur)
     }
 
     /// Reserves whichever member of the group can start earliest (ties: lowest index); returns (member, start).
@@ -97,15 +102,13 @@ impl Resources {
                 }
             }
         }
-        self.timelines[best.0 .0 as usize].commit(best.1, best.1 + dur);
+        self.timeline_mut(best.0).commit(best.1, best.1 + dur);
         best
     }
 
-    /// Drops reservations that ended before `now` on every timeline.
+    /// Declares that nothing will be booked before `now` (lazy: each timeline prunes when next booked).
     pub fn prune(&mut self, now: Time) {
-        for t in &mut self.timelines {
-            t.prune(now);
-        }
+        self.now = self.now.max(now);
     }
 
     /// Latest reservation end over all timelines.

@@ -27,6 +27,8 @@ impl MappedRecords {
         }
         // SAFETY: the file is private to this device directory, which `Image` locks against other processes.
         let map = unsafe { MmapOptions::new().len(bytes as usize).map_mut(&f)? };
+        // Accesses are random (one entry per I/O): no read-ahead around faults.
+        let _ = map.advise(memmap2::Advice::Random);
         Ok(MappedRecords { map, record, len })
     }
 
@@ -36,6 +38,9 @@ impl MappedRecords {
         let map = MmapOptions::new()
             .len(usize::try_from(bytes).map_err(|_| SimError::Config("table too large for this host".into()))?)
             .map_anon()?;
+        // Huge pages cut the TLB misses of random lookups in large tables (a hint; ignored where unsupported).
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
         Ok(MappedRecords { map, record, len })
     }
 

@@ -1,0 +1,42 @@
+//! Simulator speed: simulated I/Os per wall-clock second for the workloads the platform issue names.
+//! `cargo run --release -p nearflash-core --example simspeed [preset] [fill]`
+
+use nearflash_core::bench::{run, Pattern, Workload};
+use nearflash_core::config::load_preset;
+use nearflash_core::ftl::FillPattern;
+use nearflash_core::{Device, DeviceOptions};
+use std::time::Instant;
+
+fn main() -> nearflash_core::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let preset = args.get(1).map_or("cosmos-plus", String::as_str);
+    let fill: f64 = args.get(2).map_or(0.1, |s| s.parse().unwrap_or(0.1));
+    let only: Option<usize> = args.get(3).and_then(|s| s.parse().ok());
+    for (i, (name, pattern, bs, qd, data, prefill)) in [
+        ("4K randread QD64", Pattern::RandRead, 4096u64, 64u32, false, FillPattern::Sequential),
+        ("4K randread QD64 (data)", Pattern::RandRead, 4096, 64, true, FillPattern::Sequential),
+        ("128K read QD32", Pattern::Read, 131072, 32, false, FillPattern::Sequential),
+        ("4K randwrite QD32 GC steady", Pattern::RandWrite, 4096, 32, false, FillPattern::Random),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if only.is_some_and(|o| o != i) {
+            continue;
+        }
+        let tree = load_preset(preset)?;
+        let mut dev = Device::memory(tree, DeviceOptions { materialise: data, ..Default::default() })?;
+        let t = Instant::now();
+        dev.precondition(fill, prefill, 1.0, 1)?;
+        let pre = t.elapsed().as_secs_f64();
+        let lbas = (dev.namespace().lbas as f64 * fill) as u64 / 32 * 32;
+        let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios: 1_000_000, span: Some((0, lbas)), seed: 1, data };
+        let r = run(&mut dev, &w, None)?;
+        let op = r.report.ops.values().next().unwrap();
+        println!(
+            "{name:30} {:>10.0} sim IO/s wall | {:>9.0} IOPS {:>8.1} MB/s p99 {:>8.1} us | precondition {pre:.1}s",
+            r.sim_ios_per_s, op.iops, op.bandwidth_mb_s, op.latency.p99_us
+        );
+    }
+    Ok(())
+}
