@@ -6,15 +6,35 @@ the conventional host path side by side.
 """
 
 from nearflash import _native
-from nearflash._native import ConfigError, HostIoError, ImageError, InvalidArgument, NearflashError
+from nearflash.device import Completion, Device, Queue, preset_description, preset_params, presets
+from nearflash.errors import (
+    ConfigError,
+    HostIoError,
+    ImageError,
+    InvalidArgument,
+    NearflashError,
+    NvmeError,
+    status_name,
+)
+from nearflash.report import OpStats, Report
 
 __version__ = _native.__version__
 
 __all__ = [
+    "Completion",
     "ConfigError",
+    "Device",
     "HostIoError",
     "ImageError",
     "InvalidArgument",
     "NearflashError",
+    "NvmeError",
+    "OpStats",
+    "Queue",
+    "Report",
     "__version__",
+    "preset_description",
+    "preset_params",
+    "presets",
+    "status_name",
 ]

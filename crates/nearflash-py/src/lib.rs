@@ -4,7 +4,9 @@
 use pyo3::prelude::*;
 
 mod config;
+mod device;
 mod errors;
+mod extensions;
 mod issd;
 mod recssd;
 
@@ -13,6 +15,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     config::register(m)?;
+    device::register(m)?;
+    extensions::register(m)?;
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
     issd::register(m)?;

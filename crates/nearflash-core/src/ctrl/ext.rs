@@ -69,7 +69,7 @@ pub struct FlashRead {
 }
 
 /// A firmware extension.
-pub trait Extension: Send {
+pub trait Extension: Send + Sync {
     fn name(&self) -> &str;
     /// Claims opcodes and declares compute units.
     fn attach(&mut self, ctx: &mut AttachCtx<'_>) -> Result<()>;

@@ -20,7 +20,7 @@ use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
 use crate::nvme::{self, decode_io, Completion, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 

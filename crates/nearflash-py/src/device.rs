@@ -1,0 +1,367 @@
+//! Bindings of `nearflash_core::device` and `bench`: the `Device` class. Data moves between numpy arrays and the
+//! device without copies (reads land directly in the caller's array, writes are taken from it); long runs release
+//! the GIL. NVMe statuses come back as values `(sct, sc)`; misuse raises.
+
+use crate::errors::to_py;
+use crate::extensions;
+use nearflash_core::bench::{self, Pattern, Workload};
+use nearflash_core::config::{load_preset, ConfigTree};
+use nearflash_core::ctrl::DataBuf;
+use nearflash_core::ftl::FillPattern;
+use nearflash_core::image::Durability;
+use nearflash_core::nvme::{opcode, pages, Sqe, SQE_BYTES};
+use nearflash_core::{Device, DeviceOptions, SimError};
+use numpy::{PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// A completion as Python sees it: (cid, sct, sc, dw0, completion time ns).
+type PyCompletion = (u16, u8, u8, u32, u64);
+
+#[pyclass(name = "Device", module = "nearflash._native")]
+pub struct PyDevice {
+    inner: Option<Device>,
+}
+
+/// The device behind a Python handle (for other binding modules: extensions drive the device in Rust).
+pub fn device_mut(d: &mut PyDevice) -> PyResult<&mut Device> {
+    d.inner.as_mut().ok_or_else(|| to_py(SimError::InvalidArgument("the device is closed".into())))
+}
+
+fn durability(s: &str) -> PyResult<Durability> {
+    match s {
+        "process" => Ok(Durability::Process),
+        "fsync" => Ok(Durability::Fsync),
+        _ => Err(to_py(SimError::Config(format!("durability {s:?}: expected process or fsync")))),
+    }
+}
+
+fn tree(preset: &str, overrides: Vec<(String, String)>) -> PyResult<ConfigTree> {
+    let mut t = load_preset(preset).map_err(to_py)?;
+    for (k, v) in overrides {
+        t.set(&k, &v).map_err(to_py)?;
+    }
+    Ok(t)
+}
+
+fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
+    a.as_slice().map_err(|_| to_py(SimError::InvalidArgument("data must be a contiguous uint8 array".into())))
+}
+
+#[pymethods]
+impl PyDevice {
+    /// Creates a device: in directory `path` (an image) or in memory (`path` None).
+    #[staticmethod]
+    #[pyo3(signature = (path, preset, overrides, seed = 1, materialise = true, durability_mode = "process"))]
+    fn create(
+        py: Python<'_>,
+        path: Option<PathBuf>,
+        preset: &str,
+        overrides: Vec<(String, String)>,
+        seed: u64,
+        materialise: bool,
+        durability_mode: &str,
+    ) -> PyResult<Self> {
+        let t = tree(preset, overrides)?;
+        let opts = DeviceOptions { seed, materialise, durability: durability(durability_mode)? };
+        let dev = py
+            .allow_threads(|| match path {
+                Some(p) => Device::create(&p, t, opts),
+                None => Device::memory(t, opts),
+            })
+            .map_err(to_py)?;
+        Ok(PyDevice { inner: Some(dev) })
+    }
+
+    /// Opens an existing image (recovering after a crash).
+    #[staticmethod]
+    #[pyo3(signature = (path, seed = 1, durability_mode = "process"))]
+    fn open(py: Python<'_>, path: PathBuf, seed: u64, durability_mode: &str) -> PyResult<Self> {
+        let opts = DeviceOptions { seed, durability: durability(durability_mode)?, ..Default::default() };
+        let dev = py.allow_threads(|| Device::open(&path, opts)).map_err(to_py)?;
+        Ok(PyDevice { inner: Some(dev) })
+    }
+
+    /// Attaches a firmware extension by name with JSON parameters.
+    fn attach(&mut self, name: &str, params_json: &str) -> PyResult<()> {
+        let params: serde_json::Value = serde_json::from_str(params_json)
+            .map_err(|e| to_py(SimError::Config(format!("extension parameters: {e}"))))?;
+        let dev = device_mut(self)?;
+        let ext = extensions::build(name, &params, dev)?;
+        dev.attach(ext).map_err(to_py)
+    }
+
+    #[getter]
+    fn lba_bytes(&mut self) -> PyResult<u64> {
+        Ok(device_mut(self)?.lba_bytes())
+    }
+
+    #[getter]
+    fn lbas(&mut self) -> PyResult<u64> {
+        Ok(device_mut(self)?.namespace().lbas)
+    }
+
+    #[getter]
+    fn max_lbas_per_command(&mut self) -> PyResult<u32> {
+        Ok(device_mut(self)?.namespace().max_lbas)
+    }
+
+    #[getter]
+    fn now_ns(&mut self) -> PyResult<u64> {
+        Ok(device_mut(self)?.now())
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The resolved configuration as (path, value, unit, source) tuples.
+    fn params(&mut self) -> PyResult<Vec<(String, String, String, String)>> {
+        let d = device_mut(self)?;
+        Ok(d.config_tree().docs().into_iter().map(|p| (p.path, p.value, p.unit, p.source)).collect())
+    }
+
+    fn preset_name(&mut self) -> PyResult<String> {
+        Ok(device_mut(self)?.config_tree().meta("name").unwrap_or("custom").to_string())
+    }
+
+    /// What recovery did at open, as JSON (None after a clean shutdown).
+    fn recovery_json(&mut self) -> PyResult<Option<String>> {
+        Ok(device_mut(self)?.recovery().map(|r| serde_json::to_string(r).expect("serializes")))
+    }
+
+    /// Moves the host clock forward by `ns` (think time).
+    fn advance(&mut self, ns: u64) -> PyResult<()> {
+        let d = device_mut(self)?;
+        let t = d.now() + ns;
+        d.advance_to(t);
+        Ok(())
+    }
+
+    fn create_queue(&mut self, qid: u16, depth: u32) -> PyResult<()> {
+        device_mut(self)?.create_queue_pair(qid, depth).map_err(to_py)
+    }
+
+    fn delete_queue(&mut self, qid: u16) -> PyResult<()> {
+        device_mut(self)?.delete_queue_pair(qid).map_err(to_py)
+    }
+
+    fn next_cid(&mut self, qid: u16) -> PyResult<u16> {
+        Ok(device_mut(self)?.next_cid(qid))
+    }
+
+    /// Submits a Read of `nlb` blocks into `out` (None: timing only).
+    #[pyo3(signature = (qid, cid, slba, nlb, out = None))]
+    fn submit_read(&mut self, qid: u16, cid: u16, slba: u64, nlb: u32, out: Option<PyReadwriteArray1<'_, u8>>) -> PyResult<()> {
+        let mut out = out;
+        let data = match out.as_mut() {
+            Some(a) => DataBuf::FromDevice(
+                a.as_slice_mut().map_err(|_| to_py(SimError::InvalidArgument("out must be a contiguous uint8 array".into())))?,
+            ),
+            None => DataBuf::None,
+        };
+        let sqe = Sqe { cid, ..Sqe::rw(opcode::READ, cid, slba, nlb) };
+        device_mut(self)?.submit(qid, sqe, data).map_err(to_py)
+    }
+
+    /// Submits a Write of `nlb` blocks from `data` (None: timing only).
+    #[pyo3(signature = (qid, cid, slba, nlb, data = None, fua = false))]
+    fn submit_write(
+        &mut self,
+        qid: u16,
+        cid: u16,
+        slba: u64,
+        nlb: u32,
+        data: Option<PyReadonlyArray1<'_, u8>>,
+        fua: bool,
+    ) -> PyResult<()> {
+        let buf = match data.as_ref() {
+            Some(a) => DataBuf::ToDevice(bytes_of(a)?),
+            None => DataBuf::None,
+        };
+        let mut sqe = Sqe::rw(opcode::WRITE, cid, slba, nlb);
+        if fua {
+            sqe.cdw12 |= 1 << 30;
+        }
+        device_mut(self)?.submit(qid, sqe, buf).map_err(to_py)
+    }
+
+    /// Submits a raw 64-byte SQE; `data` goes to the device (`to_device`) or receives data from it.
+    #[pyo3(signature = (qid, sqe, data = None, to_device = true))]
+    fn submit_raw(&mut self, qid: u16, sqe: &[u8], data: Option<PyReadwriteArray1<'_, u8>>, to_device: bool) -> PyResult<()> {
+        let raw: &[u8; SQE_BYTES] = sqe
+            .try_into()
+            .map_err(|_| to_py(SimError::InvalidArgument(format!("an SQE is {SQE_BYTES} bytes, got {}", sqe.len()))))?;
+        let mut data = data;
+        let buf = match data.as_mut() {
+            None => DataBuf::None,
+            Some(a) => {
+                let s = a.as_slice_mut().map_err(|_| to_py(SimError::InvalidArgument("data must be contiguous uint8".into())))?;
+                if to_device {
+                    DataBuf::ToDevice(s)
+                } else {
+                    DataBuf::FromDevice(s)
+                }
+            }
+        };
+        device_mut(self)?.submit(qid, Sqe::from_bytes(raw), buf).map_err(to_py)
+    }
+
+    /// Completions on `qid` up to now.
+    fn reap(&mut self, qid: u16) -> PyResult<Vec<PyCompletion>> {
+        let d = device_mut(self)?;
+        let mut out = Vec::new();
+        while let Some(c) = d.reap(qid) {
+            let s = c.cqe.status();
+            out.push((c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time));
+        }
+        Ok(out)
+    }
+
+    /// The next completion on `qid`, advancing the clock to it (None if nothing is in flight).
+    fn wait(&mut self, qid: u16) -> PyResult<Option<PyCompletion>> {
+        let d = device_mut(self)?;
+        Ok(d.wait(qid).map(|c| {
+            let s = c.cqe.status();
+            (c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time)
+        }))
+    }
+
+    fn outstanding(&mut self, qid: u16) -> PyResult<bool> {
+        Ok(device_mut(self)?.next_completion_time(qid).is_some())
+    }
+
+    /// Flushes through the admin-free path on queue `qid`; returns (sct, sc, latency ns).
+    fn flush(&mut self, qid: u16) -> PyResult<(u8, u8, u64)> {
+        let d = device_mut(self)?;
+        let r = d.execute(qid, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).map_err(to_py)?;
+        Ok((r.status.sct, r.status.sc, r.latency_ns))
+    }
+
+    /// Deallocates ranges (Dataset Management); returns (sct, sc, latency ns).
+    fn trim(&mut self, qid: u16, ranges: Vec<(u64, u32)>) -> PyResult<(u8, u8, u64)> {
+        let d = device_mut(self)?;
+        let bytes = nearflash_core::nvme::encode_dsm_ranges(&ranges);
+        let n = u32::try_from(ranges.len().max(1) - 1).unwrap_or(u32::MAX);
+        let sqe = Sqe { opcode: opcode::DSM, nsid: 1, cdw10: n, cdw11: 1 << 2, ..Sqe::default() };
+        let r = d.execute(qid, sqe, DataBuf::ToDevice(&bytes)).map_err(to_py)?;
+        Ok((r.status.sct, r.status.sc, r.latency_ns))
+    }
+
+    /// Identify Controller / Namespace data structures (4096 bytes each).
+    fn identify(&mut self, cns: u8) -> PyResult<Vec<u8>> {
+        let d = device_mut(self)?;
+        let mut page = vec![0u8; 4096];
+        let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, nsid: 1, cdw10: u32::from(cns), ..Sqe::default() };
+        let r = d.execute(0, sqe, DataBuf::FromDevice(&mut page)).map_err(to_py)?;
+        if !r.status.is_success() {
+            return Err(to_py(SimError::InvalidArgument(format!("identify CNS {cns}: {}", r.status))));
+        }
+        Ok(page)
+    }
+
+    /// A log page (Get Log Page), `bytes` long.
+    fn log_page(&mut self, lid: u8, bytes: usize) -> PyResult<Vec<u8>> {
+        let d = device_mut(self)?;
+        let mut page = vec![0u8; bytes.max(4)];
+        let dwords = (page.len() / 4 - 1) as u32;
+        let sqe = Sqe {
+            opcode: opcode::ADMIN_GET_LOG_PAGE,
+            cdw10: u32::from(lid) | ((dwords & 0xFFFF) << 16),
+            cdw11: dwords >> 16,
+            ..Sqe::default()
+        };
+        let r = d.execute(0, sqe, DataBuf::FromDevice(&mut page)).map_err(to_py)?;
+        if !r.status.is_success() {
+            return Err(to_py(SimError::InvalidArgument(format!("log page {lid:#x}: {}", r.status))));
+        }
+        Ok(page)
+    }
+
+    /// The vendor statistics log page's JSON (the report, fetched over the NVMe interface).
+    fn stats_log(&mut self) -> PyResult<String> {
+        let raw = self.log_page(pages::LOG_VENDOR_STATS, 1 << 20)?;
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
+    }
+
+    /// Fills a fresh device: fraction of capacity, "sequential" or "random" (then `overwrite` x random rewrites).
+    #[pyo3(signature = (fraction, pattern = "sequential", overwrite = 1.0, seed = 1))]
+    fn precondition(&mut self, py: Python<'_>, fraction: f64, pattern: &str, overwrite: f64, seed: u64) -> PyResult<()> {
+        let p: FillPattern = pattern.parse().map_err(to_py)?;
+        let d = device_mut(self)?;
+        py.allow_threads(|| d.precondition(fraction, p, overwrite, seed)).map_err(to_py)
+    }
+
+    fn inject_errors(&mut self, lba: u64, bits: u32) -> PyResult<()> {
+        device_mut(self)?.inject_errors(lba, bits).map_err(to_py)
+    }
+
+    /// Runs a fio-like workload; returns the JSON of the result. `progress(done, total)` is called now and then.
+    #[pyo3(signature = (pattern, block_size, queue_depth, jobs, ios, span = None, seed = 1, data = false, read_fraction = 0.5, progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn bench(
+        &mut self,
+        py: Python<'_>,
+        pattern: &str,
+        block_size: u64,
+        queue_depth: u32,
+        jobs: u32,
+        ios: u64,
+        span: Option<(u64, u64)>,
+        seed: u64,
+        data: bool,
+        read_fraction: f64,
+        progress: Option<PyObject>,
+    ) -> PyResult<String> {
+        let mut pattern: Pattern = pattern.parse().map_err(to_py)?;
+        if let Pattern::RandRw(_) = pattern {
+            pattern = Pattern::RandRw(read_fraction);
+        }
+        let w = Workload { pattern, block_size, queue_depth, jobs, ios, span, seed, data };
+        let d = device_mut(self)?;
+        let result = py.allow_threads(|| {
+            let mut cb = |done: u64, total: u64| {
+                if let Some(p) = &progress {
+                    Python::with_gil(|py| {
+                        let _ = p.call1(py, (done, total));
+                    });
+                }
+            };
+            bench::run(d, &w, Some(&mut cb))
+        });
+        let r = result.map_err(to_py)?;
+        Ok(serde_json::to_string(&r).expect("bench result serializes"))
+    }
+
+    fn report_json(&mut self) -> PyResult<String> {
+        Ok(device_mut(self)?.report().to_json())
+    }
+
+    fn reset_stats(&mut self) -> PyResult<()> {
+        device_mut(self)?.reset_stats();
+        Ok(())
+    }
+
+    fn checkpoint(&mut self) -> PyResult<()> {
+        device_mut(self)?.checkpoint().map_err(to_py)
+    }
+
+    /// Flushes, checkpoints and marks the image clean; further calls raise.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(d) => py.allow_threads(|| d.close()).map_err(to_py),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the device without closing (the image stays marked unclean; for crash tests).
+    fn abandon(&mut self) {
+        self.inner = None;
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDevice>()
+}

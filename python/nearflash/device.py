@@ -1,0 +1,392 @@
+"""The SDK's `Device`: an emulated computational SSD, in a directory (a persistent image) or in memory.
+
+    with nearflash.Device("/tmp/dev0", preset="cosmos-plus", channels=16) as dev:
+        dev.write(0, np.arange(4096, dtype=np.uint8))
+        data = dev.read(0, 1)
+        q = dev.queue(depth=64)
+        for lba in range(0, 64 * 8, 8):
+            q.submit_read(lba, 8)
+        q.wait_all()
+        print(dev.report().summary())
+
+Reads land directly in numpy arrays and writes are taken from them without copies. Every call advances the host's
+virtual clock; `report()` tells what the device did in virtual time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from nearflash import _native
+from nearflash.errors import InvalidArgument, NvmeError, check
+from nearflash.report import Report
+
+#: Queue used by the synchronous helpers (created on first use).
+SYNC_QUEUE = 1
+
+
+def _as_u8(data: Any) -> np.ndarray:
+    """A contiguous uint8 view of `data` (bytes, bytearray, memoryview or any numpy array), copying only if needed."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(memoryview(data), dtype=np.uint8)
+
+
+def _override_items(overrides: dict[str, Any]) -> list[tuple[str, str]]:
+    items = []
+    for k, v in overrides.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        items.append((k, str(v)))
+    return items
+
+
+class Device:
+    """An emulated SSD.
+
+    Args:
+        path: image directory (created if it holds no device, opened otherwise); None for an in-memory device.
+        preset: preset name (`nearflash.presets()`) or a .toml file; used when creating.
+        seed: seed of every random stream.
+        materialise: store data (False: timing-only, reads return zeroes; for large sweeps).
+        durability: "process" (survives kill -9) or "fsync" (also survives a host crash; slower Flush).
+        **overrides: preset parameters, by unique leaf name (`channels=16`), `section__name`, or full dotted path via
+            `overrides={"nand.t_read": "60us"}`. Values may carry units ("60us", "1.2GB/s").
+    """
+
+    def __init__(
+        self,
+        path: Optional[os.PathLike | str] = None,
+        preset: str = "cosmos-plus",
+        *,
+        seed: int = 1,
+        materialise: bool = True,
+        durability: str = "process",
+        overrides: Optional[dict[str, Any]] = None,
+        **more_overrides: Any,
+    ):
+        ov = {**(overrides or {}), **more_overrides}
+        self.path = Path(path) if path is not None else None
+        if self.path is not None and (self.path / "state.json").exists():
+            if ov:
+                raise InvalidArgument("overrides apply when creating a device; this image already exists")
+            self._dev = _native.Device.open(str(self.path), seed=seed, durability_mode=durability)
+        else:
+            self._dev = _native.Device.create(
+                str(self.path) if self.path is not None else None,
+                preset,
+                _override_items(ov),
+                seed=seed,
+                materialise=materialise,
+                durability_mode=durability,
+            )
+        self._sync_ready = False
+        self._queues: dict[int, Queue] = {}
+
+    # --- context management -------------------------------------------------------------------------------------
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flushes, checkpoints and marks the image clean."""
+        if not self._dev.closed:
+            self._dev.close()
+
+    # --- facts ----------------------------------------------------------------------------------------------------
+    @property
+    def native(self) -> "_native.Device":
+        """The native handle (for extension libraries)."""
+        return self._dev
+
+    @property
+    def lba_bytes(self) -> int:
+        return self._dev.lba_bytes
+
+    @property
+    def lbas(self) -> int:
+        return self._dev.lbas
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.lbas * self.lba_bytes
+
+    @property
+    def now_ns(self) -> int:
+        """The host's virtual clock."""
+        return self._dev.now_ns
+
+    @property
+    def preset(self) -> str:
+        return self._dev.preset_name()
+
+    def params(self) -> list[tuple[str, str, str, str]]:
+        """Every parameter as (path, value, unit, source)."""
+        return self._dev.params()
+
+    def param(self, path: str) -> str:
+        for p, v, u, _ in self.params():
+            if p == path or p.endswith("." + path):
+                return f"{v} {u}"
+        raise KeyError(path)
+
+    @property
+    def recovery(self) -> Optional[dict[str, Any]]:
+        """What crash recovery did when this image was opened (None after a clean shutdown)."""
+        r = self._dev.recovery_json()
+        return json.loads(r) if r else None
+
+    def identify(self) -> dict[str, Any]:
+        """Key fields of Identify Controller and Identify Namespace."""
+        c = bytes(self._dev.identify(1))
+        n = bytes(self._dev.identify(0))
+        return {
+            "serial": c[4:24].decode().strip(),
+            "model": c[24:64].decode().strip(),
+            "firmware": c[64:72].decode().strip(),
+            "mdts_bytes": 4096 << c[77],
+            "namespace_lbas": int.from_bytes(n[0:8], "little"),
+            "namespace_used_lbas": int.from_bytes(n[16:24], "little"),
+            "lba_bytes": 1 << n[130],
+        }
+
+    def smart(self) -> dict[str, int]:
+        """SMART / Health log fields."""
+        b = bytes(self._dev.log_page(0x02, 512))
+        u128 = lambda o: int.from_bytes(b[o : o + 16], "little")  # noqa: E731
+        return {
+            "available_spare_pct": b[3],
+            "percentage_used": b[5],
+            "data_units_read": u128(32),
+            "data_units_written": u128(48),
+            "host_read_commands": u128(64),
+            "host_write_commands": u128(80),
+            "media_errors": u128(160),
+        }
+
+    # --- synchronous I/O ------------------------------------------------------------------------------------------
+    def _sync(self) -> int:
+        if not self._sync_ready:
+            self._dev.create_queue(SYNC_QUEUE, 64)
+            self._sync_ready = True
+        return SYNC_QUEUE
+
+    def _one(self, submit: Callable[[int, int], None], what: str) -> int:
+        q = self._sync()
+        cid = self._dev.next_cid(q)
+        start = self._dev.now_ns
+        submit(q, cid)
+        c = self._dev.wait(q)
+        while c is not None and c[0] != cid:
+            c = self._dev.wait(q)
+        if c is None:
+            raise InvalidArgument(f"{what}: completion lost")
+        check(c[1], c[2], what)
+        return c[4] - start
+
+    def write(self, lba: int, data: Any, *, fua: bool = False) -> int:
+        """Writes whole blocks from `data` at `lba`; returns the latency in ns. Raises NvmeError on failure."""
+        buf = _as_u8(data)
+        if buf.size == 0 or buf.size % self.lba_bytes:
+            raise InvalidArgument(f"data must be a positive multiple of {self.lba_bytes} bytes, got {buf.size}")
+        total = 0
+        step = self._dev.max_lbas_per_command
+        nlb = buf.size // self.lba_bytes
+        for off in range(0, nlb, step):
+            n = min(step, nlb - off)
+            chunk = buf[off * self.lba_bytes : (off + n) * self.lba_bytes]
+            total += self._one(lambda q, c: self._dev.submit_write(q, c, lba + off, n, chunk, fua), f"write LBA {lba + off}")
+        return total
+
+    def read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Reads `nblocks` blocks from `lba` into `out` (a new uint8 array if None) and returns it."""
+        size = nblocks * self.lba_bytes
+        if out is None:
+            out = np.empty(size, dtype=np.uint8)
+        view = _as_u8(out)
+        if view.size < size or not np.shares_memory(view, out):
+            raise InvalidArgument(f"out must be a contiguous array of at least {size} bytes")
+        step = self._dev.max_lbas_per_command
+        for off in range(0, nblocks, step):
+            n = min(step, nblocks - off)
+            chunk = view[off * self.lba_bytes : (off + n) * self.lba_bytes]
+            self._one(lambda q, c: self._dev.submit_read(q, c, lba + off, n, chunk), f"read LBA {lba + off}")
+        return out
+
+    def flush(self) -> int:
+        sct, sc, lat = self._dev.flush(self._sync())
+        check(sct, sc, "flush")
+        return lat
+
+    def trim(self, lba: int, nblocks: int) -> int:
+        """Deallocates blocks (Dataset Management)."""
+        ranges = []
+        while nblocks > 0:
+            n = min(nblocks, 0xFFFFFFFF)
+            ranges.append((lba, n))
+            lba += n
+            nblocks -= n
+        sct, sc, lat = self._dev.trim(self._sync(), ranges)
+        check(sct, sc, "trim")
+        return lat
+
+    # --- asynchronous I/O -----------------------------------------------------------------------------------------
+    def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
+        """A new I/O queue pair for asynchronous submission."""
+        if qid is None:
+            qid = 2
+            while qid in self._queues:
+                qid += 1
+        self._dev.create_queue(qid, depth + 1)
+        q = Queue(self, qid, depth)
+        self._queues[qid] = q
+        return q
+
+    # --- state and measurement ------------------------------------------------------------------------------------
+    def precondition(self, fraction: float = 1.0, pattern: str = "sequential", overwrite: float = 1.0, seed: int = 1) -> None:
+        """Fills a fresh device to `fraction` of its capacity ("sequential", or "random": then `overwrite` x the
+        filled sectors of random rewrites) so that measurements start in steady state."""
+        self._dev.precondition(fraction, pattern, overwrite, seed)
+
+    def inject_errors(self, lba: int, bits: int) -> None:
+        """Injects `bits` raw bit errors into the worst codeword of the stored copy of `lba`."""
+        self._dev.inject_errors(lba, bits)
+
+    def advance(self, ns: int) -> None:
+        """Lets `ns` of host think time pass."""
+        self._dev.advance(ns)
+
+    def report(self) -> Report:
+        return Report.from_json(self._dev.report_json())
+
+    def reset_stats(self) -> None:
+        """Starts a new measurement window."""
+        self._dev.reset_stats()
+
+    def attach(self, extension: str, **params: Any) -> None:
+        """Attaches a firmware extension (e.g. "issd", "recssd")."""
+        self._dev.attach(extension, json.dumps(params))
+
+    def bench(
+        self,
+        rw: str = "randread",
+        bs: int = 4096,
+        iodepth: int = 32,
+        numjobs: int = 1,
+        ios: int = 100_000,
+        span: Optional[tuple[int, int]] = None,
+        seed: int = 1,
+        data: bool = False,
+        rwmixread: float = 0.5,
+        progress: Optional[Callable[[int, int], None]] = None,
+    ) -> dict[str, Any]:
+        """Runs a fio-like workload; returns {'report': Report, 'ios', 'wall_s', 'sim_ios_per_s'}."""
+        r = json.loads(
+            self._dev.bench(rw, bs, iodepth, numjobs, ios, span, seed, data, rwmixread, progress)
+        )
+        r["report"] = Report(r["report"])
+        return r
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path else "memory"
+        state = "closed" if self._dev.closed else f"{self.capacity_bytes / 2**30:.1f} GiB"
+        return f"Device({where!r}, preset={self.preset!r}, {state})"
+
+
+class Queue:
+    """An I/O queue pair: submit reads and writes, then reap their completions in virtual-time order."""
+
+    def __init__(self, dev: Device, qid: int, depth: int):
+        self.dev = dev
+        self.qid = qid
+        self.depth = depth
+        self._pending: dict[int, tuple[str, int]] = {}
+
+    def submit_read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> int:
+        """Submits a read into `out` (None: timing only); returns the command id. The data is in `out` once the
+        command completes."""
+        cid = self.dev._dev.next_cid(self.qid)
+        self.dev._dev.submit_read(self.qid, cid, lba, nblocks, None if out is None else _as_u8(out))
+        self._pending[cid] = ("read", lba)
+        return cid
+
+    def submit_write(self, lba: int, data: Any = None, nblocks: Optional[int] = None, fua: bool = False) -> int:
+        """Submits a write of `data` (None: timing only, `nblocks` blocks); returns the command id."""
+        if data is None:
+            if nblocks is None:
+                raise InvalidArgument("give data or nblocks")
+            buf = None
+        else:
+            buf = _as_u8(data)
+            nblocks = buf.size // self.dev.lba_bytes
+        cid = self.dev._dev.next_cid(self.qid)
+        self.dev._dev.submit_write(self.qid, cid, lba, nblocks, buf, fua)
+        self._pending[cid] = ("write", lba)
+        return cid
+
+    def _done(self, c: tuple[int, int, int, int, int], raise_errors: bool) -> "Completion":
+        cid, sct, sc, dw0, t = c
+        what = self._pending.pop(cid, ("command", -1))
+        comp = Completion(cid, sct, sc, dw0, t)
+        if raise_errors and not comp.ok:
+            raise NvmeError(sct, sc, f"{what[0]} LBA {what[1]}")
+        return comp
+
+    def reap(self, raise_errors: bool = True) -> list["Completion"]:
+        """Completions that happened by now (does not advance the clock)."""
+        return [self._done(c, raise_errors) for c in self.dev._dev.reap(self.qid)]
+
+    def wait(self, raise_errors: bool = True) -> Optional["Completion"]:
+        """The next completion, advancing the clock to it (None if nothing is in flight)."""
+        c = self.dev._dev.wait(self.qid)
+        return None if c is None else self._done(c, raise_errors)
+
+    def wait_all(self, raise_errors: bool = True) -> list["Completion"]:
+        out = []
+        while self._pending:
+            c = self.wait(raise_errors)
+            if c is None:
+                break
+            out.append(c)
+        return out
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+
+class Completion:
+    """A command's completion: id, NVMe status and the virtual time it was seen by the host."""
+
+    __slots__ = ("cid", "sct", "sc", "dw0", "time_ns")
+
+    def __init__(self, cid: int, sct: int, sc: int, dw0: int, time_ns: int):
+        self.cid, self.sct, self.sc, self.dw0, self.time_ns = cid, sct, sc, dw0, time_ns
+
+    @property
+    def ok(self) -> bool:
+        return self.sct == 0 and self.sc == 0
+
+    def __repr__(self) -> str:
+        from nearflash.errors import status_name
+
+        return f"Completion(cid={self.cid}, {status_name(self.sct, self.sc)}, t={self.time_ns} ns)"
+
+
+def presets() -> list[str]:
+    return list(_native.presets())
+
+
+def preset_params(name: str, overrides: Optional[dict[str, Any]] = None) -> list[tuple[str, str, str, str]]:
+    return _native.preset_params(name, _override_items(overrides or {}))
+
+
+def preset_description(name: str) -> str:
+    return _native.preset_description(name)
