@@ -106,8 +106,12 @@ def cmd_info(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     dev = _open(a, materialise=a.data)
     with dev:
+        if a.bs % dev.lba_bytes:
+            print(f"error: block size {a.bs} is not a multiple of the {dev.lba_bytes} B LBA", file=sys.stderr)
+            return 2
+        per_io = a.bs // dev.lba_bytes
         span_bytes = min(a.size, dev.capacity_bytes) if a.size else dev.capacity_bytes
-        lbas = span_bytes // dev.lba_bytes // (a.bs // dev.lba_bytes) * (a.bs // dev.lba_bytes)
+        lbas = span_bytes // dev.lba_bytes // per_io * per_io
         fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
         fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
         if fresh and fill != "none":

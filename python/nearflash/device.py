@@ -259,6 +259,10 @@ class Device:
         """Injects `bits` raw bit errors into the worst codeword of the stored copy of `lba`."""
         self._dev.inject_errors(lba, bits)
 
+    def verify(self) -> None:
+        """Checks the FTL's invariants; raises ImageError if the mapping and the OOB area disagree."""
+        self._dev.verify()
+
     def advance(self, ns: int) -> None:
         """Lets `ns` of host think time pass."""
         self._dev.advance(ns)

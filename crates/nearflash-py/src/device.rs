@@ -344,6 +344,12 @@ impl PyDevice {
         Ok(())
     }
 
+    /// Checks the FTL's invariants (every mapping entry's OOB names its LBA; valid counts match); raises if broken.
+    fn verify(&mut self, py: Python<'_>) -> PyResult<()> {
+        let d = device_mut(self)?;
+        py.allow_threads(|| d.core().ftl.check_consistency()).map_err(to_py)
+    }
+
     fn checkpoint(&mut self) -> PyResult<()> {
         device_mut(self)?.checkpoint().map_err(to_py)
     }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: set up (once), then every Rust test, every Python test, and a short fuzzing run of the
+# command decoder and the whole command path (longer by hand: FUZZ_SECONDS=600 bash scripts/test.sh).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/env.sh
+echo "== Rust tests"
+cargo test --release --workspace --exclude nearflash-py -q
+echo "== Python tests"
+.venv/bin/python -m pytest -q
+echo "== Fuzzing"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

@@ -1,0 +1,61 @@
+"""The nearflash command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nearflash.cli import main, parse_size
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nearflash.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_parse_size():
+    assert parse_size("4k") == 4096 and parse_size("128K") == 131072 and parse_size("16g") == 16 << 30
+    assert parse_size("1MiB") == 1 << 20 and parse_size("512") == 512 and parse_size("4KB") == 4096
+
+
+def test_presets_show(capsys):
+    assert main(["presets", "--show", "samsung-970pro"]) == 0
+    out = capsys.readouterr().out
+    assert "NVMeVirt" in out and "nand.t_prog" in out
+
+
+def test_bench_json_reports_virtual_and_wall_figures():
+    p = run("bench", "--set", "channels=4", "--set", "chips_per_channel=2", "--size", "256m", "--ios", "3000",
+            "--iodepth", "16", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["ios"] == 3000 and r["sim_ios_per_s"] > 0
+    assert r["report"]["ops"]["read"]["count"] == 3000
+
+
+def test_bench_text_summary_and_writes():
+    p = run("bench", "--set", "channels=4", "--size", "128m", "--rw", "randwrite", "--bs", "16k", "--ios", "2000")
+    assert p.returncode == 0, p.stderr
+    assert "write" in p.stdout and "simulated I/Os per second" in p.stdout
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["bench", "--set", "nope=1"], "unknown parameter"),
+    (["bench", "--bs", "1000", "--ios", "10"], "not a multiple"),
+])
+def test_errors_are_messages_not_tracebacks(args, msg):
+    p = run(*args)
+    assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr
+
+
+def test_create_and_info(tmp_path):
+    d = tmp_path / "img"
+    p = run("create", str(d), "--set", "channels=2", "--precondition", "0.01")
+    assert p.returncode == 0, p.stderr
+    p = run("info", str(d), "--json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert info["identify"]["namespace_used_lbas"] > 0
+    assert run("create", str(d)).returncode == 2
