@@ -3,12 +3,11 @@
 
 use crate::config::DeviceConfig;
 use crate::ctrl::{ComputeUnits, Controller, FlashRead, PageDone, WriteBuffer};
-use crate::engine::{rng_stream, EnergyLedger, Resources, Rng, Time};
+use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
 use crate::ftl::{FlashSink, Ftl, Location};
 use crate::host::HostModel;
 use crate::nand::{EccOutcome, NandArray};
 use crate::nvme::Status;
-use std::collections::HashMap;
 
 /// Everything a command touches.
 pub struct DeviceCore {
@@ -27,7 +26,7 @@ pub struct DeviceCore {
     pub media_errors: u64,
     /// Completion times of recent page programs: until a program ends, its data is still served from the
     /// write buffer in DRAM.
-    programming: HashMap<u64, Time>,
+    programming: IntMap<u64, Time>,
     /// End of the latest page program (a Flush waits for it).
     pub last_program: Time,
 }
@@ -39,7 +38,7 @@ struct FlashTiming<'a> {
     ledger: &'a mut EnergyLedger,
     wbuf: &'a mut WriteBuffer,
     rng: &'a mut Rng,
-    programming: &'a mut HashMap<u64, Time>,
+    programming: &'a mut IntMap<u64, Time>,
     last_program: &'a mut Time,
 }
 
@@ -117,7 +116,7 @@ impl DeviceCore {
             ecc_rng: rng_stream(seed, "ecc"),
             ext_rng: rng_stream(seed, "extensions"),
             media_errors: 0,
-            programming: HashMap::new(),
+            programming: IntMap::default(),
             last_program: 0,
             cfg,
         }

@@ -14,33 +14,13 @@ pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
 
 use crate::config::{ConfigTree, DeviceConfig};
 use crate::ctrl::{AttachCtx, DataBuf, ExecCtx, Extension};
-use crate::engine::Time;
+use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
 use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
 use crate::nvme::{self, decode_io, Completion, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
-
-/// Hashes the packed (queue, command id) key with one multiply: keys are small and not adversarial.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.0 = u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 fn key(sqid: u16, cid: u16) -> u32 {
     u32::from(sqid) << 16 | u32::from(cid)
@@ -87,7 +67,7 @@ pub struct Device {
     exts: Vec<Box<dyn Extension>>,
     vendor: Vec<Option<usize>>,
     now: Time,
-    inflight: HashMap<u32, InFlight, BuildHasherDefault<KeyHasher>>,
+    inflight: IntMap<u32, InFlight>,
     meas: Measurements,
     window_start: Time,
     last_completion: Time,
@@ -150,7 +130,7 @@ impl Device {
             exts: Vec::new(),
             vendor: vec![None; 128],
             now: 0,
-            inflight: HashMap::default(),
+            inflight: IntMap::default(),
             meas: Measurements::new(),
             window_start: 0,
             last_completion: 0,

@@ -6,11 +6,13 @@
 //! inputs and seed, every reservation and therefore every reported number is identical.
 
 mod energy;
+mod fasthash;
 mod resources;
 mod rng;
 mod timeline;
 
 pub use energy::{EnergyAccount, EnergyLedger};
+pub use fasthash::{IntHasher, IntMap};
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};
 pub use rng::{rng_stream, Rng};
 pub use timeline::Timeline;

@@ -22,13 +22,13 @@ pub use precondition::FillPattern;
 pub use recovery::RecoveryReport;
 
 use crate::config::{DeviceConfig, MappingMode};
-use crate::engine::Time;
+use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
 use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
 use crate::nand::Geometry;
 use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Where the FTL's flash work gets its timing.
 pub trait FlashSink {
@@ -159,7 +159,7 @@ pub struct Ftl {
     pub blocks: BlockTable,
     host: Vec<Frontier>,
     gc: Vec<Frontier>,
-    buffered: HashMap<u32, u64>,
+    buffered: IntMap<u32, u64>,
     injected: BTreeMap<u64, u32>,
     seq: u64,
     gc_start: u32,
@@ -198,7 +198,7 @@ impl Ftl {
             blocks,
             host: vec![Frontier::empty(); geo.planes() as usize],
             gc: vec![Frontier::empty(); geo.planes() as usize],
-            buffered: HashMap::new(),
+            buffered: IntMap::default(),
             injected: BTreeMap::new(),
             seq,
             gc_start: cfg.ftl.gc_start_free_blocks.0 as u32,
