@@ -102,7 +102,7 @@ struct Job {
 /// and then.
 pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64)>) -> Result<BenchResult> {
     let lba = dev.lba_bytes();
-    if w.block_size == 0 || w.block_size % lba != 0 {
+    if w.block_size == 0 || !w.block_size.is_multiple_of(lba) {
         return Err(SimError::Config(format!("block size {} is not a multiple of the {lba} B LBA", w.block_size)));
     }
     let nlb = w.block_size / lba;
@@ -145,9 +145,9 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     dev.reset_stats();
     let wall = Instant::now();
     let total: u64 = jobs.iter().map(|j| j.quota).sum();
-    for j in 0..jobs.len() {
+    for job in &mut jobs {
         for _ in 0..w.queue_depth {
-            issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
+            issue(dev, job, w, nlb, &payload, &mut sink)?;
         }
     }
     let mut done = 0u64;
@@ -163,7 +163,7 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
         dev.wait(jobs[j].qid);
         done += 1;
         issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
-        if done % every == 0 {
+        if done.is_multiple_of(every) {
             if let Some(p) = progress.as_deref_mut() {
                 p(done, total);
             }

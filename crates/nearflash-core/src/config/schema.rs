@@ -303,7 +303,7 @@ impl DeviceConfig {
         if sector < 512 || !sector.is_power_of_two() {
             return bad(format!("ftl.sector_size {sector} B must be a power of two of at least 512 B"));
         }
-        if n.page_size.0 == 0 || n.page_size.0 % sector != 0 {
+        if n.page_size.0 == 0 || !n.page_size.0.is_multiple_of(sector) {
             return bad(format!("nand.page_size {} B must be a multiple of ftl.sector_size {sector} B", n.page_size.0));
         }
         let spp = n.page_size.0 / sector;

@@ -94,7 +94,7 @@ impl ConfigTree {
     pub fn resolve_key(&self, key: &str) -> Result<String> {
         let key = key.replace("__", ".");
         let paths = self.param_paths();
-        if paths.iter().any(|p| *p == key) {
+        if paths.contains(&key) {
             return Ok(key);
         }
         let suffix = format!(".{key}");

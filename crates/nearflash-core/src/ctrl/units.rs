@@ -48,7 +48,7 @@ pub struct ComputeUnits {
 
 impl ComputeUnits {
     pub fn declare(&mut self, spec: &UnitSpec, res: &mut Resources, ledger: &mut EnergyLedger) -> Result<UnitHandle> {
-        if spec.count == 0 || !(spec.freq_hz > 0.0) {
+        if spec.count == 0 || spec.freq_hz.is_nan() || spec.freq_hz <= 0.0 {
             return Err(SimError::Config(format!("compute unit {}: count and clock must be positive", spec.name)));
         }
         if self.units.iter().any(|(n, _)| *n == spec.name) || res.group(&spec.name).is_some() {

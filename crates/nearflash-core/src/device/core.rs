@@ -166,7 +166,7 @@ impl DeviceCore {
         let mut page_reads: Vec<(u64, usize, u32)> = Vec::new(); // (ppn, first index, sectors)
         while i < locs.len() {
             match locs[i] {
-                Location::Flash(psa) if !self.programming.get(&(psa / spp)).is_some_and(|&t| t > ready) => {
+                Location::Flash(psa) if self.programming.get(&(psa / spp)).is_none_or(|&t| t <= ready) => {
                     let ppn = psa / spp;
                     let mut n = 1;
                     while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if p / spp == ppn) {

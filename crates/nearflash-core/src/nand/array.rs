@@ -161,6 +161,7 @@ impl NandArray {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// Reads pages at offset `page` of the planes listed in `xfer` (bytes to move out per plane page) of `die`,
     /// ready at `ready`; returns when the data is decoded in the controller. Several planes make a multi-plane read.
     pub fn read(
@@ -268,6 +269,7 @@ impl NandArray {
         (s + busy).max(xfer_end + t.t_decode)
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// Programs `planes` pages at offset `page` of `die` with `bytes_per_page` moved in each; data is in controller
     /// DRAM at `ready`. Returns the end of tPROG.
     pub fn program(
