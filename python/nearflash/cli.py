@@ -110,6 +110,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
             print(f"error: block size {a.bs} is not a multiple of the {dev.lba_bytes} B LBA", file=sys.stderr)
             return 2
         per_io = a.bs // dev.lba_bytes
+        if a.iodepth is None:
+            a.iodepth = min(64, int(dev.param("nvme.max_queue_depth").split()[0]) - 1)
         span_bytes = min(a.size, dev.capacity_bytes) if a.size else dev.capacity_bytes
         lbas = span_bytes // dev.lba_bytes // per_io * per_io
         fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
@@ -220,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     device_args(sp)
     sp.add_argument("--rw", default="randread", choices=["read", "write", "randread", "randwrite", "randrw"])
     sp.add_argument("--bs", type=parse_size, default=4096, help="block size (default 4k)")
-    sp.add_argument("--iodepth", type=int, default=64)
+    sp.add_argument("--iodepth", type=int, help="queue depth per job (default 64, or the device's maximum if lower)")
     sp.add_argument("--numjobs", type=int, default=1)
     sp.add_argument("--ios", type=int, default=200_000, help="I/Os in total")
     sp.add_argument("--size", type=parse_size, default=parse_size("16g"), help="LBA span used (default 16g)")
