@@ -271,3 +271,48 @@ fn image_persists_across_close_and_reopen() {
         .sum();
     assert!(used < 64 << 20, "a 512 GiB image with 16 KiB written occupies {used} bytes");
 }
+
+#[test]
+fn demand_mapping_costs_translation_reads_on_cmt_misses() {
+    let run = |mapping: &str| {
+        let o = small(&[("mapping", mapping), ("cmt_size", "64KiB")]);
+        let mut dev = dev_with(&o, false);
+        dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+        bench(&mut dev, Pattern::RandRead, 4096, 16, 4000)
+    };
+    let dram = run("dram");
+    let demand = run("demand");
+    assert_eq!(dram.nand.pages_read, 4000);
+    let misses = demand.ftl.cmt_misses.unwrap();
+    assert!(misses > 3000, "a 64 KiB CMT over 1 GiB of mappings mostly misses: {misses}");
+    assert_eq!(demand.nand.pages_read, 4000 + misses, "one translation-page read per miss");
+    assert!(demand.ops["read"].latency.mean_us > dram.ops["read"].latency.mean_us * 1.3);
+}
+
+#[test]
+fn raw_bit_errors_cost_retries_but_never_corrupt_data() {
+    let o = small(&[("rber", "0.006"), ("pages_per_block", "32")]);
+    let mut dev = dev_with(&o, true);
+    dev.create_queue_pair(1, 8).unwrap();
+    let lb = dev.lba_bytes() as usize;
+    let data: Vec<u8> = (0..lb * 64).map(|i| (i * 13 % 256) as u8).collect();
+    dev.execute(1, Sqe::rw(opcode::WRITE, 0, 0, 64), DataBuf::ToDevice(&data)).unwrap();
+    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    let (mut ok, mut failed) = (0, 0);
+    for i in 0..64u64 {
+        let mut out = vec![0u8; lb];
+        let d = dev.execute(1, Sqe::rw(opcode::READ, 0, i, 1), DataBuf::FromDevice(&mut out)).unwrap();
+        if d.status.is_success() {
+            assert_eq!(out, data[i as usize * lb..(i as usize + 1) * lb]);
+            ok += 1;
+        } else {
+            assert_eq!(d.status, Status::UNRECOVERED_READ_ERROR);
+            failed += 1;
+        }
+    }
+    // lambda = 0.006 x 8192 bits = 49 raw errors per 1 KiB codeword: beyond BCH t=40 often, so reads retry.
+    let r = dev.report();
+    assert!(r.nand.read_retries > 0, "{:?}", r.nand);
+    assert_eq!(ok + failed, 64);
+    assert_eq!(r.media_errors, failed);
+}
