@@ -93,20 +93,8 @@ impl Ftl {
     ) -> Result<Option<Time>> {
         self.ensure_slot(Stream::Gc, plane, data_ready, sink)?;
         let (dst, slot) = self.next_psa(Stream::Gc, plane);
-        if present {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            self.store.data.copy_sector(src, dst, &mut scratch)?;
-            self.scratch = scratch;
-        }
-        if let Some(bits) = self.injected.remove(&src) {
-            // An uncorrectable sector stays uncorrectable where it moves; a correctable one was corrected.
-            self.injected.insert(dst, bits);
-        }
+        self.move_sector(plane, slot, lpn, crc, present, src, dst)?;
         let fr = &mut self.gc[plane as usize];
-        fr.lpns[slot] = lpn;
-        fr.crcs[slot] = crc;
-        fr.src[slot] = src;
-        fr.present |= u32::from(present) << slot;
         fr.filled += 1;
         fr.ready = fr.ready.max(data_ready);
         self.stats.gc_sectors_moved += 1;
@@ -130,23 +118,11 @@ impl Ftl {
         let (dst_first, _) = self.next_psa(Stream::Gc, plane);
         let dst_ppn = dst_first / spp as u64;
         let done = sink.copyback(ready, src_ppn, dst_ppn);
-        let mut scratch = std::mem::take(&mut self.scratch);
         for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
             let src = src_ppn * spp as u64 + slot as u64;
             let dst = dst_ppn * spp as u64 + slot as u64;
-            if lpn != INVALID_LPN && present {
-                self.store.data.copy_sector(src, dst, &mut scratch)?;
-            }
-            if let Some(bits) = self.injected.remove(&src) {
-                self.injected.insert(dst, bits);
-            }
-            let fr = &mut self.gc[plane as usize];
-            fr.lpns[slot] = lpn;
-            fr.crcs[slot] = crc;
-            fr.src[slot] = src;
-            fr.present |= u32::from(present && lpn != INVALID_LPN) << slot;
+            self.move_sector(plane, slot, lpn, crc, present && lpn != INVALID_LPN, src, dst)?;
         }
-        self.scratch = scratch;
         let fr = &mut self.gc[plane as usize];
         fr.filled = self.spp;
         fr.ready = done;
@@ -156,6 +132,27 @@ impl Ftl {
         let mut sink_done = super::Untimed;
         self.program(Stream::Gc, &[plane], &mut sink_done);
         Ok(done)
+    }
+
+    /// Copies one sector's data, checksum and injected errors from `src` to slot `slot` (at `dst`) of the GC frontier.
+    #[allow(clippy::too_many_arguments)]
+    fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
+        if present {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            let r = self.store.data.copy_sector(src, dst, &mut scratch);
+            self.scratch = scratch;
+            r?;
+        }
+        if let Some(bits) = self.injected.remove(&src) {
+            // An uncorrectable sector stays uncorrectable where it moves; a correctable one was corrected.
+            self.injected.insert(dst, bits);
+        }
+        let fr = &mut self.gc[plane as usize];
+        fr.lpns[slot] = lpn;
+        fr.crcs[slot] = crc;
+        fr.src[slot] = src;
+        fr.present |= u32::from(present) << slot;
+        Ok(())
     }
 
     /// Erases a block whose sectors are all stale: clears its OOB, frees its host storage, returns it to the pool.

@@ -61,8 +61,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     /// Whatever the sequence of writes, trims and flushes (GC included), every sector reads back as last written.
     #[test]
-    fn matches_a_plain_map(seq in ops(600), mp in any::<bool>()) {
-        let cfg = small_config(&[("multi_plane", if mp { "true" } else { "false" })]);
+    fn matches_a_plain_map(seq in ops(600), mp in any::<bool>(), copyback in any::<bool>()) {
+        let flag = |b: bool| if b { "true" } else { "false" };
+        let cfg = small_config(&[("multi_plane", flag(mp)), ("gc_copyback", flag(copyback))]);
         let mut ftl = memory_ftl(&cfg);
         let mut model: BTreeMap<u32, u32> = BTreeMap::new();
         let mut version = 0;
@@ -87,6 +88,9 @@ proptest! {
         }
         ftl.flush(0, &mut Untimed);
         ftl.check_consistency().unwrap();
+        if copyback && ftl.stats.gc_runs > 0 {
+            prop_assert!(ftl.stats.gc_pages_copied_back > 0);
+        }
     }
 }
 
