@@ -14,13 +14,22 @@
 //! Sources: the paper (seed 004) and the authors' artifact repositories (RecSSD-OpenSSDFirmware,
 //! RecSSD-UNVMeDriver, RecSSD-RecInfra); each constant names its source.
 
+pub mod entries;
+pub mod firmware;
+pub mod ftl_loop;
+pub mod fw_costs;
+pub mod host;
 pub mod host_cache;
 pub mod layout;
+pub mod ndp_command;
 pub mod ndp_exec;
 pub mod ndp_wire;
+pub mod page_buffer;
+pub mod params;
 pub mod partition;
 pub mod rowgen;
 pub mod seeds;
 pub mod sls;
 pub mod ssd_cache;
+pub mod table_dir;
 pub mod trace;

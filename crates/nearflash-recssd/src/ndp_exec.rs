@@ -17,7 +17,7 @@
 
 use crate::layout::{PageGroups, TableLayout};
 use crate::ndp_wire::{NdpConfig, WireError, WireLimits};
-use crate::sls::add_row;
+use crate::sls::{add_row, RowSource};
 use crate::ssd_cache::{CacheError, SsdEmbeddingCache};
 
 /// Errors of request execution.
@@ -151,11 +151,8 @@ impl SlsRequest {
         &mut self,
         g: usize,
         page: &[u8],
-        mut cache: Option<&mut SsdEmbeddingCache>,
+        cache: Option<&mut SsdEmbeddingCache>,
     ) -> Result<usize, ExecError> {
-        if g >= self.groups.len() || self.translated[g] {
-            return Err(ExecError::BadPage(format!("page group {g} unknown or already translated")));
-        }
         if page.len() != self.layout.page_bytes() as usize {
             return Err(ExecError::BadPage(format!(
                 "{} B given for a {}-B page",
@@ -163,17 +160,58 @@ impl SlsRequest {
                 self.layout.page_bytes()
             )));
         }
+        let layout = self.layout;
+        let row_bytes = layout.dim() as usize * 4;
+        self.translate_with(g, cache, |input, row| {
+            let at = layout.locate(u64::from(input)).map_err(|e| ExecError::Mismatch(e.to_string()))?.byte_in_page as usize;
+            for (v, b) in row.iter_mut().zip(page[at..at + row_bytes].chunks_exact(4)) {
+                *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            Ok(())
+        })
+    }
+
+    /// Translation of page group `g` whose rows come from `source` (a table the device does not store, see
+    /// [`crate::table_dir::RowData::Generated`]); otherwise as [`translate_page`](Self::translate_page).
+    pub fn translate_page_from<S: RowSource>(
+        &mut self,
+        g: usize,
+        source: &S,
+        cache: Option<&mut SsdEmbeddingCache>,
+    ) -> Result<usize, ExecError> {
+        if source.dim() != self.layout.dim() as usize || source.rows() as u64 != self.layout.rows() {
+            return Err(ExecError::Mismatch(format!(
+                "row source of {} x {}, table of {} x {}",
+                source.rows(),
+                source.dim(),
+                self.layout.rows(),
+                self.layout.dim()
+            )));
+        }
+        let mut scratch = vec![0.0f32; source.dim()];
+        self.translate_with(g, cache, |input, row| {
+            let r = source.row(input as usize, &mut scratch);
+            row.copy_from_slice(r);
+            Ok(())
+        })
+    }
+
+    fn translate_with(
+        &mut self,
+        g: usize,
+        mut cache: Option<&mut SsdEmbeddingCache>,
+        mut extract: impl FnMut(u32, &mut [f32]) -> Result<(), ExecError>,
+    ) -> Result<usize, ExecError> {
+        if g >= self.groups.len() || self.translated[g] {
+            return Err(ExecError::BadPage(format!("page group {g} unknown or already translated")));
+        }
         let dim = self.layout.dim() as usize;
         let row_bytes = dim * 4;
         let mut row = vec![0.0f32; dim];
         let positions = self.groups.positions(g);
         for &pos in positions {
             let p = self.config.pairs[pos];
-            let loc = self.layout.locate(u64::from(p.input)).map_err(|e| ExecError::Mismatch(e.to_string()))?;
-            let at = loc.byte_in_page as usize;
-            for (v, b) in row.iter_mut().zip(page[at..at + row_bytes].chunks_exact(4)) {
-                *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
+            extract(p.input, &mut row)?;
             if let Some(c) = cache.as_deref_mut() {
                 c.fill(self.config.table_id, u64::from(p.input), &row)?;
             }
@@ -187,6 +225,28 @@ impl SlsRequest {
         self.stats.pages_translated += 1;
         self.stats.rows_from_flash += positions.len() as u64;
         Ok(positions.len())
+    }
+
+    /// Result sectors page group `g` contributes to (ascending, distinct).
+    pub fn sectors_of_page(&self, g: usize) -> Vec<usize> {
+        if g >= self.groups.len() {
+            return Vec::new();
+        }
+        let row_bytes = self.layout.dim() as usize * 4;
+        let mut out: Vec<usize> = self
+            .groups
+            .positions(g)
+            .iter()
+            .flat_map(|&pos| result_sectors_of(self.config.pairs[pos].result as usize, row_bytes, self.sector_bytes))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The table layout the request was processed against.
+    pub fn layout(&self) -> &TableLayout {
+        &self.layout
     }
 
     /// Result sectors of the request.

@@ -13,6 +13,8 @@ use rayon::prelude::*;
 /// A table whose rows are a function of (seed, table id, row, column).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GeneratedTable {
+    seed: u64,
+    table_id: u32,
     base: u64,
     rows: usize,
     dim: usize,
@@ -31,7 +33,17 @@ impl GeneratedTable {
         if dim == 0 || rows.checked_mul(dim).is_none() || !bound.is_finite() {
             return Err(SlsError::TableShape { len: 0, rows, dim });
         }
-        Ok(Self { base: stream_seed(seed, u64::from(table_id)), rows, dim, bound })
+        Ok(Self { seed, table_id, base: stream_seed(seed, u64::from(table_id)), rows, dim, bound })
+    }
+
+    /// The model seed the rows derive from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The table id the rows derive from.
+    pub fn table_id(&self) -> u32 {
+        self.table_id
     }
 
     /// The value bound.

@@ -1,0 +1,490 @@
+//! RecSSD's FTL-side SLS engine as a nearflash firmware extension (paper §4, Fig. 7; artifact
+//! RecSSD-OpenSSDFirmware). It takes:
+//!
+//! * **NDP config Writes** (CDW12 bit 16, [`crate::ndp_command`]): an entry of the pending-request buffer is taken
+//!   (waiting if all are busy), the config is DMA'd into it, decoded and validated against the registered table,
+//!   and processed on the FTL core - SSD-cache probes (hits summed at once), grouping by flash page, sector
+//!   counters, scratchpad zeroing. The Write completes when processing ends (so a bad config completes with its
+//!   fault).
+//! * **NDP result Reads**: the entry's flash work is scheduled ([`crate::ftl_loop`]) together with every other
+//!   configured entry; each requested 4 KiB result sector leaves as soon as all its inputs are summed; the entry
+//!   is freed after its last sector.
+//! * **Table registrations** (a vendor opcode, [`crate::table_dir`]).
+//! * **Ordinary Reads**, optionally ([`RecssdParams::serve_host_reads`]): through GreedyFTL's whole-page LRU
+//!   buffer ([`crate::page_buffer`]), as the RecSSD firmware serves them - a miss reads the whole 16 KiB page.
+//!   Misses cost what the device's own read path costs (decode, FTL lookup, NAND, DRAM, link); a hit skips the
+//!   NAND.
+
+use crate::entries::{EntryPool, RequestKey};
+use crate::ftl_loop::{plan_round_robin, FlashPort, PendingRequest};
+use crate::fw_costs::FirmwareCosts;
+use crate::ndp_command::{is_ndp, NdpFault};
+use crate::ndp_exec::{ExecError, SlsRequest};
+use crate::ndp_wire::{split_request_slba, NdpConfig, WireLimits};
+use crate::page_buffer::PageBuffer;
+use crate::params::RecssdParams;
+use crate::ssd_cache::{CacheStats, SsdEmbeddingCache};
+use crate::table_dir::{TableDescriptor, TableDirectory};
+use nearflash_core::ctrl::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension};
+use nearflash_core::engine::Time;
+use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
+use serde::Serialize;
+
+/// Name the extension registers under.
+pub const NAME: &str = "recssd";
+
+/// Cumulative work and time of the engine (reported under `extensions.recssd`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FirmwareStats {
+    pub tables: u64,
+    pub configs: u64,
+    pub config_faults: u64,
+    pub result_reads: u64,
+    pub result_faults: u64,
+    /// Requests whose last sector left.
+    pub requests: u64,
+    pub pairs: u64,
+    pub pages_from_flash: u64,
+    pub pages_from_buffer: u64,
+    pub rows_from_flash: u64,
+    pub result_sectors: u64,
+    /// Wall-time breakdown of completed requests, summed (ns): waiting for an entry, config DMA, config
+    /// processing, Translation on the FTL core, waiting on flash, returning results; they add up to `total_ns`.
+    pub entry_wait_ns: u64,
+    pub config_write_ns: u64,
+    pub config_process_ns: u64,
+    pub translation_ns: u64,
+    pub flash_read_ns: u64,
+    pub return_ns: u64,
+    pub total_ns: u64,
+    /// The artifact's per-page statistics, summed over pages: issue to translation start, and translation.
+    pub page_flash_latency_sum_ns: u64,
+    pub page_translation_sum_ns: u64,
+    pub host_reads: u64,
+    pub host_read_pages_from_buffer: u64,
+    pub host_read_pages_from_flash: u64,
+}
+
+/// The extension.
+pub struct RecssdFirmware {
+    params: RecssdParams,
+    overrides: serde_json::Value,
+    tables: TableDirectory,
+    entries: EntryPool,
+    pending: Vec<PendingRequest>,
+    buffer: PageBuffer,
+    cache: Option<SsdEmbeddingCache>,
+    costs: FirmwareCosts,
+    limits: WireLimits,
+    stats: FirmwareStats,
+    faults: std::collections::BTreeMap<String, u64>,
+}
+
+impl RecssdFirmware {
+    /// The engine with `overrides` (a JSON object of parameter values, see [`RecssdParams::set`]) applied on
+    /// top of the preset's `[ext.recssd]` section at attach time.
+    pub fn new(overrides: serde_json::Value) -> Self {
+        let params = RecssdParams::default();
+        Self {
+            costs: FirmwareCosts::new(&params, 1.0),
+            entries: EntryPool::new(params.pending_entries as usize),
+            params,
+            overrides,
+            tables: TableDirectory::default(),
+            pending: Vec::new(),
+            buffer: PageBuffer::new(1, 0),
+            cache: None,
+            limits: WireLimits::default(),
+            stats: FirmwareStats::default(),
+            faults: Default::default(),
+        }
+    }
+
+    /// The parameters in force (after attach).
+    pub fn params(&self) -> &RecssdParams {
+        &self.params
+    }
+
+    fn fault(&mut self, f: NdpFault, done: Time) -> ExtCompletion {
+        *self.faults.entry(format!("{f:?}")).or_default() += 1;
+        ExtCompletion { status: f.status(), dw0: f.code(), done }
+    }
+
+    fn namespace(ctx: &ExecCtx<'_>) -> Namespace {
+        let max_lbas = (ctx.config().nvme.mdts.0 / ctx.lba_bytes()).max(1) as u32;
+        Namespace { lbas: ctx.lbas(), max_lbas }
+    }
+
+    /// Checks what standard decoding would (namespace, fused/SGL, transfer size, range) for an NDP command.
+    fn check_ndp_command(ctx: &ExecCtx<'_>, sqe: &Sqe) -> Result<(), NdpFault> {
+        let mut plain = *sqe;
+        plain.cdw12 &= !(1 << crate::ndp_command::NDP_FLAG_BIT);
+        decode_io(&plain, &Self::namespace(ctx)).map(|_| ()).map_err(|_| NdpFault::BadCommand)
+    }
+
+    fn key_of(&self, sqe: &Sqe) -> Result<(RequestKey, TableDescriptor), NdpFault> {
+        let (table_start, request_id) =
+            split_request_slba(sqe.slba(), self.params.request_modulus as u64).ok_or(NdpFault::BadCommand)?;
+        let table = *self.tables.get(table_start).ok_or(NdpFault::NoSuchTable)?;
+        Ok((RequestKey { table_start, request_id }, table))
+    }
+
+    fn register(&mut self, ctx: &mut ExecCtx<'_>, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        let DataBuf::ToDevice(bytes) = data else {
+            return self.fault(NdpFault::DataBuffer, t);
+        };
+        let arrived = ctx.from_host(t, bytes.len() as u64);
+        let done = ctx.firmware_on(self.params.ftl_core as u32, arrived, self.costs.register());
+        let (lba_bytes, page_bytes) = (ctx.lba_bytes() as u32, ctx.geometry().page_size);
+        let registered = TableDescriptor::decode(bytes, lba_bytes, page_bytes)
+            .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus as u64));
+        match registered {
+            Ok(()) => {
+                self.stats.tables += 1;
+                ExtCompletion { status: Status::SUCCESS, dw0: 0, done }
+            }
+            Err(f) => self.fault(f, done),
+        }
+    }
+
+    fn config(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        self.stats.configs += 1;
+        let checked = Self::check_ndp_command(ctx, sqe).and_then(|()| self.key_of(sqe));
+        let (key, table) = match checked {
+            Ok(k) => k,
+            Err(f) => {
+                self.stats.config_faults += 1;
+                return self.fault(f, t);
+            }
+        };
+        let bytes = u64::from(sqe.nlb()) * ctx.lba_bytes();
+        let payload = match data {
+            DataBuf::ToDevice(b) if b.len() as u64 >= bytes => &b[..bytes as usize],
+            _ => {
+                self.stats.config_faults += 1;
+                return self.fault(NdpFault::DataBuffer, t);
+            }
+        };
+        // 1a: an entry, then the config's DMA into its buffer.
+        let (entry, entry_start) = match self.entries.allocate(key, t) {
+            Ok(e) => e,
+            Err(f) => {
+                self.stats.config_faults += 1;
+                return self.fault(f, t);
+            }
+        };
+        let latency = ctx.config().host.link_latency.0;
+        let arrived = ctx.from_host(entry_start + latency, bytes);
+        let in_dram = ctx.dram(arrived, bytes);
+        // 2: decode, validate, probe the cache, group by page.
+        let core = self.params.ftl_core as u32;
+        let req = NdpConfig::decode(payload)
+            .map_err(|e| NdpFault::from(&e))
+            .and_then(|cfg| {
+                if cfg.embedding_length != table.layout.dim() {
+                    return Err(NdpFault::DimensionMismatch);
+                }
+                let cache = self.cache.as_mut().filter(|c| fits_cache(c, &table));
+                SlsRequest::process_config(cfg, &table.layout, &self.limits, cache).map_err(|e| match e {
+                    ExecError::Wire(w) => NdpFault::from(&w),
+                    ExecError::Mismatch(_) => NdpFault::DimensionMismatch,
+                    _ => NdpFault::BadCommand,
+                })
+            });
+        let req = match req {
+            Ok(r) => r,
+            Err(f) => {
+                let done = ctx.firmware_on(core, in_dram, self.params.config_base_instructions);
+                self.entries.release(entry, done);
+                self.stats.config_faults += 1;
+                return self.fault(f, done);
+            }
+        };
+        let s = req.stats();
+        let dim = table.layout.dim();
+        let result_elements = u64::from(req.config().result_embeddings) * u64::from(dim);
+        let instructions = self.costs.config(s.pairs, s.pages, s.cache_hits, dim, result_elements);
+        let processed = ctx.firmware_on(core, in_dram, instructions);
+        self.stats.pairs += s.pairs;
+        self.pending.push(PendingRequest {
+            key,
+            entry,
+            table,
+            req,
+            arrived: t,
+            entry_start,
+            config_in_dram: in_dram,
+            processed,
+            plan: None,
+            next_sector: 0,
+            cached: self.cache.as_ref().is_some_and(|c| fits_cache(c, &table)),
+        });
+        ExtCompletion { status: Status::SUCCESS, dw0: 0, done: processed }
+    }
+
+    fn result(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        self.stats.result_reads += 1;
+        let found = Self::check_ndp_command(ctx, sqe).and_then(|()| self.key_of(sqe)).and_then(|(key, _)| {
+            self.pending.iter().position(|p| p.key == key).ok_or(NdpFault::NoConfig)
+        });
+        let i = match found {
+            Ok(i) => i,
+            Err(f) => {
+                self.stats.result_faults += 1;
+                return self.fault(f, t);
+            }
+        };
+        if self.pending[i].plan.is_none() {
+            self.schedule_pending(ctx, t);
+        }
+        let sector = ctx.lba_bytes() as usize;
+        let nlb = sqe.nlb() as usize;
+        let fault = {
+            let p = &self.pending[i];
+            match p.plan.as_ref().and_then(|plan| plan.fault) {
+                Some(f) => Some(f),
+                None if p.next_sector + nlb > p.req.result_sectors() => Some(NdpFault::TooManySectors),
+                None => match &data {
+                    DataBuf::FromDevice(b) if b.len() >= nlb * sector => None,
+                    _ => Some(NdpFault::DataBuffer),
+                },
+            }
+        };
+        if let Some(f) = fault {
+            self.stats.result_faults += 1;
+            if f == NdpFault::MediaError {
+                let p = self.pending.remove(i);
+                self.entries.release(p.entry, t);
+            }
+            return self.fault(f, t);
+        }
+        let DataBuf::FromDevice(out) = data else { unreachable!("checked above") };
+        // 1b + 6: each requested sector leaves once complete and the host DMA is free.
+        let core = self.params.ftl_core as u32;
+        let p = &self.pending[i];
+        let plan = p.plan.as_ref().expect("scheduled above");
+        let first = p.next_sector;
+        let mut done = t;
+        for k in 0..nlb {
+            let s = first + k;
+            let bytes = p.req.sector_bytes(s).expect("a planned request's sectors are complete");
+            out[k * sector..(k + 1) * sector].copy_from_slice(&bytes[..sector]);
+            let fw = ctx.firmware_on(core, plan.sector_ready[s].max(t), self.costs.result_sector());
+            let staged = ctx.dram(fw, sector as u64);
+            done = done.max(ctx.to_host(staged, sector as u64));
+        }
+        self.stats.result_sectors += nlb as u64;
+        let p = &mut self.pending[i];
+        p.next_sector += nlb;
+        if p.next_sector == p.req.result_sectors() {
+            let p = self.pending.remove(i);
+            self.entries.release(p.entry, done);
+            self.account_finished(&p, done);
+        }
+        ExtCompletion { status: Status::SUCCESS, dw0: 0, done }
+    }
+
+    /// Schedules every configured, unscheduled entry together (round-robin), no earlier than `now`.
+    fn schedule_pending(&mut self, ctx: &mut ExecCtx<'_>, now: Time) {
+        let which: Vec<usize> = (0..self.pending.len()).filter(|&i| self.pending[i].plan.is_none()).collect();
+        let mut port = CtxPort { ctx, core: self.params.ftl_core as u32 };
+        plan_round_robin(&mut self.pending, &which, now, &mut port, &mut self.buffer, self.cache.as_mut(), &self.costs);
+        for &i in &which {
+            let plan = self.pending[i].plan.as_ref().expect("just planned");
+            self.stats.pages_from_flash += plan.pages_from_flash;
+            self.stats.pages_from_buffer += plan.pages_from_buffer;
+            self.stats.page_flash_latency_sum_ns += plan.page_wait_sum_ns;
+            self.stats.page_translation_sum_ns += plan.translation_ns;
+            self.stats.rows_from_flash += self.pending[i].req.stats().rows_from_flash;
+        }
+    }
+
+    fn account_finished(&mut self, p: &PendingRequest, done: Time) {
+        let plan = p.plan.as_ref().expect("finished requests were planned");
+        let s = &mut self.stats;
+        s.requests += 1;
+        s.entry_wait_ns += p.entry_start - p.arrived;
+        s.config_write_ns += p.config_in_dram - p.entry_start;
+        s.config_process_ns += p.processed - p.config_in_dram;
+        let data_span = plan.data_done.saturating_sub(p.processed);
+        let translation = plan.translation_ns.min(data_span);
+        s.translation_ns += translation;
+        s.flash_read_ns += data_span - translation;
+        s.return_ns += done.saturating_sub(plan.data_done);
+        s.total_ns += done - p.arrived;
+    }
+
+    /// An ordinary Read through the whole-page LRU buffer.
+    fn host_read(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        let (slba, nlb) = match decode_io(sqe, &Self::namespace(ctx)) {
+            Ok(IoCommand::Read { slba, nlb, .. }) => (slba, nlb),
+            Ok(_) => return ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: t },
+            Err(s) => return ExtCompletion { status: s, dw0: 0, done: t },
+        };
+        let sector = ctx.lba_bytes() as usize;
+        let mut out: &mut [u8] = match data {
+            DataBuf::FromDevice(b) if b.len() >= nlb as usize * sector => &mut b[..nlb as usize * sector],
+            DataBuf::None => &mut [],
+            _ => return ExtCompletion { status: Status::DATA_TRANSFER_ERROR, dw0: 0, done: t },
+        };
+        self.stats.host_reads += 1;
+        // The device already charged fw_other for fetching and decoding this command; the rest of its read path
+        // (fw_read, one mapping lookup per block) is charged here.
+        let c = &ctx.config().controller;
+        let fw_rest = (c.fw_read_instructions.0 - c.fw_other_instructions.0).max(0.0)
+            + ctx.config().ftl.map_instructions.0 * f64::from(nlb);
+        let fw = ctx.firmware(t, fw_rest);
+        let spp = u64::from(ctx.geometry().sectors_per_page);
+        let want_data = !out.is_empty();
+        let mut page = vec![0u8; spp as usize * sector];
+        let mut done = fw;
+        let end = slba + u64::from(nlb);
+        let mut lba = slba;
+        while lba < end {
+            let lpage = lba / spp;
+            let first = lpage * spp;
+            let n = (first + spp).min(ctx.lbas()) - first;
+            let take = (first + n).min(end) - lba;
+            let psas = (0..n).map(|k| ctx.physical_of(first + k)).collect::<Option<Vec<u64>>>();
+            let hit = psas.as_deref().and_then(|p| self.buffer.lookup(lpage, p, want_data)).map(|h| {
+                if let Some(d) = h.data {
+                    page[..d.len()].copy_from_slice(d);
+                }
+                h.ready
+            });
+            let ready = match hit {
+                Some(r) => {
+                    self.stats.host_read_pages_from_buffer += 1;
+                    r.max(fw)
+                }
+                None => {
+                    let buf: &mut [u8] = if want_data { &mut page[..n as usize * sector] } else { &mut [] };
+                    match ctx.flash_read(first, n as u32, fw, buf) {
+                        Ok(r) => {
+                            if let Some(p) = psas {
+                                self.buffer.insert(lpage, p, r.done, want_data.then_some(&page[..n as usize * sector]));
+                            }
+                            self.stats.host_read_pages_from_flash += 1;
+                            r.done
+                        }
+                        Err(s) => return ExtCompletion { status: s, dw0: 0, done: fw },
+                    }
+                }
+            };
+            if want_data {
+                let from = (lba - first) as usize * sector;
+                let (dst, rest) = std::mem::take(&mut out).split_at_mut(take as usize * sector);
+                dst.copy_from_slice(&page[from..from + take as usize * sector]);
+                out = rest;
+            }
+            let b = take * sector as u64;
+            let in_dram = ctx.dram(ready, 2 * b);
+            done = done.max(ctx.to_host(in_dram, b));
+            lba += take;
+        }
+        ExtCompletion { status: Status::SUCCESS, dw0: 0, done }
+    }
+
+    /// SSD-cache counters (zero when the cache is off).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.as_ref().map(|c| c.stats()).unwrap_or_default()
+    }
+}
+
+/// Whether a table's rows can live in the SSD cache: its id fits the key's table bits and a row fits an entry.
+/// (The artifact's 5-bit table field would alias tables 32 and up, and a dim-64 row would overrun its 128-B
+/// entry; such tables bypass the cache here instead.)
+fn fits_cache(c: &SsdEmbeddingCache, t: &TableDescriptor) -> bool {
+    let cfg = c.config();
+    u64::from(t.table_id) >> cfg.table_bits == 0 && u64::from(t.layout.dim()) * 4 <= u64::from(cfg.payload_bytes)
+}
+
+/// The device seen through an execution context.
+struct CtxPort<'a, 'b> {
+    ctx: &'a mut ExecCtx<'b>,
+    core: u32,
+}
+
+impl FlashPort for CtxPort<'_, '_> {
+    fn read(&mut self, lba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<Time, Status> {
+        self.ctx.flash_read(lba, nlb, ready, out).map(|r| r.done)
+    }
+    fn physical(&self, lba: u64, nlb: u32) -> Option<Vec<u64>> {
+        (lba..lba + u64::from(nlb)).map(|l| self.ctx.physical_of(l)).collect()
+    }
+    fn ftl_core(&mut self, ready: Time, instructions: f64) -> Time {
+        self.ctx.firmware_on(self.core, ready, instructions)
+    }
+}
+
+impl Extension for RecssdFirmware {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn attach(&mut self, ctx: &mut AttachCtx<'_>) -> nearflash_core::Result<()> {
+        use nearflash_core::SimError;
+        let mut p = RecssdParams::from_section(ctx.section(NAME)).map_err(|e| SimError::Config(e.to_string()))?;
+        p.apply_json(&self.overrides).map_err(|e| SimError::Config(e.to_string()))?;
+        let cfg = ctx.config();
+        let cores = cfg.controller.cores.0;
+        if p.ftl_core as u64 >= cores {
+            return Err(SimError::Config(format!("recssd: ftl_core {} but the controller has {cores} cores", p.ftl_core)));
+        }
+        let ns_per_instruction = cfg.controller.cpi.0 * 1e9 / cfg.controller.core_freq.0;
+        let dies = cfg.nand.channels.0 * cfg.nand.chips_per_channel.0 * cfg.nand.dies_per_chip.0;
+        self.cache = if p.ssd_cache {
+            Some(SsdEmbeddingCache::new(p.cache_config()).map_err(|e| SimError::Config(format!("recssd: {e}")))?)
+        } else {
+            None
+        };
+        self.buffer = PageBuffer::new(dies as u32, p.page_buffer_pages_per_die as usize);
+        self.entries = EntryPool::new(p.pending_entries as usize);
+        self.costs = FirmwareCosts::new(&p, ns_per_instruction);
+        ctx.claim_opcode(p.register_opcode as u8)?;
+        self.params = p;
+        Ok(())
+    }
+
+    fn intercepts(&self, sqe: &Sqe) -> bool {
+        is_ndp(sqe) || (self.params.serve_host_reads && sqe.opcode == opcode::READ)
+    }
+
+    fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        if sqe.opcode == self.params.register_opcode as u8 {
+            self.register(ctx, data)
+        } else if is_ndp(sqe) && sqe.opcode == opcode::WRITE {
+            self.config(ctx, sqe, data)
+        } else if is_ndp(sqe) {
+            self.result(ctx, sqe, data)
+        } else if sqe.opcode == opcode::READ {
+            self.host_read(ctx, sqe, data)
+        } else {
+            ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: ctx.start }
+        }
+    }
+
+    fn report(&self) -> serde_json::Value {
+        let cache = self.cache_stats();
+        let buffer = self.buffer.stats();
+        serde_json::json!({
+            "stats": self.stats,
+            "faults": self.faults,
+            "entries": self.entries.stats(),
+            "in_flight": self.pending.len(),
+            "ssd_cache": {
+                "enabled": self.cache.is_some(),
+                "hits": cache.hits, "misses": cache.misses, "fills": cache.fills, "evictions": cache.evictions,
+                "hit_rate": cache.hit_rate(),
+            },
+            "page_buffer": {
+                "pages": self.buffer.capacity(),
+                "hits": buffer.hits, "misses": buffer.misses, "stale": self.buffer.stale(),
+            },
+        })
+    }
+}

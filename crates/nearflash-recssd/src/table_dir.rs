@@ -1,0 +1,202 @@
+//! The firmware's table directory: which embedding tables live where on the device, so that config processing
+//! can map ids to flash pages and reject ids beyond a table.
+//!
+//! The artifact's firmware knows nothing about tables beyond the start LBA in each command (rows are packed from
+//! there, any id is accepted). Here the host registers each table once with a vendor command carrying a
+//! [`TableDescriptor`] (64 bytes at the start of a 4 KiB data block), and the firmware validates configs against
+//! it. A table's rows are either **stored** (the bytes on flash are the table) or **generated**: the region is
+//! mapped (flash timing is real) but holds no data, and the firmware computes each row it extracts from the
+//! table's seed ([`crate::rowgen`]) - how RM2's 8 GB of tables run on a laptop. Both paths read and charge the
+//! same flash pages.
+
+use crate::layout::{Placement, TableLayout};
+use crate::ndp_command::NdpFault;
+use crate::rowgen::GeneratedTable;
+use std::collections::BTreeMap;
+
+/// Descriptor size, bytes.
+pub const DESCRIPTOR_BYTES: usize = 64;
+const MAGIC: &[u8; 8] = b"RSSDTBL1";
+
+/// Where a table's row values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowData {
+    /// The device stores the table's bytes.
+    Stored,
+    /// Rows are computed from `seed` (the region is mapped but stores nothing).
+    Generated { seed: u64 },
+}
+
+/// One registered table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableDescriptor {
+    /// Table id (the SSD cache's key and the config's tableID).
+    pub table_id: u32,
+    pub layout: TableLayout,
+    pub data: RowData,
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from(u32_at(b, o)) | (u64::from(u32_at(b, o + 4)) << 32)
+}
+
+impl TableDescriptor {
+    /// The descriptor bytes: magic, table id, placement, start LBA, rows, dim, attribute bytes, source, seed.
+    pub fn encode(&self) -> [u8; DESCRIPTOR_BYTES] {
+        let mut b = [0u8; DESCRIPTOR_BYTES];
+        b[..8].copy_from_slice(MAGIC);
+        let l = &self.layout;
+        let placement = match l.placement() {
+            Placement::Packed => 0u32,
+            Placement::OneRowPerPage => 1,
+        };
+        let (source, seed) = match self.data {
+            RowData::Stored => (0u32, 0u64),
+            RowData::Generated { seed } => (1, seed),
+        };
+        b[8..12].copy_from_slice(&self.table_id.to_le_bytes());
+        b[12..16].copy_from_slice(&placement.to_le_bytes());
+        b[16..24].copy_from_slice(&l.start_lba().to_le_bytes());
+        b[24..32].copy_from_slice(&l.rows().to_le_bytes());
+        b[32..36].copy_from_slice(&l.dim().to_le_bytes());
+        b[36..40].copy_from_slice(&l.attribute_bytes().to_le_bytes());
+        b[40..44].copy_from_slice(&source.to_le_bytes());
+        b[48..56].copy_from_slice(&seed.to_le_bytes());
+        b
+    }
+
+    /// Parses a descriptor for a device of `lba_bytes` blocks and `page_bytes` flash pages.
+    pub fn decode(bytes: &[u8], lba_bytes: u32, page_bytes: u32) -> Result<Self, NdpFault> {
+        if bytes.len() < DESCRIPTOR_BYTES || &bytes[..8] != MAGIC {
+            return Err(NdpFault::BadTable);
+        }
+        let placement = match u32_at(bytes, 12) {
+            0 => Placement::Packed,
+            1 => Placement::OneRowPerPage,
+            _ => return Err(NdpFault::BadTable),
+        };
+        let layout = TableLayout::new(
+            u64_at(bytes, 16),
+            u64_at(bytes, 24),
+            u32_at(bytes, 32),
+            u32_at(bytes, 36),
+            lba_bytes,
+            page_bytes,
+            placement,
+        )
+        .map_err(|_| NdpFault::BadTable)?;
+        let data = match u32_at(bytes, 40) {
+            0 => RowData::Stored,
+            1 => RowData::Generated { seed: u64_at(bytes, 48) },
+            _ => return Err(NdpFault::BadTable),
+        };
+        if layout.attribute_bytes() != 4 || layout.rows() == 0 || layout.rows() > u64::from(u32::MAX) {
+            return Err(NdpFault::BadTable); // fp32 only; ids travel as u32 in configs
+        }
+        Ok(Self { table_id: u32_at(bytes, 8), layout, data })
+    }
+
+    /// The generator of a generated table.
+    pub fn generator(&self) -> Option<GeneratedTable> {
+        match self.data {
+            RowData::Stored => None,
+            RowData::Generated { seed } => {
+                GeneratedTable::new(seed, self.table_id, self.layout.rows() as usize, self.layout.dim() as usize).ok()
+            }
+        }
+    }
+}
+
+/// Registered tables by start LBA.
+#[derive(Debug, Clone, Default)]
+pub struct TableDirectory {
+    by_start: BTreeMap<u64, TableDescriptor>,
+}
+
+impl TableDirectory {
+    /// Registers (or re-registers, same start) a table of a namespace of `lbas` blocks; table starts must be
+    /// multiples of the request modulus, extents inside the namespace and disjoint, table ids distinct.
+    pub fn register(&mut self, d: TableDescriptor, lbas: u64, modulus: u64) -> Result<(), NdpFault> {
+        let l = &d.layout;
+        if modulus == 0 || !l.start_lba().is_multiple_of(modulus) || l.end_lba() > lbas {
+            return Err(NdpFault::BadTable);
+        }
+        for (&start, other) in &self.by_start {
+            if start == l.start_lba() {
+                continue;
+            }
+            let overlaps = start < l.end_lba() && l.start_lba() < other.layout.end_lba();
+            if overlaps || other.table_id == d.table_id {
+                return Err(NdpFault::BadTable);
+            }
+        }
+        self.by_start.insert(l.start_lba(), d);
+        Ok(())
+    }
+
+    /// The table starting at `start_lba`.
+    pub fn get(&self, start_lba: u64) -> Option<&TableDescriptor> {
+        self.by_start.get(&start_lba)
+    }
+
+    /// Registered tables.
+    pub fn len(&self) -> usize {
+        self.by_start.len()
+    }
+
+    /// No tables.
+    pub fn is_empty(&self) -> bool {
+        self.by_start.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(id: u32, start: u64, rows: u64, data: RowData) -> TableDescriptor {
+        TableDescriptor { table_id: id, layout: TableLayout::fp32(start, rows, 32, Placement::Packed).unwrap(), data }
+    }
+
+    #[test]
+    fn descriptors_round_trip() {
+        for d in [desc(3, 5000, 1000, RowData::Stored), desc(7, 0, 1 << 20, RowData::Generated { seed: 99 })] {
+            let mut block = vec![0u8; 4096];
+            block[..DESCRIPTOR_BYTES].copy_from_slice(&d.encode());
+            assert_eq!(TableDescriptor::decode(&block, 4096, 16384).unwrap(), d);
+        }
+        let one = TableDescriptor {
+            table_id: 1,
+            layout: TableLayout::fp32(8, 10, 48, Placement::OneRowPerPage).unwrap(),
+            data: RowData::Stored,
+        };
+        assert_eq!(TableDescriptor::decode(&one.encode(), 4096, 16384).unwrap(), one);
+        let mut bad = desc(1, 0, 10, RowData::Stored).encode();
+        bad[0] = b'X';
+        assert_eq!(TableDescriptor::decode(&bad, 4096, 16384), Err(NdpFault::BadTable));
+        assert!(TableDescriptor::decode(&[0; 10], 4096, 16384).is_err());
+        let mut odd = desc(1, 0, 10, RowData::Stored).encode();
+        odd[32..36].copy_from_slice(&48u32.to_le_bytes()); // packed 192-B rows straddle pages
+        assert!(TableDescriptor::decode(&odd, 4096, 16384).is_err());
+    }
+
+    #[test]
+    fn directory_rules() {
+        let mut dir = TableDirectory::default();
+        dir.register(desc(0, 0, 1000, RowData::Stored), 1 << 20, 1000).unwrap();
+        assert_eq!(dir.get(0).unwrap().table_id, 0);
+        // 1000 rows of 128 B = 8 pages = 32 LBAs: the next table may start at 1000.
+        dir.register(desc(1, 1000, 1000, RowData::Stored), 1 << 20, 1000).unwrap();
+        assert_eq!(dir.register(desc(2, 500, 10, RowData::Stored), 1 << 20, 1000), Err(NdpFault::BadTable));
+        assert_eq!(dir.register(desc(1, 2000, 10, RowData::Stored), 1 << 20, 1000), Err(NdpFault::BadTable));
+        assert_eq!(dir.register(desc(2, 0, 100_000, RowData::Stored), 1 << 20, 1000).unwrap_err(), NdpFault::BadTable);
+        assert!(dir.register(desc(3, 1 << 20, 10, RowData::Stored), 1 << 20, 1000).is_err());
+        dir.register(desc(0, 0, 10, RowData::Generated { seed: 1 }), 1 << 20, 1000).unwrap(); // re-register
+        assert_eq!(dir.len(), 2);
+        assert!(dir.get(0).unwrap().generator().is_some());
+    }
+}
