@@ -18,6 +18,23 @@ pub enum IssdError {
     /// A partial of one kernel was handed to another (or two partials cover the same pages).
     #[error("partial mismatch: {0}")]
     PartialMismatch(String),
+    /// A command completed with an NVMe error status (sct, sc) on the device.
+    #[error("device error: {what} completed with {status}")]
+    Device { what: String, status: String, sct: u8, sc: u8 },
+    /// The device simulation itself failed (configuration, host I/O).
+    #[error("simulation error: {0}")]
+    Sim(String),
+}
+
+impl From<nearflash_core::SimError> for IssdError {
+    fn from(e: nearflash_core::SimError) -> Self {
+        IssdError::Sim(e.to_string())
+    }
+}
+
+/// The error of a command that completed with `status`.
+pub fn device_error(what: impl Into<String>, status: nearflash_core::nvme::Status) -> IssdError {
+    IssdError::Device { what: what.into(), status: status.to_string(), sct: status.sct, sc: status.sc }
 }
 
 pub type Result<T> = std::result::Result<T, IssdError>;

@@ -85,7 +85,7 @@ pub fn run_parallel(kernel: &dyn Kernel, data: &[u8], pages_per_chunk: usize) ->
         .map(|c| {
             let p = kernel.map(c)?;
             let len = p.encoded_len() as u64;
-            Ok((p, len))
+            Ok::<_, crate::IssdError>((p, len))
         })
         .try_reduce(
             || (kernel.empty(), 0),
