@@ -2,6 +2,10 @@
 //! (inputs borrowed without copies where dtype and layout allow; the GIL is released while computing), the NDP
 //! wire format and functional engine, the caches and the static partition. Errors raise `InvalidArgument`.
 
+mod host;
+
+pub use host::build_extension;
+
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -472,6 +476,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_class::<SsdCacheTags>()?;
     sub.add_class::<HostLruCache>()?;
     sub.add_class::<HotRowPartition>()?;
+    host::register(&sub)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

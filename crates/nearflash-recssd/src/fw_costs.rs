@@ -75,12 +75,12 @@ mod tests {
     #[test]
     fn stalls_dominate_translation_of_wide_rows() {
         let c = FirmwareCosts::new(&RecssdParams::default(), 1.5); // 1 GHz A9 at CPI 1.5
-        // Per element: 8 instructions + (3 x 120 + 2 x 20) ns / 1.5 ns = 8 + 266.7 slots.
+        // Per element: 30 instructions + (3 x 150 + 2 x 20) ns / 1.5 ns = 30 + 326.7 slots.
         let per_row_64 = c.translate(1, 64) - c.translate(0, 64);
-        let want = 40.0 + (2.0 * 120.0 + 3.0 * 20.0) / 1.5 + 64.0 * (8.0 + 400.0 / 1.5);
+        let want = 40.0 + (2.0 * 150.0 + 3.0 * 20.0) / 1.5 + 64.0 * (30.0 + 490.0 / 1.5);
         assert!((per_row_64 - want).abs() < 1e-9, "{per_row_64} vs {want}");
-        // About 26 us per dim-64 row on the A9: stalls, not arithmetic.
-        assert!((20_000.0..30_000.0).contains(&c.ns(per_row_64)));
+        // About 34 us per dim-64 row on the A9, mostly memory stalls.
+        assert!((30_000.0..40_000.0).contains(&c.ns(per_row_64)));
         assert!(c.config(100, 10, 0, 32, 32 * 8) > c.config(10, 10, 0, 32, 32 * 8));
         assert!(c.config(10, 1, 5, 32, 0) > c.config(10, 1, 0, 32, 0));
     }

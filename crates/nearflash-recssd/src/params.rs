@@ -50,6 +50,11 @@ macro_rules! params {
                 }
             }
 
+            /// Every parameter's current value in canonical units (flags as 0 or 1).
+            pub fn values(&self) -> Vec<(&'static str, f64)> {
+                vec![ $( (stringify!($name), params!(@float $dim, self.$name)), )* ]
+            }
+
             fn default_unit(name: &str) -> Option<&'static str> {
                 match name {
                     $( stringify!($name) => Some($unit), )*
@@ -58,6 +63,8 @@ macro_rules! params {
             }
         }
     };
+    (@float Flag, $v:expr) => { if $v { 1.0 } else { 0.0 } };
+    (@float $dim:ident, $v:expr) => { $v };
     (@ty Flag) => { bool };
     (@ty $other:ident) => { f64 };
     (@default Flag, $v:expr, $unit:literal) => { $v };
@@ -96,7 +103,7 @@ params! {
     cache_payload: Bytes = 128, "B", "RecSSD artifact trans_buffer.h: embedding_bytes of one dim-32 fp32 row";
     // --- FTL CPU (ARM A9) costs --------------------------------------------------------------------------------------
     /// One load from the uncached DRAM region holding GreedyFTL's buffers.
-    uncached_load: Time = 120, "ns", "assumed: Zynq-7000 A9 load from uncached DDR3 (100-150 ns); the artifact maps 16-422 MB, where its config, page and result buffers live, uncached (main.c Xil_SetTlbAttributes 0xC12)";
+    uncached_load: Time = 150, "ns", "assumed: midpoint of 100-200 ns for a Zynq-7000 A9 load from uncached DDR3; the artifact maps 16-422 MB, where its config, page and result buffers and the embedding cache live, uncached (main.c Xil_SetTlbAttributes 0xC12)";
     /// One store to that region (posted through the store buffer).
     uncached_store: Time = 20, "ns", "assumed: uncached stores drain through the A9 store buffer, a fraction of a load";
     /// Config processing: fixed part (entry allocation, DMA setup, header, timestamps).
@@ -124,7 +131,7 @@ params! {
     /// Uncached stores per row (cache valid and tag, the sector counter).
     translate_row_stores: Count = 3, "count", "RecSSD artifact translatePage: cacheEntry valid/tag, perResultSectorCompletedEmbeddings++";
     /// Instructions per fp32 element translated (copy into the cache, add into the result).
-    translate_element_instructions: Real = 8, "instructions", "assumed: two byte-struct copy loops of translatePage";
+    translate_element_instructions: Real = 30, "instructions", "assumed: translatePage copies each element into the cache by assigning a variable-length struct (a memcpy call per element) and sums it in a second loop";
     /// Uncached loads per element (page twice, result once).
     translate_element_loads: Count = 3, "count", "RecSSD artifact translatePage: page -> cache copy, page -> sum, result read";
     /// Uncached stores per element (cache, result).
@@ -272,7 +279,7 @@ mod tests {
     fn defaults_are_in_canonical_units() {
         let p = RecssdParams::default();
         assert_eq!(p.pending_entries, 8.0);
-        assert_eq!(p.uncached_load, 120.0); // ns
+        assert_eq!(p.uncached_load, 150.0); // ns
         assert_eq!(p.host_dram_sls_bandwidth, 1e9); // B/s
         assert_eq!(p.cache_payload, 128.0);
         assert!(p.serve_host_reads && p.ssd_cache);

@@ -36,17 +36,29 @@ def uniform_batch(spec: ModelSpec, batch_size: int, seed: int) -> Batch:
     return Batch(_dense(spec, batch_size, seed), sparse)
 
 
+#: Stack-distance bins of the artifact's profile; a trace needs ``(bins - 1) x lookups`` lines.
+_BINS = 50
+
+
+def trace_line_rows(rows: int, lookups: int, line_rows: int = 128) -> int:
+    """Rows per trace line for a table: the artifact's 128, or fewer when the table has too few lines for the
+    deepest stack distance (``49 x lookups`` lines; e.g. DIN's 1K-row behaviour tables with 3 lookups)."""
+    return max(1, min(line_rows, rows // ((_BINS - 1) * lookups)))
+
+
 def locality_batches(
     spec: ModelSpec, batch_size: int, batches: int, k: float, seed: int, line_rows: int = 128
 ) -> tuple[list[Batch], list[float]]:
     """``batches`` batches whose ids follow the stack-distance trace of locality ``k``, one trace per table.
-    Returns the batches and each table's new-reference ("unique access") fraction."""
+    Returns the batches and each table's new-reference ("unique access") fraction. Tables too small for
+    ``line_rows``-row lines use shorter lines (:func:`trace_line_rows`)."""
     per_table: list[np.ndarray | None] = [None] * len(spec.tables)
     unique: list[float] = [0.0] * len(spec.tables)
-    for lookups in sorted({t.lookups for t in spec.tables}):
-        which = [i for i, t in enumerate(spec.tables) if t.lookups == lookups]
+    groups = sorted({(t.lookups, trace_line_rows(t.rows, t.lookups, line_rows)) for t in spec.tables})
+    for lookups, lines in groups:
+        which = [i for i, t in enumerate(spec.tables) if (t.lookups, trace_line_rows(t.rows, t.lookups, line_rows)) == (lookups, lines)]
         n = batches * batch_size * lookups
-        traces = _rs.locality_traces([spec.tables[i].rows for i in which], lookups, n, k, seed, line_rows=line_rows)
+        traces = _rs.locality_traces([spec.tables[i].rows for i in which], lookups, n, k, seed, line_rows=lines)
         for i, (ids, new_refs) in zip(which, traces):
             per_table[i] = ids.reshape(batches, batch_size * lookups)
             unique[i] = new_refs / n if n else 0.0

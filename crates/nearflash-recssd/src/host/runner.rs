@@ -4,8 +4,12 @@
 //! * **Sequential** (the paper's naive configuration): one SLS worker runs every table of a batch in turn, then
 //!   the dense part runs, then the next batch starts.
 //! * **Pipelined**: a pool of SLS workers, one I/O queue pair each (the paper matches workers to the driver's
-//!   queues), each taking whole batches; a batch whose tables are done goes to the dense stage (one run
-//!   instance, `host_mlp_cores` cores), which works batches in the order they arrive while the workers go on.
+//!   queues), shares a batch's tables (each worker takes the next table); once all of a batch's tables are
+//!   done it goes to the dense stage (one run instance, `host_mlp_cores` cores) and the workers start the next
+//!   batch, so SLS of batch b + 1 overlaps the dense part of batch b.
+//!
+//! A batch's latency runs from the start of its SLS to the end of its dense part (the paper reports direct
+//! request latencies, §5).
 //!
 //! The loop always resumes the worker with the earliest clock and moves the device clock there first, so every
 //! command is submitted at its worker's time and the device sees a single, monotonic host timeline. Host-only
@@ -73,11 +77,7 @@ pub struct RecHost {
 
 struct Worker {
     qid: u16,
-    batch: Option<usize>,
-    table: usize,
     job: Option<SlsJob>,
-    outputs: Vec<Vec<f32>>,
-    taken: Time,
 }
 
 impl RecHost {
@@ -186,73 +186,91 @@ impl RecHost {
             )));
         }
         self.caches.iter_mut().for_each(TableCaches::reset_stats);
+        let n_tables = self.tables.len();
         let n_workers = if opts.pipelined { self.queues.len() } else { 1 };
         let t0 = dev.now();
-        let mut workers: Vec<Worker> = self.queues[..n_workers]
-            .iter()
-            .map(|&qid| Worker { qid, batch: None, table: 0, job: None, outputs: Vec::new(), taken: t0 })
-            .collect();
+        let mut workers: Vec<Worker> = self.queues[..n_workers].iter().map(|&qid| Worker { qid, job: None }).collect();
         let mut wake: BinaryHeap<Reverse<(Time, usize)>> = (0..n_workers).map(|w| Reverse((t0, w))).collect();
         let mut result = RunResult { batches: vec![BatchTiming::default(); batches.len()], started: t0, ..Default::default() };
-        if opts.keep_outputs {
-            result.outputs = vec![Vec::new(); batches.len()];
-        }
-        let mut next_batch = 0usize;
+        let mut outputs: Vec<Vec<Vec<f32>>> = if opts.keep_outputs { vec![vec![Vec::new(); n_tables]; batches.len()] } else { Vec::new() };
+        // The batch in the SLS stage: its next table to hand out and its tables not finished yet.
+        let mut current = 0usize;
+        let mut start = t0;
+        let mut next_table = 0usize;
+        let mut unfinished = n_tables;
+        let mut idle: Vec<usize> = Vec::new();
         let mut dense_free = t0;
         let (flops_per_cycle, cores) = (self.params.host_mlp_flops_per_cycle, self.params.host_mlp_cores as u32);
+        if batches.is_empty() {
+            wake.clear();
+        }
         while let Some(Reverse((t, w))) = wake.pop() {
-            dev.advance_to(t);
-            let wk = &mut workers[w];
-            if wk.batch.is_none() {
-                if next_batch == batches.len() {
-                    continue; // nothing left: the worker retires
-                }
-                *wk = Worker { qid: wk.qid, batch: Some(next_batch), table: 0, job: None, outputs: Vec::new(), taken: t };
-                next_batch += 1;
+            if t < start {
+                wake.push(Reverse((start, w)));
+                continue;
             }
-            let b = wk.batch.expect("set above");
+            dev.advance_to(t);
+            let mut now = t;
             loop {
-                if wk.job.is_none() {
-                    if wk.table == self.tables.len() {
-                        // SLS of the batch done at t: the dense stage takes it when free.
-                        let cycles = dense_flops[b] / flops_per_cycle;
-                        let c = dev.core_mut();
-                        let done = c.host.compute(&mut c.res, &mut c.ledger, t.max(dense_free), cycles, dense_flops[b], cores);
-                        dense_free = done;
-                        result.mlp_cycles += cycles;
-                        result.batches[b] = BatchTiming { taken: wk.taken, sls_done: t, done };
-                        if opts.keep_outputs {
-                            result.outputs[b] = std::mem::take(&mut wk.outputs);
-                        }
-                        wk.batch = None;
-                        wake.push(Reverse((if opts.pipelined { t } else { done }, w)));
+                if workers[w].job.is_none() {
+                    if current == batches.len() {
+                        break; // all batches done: the worker retires
+                    }
+                    if next_table == n_tables {
+                        idle.push(w); // nothing left in this batch: wait for the next one
                         break;
                     }
-                    let (idx, offs) = &batches[b].tables[wk.table];
-                    let table = &self.tables.tables[wk.table];
-                    wk.job = Some(SlsJob::new(opts.path, table, idx.clone(), offs, wk.qid)?);
+                    let (idx, offs) = &batches[current].tables[next_table];
+                    let job = SlsJob::new(opts.path, &self.tables.tables[next_table], idx.clone(), offs, workers[w].qid)?;
+                    workers[w].job = Some(job);
+                    next_table += 1;
                 }
-                let job = wk.job.as_mut().expect("set above");
+                let job = workers[w].job.as_mut().expect("set above");
                 let table = &self.tables.tables[job.table];
                 let mut env = Env { dev, p: &self.params, stats: &mut result.stats };
-                match job.resume(&mut env, table, &mut self.caches[table.id as usize], t)? {
+                match job.resume(&mut env, table, &mut self.caches[table.id as usize], now)? {
                     Step::At(at) => {
                         wake.push(Reverse((at, w)));
                         break;
                     }
                     Step::Done(at) => {
-                        let out = wk.job.take().expect("running").into_output();
+                        let job = workers[w].job.take().expect("running");
+                        let t_id = job.table;
+                        let out = job.into_output();
                         if opts.keep_outputs {
-                            wk.outputs.push(out);
+                            outputs[current][t_id] = out;
                         }
-                        wk.table += 1;
-                        if at > t {
+                        unfinished -= 1;
+                        if unfinished == 0 {
+                            // The batch's SLS is done at `at`: the dense stage takes it when free.
+                            let cycles = dense_flops[current] / flops_per_cycle;
+                            let c = dev.core_mut();
+                            let done =
+                                c.host.compute(&mut c.res, &mut c.ledger, at.max(dense_free), cycles, dense_flops[current], cores);
+                            dense_free = done;
+                            result.mlp_cycles += cycles;
+                            result.batches[current] = BatchTiming { taken: start, sls_done: at, done };
+                            current += 1;
+                            next_table = 0;
+                            unfinished = n_tables;
+                            start = if opts.pipelined { at } else { done };
+                            for i in idle.drain(..) {
+                                wake.push(Reverse((start, i)));
+                            }
+                            wake.push(Reverse((start, w)));
+                            break;
+                        }
+                        if at > now {
                             wake.push(Reverse((at, w)));
                             break;
                         }
+                        now = at;
                     }
                 }
             }
+        }
+        if opts.keep_outputs {
+            result.outputs = outputs;
         }
         for c in &self.caches {
             let (l, p) = (c.lru_stats(), c.partition_stats());

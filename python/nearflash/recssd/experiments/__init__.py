@@ -1,0 +1,18 @@
+"""RecSSD's paper figures: ``nearflash experiment recssd <name>|all [--quick] [--set key=value]``.
+
+Each experiment writes JSON + Markdown + PNG with our numbers beside the paper's (see ``nearflash.experiment``).
+``--set`` options (each experiment reads the ones it uses): ``models=RM1,WND``, ``batches=1,8,64``, ``batch=64``,
+``n=<measured batches>``, ``warmup=<batches>``, ``ks=0,1,2`` (Fig. 10), ``dims=``, ``tables=``, ``lookups=``
+(Fig. 11)."""
+
+from __future__ import annotations
+
+from nearflash.recssd.experiments import fig6, fig8, fig9, fig10, fig11
+
+EXPERIMENTS = {
+    "fig6": ("Fig. 6: SSD vs DRAM slowdown per model (batch 64)", fig6.run_fig6),
+    "fig8": ("Fig. 8: SLS operator, SEQ vs STR, conventional vs NDP, with the NDP time breakdown", fig8.run_fig8),
+    "fig9": ("Fig. 9: naive end-to-end speed-up of RecSSD over a conventional SSD", fig9.run_fig9),
+    "fig10": ("Fig. 10: speed-up with caching (SSD cache; static partition), batch 1-32, K = 0, 1, 2", fig10.run_fig10),
+    "fig11": ("Fig. 11: sensitivity to feature size, table count and lookups per table", fig11.run_fig11),
+}
