@@ -7,14 +7,14 @@ use nearflash_core::Device;
 use pyo3::prelude::*;
 
 /// Names of the extensions that can be attached.
-pub const AVAILABLE: &[&str] = &[];
+pub const AVAILABLE: &[&str] = &["recssd"];
 
 /// Builds the extension `name` with its parameters (a JSON object) for `device`.
 pub fn build(name: &str, params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
     let _ = (params, device);
     match name {
         // "issd" => crate::issd::build_extension(params, device),
-        // "recssd" => crate::recssd::build_extension(params, device),
+        "recssd" => crate::recssd::build_extension(params, device),
         _ => Err(ConfigError::new_err(format!("unknown extension {name:?}; available: {AVAILABLE:?}"))),
     }
 }
