@@ -141,7 +141,10 @@ class RecSSD:
                     raise ValueError(f"a stored table must be a 2-D array, got shape {a.shape}")
                 specs.append((a.shape[0], a.shape[1], a, int(seed)))
                 self.dims.append(a.shape[1])
-        self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params))
+        # Set-up commands (table writes, registrations) go through the SDK's synchronous queue.
+        setup_queue = device._sync()
+        self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params),
+                             setup_queue=setup_queue)
 
     @property
     def tables(self) -> list[dict[str, Any]]:
