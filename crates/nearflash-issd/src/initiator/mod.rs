@@ -14,6 +14,8 @@
 //! the bytes the device returns. Times are the host's: from the first submission to the last completion seen
 //! (or the last host computation).
 
+mod balance;
+mod host;
 mod schedule;
 
 pub use schedule::Strategy;
@@ -104,7 +106,7 @@ pub struct Initiator<'d> {
     pub(crate) costs: CostTable,
 }
 
-/// Agent job slot the Initiator uses.
+/// Agent job slot of an in-storage job (partitioned jobs alternate between slots 0 and 1).
 const SLOT: u32 = 0;
 
 /// Largest host read: 128 KiB (assumed: Linux's default read-ahead window, the request size of a sequential
@@ -230,20 +232,20 @@ impl<'d> Initiator<'d> {
         })
     }
 
-    /// Submits LOAD of `desc`; returns its command id.
-    pub(crate) fn submit_load(&mut self, desc: &JobDescriptor) -> Result<u16> {
+    /// Submits LOAD of `desc` into Agent slot `slot`; returns its command id.
+    pub(crate) fn submit_load(&mut self, desc: &JobDescriptor, slot: u32) -> Result<u16> {
         let bytes = desc.encode();
         let cid = self.dev.next_cid(self.qid);
-        let sqe = Sqe { opcode: self.opcodes.load, cid, nsid: 1, cdw10: SLOT, cdw11: bytes.len() as u32, ..Sqe::default() };
+        let sqe = Sqe { opcode: self.opcodes.load, cid, nsid: 1, cdw10: slot, cdw11: bytes.len() as u32, ..Sqe::default() };
         self.dev.submit(self.qid, sqe, DataBuf::ToDevice(&bytes))?;
         Ok(cid)
     }
 
     /// Submits RUN with a result buffer; the result lands in `out` at submission (the device's functional effects
     /// happen then), its time is the completion's. Returns the command id.
-    pub(crate) fn submit_run(&mut self, out: &mut [u8]) -> Result<u16> {
+    pub(crate) fn submit_run(&mut self, out: &mut [u8], slot: u32) -> Result<u16> {
         let cid = self.dev.next_cid(self.qid);
-        let sqe = Sqe { opcode: self.opcodes.run, cid, nsid: 1, cdw10: SLOT, ..Sqe::default() };
+        let sqe = Sqe { opcode: self.opcodes.run, cid, nsid: 1, cdw10: slot, ..Sqe::default() };
         self.dev.submit(self.qid, sqe, DataBuf::FromDevice(out))?;
         Ok(cid)
     }
@@ -279,11 +281,11 @@ impl<'d> Initiator<'d> {
         let input_bytes = job.input.bytes(lba);
         let start = self.dev.now();
         let desc = self.descriptor(job, job.input.extents.clone(), 0, ResultKind::Output)?;
-        self.submit_load(&desc)?;
+        self.submit_load(&desc, SLOT)?;
         self.reap_ok("load")?;
         // room for results up to the input's size; a larger one is fetched after
         let mut out = vec![0u8; (input_bytes as usize).saturating_add(1 << 20)];
-        self.submit_run(&mut out)?;
+        self.submit_run(&mut out, SLOT)?;
         let c = self.reap_ok("run")?;
         let total = c.cqe.dw0 as usize;
         let inline = total.min(out.len());

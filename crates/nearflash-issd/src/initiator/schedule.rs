@@ -4,18 +4,21 @@
 //! device's share is LOAD + RUN of a descriptor returning the merged partial. Events are taken in virtual-time
 //! order: a completion on the queue, or the moment the host wants more work (dynamic).
 //!
-//! Dynamic policy: the input is cut into chunks of `chunk_pages` kernel pages handed out in input order. The device
-//! takes the next chunk when its previous job completes. The host holds at most two chunks (one whose data it
-//! computes on, one it reads), so it takes a new chunk when the older of two finishes computing.
+//! The host submits its reads before the device's jobs start: a RUN books its whole job on the device's timelines
+//! when submitted, so reads submitted after it only find the gaps it leaves (the device, not the host, would then
+//! have priority on the flash channels).
+//!
+//! Dynamic policy: see [`super::balance`].
 
+use super::balance::{Balancer, Work};
+use super::host::HostSide;
 use super::{Initiator, Job, JobRun};
 use crate::agent::{Extent, ResultKind};
 use crate::error::{device_error, invalid, Result};
-use crate::kernel::{Chunk, Kernel, Partial};
-use nearflash_core::ctrl::DataBuf;
+use crate::kernel::Partial;
 use nearflash_core::engine::Time;
-use nearflash_core::nvme::{opcode, Completion, Sqe};
-use std::collections::{HashMap, VecDeque};
+use nearflash_core::nvme::Completion;
+use std::collections::VecDeque;
 
 /// How a job's input is split between the device and the host.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,12 +33,17 @@ pub enum Strategy {
     Dynamic { chunk_pages: u32 },
 }
 
+/// Host reads kept in flight (assumed: 1 MiB of 128 KiB requests, enough to keep an 8 GB/s link busy). The link
+/// model books each transfer whole, so a deeper queue would book the link far ahead and hold back the small
+/// completions of the device's jobs behind host data.
+pub const HOST_READS_IN_FLIGHT: usize = 8;
+
 /// A run of whole kernel pages no larger than one command.
 #[derive(Debug, Clone, Copy)]
-struct Piece {
-    slba: u64,
-    nlb: u32,
-    first_page: u64,
+pub(super) struct Piece {
+    pub(super) slba: u64,
+    pub(super) nlb: u32,
+    pub(super) first_page: u64,
 }
 
 /// Cuts the input into pieces of at most `max_blocks` blocks, numbering kernel pages in input order.
@@ -56,7 +64,7 @@ fn pieces(job: &Job, lba_bytes: u64, max_blocks: u32) -> Vec<Piece> {
 }
 
 /// Cuts pieces into chunks of exactly `pages` kernel pages (the last may be shorter), splitting pieces as needed.
-fn chunks(pieces: Vec<Piece>, per: u64, pages: u64) -> VecDeque<Vec<Piece>> {
+pub(super) fn chunks(pieces: Vec<Piece>, per: u64, pages: u64) -> VecDeque<Vec<Piece>> {
     let mut out = VecDeque::new();
     let (mut cur, mut n) = (Vec::new(), 0u64);
     for mut p in pieces {
@@ -85,54 +93,13 @@ fn chunks(pieces: Vec<Piece>, per: u64, pages: u64) -> VecDeque<Vec<Piece>> {
     out
 }
 
-/// The device's state in the loop.
-enum DevState {
-    Idle,
-    Loading { cid: u16, bytes: u64 },
-    Running { cid: u16, bytes: u64, buf: Vec<u8> },
-    Off,
-}
-
-/// A chunk the host holds: reads still outstanding, and when the host CPUs finish its data.
-struct HostChunk {
-    reads_left: u32,
-    cpu_done: Time,
-}
-
-struct HostSide<'k> {
-    kernel: &'k dyn Kernel,
-    cpb: f64,
-    ipb: f64,
-    cores: u32,
-    pending: VecDeque<(Piece, usize)>,
-    inflight: HashMap<u16, (u64, usize)>,
-    chunks: Vec<HostChunk>,
+/// A job the device holds: LOAD and RUN submitted back to back (the device executes a queue's commands in
+/// order, so RUN needs no round trip to the host after LOAD), and the RUN's result buffer.
+pub(super) struct DevJob {
+    load: Option<u16>,
+    run: u16,
+    pub(super) bytes: u64,
     buf: Vec<u8>,
-    cpu_done: Time,
-    bytes: u64,
-}
-
-impl HostSide<'_> {
-    fn take(&mut self, chunk: Vec<Piece>) {
-        let id = self.chunks.len();
-        self.chunks.push(HostChunk { reads_left: chunk.len() as u32, cpu_done: 0 });
-        self.pending.extend(chunk.into_iter().map(|p| (p, id)));
-    }
-
-    /// Chunks not yet read or computed at `now`.
-    fn active(&self, now: Time) -> usize {
-        self.chunks.iter().filter(|c| c.reads_left > 0 || c.cpu_done > now).count()
-    }
-
-    /// When the host wants another chunk: now if it holds fewer than two, else when the older one's compute ends
-    /// (known once its reads are all in); `None` while that is still unknown.
-    fn wants_at(&self, now: Time) -> Option<Time> {
-        if self.active(now) < 2 {
-            return Some(now);
-        }
-        let oldest = self.chunks.iter().find(|c| c.reads_left > 0 || c.cpu_done > now)?;
-        (oldest.reads_left == 0).then_some(oldest.cpu_done)
-    }
 }
 
 /// Runs a job with a host-involving strategy.
@@ -145,68 +112,77 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
     let layout = crate::PageLayout::new(job.input.page_size as usize)?;
     let kernel = job.spec.build(layout)?;
     let costs = ini.costs.of(&job.spec)?;
-    let mut host = HostSide {
-        kernel: kernel.as_ref(),
-        cpb: costs.cpb_host,
-        ipb: costs.ipb_host,
-        cores: ini.dev.config().host.cpu_cores.0 as u32,
-        pending: VecDeque::new(),
-        inflight: HashMap::new(),
-        chunks: Vec::new(),
-        buf: Vec::new(),
-        cpu_done: ini.dev.now(),
-        bytes: 0,
-    };
-    let (mut queue, mut dev, dynamic) = match strategy {
+    let mut host = HostSide::new(kernel.as_ref(), costs.cpb_host, costs.ipb_host, ini);
+    let mut min_chunk = 1;
+    // (work for the device to take, how many device jobs may be queued, whether the host takes chunks too)
+    let (mut queue, dev_depth, dynamic) = match strategy {
         Strategy::InStorage => return Err(invalid("in-storage jobs do not split")),
         Strategy::Conventional => {
-            host.take(all);
-            (VecDeque::new(), DevState::Off, false)
+            host.take(all, lba);
+            (Work::new(Vec::new(), per), 0, false)
         }
         Strategy::Static { fraction } => {
             if !(0.0..=1.0).contains(&fraction) {
                 return Err(invalid(format!("static split fraction {fraction} outside [0, 1]")));
             }
-            let mut c = chunks(all, per, ((fraction * total_pages as f64).round() as u64).max(1));
-            if fraction > 0.0 {
-                let rest: Vec<Piece> = c.drain(1..).flatten().collect();
-                host.take(rest);
-                (c, DevState::Idle, false)
+            let device_pages = (fraction * total_pages as f64).round() as u64;
+            if device_pages == 0 {
+                host.take(all, lba);
+                (Work::new(Vec::new(), per), 0, false)
             } else {
-                host.take(c.into_iter().flatten().collect());
-                (VecDeque::new(), DevState::Off, false)
+                let mut c = chunks(all, per, device_pages);
+                host.take(c.drain(1..).flatten().collect(), lba);
+                (Work::new(c.into_iter().flatten().collect(), per), 1, false)
             }
         }
         Strategy::Dynamic { chunk_pages } => {
+            min_chunk = u64::from(chunk_pages);
             if chunk_pages == 0 {
                 return Err(invalid("dynamic chunks need at least one page"));
             }
-            (chunks(all, per, u64::from(chunk_pages)), DevState::Idle, true)
+            (Work::new(all, per), 2, true)
         }
     };
     let start = ini.dev.now();
     let mut acc = kernel.empty();
-    let (mut end, mut device_bytes, mut result_bytes, mut device_jobs) = (start, 0u64, 0u64, 0u32);
+    let mut dev: VecDeque<DevJob> = VecDeque::new();
+    let (mut end, mut device_bytes, mut result_bytes, mut device_jobs, mut loads) = (start, 0u64, 0u64, 0u32, 0u32);
+    let mut balance = Balancer::new(start, per * lba, min_chunk, ini.dev.config().nand.channels.0);
     loop {
         let now = ini.dev.now();
-        if matches!(dev, DevState::Idle) {
-            dev = match queue.pop_front() {
-                Some(chunk) => load_share(ini, job, &chunk, per, lba)?,
-                None => DevState::Off,
-            };
-        }
         if dynamic && host.pending.is_empty() && host.wants_at(now).is_some_and(|t| t <= now) {
-            if let Some(chunk) = queue.pop_front() {
-                host.take(chunk);
+            let dev_outstanding: u64 = dev.iter().map(|j| j.bytes).sum();
+            if balance.host_takes(now, &host, dev_outstanding, &queue) {
+                if let Some(chunk) = queue.next(balance.host_chunk()) {
+                    host.take(chunk, lba);
+                }
+            } else {
+                balance.host_stopped = true;
             }
         }
-        let dev_slots = u32::from(matches!(dev, DevState::Loading { .. } | DevState::Running { .. }));
-        while host.inflight.len() as u32 + dev_slots < ini.depth {
+        // the host's reads leave queue slots for the device's jobs (two commands each)
+        while host.inflight.len() < HOST_READS_IN_FLIGHT.min(ini.depth as usize - 2 * dev_depth) {
             let Some((piece, id)) = host.pending.pop_front() else { break };
-            submit_host_read(ini, &mut host, piece, id, &mut acc)?;
+            host.submit_read(ini, piece, id, &mut acc)?;
+        }
+        if dev.len() < dev_depth {
+            let size = if dynamic { balance.device_chunk(&queue, total_pages) } else { queue.pages() };
+            if let Some(chunk) = queue.next(size) {
+                dev.push_back(submit_share(ini, job, &chunk, lba, loads % 2)?);
+                loads += 1;
+            }
         }
         let t_cq = ini.dev.next_completion_time(ini.qid);
-        let t_want = if dynamic && host.pending.is_empty() && !queue.is_empty() { host.wants_at(now) } else { None };
+        let t_want = if dynamic && !balance.host_stopped && host.pending.is_empty() && !queue.is_empty() {
+            host.wants_at(now)
+        } else {
+            None
+        };
+        let next = match (t_cq, t_want) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        host.book_until(ini, next.unwrap_or(Time::MAX));
         match (t_cq, t_want) {
             (None, None) => break,
             (cq, Some(w)) if cq.is_none_or(|c| w < c) => {
@@ -217,32 +193,27 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
         }
         let c = ini.dev.wait(ini.qid).ok_or_else(|| invalid("completion lost"))?;
         end = end.max(c.time);
-        dev = match dev {
-            DevState::Loading { cid, bytes } if cid == c.cqe.cid => {
-                ok(&c, "load")?;
-                let mut buf = vec![0u8; bytes as usize + (1 << 20)];
-                let cid = ini.submit_run(&mut buf)?;
-                DevState::Running { cid, bytes, buf }
+        if let Some(j) = dev.iter_mut().find(|j| j.load == Some(c.cqe.cid)) {
+            ok(&c, "load")?;
+            j.load = None;
+        } else if let Some(i) = dev.iter().position(|j| j.run == c.cqe.cid) {
+            ok(&c, "run")?;
+            let DevJob { bytes, mut buf, .. } = dev.remove(i).ok_or_else(|| invalid("device job lost"))?;
+            let total = c.cqe.dw0 as usize;
+            if total > buf.len() {
+                return Err(invalid(format!("a device share returned {total} B, more than its {} B buffer", buf.len())));
             }
-            DevState::Running { cid, bytes, mut buf } if cid == c.cqe.cid => {
-                ok(&c, "run")?;
-                let total = c.cqe.dw0 as usize;
-                if total > buf.len() {
-                    return Err(invalid(format!("a device share returned {total} B, more than its {} B buffer", buf.len())));
-                }
-                buf.truncate(total);
-                kernel.merge(&mut acc, Partial::decode(&buf)?)?;
-                device_bytes += bytes;
-                result_bytes += total as u64;
-                device_jobs += 1;
-                DevState::Idle
-            }
-            other => {
-                complete_host_read(ini, &mut host, &c)?;
-                other
-            }
-        };
+            buf.truncate(total);
+            kernel.merge(&mut acc, Partial::decode(&buf)?)?;
+            device_bytes += bytes;
+            result_bytes += total as u64;
+            device_jobs += 1;
+            balance.device_done(c.time, bytes);
+        } else if !host.complete_read(&c)? {
+            return Err(invalid(format!("unexpected completion of command {}", c.cqe.cid)));
+        }
     }
+    host.check_done()?;
     let output = kernel.finish(acc)?;
     debug_assert_eq!(device_bytes + host.bytes, input_bytes);
     Ok(JobRun {
@@ -264,8 +235,8 @@ fn ok(c: &Completion, what: &str) -> Result<()> {
     }
 }
 
-/// LOADs one share for the device (its merged partial comes back).
-fn load_share(ini: &mut Initiator<'_>, job: &Job, chunk: &[Piece], per: u64, lba: u64) -> Result<DevState> {
+/// LOADs one share for the device into Agent slot `slot` and RUNs it (its merged partial comes back).
+fn submit_share(ini: &mut Initiator<'_>, job: &Job, chunk: &[Piece], lba: u64, slot: u32) -> Result<DevJob> {
     let mut extents: Vec<Extent> = Vec::new();
     for p in chunk {
         match extents.last_mut() {
@@ -275,36 +246,9 @@ fn load_share(ini: &mut Initiator<'_>, job: &Job, chunk: &[Piece], per: u64, lba
     }
     let first = u32::try_from(chunk[0].first_page).map_err(|_| invalid("more than 2^32 pages"))?;
     let bytes: u64 = chunk.iter().map(|p| u64::from(p.nlb)).sum::<u64>() * lba;
-    debug_assert!(bytes.is_multiple_of(per * lba));
     let desc = ini.descriptor(job, extents, first, ResultKind::Partial)?;
-    let cid = ini.submit_load(&desc)?;
-    Ok(DevState::Loading { cid, bytes })
-}
-
-/// Submits one host read; its data is there at submission, so the host's Map runs on it now (its time is charged
-/// when the read completes).
-fn submit_host_read(ini: &mut Initiator<'_>, host: &mut HostSide<'_>, p: Piece, id: usize, acc: &mut Partial) -> Result<()> {
-    let bytes = u64::from(p.nlb) * ini.dev.lba_bytes();
-    host.buf.resize(bytes as usize, 0);
-    let cid = ini.dev.next_cid(ini.qid);
-    let sqe = Sqe::rw(opcode::READ, cid, p.slba, p.nlb);
-    ini.dev.submit(ini.qid, sqe, DataBuf::FromDevice(&mut host.buf))?;
-    let partial = host.kernel.map(Chunk::new(p.first_page, &host.buf))?;
-    host.kernel.merge(acc, partial)?;
-    host.inflight.insert(cid, (bytes, id));
-    Ok(())
-}
-
-/// A host read completed: the host CPUs process its data.
-fn complete_host_read(ini: &mut Initiator<'_>, host: &mut HostSide<'_>, c: &Completion) -> Result<()> {
-    let (bytes, id) = host.inflight.remove(&c.cqe.cid).ok_or_else(|| invalid(format!("unexpected completion {}", c.cqe.cid)))?;
-    ok(c, "read")?;
-    let b = bytes as f64;
-    let done = super::host_compute(ini.dev, c.time, b * host.cpb, b * host.ipb, host.cores);
-    host.cpu_done = host.cpu_done.max(done);
-    host.bytes += bytes;
-    let ch = &mut host.chunks[id];
-    ch.reads_left -= 1;
-    ch.cpu_done = ch.cpu_done.max(done);
-    Ok(())
+    let load = ini.submit_load(&desc, slot)?;
+    let mut buf = vec![0u8; bytes as usize + (1 << 20)];
+    let run = ini.submit_run(&mut buf, slot)?;
+    Ok(DevJob { load: Some(load), run, bytes, buf })
 }

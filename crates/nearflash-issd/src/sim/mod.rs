@@ -10,9 +10,11 @@
 
 pub mod datasets;
 pub mod setup;
+pub mod studies;
 
 pub use datasets::{fig7_dataset, prototype_scan, Dataset, PAGE};
-pub use setup::{build_device, fig7_setup, link_partner, model_overrides, prototype_setup, SystemSetup};
+pub use setup::{build_device, fig7_setup, issd_setup, link_partner, model_overrides, prototype_setup, SystemSetup};
+pub use studies::{fig8_sim, fig9_sim, prototype_sim, Fig9Sim, IsoSim, PrototypeSim};
 
 use crate::agent::JobStats;
 use crate::error::{invalid, Result};
@@ -208,13 +210,17 @@ pub struct Sizing {
 }
 
 impl Sizing {
-    /// Pages for a configuration and kernel at `n_ch` channels.
+    /// Pages for a run expected at `bandwidth` B/s on `n_ch` channels.
+    pub fn pages_for(&self, bandwidth: f64, n_ch: u32) -> usize {
+        let by_time = (bandwidth * self.target_seconds / PAGE as f64).ceil() as u64;
+        by_time.max(u64::from(self.min_pages_per_channel) * u64::from(n_ch)).min(self.max_pages).max(1) as usize
+    }
+
+    /// Pages for a Fig. 7 configuration and kernel at `n_ch` channels.
     pub fn pages(&self, c: Fig7Config, kernel: &str, n_ch: u32) -> Result<usize> {
         let setup = fig7_setup(c, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
         let b = model::bandwidth(&setup.model, &model::profile(kernel)?)?;
-        let by_time = (b * self.target_seconds / PAGE as f64).ceil() as u64;
-        let pages = by_time.max(u64::from(self.min_pages_per_channel) * u64::from(n_ch)).min(self.max_pages);
-        Ok(pages.max(1) as usize)
+        Ok(self.pages_for(b, n_ch))
     }
 }
 

@@ -77,6 +77,18 @@ pub fn model_overrides(n_ch: u32, n_host_cpu: u32, r_host: f64) -> Vec<Override>
     v
 }
 
+/// A system of Table 2's space: Map placement, channels, FMC clock, link and host CPUs.
+pub fn issd_setup(name: &str, mode: Mode, n_ch: u32, f_fmc: f64, r_host: f64, n_host_cpu: u32) -> SystemSetup {
+    SystemSetup {
+        name: name.to_string(),
+        preset: "issd".into(),
+        overrides: model_overrides(n_ch, n_host_cpu, r_host),
+        agent: serde_json::json!({ "f_fmc": f_fmc / 1e6, "ftl_lookups": false }),
+        accelerate: mode == Mode::IssdAccelerated,
+        model: system(name, mode, f64::from(n_ch), f_fmc, r_host, f64::from(n_host_cpu)),
+    }
+}
+
 /// Fig. 7's configuration `c` with `n_ch` channels and `n_host_cpu` host CPUs. A HOST-* configuration's device is
 /// the iSSD its link pairs with in Fig. 7 (HOST-SATA with iSSD-400, HOST-4G with iSSD-800, HOST-8G with iSSD-XL),
 /// so one device runs both; its FMCs stay idle on the conventional path.
@@ -89,14 +101,7 @@ pub fn fig7_setup(c: Fig7Config, n_ch: u32, n_host_cpu: u32) -> SystemSetup {
         Fig7Config::Issd800 => (Mode::Issd, F_FMC_800, R_HOST_4G),
         Fig7Config::IssdXl => (Mode::IssdAccelerated, F_FMC_XL, R_HOST_8G),
     };
-    SystemSetup {
-        name: c.name().to_string(),
-        preset: "issd".into(),
-        overrides: model_overrides(n_ch, n_host_cpu, r_host),
-        agent: serde_json::json!({ "f_fmc": f_fmc / 1e6, "ftl_lookups": false }),
-        accelerate: mode == Mode::IssdAccelerated,
-        model: system(c.name(), mode, f64::from(n_ch), f_fmc, r_host, f64::from(n_host_cpu)),
-    }
+    issd_setup(c.name(), mode, n_ch, f_fmc, r_host, n_host_cpu)
 }
 
 /// The configuration sharing a device with `c` (its link partner in Fig. 7).
