@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut all = Vec::new();
     for n in chans {
         let t = Instant::now();
-        let pts = fig7_points(&cfgs, &kernels, n, sizing, 1)?;
+        let pts = fig7_points(&cfgs, &kernels, n, sizing, 1, &serde_json::Value::Null)?;
         for p in &pts {
             println!(
                 "{:>3} {:<10} {:<18} {:>6.1} MB sim {:>9.1} MB/s  model {:>9.1} MB/s ({:<9}) err {:>5.1}%  alpha {:.4} beta {:.3}",

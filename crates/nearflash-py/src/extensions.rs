@@ -7,13 +7,13 @@ use nearflash_core::Device;
 use pyo3::prelude::*;
 
 /// Names of the extensions that can be attached.
-pub const AVAILABLE: &[&str] = &["recssd"];
+pub const AVAILABLE: &[&str] = &["issd", "recssd"];
 
 /// Builds the extension `name` with its parameters (a JSON object) for `device`.
 pub fn build(name: &str, params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
     let _ = (params, device);
     match name {
-        // "issd" => crate::issd::build_extension(params, device),
+        "issd" => crate::issd::build_extension(params, device),
         "recssd" => crate::recssd::build_extension(params, device),
         _ => Err(ConfigError::new_err(format!("unknown extension {name:?}; available: {AVAILABLE:?}"))),
     }

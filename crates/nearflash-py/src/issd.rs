@@ -1,7 +1,13 @@
 //! Bindings of `nearflash_issd` as the submodule `nearflash._native.issd`: lineitem generation and the paged
 //! layout to numpy, the seeded kernel inputs, kernels run on the host path (whole runs, or Map per chunk and
-//! Reduce over encoded partials as the device does), and the analytic model. Inputs are borrowed from numpy
-//! without copies when contiguous; the GIL is released while computing. Errors raise `InvalidArgument`.
+//! Reduce over encoded partials as the device does), and the analytic model; the Agent and Initiator on a device
+//! ([`agent`]) and the execution-driven studies ([`sim`]). Inputs are borrowed from numpy without copies when
+//! contiguous; the GIL is released while computing. Errors raise `InvalidArgument`.
+
+mod agent;
+mod sim;
+
+pub use agent::build_extension;
 
 use std::borrow::Cow;
 
@@ -16,12 +22,12 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-fn err(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     InvalidArgument::new_err(e.to_string())
 }
 
 /// The array's bytes, borrowed when contiguous.
-fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> Cow<'a, [u8]> {
+pub(crate) fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> Cow<'a, [u8]> {
     match a.as_slice() {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
@@ -164,7 +170,7 @@ fn cluster_points(
 
 // ---- kernels ----
 
-fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("kind", out.kind())?;
     match out {
@@ -331,7 +337,7 @@ fn energy_params(overrides: Option<Vec<(String, f64)>>) -> PyResult<EnergyParams
 }
 
 /// A serialised model result as Python objects (via the `json` module).
-fn json(py: Python<'_>, s: serde_json::Result<String>) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn json(py: Python<'_>, s: serde_json::Result<String>) -> PyResult<Bound<'_, PyAny>> {
     py.import("json")?.call_method1("loads", (s.map_err(err)?,))
 }
 
@@ -442,6 +448,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(model_energy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_partition, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_figure, &sub)?)?;
+    agent::register(&sub)?;
+    sim::register(&sub)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

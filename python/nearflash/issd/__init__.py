@@ -5,10 +5,12 @@ seeded kernel inputs, and the paper's analytic performance/energy model. The Rus
 
 Submodules: :mod:`~nearflash.issd.lineitem` (generation, numpy decoding), :mod:`~nearflash.issd.kernels`
 (specs, host runs, Map/Reduce steps), :mod:`~nearflash.issd.data` (text, points, pixels),
-:mod:`~nearflash.issd.model` (Eq. 1-2, energy, partitioning, Fig. 7-10).
+:mod:`~nearflash.issd.model` (Eq. 1-2, energy, partitioning, Fig. 7-10), :mod:`~nearflash.issd.agent` (the Agent
+on a device and the Initiator's strategies), :mod:`~nearflash.issd.sim` (execution-driven studies beside Eq. 1),
+and ``experiments`` (``nearflash experiment issd fig7|fig8|fig9|fig10|prototype``).
 """
 
-from nearflash.issd import data, kernels, lineitem, model
+from nearflash.issd import agent, data, kernels, lineitem, model, sim
 from nearflash.issd.kernels import KERNEL_NAMES, run, spec
 
-__all__ = ["KERNEL_NAMES", "data", "kernels", "lineitem", "model", "run", "spec"]
+__all__ = ["KERNEL_NAMES", "agent", "data", "kernels", "lineitem", "model", "run", "sim", "spec"]

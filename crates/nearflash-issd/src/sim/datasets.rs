@@ -49,12 +49,17 @@ fn record_pages(pages: usize, record: usize, make: impl Fn(usize) -> Result<Vec<
     Ok(out)
 }
 
-/// Lineitem rows filling exactly `pages` pages.
-fn lineitem_pages(pages: usize) -> Result<Vec<u8>> {
+/// Lineitem rows filling exactly `pages` pages: the first rows of the smallest whole scale factor that has them
+/// (SF 1 holds about 6.0 M rows, 890 MB of pages); returns the pages and the largest `l_partkey` of that scale.
+fn lineitem_pages(pages: usize) -> Result<(Vec<u8>, i64)> {
     let rows = (pages * layout().records_per_page(RECORD_SIZE)?) as u64;
-    let spec = LineitemSpec::rows(rows).with_comment_pool(CommentPool::Compact);
-    generate_pages(&spec, layout())
+    let sf = (rows as f64 / SF1_ROWS as f64).ceil().max(1.0);
+    let spec = LineitemSpec { scale_factor: sf, max_rows: Some(rows), comment_pool: CommentPool::Compact };
+    Ok((generate_pages(&spec, layout())?, spec.partkey_max()))
 }
+
+/// Rows of lineitem at SF 1 (dbgen).
+const SF1_ROWS: u64 = 6_001_215;
 
 /// The Fig. 7 dataset of `kernel` with `pages` pages.
 pub fn fig7_dataset(kernel: &str, pages: usize, seed: u64) -> Result<Dataset> {
@@ -81,9 +86,10 @@ pub fn fig7_dataset(kernel: &str, pages: usize, seed: u64) -> Result<Dataset> {
             ("kmeans", KernelSpec::KMeans(KMeansParams { dim: KMEANS_DIM, centroids }), data)
         }
         "scan" => {
-            let mut params = ScanParams::with_selectivity(FIG7_SCAN_SELECTIVITY, 200_000)?;
+            let (data, partkey_max) = lineitem_pages(pages)?;
+            let mut params = ScanParams::with_selectivity(FIG7_SCAN_SELECTIVITY, partkey_max)?;
             params.projection = Field::ALL.to_vec();
-            ("scan", KernelSpec::Scan(params), lineitem_pages(pages)?)
+            ("scan", KernelSpec::Scan(params), data)
         }
         other => return Err(invalid(format!("no Fig. 7 dataset for {other:?} (linear_regression, string_match, kmeans, scan)"))),
     };
@@ -92,10 +98,11 @@ pub fn fig7_dataset(kernel: &str, pages: usize, seed: u64) -> Result<Dataset> {
 
 /// The prototype's scan (§4.3): lineitem, 1% selectivity, 4-byte projection, `pages` pages.
 pub fn prototype_scan(pages: usize) -> Result<Dataset> {
+    let (data, partkey_max) = lineitem_pages(pages)?;
     Ok(Dataset {
         kernel: "scan",
-        spec: KernelSpec::Scan(ScanParams::default()),
-        pages: lineitem_pages(pages)?,
+        spec: KernelSpec::Scan(ScanParams::with_selectivity(0.01, partkey_max)?),
+        pages: data,
         page_size: PAGE as u32,
     })
 }

@@ -226,8 +226,16 @@ impl Sizing {
 
 /// Fig. 7 execution-driven: for each requested configuration and kernel, a job over a prefix (sized by `sizing`)
 /// of the kernel's dataset, on the configuration's device, run in storage (iSSD-*) or conventionally (HOST-*),
-/// beside Eq. 1. Configurations sharing a link share one device (and its data).
-pub fn fig7_points(configs: &[Fig7Config], kernels: &[&str], n_ch: u32, sizing: Sizing, seed: u64) -> Result<Vec<SimPoint>> {
+/// beside Eq. 1. Configurations sharing a link share one device (and its data). `agent` (a JSON object, or null)
+/// overrides the Agent's parameters of every device (e.g. `{"ftl_lookups": true}`).
+pub fn fig7_points(
+    configs: &[Fig7Config],
+    kernels: &[&str],
+    n_ch: u32,
+    sizing: Sizing,
+    seed: u64,
+    agent: &serde_json::Value,
+) -> Result<Vec<SimPoint>> {
     if n_ch == 0 || sizing.min_pages_per_channel == 0 {
         return Err(invalid("need at least one channel and one page per channel"));
     }
@@ -242,7 +250,10 @@ pub fn fig7_points(configs: &[Fig7Config], kernels: &[&str], n_ch: u32, sizing: 
         if !group.iter().any(|c| configs.contains(c)) {
             continue;
         }
-        let dev_setup = fig7_setup(device_config, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
+        let mut dev_setup = fig7_setup(device_config, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
+        if let (Some(base), Some(extra)) = (dev_setup.agent.as_object_mut(), agent.as_object()) {
+            base.extend(extra.clone());
+        }
         let mut dev = build_device(&dev_setup, seed)?;
         let jobs = place(&mut dev, &datasets, dev_setup.accelerate)?;
         for (job, kernel) in jobs.iter().zip(kernels) {

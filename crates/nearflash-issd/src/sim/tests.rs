@@ -207,7 +207,8 @@ fn bad_strategies_and_inputs_are_errors() {
 #[test]
 fn fmc_bound_and_link_bound_points_agree_with_eq_1() {
     let sizing = Sizing { min_pages_per_channel: 24, target_seconds: 8e-3, max_pages: 4096 };
-    let pts = fig7_points(&[Fig7Config::HostSata, Fig7Config::Issd400], &["linear_regression", "scan"], 8, sizing, 1).unwrap();
+    let pts = fig7_points(&[Fig7Config::HostSata, Fig7Config::Issd400], &["linear_regression", "scan"], 8, sizing, 1, &serde_json::Value::Null)
+        .unwrap();
     assert_eq!(pts.len(), 4);
     for p in &pts {
         assert!(p.model_error() < 0.1, "{} {}: sim {} model {}", p.config, p.kernel, p.bandwidth, p.model_bandwidth);

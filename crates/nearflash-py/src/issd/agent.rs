@@ -1,0 +1,108 @@
+//! Bindings of `nearflash_issd::agent` and `initiator`: the Agent as an attachable extension, and the Initiator
+//! driving a `Device` from Python (put an input on the device, run a job with a strategy). Device faults come back
+//! as `NvmeError`-style `InvalidArgument` messages from the Initiator; the GIL is released while jobs run.
+
+use super::{err, output_dict};
+use crate::device::{device_mut, PyDevice};
+use crate::errors::ConfigError;
+use nearflash_core::ctrl::Extension;
+use nearflash_core::Device;
+use nearflash_issd::agent::{params::PARAM_DOCS, AgentParams, Extent, IssdExtension};
+use nearflash_issd::initiator::{Initiator, Input, Job, Opcodes, Strategy};
+use nearflash_issd::KernelSpec;
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The Agent for `device` with JSON parameter overrides (the registry's constructor).
+pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
+    let section = device.config().ext.get("issd").and_then(|v| v.as_table());
+    let mut p = AgentParams::from_section(section).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    p.apply_json(params).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    Ok(Box::new(IssdExtension::new(params.clone()).map_err(|e| ConfigError::new_err(e.to_string()))?))
+}
+
+/// (name, default, unit, source) of every Agent parameter.
+#[pyfunction]
+fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    PARAM_DOCS.to_vec()
+}
+
+fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
+    let mut p = AgentParams::default();
+    if let Some(j) = params_json {
+        let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
+        p.apply_json(&v).map_err(err)?;
+    }
+    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(err)
+}
+
+/// Writes a paged input at `slba` (NVMe writes on queue 1, then Flush); returns its extents [(slba, nlb)].
+#[pyfunction]
+fn write_input(
+    py: Python<'_>,
+    dev: &Bound<'_, PyDevice>,
+    slba: u64,
+    data: PyReadonlyArray1<'_, u8>,
+    page_size: u32,
+) -> PyResult<Vec<(u64, u32)>> {
+    let bytes = super::bytes_of(&data);
+    let mut guard = dev.borrow_mut();
+    let d = device_mut(&mut guard)?;
+    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(err))?;
+    Ok(input.extents.iter().map(|e| (e.slba, e.nlb)).collect())
+}
+
+fn strategy(name: &str, fraction: Option<f64>, chunk_pages: Option<u32>) -> PyResult<Strategy> {
+    Ok(match name {
+        "in_storage" => Strategy::InStorage,
+        "conventional" => Strategy::Conventional,
+        "static" => Strategy::Static { fraction: fraction.ok_or_else(|| err("the static split needs `fraction`"))? },
+        "dynamic" => Strategy::Dynamic { chunk_pages: chunk_pages.unwrap_or(64) },
+        other => return Err(err(format!("strategy {other:?}: in_storage, conventional, static or dynamic"))),
+    })
+}
+
+/// Runs a job (kernel spec JSON over extents [(slba, nlb)] of `page_size` pages) with a strategy; returns the
+/// output fields plus `start_ns`, `end_ns`, `seconds`, `bandwidth`, `input_bytes`, `device_bytes`,
+/// `result_bytes`, `device_jobs`. `agent_params` (JSON) must match the attached Agent's opcodes and costs.
+#[pyfunction]
+#[pyo3(signature = (dev, spec, extents, page_size, strategy_name = "in_storage", accelerate = false, fraction = None, chunk_pages = None, agent_params = None))]
+#[allow(clippy::too_many_arguments)]
+fn run_job<'py>(
+    py: Python<'py>,
+    dev: &Bound<'py, PyDevice>,
+    spec: &str,
+    extents: Vec<(u64, u32)>,
+    page_size: u32,
+    strategy_name: &str,
+    accelerate: bool,
+    fraction: Option<f64>,
+    chunk_pages: Option<u32>,
+    agent_params: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = KernelSpec::from_json(spec).map_err(err)?;
+    let extents = extents.into_iter().map(|(slba, nlb)| Extent { slba, nlb }).collect();
+    let job = Job { spec, input: Input { extents, page_size }, accelerate };
+    let s = strategy(strategy_name, fraction, chunk_pages)?;
+    let mut guard = dev.borrow_mut();
+    let d = device_mut(&mut guard)?;
+    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(err))?;
+    let out = output_dict(py, &run.output)?;
+    out.set_item("start_ns", run.start)?;
+    out.set_item("end_ns", run.end)?;
+    out.set_item("seconds", run.seconds())?;
+    out.set_item("bandwidth", run.bandwidth())?;
+    out.set_item("input_bytes", run.input_bytes)?;
+    out.set_item("device_bytes", run.device_bytes)?;
+    out.set_item("result_bytes", run.result_bytes)?;
+    out.set_item("device_jobs", run.device_jobs)?;
+    Ok(out)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(agent_parameters, m)?)?;
+    m.add_function(wrap_pyfunction!(write_input, m)?)?;
+    m.add_function(wrap_pyfunction!(run_job, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,82 @@
+"""The iSSD on a device: attach the Agent (``nearflash_issd::agent``), put paged inputs on the device and run jobs
+through the Initiator with a strategy:
+
+* ``"in_storage"`` (pipelining): Map on the FMCs (``accelerate=True``: on their stream processors), Reduce on
+  the SSD CPUs, the result streamed to the host;
+* ``"conventional"``: NVMe reads and the kernel on the host CPUs;
+* ``"static"`` (``fraction`` of the pages in storage, the rest on the host at the same time);
+* ``"dynamic"`` (chunks of at least ``chunk_pages`` pages to whichever side is free next).
+
+    dev = nearflash.Device(None, preset="issd", channels=8)
+    agent.attach(dev)
+    extents = agent.write_input(dev, 0, pages, 8192)
+    out = agent.run(dev, kernels.spec("scan"), extents, 8192)          # in storage
+    ref = agent.run(dev, kernels.spec("scan"), extents, 8192, "conventional")
+
+Results are the kernel's output dict (see :mod:`nearflash.issd.kernels`) plus ``start_ns``, ``end_ns``,
+``seconds``, ``bandwidth`` (input B/s), ``input_bytes``, ``device_bytes``, ``result_bytes``, ``device_jobs``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import numpy as np
+
+from nearflash._native import issd as _issd
+
+STRATEGIES = ("in_storage", "conventional", "static", "dynamic")
+
+
+def parameters() -> list[tuple[str, str, str, str]]:
+    """(name, default, unit, source) of every Agent parameter."""
+    return _issd.agent_parameters()
+
+
+def attach(dev: Any, **params: Any) -> None:
+    """Attaches the Agent to a :class:`nearflash.Device` (parameters override the preset's ``[ext.issd]``)."""
+    dev.attach("issd", **params)
+
+
+def _native(dev: Any) -> Any:
+    return getattr(dev, "native", dev)
+
+
+def write_input(dev: Any, slba: int, pages: np.ndarray, page_size: int) -> list[tuple[int, int]]:
+    """Writes a paged input at ``slba`` and waits until it is on flash; returns its extents [(slba, nlb)]."""
+    data = np.ascontiguousarray(pages).reshape(-1).view(np.uint8)
+    return _issd.write_input(_native(dev), slba, data, page_size)
+
+
+def run(
+    dev: Any,
+    spec: dict | str,
+    extents: list[tuple[int, int]],
+    page_size: int,
+    strategy: str = "in_storage",
+    *,
+    accelerate: bool = False,
+    fraction: Optional[float] = None,
+    chunk_pages: Optional[int] = None,
+    agent_params: Optional[dict] = None,
+) -> dict:
+    """Runs a job with a strategy; ``agent_params`` must be the ones the Agent was attached with (opcodes,
+    per-kernel costs) when they differ from the defaults."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r}: one of {STRATEGIES}")
+    s = spec if isinstance(spec, str) else json.dumps(spec)
+    ap = None if agent_params is None else json.dumps(agent_params)
+    return _issd.run_job(_native(dev), s, list(extents), page_size, strategy, accelerate, fraction, chunk_pages, ap)
+
+
+def device(config: str = "iSSD-400", n_ch: int = 8, n_host_cpu: int = 8, seed: int = 1) -> tuple[Any, dict]:
+    """A :class:`nearflash.Device` (in memory) set up as one of Fig. 7's systems, with the Agent attached; returns
+    it and its setup (preset, overrides with their reasons, Agent parameters, the model's system)."""
+    from nearflash.device import Device
+    from nearflash.issd import sim
+
+    s = sim.setup(config, n_ch, n_host_cpu)
+    dev = Device(None, preset=s["preset"], seed=seed, overrides={o["key"]: o["value"] for o in s["overrides"]})
+    attach(dev, **s["agent"])
+    return dev, s

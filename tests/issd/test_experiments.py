@@ -1,0 +1,72 @@
+"""The iSSD experiments run in quick mode, write JSON + Markdown + PNG, and put our figures beside the paper's."""
+
+import json
+
+import pytest
+
+from nearflash.cli import main
+from nearflash.experiment import Experiment, Options, load_experiments
+
+EXPS = load_experiments("issd")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("issd")
+    done = {}
+    for name, (title, run) in EXPS.items():
+        exp = Experiment("issd", name, title, out)
+        run(exp, Options(quick=True))
+        paths = exp.write()
+        done[name] = (exp, paths)
+    return done
+
+
+def comparison(results, name, metric_start):
+    exp, _ = results[name]
+    return next(c for c in exp.comparisons if c.metric.startswith(metric_start))
+
+
+def test_every_experiment_writes_json_markdown_and_png(results):
+    assert set(EXPS) == {"fig7", "fig8", "fig9", "fig10", "prototype"}
+    for name, (exp, paths) in results.items():
+        assert paths["json"].exists() and paths["markdown"].exists()
+        assert any(p.suffix == ".png" and p.stat().st_size > 1000 for p in paths.values()), name
+        doc = json.loads(paths["json"].read_text())
+        assert doc["comparisons"] and doc["notes"], name
+        assert all(c["ours"] is not None for c in doc["comparisons"]), name
+        assert "| metric | ours | paper |" in paths["markdown"].read_text()
+
+
+def test_fig7_reproduces_the_papers_trends(results):
+    assert comparison(results, "fig7", "Eq. 1 vs executed: mean").ours <= 5.1
+    assert comparison(results, "fig7", "Eq. 1 vs executed: max").ours <= 17.9
+    assert comparison(results, "fig7", "iSSD-XL scan stops scaling").ours == 48
+    assert comparison(results, "fig7", "iSSD-XL k-means beats").ours == 24
+    assert comparison(results, "fig7", "iSSD-XL string_match beats").ours == 40
+    assert comparison(results, "fig7", "string_match stream-processor gain").ours == pytest.approx(37, abs=2)
+
+
+def test_fig8_iso_points_match_the_derived_counts(results):
+    assert comparison(results, "fig8", "linear_regression 600 MB/s, 16 CPUs, FMC processors: FMCs (executed)").ours == pytest.approx(50.4, rel=0.03)
+    assert comparison(results, "fig8", "linear_regression 600 MB/s, 16 CPUs, accelerated: FMCs (executed)").ours == pytest.approx(15.2, rel=0.05)
+
+
+def test_fig9_partitioning_adds_host_and_issd(results):
+    assert comparison(results, "fig9", "linear_regression, 4 CPUs, partitioned").ours == pytest.approx(1674, rel=0.01)
+    assert comparison(results, "fig9", "static split / (host + iSSD)").ours > 0.85
+    assert comparison(results, "fig9", "linear_regression, 4 CPUs, dynamic").ours > 1300
+
+
+def test_fig10_and_prototype(results):
+    assert comparison(results, "fig10", "executed: linear_regression HOST-SATA / iSSD-400").ours == pytest.approx(9, rel=0.1)
+    assert comparison(results, "fig10", "executed: smallest").ours > 5
+    assert 2.0 < comparison(results, "prototype", "speed-up, executed").ours <= 2.56
+    assert comparison(results, "prototype", "speed-up bound").ours == pytest.approx(2.56)
+    assert comparison(results, "prototype", "dynamic energy ratio").ours > 2
+
+
+def test_cli_runs_one_experiment(tmp_path, capsys):
+    assert main(["experiment", "issd", "prototype", "--quick", "--out", str(tmp_path), "--set", "pages=2048"]) == 0
+    assert "speed-up" in capsys.readouterr().out
+    assert (tmp_path / "issd" / "prototype.json").exists()
