@@ -184,3 +184,11 @@ def test_generated_tables_match_the_generator(small_config):
     want = GeneratedEmbeddings([TableSpec(5000, 16, 4)], seed=9)(0, ids, off)
     for path in ("ndp", "baseline", "dram"):
         np.testing.assert_array_equal(system.sls(0, ids, off, path), want)
+
+
+def test_every_parameter_is_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "recssd.md").read_text()
+    missing = [name for name, *_ in rs.parameter_docs() if f"`{name}`" not in doc]
+    assert not missing, f"docs/recssd.md lacks {missing}"

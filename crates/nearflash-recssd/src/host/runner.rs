@@ -5,8 +5,9 @@
 //!   the dense part runs, then the next batch starts.
 //! * **Pipelined**: a pool of SLS workers, one I/O queue pair each (the paper matches workers to the driver's
 //!   queues), shares a batch's tables (each worker takes the next table); once all of a batch's tables are
-//!   done it goes to the dense stage (one run instance, `host_mlp_cores` cores) and the workers start the next
-//!   batch, so SLS of batch b + 1 overlaps the dense part of batch b.
+//!   done it goes to the dense stage (one run instance, `host_mlp_cores` cores), and when the dense stage has
+//!   taken it the workers start the next batch, so SLS of batch b + 1 overlaps the dense part of batch b (one
+//!   batch in each stage, as a two-stage pipeline with a one-batch hand-off).
 //!
 //! A batch's latency runs from the start of its SLS to the end of its dense part (the paper reports direct
 //! request latencies, §5).
@@ -244,16 +245,19 @@ impl RecHost {
                         if unfinished == 0 {
                             // The batch's SLS is done at `at`: the dense stage takes it when free.
                             let cycles = dense_flops[current] / flops_per_cycle;
+                            let dense_start = at.max(dense_free);
                             let c = dev.core_mut();
                             let done =
-                                c.host.compute(&mut c.res, &mut c.ledger, at.max(dense_free), cycles, dense_flops[current], cores);
+                                c.host.compute(&mut c.res, &mut c.ledger, dense_start, cycles, dense_flops[current], cores);
                             dense_free = done;
                             result.mlp_cycles += cycles;
                             result.batches[current] = BatchTiming { taken: start, sls_done: at, done };
                             current += 1;
                             next_table = 0;
                             unfinished = n_tables;
-                            start = if opts.pipelined { at } else { done };
+                            // Pipelined: the next batch's SLS starts once this batch has entered the dense
+                            // stage (a one-batch hand-off, so latencies stay bounded); else after its dense part.
+                            start = if opts.pipelined { dense_start } else { done };
                             for i in idle.drain(..) {
                                 wake.push(Reverse((start, i)));
                             }

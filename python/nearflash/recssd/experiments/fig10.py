@@ -52,6 +52,7 @@ def point(exp: Experiment, model: str, k: float, bs: int, n: int, warm: int, see
         r = run(s, batches[warm:], path, pipelined=True)
         out[config] = {"latency_ns": r.mean_latency_ns, "lru_hit_rate": r.lru_hit_rate,
                        "ssd_cache_hit_rate": r.ssd_cache_hit_rate, "partition_hit_rate": r.partition_hit_rate}
+        del s, r  # free the device before building the next
     return out
 
 

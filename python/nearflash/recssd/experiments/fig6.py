@@ -19,11 +19,11 @@ EMBEDDING_DOMINATED = ("RM1", "RM2", "RM3")
 
 
 def _cached(name: str, bs: int, n: int, warm: int, seed: int, path: str, exp: Experiment):
+    """Conventional system with caching and pipelining; the device is freed on return."""
     s = model_setup(name, seed=seed, exp=exp)
     batches, unique = locality_run_batches(s.spec, bs, warm + n, 0.0, seed)
     run(s, batches[:warm], path, pipelined=True)
-    r = run(s, batches[warm:], path, pipelined=True)
-    return r, unique
+    return run(s, batches[warm:], path, pipelined=True), unique
 
 
 def _naive(name: str, bs: int, n: int, seed: int, path: str, exp: Experiment):

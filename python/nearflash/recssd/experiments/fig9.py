@@ -29,6 +29,7 @@ def speedups(exp: Experiment, models: list[str], batch_sizes: list[int], n: int,
                 times[path] = float(np.mean(r.latency_ns))
                 if path == "ndp":
                     out.setdefault("firmware", {})[f"{name}/{bs}"] = r.firmware.get("stats", {})
+                del s, r  # free the device (one-row-per-page RM2 maps 512 GiB) before building the next
             out[f"{name}/{bs}"] = times
     return out
 
