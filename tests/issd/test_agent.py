@@ -200,3 +200,11 @@ def test_agent_parameters_and_attach_errors():
             d.attach("issd", opcode_run=0x02)
         d.attach("issd", f_fmc=800, costs={"scan": {"cpb_fmc": 8.0}})
         assert "issd" in json.dumps(d.report().extensions)
+
+
+def test_docs_list_every_agent_parameter():
+    import pathlib
+
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "issd.md").read_text()
+    missing = [p[0] for p in agent.parameters() if f"`{p[0]}`" not in doc]
+    assert not missing, f"docs/issd.md does not list {missing}"

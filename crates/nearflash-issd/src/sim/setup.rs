@@ -12,8 +12,8 @@
 //!   (§2.2, §3.1), so no per-page scheduling runs on the SSD CPUs, whose time Eq. 1 gives to the Reduce alone.
 //! * the Agent's `ftl_lookups = false`: Eq. 1 has no FTL stage (§4.3 reports FTL work hidden behind transfers), so
 //!   the model systems' jobs do not charge the FTL's 60 instructions per block on the SSD CPUs. Where the SSD CPUs
-//!   are the bottleneck (iSSD-XL scan beyond 40 channels) this matters: with lookups the wall comes about 15%
-//!   lower; the Fig. 7 experiment reports that variant too.
+//!   are the bottleneck (iSSD-XL scan beyond 40 channels) this matters: with lookups the wall comes lower (the
+//!   Fig. 7 experiment measures the variant: about 20% at 48-64 channels).
 //! * a compact geometry (64 pages per block, 32 blocks per plane, 25% over-provisioning): capacity and garbage
 //!   collection are outside the model and reads are timed per page, so this changes no figure; it keeps the
 //!   emulated device's tables small (the core backs its OOB table with huge pages, about 2 MiB zeroed per plane
