@@ -215,10 +215,9 @@ mod tests {
         }
     }
 
-    fn request(table: &[f32], layout: &TableLayout, ids: &[u32], offs: &[u32], rid: u64, at: Time) -> PendingRequest {
+    fn request(layout: &TableLayout, ids: &[u32], offs: &[u32], rid: u64, at: Time) -> PendingRequest {
         let cfg = NdpConfig::from_bags(0, layout.dim(), ids, offs).unwrap();
         let req = SlsRequest::process_config(cfg, layout, &WireLimits::default(), None).unwrap();
-        let _ = table;
         PendingRequest {
             key: RequestKey { table_start: 0, request_id: rid },
             entry: rid as usize,
@@ -248,8 +247,8 @@ mod tests {
             reads: Vec::new(),
         };
         // A: pages 0, 1, 2 (one row each); B: pages 1 (shared with A), 5.
-        let a = request(&table, &layout, &[0, 64, 128], &[0], 0, 0);
-        let b = request(&table, &layout, &[65, 320], &[0, 1], 1, 0);
+        let a = request(&layout, &[0, 64, 128], &[0], 0, 0);
+        let b = request(&layout, &[65, 320], &[0, 1], 1, 0);
         let mut pending = vec![a, b];
         let costs = FirmwareCosts::new(&RecssdParams::default(), 1.5);
         let mut buffer = PageBuffer::new(2, 10);
@@ -277,7 +276,7 @@ mod tests {
         let table = vec![1.0f32; 256 * 64];
         let mut port =
             FakePort { dies: vec![Timeline::new()], core: Timeline::new(), page_ns: 10, table: table.clone(), layout, reads: vec![] };
-        let mut pending = vec![request(&table, &layout, &[0, 100], &[0], 0, 5)];
+        let mut pending = vec![request(&layout, &[0, 100], &[0], 0, 5)];
         let costs = FirmwareCosts::new(&RecssdParams::default(), 1.5);
         plan_round_robin(&mut pending, &[0], 1_000, &mut port, &mut PageBuffer::new(1, 0), None, &costs);
         assert!(port.reads.iter().all(|r| r.1 >= 1_000));
@@ -293,7 +292,7 @@ mod tests {
                 ready
             }
         }
-        let mut pending = vec![request(&table, &layout, &[0], &[0], 0, 5)];
+        let mut pending = vec![request(&layout, &[0], &[0], 0, 5)];
         plan_round_robin(&mut pending, &[0], 0, &mut Broken, &mut PageBuffer::new(1, 4), None, &costs);
         assert_eq!(pending[0].plan.as_ref().unwrap().fault, Some(NdpFault::MediaError));
     }

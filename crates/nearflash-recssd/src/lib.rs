@@ -1,5 +1,12 @@
 //! RecSSD ("RecSSD: Near Data Processing for Solid State Drive Based Recommendation Inference", ASPLOS'21) on
-//! nearflash: the building blocks that do not need the device.
+//! nearflash: the FTL-side SLS engine as a firmware extension, the host library driving it, and the building
+//! blocks both use (see `docs/recssd.md`).
+//!
+//! Firmware: [`firmware`] (the extension: NDP commands, table registration, host reads through the page buffer),
+//! [`ndp_command`] (the flag bit and fault statuses), [`table_dir`], [`entries`] (pending-request buffer),
+//! [`ftl_loop`] (round-robin page reads and Translation on the FTL core), [`page_buffer`] (GreedyFTL's LRU data
+//! buffer), [`fw_costs`] and [`params`]. Host: [`host`] (tables on the device, baseline / NDP / DRAM SLS jobs,
+//! sequential and pipelined batch runs). Building blocks:
 //!
 //! * [`trace`]: synthetic embedding-id traces (DLRM stack-distance locality with parameter K, uniform, SEQ/STR).
 //! * [`sls`]: SparseLengthsSum / EmbeddingBag(mode="sum") reference over a row-major fp32 table.

@@ -127,7 +127,6 @@ fn ndp_is_faster_than_one_read_per_row_for_strided_ids_and_page_buffer_helps_seq
     h.set_lru_rows(0);
     let (str_base, str_ndp) = (time(&mut h, &mut dev, &strided, SlsPath::Baseline), time(&mut h, &mut dev, &strided, SlsPath::Ndp));
     let (seq_base, seq_ndp) = (time(&mut h, &mut dev, &seq, SlsPath::Baseline), time(&mut h, &mut dev, &seq, SlsPath::Ndp));
-    eprintln!("STR base {str_base} ndp {str_ndp}  SEQ base {seq_base} ndp {seq_ndp}");
     assert!(str_base > 3 * str_ndp, "STR: baseline {str_base} ns vs NDP {str_ndp} ns");
     assert!(seq_base < str_base / 4, "SEQ baseline reads hit the page buffer: {seq_base} vs {str_base}");
     assert!(seq_ndp < str_ndp, "SEQ NDP reads 5 pages instead of 320");
