@@ -28,7 +28,7 @@ pub enum SlsError {
     /// An index is negative (where no table bounds it).
     #[error("indices[{position}] = {index} is not a row id")]
     NegativeIndex { position: usize, index: String },
-    /// offsets[0] is not zero.
+    /// `offsets[0]` is not zero.
     #[error("offsets[0] = {first}, but the first bag must start at 0")]
     FirstOffsetNotZero { first: String },
     /// An offset is negative or smaller than its predecessor.

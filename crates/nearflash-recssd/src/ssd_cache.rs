@@ -2,7 +2,7 @@
 //! `trans_buffer.c`): direct-mapped, no replacement metadata, filled with every row translated from a flash page,
 //! probed while the config is processed (a hit is summed at once and needs no page read).
 //!
-//! Indexing [artifact]: `key = embeddingID << 5 | tableID`; set = low 20 bits of `key`; tag = the next 12 bits;
+//! Indexing (artifact): `key = embeddingID << 5 | tableID`; set = low 20 bits of `key`; tag = the next 12 bits;
 //! 2^20 entries of 128 B payload (one dim-32 fp32 row). All widths are parameters here ([`SsdCacheConfig`]).
 //! Two deliberate differences from the artifact, both invisible for the paper's tables (< 2^27 rows, < 32 tables,
 //! rows <= payload):
@@ -41,7 +41,7 @@ pub struct SsdCacheConfig {
     pub index_bits: u32,
     /// Tag width stored per entry, for footprint accounting [artifact: 12].
     pub tag_bits: u32,
-    /// Low key bits holding the table id [artifact: 5, `embeddingID << 5 | tableID`].
+    /// Low key bits holding the table id (artifact: 5, `embeddingID << 5 | tableID`).
     pub table_bits: u32,
     /// Payload per entry, bytes [artifact: 128, "fixed attribute size and embedding vector length"].
     pub payload_bytes: u32,
