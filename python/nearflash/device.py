@@ -26,8 +26,8 @@ from nearflash import _native
 from nearflash.errors import InvalidArgument, NvmeError, check
 from nearflash.report import Report
 
-#: Queue used by the synchronous helpers (created on first use).
-SYNC_QUEUE = 1
+#: Depth of the queue the synchronous helpers use (capped at the device's maximum).
+SYNC_DEPTH = 64
 
 
 def _as_u8(data: Any) -> np.ndarray:
@@ -85,7 +85,7 @@ class Device:
                 materialise=materialise,
                 durability_mode=durability,
             )
-        self._sync_ready = False
+        self._sync_qid: Optional[int] = None
         self._queues: dict[int, Queue] = {}
 
     # --- context management -------------------------------------------------------------------------------------
@@ -172,11 +172,27 @@ class Device:
         }
 
     # --- synchronous I/O ------------------------------------------------------------------------------------------
+    def _limit(self, name: str) -> int:
+        return int(self.param(f"nvme.{name}").split()[0])
+
+    def _free_qids(self) -> list[int]:
+        used = set(self._queues) | ({self._sync_qid} if self._sync_qid is not None else set())
+        return [q for q in range(1, self._limit("max_queues") + 1) if q not in used]
+
     def _sync(self) -> int:
-        if not self._sync_ready:
-            self._dev.create_queue(SYNC_QUEUE, 64)
-            self._sync_ready = True
-        return SYNC_QUEUE
+        """The queue for synchronous calls: its own (the highest free id), or an idle user queue when the device has
+        no queue id left (SATA-like presets have one)."""
+        if self._sync_qid is not None:
+            return self._sync_qid
+        free = self._free_qids()
+        if free:
+            self._dev.create_queue(free[-1], min(SYNC_DEPTH, self._limit("max_queue_depth")))
+            self._sync_qid = free[-1]
+            return self._sync_qid
+        for q in self._queues.values():
+            if q.in_flight == 0:
+                return q.qid
+        raise InvalidArgument(f"all {len(self._queues)} I/O queues have commands in flight; wait for them first")
 
     def _one(self, submit: Callable[[int, int], None], what: str) -> int:
         q = self._sync()
@@ -240,10 +256,17 @@ class Device:
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
     def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
         """A new I/O queue pair for asynchronous submission."""
+        if depth + 1 > self._limit("max_queue_depth"):
+            raise InvalidArgument(f"queue depth {depth} exceeds the device's maximum of {self._limit('max_queue_depth') - 1}")
+        free = self._free_qids()
+        if not free and self._sync_qid is not None:
+            # Give the synchronous helpers' queue up (they then borrow an idle user queue).
+            self._dev.delete_queue(self._sync_qid)
+            free, self._sync_qid = [self._sync_qid], None
         if qid is None:
-            qid = 2
-            while qid in self._queues:
-                qid += 1
+            if not free:
+                raise InvalidArgument(f"the device supports {self._limit('max_queues')} I/O queues, all in use")
+            qid = free[0]
         self._dev.create_queue(qid, depth + 1)
         q = Queue(self, qid, depth)
         self._queues[qid] = q

@@ -122,7 +122,7 @@ def test_bad_ndp_commands_complete_with_clear_statuses(small_config):
     dev = nearflash.Device(None, preset="cosmos-plus", **small_config)
     system = RecSSD(dev, [np.ones((ROWS, 32), np.float32)])
     start = system.tables[0]["start_lba"]
-    q = 1  # the SDK's synchronous queue, which set-up used
+    q = dev.queue(depth=8).qid
 
     def config(pairs, results=2, dim=32):
         words = [4, dim, results, len(pairs), 0] + [w for p in pairs for w in p]

@@ -26,6 +26,7 @@ use crate::params::RecssdParams;
 use crate::ssd_cache::{CacheStats, SsdEmbeddingCache};
 use crate::table_dir::{TableDescriptor, TableDirectory};
 use nearflash_core::ctrl::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension};
+use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
 use serde::Serialize;
@@ -462,6 +463,8 @@ impl Extension for RecssdFirmware {
         } else if is_ndp(sqe) {
             self.result(ctx, sqe, data)
         } else if sqe.opcode == opcode::READ {
+            // Served by the firmware's page buffer, but still an ordinary read as far as the host is concerned.
+            ctx.account_as(OpClass::Read, u64::from(sqe.nlb()) * ctx.lba_bytes());
             self.host_read(ctx, sqe, data)
         } else {
             ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: ctx.start }

@@ -9,7 +9,7 @@
 
 use super::UnitHandle;
 use crate::config::DeviceConfig;
-use crate::device::DeviceCore;
+use crate::device::{DeviceCore, OpClass};
 use crate::engine::{Rng, Time};
 use crate::error::Result;
 use crate::nand::Geometry;
@@ -83,6 +83,8 @@ pub trait Extension: Send + Sync {
     fn report(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+    /// Starts a new measurement window (called by `Device::reset_stats`).
+    fn reset_stats(&mut self) {}
 }
 
 /// What an extension may do when attached.
@@ -128,9 +130,16 @@ pub struct ExecCtx<'a> {
     pub(crate) core: &'a mut DeviceCore,
     /// When the firmware has fetched and decoded the command.
     pub start: Time,
+    pub(crate) accounted_as: Option<(OpClass, u64)>,
 }
 
 impl ExecCtx<'_> {
+    /// Counts this command in the report as `class` moving `bytes` (e.g. an intercepted standard Read that the
+    /// extension served as an ordinary read); by default extension commands count as vendor commands of 0 bytes.
+    pub fn account_as(&mut self, class: OpClass, bytes: u64) {
+        self.accounted_as = Some((class, bytes));
+    }
+
     pub fn config(&self) -> &DeviceConfig {
         &self.core.cfg
     }
@@ -152,7 +161,19 @@ impl ExecCtx<'_> {
     /// Reads `nlb` blocks from `slba` through the FTL into controller memory (`out`), from `ready`. Fails with
     /// LBA Out of Range or Unrecovered Read Error.
     pub fn flash_read(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> std::result::Result<FlashRead, Status> {
-        self.core.read_lbas(slba, nlb, ready, out)
+        self.core.read_lbas(slba, nlb, ready, out, true)
+    }
+
+    /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
+    /// whose own units sequence the flash (iSSD's per-channel FMCs).
+    pub fn flash_read_self_sequenced(
+        &mut self,
+        slba: u64,
+        nlb: u32,
+        ready: Time,
+        out: &mut [u8],
+    ) -> std::result::Result<FlashRead, Status> {
+        self.core.read_lbas(slba, nlb, ready, out, false)
     }
 
     /// Writes blocks through the write buffer and FTL (e.g. results kept on flash); returns when buffered.

@@ -141,7 +141,15 @@ impl DeviceCore {
     /// Looks up and reads `nlb` sectors from `slba` into controller memory (`out`, `nlb` sectors long), starting
     /// at `ready`. Sectors of one physical page share one sensing; pages at the same offset in sibling planes of
     /// a die share a multi-plane read.
-    pub fn read_lbas(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
+    /// `issue_on_cores`: charge the firmware's per-page transaction cost to the controller cores.
+    pub fn read_lbas(
+        &mut self,
+        slba: u64,
+        nlb: u32,
+        ready: Time,
+        out: &mut [u8],
+        issue_on_cores: bool,
+    ) -> Result<FlashRead, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
         if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
@@ -189,7 +197,7 @@ impl DeviceCore {
             }
         }
         // The firmware queues one flash transaction per page group.
-        let issue = if page_reads.is_empty() {
+        let issue = if page_reads.is_empty() || !issue_on_cores {
             lookup_done
         } else {
             self.ctrl.run(&mut self.res, &mut self.ledger, lookup_done, self.ctrl.fw_page * page_reads.len() as f64)

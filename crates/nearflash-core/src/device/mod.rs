@@ -316,8 +316,7 @@ impl Device {
 
     fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
         if let Some(i) = self.exts.iter().position(|e| e.intercepts(sqe)) {
-            let (s, dw0, done) = self.exec_ext(i, sqe, data, t);
-            return (OpClass::Vendor, 0, s, dw0, done);
+            return self.exec_ext(i, sqe, data, t);
         }
         let cmd = match decode_io(sqe, &self.ns) {
             Ok(c) => c,
@@ -363,10 +362,7 @@ impl Device {
                 (OpClass::Write, 0, s, 0, fw)
             }
             IoCommand::Vendor(op) => match self.vendor[usize::from(op - nvme::opcode::IO_VENDOR_FIRST)] {
-                Some(i) => {
-                    let (s, dw0, done) = self.exec_ext(i, sqe, data, t);
-                    (OpClass::Vendor, 0, s, dw0, done)
-                }
+                Some(i) => self.exec_ext(i, sqe, data, t),
                 None => {
                     let done = self.fw(t, self.core.ctrl.fw_other);
                     (OpClass::Vendor, 0, Status::INVALID_OPCODE, 0, done)
@@ -380,11 +376,12 @@ impl Device {
         c.ctrl.run(&mut c.res, &mut c.ledger, ready, instructions)
     }
 
-    fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
+    fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
         let start = self.fw(t, self.core.ctrl.fw_other);
-        let mut ctx = ExecCtx { core: &mut self.core, start };
+        let mut ctx = ExecCtx { core: &mut self.core, start, accounted_as: None };
         let r = self.exts[i].execute(&mut ctx, sqe, data);
-        (r.status, r.dw0, r.done.max(start))
+        let (class, bytes) = ctx.accounted_as.unwrap_or((OpClass::Vendor, 0));
+        (class, bytes, r.status, r.dw0, r.done.max(start))
     }
 
     fn exec_read(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, t: Time) -> (Status, Time) {
@@ -396,7 +393,7 @@ impl Device {
         };
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
-        match c.read_lbas(slba, nlb, fw, out) {
+        match c.read_lbas(slba, nlb, fw, out, true) {
             Ok(r) => {
                 // Each page's data lands in DRAM and is DMA'd to the host as soon as it is decoded.
                 let mut pages = r.pages;
@@ -508,6 +505,9 @@ impl Device {
         self.core.host.stats = Default::default();
         self.core.ctrl.stats = Default::default();
         self.core.media_errors = 0;
+        for e in &mut self.exts {
+            e.reset_stats();
+        }
     }
 
     /// The measurements since the last reset.

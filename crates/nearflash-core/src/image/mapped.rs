@@ -34,13 +34,21 @@ impl MappedRecords {
 
     /// Anonymous zeroed records (devices without an image directory, tests).
     pub fn anonymous(record: usize, len: u64) -> Result<Self> {
+        Self::anonymous_with(record, len, false)
+    }
+
+    /// Anonymous records; `huge_pages` for tables looked up at random all over (the mapping table). Not for the
+    /// OOB area: its records are written plane by plane, and each first touch of a huge page zeroes 2 MiB.
+    fn anonymous_with(record: usize, len: u64, huge_pages: bool) -> Result<Self> {
         let bytes = (record as u64 * len).max(1);
         let map = MmapOptions::new()
             .len(usize::try_from(bytes).map_err(|_| SimError::Config("table too large for this host".into()))?)
             .map_anon()?;
         // Huge pages cut the TLB misses of random lookups in large tables (a hint; ignored where unsupported).
         #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
+        if huge_pages {
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
         Ok(MappedRecords { map, record, len })
     }
 
@@ -85,7 +93,7 @@ impl MappedU32 {
     }
 
     pub fn anonymous(len: u64) -> Result<Self> {
-        Ok(MappedU32(MappedRecords::anonymous(4, len)?))
+        Ok(MappedU32(MappedRecords::anonymous_with(4, len, true)?))
     }
 
     #[inline]

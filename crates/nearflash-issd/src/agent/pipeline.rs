@@ -165,7 +165,8 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
         buf.resize(bytes as usize, 0);
         // The SSD CPUs translate the unit's blocks, then its FMC (or the CPUs) read it.
         let translated = ctx.firmware(ready, map_instructions * f64::from(unit.nlb));
-        let read = ctx.flash_read(unit.slba, unit.nlb, translated, &mut buf)?;
+        // Each FMC sequences its own channel's flash transactions (Sec. 2.2, 3.1): none run on the SSD CPUs.
+        let read = ctx.flash_read_self_sequenced(unit.slba, unit.nlb, translated, &mut buf)?;
         stats.flash_reads += 1;
         stats.input_bytes += bytes;
         let partial = jc.kernel.map(Chunk::new(unit.first_page, &buf)).map_err(|_| KERNEL_FAILED)?;

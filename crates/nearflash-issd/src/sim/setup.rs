@@ -2,22 +2,22 @@
 //! link, host CPUs), the iSSD Agent's parameters (FMC clock, stream processors), and the analytic model's
 //! [`SystemConfig`] of the same system, so the execution-driven run and Eq. 1 describe one machine.
 //!
-//! Three overrides make the device's limits the model's (each is listed with its reason in [`SystemSetup`]):
+//! These overrides make the device's limits the model's (each is listed with its reason in [`SystemSetup`]):
 //!
 //! * `controller.dram_bandwidth = 2 x r_dram`: Eq. 1 charges each byte through DRAM once at r_dram (stage (c));
 //!   the platform's DRAM port carries both the write into DRAM and the read out of it (a host read's page goes in
 //!   from the channel and out to the link; a partial is written by an FMC and read by an SSD CPU), so the port
 //!   runs at 2 x 3.2 GB/s for data to pass through DRAM at the model's 3.2 GB/s.
-//! * `controller.fw_page_instructions = 0`: in the iSSD each FMC sequences the flash transactions of its channel
-//!   (§2.2, §3.1), so no per-page scheduling runs on the SSD CPUs, whose time Eq. 1 gives to the Reduce alone.
 //! * the Agent's `ftl_lookups = false`: Eq. 1 has no FTL stage (§4.3 reports FTL work hidden behind transfers), so
 //!   the model systems' jobs do not charge the FTL's 60 instructions per block on the SSD CPUs. Where the SSD CPUs
 //!   are the bottleneck (iSSD-XL scan beyond 40 channels) this matters: with lookups the wall comes lower (the
 //!   Fig. 7 experiment measures the variant: about 20% at 48-64 channels).
 //! * a compact geometry (64 pages per block, 32 blocks per plane, 25% over-provisioning): capacity and garbage
 //!   collection are outside the model and reads are timed per page, so this changes no figure; it keeps the
-//!   emulated device's tables small (the core backs its OOB table with huge pages, about 2 MiB zeroed per plane
-//!   touched, 512 planes at 64 channels).
+//!   emulated device's tables small.
+//!
+//! The Agent's flash reads are sequenced by the FMCs (`ExecCtx::flash_read_self_sequenced`), so no per-page
+//! scheduling runs on the SSD CPUs, whose time Eq. 1 gives to the Reduce alone.
 
 use crate::agent::{AgentParams, IssdExtension};
 use crate::error::{invalid, Result};
@@ -55,7 +55,6 @@ pub struct SystemSetup {
 const WHY_CHANNELS: &str = "Table 2: n_ch 8-64 in steps of 8";
 const WHY_HOST_CPUS: &str = "Table 2: n_host_cpu 4, 8 or 16 (Fig. 7: 8)";
 const WHY_DRAM: &str = "Eq. 1 counts one DRAM crossing per byte at r_dram = 3.2 GB/s; the DRAM port carries two (in and out)";
-const WHY_FW_PAGE: &str = "iSSD FMCs sequence their channel's flash transactions (Sec. 2.2, 3.1): no per-page scheduling on the SSD CPUs";
 const WHY_COMPACT: &str = "capacity and GC are outside the model; smaller tables keep the emulated device fast to create";
 const WHY_LINK: &str = "Table 2 / Fig. 7: r_host 600 MB/s (SATA), 4 or 8 GB/s (PCIe)";
 
@@ -65,7 +64,6 @@ pub fn model_overrides(n_ch: u32, n_host_cpu: u32, r_host: f64) -> Vec<Override>
         ov("nand.channels", n_ch, WHY_CHANNELS),
         ov("host.cpu_cores", n_host_cpu, WHY_HOST_CPUS),
         ov("controller.dram_bandwidth", format!("{}GB/s", 2.0 * R_DRAM / 1e9), WHY_DRAM),
-        ov("controller.fw_page_instructions", 0, WHY_FW_PAGE),
         ov("nand.pages_per_block", 64, WHY_COMPACT),
         ov("nand.blocks_per_plane", 32, WHY_COMPACT),
         ov("ftl.over_provisioning", "25%", WHY_COMPACT),
@@ -127,7 +125,6 @@ pub fn prototype_setup() -> SystemSetup {
         preset: "issd-prototype".into(),
         overrides: vec![
             ov("controller.dram_bandwidth", format!("{}GB/s", 2.0 * R_DRAM / 1e9), WHY_DRAM),
-            ov("controller.fw_page_instructions", 0, WHY_FW_PAGE),
         ],
         agent: serde_json::json!({ "f_fmc": F_FMC_400 / 1e6, "ftl_lookups": false }),
         accelerate: false,

@@ -42,7 +42,7 @@ def common_notes(exp: Experiment) -> None:
     """The choices behind every execution-driven figure."""
     s = sim.setup("iSSD-XL", 32)
     for o in s["overrides"]:
-        if o["key"] in ("controller.dram_bandwidth", "controller.fw_page_instructions", "nand.blocks_per_plane"):
+        if o["key"] in ("controller.dram_bandwidth", "nand.blocks_per_plane"):
             exp.note(f"Device override `{o['key']} = {o['value']}`: {o['why']}.")
     exp.note(
         "The Agent does not charge the FTL's per-block lookups in the model systems (`ftl_lookups = false`): Eq. 1 "

@@ -158,3 +158,20 @@ def test_presets_listing():
     row = next(r for r in params if r[0] == "nand.channels")
     assert row[1:] == ("16", "count", "override")
     assert all(r[3] for r in params), "every parameter has a source"
+
+
+def test_single_queue_devices_share_their_queue():
+    # The iSSD presets model SATA: one I/O queue of 32 entries.
+    with Device(None, preset="issd-prototype", channels=2, materialise=True) as dev:
+        data = pattern(dev.lba_bytes * 2, 6)
+        dev.write(0, data)
+        q = dev.queue(depth=16)
+        q.submit_read(0, 2)
+        with pytest.raises(nearflash.InvalidArgument, match="in flight"):
+            dev.read(0, 2)
+        q.wait_all()
+        assert np.array_equal(dev.read(0, 2), data), "the idle user queue serves synchronous calls"
+        with pytest.raises(nearflash.InvalidArgument, match="all in use"):
+            dev.queue(depth=4)
+        with pytest.raises(nearflash.InvalidArgument, match="maximum"):
+            Device(None, preset="issd-prototype", channels=2).queue(depth=64)
