@@ -164,7 +164,8 @@ impl NdpConfig {
 
     /// Result sectors the read returns: `ceil(results x row / sector)`.
     pub fn result_sectors(&self, sector_bytes: usize) -> u64 {
-        (u64::from(self.result_embeddings) * self.row_bytes()).div_ceil(sector_bytes.max(1) as u64)
+        // Saturating: a hostile header (2^32 results of 2^32 x 2^32 bytes) must not overflow.
+        (u64::from(self.result_embeddings).saturating_mul(self.row_bytes())).div_ceil(sector_bytes.max(1) as u64)
     }
 
     /// Appends the payload to `out`.
