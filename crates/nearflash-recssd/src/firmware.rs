@@ -12,8 +12,8 @@
 //! * **Table registrations** (a vendor opcode, [`crate::table_dir`]).
 //! * **Ordinary Reads**, optionally ([`RecssdParams::serve_host_reads`]): through GreedyFTL's whole-page LRU
 //!   buffer ([`crate::page_buffer`]), as the RecSSD firmware serves them - a miss reads the whole 16 KiB page.
-//!   Misses cost what the device's own read path costs (decode, FTL lookup, NAND, DRAM, link); a hit skips the
-//!   NAND.
+//!   Misses cost what the device's own read path costs (decode, FTL lookup, NAND, DRAM, link) plus GreedyFTL's
+//!   per-page handling on the FTL core (overlapping the NAND read); a hit skips both.
 
 use crate::entries::{EntryPool, RequestKey};
 use crate::ftl_loop::{plan_round_robin, FlashPort, PendingRequest};
@@ -339,6 +339,7 @@ impl RecssdFirmware {
         let fw_rest = (c.fw_read_instructions.0 - c.fw_other_instructions.0).max(0.0)
             + ctx.config().ftl.map_instructions.0 * f64::from(nlb);
         let fw = ctx.firmware(t, fw_rest);
+        let core = self.params.ftl_core as u32;
         let spp = u64::from(ctx.geometry().sectors_per_page);
         let want_data = !out.is_empty();
         let mut page = vec![0u8; spp as usize * sector];
@@ -366,11 +367,14 @@ impl RecssdFirmware {
                     let buf: &mut [u8] = if want_data { &mut page[..n as usize * sector] } else { &mut [] };
                     match ctx.flash_read(first, n as u32, fw, buf) {
                         Ok(r) => {
+                            // GreedyFTL's per-page handling on the FTL core, while the die works (as for NDP pages).
+                            let handled = ctx.firmware_on(core, fw, self.costs.page_sched());
+                            let ready = r.done.max(handled);
                             if let Some(p) = psas {
-                                self.buffer.insert(lpage, p, r.done, want_data.then_some(&page[..n as usize * sector]));
+                                self.buffer.insert(lpage, p, ready, want_data.then_some(&page[..n as usize * sector]));
                             }
                             self.stats.host_read_pages_from_flash += 1;
-                            r.done
+                            ready
                         }
                         Err(s) => return ExtCompletion { status: s, dw0: 0, done: fw },
                     }

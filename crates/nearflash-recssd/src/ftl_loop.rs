@@ -6,9 +6,12 @@
 //! Scheduling happens when an entry's results are first asked for, together with every other configured entry
 //! not yet scheduled: their page reads are issued in round-robin order (one page of each entry in turn, the
 //! loop's rotating pointer), each no earlier than its entry's config processing, so concurrent requests share
-//! dies and channels fairly. Translations then occupy the FTL core in the order pages arrive; being on one core
-//! they serialise with each other and with config processing, as the artifact's synchronous loop does. Issue
-//! times are never earlier than the command that triggers scheduling, so nothing is booked in the past.
+//! dies and channels fairly. Each page read from flash also costs the FTL core GreedyFTL's per-page handling
+//! (buffer entry, page map, the low-level scheduler's trigger / status / transfer / completion steps), booked from
+//! its issue on, while the die works; a page's Translation starts once its data is in DRAM and that handling is
+//! done. Being on one core, handling and Translations serialise with each other and with config processing, as
+//! the artifact's synchronous loop does. Issue times are never earlier than the command that triggers
+//! scheduling, so nothing is booked in the past.
 //!
 //! Functionally, each page is translated as it is issued (the sums do not depend on the order; the SSD cache is
 //! filled in issue order).
@@ -84,8 +87,8 @@ pub fn plan_round_robin<P: FlashPort>(
     mut cache: Option<&mut SsdEmbeddingCache>,
     costs: &FirmwareCosts,
 ) {
-    // (data ready, position in `which`, page group, issue time)
-    let mut arrivals: Vec<(Time, usize, usize, Time)> = Vec::new();
+    // (data ready, position in `which`, page group, issue time, read from flash)
+    let mut arrivals: Vec<(Time, usize, usize, Time, bool)> = Vec::new();
     let mut cursor = vec![0usize; which.len()];
     let mut page = Vec::new();
     for &i in which {
@@ -117,6 +120,7 @@ pub fn plan_round_robin<P: FlashPort>(
                 }
                 h.ready
             });
+            let from_flash = hit.is_none();
             let ready = match hit {
                 Some(t) => {
                     plan.pages_from_buffer += 1;
@@ -152,18 +156,19 @@ pub fn plan_round_robin<P: FlashPort>(
                 plan.fault = Some(NdpFault::BadTable);
                 continue;
             }
-            arrivals.push((ready, k, g, issue));
+            arrivals.push((ready, k, g, issue, from_flash));
         }
         if !issued {
             break;
         }
     }
-    // The FTL core translates pages in the order their data arrives (ties: round-robin issue order).
+    // The FTL core handles and translates pages in the order their data arrives (ties: round-robin issue order).
     arrivals.sort_by_key(|a| a.0);
-    for (ready, k, g, issue) in arrivals {
+    for (ready, k, g, issue, from_flash) in arrivals {
         let r = &mut pending[which[k]];
+        let handled = if from_flash { port.ftl_core(issue, costs.page_sched()) } else { issue };
         let instructions = costs.translate(r.req.rows_on_page(g), r.req.layout().dim());
-        let end = port.ftl_core(ready, instructions);
+        let end = port.ftl_core(ready.max(handled), instructions);
         let dur = costs.ns(instructions).ceil() as u64;
         let plan = r.plan.as_mut().expect("initialised above");
         plan.translation_ns += dur;
@@ -268,6 +273,33 @@ mod tests {
         let per_page = costs.ns(costs.translate(1, 64)).ceil() as u64;
         assert_eq!(pa.translation_ns, 3 * per_page);
         assert!(pa.data_done >= pa.sector_ready[0]);
+    }
+
+    #[test]
+    fn each_flash_page_costs_the_core_its_handling_and_buffered_pages_do_not() {
+        let layout = TableLayout::fp32(0, 4096, 64, Placement::Packed).unwrap(); // 64 rows per page
+        let table = vec![0.5f32; 4096 * 64];
+        let costs = FirmwareCosts::new(&RecssdParams::default(), 1.5);
+        let (sched, row) = (costs.page_sched() * 1.5, costs.translate(1, 64) * 1.5);
+        // Eight pages on eight dies arrive together after 10 us: the core is the bottleneck, handling + Translation
+        // of every page in turn.
+        let ids: Vec<u32> = (0..8).map(|p| p * 64).collect();
+        let mut port = FakePort { dies: vec![Timeline::new(); 8], core: Timeline::new(), page_ns: 10_000, table: table.clone(), layout, reads: vec![] };
+        let mut pending = vec![request(&layout, &ids, &[0], 0, 0)];
+        plan_round_robin(&mut pending, &[0], 0, &mut port, &mut PageBuffer::new(8, 4), None, &costs);
+        let done = pending[0].plan.as_ref().unwrap().data_done as f64;
+        assert!((done - 8.0 * (sched + row)).abs() < 16.0, "{done} vs {}", 8.0 * (sched + row));
+        // The same pages again, now in the page buffer: Translation only.
+        let mut buffer = PageBuffer::new(8, 4);
+        let mut port = FakePort { dies: vec![Timeline::new(); 8], core: Timeline::new(), page_ns: 10_000, table, layout, reads: vec![] };
+        let mut first = vec![request(&layout, &ids, &[0], 0, 0)];
+        plan_round_robin(&mut first, &[0], 0, &mut port, &mut buffer, None, &costs);
+        let t1 = first[0].plan.as_ref().unwrap().data_done;
+        let mut again = vec![request(&layout, &ids, &[0], 1, t1)];
+        plan_round_robin(&mut again, &[0], t1, &mut port, &mut buffer, None, &costs);
+        let plan = again[0].plan.as_ref().unwrap();
+        assert_eq!((plan.pages_from_buffer, plan.pages_from_flash), (8, 0));
+        assert!(((plan.data_done - t1) as f64 - 8.0 * row).abs() < 16.0);
     }
 
     #[test]

@@ -103,9 +103,15 @@ params! {
     cache_payload: Bytes = 128, "B", "RecSSD artifact trans_buffer.h: embedding_bytes of one dim-32 fp32 row";
     // --- FTL CPU (ARM A9) costs --------------------------------------------------------------------------------------
     /// One load from the uncached DRAM region holding GreedyFTL's buffers.
-    uncached_load: Time = 150, "ns", "assumed: midpoint of 100-200 ns for a Zynq-7000 A9 load from uncached DDR3; the artifact maps 16-422 MB, where its config, page and result buffers and the embedding cache live, uncached (main.c Xil_SetTlbAttributes 0xC12)";
-    /// One store to that region (posted through the store buffer).
-    uncached_store: Time = 20, "ns", "assumed: uncached stores drain through the A9 store buffer, a fraction of a load";
+    uncached_load: Time = 60, "ns", "fitted (docs/recssd.md Calibration): Fig. 8 SEQ slightly slower than the baseline needs ~20 us of Translation per dim-64 row; held at the low end of the physical 60-120 ns (Xilinx XAPP1206: 60-80 cycles of a 667 MHz A9 per random DDR3 line fill; strongly-ordered accesses skip the caches and stream through open DRAM rows). The artifact maps 16-422 MB strongly-ordered (main.c Xil_SetTlbAttributes 0xC12): config, page and result buffers, most of the embedding cache";
+    /// One store to that region.
+    uncached_store: Time = 40, "ns", "assumed: a strongly-ordered store completes only when the DDR controller accepts it (Zynq-7000 TRM UG585 3.2.4), about the request half of a load's round trip";
+    /// FTL-core instructions per flash page read, beyond the platform's per-transaction path (`fw_page_instructions`).
+    page_sched_instructions: Real = 1500, "instructions", "assumed: GreedyFTL's per-page bookkeeping in the artifact: buffer-entry allocation and LRU links (lru_buffer.c), page-map lookup, request-queue entry, the die state machine and its list moves (low_level_scheduler.c)";
+    /// Accesses to the flash controllers' registers and completion tables per flash page read.
+    page_sched_register_accesses: Count = 48, "count", "fitted (docs/recssd.md Calibration) to Fig. 8 (STR ~4x, Translation ~half of the FTL's time), Fig. 9 (RM1 up to 7x) and Fig. 10 (1.5x cache only, 2x partition); physical range 30-70: ~20 direct accesses per page in the artifact (fmc_driver.c trigger, status check, transfer, completion and error info) plus the loop's status and completion polls while the die reads";
+    /// One such access.
+    device_register_access: Time = 200, "ns", "assumed: an FTL-core load or store over Zynq's M_AXI_GP port to the flash controllers in the programmable logic (AXI-Lite at 100-250 MHz; artifact memory_map.h puts the completion and error tables at 0x80000000)";
     /// Config processing: fixed part (entry allocation, DMA setup, header, timestamps).
     config_base_instructions: Real = 2000, "instructions", "assumed: AllocateTransBufEntry + ConfigureTransBufEntry prologue (artifact trans_buffer.c)";
     /// Config processing per (result, input) pair: page and sector divides, cache index and tag, branches.
@@ -145,11 +151,12 @@ params! {
     // --- host library ------------------------------------------------------------------------------------------------
     /// Host cycles per embedding lookup handled on the host (LRU or partition probe and update, bookkeeping).
     host_lookup_cycles: Real = 150, "cycles", "assumed: hash-map probe plus LRU list update on a Skylake core";
-    /// fp32 additions per host cycle when summing rows (vectorised).
+    /// fp32 additions per host cycle when summing rows already in cache (rows read from the SSD, partial sums).
     host_sum_floats_per_cycle: Real = 8, "ops/cycle", "assumed: one 8-wide AVX2 add per cycle on Skylake";
     /// Host cycles per (result, input) pair to build, sort and encode an NDP config.
     host_config_pair_cycles: Real = 40, "cycles", "assumed: sort of the pairs by input id (n log n compare-swaps) and packing";
-    /// Effective bandwidth of a DRAM-resident SLS gather (random rows).
+    /// Effective bandwidth of gathering and summing rows held in host DRAM (the DRAM path's tables, the baseline's
+    /// LRU hits, the static partition).
     host_dram_sls_bandwidth: Rate = 1, "GB/s", "paper 3.2: '1GB/s on DRAM' for the SLS operator's random reads";
     /// Dense (MLP, interaction, GRU) FLOPs per host cycle per core.
     host_mlp_flops_per_cycle: Real = 8, "ops/cycle", "assumed: a quarter of Skylake's AVX2 FMA peak (32 FLOP/cycle), typical of Caffe2 FC at batch <= 64";
@@ -279,7 +286,8 @@ mod tests {
     fn defaults_are_in_canonical_units() {
         let p = RecssdParams::default();
         assert_eq!(p.pending_entries, 8.0);
-        assert_eq!(p.uncached_load, 150.0); // ns
+        assert_eq!(p.uncached_load, 60.0); // ns
+        assert_eq!(p.device_register_access, 200.0);
         assert_eq!(p.host_dram_sls_bandwidth, 1e9); // B/s
         assert_eq!(p.cache_payload, 128.0);
         assert!(p.serve_host_reads && p.ssd_cache);

@@ -77,8 +77,15 @@ impl Env<'_> {
         c.host.compute(&mut c.res, &mut c.ledger, ready, cycles, cycles, 1)
     }
 
+    /// Summing `rows` rows already in the core's caches (rows just DMA'd in, partial sums).
     fn sum_cycles(&self, rows: usize, dim: usize) -> f64 {
         (rows * dim) as f64 / self.p.host_sum_floats_per_cycle
+    }
+
+    /// Gathering and summing `rows` rows held in host DRAM (the DRAM path's tables, the baseline's LRU, the static
+    /// partition) at the SLS operator's DRAM rate.
+    fn dram_rows_cycles(&self, rows: usize, dim: usize) -> f64 {
+        (rows * dim * 4) as f64 / self.p.host_dram_sls_bandwidth * self.dev.core().host.cpu_hz()
     }
 }
 
@@ -196,8 +203,7 @@ impl SlsJob {
                 let offsets: Vec<u64> = self.bounds[..self.bounds.len() - 1].iter().map(|&b| b as u64).collect();
                 self.out = embedding_bag_sum(&table.rows, &self.indices, &offsets, None, false)
                     .map_err(|e| HostError::Invalid(e.to_string()))?;
-                let bytes = (self.indices.len() * self.dim * 4) as f64;
-                let cycles = bytes / env.p.host_dram_sls_bandwidth * env.dev.core().host.cpu_hz();
+                let cycles = env.dram_rows_cycles(self.indices.len(), self.dim);
                 Ok(Step::Done(env.cpu(now, cycles)))
             }
             Kind::Baseline(_) => self.resume_baseline(env, table, caches, now),
@@ -258,7 +264,7 @@ impl SlsJob {
                 if let Some(values) = caches.lru.as_mut().and_then(|l| l.get(row)) {
                     let values = values.clone();
                     self.add(bag as usize, &values);
-                    self.cycles += env.sum_cycles(1, self.dim);
+                    self.cycles += env.dram_rows_cycles(1, self.dim);
                     b.pos += 1;
                     continue;
                 }
@@ -394,8 +400,8 @@ impl SlsJob {
                                 add_row(&mut self.out[bag * self.dim..(bag + 1) * self.dim], row);
                             }
                         }
-                        // Host rows summed, then the SSD's partial sums added in.
-                        self.cycles += env.sum_cycles(s.host_slots.len() + bags, self.dim);
+                        // Host rows gathered from DRAM and summed, then the SSD's partial sums added in.
+                        self.cycles += env.dram_rows_cycles(s.host_slots.len(), self.dim) + env.sum_cycles(bags, self.dim);
                     }
                     return Ok(Step::Done(self.pay(env, now)));
                 }
