@@ -46,8 +46,29 @@ fn to_u64(ids: &[i64], what: &str) -> PyResult<Vec<u64>> {
     ids.iter().map(|&i| u64::try_from(i).map_err(|_| err(format!("{what} contains the negative value {i}")))).collect()
 }
 
+/// An id array's elements as u64 (negative values are an error naming `what`).
+fn u64s(ids: &Ids<'_>, what: &str) -> PyResult<Vec<u64>> {
+    to_u64(&elements(ids), what)
+}
+
 fn to_u32(ids: &[i64], what: &str) -> PyResult<Vec<u32>> {
     ids.iter().map(|&i| u32::try_from(i).map_err(|_| err(format!("{what} value {i} is outside 0..2^32")))).collect()
+}
+
+/// Row ids (or any u64s) as an int64 numpy array.
+fn i64_array<'py>(py: Python<'py>, values: impl IntoIterator<Item = u64>) -> Bound<'py, PyArray1<i64>> {
+    values.into_iter().map(|v| v as i64).collect::<Vec<_>>().into_pyarray(py)
+}
+
+/// An EmbeddingBag call's (indices, offsets) as u64 vectors.
+fn bag_ids(indices: &Ids<'_>, offsets: &Ids<'_>) -> PyResult<(Vec<u64>, Vec<u64>)> {
+    Ok((u64s(indices, "indices")?, u64s(offsets, "offsets")?))
+}
+
+/// The NDP config of an EmbeddingBag call on `table_id` (pairs sorted by input id).
+fn bags_config(table_id: u32, dim: u32, indices: &Ids<'_>, offsets: &Ids<'_>) -> PyResult<NdpConfig> {
+    let (idx, offs) = (to_u32(&elements(indices), "indices")?, to_u32(&elements(offsets), "offsets")?);
+    NdpConfig::from_bags(table_id, dim, &idx, &offs).map_err(err)
 }
 
 fn stats_dict(s: CacheStats) -> Counters {
@@ -114,7 +135,7 @@ fn locality_traces<'py>(
         .map_err(err)?;
     Ok(traces
         .into_iter()
-        .map(|t| (t.ids.iter().map(|&i| i as i64).collect::<Vec<_>>().into_pyarray(py), t.new_references))
+        .map(|t| (i64_array(py, t.ids), t.new_references))
         .collect())
 }
 
@@ -127,8 +148,7 @@ fn uniform_bags(
     lookups: usize,
     seed: u64,
 ) -> PyResult<Bound<'_, PyArray1<i64>>> {
-    let ids = trace::uniform_bags(rows, bags, lookups, seed).map_err(err)?;
-    Ok(ids.into_iter().map(|i| i as i64).collect::<Vec<_>>().into_pyarray(py))
+    Ok(i64_array(py, trace::uniform_bags(rows, bags, lookups, seed).map_err(err)?))
 }
 
 /// SEQ (stride 1) or STR microbenchmark ids: `first + n x stride` over the whole batch.
@@ -142,8 +162,7 @@ fn strided_bags(
     first: u64,
     stride: u64,
 ) -> PyResult<Bound<'_, PyArray1<i64>>> {
-    let ids = trace::strided_bags(rows, bags, lookups, first, stride).map_err(err)?;
-    Ok(ids.into_iter().map(|i| i as i64).collect::<Vec<_>>().into_pyarray(py))
+    Ok(i64_array(py, trace::strided_bags(rows, bags, lookups, first, stride).map_err(err)?))
 }
 
 /// Stride putting every id on its own page.
@@ -215,7 +234,7 @@ fn generated_rows<'py>(
     ids: Ids<'py>,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let t = GeneratedTable::new(seed, table_id, rows, dim).map_err(err)?;
-    let ids = to_u64(&elements(&ids), "ids")?;
+    let ids = u64s(&ids, "ids")?;
     let out = py.allow_threads(|| t.gather(&ids)).map_err(err)?;
     pooled(py, out, dim)
 }
@@ -229,13 +248,7 @@ fn ndp_encode<'py>(
     indices: Ids<'py>,
     offsets: Ids<'py>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let cfg = NdpConfig::from_bags(
-        table_id,
-        dim,
-        &to_u32(&elements(&indices), "indices")?,
-        &to_u32(&elements(&offsets), "offsets")?,
-    )
-    .map_err(err)?;
+    let cfg = bags_config(table_id, dim, &indices, &offsets)?;
     Ok(PyBytes::new(py, &cfg.encode().map_err(err)?))
 }
 
@@ -307,7 +320,7 @@ impl SsdCacheTags {
     }
     /// Probe-then-fill each id of `table`; a bool array of hits.
     fn access<'py>(&mut self, py: Python<'py>, table: u32, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let ids = to_u64(&elements(&ids), "ids")?;
+        let ids = u64s(&ids, "ids")?;
         let hits: Result<Vec<bool>, _> = ids.iter().map(|&r| self.inner.access(table, r)).collect();
         Ok(hits.map_err(err)?.into_pyarray(py))
     }
@@ -340,13 +353,7 @@ fn ndp_sls<'py>(
     let tv = TableView::new(data, rows, dim).map_err(err)?;
     let layout = TableLayout::fp32(0, rows as u64, u32::try_from(dim).map_err(err)?, self::placement(placement)?)
         .map_err(err)?;
-    let cfg = NdpConfig::from_bags(
-        table_id,
-        dim as u32,
-        &to_u32(&elements(&indices), "indices")?,
-        &to_u32(&elements(&offsets), "offsets")?,
-    )
-    .map_err(err)?;
+    let cfg = bags_config(table_id, dim as u32, &indices, &offsets)?;
     let wire = NdpConfig::decode(&cfg.encode().map_err(err)?).map_err(err)?;
     let c = cache.as_deref_mut().map(|c| &mut c.inner);
     let req = execute(wire, &layout, &WireLimits::default(), c, |p, buf| layout.render_page(&tv, p, buf))
@@ -375,7 +382,7 @@ fn pages_of<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let layout = TableLayout::fp32(0, rows, dim, self::placement(placement)?).map_err(err)?;
     let pages: Result<Vec<i64>, _> =
-        to_u64(&elements(&ids), "ids")?.iter().map(|&r| layout.page_of(r).map(|p| p as i64)).collect();
+        u64s(&ids, "ids")?.iter().map(|&r| layout.page_of(r).map(|p| p as i64)).collect();
     Ok(pages.map_err(err)?.into_pyarray(py))
 }
 
@@ -393,7 +400,7 @@ impl HostLruCache {
     }
     /// One baseline lookup per key (hit, or miss and insert); a bool array of hits.
     fn access<'py>(&mut self, py: Python<'py>, keys: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let keys = to_u64(&elements(&keys), "keys")?;
+        let keys = u64s(&keys, "keys")?;
         Ok(keys.iter().map(|&k| self.inner.access(k)).collect::<Vec<_>>().into_pyarray(py))
     }
     fn stats(&self) -> Counters {
@@ -419,15 +426,15 @@ impl HotRowPartition {
     #[new]
     #[pyo3(signature = (profile, capacity = nearflash_recssd::partition::ARTIFACT_PARTITION_ROWS))]
     fn new(profile: Ids<'_>, capacity: usize) -> PyResult<Self> {
-        Ok(Self { inner: RsPartition::profile(&to_u64(&elements(&profile), "profile")?, capacity) })
+        Ok(Self { inner: RsPartition::profile(&u64s(&profile, "profile")?, capacity) })
     }
     /// Host-resident rows, hottest first (a row's position is its slot).
     fn rows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        self.inner.rows().iter().map(|&r| r as i64).collect::<Vec<_>>().into_pyarray(py)
+        i64_array(py, self.inner.rows().iter().copied())
     }
     /// Which ids are host-resident.
     fn contains<'py>(&self, py: Python<'py>, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let ids = to_u64(&elements(&ids), "ids")?;
+        let ids = u64s(&ids, "ids")?;
         Ok(ids.iter().map(|&r| self.inner.contains(r)).collect::<Vec<_>>().into_pyarray(py))
     }
     /// Splits a request: (host_slots, host_offsets, ndp_indices, ndp_offsets).
@@ -444,8 +451,7 @@ impl HotRowPartition {
         Bound<'py, PyArray1<i64>>,
     )> {
         let s = self.inner.split(&elements(&indices), &elements(&offsets)).map_err(err)?;
-        let arr = |v: Vec<u64>| v.into_iter().map(|x| x as i64).collect::<Vec<_>>().into_pyarray(py);
-        Ok((arr(s.host_slots), arr(s.host_offsets), arr(s.ndp_indices), arr(s.ndp_offsets)))
+        Ok((i64_array(py, s.host_slots), i64_array(py, s.host_offsets), i64_array(py, s.ndp_indices), i64_array(py, s.ndp_offsets)))
     }
     fn stats(&self) -> Counters {
         stats_dict(self.inner.stats())

@@ -4,7 +4,7 @@
 //! Device faults raise `InvalidArgument` with the NVMe status and the firmware's fault; the GIL is released
 //! while the device runs.
 
-use super::{elements, err, to_u64, Ids};
+use super::{bag_ids, err, pooled, u64s, Ids};
 use crate::device::{device_mut, PyDevice};
 use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
@@ -21,8 +21,7 @@ use pyo3::types::{PyDict, PyList};
 
 /// The registry's builder: the firmware with `params` (a JSON object of parameter overrides).
 pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
-    let mut p = RecssdParams::from_section(device.config().ext.get("recssd").and_then(|v| v.as_table())).map_err(err)?;
-    p.apply_json(params).map_err(err)?;
+    resolved(device, params)?; // bad overrides fail here, with a Python error, rather than at attach
     Ok(Box::new(RecssdFirmware::new(params.clone())))
 }
 
@@ -134,13 +133,10 @@ impl Host {
         path: &str,
     ) -> PyResult<(Bound<'py, PyArray2<f32>>, PyObject)> {
         let p = self::path(path)?;
-        let idx = to_u64(&elements(&indices), "indices")?;
-        let offs = to_u64(&elements(&offsets), "offsets")?;
+        let (idx, offs) = bag_ids(&indices, &offsets)?;
         let dim = self.inner.tables.tables.get(table).ok_or_else(|| err(format!("no table {table}")))?.layout.dim();
         let (out, stats) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(err))?;
-        let bags = out.len() / dim as usize;
-        let arr = Array2::from_shape_vec((bags, dim as usize), out).map_err(err)?.into_pyarray(py);
-        Ok((arr, json(py, serde_json::to_value(stats))?))
+        Ok((pooled(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?))
     }
 
     /// Runs batches (a list of batches, each a list over tables of `(indices, offsets)`) whose dense parts take
@@ -157,14 +153,10 @@ impl Host {
         keep_outputs: bool,
     ) -> PyResult<(Bound<'py, PyArray2<i64>>, PyObject, PyObject)> {
         let opts = RunOptions { path: self::path(path)?, pipelined, keep_outputs };
-        let mut converted = Vec::with_capacity(batches.len());
-        for b in &batches {
-            let mut tables = Vec::with_capacity(b.len());
-            for (i, o) in b {
-                tables.push((to_u64(&elements(i), "indices")?, to_u64(&elements(o), "offsets")?));
-            }
-            converted.push(Batch { tables });
-        }
+        let converted = batches
+            .iter()
+            .map(|b| Ok(Batch { tables: b.iter().map(|(i, o)| bag_ids(i, o)).collect::<PyResult<_>>()? }))
+            .collect::<PyResult<Vec<_>>>()?;
         drop(batches);
         let r = self.with_device(py, move |h, dev| h.run(dev, &converted, &dense_flops, &opts).map_err(err))?;
         let flat: Vec<i64> = r.batches.iter().flat_map(|b| [b.taken as i64, b.sls_done as i64, b.done as i64]).collect();
@@ -175,8 +167,7 @@ impl Host {
             for per_batch in r.outputs.iter() {
                 let tables = PyList::empty(py);
                 for (t, v) in per_batch.iter().enumerate() {
-                    let rows = v.len() / dims[t].max(1);
-                    tables.append(Array2::from_shape_vec((rows, dims[t]), v.clone()).map_err(err)?.into_pyarray(py))?;
+                    tables.append(pooled(py, v.clone(), dims[t])?)?;
                 }
                 list.append(tables)?;
             }
@@ -189,7 +180,7 @@ impl Host {
 
     /// Installs each table's static partition from its profile ids.
     fn set_partitions(&mut self, profiles: Vec<Ids<'_>>) -> PyResult<()> {
-        let p: Vec<Vec<u64>> = profiles.iter().map(|a| to_u64(&elements(a), "profile")).collect::<PyResult<_>>()?;
+        let p: Vec<Vec<u64>> = profiles.iter().map(|a| u64s(a, "profile")).collect::<PyResult<_>>()?;
         self.inner.set_partitions(&p).map_err(err)
     }
 
