@@ -1,5 +1,5 @@
-"""The paper's reproduction targets, asserted loosely at small scale (the experiments report them exactly), and a
-smoke run of every experiment."""
+"""The paper's reproduction targets, asserted at small scale within bounds the calibrated model meets (the
+experiments report them exactly), and a smoke run of every experiment."""
 
 import json
 
@@ -7,17 +7,24 @@ import numpy as np
 import pytest
 
 from nearflash.experiment import Experiment, Options
-from nearflash.recssd.experiments import EXPERIMENTS, fig8, fig10
+from nearflash.recssd.experiments import EXPERIMENTS, fig6, fig8, fig10
 
 
-def test_str_is_several_times_faster_with_ndp_and_seq_is_slower():
-    # Paper 6.1: STR up to 4x faster than the baseline; SEQ slightly slower.
+def test_sls_operator_str_and_seq_match_the_paper():
+    # Paper 6.1 / Fig. 8: STR up to 4x faster than the baseline with roughly half of the FTL's time in Translation;
+    # SEQ slightly slower than the baseline, Translation over half.
     str_base = fig8._point("str", 4, "baseline", 1)["total_ns"]
     str_ndp = fig8._point("str", 4, "ndp", 1)
     seq_base = fig8._point("seq", 4, "baseline", 1)["total_ns"]
-    seq_ndp = fig8._point("seq", 4, "ndp", 1)["total_ns"]
-    assert 2.5 < str_base / str_ndp["total_ns"] < 8.0
-    assert seq_base / seq_ndp < 1.0
+    seq_ndp = fig8._point("seq", 4, "ndp", 1)
+    assert 3.0 < str_base / str_ndp["total_ns"] < 6.0
+    assert 0.6 < seq_base / seq_ndp["total_ns"] < 1.0
+
+    def share(fw):
+        return fw["translation_ns"] / (fw["translation_ns"] + fw["flash_read_ns"])
+
+    assert 0.35 < share(str_ndp["fw"]) < 0.75
+    assert share(seq_ndp["fw"]) > 0.9
     fw = str_ndp["fw"]
     assert fw["pages_from_flash"] == 320 and fw["translation_ns"] > 0 and fw["config_process_ns"] > 0
 
@@ -25,24 +32,49 @@ def test_str_is_several_times_faster_with_ndp_and_seq_is_slower():
 def test_caching_targets_at_low_and_high_locality():
     exp = Experiment("recssd", "t", "t", "/tmp")
     # Paper 6.3: baseline LRU hits ~84% (K = 0) and ~28% (K = 2); the baseline wins at high locality with the SSD
-    # cache only; static partitioning gives RecSSD its largest gain at low locality.
+    # cache only; static partitioning gives RecSSD its gain at low locality, its hit rate tending to 25%.
     low = fig10.point(exp, "RM1", 2.0, 8, 16, 40, 1)
     high = fig10.point(exp, "RM1", 0.0, 8, 16, 40, 1)
     assert abs(high["baseline"]["lru_hit_rate"] - 0.84) < 0.08
     assert abs(low["baseline"]["lru_hit_rate"] - 0.28) < 0.08
     speed = {k: p["baseline"]["latency_ns"] / p["ndp_partition"]["latency_ns"] for k, p in (("low", low), ("high", high))}
-    assert speed["low"] > 1.2
+    assert speed["low"] > 1.05 and speed["low"] > 2 * speed["high"]
     assert high["baseline"]["latency_ns"] < high["ndp_cache"]["latency_ns"]
-    assert 0.0 < low["ndp_partition"]["partition_hit_rate"] < 1.0
+    assert abs(low["ndp_partition"]["partition_hit_rate"] - 0.25) < 0.06
+    assert low["ndp_partition"]["partition_hit_rate"] < high["ndp_partition"]["partition_hit_rate"]
     assert 0.0 < low["ndp_cache"]["ssd_cache_hit_rate"] < high["ndp_cache"]["ssd_cache_hit_rate"]
 
 
+def test_static_partitioning_gains_most_on_rm3():
+    # Paper 6.3: with static partitioning RecSSD reaches 2x (RM3, with few lookups per table, gains most).
+    p = fig10.point(Experiment("recssd", "t", "t", "/tmp"), "RM3", 2.0, 8, 16, 40, 1)
+    assert 1.4 < p["baseline"]["latency_ns"] / p["ndp_partition"]["latency_ns"] < 2.5
+    assert p["baseline"]["latency_ns"] / p["ndp_cache"]["latency_ns"] < 1.6
+
+
+def test_mlp_dominated_models_run_at_dram_speed_once_the_host_lru_is_warm():
+    # Paper 3.3 / Fig. 6: NCF 1.01x slower on the SSD than in DRAM. Its 100K-row tables use 781 trace lines, all of
+    # which a warm 2,000-row host LRU holds; cold, the first touch of each line goes to the SSD.
+    exp = Experiment("recssd", "t", "t", "/tmp")
+
+    def slowdown(warm_lookups):
+        dram, _ = fig6._cached("NCF", 16, 3, warm_lookups, 1, "dram", exp)
+        ssd, _ = fig6._cached("NCF", 16, 3, warm_lookups, 1, "baseline", exp)
+        return ssd.mean_latency_ns / dram.mean_latency_ns, ssd.lru_hit_rate
+
+    warm, hits = slowdown(6000)
+    assert abs(warm - 1.0) < 0.15 and hits == 1.0
+    cold, _ = slowdown(0)
+    assert cold > 1.5
+
+
 SMOKE = {
-    "fig6": {"models": "NCF", "batch": "4", "n": "2", "warmup": "1"},
+    "fig6": {"models": "NCF", "batch": "4", "n": "2", "warm_lookups": "100"},
     "fig8": {"batches": "1,2"},
     "fig9": {"models": "NCF", "batches": "2", "n": "1"},
     "fig10": {"models": "RM3", "ks": "2", "batches": "2", "budget": "2000", "warm_lookups": "200"},
     "fig11": {"batch": "2", "dims": "16,32", "tables": "1,2", "lookups": "10,20"},
+    "calibrate": {"loads": "60", "accesses": "48", "budget": "2000"},
 }
 
 

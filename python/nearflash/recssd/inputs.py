@@ -46,11 +46,11 @@ def trace_line_rows(rows: int, lookups: int, line_rows: int = 128) -> int:
     return max(1, min(line_rows, rows // ((_BINS - 1) * lookups)))
 
 
-def locality_batches(
+def locality_traces(
     spec: ModelSpec, batch_size: int, batches: int, k: float, seed: int, line_rows: int = 128
-) -> tuple[list[Batch], list[float]]:
-    """``batches`` batches whose ids follow the stack-distance trace of locality ``k``, one trace per table.
-    Returns the batches and each table's new-reference ("unique access") fraction. Tables too small for
+) -> tuple[list[np.ndarray], list[float]]:
+    """Per table, the ids of ``batches`` batches of the stack-distance trace of locality ``k`` (a ``batches x
+    batch_size * lookups`` array), and each table's new-reference ("unique access") fraction. Tables too small for
     ``line_rows``-row lines use shorter lines (:func:`trace_line_rows`)."""
     per_table: list[np.ndarray | None] = [None] * len(spec.tables)
     unique: list[float] = [0.0] * len(spec.tables)
@@ -62,11 +62,25 @@ def locality_batches(
         for i, (ids, new_refs) in zip(which, traces):
             per_table[i] = ids.reshape(batches, batch_size * lookups)
             unique[i] = new_refs / n if n else 0.0
-    out = []
-    for b in range(batches):
-        sparse = [(per_table[i][b], fixed_offsets(batch_size, t.lookups)) for i, t in enumerate(spec.tables)]
-        out.append(Batch(_dense(spec, batch_size, seed + b), sparse))
-    return out, unique
+    return [t for t in per_table if t is not None], unique
+
+
+def trace_batches(spec: ModelSpec, traces: list[np.ndarray], batch_size: int, which: range, seed: int) -> list[Batch]:
+    """Batches ``which`` of the per-table traces of :func:`locality_traces`."""
+    return [
+        Batch(_dense(spec, batch_size, seed + b),
+              [(traces[i][b], fixed_offsets(batch_size, t.lookups)) for i, t in enumerate(spec.tables)])
+        for b in which
+    ]
+
+
+def locality_batches(
+    spec: ModelSpec, batch_size: int, batches: int, k: float, seed: int, line_rows: int = 128
+) -> tuple[list[Batch], list[float]]:
+    """``batches`` batches whose ids follow the stack-distance trace of locality ``k``, one trace per table.
+    Returns the batches and each table's new-reference ("unique access") fraction."""
+    traces, unique = locality_traces(spec, batch_size, batches, k, seed, line_rows)
+    return trace_batches(spec, traces, batch_size, range(batches), seed), unique
 
 
 def microbenchmark_ids(pattern: str, rows: int, dim: int, batch_size: int, lookups: int = 80) -> np.ndarray:

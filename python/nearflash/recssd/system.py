@@ -75,21 +75,22 @@ class InferenceResult:
 
     @property
     def lru_hit_rate(self) -> float:
-        lru = self.stats["lru"]
-        n = lru["hits"] + lru["misses"]
-        return lru["hits"] / n if n else 0.0
+        return _hit_rate(self.stats["lru"])
 
     @property
     def partition_hit_rate(self) -> float:
-        p = self.stats["partition"]
-        n = p["hits"] + p["misses"]
-        return p["hits"] / n if n else 0.0
+        return _hit_rate(self.stats["partition"])
 
     @property
     def ssd_cache_hit_rate(self) -> float:
-        c = self.firmware.get("ssd_cache", {})
-        n = c.get("hits", 0) + c.get("misses", 0)
-        return c.get("hits", 0) / n if n else 0.0
+        return _hit_rate(self.firmware.get("ssd_cache", {}))
+
+
+def _hit_rate(counters: dict[str, Any]) -> float:
+    """hits / (hits + misses) of a counter dict (0 when empty)."""
+    hits = counters.get("hits", 0)
+    n = hits + counters.get("misses", 0)
+    return hits / n if n else 0.0
 
 
 def _delta(after: Any, before: Any) -> Any:

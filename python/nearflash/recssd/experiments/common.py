@@ -101,6 +101,13 @@ def locality_run_batches(spec: ModelSpec, batch_size: int, n: int, k: float, see
     return batches, float(np.mean(unique))
 
 
+def warmup_batches(spec: ModelSpec, batch_size: int, lookups_per_table: int) -> int:
+    """Batches that give every table of ``spec`` at least ``lookups_per_table`` lookups: enough to fill a 2,000-row
+    host LRU and, for small tables, to touch every line of the trace's id space once."""
+    fewest = min(t.lookups for t in spec.tables)
+    return max(1, -(-lookups_per_table // (fewest * batch_size)))
+
+
 def run(setup: ModelSetup, batches: Sequence[Batch], path: str, pipelined: bool) -> InferenceResult:
     return setup.system.run(setup.model, list(batches), path, pipelined=pipelined)
 
