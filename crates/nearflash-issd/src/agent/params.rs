@@ -9,121 +9,58 @@
 
 use crate::costs::CostTable;
 use crate::error::{invalid, Result};
-use nearflash_core::config::units::{self, Dimension};
+use nearflash_core::config::{ExtParams, ParamError};
 
-macro_rules! agent_params {
-    ($( $(#[$doc:meta])* $name:ident : $dim:ident = $default:expr, $unit:literal, $source:literal; )*) => {
-        /// Agent parameters in canonical units: Hz, pJ, bytes, counts, plain ratios; switches as `bool`.
-        #[derive(Debug, Clone, PartialEq)]
-        pub struct AgentParams {
-            $( $(#[$doc])* pub $name: agent_params!(@ty $dim), )*
-            /// Per-kernel cycles per byte (defaults: Table 2 / Table 1, see [`crate::costs`]).
-            pub costs: CostTable,
-        }
-
-        impl Default for AgentParams {
-            fn default() -> Self {
-                Self { $( $name: agent_params!(@default $dim, $default, $unit), )* costs: CostTable::default() }
-            }
-        }
-
-        /// (name, default as written, unit, source) of every parameter, in declaration order.
-        pub const PARAM_DOCS: &[(&str, &str, &str, &str)] = &[ $( (stringify!($name), stringify!($default), $unit, $source), )* ];
-
-        impl AgentParams {
-            fn assign(&mut self, name: &str, value: &toml::Value, unit: &str) -> Result<()> {
-                match name {
-                    $( stringify!($name) => { self.$name = agent_params!(@parse $dim, name, value, unit)?; Ok(()) } )*
-                    _ => Err(invalid(format!("unknown iSSD agent parameter {name:?}; known: {:?}",
-                        PARAM_DOCS.iter().map(|d| d.0).collect::<Vec<_>>()))),
-                }
-            }
-
-            fn unit_of(name: &str) -> Option<&'static str> {
-                match name { $( stringify!($name) => Some($unit), )* _ => None }
-            }
-        }
-    };
-    (@ty Bool) => { bool };
-    (@ty $other:ident) => { f64 };
-    (@default Bool, $v:expr, $unit:literal) => { $v };
-    (@default $dim:ident, $v:expr, $unit:literal) => { f64::from($v) * units::lookup($unit).expect("declared units exist").1 };
-    (@parse Bool, $name:expr, $value:expr, $unit:expr) => { parse_bool($name, $value, $unit) };
-    (@parse $dim:ident, $name:expr, $value:expr, $unit:expr) => { parse_number($name, $value, $unit, Dimension::$dim) };
+fn param_error(e: ParamError) -> crate::error::IssdError {
+    invalid(format!("iSSD agent {e}"))
 }
 
-agent_params! {
-    /// FMC processor clock (iSSD-400: 400 MHz, iSSD-800: 800 MHz; the stream processor runs at the same clock).
-    f_fmc: Frequency = 400, "MHz", "iSSD Table 2: f_fmc 400 or 800 MHz; iSSD-XL's clock is not given, Table 2's base clock assumed";
-    /// Cycles per instruction of the FMC processor (IPB = CPB / CPI on it).
-    fmc_cpi: Real = 1.0, "cycles/instruction", "assumed: single-issue in-order core without caches (Sec. 3.1; Sec. 5.2 counts an FMC as 400 MHz x 1 instruction/cycle)";
-    /// Whether every FMC has a reconfigurable stream processor (jobs choose to use it).
-    stream_processors: Bool = true, "bool", "iSSD Sec. 3.1, Fig. 4: one stream processor per FMC";
-    /// FMC processor energy per instruction.
-    e_proc_inst: Energy = 192.0, "pJ", "iSSD Fig. 10: E_proc 192 pJ/inst [36], 45 nm";
-    /// FMC scratchpad SRAM read energy.
-    e_proc_sram: Energy = 89.3, "pJ", "iSSD Fig. 10: processor SRAM 89.3 pJ/read [37]";
-    /// Scratchpad (or stream SRAM) reads per input byte.
-    sram_reads_per_byte: Real = 0.25, "ratio", "assumed: 32-bit input words read once each (the model's SRAM_READS_PER_BYTE)";
-    /// Stream-processor ALU op, multiply, register access and stream-SRAM read energies.
-    e_stream_alu: Energy = 2.11, "pJ", "iSSD Fig. 10: stream ALU 2.11 pJ/op [27]";
-    e_stream_mul: Energy = 67.6, "pJ", "iSSD Fig. 10: MUL 67.6 pJ/op [27]";
-    e_stream_reg: Energy = 4.23, "pJ", "iSSD Fig. 10: register 4.23 pJ/access [27]";
-    e_stream_sram: Energy = 21.1, "pJ", "iSSD Fig. 10: stream SRAM 21.1 pJ/read [37]";
-    /// Flash pages an FMC may have requested but not yet finished mapping (its staging buffers).
-    fmc_read_ahead: Count = 16, "count", "assumed: 128 KiB of staging per channel; 4 ways x 2 planes need about 8 reads queued for cache reads to keep the channel busy";
-    /// Result bytes gathered in DRAM before the Agent pushes them to the host (streamed results).
-    output_flush: Bytes = 16, "KiB", "assumed: the Initiator fetches matched items periodically (Sec. 4.3); a 16 KiB DRAM output buffer flushed when full";
-    /// Whether the SSD CPUs pay the FTL's per-block lookup (`ftl.map_instructions`) for every block a job reads.
-    ftl_lookups: Bool = true, "bool", "the preset's FTL: every read translates its blocks on the SSD CPUs (Eq. 1 has no such term; the model setups turn it off)";
-    /// Job descriptors the Agent holds at once.
-    job_slots: Count = 8, "count", "assumed: a few concurrent jobs";
-    /// SSD CPU instructions to accept a descriptor: fixed part and per byte of its kernel spec.
-    load_instructions: Real = 2000.0, "instructions", "assumed: header checks, extent validation and slot bookkeeping";
-    load_instructions_per_byte: Real = 20.0, "instructions/B", "assumed: parsing the kernel spec text on an embedded core";
-    /// Vendor opcodes: load a job (host to device), run it (device to host), fetch more of its result.
-    opcode_load: Count = 0xC1, "count", "assumed: vendor I/O opcode with data direction bits 01 (host to controller)";
-    opcode_run: Count = 0xC2, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
-    opcode_fetch: Count = 0xC6, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
-}
-
-fn parse_number(name: &str, value: &toml::Value, unit: &str, want: Dimension) -> Result<f64> {
-    let bad = |why: String| invalid(format!("iSSD agent parameter {name}: {why}"));
-    let (dim, factor) = units::lookup(unit).ok_or_else(|| bad(format!("unknown unit {unit:?}")))?;
-    if dim != want {
-        return Err(bad(format!("unit {unit:?} is {dim}, expected {want}")));
+nearflash_core::ext_params! {
+    /// Agent parameters in canonical units: Hz, pJ, bytes, counts, plain ratios; switches as `bool`.
+    pub struct AgentParams {
+        /// FMC processor clock (iSSD-400: 400 MHz, iSSD-800: 800 MHz; the stream processor runs at the same clock).
+        f_fmc: Frequency = 400, "MHz", "iSSD Table 2: f_fmc 400 or 800 MHz; iSSD-XL's clock is not given, Table 2's base clock assumed";
+        /// Cycles per instruction of the FMC processor (IPB = CPB / CPI on it).
+        fmc_cpi: Real = 1.0, "cycles/instruction", "assumed: single-issue in-order core without caches (Sec. 3.1; Sec. 5.2 counts an FMC as 400 MHz x 1 instruction/cycle)";
+        /// Whether every FMC has a reconfigurable stream processor (jobs choose to use it).
+        stream_processors: Bool = true, "bool", "iSSD Sec. 3.1, Fig. 4: one stream processor per FMC";
+        /// FMC processor energy per instruction.
+        e_proc_inst: Energy = 192.0, "pJ", "iSSD Fig. 10: E_proc 192 pJ/inst [36], 45 nm";
+        /// FMC scratchpad SRAM read energy.
+        e_proc_sram: Energy = 89.3, "pJ", "iSSD Fig. 10: processor SRAM 89.3 pJ/read [37]";
+        /// Scratchpad (or stream SRAM) reads per input byte.
+        sram_reads_per_byte: Real = 0.25, "ratio", "assumed: 32-bit input words read once each (the model's SRAM_READS_PER_BYTE)";
+        /// Stream-processor ALU op, multiply, register access and stream-SRAM read energies.
+        e_stream_alu: Energy = 2.11, "pJ", "iSSD Fig. 10: stream ALU 2.11 pJ/op [27]";
+        e_stream_mul: Energy = 67.6, "pJ", "iSSD Fig. 10: MUL 67.6 pJ/op [27]";
+        e_stream_reg: Energy = 4.23, "pJ", "iSSD Fig. 10: register 4.23 pJ/access [27]";
+        e_stream_sram: Energy = 21.1, "pJ", "iSSD Fig. 10: stream SRAM 21.1 pJ/read [37]";
+        /// Flash pages an FMC may have requested but not yet finished mapping (its staging buffers).
+        fmc_read_ahead: Count = 16, "count", "assumed: 128 KiB of staging per channel; 4 ways x 2 planes need about 8 reads queued for cache reads to keep the channel busy";
+        /// Result bytes gathered in DRAM before the Agent pushes them to the host (streamed results).
+        output_flush: Bytes = 16, "KiB", "assumed: the Initiator fetches matched items periodically (Sec. 4.3); a 16 KiB DRAM output buffer flushed when full";
+        /// Whether the SSD CPUs pay the FTL's per-block lookup (`ftl.map_instructions`) for every block a job reads.
+        ftl_lookups: Bool = true, "bool", "the preset's FTL: every read translates its blocks on the SSD CPUs (Eq. 1 has no such term; the model setups turn it off)";
+        /// Job descriptors the Agent holds at once.
+        job_slots: Count = 8, "count", "assumed: a few concurrent jobs";
+        /// SSD CPU instructions to accept a descriptor: fixed part and per byte of its kernel spec.
+        load_instructions: Real = 2000.0, "instructions", "assumed: header checks, extent validation and slot bookkeeping";
+        load_instructions_per_byte: Real = 20.0, "instructions/B", "assumed: parsing the kernel spec text on an embedded core";
+        /// Vendor opcodes: load a job (host to device), run it (device to host), fetch more of its result.
+        opcode_load: Count = 0xC1, "count", "assumed: vendor I/O opcode with data direction bits 01 (host to controller)";
+        opcode_run: Count = 0xC2, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
+        opcode_fetch: Count = 0xC6, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
     }
-    let v = match value {
-        toml::Value::Integer(i) => *i as f64,
-        toml::Value::Float(f) => *f,
-        other => return Err(bad(format!("expected a number, got {other}"))),
-    };
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(bad(format!("{v} must be finite and non-negative")));
+    extra {
+        /// Per-kernel cycles per byte (defaults: Table 2 / Table 1, see [`crate::costs`]).
+        costs: CostTable = CostTable::default();
     }
-    Ok(v * factor)
-}
-
-fn parse_bool(name: &str, value: &toml::Value, unit: &str) -> Result<bool> {
-    if unit != "bool" {
-        return Err(invalid(format!("iSSD agent parameter {name}: unit {unit:?} given for a switch")));
-    }
-    value.as_bool().ok_or_else(|| invalid(format!("iSSD agent parameter {name}: expected true or false")))
 }
 
 impl AgentParams {
     /// Defaults overridden by a preset's `[ext.issd]` section.
     pub fn from_section(section: Option<&toml::Table>) -> Result<Self> {
-        let mut p = Self::default();
-        for (k, v) in section.into_iter().flatten() {
-            let t = v.as_table();
-            let value = t.and_then(|t| t.get("value"));
-            let unit = t.and_then(|t| t.get("unit")).and_then(|u| u.as_str());
-            let (Some(value), Some(unit)) = (value, unit) else {
-                return Err(invalid(format!("[ext.issd] {k}: expected {{ value, unit, source }}")));
-            };
-            p.assign(k, value, unit)?;
-        }
+        let p = <Self as ExtParams>::from_section(section).map_err(param_error)?;
         p.validate()?;
         Ok(p)
     }
@@ -131,24 +68,10 @@ impl AgentParams {
     /// Applies a JSON object of overrides: plain numbers in each parameter's unit, booleans for switches, and
     /// `costs` (per-kernel cycles-per-byte fields).
     pub fn apply_json(&mut self, obj: &serde_json::Value) -> Result<()> {
-        let map = match obj {
-            serde_json::Value::Null => return Ok(()),
-            serde_json::Value::Object(m) => m,
-            other => return Err(invalid(format!("iSSD agent parameters must be an object, got {other}"))),
-        };
-        for (k, v) in map {
-            if k == "costs" {
-                self.apply_costs(v)?;
-                continue;
-            }
-            let unit = Self::unit_of(k).ok_or_else(|| invalid(format!("unknown iSSD agent parameter {k:?}")))?;
-            let value = match v {
-                serde_json::Value::Bool(b) => toml::Value::Boolean(*b),
-                serde_json::Value::Number(n) => toml::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-                other => return Err(invalid(format!("iSSD agent parameter {k}: expected a number or bool, got {other}"))),
-            };
-            self.assign(k, &value, unit)?;
+        if let Some(costs) = obj.get("costs") {
+            self.apply_costs(costs)?;
         }
+        self.apply_json_object(obj, &["costs"]).map_err(param_error)?;
         self.validate()
     }
 
@@ -195,8 +118,8 @@ mod tests {
         assert_eq!(p.output_flush, 16384.0);
         assert_eq!(p.opcode_run, 194.0);
         assert!(p.stream_processors);
-        assert_eq!(PARAM_DOCS.len(), 19);
-        assert!(PARAM_DOCS.iter().all(|d| !d.3.is_empty()));
+        assert_eq!(AgentParams::DOCS.len(), 19);
+        assert!(AgentParams::DOCS.iter().all(|d| !d.3.is_empty()));
     }
 
     #[test]

@@ -7,7 +7,8 @@ use crate::device::{device_mut, PyDevice};
 use crate::errors::ConfigError;
 use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
-use nearflash_issd::agent::{params::PARAM_DOCS, AgentParams, Extent, IssdExtension};
+use nearflash_core::config::ExtParams;
+use nearflash_issd::agent::{AgentParams, Extent, IssdExtension};
 use nearflash_issd::initiator::{Initiator, Input, Job, Opcodes, Strategy};
 use nearflash_issd::KernelSpec;
 use numpy::PyReadonlyArray1;
@@ -25,7 +26,7 @@ pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<
 /// (name, default, unit, source) of every Agent parameter.
 #[pyfunction]
 fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
-    PARAM_DOCS.to_vec()
+    AgentParams::DOCS.to_vec()
 }
 
 fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {

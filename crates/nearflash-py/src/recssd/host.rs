@@ -13,7 +13,8 @@ use nearflash_recssd::host::jobs::SlsPath;
 use nearflash_recssd::host::runner::{Batch, RecHost, RunOptions};
 use nearflash_recssd::host::tables::{DeviceTables, TableData, TableSpec};
 use nearflash_recssd::ndp_command::NdpFault;
-use nearflash_recssd::params::{RecssdParams, PARAM_DOCS};
+use nearflash_core::config::ExtParams;
+use nearflash_recssd::params::RecssdParams;
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -35,7 +36,7 @@ fn resolved(device: &Device, overrides: &serde_json::Value) -> PyResult<RecssdPa
 /// (name, default, unit, source) of every RecSSD parameter.
 #[pyfunction]
 fn parameter_docs() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
-    PARAM_DOCS.to_vec()
+    RecssdParams::DOCS.to_vec()
 }
 
 /// The `[ext.recssd]` section text with every default (value, unit, source).
