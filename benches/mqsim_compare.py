@@ -626,9 +626,10 @@ def mqsim_runs(binary: Path, dxml: str, wxml: str, repeats: int, timeout: float,
 
 def nearflash_runs(preset: str, overrides: dict[str, Any], w: Workload, repeats: int) -> dict[str, Any]:
     """The first run on a fresh device gives the timing figures (deterministic); the speed is the median of
-    `repeats` runs on that device (later runs continue from the state the earlier left, still steady)."""
+    `repeats` runs on that device. Each run draws new addresses (seed = run number): rewriting the previous run's
+    addresses would find its blocks wholly stale and leave GC steady state."""
     dev, span, pre_s = prepared_device(preset, overrides, w)
-    runs = [bench_nearflash(dev, w, span) for _ in range(max(1, repeats))]
+    runs = [bench_nearflash(dev, w, span, seed=1 + i) for i in range(max(1, repeats))]
     speeds = [r["sim_ios_per_s"] for r in runs]
     return {**runs[0], "sim_ios_per_s": statistics.median(speeds), "sim_ios_per_s_runs": speeds, "precondition_s": pre_s}
 
