@@ -47,6 +47,14 @@ pub enum Placement {
     OneRowPerPage,
 }
 
+/// Decodes fp32 little-endian values (rows as [`TableLayout::render_page`] stores them, partial sums as the
+/// device returns them) into `out`, as many as both hold.
+pub fn read_f32s(bytes: &[u8], out: &mut [f32]) {
+    for (v, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+}
+
 /// A table's geometry on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableLayout {

@@ -15,7 +15,7 @@
 //! two sectors (row size not dividing 4 KiB) holds both sectors back (the artifact counts only the first), and
 //! page groups never include cache-hit pairs (the artifact's per-page start index can point at one).
 
-use crate::layout::{PageGroups, TableLayout};
+use crate::layout::{read_f32s, PageGroups, TableLayout};
 use crate::ndp_wire::{NdpConfig, WireError, WireLimits};
 use crate::sls::{add_row, RowSource};
 use crate::ssd_cache::{CacheError, SsdEmbeddingCache};
@@ -164,9 +164,7 @@ impl SlsRequest {
         let row_bytes = layout.dim() as usize * 4;
         self.translate_with(g, cache, |input, row| {
             let at = layout.locate(u64::from(input)).map_err(|e| ExecError::Mismatch(e.to_string()))?.byte_in_page as usize;
-            for (v, b) in row.iter_mut().zip(page[at..at + row_bytes].chunks_exact(4)) {
-                *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
+            read_f32s(&page[at..at + row_bytes], row);
             Ok(())
         })
     }

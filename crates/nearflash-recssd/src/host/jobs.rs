@@ -14,6 +14,7 @@ use super::caches::TableCaches;
 use super::tables::DeviceTable;
 use super::HostError;
 use crate::ndp_command::{config_sqe, result_sqe};
+use crate::layout::read_f32s;
 use crate::ndp_wire::{request_slba, NdpConfig, WireLimits, HEADER_BYTES, PAIR_BYTES};
 use crate::params::RecssdParams;
 use crate::partition::SplitRequest;
@@ -101,13 +102,18 @@ pub enum Step {
 /// One table's SLS for one batch.
 pub struct SlsJob {
     pub table: usize,
+    work: Work,
+    kind: Kind,
+}
+
+/// What every path shares: the request, the pooled result being built and the host work not yet paid.
+struct Work {
     qid: u16,
     dim: usize,
     indices: Vec<u64>,
     bounds: Vec<usize>,
     out: Vec<f32>,
     cycles: f64,
-    kind: Kind,
 }
 
 enum Kind {
@@ -169,8 +175,8 @@ impl SlsJob {
         offsets: &[u64],
         qid: u16,
     ) -> Result<Self, HostError> {
-        let bounds = bag_bounds(offsets, indices.len(), false).map_err(|e| HostError::Invalid(e.to_string()))?;
-        check_indices(&indices, table.layout.rows() as usize).map_err(|e| HostError::Invalid(e.to_string()))?;
+        let bounds = bag_bounds(offsets, indices.len(), false).map_err(HostError::invalid)?;
+        check_indices(&indices, table.layout.rows() as usize).map_err(HostError::invalid)?;
         let dim = table.layout.dim() as usize;
         let bags = bounds.len() - 1;
         let kind = match path {
@@ -181,12 +187,13 @@ impl SlsJob {
             }
             SlsPath::Ndp => Kind::Ndp(Ndp::default()),
         };
-        Ok(Self { table: table.id as usize, qid, dim, indices, bounds, out: vec![0.0; bags * dim], cycles: 0.0, kind })
+        let work = Work { qid, dim, indices, bounds, out: vec![0.0; bags * dim], cycles: 0.0 };
+        Ok(Self { table: table.id as usize, work, kind })
     }
 
     /// The pooled vectors (`bags x dim`), once done.
     pub fn into_output(self) -> Vec<f32> {
-        self.out
+        self.work.out
     }
 
     /// Runs the job at `now` (the device clock) until it must wait.
@@ -197,18 +204,25 @@ impl SlsJob {
         caches: &mut TableCaches,
         now: Time,
     ) -> Result<Step, HostError> {
+        let w = &mut self.work;
         match &mut self.kind {
             Kind::Dram => {
-                env.stats.lookups += self.indices.len() as u64;
-                let offsets: Vec<u64> = self.bounds[..self.bounds.len() - 1].iter().map(|&b| b as u64).collect();
-                self.out = embedding_bag_sum(&table.rows, &self.indices, &offsets, None, false)
-                    .map_err(|e| HostError::Invalid(e.to_string()))?;
-                let cycles = env.dram_rows_cycles(self.indices.len(), self.dim);
+                env.stats.lookups += w.indices.len() as u64;
+                w.out = embedding_bag_sum(&table.rows, &w.indices, &w.offsets(), None, false)
+                    .map_err(HostError::invalid)?;
+                let cycles = env.dram_rows_cycles(w.indices.len(), w.dim);
                 Ok(Step::Done(env.cpu(now, cycles)))
             }
-            Kind::Baseline(_) => self.resume_baseline(env, table, caches, now),
-            Kind::Ndp(_) => self.resume_ndp(env, table, caches, now),
+            Kind::Baseline(b) => b.steps(w, env, table, caches, now),
+            Kind::Ndp(n) => n.steps(w, env, table, caches, now),
         }
+    }
+}
+
+impl Work {
+    /// The bags' start offsets (PyTorch convention).
+    fn offsets(&self) -> Vec<u64> {
+        self.bounds[..self.bounds.len() - 1].iter().map(|&b| b as u64).collect()
     }
 
     fn add(&mut self, bag: usize, row: &[f32]) {
@@ -221,189 +235,166 @@ impl SlsJob {
         self.cycles = 0.0;
         t
     }
+}
 
-    fn resume_baseline(
+impl Baseline {
+    /// The baseline path: LRU probes, then 4 KiB reads of the missing rows' blocks, summed as they complete.
+    fn steps(
         &mut self,
-        env: &mut Env<'_>,
-        table: &DeviceTable,
-        caches: &mut TableCaches,
-        now: Time,
-    ) -> Result<Step, HostError> {
-        let Kind::Baseline(mut b) = std::mem::replace(&mut self.kind, Kind::Dram) else { unreachable!() };
-        let step = self.baseline_steps(&mut b, env, table, caches, now);
-        self.kind = Kind::Baseline(b);
-        step
-    }
-
-    fn baseline_steps(
-        &mut self,
-        b: &mut Baseline,
+        w: &mut Work,
         env: &mut Env<'_>,
         table: &DeviceTable,
         caches: &mut TableCaches,
         now: Time,
     ) -> Result<Step, HostError> {
         let qd = env.p.baseline_queue_depth as usize;
-        while let Some(c) = env.dev.reap(self.qid) {
+        while let Some(c) = env.dev.reap(w.qid) {
             HostError::check(c.cqe.status(), c.cqe.dw0, &format!("baseline read of table {}", table.id))?;
-            if let Some((row, values)) = b.inflight.remove(&c.cqe.cid) {
-                for bag in b.waiting.remove(&row).unwrap_or_default() {
-                    self.add(bag as usize, &values);
-                    self.cycles += env.sum_cycles(1, self.dim);
+            if let Some((row, values)) = self.inflight.remove(&c.cqe.cid) {
+                for bag in self.waiting.remove(&row).unwrap_or_default() {
+                    w.add(bag as usize, &values);
+                    w.cycles += env.sum_cycles(1, w.dim);
                 }
                 if let Some(l) = caches.lru.as_mut() {
                     l.insert(row, values);
                 }
             }
         }
-        while b.pos < self.indices.len() && b.inflight.len() < qd {
-            let (row, bag) = (self.indices[b.pos], b.bag_of[b.pos]);
-            if !b.pending_miss {
+        while self.pos < w.indices.len() && self.inflight.len() < qd {
+            let (row, bag) = (w.indices[self.pos], self.bag_of[self.pos]);
+            if !self.pending_miss {
                 env.stats.lookups += 1;
-                self.cycles += env.p.host_lookup_cycles;
+                w.cycles += env.p.host_lookup_cycles;
                 if let Some(values) = caches.lru.as_mut().and_then(|l| l.get(row)) {
                     let values = values.clone();
-                    self.add(bag as usize, &values);
-                    self.cycles += env.dram_rows_cycles(1, self.dim);
-                    b.pos += 1;
+                    w.add(bag as usize, &values);
+                    w.cycles += env.dram_rows_cycles(1, w.dim);
+                    self.pos += 1;
                     continue;
                 }
-                if let Some(w) = b.waiting.get_mut(&row) {
-                    w.push(bag); // already being read: share the read
-                    b.pos += 1;
+                if let Some(waiters) = self.waiting.get_mut(&row) {
+                    waiters.push(bag); // already being read: share the read
+                    self.pos += 1;
                     continue;
                 }
-                b.pending_miss = true;
+                self.pending_miss = true;
             }
-            let t = self.pay(env, now);
+            let t = w.pay(env, now);
             if t > now {
                 return Ok(Step::At(t));
             }
-            let (cid, values) = read_row(env, table, row, self.qid)?;
-            b.inflight.insert(cid, (row, values));
-            b.waiting.insert(row, vec![bag]);
-            b.pending_miss = false;
-            b.pos += 1;
+            let (cid, values) = read_row(env, table, row, w.qid)?;
+            self.inflight.insert(cid, (row, values));
+            self.waiting.insert(row, vec![bag]);
+            self.pending_miss = false;
+            self.pos += 1;
         }
-        if b.pos == self.indices.len() && b.inflight.is_empty() {
-            return Ok(Step::Done(self.pay(env, now)));
+        if self.pos == w.indices.len() && self.inflight.is_empty() {
+            return Ok(Step::Done(w.pay(env, now)));
         }
-        let next = env.dev.next_completion_time(self.qid).ok_or_else(|| {
-            HostError::Invalid(format!("queue {} lost a completion of table {}", self.qid, table.id))
+        let next = env.dev.next_completion_time(w.qid).ok_or_else(|| {
+            HostError::Invalid(format!("queue {} lost a completion of table {}", w.qid, table.id))
         })?;
-        let t = self.pay(env, now);
+        let t = w.pay(env, now);
         Ok(Step::At(next.max(t)))
     }
+}
 
-    fn resume_ndp(
+impl Ndp {
+    /// The NDP path: the static partition's split, then one config Write and result Read per chunk, merged.
+    fn steps(
         &mut self,
-        env: &mut Env<'_>,
-        table: &DeviceTable,
-        caches: &mut TableCaches,
-        now: Time,
-    ) -> Result<Step, HostError> {
-        let Kind::Ndp(mut n) = std::mem::replace(&mut self.kind, Kind::Dram) else { unreachable!() };
-        let step = self.ndp_steps(&mut n, env, table, caches, now);
-        self.kind = Kind::Ndp(n);
-        step
-    }
-
-    fn ndp_steps(
-        &mut self,
-        n: &mut Ndp,
+        w: &mut Work,
         env: &mut Env<'_>,
         table: &DeviceTable,
         caches: &mut TableCaches,
         now: Time,
     ) -> Result<Step, HostError> {
         loop {
-            match n.stage {
+            match self.stage {
                 NdpStage::Prepare => {
-                    env.stats.lookups += self.indices.len() as u64;
-                    let offsets: Vec<u64> = self.bounds[..self.bounds.len() - 1].iter().map(|&b| b as u64).collect();
+                    env.stats.lookups += w.indices.len() as u64;
+                    let offsets = w.offsets();
                     let (ndp_idx, ndp_off) = match caches.partition.as_mut() {
                         Some((part, _)) => {
-                            self.cycles += env.p.host_lookup_cycles * self.indices.len() as f64;
-                            let s = part.split(&self.indices, &offsets).map_err(|e| HostError::Invalid(e.to_string()))?;
+                            w.cycles += env.p.host_lookup_cycles * w.indices.len() as f64;
+                            let s = part.split(&w.indices, &offsets).map_err(HostError::invalid)?;
                             let io = (s.ndp_indices.clone(), s.ndp_offsets.clone());
-                            n.split = Some(s);
+                            self.split = Some(s);
                             io
                         }
-                        None => (self.indices.clone(), offsets),
+                        None => (w.indices.clone(), offsets),
                     };
-                    n.chunks = chunk_requests(table, &ndp_idx, &ndp_off, env.dev.lba_bytes() as usize)?;
-                    let pairs: usize = n.chunks.iter().map(|c| c.pairs).sum();
-                    self.cycles += env.p.host_config_pair_cycles * pairs as f64;
-                    n.stage = NdpStage::Submit;
-                    let t = self.pay(env, now);
+                    self.chunks = chunk_requests(table, &ndp_idx, &ndp_off, env.dev.lba_bytes() as usize)?;
+                    let pairs: usize = self.chunks.iter().map(|c| c.pairs).sum();
+                    w.cycles += env.p.host_config_pair_cycles * pairs as f64;
+                    self.stage = NdpStage::Submit;
+                    let t = w.pay(env, now);
                     if t > now {
                         return Ok(Step::At(t));
                     }
                 }
                 NdpStage::Submit => {
-                    let Some(chunk) = n.chunks.get(n.next_chunk) else {
-                        n.stage = NdpStage::Merge;
+                    let Some(chunk) = self.chunks.get(self.next_chunk) else {
+                        self.stage = NdpStage::Merge;
                         continue;
                     };
                     if chunk.pairs == 0 {
-                        n.next_chunk += 1; // every result of the chunk is zero (or held by the host)
+                        self.next_chunk += 1; // every result of the chunk is zero (or held by the host)
                         continue;
                     }
                     let lba = env.dev.lba_bytes() as usize;
-                    let rid = u64::from(self.qid) % table_modulus(env.p);
+                    let rid = u64::from(w.qid) % table_modulus(env.p);
                     let slba = request_slba(table.layout.start_lba(), rid, table_modulus(env.p))
-                        .map_err(|e| HostError::Invalid(e.to_string()))?;
-                    let config_cid = env.dev.next_cid(self.qid);
+                        .map_err(HostError::invalid)?;
+                    let config_cid = env.dev.next_cid(w.qid);
                     let nlb = (chunk.payload.len() / lba) as u32;
-                    env.dev.submit(self.qid, config_sqe(config_cid, slba, nlb), DataBuf::ToDevice(&chunk.payload))?;
-                    let result_cid = env.dev.next_cid(self.qid);
+                    env.dev.submit(w.qid, config_sqe(config_cid, slba, nlb), DataBuf::ToDevice(&chunk.payload))?;
+                    let result_cid = env.dev.next_cid(w.qid);
                     let mut result = vec![0u8; chunk.sectors as usize * lba];
                     let sqe = result_sqe(result_cid, slba, chunk.sectors);
-                    env.dev.submit(self.qid, sqe, DataBuf::FromDevice(&mut result))?;
+                    env.dev.submit(w.qid, sqe, DataBuf::FromDevice(&mut result))?;
                     env.stats.ndp_requests += 1;
                     env.stats.ndp_pairs += chunk.pairs as u64;
-                    n.inflight = Some(InFlight { config_cid, result_cid, config_done: false, result_done: false, result });
-                    n.stage = NdpStage::Wait;
+                    self.inflight = Some(InFlight { config_cid, result_cid, config_done: false, result_done: false, result });
+                    self.stage = NdpStage::Wait;
                 }
                 NdpStage::Wait => {
-                    let f = n.inflight.as_mut().expect("waiting on a submitted request");
-                    while let Some(c) = env.dev.reap(self.qid) {
+                    let f = self.inflight.as_mut().expect("waiting on a submitted request");
+                    while let Some(c) = env.dev.reap(w.qid) {
                         let what = if c.cqe.cid == f.config_cid { "NDP config" } else { "NDP result read" };
                         HostError::check(c.cqe.status(), c.cqe.dw0, &format!("{what} of table {}", table.id))?;
                         f.config_done |= c.cqe.cid == f.config_cid;
                         f.result_done |= c.cqe.cid == f.result_cid;
                     }
                     if !(f.config_done && f.result_done) {
-                        let next = env.dev.next_completion_time(self.qid).ok_or_else(|| {
-                            HostError::Invalid(format!("queue {} lost an NDP completion", self.qid))
+                        let next = env.dev.next_completion_time(w.qid).ok_or_else(|| {
+                            HostError::Invalid(format!("queue {} lost an NDP completion", w.qid))
                         })?;
                         return Ok(Step::At(next));
                     }
-                    let f = n.inflight.take().expect("present");
-                    let chunk = &n.chunks[n.next_chunk];
-                    let floats = chunk.bags * self.dim;
-                    let base = chunk.first_bag * self.dim;
-                    for (o, b) in self.out[base..base + floats].iter_mut().zip(f.result.chunks_exact(4)) {
-                        *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    }
-                    n.next_chunk += 1;
-                    n.stage = NdpStage::Submit;
+                    let f = self.inflight.take().expect("present");
+                    let chunk = &self.chunks[self.next_chunk];
+                    let floats = chunk.bags * w.dim;
+                    let base = chunk.first_bag * w.dim;
+                    read_f32s(&f.result, &mut w.out[base..base + floats]);
+                    self.next_chunk += 1;
+                    self.stage = NdpStage::Submit;
                 }
                 NdpStage::Merge => {
-                    if let (Some(s), Some((_, rows))) = (n.split.as_ref(), caches.partition.as_ref()) {
-                        let bags = self.bounds.len() - 1;
+                    if let (Some(s), Some((_, rows))) = (self.split.as_ref(), caches.partition.as_ref()) {
+                        let bags = w.bounds.len() - 1;
                         for bag in 0..bags {
                             let end = s.host_offsets.get(bag + 1).map_or(s.host_slots.len(), |&e| e as usize);
                             for &slot in &s.host_slots[s.host_offsets[bag] as usize..end] {
                                 let slot = slot as usize;
-                                let row = &rows[slot * self.dim..(slot + 1) * self.dim];
-                                add_row(&mut self.out[bag * self.dim..(bag + 1) * self.dim], row);
+                                w.add(bag, &rows[slot * w.dim..(slot + 1) * w.dim]);
                             }
                         }
                         // Host rows gathered from DRAM and summed, then the SSD's partial sums added in.
-                        self.cycles += env.dram_rows_cycles(s.host_slots.len(), self.dim) + env.sum_cycles(bags, self.dim);
+                        w.cycles += env.dram_rows_cycles(s.host_slots.len(), w.dim) + env.sum_cycles(bags, w.dim);
                     }
-                    return Ok(Step::Done(self.pay(env, now)));
+                    return Ok(Step::Done(w.pay(env, now)));
                 }
             }
         }
@@ -417,7 +408,7 @@ fn table_modulus(p: &RecssdParams) -> u64 {
 /// Submits a one-block Read of `row`'s block; returns its command id and the row's values (functional effects
 /// happen at submission; the values are used once the read completes).
 fn read_row(env: &mut Env<'_>, t: &DeviceTable, row: u64, qid: u16) -> Result<(u16, Box<[f32]>), HostError> {
-    let loc = t.layout.locate(row).map_err(|e| HostError::Invalid(e.to_string()))?;
+    let loc = t.layout.locate(row).map_err(HostError::invalid)?;
     let cid = env.dev.next_cid(qid);
     let sqe = Sqe::rw(opcode::READ, cid, loc.lba, 1);
     let dim = t.layout.dim() as usize;
@@ -426,8 +417,9 @@ fn read_row(env: &mut Env<'_>, t: &DeviceTable, row: u64, qid: u16) -> Result<(u
         let mut block = vec![0u8; env.dev.lba_bytes() as usize];
         env.dev.submit(qid, sqe, DataBuf::FromDevice(&mut block))?;
         let at = loc.byte_in_lba as usize;
-        let values = block[at..at + dim * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        Ok((cid, values.collect()))
+        let mut values = vec![0.0f32; dim];
+        read_f32s(&block[at..at + dim * 4], &mut values);
+        Ok((cid, values.into()))
     } else {
         env.dev.submit(qid, sqe, DataBuf::None)?;
         let mut scratch = vec![0.0f32; dim];
@@ -444,7 +436,7 @@ fn chunk_requests(
     lba_bytes: usize,
 ) -> Result<Vec<Chunk>, HostError> {
     let limits = WireLimits::default();
-    let bounds = bag_bounds(offsets, indices.len(), false).map_err(|e| HostError::Invalid(e.to_string()))?;
+    let bounds = bag_bounds(offsets, indices.len(), false).map_err(HostError::invalid)?;
     let bags = bounds.len() - 1;
     let row_bytes = table.layout.row_bytes() as usize;
     let max_bags = (limits.max_result_sectors * limits.result_sector_bytes / row_bytes).max(1);
@@ -469,8 +461,8 @@ fn chunk_requests(
             .collect::<Result<_, _>>()?;
         let offs: Vec<u32> = (first..last).map(|b| (bounds[b] - bounds[first]) as u32).collect();
         let cfg = NdpConfig::from_bags(table.id, table.layout.dim(), &ids, &offs)
-            .map_err(|e| HostError::Invalid(e.to_string()))?;
-        let mut payload = cfg.encode().map_err(|e| HostError::Invalid(e.to_string()))?;
+            .map_err(HostError::invalid)?;
+        let mut payload = cfg.encode().map_err(HostError::invalid)?;
         payload.resize(payload.len().div_ceil(lba_bytes) * lba_bytes, 0);
         let sectors = cfg.result_sectors(lba_bytes) as u32;
         chunks.push(Chunk { first_bag: first, bags: last - first, payload, pairs: ids.len(), sectors });

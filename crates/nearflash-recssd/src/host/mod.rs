@@ -37,6 +37,11 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// Bad input or state reported by a layer below (layout, SLS checks, wire format).
+    pub fn invalid(e: impl std::fmt::Display) -> HostError {
+        HostError::Invalid(e.to_string())
+    }
+
     /// `Ok` for a successful completion, else the error with the firmware's fault decoded from `dw0`.
     pub fn check(status: Status, dw0: u32, what: &str) -> Result<(), HostError> {
         if status.is_success() {

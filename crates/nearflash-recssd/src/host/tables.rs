@@ -185,7 +185,7 @@ impl DeviceTables {
 /// data by reading the first block back.
 fn write_table(dev: &mut Device, t: &DeviceTable, qid: u16) -> Result<(), HostError> {
     let HostRows::Array(values, rows, dim) = &t.rows else { return Ok(()) };
-    let tv = TableView::new(values, *rows, *dim).map_err(|e| HostError::Invalid(e.to_string()))?;
+    let tv = TableView::new(values, *rows, *dim).map_err(HostError::invalid)?;
     let l = &t.layout;
     let page_bytes = l.page_bytes() as usize;
     let lbas_per_page = l.lbas_per_page();
@@ -196,7 +196,7 @@ fn write_table(dev: &mut Device, t: &DeviceTable, qid: u16) -> Result<(), HostEr
         let n = per_cmd.min(l.pages() - page);
         for k in 0..n {
             let dst = &mut buf[k as usize * page_bytes..(k as usize + 1) * page_bytes];
-            l.render_page(&tv, page + k, dst).map_err(|e| HostError::Invalid(e.to_string()))?;
+            l.render_page(&tv, page + k, dst).map_err(HostError::invalid)?;
         }
         let nlb = (n * lbas_per_page) as u32;
         let sqe = Sqe::rw(opcode::WRITE, 0, l.page_lba(page), nlb);
@@ -210,7 +210,7 @@ fn write_table(dev: &mut Device, t: &DeviceTable, qid: u16) -> Result<(), HostEr
     let d = dev.execute(qid, Sqe::rw(opcode::READ, 0, l.start_lba(), 1), DataBuf::FromDevice(&mut first))?;
     HostError::check(d.status, d.dw0, "reading a table back")?;
     let mut want = vec![0u8; page_bytes];
-    l.render_page(&tv, 0, &mut want).map_err(|e| HostError::Invalid(e.to_string()))?;
+    l.render_page(&tv, 0, &mut want).map_err(HostError::invalid)?;
     if first[..] != want[..first.len()] {
         return Err(HostError::Invalid(
             "stored tables need a device that keeps data (create it with materialise=True), or use generated tables"
