@@ -109,10 +109,7 @@ impl Kernel for GrepKernel {
         Ok(Partial::Selection(Selection::single(chunk.first_page, pages, lines, hits, out)))
     }
     fn finish(&self, p: Partial) -> Result<Output> {
-        match p {
-            Partial::Selection(s) => Ok(Output::Selection(s.finish()?)),
-            other => Err(IssdError::PartialMismatch(format!("grep got a {} partial", other.kind()))),
-        }
+        Selection::finish_partial(self.name(), p)
     }
 }
 

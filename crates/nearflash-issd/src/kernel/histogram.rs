@@ -102,7 +102,7 @@ impl Kernel for HistogramKernel {
     fn finish(&self, p: Partial) -> Result<Output> {
         match p {
             Partial::Histogram(h) => Ok(Output::Histogram(h)),
-            other => Err(IssdError::PartialMismatch(format!("histogram got a {} partial", other.kind()))),
+            other => Err(other.wrong_kind(self.name())),
         }
     }
 }

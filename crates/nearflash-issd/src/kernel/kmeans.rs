@@ -227,7 +227,7 @@ impl Kernel for KMeansKernel {
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         let Partial::Clusters(s) = p else {
-            return Err(IssdError::PartialMismatch(format!("kmeans got a {} partial", p.kind())));
+            return Err(p.wrong_kind(self.name()));
         };
         if s.dim != self.dim || s.counts.len() != self.k() {
             return Err(IssdError::PartialMismatch("k-means partial of another shape".into()));

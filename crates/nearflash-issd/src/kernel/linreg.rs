@@ -163,7 +163,7 @@ impl Kernel for LinearRegressionKernel {
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         let Partial::Regression(sums) = p else {
-            return Err(IssdError::PartialMismatch(format!("linear_regression got a {} partial", p.kind())));
+            return Err(p.wrong_kind(self.name()));
         };
         let fit = sums.fit();
         Ok(Output::Regression(RegressionOutput { sums, slope: fit.map(|f| f.0), intercept: fit.map(|f| f.1) }))

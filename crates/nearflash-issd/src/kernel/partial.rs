@@ -51,6 +51,10 @@ macro_rules! partials {
                 r.finish()?;
                 Ok(p)
             }
+            /// The error of a kernel handed a partial of another kind.
+            pub fn wrong_kind(&self, kernel: &str) -> IssdError {
+                IssdError::PartialMismatch(format!("{kernel} got a {} partial", self.kind()))
+            }
             /// Merges a partial of the same kind (Reduce); a different kind is an error.
             pub fn merge(&mut self, other: Partial) -> Result<()> {
                 match (self, other) {

@@ -210,10 +210,7 @@ impl Kernel for ScanKernel {
         Ok(Partial::Selection(Selection::single(chunk.first_page, pages, scanned, items, bytes)))
     }
     fn finish(&self, p: Partial) -> Result<Output> {
-        match p {
-            Partial::Selection(s) => Ok(Output::Selection(s.finish()?)),
-            other => Err(IssdError::PartialMismatch(format!("scan got a {} partial", other.kind()))),
-        }
+        Selection::finish_partial(self.name(), p)
     }
 }
 
@@ -295,7 +292,7 @@ impl Kernel for FilterSumKernel {
     fn finish(&self, p: Partial) -> Result<Output> {
         match p {
             Partial::Aggregate(a) => Ok(Output::Aggregate(a)),
-            other => Err(IssdError::PartialMismatch(format!("filter_sum got a {} partial", other.kind()))),
+            other => Err(other.wrong_kind(self.name())),
         }
     }
 }

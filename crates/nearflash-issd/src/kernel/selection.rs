@@ -2,7 +2,8 @@
 //! task emits one segment for its chunk, tagged with the chunk's first page, so Reduce can put segments back in
 //! input order whatever order the channels deliver them in.
 
-use super::partial::Mergeable;
+use super::output::Output;
+use super::partial::{Mergeable, Partial};
 use crate::codec::{bytes_len, varint_len, Body, Reader, Writer};
 use crate::error::{IssdError, Result};
 
@@ -38,6 +39,14 @@ impl Selection {
     /// One chunk's selection.
     pub fn single(first_page: u64, pages: u64, scanned: u64, items: u64, bytes: Vec<u8>) -> Self {
         Self { scanned, segments: vec![Segment { first_page, pages, items, bytes }] }
+    }
+
+    /// The `finish` of a selecting kernel (named `kernel`): the merged selection in input order.
+    pub fn finish_partial(kernel: &str, p: Partial) -> Result<Output> {
+        match p {
+            Partial::Selection(s) => Ok(Output::Selection(s.finish()?)),
+            other => Err(other.wrong_kind(kernel)),
+        }
     }
 
     /// Orders segments by page and concatenates them; overlapping chunks (a page mapped twice) are an error.

@@ -157,7 +157,7 @@ impl Kernel for StringMatchKernel {
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         let Partial::Matches(mut m) = p else {
-            return Err(IssdError::PartialMismatch(format!("string_match got a {} partial", p.kind())));
+            return Err(p.wrong_kind(self.name()));
         };
         if m.keys.is_empty() {
             m.keys =

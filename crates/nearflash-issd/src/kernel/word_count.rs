@@ -157,7 +157,7 @@ impl Kernel for WordCountKernel {
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         let Partial::WordCounts(wc) = p else {
-            return Err(IssdError::PartialMismatch(format!("word_count got a {} partial", p.kind())));
+            return Err(p.wrong_kind(self.name()));
         };
         let total = wc.0.values().sum();
         let distinct = wc.0.len() as u64;
