@@ -20,7 +20,7 @@ TINY = {
     "blocks_per_plane": 16,
     "pages_per_block": 16,
     "over_provisioning": "35%",
-    "gc_start_free_blocks": 2,
+    "gc_start_free_blocks": 3,
     "gc_stop_free_blocks": 3,
     "write_buffer": "256KiB",
 }

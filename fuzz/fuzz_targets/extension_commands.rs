@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 fn device() -> Device {
     let mut t = load_preset("cosmos-plus").unwrap();
-    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "16"), ("pages_per_block", "16"), ("over_provisioning", "40"), ("gc_start_free_blocks", "2"), ("gc_stop_free_blocks", "3")] {
+    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "16"), ("pages_per_block", "16"), ("over_provisioning", "40"), ("gc_start_free_blocks", "3"), ("gc_stop_free_blocks", "3")] {
         t.set(k, v).unwrap();
     }
     let mut d = Device::memory(t, DeviceOptions::default()).unwrap();

@@ -17,7 +17,7 @@ fn small_device() -> Device {
         ("blocks_per_plane", "16"),
         ("pages_per_block", "16"),
         ("over_provisioning", "40"),
-        ("gc_start_free_blocks", "2"),
+        ("gc_start_free_blocks", "3"),
         ("gc_stop_free_blocks", "3"),
     ] {
         t.set(k, v).unwrap();

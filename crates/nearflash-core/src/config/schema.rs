@@ -84,6 +84,8 @@ pub struct FtlConfig {
     pub gc_stop_free_blocks: Count,
     /// Victim selection: greedy (fewest valid sectors).
     pub gc_policy: Choice,
+    /// incremental (a few victim pages moved per host page written) | blocking (whole victims at once).
+    pub gc_pacing: Choice,
     /// GC moves pages with the on-die copyback command instead of through the controller.
     pub gc_copyback: Flag,
     /// dram (whole map in controller DRAM) | demand (DFTL-style cached mapping table).
@@ -207,6 +209,13 @@ pub enum HostStack {
     Polled,
 }
 
+/// How GC work is spread over host writes (see `ftl::gc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcPacing {
+    Incremental,
+    Blocking,
+}
+
 /// Demand-paged or fully cached mapping table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MappingMode {
@@ -237,6 +246,14 @@ impl DeviceConfig {
             HostStack::Polled
         } else {
             HostStack::Kernel
+        }
+    }
+
+    pub fn gc_pacing(&self) -> GcPacing {
+        if self.ftl.gc_pacing.0 == "blocking" {
+            GcPacing::Blocking
+        } else {
+            GcPacing::Incremental
         }
     }
 
@@ -345,6 +362,17 @@ impl DeviceConfig {
         }
         if f.gc_policy.0 != "greedy" {
             return bad(format!("ftl.gc_policy {:?}: only greedy is implemented", f.gc_policy.0));
+        }
+        if !matches!(f.gc_pacing.0.as_str(), "incremental" | "blocking") {
+            return bad(format!("ftl.gc_pacing {:?}: expected incremental or blocking", f.gc_pacing.0));
+        }
+        let floor = crate::ftl::gc::FREE_FLOOR;
+        if f.gc_pacing.0 == "incremental" && f.gc_start_free_blocks.0 <= u64::from(floor) {
+            return bad(format!(
+                "ftl.gc_start_free_blocks {} must be above {floor} with ftl.gc_pacing incremental (a block for the host \
+                 frontier, one for the GC frontier, and one of slack); raise it or set ftl.gc_pacing blocking",
+                f.gc_start_free_blocks.0
+            ));
         }
         if !matches!(f.mapping.0.as_str(), "dram" | "demand") {
             return bad(format!("ftl.mapping {:?}: expected dram or demand", f.mapping.0));

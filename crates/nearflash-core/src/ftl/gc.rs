@@ -1,41 +1,137 @@
 //! Greedy garbage collection within one plane.
 //!
-//! When a plane's free pool drops below `gc_start_free_blocks`, victims (the full block with the fewest valid
-//! sectors) are collected until `gc_stop_free_blocks` are free: valid sectors are read and rewritten into the
-//! plane's GC frontier (or whole pages moved on-die with copyback), the last partial GC page is padded and
-//! programmed so that no moved sector lives only in DRAM, and the victim is erased. Moving only current sectors
-//! (those the mapping table points at) means collection never changes what the host reads.
+//! A victim is the full block with the fewest valid sectors. Its current sectors (those the mapping table points
+//! at) are read and rewritten into the plane's GC frontier (or whole pages moved on-die with copyback); after its
+//! last move the partial GC page is padded and programmed, so that no moved sector lives only in DRAM, and the
+//! victim is erased. Moving only current sectors means collection never changes what the host reads.
+//!
+//! Two pacings (`ftl.gc_pacing`):
+//! - **incremental** (as controller firmware does): once a plane's free pool drops below `gc_start_free_blocks`,
+//!   each host page filled in that plane moves the next few pages of the current victim, enough to free a block
+//!   per block the host fills (one page more while the pool is below the start threshold), until
+//!   `gc_stop_free_blocks` are free. Host programs and GC moves interleave on the die, so write latency stays
+//!   bounded by a few page operations. If the pool still falls below the floor (two blocks: one for the host
+//!   frontier's next block, one for the GC frontier's), the host write waits for blocking collection (a stall);
+//!   config validation therefore asks for `gc_start_free_blocks` >= 3 with this pacing.
+//! - **blocking**: when a host write needs a new block and the pool is below the start threshold, whole victims
+//!   are collected at once until `gc_stop_free_blocks` are free (the simplest FTLs; every move is booked at that
+//!   instant, so later host pages of the die wait for the whole episode).
 
 use super::oob::{Oob, INVALID_LPN};
 use super::{FlashSink, Ftl, Stream};
 use crate::engine::Time;
 use crate::error::Result;
 
+/// A victim being collected page by page.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GcCursor {
+    victim: u32,
+    next_page: u32,
+    /// Victim pages moved per host page filled: pages / (reclaimable sectors / sectors per page).
+    pages_per_step: u32,
+    /// When the last move so far is programmed (the erase waits for it).
+    last: Time,
+}
+
+/// Free blocks below which a host write waits for blocking collection: one for the host frontier's next block,
+/// one for the GC frontier's.
+pub const FREE_FLOOR: u32 = 2;
+
 impl Ftl {
-    pub(super) fn collect(&mut self, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
-        let capacity = self.geo.pages_per_block * self.spp;
-        // Each round frees one block and opens at most one GC block, so the pool never shrinks; the bound only
+    /// Blocking collection: finishes the current victim, then collects whole victims until `target` blocks are free.
+    pub(super) fn collect(&mut self, plane: u32, target: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        if let Some(c) = self.gc_cursor[plane as usize].take() {
+            self.finish_victim(plane, c, u32::MAX, ready, sink)?;
+        }
+        // Each victim frees one block and opens at most one GC block, so the pool never shrinks; the bound only
         // guards against a plane whose every block is nearly all valid (prevented by config validation).
         for _ in 0..self.geo.blocks_per_plane {
-            if self.blocks.free_blocks(plane) >= self.gc_stop {
+            if self.blocks.free_blocks(plane) >= target {
                 break;
             }
-            let Some(victim) = self.blocks.victim(plane, capacity) else { break };
-            self.stats.gc_runs += 1;
-            let moved_done = self.relocate_block(plane, victim, ready, sink)?;
-            sink.erase_block(moved_done, victim);
-            self.erase(victim)?;
+            let Some(c) = self.pick_victim(plane, ready) else { break };
+            self.finish_victim(plane, c, u32::MAX, ready, sink)?;
         }
         Ok(())
     }
 
-    /// Moves every current sector out of `victim`; returns when the last move is programmed.
-    fn relocate_block(&mut self, plane: u32, victim: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<Time> {
+    /// Before a host frontier opens a block: collect if the pool is below what the pacing allows.
+    pub(super) fn collect_before_open(&mut self, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        let free = self.blocks.free_blocks(plane);
+        let (limit, target) = if self.incremental_gc { (FREE_FLOOR, self.gc_start) } else { (self.gc_start, self.gc_stop) };
+        if free < limit {
+            self.stats.gc_stalls += 1;
+            self.collect(plane, target, ready, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Incremental pacing, after a host page of `plane` filled: moves the next pages of the plane's victim.
+    pub(super) fn pace_gc(&mut self, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        if !self.incremental_gc {
+            return Ok(());
+        }
+        let p = plane as usize;
+        let free = self.blocks.free_blocks(plane);
+        let cursor = match self.gc_cursor[p].take() {
+            Some(c) => c,
+            None if free < self.gc_start || (self.gc_active[p] && free < self.gc_stop) => {
+                match self.pick_victim(plane, ready) {
+                    Some(c) => c,
+                    None => return Ok(()),
+                }
+            }
+            None => {
+                self.gc_active[p] = false;
+                return Ok(());
+            }
+        };
+        self.gc_active[p] = true;
+        let step = cursor.pages_per_step + u32::from(free < self.gc_start);
+        self.finish_victim(plane, cursor, step, ready, sink)
+    }
+
+    /// The greedy victim of `plane`, as a cursor at its first page.
+    fn pick_victim(&mut self, plane: u32, ready: Time) -> Option<GcCursor> {
+        let capacity = self.geo.pages_per_block * self.spp;
+        let victim = self.blocks.victim(plane, capacity)?;
+        self.stats.gc_runs += 1;
+        let info = self.blocks.info[victim as usize];
+        let reclaim_pages = (capacity - info.valid).div_ceil(self.spp).max(1);
+        Some(GcCursor { victim, next_page: 0, pages_per_step: info.pages_written.div_ceil(reclaim_pages), last: ready })
+    }
+
+    /// Moves up to `pages` more pages of the cursor's victim; if that was its last page, pads the GC page and erases
+    /// the victim, else keeps the cursor.
+    fn finish_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        let written = self.blocks.info[c.victim as usize].pages_written;
+        let end = c.next_page.saturating_add(pages).min(written);
+        c.last = c.last.max(self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink)?);
+        c.next_page = end;
+        if end < written {
+            self.gc_cursor[plane as usize] = Some(c);
+            return Ok(());
+        }
+        if self.gc[plane as usize].filled > 0 {
+            c.last = c.last.max(self.program(Stream::Gc, &[plane], sink));
+        }
+        sink.erase_block(c.last, c.victim);
+        self.erase(c.victim)
+    }
+
+    /// Moves every current sector of `victim`'s `pages` out; returns when the last move programmed so far ends.
+    fn relocate_pages(
+        &mut self,
+        plane: u32,
+        victim: u32,
+        pages: std::ops::Range<u32>,
+        ready: Time,
+        sink: &mut dyn FlashSink,
+    ) -> Result<Time> {
         let spp = self.spp as usize;
         let first = self.geo.block_first_ppn(victim);
-        let pages = self.blocks.info[victim as usize].pages_written;
         let mut last = ready;
-        for page in 0..pages {
+        for page in pages {
             let ppn = first + u64::from(page);
             let rec = Oob::new(self.store.oob.get(ppn), spp);
             let mut live: [(u32, u32, bool); 32] = [(INVALID_LPN, 0, false); 32];
@@ -68,9 +164,6 @@ impl Ftl {
                     last = last.max(t);
                 }
             }
-        }
-        if self.gc[plane as usize].filled > 0 {
-            last = last.max(self.program(Stream::Gc, &[plane], sink));
         }
         Ok(last)
     }

@@ -12,7 +12,7 @@
 
 mod blocks;
 pub mod cmt;
-mod gc;
+pub mod gc;
 pub mod oob;
 mod precondition;
 mod recovery;
@@ -21,7 +21,7 @@ pub use blocks::{BlockInfo, BlockState, BlockTable};
 pub use precondition::FillPattern;
 pub use recovery::RecoveryReport;
 
-use crate::config::{DeviceConfig, MappingMode};
+use crate::config::{DeviceConfig, GcPacing, MappingMode};
 use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
 use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
@@ -87,6 +87,8 @@ pub struct FtlStats {
     pub pages_programmed: u64,
     pub padded_slots: u64,
     pub gc_runs: u64,
+    /// Host writes that waited for blocking collection (every collection under blocking pacing).
+    pub gc_stalls: u64,
     pub gc_sectors_moved: u64,
     pub gc_pages_copied_back: u64,
     pub blocks_erased: u64,
@@ -164,6 +166,12 @@ pub struct Ftl {
     seq: u64,
     gc_start: u32,
     gc_stop: u32,
+    /// `ftl.gc_pacing` = incremental (else blocking).
+    incremental_gc: bool,
+    /// Per plane: the victim being collected incrementally.
+    gc_cursor: Vec<Option<gc::GcCursor>>,
+    /// Per plane: incremental GC runs until `gc_stop` blocks are free (hysteresis).
+    gc_active: Vec<bool>,
     copyback: bool,
     multi_plane: bool,
     cmt: Option<Cmt>,
@@ -203,6 +211,9 @@ impl Ftl {
             seq,
             gc_start: cfg.ftl.gc_start_free_blocks.0 as u32,
             gc_stop: cfg.ftl.gc_stop_free_blocks.0 as u32,
+            incremental_gc: cfg.gc_pacing() == GcPacing::Incremental,
+            gc_cursor: vec![None; geo.planes() as usize],
+            gc_active: vec![false; geo.planes() as usize],
             copyback: cfg.ftl.gc_copyback.0,
             multi_plane: cfg.nand.multi_plane.0 && geo.planes_per_die > 1,
             cmt,
@@ -324,6 +335,7 @@ impl Ftl {
         self.stats.host_sectors_written += 1;
         if self.host[plane as usize].filled == self.spp {
             self.page_full(plane, sink);
+            self.pace_gc(plane, ready, sink)?;
         }
         Ok(())
     }
@@ -358,8 +370,8 @@ impl Ftl {
         if self.frontier(s, plane).block != NO_BLOCK {
             return Ok(());
         }
-        if s == Stream::Host && self.blocks.free_blocks(plane) < self.gc_start {
-            self.collect(plane, ready, sink)?;
+        if s == Stream::Host {
+            self.collect_before_open(plane, ready, sink)?;
         }
         let id = self.blocks.open_free(plane).ok_or_else(|| {
             SimError::Image(format!("plane {plane} has no free block left (over-provisioning exhausted)"))

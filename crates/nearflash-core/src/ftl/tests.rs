@@ -6,7 +6,8 @@ use crate::image::Image;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-pub(crate) fn small_config(extra: &[(&str, &str)]) -> DeviceConfig {
+/// A small cosmos-plus (4 dies, 8 planes, 32 blocks of 16 pages) so that GC runs within a test.
+fn small_tree(extra: &[(&str, &str)]) -> crate::config::ConfigTree {
     let mut t = load_preset("cosmos-plus").unwrap();
     for (k, v) in [
         ("channels", "2"),
@@ -15,15 +16,19 @@ pub(crate) fn small_config(extra: &[(&str, &str)]) -> DeviceConfig {
         ("blocks_per_plane", "32"),
         ("pages_per_block", "16"),
         ("over_provisioning", "25"),
-        ("gc_start_free_blocks", "2"),
-        ("gc_stop_free_blocks", "3"),
+        ("gc_start_free_blocks", "3"),
+        ("gc_stop_free_blocks", "4"),
     ]
     .iter()
     .chain(extra)
     {
         t.set(k, v).unwrap();
     }
-    DeviceConfig::from_tree(&t).unwrap()
+    t
+}
+
+pub(crate) fn small_config(extra: &[(&str, &str)]) -> DeviceConfig {
+    DeviceConfig::from_tree(&small_tree(extra)).unwrap()
 }
 
 fn memory_ftl(cfg: &DeviceConfig) -> Ftl {
@@ -61,7 +66,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     /// Whatever the sequence of writes, trims and flushes (GC included), every sector reads back as last written.
     #[test]
-    fn matches_a_plain_map(seq in ops(600), mp in any::<bool>(), copyback in any::<bool>()) {
+    fn matches_a_plain_map(seq in ops(600), mp in any::<bool>(), copyback in any::<bool>(), paced in any::<bool>()) {
         let flag = |b: bool| if b { "true" } else { "false" };
         // A tiny device (3,072 physical sectors) so that GC runs within a test case.
         let cfg = small_config(&[
@@ -70,6 +75,8 @@ proptest! {
             ("blocks_per_plane", "12"),
             ("pages_per_block", "8"),
             ("over_provisioning", "45"),
+            ("gc_stop_free_blocks", "3"),
+            ("gc_pacing", if paced { "incremental" } else { "blocking" }),
         ]);
         let mut ftl = memory_ftl(&cfg);
         let mut model: BTreeMap<u32, u32> = BTreeMap::new();
@@ -105,22 +112,49 @@ proptest! {
 
 #[test]
 fn gc_at_full_occupancy_reaches_steady_state() {
-    let cfg = small_config(&[]);
-    let mut ftl = memory_ftl(&cfg);
-    let n = ftl.logical_sectors() as u32;
-    let mut rng = crate::engine::rng_stream(3, "test");
-    use rand::Rng as _;
-    for l in 0..n {
-        ftl.write(l, None, 0, &mut Untimed).unwrap();
+    for pacing in ["incremental", "blocking"] {
+        let cfg = small_config(&[("gc_pacing", pacing)]);
+        let mut ftl = memory_ftl(&cfg);
+        let n = ftl.logical_sectors() as u32;
+        let mut rng = crate::engine::rng_stream(3, "test");
+        use rand::Rng as _;
+        for l in 0..n {
+            ftl.write(l, None, 0, &mut Untimed).unwrap();
+        }
+        for _ in 0..(n as usize * 6) {
+            ftl.write(rng.gen_range(0..n), None, 0, &mut Untimed).unwrap();
+        }
+        ftl.flush(0, &mut Untimed);
+        ftl.check_consistency().unwrap();
+        assert!(ftl.stats.gc_runs > 0, "{pacing}");
+        assert!(ftl.waf() > 1.0, "{pacing}: WAF {}", ftl.waf());
+        assert!((ftl.occupancy() - 1.0).abs() < 1e-9, "{pacing}: occupancy {}", ftl.occupancy());
     }
-    for _ in 0..(n as usize * 6) {
-        ftl.write(rng.gen_range(0..n), None, 0, &mut Untimed).unwrap();
+}
+
+/// Incremental pacing keeps the free pool at its thresholds by itself: at 90% fill the host never has to wait for
+/// blocking collection, and each victim's moves are spread over many host pages.
+#[test]
+fn incremental_gc_keeps_pace_with_host_writes() {
+    for (pacing, stalls_expected) in [("incremental", false), ("blocking", true)] {
+        let cfg = small_config(&[("gc_pacing", pacing)]);
+        let mut ftl = memory_ftl(&cfg);
+        ftl.precondition(0.9, FillPattern::Random, 1.0, 9).unwrap();
+        let n = ftl.logical_sectors() as u32;
+        let mut rng = crate::engine::rng_stream(4, "test");
+        use rand::Rng as _;
+        let (runs, stalls) = (ftl.stats.gc_runs, ftl.stats.gc_stalls);
+        let mut cursor_seen = 0;
+        for _ in 0..(n as usize * 3) {
+            ftl.write(rng.gen_range(0..n * 9 / 10), None, 0, &mut Untimed).unwrap();
+            cursor_seen += ftl.gc_cursor.iter().filter(|c| c.is_some()).count();
+        }
+        ftl.check_consistency().unwrap();
+        let (runs, stalls) = (ftl.stats.gc_runs - runs, ftl.stats.gc_stalls - stalls);
+        assert!(runs > 0, "{pacing}");
+        assert_eq!(stalls > 0, stalls_expected, "{pacing}: {stalls} stalls in {runs} GC runs");
+        assert_eq!(cursor_seen > 0, !stalls_expected, "{pacing}: victims collected across host pages");
     }
-    ftl.flush(0, &mut Untimed);
-    ftl.check_consistency().unwrap();
-    assert!(ftl.stats.gc_runs > 0);
-    assert!(ftl.waf() > 1.0, "WAF {}", ftl.waf());
-    assert!((ftl.occupancy() - 1.0).abs() < 1e-9, "occupancy {}", ftl.occupancy());
 }
 
 #[test]
@@ -159,17 +193,7 @@ fn injected_errors_follow_the_sector_through_gc() {
 fn recovery_after_crash_restores_flushed_state() {
     let cfg = small_config(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let tree = {
-        let mut t = load_preset("cosmos-plus").unwrap();
-        for (k, v) in [
-            ("channels", "2"), ("chips_per_channel", "2"), ("planes_per_die", "2"), ("blocks_per_plane", "32"),
-            ("pages_per_block", "16"), ("over_provisioning", "25"), ("gc_start_free_blocks", "2"),
-            ("gc_stop_free_blocks", "3"),
-        ] {
-            t.set(k, v).unwrap();
-        }
-        t
-    };
+    let tree = small_tree(&[]);
     let mut model: BTreeMap<u32, u32> = BTreeMap::new();
     {
         let (img, store) = Image::create(dir.path(), &tree, true, Default::default()).unwrap();
