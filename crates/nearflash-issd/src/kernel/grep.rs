@@ -4,7 +4,7 @@
 
 use super::selection::Selection;
 use super::{Chunk, Kernel, Output, Partial};
-use crate::error::{invalid, IssdError, Result};
+use crate::error::{invalid, Result};
 use crate::pages::PageLayout;
 use memchr::{memchr, memchr_iter, memmem, memrchr};
 use regex::bytes::{Regex, RegexBuilder};

@@ -4,7 +4,7 @@
 use super::partial::Mergeable;
 use super::{Chunk, Kernel, Output, Partial};
 use crate::codec::{varint_len, Body, Reader, Writer};
-use crate::error::{IssdError, Result};
+use crate::error::Result;
 use crate::pages::PageLayout;
 use serde::{Deserialize, Serialize};
 

@@ -11,7 +11,7 @@ use super::partial::Mergeable;
 use super::selection::Selection;
 use super::{Chunk, Kernel, Output, Partial};
 use crate::codec::{varint_len, Body, Reader, Writer};
-use crate::error::{invalid, IssdError, Result};
+use crate::error::{invalid, Result};
 use crate::lineitem::layout::read_int;
 use crate::lineitem::{days_from_civil, Field, FieldKind, RECORD_SIZE};
 use crate::pages::PageLayout;
