@@ -9,30 +9,15 @@ mod sim;
 
 pub use agent::build_extension;
 
-use std::borrow::Cow;
-
-use crate::errors::InvalidArgument;
+use crate::convert::{elements, err, rows_array, to_python};
 use nearflash_issd::kernel::kmeans::run_kmeans;
-use nearflash_issd::kernel::{run_chunked, run_parallel, run_serial, KernelSpec, Output, Partial, RunReport};
+use nearflash_issd::kernel::{run_chunked, run_parallel, run_serial, Kernel, KernelSpec, Output, Partial, RunReport};
 use nearflash_issd::lineitem::{generate_pages, generate_records, CommentPool, Field, FieldKind, LineitemSpec};
 use nearflash_issd::model::{self, EnergyParams, Fig7Config, KernelProfile, SystemConfig};
 use nearflash_issd::{datagen, pages, Chunk, PageLayout};
-use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-
-pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
-    InvalidArgument::new_err(e.to_string())
-}
-
-/// The array's bytes, borrowed when contiguous.
-pub(crate) fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> Cow<'a, [u8]> {
-    match a.as_slice() {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
-    }
-}
 
 fn layout(page_size: usize) -> PyResult<PageLayout> {
     PageLayout::new(page_size).map_err(err)
@@ -40,11 +25,6 @@ fn layout(page_size: usize) -> PyResult<PageLayout> {
 
 fn u8_array(py: Python<'_>, v: Vec<u8>) -> Bound<'_, PyArray1<u8>> {
     v.into_pyarray(py)
-}
-
-fn rows<T: numpy::Element>(py: Python<'_>, v: Vec<T>, cols: usize) -> PyResult<Bound<'_, PyArray2<T>>> {
-    let n = v.len() / cols.max(1);
-    Ok(Array2::from_shape_vec((n, cols), v).map_err(err)?.into_pyarray(py))
 }
 
 // ---- lineitem and pages ----
@@ -106,7 +86,7 @@ fn pack_records<'py>(
     record_size: usize,
     page_size: usize,
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-    let (b, l) = (bytes_of(&data), layout(page_size)?);
+    let (b, l) = (elements(&data), layout(page_size)?);
     let out = py.allow_threads(|| pages::pack_records(l, &b, record_size)).map_err(err)?;
     Ok(u8_array(py, out))
 }
@@ -126,7 +106,7 @@ fn unpack<'py>(
     data: PyReadonlyArray1<'py, u8>,
     page_size: usize,
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-    let (b, l) = (bytes_of(&data), layout(page_size)?);
+    let (b, l) = (elements(&data), layout(page_size)?);
     let out = py.allow_threads(|| pages::unpack(l, &b)).map_err(err)?;
     Ok(u8_array(py, out))
 }
@@ -144,14 +124,14 @@ fn text(py: Python<'_>, size: usize, seed: u64) -> Bound<'_, PyBytes> {
 #[pyfunction]
 fn regression_points(py: Python<'_>, n: usize, seed: u64) -> PyResult<Bound<'_, PyArray2<u8>>> {
     let v = py.allow_threads(|| datagen::regression_points(n, seed));
-    rows(py, v, 2)
+    rows_array(py, v, 2)
 }
 
 /// A (height x width, 3) uint8 array of RGB pixels, row-major.
 #[pyfunction]
 fn pixels(py: Python<'_>, width: usize, height: usize, seed: u64) -> PyResult<Bound<'_, PyArray2<u8>>> {
     let v = py.allow_threads(|| datagen::pixels(width, height, seed)).map_err(err)?;
-    rows(py, v, 3)
+    rows_array(py, v, 3)
 }
 
 /// `n` points of `dim` int32 coordinates around `clusters` random centres, (n, dim).
@@ -165,7 +145,7 @@ fn cluster_points(
 ) -> PyResult<Bound<'_, PyArray2<i32>>> {
     let v = py.allow_threads(|| datagen::cluster_points(n, dim, clusters, seed)).map_err(err)?;
     let ints: Vec<i32> = v.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    rows(py, ints, dim)
+    rows_array(py, ints, dim)
 }
 
 // ---- kernels ----
@@ -191,7 +171,7 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
                 kd.set_item("key", PyBytes::new(py, &k.key))?;
                 kd.set_item("count", k.count)?;
                 let flat: Vec<u64> = k.positions.iter().flat_map(|&(p, o)| [p, u64::from(o)]).collect();
-                kd.set_item("positions", rows(py, flat, 2)?)?;
+                kd.set_item("positions", rows_array(py, flat, 2)?)?;
                 keys.append(kd)?;
             }
             d.set_item("keys", keys)?;
@@ -204,7 +184,7 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
             d.set_item("words", words)?;
         }
         Output::Histogram(h) => {
-            d.set_item("counts", rows(py, h.0.iter().flatten().copied().collect(), 256)?)?;
+            d.set_item("counts", rows_array(py, h.0.iter().flatten().copied().collect(), 256)?)?;
         }
         Output::Regression(r) => {
             let s = r.sums;
@@ -215,7 +195,7 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
             d.set_item("intercept", r.intercept)?;
         }
         Output::Clusters(c) => {
-            d.set_item("centroids", rows(py, c.centroids.clone(), c.dim)?)?;
+            d.set_item("centroids", rows_array(py, c.centroids.clone(), c.dim)?)?;
             d.set_item("counts", PyArray1::from_slice(py, &c.counts))?;
             d.set_item("sse", c.sse)?;
             d.set_item("moved", c.moved)?;
@@ -233,6 +213,11 @@ fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDic
     d.set_item("output_bytes", r.output_bytes)?;
     d.set_item("alpha", r.alpha())?;
     Ok(d)
+}
+
+/// The kernel of a JSON spec over pages of `page_size` bytes.
+fn built_kernel(spec: &str, page_size: usize) -> PyResult<Box<dyn Kernel>> {
+    KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(err)
 }
 
 /// Names of the kernels.
@@ -253,8 +238,8 @@ fn run<'py>(
     pages_per_chunk: usize,
     mode: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let kernel = KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(err)?;
-    let b = bytes_of(&data);
+    let kernel = built_kernel(spec, page_size)?;
+    let b = elements(&data);
     let r = py
         .allow_threads(|| match mode {
             "parallel" => Some(run_parallel(kernel.as_ref(), &b, pages_per_chunk)),
@@ -276,8 +261,8 @@ fn map_chunk<'py>(
     page_size: usize,
     first_page: u64,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let kernel = KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(err)?;
-    let b = bytes_of(&chunk);
+    let kernel = built_kernel(spec, page_size)?;
+    let b = elements(&chunk);
     let p = py.allow_threads(|| kernel.map(Chunk::new(first_page, &b))).map_err(err)?;
     Ok(PyBytes::new(py, &p.encode()))
 }
@@ -285,7 +270,7 @@ fn map_chunk<'py>(
 /// Reduce: decodes encoded partials, merges them in the given order, and finishes.
 #[pyfunction]
 fn reduce<'py>(py: Python<'py>, spec: &str, partials: Vec<Vec<u8>>, page_size: usize) -> PyResult<Bound<'py, PyDict>> {
-    let kernel = KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(err)?;
+    let kernel = built_kernel(spec, page_size)?;
     let out = py
         .allow_threads(|| {
             let mut acc = kernel.empty();
@@ -312,7 +297,7 @@ fn kmeans<'py>(
     let KernelSpec::KMeans(params) = KernelSpec::from_json(spec).map_err(err)? else {
         return Err(err("kmeans needs a {\"kernel\": \"kmeans\", ...} spec"));
     };
-    let (b, l) = (bytes_of(&data), layout(page_size)?);
+    let (b, l) = (elements(&data), layout(page_size)?);
     let run = py.allow_threads(|| run_kmeans(&params, l, &b, max_iterations, pages_per_chunk)).map_err(err)?;
     let steps = PyList::empty(py);
     for s in run.steps {
@@ -336,9 +321,12 @@ fn energy_params(overrides: Option<Vec<(String, f64)>>) -> PyResult<EnergyParams
     EnergyParams::default().with_overrides(&overrides.unwrap_or_default()).map_err(err)
 }
 
-/// A serialised model result as Python objects (via the `json` module).
-pub(crate) fn json(py: Python<'_>, s: serde_json::Result<String>) -> PyResult<Bound<'_, PyAny>> {
-    py.import("json")?.call_method1("loads", (s.map_err(err)?,))
+/// A model result as Python objects; a model error raises `InvalidArgument`.
+fn model_result<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    r: nearflash_issd::error::Result<T>,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_python(py, &r.map_err(err)?)
 }
 
 /// Configuration names of Fig. 7.
@@ -356,31 +344,18 @@ fn model_parameters(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         "energy": EnergyParams::default(),
         "configs": Fig7Config::ALL.iter().map(|&c| model::fig7(c, 32.0)).collect::<Vec<_>>(),
     });
-    json(py, serde_json::to_string(&v))
+    to_python(py, &v)
 }
 
-/// Eq. 1 for a Fig. 7 configuration with `n_ch` channels: stages, t_total, bandwidth, bottleneck.
+/// One study of a Fig. 7 configuration with `n_ch` channels running `kernel`: "evaluate" (Eq. 1: stages, t_total,
+/// bandwidth, bottleneck), "energy" (§4.1: per-component J/B, EPB_comp/xfer, E_dyn, E_static, E_total) or
+/// "partition" (§4.2: the static split between the iSSD and its host).
 #[pyfunction]
-#[pyo3(signature = (config, kernel, n_ch, data_bytes = 1e9, config_overrides = None, kernel_overrides = None))]
-fn model_evaluate<'py>(
-    py: Python<'py>,
-    config: &str,
-    kernel: &str,
-    n_ch: f64,
-    data_bytes: f64,
-    config_overrides: Option<Vec<(String, f64)>>,
-    kernel_overrides: Option<Vec<(String, f64)>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (c, k) = (self::config(config, n_ch, config_overrides)?, profile(kernel, kernel_overrides)?);
-    json(py, serde_json::to_string(&model::evaluate(&c, &k, data_bytes).map_err(err)?))
-}
-
-/// §4.1 energy for a Fig. 7 configuration: per-component J/B, EPB_comp/xfer, E_dyn, E_static, E_total.
-#[pyfunction]
-#[pyo3(signature = (config, kernel, n_ch, data_bytes = 1e9, config_overrides = None, kernel_overrides = None, energy_overrides = None))]
+#[pyo3(signature = (study, config, kernel, n_ch, data_bytes = 1e9, config_overrides = None, kernel_overrides = None, energy_overrides = None))]
 #[allow(clippy::too_many_arguments)]
-fn model_energy<'py>(
+fn model_study<'py>(
     py: Python<'py>,
+    study: &str,
     config: &str,
     kernel: &str,
     n_ch: f64,
@@ -390,23 +365,13 @@ fn model_energy<'py>(
     energy_overrides: Option<Vec<(String, f64)>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (c, k) = (self::config(config, n_ch, config_overrides)?, profile(kernel, kernel_overrides)?);
-    json(py, serde_json::to_string(&model::energy(&c, &k, &energy_params(energy_overrides)?, data_bytes).map_err(err)?))
-}
-
-/// §4.2 partitioning between an iSSD configuration and its host.
-#[pyfunction]
-#[pyo3(signature = (config, kernel, n_ch, data_bytes = 1e9, config_overrides = None, kernel_overrides = None))]
-fn model_partition<'py>(
-    py: Python<'py>,
-    config: &str,
-    kernel: &str,
-    n_ch: f64,
-    data_bytes: f64,
-    config_overrides: Option<Vec<(String, f64)>>,
-    kernel_overrides: Option<Vec<(String, f64)>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (c, k) = (self::config(config, n_ch, config_overrides)?, profile(kernel, kernel_overrides)?);
-    json(py, serde_json::to_string(&model::partition(&c, &k, &EnergyParams::default(), data_bytes).map_err(err)?))
+    let e = energy_params(energy_overrides)?;
+    match study {
+        "evaluate" => model_result(py, model::evaluate(&c, &k, data_bytes)),
+        "energy" => model_result(py, model::energy(&c, &k, &e, data_bytes)),
+        "partition" => model_result(py, model::partition(&c, &k, &e, data_bytes)),
+        s => Err(err(format!("study {s:?} is not 'evaluate', 'energy' or 'partition'"))),
+    }
 }
 
 /// Fig. 7 sweep, Fig. 8 iso-performance, Fig. 9 partitioning, Fig. 10 energy breakdown for a kernel.
@@ -415,13 +380,10 @@ fn model_partition<'py>(
 fn model_figure<'py>(py: Python<'py>, figure: u32, kernel: &str, r_host: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
     let k = profile(kernel, None)?;
     match figure {
-        7 => json(py, serde_json::to_string(&model::fig7_sweep(&k).map_err(err)?)),
-        8 => json(
-            py,
-            serde_json::to_string(&model::fig8_iso(&k, r_host.unwrap_or(model::params::R_HOST_SATA)).map_err(err)?),
-        ),
-        9 => json(py, serde_json::to_string(&model::fig9_sweep(&k).map_err(err)?)),
-        10 => json(py, serde_json::to_string(&model::fig10_breakdown(&k, &EnergyParams::default()).map_err(err)?)),
+        7 => model_result(py, model::fig7_sweep(&k)),
+        8 => model_result(py, model::fig8_iso(&k, r_host.unwrap_or(model::params::R_HOST_SATA))),
+        9 => model_result(py, model::fig9_sweep(&k)),
+        10 => model_result(py, model::fig10_breakdown(&k, &EnergyParams::default())),
         f => Err(err(format!("figure {f} is not one of 7, 8, 9, 10"))),
     }
 }
@@ -444,9 +406,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(kmeans, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_configs, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_parameters, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(model_evaluate, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(model_energy, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(model_partition, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(model_study, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_figure, &sub)?)?;
     agent::register(&sub)?;
     sim::register(&sub)?;

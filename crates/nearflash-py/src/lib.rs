@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod config;
+mod convert;
 mod device;
 mod errors;
 mod extensions;

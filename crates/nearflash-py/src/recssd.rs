@@ -6,10 +6,9 @@ mod host;
 
 pub use host::build_extension;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::errors::InvalidArgument;
+use crate::convert::{elements, err, rows_array};
 use nearflash_recssd::host_cache::HostLru;
 use nearflash_recssd::layout::{Placement, TableLayout};
 use nearflash_recssd::ndp_exec::execute;
@@ -19,7 +18,6 @@ use nearflash_recssd::rowgen::GeneratedTable;
 use nearflash_recssd::sls::{embedding_bag_sum, RowSource, TableView};
 use nearflash_recssd::ssd_cache::{CacheStats, DirectMappedTags, SsdCacheConfig, SsdEmbeddingCache};
 use nearflash_recssd::trace::{self, LocalityParams, LocalityTraceSpec, StackDistanceProfile};
-use numpy::ndarray::Array2;
 use numpy::{
     AllowTypeChange, IntoPyArray, PyArray1, PyArray2, PyArrayLike1, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
@@ -29,18 +27,6 @@ use pyo3::types::PyBytes;
 
 type Ids<'py> = PyArrayLike1<'py, i64, AllowTypeChange>;
 type Counters = HashMap<&'static str, u64>;
-
-fn err(e: impl std::fmt::Display) -> PyErr {
-    InvalidArgument::new_err(e.to_string())
-}
-
-/// The array's elements, borrowed when contiguous.
-fn elements<'a, T: numpy::Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, [T]> {
-    match a.as_slice() {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
-    }
-}
 
 fn to_u64(ids: &[i64], what: &str) -> PyResult<Vec<u64>> {
     ids.iter().map(|&i| u64::try_from(i).map_err(|_| err(format!("{what} contains the negative value {i}")))).collect()
@@ -75,9 +61,23 @@ fn stats_dict(s: CacheStats) -> Counters {
     HashMap::from([("hits", s.hits), ("misses", s.misses), ("fills", s.fills), ("evictions", s.evictions)])
 }
 
-fn pooled<'py>(py: Python<'py>, v: Vec<f32>, dim: usize) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    let bags = v.len() / dim.max(1);
-    Ok(Array2::from_shape_vec((bags, dim), v).map_err(err)?.into_pyarray(py))
+/// The `#[pymethods]` of a class whose `inner` counts hits and misses (caches, the static partition): the
+/// class's own methods plus `stats()` (hits, misses, fills, evictions) and `reset_stats()`.
+macro_rules! counted_pymethods {
+    ($class:ident { $($methods:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            $($methods)*
+
+            /// Counters: hits, misses, fills, evictions.
+            fn stats(&self) -> Counters {
+                stats_dict(self.inner.stats())
+            }
+            fn reset_stats(&mut self) {
+                self.inner.reset_stats();
+            }
+        }
+    };
 }
 
 fn placement(name: &str) -> PyResult<Placement> {
@@ -172,6 +172,13 @@ fn one_row_per_page_stride(row_bytes: u64, page_bytes: u64) -> u64 {
     trace::one_row_per_page_stride(row_bytes, page_bytes)
 }
 
+/// A C-contiguous float32 `rows x dim` numpy table, borrowed.
+fn table_view<'a>(table: &'a PyReadonlyArray2<'_, f32>) -> PyResult<TableView<'a>> {
+    let (rows, dim) = (table.shape()[0], table.shape()[1]);
+    let data = table.as_slice().map_err(|_| err("table must be a C-contiguous float32 array"))?;
+    TableView::new(data, rows, dim).map_err(err)
+}
+
 fn run_sls<T: RowSource>(
     py: Python<'_>,
     table: &T,
@@ -196,11 +203,10 @@ fn sls<'py>(
     per_sample_weights: Option<PyReadonlyArray1<'py, f32>>,
     include_last_offset: bool,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    let (rows, dim) = (table.shape()[0], table.shape()[1]);
-    let data = table.as_slice().map_err(|_| err("table must be a C-contiguous float32 array"))?;
-    let tv = TableView::new(data, rows, dim).map_err(err)?;
+    let tv = table_view(&table)?;
+    let dim = tv.dim();
     let out = run_sls(py, &tv, &indices, &offsets, per_sample_weights.as_ref(), include_last_offset)?;
-    pooled(py, out, dim)
+    rows_array(py, out, dim)
 }
 
 /// EmbeddingBag(mode="sum") over a generated table (rows computed from seed and table id).
@@ -220,7 +226,7 @@ fn sls_generated<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let t = GeneratedTable::new(seed, table_id, rows, dim).map_err(err)?;
     let out = run_sls(py, &t, &indices, &offsets, per_sample_weights.as_ref(), include_last_offset)?;
-    pooled(py, out, dim)
+    rows_array(py, out, dim)
 }
 
 /// Rows of a generated table, `len(ids) x dim`.
@@ -236,7 +242,7 @@ fn generated_rows<'py>(
     let t = GeneratedTable::new(seed, table_id, rows, dim).map_err(err)?;
     let ids = u64s(&ids, "ids")?;
     let out = py.allow_threads(|| t.gather(&ids)).map_err(err)?;
-    pooled(py, out, dim)
+    rows_array(py, out, dim)
 }
 
 /// The NDP config payload of an EmbeddingBag request (pairs sorted by input id).
@@ -273,7 +279,7 @@ fn ndp_decode<'py>(
     d.set_item("input_embeddings", cfg.pairs.len())?;
     d.set_item("table_id", cfg.table_id)?;
     let flat: Vec<u32> = cfg.pairs.iter().flat_map(|p| [p.result, p.input]).collect();
-    d.set_item("pairs", Array2::from_shape_vec((cfg.pairs.len(), 2), flat).map_err(err)?.into_pyarray(py))?;
+    d.set_item("pairs", rows_array(py, flat, 2)?)?;
     Ok(d)
 }
 
@@ -283,24 +289,18 @@ struct SsdCache {
     inner: SsdEmbeddingCache,
 }
 
-#[pymethods]
-impl SsdCache {
-    #[new]
-    #[pyo3(signature = (index_bits = 20, tag_bits = 12, table_bits = 5, payload_bytes = 128))]
-    fn new(index_bits: u32, tag_bits: u32, table_bits: u32, payload_bytes: u32) -> PyResult<Self> {
-        let cfg = SsdCacheConfig { index_bits, tag_bits, table_bits, payload_bytes };
-        Ok(Self { inner: SsdEmbeddingCache::new(cfg).map_err(err)? })
-    }
-    /// Counters: hits, misses, fills, evictions.
-    fn stats(&self) -> Counters {
-        stats_dict(self.inner.stats())
-    }
-    fn reset_stats(&mut self) {
-        self.inner.reset_stats();
-    }
-    /// Controller DRAM the cache occupies, bytes.
-    fn footprint_bytes(&self) -> u64 {
-        self.inner.config().footprint_bytes()
+counted_pymethods! {
+    SsdCache {
+        #[new]
+        #[pyo3(signature = (index_bits = 20, tag_bits = 12, table_bits = 5, payload_bytes = 128))]
+        fn new(index_bits: u32, tag_bits: u32, table_bits: u32, payload_bytes: u32) -> PyResult<Self> {
+            let cfg = SsdCacheConfig { index_bits, tag_bits, table_bits, payload_bytes };
+            Ok(Self { inner: SsdEmbeddingCache::new(cfg).map_err(err)? })
+        }
+        /// Controller DRAM the cache occupies, bytes.
+        fn footprint_bytes(&self) -> u64 {
+            self.inner.config().footprint_bytes()
+        }
     }
 }
 
@@ -310,28 +310,23 @@ struct SsdCacheTags {
     inner: DirectMappedTags,
 }
 
-#[pymethods]
-impl SsdCacheTags {
-    #[new]
-    #[pyo3(signature = (index_bits = 20, tag_bits = 12, table_bits = 5, payload_bytes = 128))]
-    fn new(index_bits: u32, tag_bits: u32, table_bits: u32, payload_bytes: u32) -> PyResult<Self> {
-        let cfg = SsdCacheConfig { index_bits, tag_bits, table_bits, payload_bytes };
-        Ok(Self { inner: DirectMappedTags::new(cfg).map_err(err)? })
-    }
-    /// Probe-then-fill each id of `table`; a bool array of hits.
-    fn access<'py>(&mut self, py: Python<'py>, table: u32, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let ids = u64s(&ids, "ids")?;
-        let hits: Result<Vec<bool>, _> = ids.iter().map(|&r| self.inner.access(table, r)).collect();
-        Ok(hits.map_err(err)?.into_pyarray(py))
-    }
-    fn stats(&self) -> Counters {
-        stats_dict(self.inner.stats())
-    }
-    fn reset_stats(&mut self) {
-        self.inner.reset_stats();
-    }
-    fn footprint_bytes(&self) -> u64 {
-        self.inner.config().footprint_bytes()
+counted_pymethods! {
+    SsdCacheTags {
+        #[new]
+        #[pyo3(signature = (index_bits = 20, tag_bits = 12, table_bits = 5, payload_bytes = 128))]
+        fn new(index_bits: u32, tag_bits: u32, table_bits: u32, payload_bytes: u32) -> PyResult<Self> {
+            let cfg = SsdCacheConfig { index_bits, tag_bits, table_bits, payload_bytes };
+            Ok(Self { inner: DirectMappedTags::new(cfg).map_err(err)? })
+        }
+        /// Probe-then-fill each id of `table`; a bool array of hits.
+        fn access<'py>(&mut self, py: Python<'py>, table: u32, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+            let ids = u64s(&ids, "ids")?;
+            let hits: Result<Vec<bool>, _> = ids.iter().map(|&r| self.inner.access(table, r)).collect();
+            Ok(hits.map_err(err)?.into_pyarray(py))
+        }
+        fn footprint_bytes(&self) -> u64 {
+            self.inner.config().footprint_bytes()
+        }
     }
 }
 
@@ -348,10 +343,9 @@ fn ndp_sls<'py>(
     table_id: u32,
     mut cache: Option<PyRefMut<'py, SsdCache>>,
 ) -> PyResult<(Bound<'py, PyArray2<f32>>, Counters)> {
-    let (rows, dim) = (table.shape()[0], table.shape()[1]);
-    let data = table.as_slice().map_err(|_| err("table must be a C-contiguous float32 array"))?;
-    let tv = TableView::new(data, rows, dim).map_err(err)?;
-    let layout = TableLayout::fp32(0, rows as u64, u32::try_from(dim).map_err(err)?, self::placement(placement)?)
+    let tv = table_view(&table)?;
+    let dim = tv.dim();
+    let layout = TableLayout::fp32(0, tv.rows() as u64, u32::try_from(dim).map_err(err)?, self::placement(placement)?)
         .map_err(err)?;
     let cfg = bags_config(table_id, dim as u32, &indices, &offsets)?;
     let wire = NdpConfig::decode(&cfg.encode().map_err(err)?).map_err(err)?;
@@ -367,7 +361,7 @@ fn ndp_sls<'py>(
         ("rows_from_flash", s.rows_from_flash),
         ("result_sectors", req.result_sectors() as u64),
     ]);
-    Ok((pooled(py, req.result().to_vec(), dim)?, stats))
+    Ok((rows_array(py, req.result().to_vec(), dim)?, stats))
 }
 
 /// Flash page of each id under a layout of `rows x dim` fp32 rows.
@@ -392,25 +386,20 @@ struct HostLruCache {
     inner: HostLru<()>,
 }
 
-#[pymethods]
-impl HostLruCache {
-    #[new]
-    fn new(capacity: usize) -> PyResult<Self> {
-        Ok(Self { inner: HostLru::new(capacity).map_err(err)? })
-    }
-    /// One baseline lookup per key (hit, or miss and insert); a bool array of hits.
-    fn access<'py>(&mut self, py: Python<'py>, keys: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let keys = u64s(&keys, "keys")?;
-        Ok(keys.iter().map(|&k| self.inner.access(k)).collect::<Vec<_>>().into_pyarray(py))
-    }
-    fn stats(&self) -> Counters {
-        stats_dict(self.inner.stats())
-    }
-    fn reset_stats(&mut self) {
-        self.inner.reset_stats();
-    }
-    fn __len__(&self) -> usize {
-        self.inner.len()
+counted_pymethods! {
+    HostLruCache {
+        #[new]
+        fn new(capacity: usize) -> PyResult<Self> {
+            Ok(Self { inner: HostLru::new(capacity).map_err(err)? })
+        }
+        /// One baseline lookup per key (hit, or miss and insert); a bool array of hits.
+        fn access<'py>(&mut self, py: Python<'py>, keys: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+            let keys = u64s(&keys, "keys")?;
+            Ok(keys.iter().map(|&k| self.inner.access(k)).collect::<Vec<_>>().into_pyarray(py))
+        }
+        fn __len__(&self) -> usize {
+            self.inner.len()
+        }
     }
 }
 
@@ -420,47 +409,42 @@ struct HotRowPartition {
     inner: RsPartition,
 }
 
-#[pymethods]
-impl HotRowPartition {
-    /// The `capacity` most frequent ids of `profile` (ties: smaller id).
-    #[new]
-    #[pyo3(signature = (profile, capacity = nearflash_recssd::partition::ARTIFACT_PARTITION_ROWS))]
-    fn new(profile: Ids<'_>, capacity: usize) -> PyResult<Self> {
-        Ok(Self { inner: RsPartition::profile(&u64s(&profile, "profile")?, capacity) })
-    }
-    /// Host-resident rows, hottest first (a row's position is its slot).
-    fn rows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        i64_array(py, self.inner.rows().iter().copied())
-    }
-    /// Which ids are host-resident.
-    fn contains<'py>(&self, py: Python<'py>, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let ids = u64s(&ids, "ids")?;
-        Ok(ids.iter().map(|&r| self.inner.contains(r)).collect::<Vec<_>>().into_pyarray(py))
-    }
-    /// Splits a request: (host_slots, host_offsets, ndp_indices, ndp_offsets).
-    #[allow(clippy::type_complexity)]
-    fn split<'py>(
-        &mut self,
-        py: Python<'py>,
-        indices: Ids<'py>,
-        offsets: Ids<'py>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<i64>>,
-    )> {
-        let s = self.inner.split(&elements(&indices), &elements(&offsets)).map_err(err)?;
-        Ok((i64_array(py, s.host_slots), i64_array(py, s.host_offsets), i64_array(py, s.ndp_indices), i64_array(py, s.ndp_offsets)))
-    }
-    fn stats(&self) -> Counters {
-        stats_dict(self.inner.stats())
-    }
-    fn reset_stats(&mut self) {
-        self.inner.reset_stats();
-    }
-    fn __len__(&self) -> usize {
-        self.inner.len()
+counted_pymethods! {
+    HotRowPartition {
+        /// The `capacity` most frequent ids of `profile` (ties: smaller id).
+        #[new]
+        #[pyo3(signature = (profile, capacity = nearflash_recssd::partition::ARTIFACT_PARTITION_ROWS))]
+        fn new(profile: Ids<'_>, capacity: usize) -> PyResult<Self> {
+            Ok(Self { inner: RsPartition::profile(&u64s(&profile, "profile")?, capacity) })
+        }
+        /// Host-resident rows, hottest first (a row's position is its slot).
+        fn rows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+            i64_array(py, self.inner.rows().iter().copied())
+        }
+        /// Which ids are host-resident.
+        fn contains<'py>(&self, py: Python<'py>, ids: Ids<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+            let ids = u64s(&ids, "ids")?;
+            Ok(ids.iter().map(|&r| self.inner.contains(r)).collect::<Vec<_>>().into_pyarray(py))
+        }
+        /// Splits a request: (host_slots, host_offsets, ndp_indices, ndp_offsets).
+        #[allow(clippy::type_complexity)]
+        fn split<'py>(
+            &mut self,
+            py: Python<'py>,
+            indices: Ids<'py>,
+            offsets: Ids<'py>,
+        ) -> PyResult<(
+            Bound<'py, PyArray1<i64>>,
+            Bound<'py, PyArray1<i64>>,
+            Bound<'py, PyArray1<i64>>,
+            Bound<'py, PyArray1<i64>>,
+        )> {
+            let s = self.inner.split(&elements(&indices), &elements(&offsets)).map_err(err)?;
+            Ok((i64_array(py, s.host_slots), i64_array(py, s.host_offsets), i64_array(py, s.ndp_indices), i64_array(py, s.ndp_offsets)))
+        }
+        fn __len__(&self) -> usize {
+            self.inner.len()
+        }
     }
 }
 

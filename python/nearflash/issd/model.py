@@ -28,7 +28,7 @@ def evaluate(
     config: str, kernel: str, n_ch: float, data_bytes: float = 1e9, config_overrides=None, kernel_overrides=None
 ) -> dict:
     """Stage times, T_total, bandwidth and bottleneck (Eq. 1)."""
-    return _issd.model_evaluate(config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides))
+    return _issd.model_study("evaluate", config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides))
 
 
 def bandwidth(config: str, kernel: str, n_ch: float, **overrides) -> float:
@@ -46,8 +46,8 @@ def energy(
     energy_overrides=None,
 ) -> dict:
     """Energy: ``per_byte`` [(component, J/B)], ``epb_comp``, ``epb_xfer``, ``e_dyn``, ``e_static``, ``e_total``."""
-    return _issd.model_energy(
-        config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides), _kv(energy_overrides)
+    return _issd.model_study(
+        "energy", config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides), _kv(energy_overrides)
     )
 
 
@@ -55,7 +55,9 @@ def partition(
     config: str, kernel: str, n_ch: float, data_bytes: float = 1e9, config_overrides=None, kernel_overrides=None
 ) -> dict:
     """Static split between an iSSD configuration and its host CPUs so both finish together."""
-    return _issd.model_partition(config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides))
+    return _issd.model_study(
+        "partition", config, kernel, n_ch, data_bytes, _kv(config_overrides), _kv(kernel_overrides)
+    )
 
 
 def fig7(kernel: str) -> list[dict]:

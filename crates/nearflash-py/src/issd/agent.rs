@@ -2,7 +2,8 @@
 //! driving a `Device` from Python (put an input on the device, run a job with a strategy). Device faults come back
 //! as `NvmeError`-style `InvalidArgument` messages from the Initiator; the GIL is released while jobs run.
 
-use super::{err, output_dict};
+use super::output_dict;
+use crate::convert::err;
 use crate::device::{device_mut, PyDevice};
 use crate::errors::ConfigError;
 use nearflash_core::ctrl::Extension;
@@ -47,7 +48,7 @@ fn write_input(
     data: PyReadonlyArray1<'_, u8>,
     page_size: u32,
 ) -> PyResult<Vec<(u64, u32)>> {
-    let bytes = super::bytes_of(&data);
+    let bytes = crate::convert::elements(&data);
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
     let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(err))?;

@@ -2,7 +2,7 @@
 //! partitioning, the prototype scan), each run beside Eq. 1, returned as plain Python objects (via JSON). The GIL
 //! is released while they run.
 
-use super::{err, json};
+use crate::convert::{err, to_python};
 use nearflash_issd::model::Fig7Config;
 use nearflash_issd::sim::{self, Sizing};
 use pyo3::prelude::*;
@@ -31,7 +31,7 @@ fn sim_fig7<'py>(
         None => serde_json::Value::Null,
     };
     let pts = py.allow_threads(|| sim::fig7_points(&cs, &ks, n_ch, sizing(sizing_args), seed, &agent)).map_err(err)?;
-    json(py, serde_json::to_string(&pts))
+    to_python(py, &pts)
 }
 
 fn static_kernel(k: &str) -> PyResult<&'static str> {
@@ -51,7 +51,7 @@ fn sim_fig9<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let k = static_kernel(kernel)?;
     let r = py.allow_threads(|| sim::fig9_sim(k, n_host_cpu, sizing(sizing_args), chunks, seed)).map_err(err)?;
-    json(py, serde_json::to_string(&r))
+    to_python(py, &r)
 }
 
 /// Fig. 8 executed for one case: the host, and the iSSD around the model's iso-performance FMC count.
@@ -68,7 +68,7 @@ fn sim_fig8<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let k = static_kernel(kernel)?;
     let r = py.allow_threads(|| sim::fig8_sim(k, r_host, n_host_cpu, accelerated, sizing(sizing_args), seed)).map_err(err)?;
-    json(py, serde_json::to_string(&r))
+    to_python(py, &r)
 }
 
 /// The §4.3 prototype scan over `pages` 8 KiB pages of lineitem.
@@ -76,14 +76,14 @@ fn sim_fig8<'py>(
 #[pyo3(signature = (pages, seed = 1))]
 fn sim_prototype(py: Python<'_>, pages: usize, seed: u64) -> PyResult<Bound<'_, PyAny>> {
     let r = py.allow_threads(|| sim::prototype_sim(pages, seed)).map_err(err)?;
-    json(py, serde_json::to_string(&r))
+    to_python(py, &r)
 }
 
 /// The device setups of the model systems: Fig. 7's configuration at `n_ch` with its overrides and reasons.
 #[pyfunction]
 fn sim_setup<'py>(py: Python<'py>, config: &str, n_ch: u32, n_host_cpu: u32) -> PyResult<Bound<'py, PyAny>> {
     let c = Fig7Config::from_name(config).map_err(err)?;
-    json(py, serde_json::to_string(&sim::fig7_setup(c, n_ch, n_host_cpu)))
+    to_python(py, &sim::fig7_setup(c, n_ch, n_host_cpu))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

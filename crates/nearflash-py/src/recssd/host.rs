@@ -4,7 +4,8 @@
 //! Device faults raise `InvalidArgument` with the NVMe status and the firmware's fault; the GIL is released
 //! while the device runs.
 
-use super::{bag_ids, err, pooled, u64s, Ids};
+use super::{bag_ids, u64s, Ids};
+use crate::convert::{err, rows_array, to_python};
 use crate::device::{device_mut, PyDevice};
 use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
@@ -15,8 +16,7 @@ use nearflash_recssd::host::tables::{DeviceTables, TableData, TableSpec};
 use nearflash_recssd::ndp_command::NdpFault;
 use nearflash_core::config::ExtParams;
 use nearflash_recssd::params::RecssdParams;
-use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -56,9 +56,7 @@ fn path(name: &str) -> PyResult<SlsPath> {
 }
 
 fn json(py: Python<'_>, v: serde_json::Result<serde_json::Value>) -> PyResult<PyObject> {
-    let text = v.map_err(err)?.to_string();
-    let json = py.import("json")?;
-    Ok(json.call_method1("loads", (text,))?.unbind())
+    Ok(to_python(py, &v.map_err(err)?)?.unbind())
 }
 
 /// The host library on one device.
@@ -137,7 +135,7 @@ impl Host {
         let (idx, offs) = bag_ids(&indices, &offsets)?;
         let dim = self.inner.tables.tables.get(table).ok_or_else(|| err(format!("no table {table}")))?.layout.dim();
         let (out, stats) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(err))?;
-        Ok((pooled(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?))
+        Ok((rows_array(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?))
     }
 
     /// Runs batches (a list of batches, each a list over tables of `(indices, offsets)`) whose dense parts take
@@ -161,14 +159,14 @@ impl Host {
         drop(batches);
         let r = self.with_device(py, move |h, dev| h.run(dev, &converted, &dense_flops, &opts).map_err(err))?;
         let flat: Vec<i64> = r.batches.iter().flat_map(|b| [b.taken as i64, b.sls_done as i64, b.done as i64]).collect();
-        let timings = Array2::from_shape_vec((r.batches.len(), 3), flat).map_err(err)?.into_pyarray(py);
+        let timings = rows_array(py, flat, 3)?;
         let outputs: PyObject = if keep_outputs {
             let dims: Vec<usize> = self.inner.tables.tables.iter().map(|t| t.layout.dim() as usize).collect();
             let list = PyList::empty(py);
             for per_batch in r.outputs.iter() {
                 let tables = PyList::empty(py);
                 for (t, v) in per_batch.iter().enumerate() {
-                    tables.append(pooled(py, v.clone(), dims[t])?)?;
+                    tables.append(rows_array(py, v.clone(), dims[t])?)?;
                 }
                 list.append(tables)?;
             }
