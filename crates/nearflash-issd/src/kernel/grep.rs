@@ -99,14 +99,15 @@ impl Kernel for GrepKernel {
         Partial::Selection(Selection::default())
     }
     fn map(&self, chunk: Chunk<'_>) -> Result<Partial> {
-        let pages = self.layout.page_count(chunk.bytes.len())?;
-        let (mut lines, mut hits, mut out) = (0u64, 0u64, Vec::new());
-        for payload in self.layout.payloads(chunk.bytes)? {
-            let payload = payload?;
-            lines += memchr_iter(b'\n', payload).count() as u64;
-            hits += self.grep_payload(payload, &mut out);
-        }
-        Ok(Partial::Selection(Selection::single(chunk.first_page, pages, lines, hits, out)))
+        Selection::map_chunk(self.layout, chunk, |out| {
+            let (mut lines, mut hits) = (0u64, 0u64);
+            for payload in self.layout.payloads(chunk.bytes)? {
+                let payload = payload?;
+                lines += memchr_iter(b'\n', payload).count() as u64;
+                hits += self.grep_payload(payload, out);
+            }
+            Ok((lines, hits))
+        })
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         Selection::finish_partial(self.name(), p)

@@ -196,18 +196,19 @@ impl Kernel for ScanKernel {
         Partial::Selection(Selection::default())
     }
     fn map(&self, chunk: Chunk<'_>) -> Result<Partial> {
-        let pages = self.layout.page_count(chunk.bytes.len())?;
-        let (mut scanned, mut items, mut bytes) = (0u64, 0u64, Vec::new());
-        for_each_record(self.layout, chunk.bytes, |rec| {
-            scanned += 1;
-            if self.predicate.matches(rec) {
-                items += 1;
-                for &(off, w) in &self.projection {
-                    bytes.extend_from_slice(&rec[off..off + w]);
+        Selection::map_chunk(self.layout, chunk, |bytes| {
+            let (mut scanned, mut items) = (0u64, 0u64);
+            for_each_record(self.layout, chunk.bytes, |rec| {
+                scanned += 1;
+                if self.predicate.matches(rec) {
+                    items += 1;
+                    for &(off, w) in &self.projection {
+                        bytes.extend_from_slice(&rec[off..off + w]);
+                    }
                 }
-            }
-        })?;
-        Ok(Partial::Selection(Selection::single(chunk.first_page, pages, scanned, items, bytes)))
+            })?;
+            Ok((scanned, items))
+        })
     }
     fn finish(&self, p: Partial) -> Result<Output> {
         Selection::finish_partial(self.name(), p)

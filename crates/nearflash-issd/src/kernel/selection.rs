@@ -3,9 +3,11 @@
 //! input order whatever order the channels deliver them in.
 
 use super::output::Output;
+use super::Chunk;
 use super::partial::{Mergeable, Partial};
 use crate::codec::{bytes_len, varint_len, Body, Reader, Writer};
 use crate::error::{IssdError, Result};
+use crate::pages::PageLayout;
 
 /// Items selected from one chunk of `pages` pages starting at `first_page`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -39,6 +41,19 @@ impl Selection {
     /// One chunk's selection.
     pub fn single(first_page: u64, pages: u64, scanned: u64, items: u64, bytes: Vec<u8>) -> Self {
         Self { scanned, segments: vec![Segment { first_page, pages, items, bytes }] }
+    }
+
+    /// The Map of a selecting kernel over `chunk`: `select` appends the chunk's selected items to the buffer it is
+    /// given and returns (items examined, items selected).
+    pub fn map_chunk(
+        layout: PageLayout,
+        chunk: Chunk<'_>,
+        select: impl FnOnce(&mut Vec<u8>) -> Result<(u64, u64)>,
+    ) -> Result<Partial> {
+        let pages = layout.page_count(chunk.bytes.len())?;
+        let mut bytes = Vec::new();
+        let (scanned, items) = select(&mut bytes)?;
+        Ok(Partial::Selection(Selection::single(chunk.first_page, pages, scanned, items, bytes)))
     }
 
     /// The `finish` of a selecting kernel (named `kernel`): the merged selection in input order.
