@@ -30,19 +30,21 @@ def run_fig7(exp: Experiment, opts: Options) -> None:
     def bw(c, k, n):
         return by[(c, k, n)]["bandwidth"]
 
+    def xl_beats_best_host_from(k):
+        """First n_ch at which iSSD-XL outruns HOST-8G at its best n_ch."""
+        host = max(bw("HOST-8G", k, n) for n in chans)
+        xl = {n: bw("iSSD-XL", k, n) for n in chans}
+        return first_n(xl, lambda n: xl[n] > host)
+
     if "scan" in ks:
         xl = {n: bw("iSSD-XL", "scan", n) for n in chans}
         top = max(xl.values())
         wall = first_n(xl, lambda n: xl[n] >= 0.95 * top)
         exp.compare("iSSD-XL scan stops scaling at (FMCs)", wall, 48, "FMCs", "first n_ch within 5% of its maximum")
     if "kmeans" in ks:
-        host = max(bw("HOST-8G", "kmeans", n) for n in chans)
-        km = {n: bw("iSSD-XL", "kmeans", n) for n in chans}
-        exp.compare("iSSD-XL k-means beats the best host from", first_n(km, lambda n: km[n] > host), 24, "FMCs")
+        exp.compare("iSSD-XL k-means beats the best host from", xl_beats_best_host_from("kmeans"), 24, "FMCs")
     if "string_match" in ks:
-        host = max(bw("HOST-8G", "string_match", n) for n in chans)
-        sm = {n: bw("iSSD-XL", "string_match", n) for n in chans}
-        exp.compare("iSSD-XL string_match beats the best host from", first_n(sm, lambda n: sm[n] > host), 40, "FMCs")
+        exp.compare("iSSD-XL string_match beats the best host from", xl_beats_best_host_from("string_match"), 40, "FMCs")
         n = chans[-1]
         exp.compare(
             "string_match stream-processor gain (XL / iSSD-400)",
