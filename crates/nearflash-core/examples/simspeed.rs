@@ -1,5 +1,5 @@
 //! Simulator speed: simulated I/Os per wall-clock second for the workloads the platform issue names.
-//! `cargo run --release -p nearflash-core --example simspeed [preset] [fill]`
+//! `cargo run --release -p nearflash-core --example simspeed [preset] [fill] [case index] [key=value ...]`
 
 use nearflash_core::bench::{run, Pattern, Workload};
 use nearflash_core::config::load_preset;
@@ -24,7 +24,11 @@ fn main() -> nearflash_core::Result<()> {
         if only.is_some_and(|o| o != i) {
             continue;
         }
-        let tree = load_preset(preset)?;
+        let mut tree = load_preset(preset)?;
+        for kv in args.iter().skip(4) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| nearflash_core::SimError::InvalidArgument(format!("{kv}: expected key=value")))?;
+            tree.set(k, v)?;
+        }
         let mut dev = Device::memory(tree, DeviceOptions { materialise: data, ..Default::default() })?;
         let t = Instant::now();
         dev.precondition(fill, prefill, 1.0, 1)?;
@@ -33,9 +37,12 @@ fn main() -> nearflash_core::Result<()> {
         let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios: 1_000_000, span: Some((0, lbas)), seed: 1, data };
         let r = run(&mut dev, &w, None)?;
         let op = r.report.ops.values().next().unwrap();
+        let die = r.report.utilisation.iter().find(|u| u.name == "die").map_or(0.0, |u| u.mean);
         println!(
-            "{name:30} {:>10.0} sim IO/s wall | {:>9.0} IOPS {:>8.1} MB/s p99 {:>8.1} us | precondition {pre:.1}s",
-            r.sim_ios_per_s, op.iops, op.bandwidth_mb_s, op.latency.p99_us
+            "{name:30} {:>10.0} sim IO/s wall | {:>9.0} IOPS {:>8.1} MB/s p99 {:>8.1} max {:>9.0} us | WAF {:.2} \
+             GC stalls {} | dies {:.0}% busy | precondition {pre:.1}s",
+            r.sim_ios_per_s, op.iops, op.bandwidth_mb_s, op.latency.p99_us, op.latency.max_us, r.report.ftl.waf,
+            r.report.ftl.stats.gc_stalls, die * 100.0
         );
     }
     Ok(())
