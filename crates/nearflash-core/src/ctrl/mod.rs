@@ -10,7 +10,7 @@ pub use ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, FlashRead, 
 pub use units::{ComputeUnits, UnitHandle, UnitSpec};
 
 use crate::config::DeviceConfig;
-use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Port, Resources, Time};
 
 /// Firmware path lengths and the resources they run on.
 pub struct Controller {
@@ -22,12 +22,10 @@ pub struct Controller {
     pub fw_other: f64,
     pub fw_page: f64,
     pub map_instructions: f64,
-    dram_bw: f64,
+    dram_port: Port,
     pub dram_latency: u64,
     acc_core: EnergyAccount,
-    acc_dram: EnergyAccount,
     pj_per_instruction: f64,
-    dram_pj_per_byte: f64,
     pub stats: ControllerStats,
 }
 
@@ -41,21 +39,22 @@ impl Controller {
     pub fn new(cfg: &DeviceConfig, res: &mut Resources, ledger: &mut EnergyLedger) -> Self {
         let c = &cfg.controller;
         ledger.add_static("ssd_static", cfg.energy.ssd_static.0);
+        let dram = res.add_group("dram", 1);
+        let dram_port =
+            Port::new(res.member(dram, 0), c.dram_bandwidth.0, ledger.account("ssd_dram"), cfg.energy.ssd_dram_per_byte.0);
         Controller {
             cores: res.add_group("core", c.cores.0 as u32),
-            dram: res.add_group("dram", 1),
+            dram,
             ns_per_instruction: c.cpi.0 * 1e9 / c.core_freq.0,
             fw_read: c.fw_read_instructions.0,
             fw_write: c.fw_write_instructions.0,
             fw_other: c.fw_other_instructions.0,
             fw_page: c.fw_page_instructions.0,
             map_instructions: cfg.ftl.map_instructions.0,
-            dram_bw: c.dram_bandwidth.0,
+            dram_port,
             dram_latency: c.dram_latency.0,
             acc_core: ledger.account("controller_core"),
-            acc_dram: ledger.account("ssd_dram"),
             pj_per_instruction: cfg.energy.core_per_instruction.0,
-            dram_pj_per_byte: cfg.energy.ssd_dram_per_byte.0,
             stats: ControllerStats::default(),
         }
     }
@@ -86,20 +85,12 @@ impl Controller {
 
     /// DRAM port time for `bytes`.
     pub fn dram_ns(&self, bytes: u64) -> u64 {
-        if bytes == 0 {
-            0
-        } else {
-            (bytes as f64 * 1e9 / self.dram_bw).ceil() as u64
-        }
+        self.dram_port.ns(bytes)
     }
 
     /// Moves `bytes` through the DRAM port; returns when done.
     pub fn dram(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
-        let d = self.dram_ns(bytes);
-        let r = res.member(self.dram, 0);
-        let s = res.reserve(r, ready, d);
         self.stats.dram_bytes += bytes;
-        ledger.charge(self.acc_dram, self.dram_pj_per_byte * bytes as f64);
-        s + d
+        self.dram_port.transfer(res, ledger, ready, bytes)
     }
 }

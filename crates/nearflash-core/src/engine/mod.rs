@@ -7,12 +7,14 @@
 
 mod energy;
 mod fasthash;
+mod port;
 mod resources;
 mod rng;
 mod timeline;
 
 pub use energy::{EnergyAccount, EnergyLedger};
 pub use fasthash::{IntHasher, IntMap};
+pub use port::Port;
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};
 pub use rng::{rng_stream, Rng};
 pub use timeline::Timeline;

@@ -2,7 +2,7 @@
 //! cores (interrupt-driven kernel path or polled user-space path), and host compute charged in cycles.
 
 use crate::config::{DeviceConfig, HostStack};
-use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Port, Resources, Time};
 
 /// Link, driver and host CPU model.
 pub struct HostModel {
@@ -11,15 +11,14 @@ pub struct HostModel {
     /// Device to host (reads, completions).
     pub up: GroupId,
     pub cpu: GroupId,
-    link_bw: f64,
+    link_down: Port,
+    link_up: Port,
     pub link_latency: u64,
     submit: u64,
     complete: u64,
     cpu_hz: f64,
-    acc_link: EnergyAccount,
     acc_cpu: EnergyAccount,
     acc_dram: EnergyAccount,
-    link_pj_per_byte: f64,
     cpu_pj_per_instruction: f64,
     dram_pj_per_byte: f64,
     dram_bw: f64,
@@ -44,19 +43,21 @@ impl HostModel {
         ledger.add_static("host_dram", e.host_dram_static.0);
         ledger.add_static("host_chipset", e.host_chipset_static.0);
         ledger.add_static("host_io", e.host_io_static.0);
+        let (down, up) = (res.add_group("link_down", 1), res.add_group("link_up", 1));
+        let acc_link = ledger.account("host_link");
+        let port = |res: &Resources, g| Port::new(res.member(g, 0), cfg.link_bandwidth().0, acc_link, e.host_link_per_byte.0);
         HostModel {
-            down: res.add_group("link_down", 1),
-            up: res.add_group("link_up", 1),
+            link_down: port(res, down),
+            link_up: port(res, up),
+            down,
+            up,
             cpu: res.add_group("host_cpu", h.cpu_cores.0 as u32),
-            link_bw: cfg.link_bandwidth().0,
             link_latency: h.link_latency.0,
             submit,
             complete,
             cpu_hz: h.cpu_freq.0,
-            acc_link: ledger.account("host_link"),
             acc_cpu: ledger.account("host_cpu"),
             acc_dram: ledger.account("host_dram"),
-            link_pj_per_byte: e.host_link_per_byte.0,
             cpu_pj_per_instruction: e.host_cpu_per_instruction.0,
             dram_pj_per_byte: e.host_dram_per_byte.0,
             dram_bw: h.dram_bandwidth.0,
@@ -66,35 +67,23 @@ impl HostModel {
 
     /// Payload bandwidth of one link direction, bytes/s.
     pub fn link_bandwidth(&self) -> f64 {
-        self.link_bw
+        self.link_down.bytes_per_s()
     }
 
     pub fn link_ns(&self, bytes: u64) -> u64 {
-        if bytes == 0 {
-            0
-        } else {
-            (bytes as f64 * 1e9 / self.link_bw).ceil() as u64
-        }
+        self.link_down.ns(bytes)
     }
 
     /// Moves `bytes` host-to-device; returns arrival time.
     pub fn to_device(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
-        let d = self.link_ns(bytes);
-        let r = res.member(self.down, 0);
-        let s = res.reserve(r, ready, d);
         self.stats.link_bytes_down += bytes;
-        ledger.charge(self.acc_link, self.link_pj_per_byte * bytes as f64);
-        s + d
+        self.link_down.transfer(res, ledger, ready, bytes)
     }
 
     /// Moves `bytes` device-to-host; returns arrival time.
     pub fn to_host(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
-        let d = self.link_ns(bytes);
-        let r = res.member(self.up, 0);
-        let s = res.reserve(r, ready, d);
         self.stats.link_bytes_up += bytes;
-        ledger.charge(self.acc_link, self.link_pj_per_byte * bytes as f64);
-        s + d
+        self.link_up.transfer(res, ledger, ready, bytes)
     }
 
     /// Driver submission path on a host core; returns when the doorbell is rung.
