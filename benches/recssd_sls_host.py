@@ -16,32 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-
-def _best_of(fn, repeats: int) -> float:
-    """Median wall time of ``repeats`` calls after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def roofline(repeats: int, mib: int) -> dict[str, float]:
-    """Memory bandwidth of this host: numpy copy (read + write bytes) and numpy sum (read bytes)."""
-    src = np.ones(mib << 18, dtype=np.float32)  # mib MiB
-    dst = np.empty_like(src)
-    t_copy = _best_of(lambda: np.copyto(dst, src), repeats)
-    t_sum = _best_of(lambda: src.sum(), repeats)
-    return {"copy_GBps": 2 * src.nbytes / t_copy / 1e9, "sum_read_GBps": src.nbytes / t_sum / 1e9}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from roofline import median_time as _best_of, roofline  # noqa: E402
 
 
 def numpy_sls(table: np.ndarray, idx: np.ndarray, off: np.ndarray) -> np.ndarray:
