@@ -608,8 +608,8 @@ MODEL_DIFFERENCES = [
     "Latency statistics: MQSim reports mean, minimum and maximum device response time (whole microseconds); "
     "percentiles are nearflash's only. MQSim's IOPS divide all generated requests by the simulated time of the last "
     "event; nearflash's by the window from the first submission to the last completion.",
-    "GC granularity: MQSim enqueues one victim's moves per block allocation below its threshold; nearflash collects "
-    "victims until the plane is back at its stop threshold, all reserved at the moment the host write triggers it.",
+    "GC granularity: MQSim enqueues one victim's moves per block allocation below its threshold; nearflash (incremental "
+    "pacing) moves a few victim pages per host page written below its threshold, until its stop threshold is reached.",
 ]
 
 
