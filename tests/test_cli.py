@@ -41,9 +41,22 @@ def test_bench_text_summary_and_writes():
     assert "write" in p.stdout and "simulated I/Os per second" in p.stdout
 
 
+def test_bench_span_as_share_of_capacity_reaches_gc_steady_state():
+    tiny = ["--set", "channels=2", "--set", "chips_per_channel=1", "--set", "blocks_per_plane=64",
+            "--set", "pages_per_block=32", "--set", "over_provisioning=20%"]
+    p = run("bench", *tiny, "--rw", "randwrite", "--fill", "random", "--size", "90%", "--ios", "20000", "--json")
+    assert p.returncode == 0, p.stderr
+    ftl = json.loads(p.stdout)["report"]["ftl"]
+    assert ftl["gc_runs"] > 0 and ftl["waf"] > 1.5, ftl
+    assert ftl["gc_stalls"] == 0, "incremental GC keeps pace at 90% fill"
+    assert abs(ftl["occupancy"] - 0.9) < 0.02
+
+
 @pytest.mark.parametrize("args, msg", [
     (["bench", "--set", "nope=1"], "unknown parameter"),
     (["bench", "--bs", "1000", "--ios", "10"], "not a multiple"),
+    (["bench", "--size", "120%"], "share of the capacity"),
+    (["bench", "--size", "x%"], "not a percentage"),
 ])
 def test_errors_are_messages_not_tracebacks(args, msg):
     p = run(*args)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from nearflash.device import Device, preset_description, preset_params, presets
 from nearflash.errors import NearflashError
@@ -32,6 +32,20 @@ def parse_size(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"size must be positive: {text!r}")
     return value
+
+
+def parse_span(text: str) -> Union[int, float]:
+    """A size in bytes ('16g'), or a share of the device's capacity ('90%', as fio's size=) as a float in (0, 1]."""
+    t = text.strip()
+    if not t.endswith("%"):
+        return parse_size(t)
+    try:
+        share = float(t[:-1]) / 100
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 90%)") from None
+    if not 0 < share <= 1:
+        raise argparse.ArgumentTypeError(f"a share of the capacity must be in (0%, 100%]: {text!r}")
+    return share
 
 
 def parse_set(items: Optional[list[str]]) -> dict[str, str]:
@@ -112,7 +126,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
         per_io = a.bs // dev.lba_bytes
         if a.iodepth is None:
             a.iodepth = min(64, int(dev.param("nvme.max_queue_depth").split()[0]) - 1)
-        span_bytes = min(a.size, dev.capacity_bytes) if a.size else dev.capacity_bytes
+        share = isinstance(a.size, float)
+        span_bytes = int(a.size * dev.capacity_bytes) if share else min(a.size, dev.capacity_bytes)
         lbas = span_bytes // dev.lba_bytes // per_io * per_io
         fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
         fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
@@ -225,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--iodepth", type=int, help="queue depth per job (default 64, or the device's maximum if lower)")
     sp.add_argument("--numjobs", type=int, default=1)
     sp.add_argument("--ios", type=int, default=200_000, help="I/Os in total")
-    sp.add_argument("--size", type=parse_size, default=parse_size("16g"), help="LBA span used (default 16g)")
+    sp.add_argument("--size", type=parse_span, default=parse_size("16g"),
+                    help="LBA span used: bytes (default 16g) or a share of the capacity (e.g. 90%%: with --fill random, "
+                         "random writes run in GC steady state)")
     sp.add_argument("--rwmixread", type=float, default=0.5)
     sp.add_argument("--fill", choices=["none", "sequential", "random"],
                     help="precondition the span first (default: sequential for reads, none for writes)")
