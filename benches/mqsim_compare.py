@@ -285,7 +285,9 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
             round((gc + 0.5) / blocks, 8),
             f"(gc_start_free_blocks + 0.5) / blocks_per_plane, which MQSim truncates back to {gc} blocks",
         ),
-        Mapped("GC_Block_Selection_Policy", "GREEDY", "ftl.gc_policy = greedy"),
+        Mapped("GC_Block_Selection_Policy", {"greedy": "GREEDY", "rga": "RGA", "random": "RANDOM", "fifo": "FIFO"}[p["ftl.gc_policy"]],
+               f"ftl.gc_policy = {p['ftl.gc_policy']} (MQSim's RGA set size is log2(blocks per plane); ftl.gc_rga_d = "
+               f"{p['ftl.gc_rga_d']})"),
         Mapped("Use_Copyback_for_GC", bool(p["ftl.gc_copyback"])),
         Mapped("Preemptible_GC_Enabled", False, "nearflash's GC is not preemptible"),
         Mapped("GC_Hard_Threshold", 0.005, "unused: preemptible GC off"),

@@ -82,8 +82,11 @@ pub struct FtlConfig {
     pub gc_start_free_blocks: Count,
     /// GC in a plane stops once it has this many free blocks.
     pub gc_stop_free_blocks: Count,
-    /// Victim selection: greedy (fewest valid sectors).
+    /// Victim selection: greedy (fewest valid sectors) | rga (fewest valid of `gc_rga_d` random candidates,
+    /// randomized greedy) | random | fifo (the block closed longest ago).
     pub gc_policy: Choice,
+    /// Candidates per RGA victim choice (MQSim uses log2 of blocks per plane).
+    pub gc_rga_d: Count,
     /// incremental (a few victim pages moved per host page written) | blocking (whole victims at once).
     pub gc_pacing: Choice,
     /// GC moves pages with the on-die copyback command instead of through the controller.
@@ -209,6 +212,18 @@ pub enum HostStack {
     Polled,
 }
 
+/// How GC picks its victim among the full blocks of a plane that have something to reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VictimPolicy {
+    /// Fewest valid sectors.
+    Greedy,
+    /// Fewest valid sectors among this many random candidates (Van Houdt's randomized greedy).
+    Rga(u32),
+    Random,
+    /// The block that was closed longest ago (lowest sequence number of its first page).
+    Fifo,
+}
+
 /// How GC work is spread over host writes (see `ftl::gc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GcPacing {
@@ -246,6 +261,15 @@ impl DeviceConfig {
             HostStack::Polled
         } else {
             HostStack::Kernel
+        }
+    }
+
+    pub fn victim_policy(&self) -> VictimPolicy {
+        match self.ftl.gc_policy.0.as_str() {
+            "rga" => VictimPolicy::Rga(self.ftl.gc_rga_d.0.min(u64::from(u32::MAX)) as u32),
+            "random" => VictimPolicy::Random,
+            "fifo" => VictimPolicy::Fifo,
+            _ => VictimPolicy::Greedy,
         }
     }
 
@@ -360,8 +384,11 @@ impl DeviceConfig {
         if blocks <= need as u64 + 1 {
             return bad(format!("nand.blocks_per_plane {blocks} is too small for the GC reserve"));
         }
-        if f.gc_policy.0 != "greedy" {
-            return bad(format!("ftl.gc_policy {:?}: only greedy is implemented", f.gc_policy.0));
+        if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
+            return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));
+        }
+        if f.gc_rga_d.0 < 1 {
+            return bad("ftl.gc_rga_d must be at least 1".into());
         }
         if !matches!(f.gc_pacing.0.as_str(), "incremental" | "blocking") {
             return bad(format!("ftl.gc_pacing {:?}: expected incremental or blocking", f.gc_pacing.0));

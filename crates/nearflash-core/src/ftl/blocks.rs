@@ -79,6 +79,15 @@ impl BlockTable {
         self.free[plane as usize].push(Reverse((b.erase_count, id)));
     }
 
+    /// The full blocks of `plane` with something to reclaim (fewer than `capacity_sectors` valid), by id.
+    pub fn reclaimable(&self, plane: u32, capacity_sectors: u32) -> impl Iterator<Item = u32> + '_ {
+        let first = plane * self.blocks_per_plane;
+        (first..first + self.blocks_per_plane).filter(move |&id| {
+            let b = &self.info[id as usize];
+            b.state == BlockState::Full && b.valid < capacity_sectors
+        })
+    }
+
     /// Greedy victim: the full block of `plane` with the fewest valid sectors (ties: lowest id), if it has any
     /// invalid sector to reclaim.
     pub fn victim(&self, plane: u32, capacity_sectors: u32) -> Option<u32> {

@@ -1,6 +1,8 @@
-//! Greedy garbage collection within one plane.
+//! Garbage collection within one plane.
 //!
-//! A victim is the full block with the fewest valid sectors. Its current sectors (those the mapping table points
+//! A victim is a full block with something to reclaim, chosen by `ftl.gc_policy`: the fewest valid sectors
+//! (greedy, the default), the fewest of `gc_rga_d` random candidates (randomized greedy), a random one, or the one
+//! closed longest ago (FIFO, by the sequence number of its first page). Its current sectors (those the mapping table points
 //! at) are read and rewritten into the plane's GC frontier (or whole pages moved on-die with copyback); after its
 //! last move the partial GC page is padded and programmed, so that no moved sector lives only in DRAM, and the
 //! victim is erased. Moving only current sectors means collection never changes what the host reads.
@@ -19,8 +21,10 @@
 
 use super::oob::{Oob, INVALID_LPN};
 use super::{FlashSink, Ftl, Stream};
+use crate::config::VictimPolicy;
 use crate::engine::Time;
 use crate::error::Result;
+use rand::seq::SliceRandom as _;
 
 /// A victim being collected page by page.
 #[derive(Debug, Clone, Copy)]
@@ -91,10 +95,26 @@ impl Ftl {
         self.finish_victim(plane, cursor, step, ready, sink)
     }
 
-    /// The greedy victim of `plane`, as a cursor at its first page.
+    /// The victim of `plane` under the configured policy, as a cursor at its first page.
     fn pick_victim(&mut self, plane: u32, ready: Time) -> Option<GcCursor> {
         let capacity = self.geo.pages_per_block * self.spp;
-        let victim = self.blocks.victim(plane, capacity)?;
+        let victim = match self.victim_policy {
+            VictimPolicy::Greedy => self.blocks.victim(plane, capacity)?,
+            VictimPolicy::Rga(d) => {
+                let all: Vec<u32> = self.blocks.reclaimable(plane, capacity).collect();
+                let picks = rand::seq::index::sample(&mut self.gc_rng, all.len().max(1), (d as usize).min(all.len()));
+                picks.iter().map(|i| all[i]).min_by_key(|&id| (self.blocks.info[id as usize].valid, id))?
+            }
+            VictimPolicy::Random => {
+                let all: Vec<u32> = self.blocks.reclaimable(plane, capacity).collect();
+                *all.choose(&mut self.gc_rng)?
+            }
+            VictimPolicy::Fifo => {
+                let spp = self.spp as usize;
+                let closed_at = |id: u32| Oob::new(self.store.oob.get(self.geo.block_first_ppn(id)), spp).seq();
+                self.blocks.reclaimable(plane, capacity).min_by_key(|&id| (closed_at(id), id))?
+            }
+        };
         self.stats.gc_runs += 1;
         let info = self.blocks.info[victim as usize];
         let reclaim_pages = (capacity - info.valid).div_ceil(self.spp).max(1);

@@ -168,6 +168,9 @@ pub struct Ftl {
     gc_stop: u32,
     /// `ftl.gc_pacing` = incremental (else blocking).
     incremental_gc: bool,
+    victim_policy: crate::config::VictimPolicy,
+    /// Random victim choices (rga, random): a fixed stream, so runs repeat exactly.
+    gc_rng: crate::engine::Rng,
     /// Per plane: the victim being collected incrementally.
     gc_cursor: Vec<Option<gc::GcCursor>>,
     /// Per plane: incremental GC runs until `gc_stop` blocks are free (hysteresis).
@@ -212,6 +215,8 @@ impl Ftl {
             gc_start: cfg.ftl.gc_start_free_blocks.0 as u32,
             gc_stop: cfg.ftl.gc_stop_free_blocks.0 as u32,
             incremental_gc: cfg.gc_pacing() == GcPacing::Incremental,
+            victim_policy: cfg.victim_policy(),
+            gc_rng: crate::engine::rng_stream(0, "gc-victims"),
             gc_cursor: vec![None; geo.planes() as usize],
             gc_active: vec![false; geo.planes() as usize],
             copyback: cfg.ftl.gc_copyback.0,
