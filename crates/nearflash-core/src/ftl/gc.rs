@@ -2,10 +2,11 @@
 //!
 //! A victim is a full block with something to reclaim, chosen by `ftl.gc_policy`: the fewest valid sectors
 //! (greedy, the default), the fewest of `gc_rga_d` random candidates (randomized greedy), a random one, or the one
-//! closed longest ago (FIFO, by the sequence number of its first page). Its current sectors (those the mapping table points
-//! at) are read and rewritten into the plane's GC frontier (or whole pages moved on-die with copyback); after its
-//! last move the partial GC page is padded and programmed, so that no moved sector lives only in DRAM, and the
-//! victim is erased. Moving only current sectors means collection never changes what the host reads.
+//! closed longest ago (FIFO, by the sequence number of its first page). Its current sectors (those the mapping
+//! table points at) are read and rewritten into the plane's GC frontier (or whole pages moved on-die with
+//! copyback); after its last move the partial GC page is padded and programmed, so that no moved sector lives only
+//! in DRAM, and the victim is erased. Moving only current sectors means collection never changes what the host
+//! reads.
 //!
 //! Two pacings (`ftl.gc_pacing`):
 //! - **incremental** (as controller firmware does): once a plane's free pool drops below `gc_start_free_blocks`,
@@ -45,7 +46,7 @@ impl Ftl {
     /// Blocking collection: finishes the current victim, then collects whole victims until `target` blocks are free.
     pub(super) fn collect(&mut self, plane: u32, target: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
         if let Some(c) = self.gc_cursor[plane as usize].take() {
-            self.finish_victim(plane, c, u32::MAX, ready, sink)?;
+            self.advance_victim(plane, c, u32::MAX, ready, sink)?;
         }
         // Each victim frees one block and opens at most one GC block, so the pool never shrinks; the bound only
         // guards against a plane whose every block is nearly all valid (prevented by config validation).
@@ -54,7 +55,7 @@ impl Ftl {
                 break;
             }
             let Some(c) = self.pick_victim(plane, ready) else { break };
-            self.finish_victim(plane, c, u32::MAX, ready, sink)?;
+            self.advance_victim(plane, c, u32::MAX, ready, sink)?;
         }
         Ok(())
     }
@@ -92,7 +93,7 @@ impl Ftl {
         };
         self.gc_active[p] = true;
         let step = cursor.pages_per_step + u32::from(free < self.gc_start);
-        self.finish_victim(plane, cursor, step, ready, sink)
+        self.advance_victim(plane, cursor, step, ready, sink)
     }
 
     /// The victim of `plane` under the configured policy, as a cursor at its first page.
@@ -123,7 +124,7 @@ impl Ftl {
 
     /// Moves up to `pages` more pages of the cursor's victim; if that was its last page, pads the GC page and erases
     /// the victim, else keeps the cursor.
-    fn finish_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    fn advance_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
         let written = self.blocks.info[c.victim as usize].pages_written;
         let end = c.next_page.saturating_add(pages).min(written);
         c.last = c.last.max(self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink)?);
