@@ -4,20 +4,37 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
+# Debian tools the tests drive as unmodified clients (NBD export, ext4 images, fio, clang for eBPF programs,
+# ApacheBench) and the Fashion-MNIST data set. Installed once where apt-get can (root); otherwise the tests that
+# need them are skipped with a reason naming the missing tool.
+DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
+missing=""
+for p in $DEB_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "env.sh: installing Debian packages:$missing"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing; } >/dev/null 2>&1 \
+    || echo "env.sh: could not install$missing (tests that need them will be skipped)" >&2
+fi
 if [ ! -x "$VENV/bin/python" ]; then
+  echo "env.sh: creating $VENV"
   python3 -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
 stamp="$VENV/.deps-stamp"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scripts/env.sh" -nt "$stamp" ]; then
+  echo "env.sh: installing Python packages into .venv"
   "$PY" -m pip install -q --upgrade pip
   "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb
   touch "$stamp"
 fi
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.
+[ -f "$VENV/.built-once" ] || echo "env.sh: building the native module in release mode (the first build takes a few minutes)"
 log="$(mktemp)"
 if ! ( cd "$ROOT" && "$VENV/bin/maturin" develop --release >"$log" 2>&1 ); then
   cat "$log" >&2; rm -f "$log"; echo "building the native module failed" >&2; exit 1
 fi
 rm -f "$log"
+touch "$VENV/.built-once"
 "$PY" -c "import nearflash" || { echo "nearflash failed to build/import" >&2; exit 1; }
