@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use nearflash_core::config::load_preset;
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::nvme::{Sqe, SQE_BYTES};
 use nearflash_core::{Device, DeviceOptions};
 use std::cell::RefCell;

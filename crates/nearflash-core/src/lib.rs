@@ -19,4 +19,19 @@ pub mod nand;
 pub mod nvme;
 
 pub use device::{Device, DeviceOptions, Done, Report};
+
+/// The firmware extension interface (what an in-storage system implements and calls), in one place.
+pub mod ext {
+    pub use crate::ctrl::{UnitHandle, UnitSpec};
+    pub use crate::device::ext::{build, registered, Registration};
+    pub use crate::device::{
+        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, PageDone, PageRead,
+        Placement, PhysAddr,
+    };
+    pub use crate::ftl::oob::SPARE_BYTES;
+    pub use crate::ftl::{PageData, Relocation};
+    pub use crate::nand::EccOutcome;
+    pub use crate::nvme::{DataBuf, Sqe, Status};
+    pub use inventory;
+}
 pub use error::{Result, SimError};

@@ -7,7 +7,6 @@
 mod agent;
 mod sim;
 
-pub use agent::build_extension;
 
 use crate::convert::{elements, err, rows_array, to_python};
 use nearflash_issd::kernel::kmeans::run_kmeans;

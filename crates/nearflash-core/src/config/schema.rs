@@ -102,6 +102,9 @@ pub struct FtlConfig {
     pub write_buffer: Bytes,
     /// Firmware instructions for one mapping-table update or lookup (charged to the controller cores).
     pub map_instructions: Real,
+    /// Blocks per plane set aside for firmware extensions' physical-address storage (the last blocks of each
+    /// plane); the FTL never allocates, collects or maps them. Absent: none.
+    pub ext_reserved_blocks: Option<Count>,
 }
 
 /// Controller: embedded cores, DRAM and firmware costs.
@@ -372,7 +375,14 @@ impl DeviceConfig {
         }
         // Each plane keeps a host frontier, a GC frontier and the GC reserve; the hidden capacity must cover them
         // or GC cannot make progress at 100% logical fill.
-        let blocks = n.blocks_per_plane.0;
+        let reserved = self.reserved_blocks_per_plane();
+        if reserved >= n.blocks_per_plane.0 {
+            return bad(format!(
+                "ftl.ext_reserved_blocks {reserved} must be below nand.blocks_per_plane {}",
+                n.blocks_per_plane.0
+            ));
+        }
+        let blocks = n.blocks_per_plane.0 - reserved;
         let hidden = blocks as f64 * op;
         let need = (f.gc_stop_free_blocks.0 + 2) as f64;
         if hidden < need {
@@ -382,7 +392,10 @@ impl DeviceConfig {
             ));
         }
         if blocks <= need as u64 + 1 {
-            return bad(format!("nand.blocks_per_plane {blocks} is too small for the GC reserve"));
+            return bad(format!(
+                "{blocks} blocks per plane for the FTL (nand.blocks_per_plane less ftl.ext_reserved_blocks) are too \
+                 few for the GC reserve"
+            ));
         }
         if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
             return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));
@@ -460,10 +473,15 @@ impl DeviceConfig {
         self.physical_pages() * self.sectors_per_page()
     }
 
-    /// Logical sectors exported to the host: a whole number of page groups per plane.
+    /// Blocks per plane reserved for extensions (`ftl.ext_reserved_blocks`).
+    pub fn reserved_blocks_per_plane(&self) -> u64 {
+        self.ftl.ext_reserved_blocks.map_or(0, |c| c.0)
+    }
+
+    /// Logical sectors exported to the host: a whole number of page groups per plane, from the blocks the FTL owns.
     pub fn logical_sectors(&self) -> u64 {
         let spp = self.sectors_per_page();
-        let per_plane_groups = (self.nand.blocks_per_plane.0 as f64
+        let per_plane_groups = ((self.nand.blocks_per_plane.0 - self.reserved_blocks_per_plane()) as f64
             * self.nand.pages_per_block.0 as f64
             * (1.0 - self.ftl.over_provisioning.0))
             .floor() as u64;

@@ -14,6 +14,7 @@
 //! checkpoint is current; after a crash (`kill -9`) the FTL replays the OOB area from the checkpoint on.
 
 mod data;
+mod ext_state;
 mod journal;
 mod mapped;
 

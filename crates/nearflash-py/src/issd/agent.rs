@@ -5,24 +5,14 @@
 use super::output_dict;
 use crate::convert::err;
 use crate::device::{device_mut, PyDevice};
-use crate::errors::ConfigError;
-use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
 use nearflash_core::config::ExtParams;
-use nearflash_issd::agent::{AgentParams, Extent, IssdExtension};
+use nearflash_issd::agent::{AgentParams, Extent};
 use nearflash_issd::initiator::{Initiator, Input, Job, Opcodes, Strategy};
 use nearflash_issd::KernelSpec;
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-
-/// The Agent for `device` with JSON parameter overrides (the registry's constructor).
-pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
-    let section = device.config().ext.get("issd").and_then(|v| v.as_table());
-    let mut p = AgentParams::from_section(section).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    p.apply_json(params).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    Ok(Box::new(IssdExtension::new(params.clone()).map_err(|e| ConfigError::new_err(e.to_string()))?))
-}
 
 /// (name, default, unit, source) of every Agent parameter.
 #[pyfunction]

@@ -7,9 +7,7 @@
 use super::{bag_ids, u64s, Ids};
 use crate::convert::{err, rows_array, to_python};
 use crate::device::{device_mut, PyDevice};
-use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
-use nearflash_recssd::firmware::RecssdFirmware;
 use nearflash_recssd::host::jobs::SlsPath;
 use nearflash_recssd::host::runner::{Batch, RecHost, RunOptions};
 use nearflash_recssd::host::tables::{DeviceTables, TableData, TableSpec};
@@ -19,12 +17,6 @@ use nearflash_recssd::params::RecssdParams;
 use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-
-/// The registry's builder: the firmware with `params` (a JSON object of parameter overrides).
-pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
-    resolved(device, params)?; // bad overrides fail here, with a Python error, rather than at attach
-    Ok(Box::new(RecssdFirmware::new(params.clone())))
-}
 
 /// The parameters in force for `device` with `overrides`: name -> value in the declared unit's canonical form.
 fn resolved(device: &Device, overrides: &serde_json::Value) -> PyResult<RecssdParams> {
