@@ -7,7 +7,7 @@ use crate::convert::err;
 use crate::device::{device_mut, PyDevice};
 use nearflash_core::Device;
 use nearflash_core::config::ExtParams;
-use nearflash_issd::agent::{AgentParams, Extent};
+use nearflash_issd::agent::{AgentParams, Extent, IssdExtension};
 use nearflash_issd::initiator::{Initiator, Input, Job, Opcodes, Strategy};
 use nearflash_issd::KernelSpec;
 use numpy::PyReadonlyArray1;
@@ -20,12 +20,20 @@ fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static
     AgentParams::DOCS.to_vec()
 }
 
+/// The Initiator for `dev`: with the parameters the attached Agent resolved (preset section and overrides, one
+/// source of truth), or, on a device without the Agent (conventional runs), the defaults with `params_json`.
 fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
-    let mut p = AgentParams::default();
-    if let Some(j) = params_json {
-        let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
-        p.apply_json(&v).map_err(err)?;
-    }
+    let p = match dev.extension::<IssdExtension>("issd") {
+        Some(agent) => agent.params().clone(),
+        None => {
+            let mut p = AgentParams::default();
+            if let Some(j) = params_json {
+                let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
+                p.apply_json(&v).map_err(err)?;
+            }
+            p
+        }
+    };
     Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(err)
 }
 
