@@ -42,6 +42,12 @@ pub enum ParamError {
     Invalid { name: String, why: String },
 }
 
+impl From<ParamError> for crate::error::SimError {
+    fn from(e: ParamError) -> Self {
+        crate::error::SimError::Config(e.to_string())
+    }
+}
+
 /// Parses a numeric value given in `unit` into the canonical unit of dimension `want`.
 pub fn parse_number(name: &str, value: &toml::Value, unit: &str, want: Dimension) -> Result<f64, ParamError> {
     let invalid = |why: String| ParamError::Invalid { name: name.to_string(), why };

@@ -202,6 +202,26 @@ pub struct Relocation {
     pub to_psa: u64,
 }
 
+/// The FTL's own demands on a configuration, checked whenever an FTL is built: its OOB record must fit the page's
+/// spare area, and incremental GC needs a free block of slack above its floor.
+pub fn check_config(cfg: &DeviceConfig) -> Result<()> {
+    let bad = |why: String| Err(SimError::Config(why));
+    let spp = cfg.sectors_per_page();
+    // OOB record: sequence number + per-sector LPN and checksum + extension spare bytes (see `oob`).
+    let oob_need = oob::stride(spp as usize) as u64;
+    if cfg.nand.oob_size.0 < oob_need {
+        return bad(format!("nand.oob_size {} B is too small: {spp} sectors per page need {oob_need} B", cfg.nand.oob_size.0));
+    }
+    let (floor, start) = (gc::FREE_FLOOR, cfg.ftl.gc_start_free_blocks.0);
+    if cfg.gc_pacing() == GcPacing::Incremental && start <= u64::from(floor) {
+        return bad(format!(
+            "ftl.gc_start_free_blocks {start} must be above {floor} with ftl.gc_pacing incremental (a block for the host \
+             frontier, one for the GC frontier, and one of slack); raise it or set ftl.gc_pacing blocking"
+        ));
+    }
+    Ok(())
+}
+
 impl Ftl {
     /// A fresh (all erased) FTL over `store`.
     pub fn new(cfg: &DeviceConfig, store: FtlStore) -> Result<Self> {
@@ -213,6 +233,7 @@ impl Ftl {
 
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
     pub(crate) fn with_state(cfg: &DeviceConfig, store: FtlStore, blocks: BlockTable, seq: u64) -> Result<Self> {
+        check_config(cfg)?;
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page;
         if store.l2p.len() != cfg.logical_sectors() || store.oob.len() != geo.pages() {
@@ -424,7 +445,9 @@ impl Ftl {
             self.collect_before_open(plane, ready, sink)?;
         }
         let id = self.blocks.open_free(plane).ok_or_else(|| {
-            SimError::Image(format!("plane {plane} has no free block left (over-provisioning exhausted)"))
+            SimError::Fault(format!(
+                "plane {plane} has no free block left: GC cannot keep up (over-provisioning exhausted)"
+            ))
         })?;
         let fr = self.frontier_mut(s, plane);
         fr.block = id;
