@@ -44,6 +44,9 @@ pub struct NandConfig {
     pub t_cache_xfer: Nanos,
     pub multi_plane: Flag,
     pub cache_read: Flag,
+    /// interleave (a read's command cycles slip between data bursts, charged as latency) | data_first (MQSim: the
+    /// command cycles are booked on the channel, so a new read waits until no data-out is in progress).
+    pub channel_arbitration: Choice,
     /// Rated program/erase cycles, used by the wear term of the bit-error model.
     pub endurance: Count,
 }
@@ -391,6 +394,9 @@ impl DeviceConfig {
                 "{blocks} blocks per plane for the FTL (nand.blocks_per_plane less ftl.ext_reserved_blocks) are too \
                  few for the GC reserve"
             ));
+        }
+        if !matches!(n.channel_arbitration.0.as_str(), "interleave" | "data_first") {
+            return bad(format!("nand.channel_arbitration {:?}: expected interleave or data_first", n.channel_arbitration.0));
         }
         if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
             return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));
