@@ -7,6 +7,7 @@
 
 mod admin;
 mod core;
+mod repair;
 mod report;
 
 pub use self::core::DeviceCore;
