@@ -10,6 +10,7 @@ mod core;
 pub mod ext;
 mod exec;
 mod host_ctx;
+mod repair;
 mod report;
 
 pub use self::core::DeviceCore;

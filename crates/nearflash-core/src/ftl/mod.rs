@@ -21,7 +21,7 @@ mod recovery;
 pub use blocks::{BlockInfo, BlockState, BlockTable};
 pub use physical::{PageData, PhysError};
 pub use precondition::FillPattern;
-pub use recovery::RecoveryReport;
+pub use recovery::{RecoverOptions, RecoveryReport};
 
 use crate::config::{DeviceConfig, GcPacing, MappingMode};
 use crate::engine::{IntMap, Time};
@@ -529,7 +529,6 @@ impl Ftl {
                     present |= fr.present & (1 << slot);
                 }
             }
-            rec.set_header(seq, erase_count, present);
             if fr.tagged != 0 {
                 let spares = &self.spares[Self::spare_index(s, plane)];
                 for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
@@ -538,6 +537,8 @@ impl Ftl {
                     }
                 }
             }
+            // Last: the sequence number makes the record count as programmed.
+            rec.set_header(seq, erase_count, present);
             for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
                 if lpn != INVALID_LPN {
                     if s == Stream::Host {
@@ -644,6 +645,7 @@ impl Ftl {
                 let fr = &self.host[plane as usize];
                 (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
             }
+            Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
             Location::Flash(psa) => {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let r = Oob::new(self.store.oob.get(psa / u64::from(self.spp)), self.spp as usize);
@@ -746,7 +748,13 @@ impl Ftl {
                 let psa = u64::from(e - 1);
                 let ppn = psa / u64::from(self.spp);
                 let slot = (psa % u64::from(self.spp)) as usize;
+                if ppn >= self.geo.pages() {
+                    return Err(SimError::Image(format!("l2p: LBA {lpn} maps to PSA {psa}, past the flash")));
+                }
                 let rec = Oob::new(self.store.oob.get(ppn), self.spp as usize);
+                if !rec.crc_ok() {
+                    return Err(SimError::Image(format!("oob: the record of page {ppn} (LBA {lpn}) fails its checksum")));
+                }
                 if rec.lpn(slot) != lpn as u32 {
                     return Err(SimError::Image(format!("LBA {lpn} maps to PSA {psa} whose OOB names {}", rec.lpn(slot))));
                 }
