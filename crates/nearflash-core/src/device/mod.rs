@@ -7,6 +7,7 @@
 
 mod admin;
 mod core;
+pub mod model_check;
 mod repair;
 mod report;
 
