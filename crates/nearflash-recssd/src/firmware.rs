@@ -101,6 +101,15 @@ impl RecssdFirmware {
         }
     }
 
+    /// Drops SSD-cache rows stored in LBAs `[first, first + n)`: the host overwrote or trimmed them with ordinary
+    /// commands, so a cached copy would be stale. Returns the entries dropped. (The page buffer needs no such
+    /// call: its entries remember their physical addresses and a moved page no longer matches.)
+    /// Called for completed standard writes and trims once the extension API's `observe` hook lands.
+    pub fn invalidate_lbas(&mut self, first: u64, n: u64) -> u64 {
+        let Some(cache) = self.cache.as_mut() else { return 0 };
+        self.tables.rows_in_lbas(first, n).into_iter().map(|(table, rows)| cache.invalidate_rows(table, rows)).sum()
+    }
+
     /// The parameters in force (after attach).
     pub fn params(&self) -> &RecssdParams {
         &self.params
