@@ -90,6 +90,8 @@ def cmd_create(a: argparse.Namespace) -> int:
 
 
 def cmd_info(a: argparse.Namespace) -> int:
+    if a.path and _print_served(a):
+        return 0
     if a.path:
         dev = Device(a.path)
     else:
@@ -115,6 +117,37 @@ def cmd_info(a: argparse.Namespace) -> int:
             if p in keys:
                 print(f"  {p:24} {v} {u}")
     return 0
+
+
+def _print_served(a: argparse.Namespace) -> bool:
+    """`nearflash info` on a device that `nearflash serve` holds: the figures its server keeps up to date."""
+    from nearflash.nbd import status
+    from nearflash.report import Report
+
+    st = status(a.path)
+    if st is None:
+        return False
+    if a.json:
+        print(json.dumps(st, indent=2))
+        return True
+    ident, req = st["identify"], st["requests"]
+    print(f"{ident['model']}  serial {ident['serial']}  served by pid {st['pid']} at {st['address']}"
+          f"{' (read-only)' if st['readonly'] else ''}")
+    print(f"  export: {st['lbas']} x {st['lba_bytes']} B = {st['lbas'] * st['lba_bytes'] / 2**30:.2f} GiB, "
+          f"virtual clock {st['now_ns'] / 1e9:.6f} s, extensions: {', '.join(st['extensions']) or 'none'}")
+    print(f"  NBD requests: {req['read']} reads, {req['write']} writes ({req['fua_writes']} FUA), {req['flush']} "
+          f"flushes, {req['trim']} trims, {req['zero']} zeroes, {req['errors']} errors; "
+          f"{req['open_connections']} of {req['connections']} connections open")
+    print(Report(st["report"]).summary())
+    return True
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    from nearflash.nbd import ServeOptions, serve
+
+    serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
+                       seed=a.seed))
+    return 0  # not reached: serve() replaces this process with nbdkit
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
@@ -249,6 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_bench)
+
+    sp = sub.add_parser("serve", help="export a device image over NBD (nbdkit) to unmodified clients")
+    sp.add_argument("device", help="image directory (made by `nearflash create`)")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--port", type=int, help="TCP port (default 10809)")
+    where.add_argument("--unix", metavar="PATH", help="Unix socket to create instead of a TCP port")
+    sp.add_argument("--bind", default="127.0.0.1", help="address of the TCP listener (default 127.0.0.1)")
+    sp.add_argument("--read-only", action="store_true", help="refuse writes, trims and zeroes")
+    sp.add_argument("--ext", action="append", metavar="NAME[:JSON]", help="attach an extension (repeatable)")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.set_defaults(fn=cmd_serve)
 
     sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)")
     sp.add_argument("system", help="issd, recssd, ...")

@@ -1,0 +1,137 @@
+"""Unmodified Debian NBD clients against `nearflash serve`: nbdinfo, nbdcopy with a real ext4 image, qemu-img and
+qemu-io, fio's nbd engine. Every request must reach the device as its NVMe commands (counted in the device's report)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from conftest import need, qemu_io, run
+
+
+def test_nbdinfo_sees_the_advertised_size_and_features(image, serve):
+    need("nbdinfo")
+    s = serve(image)
+    info = json.loads(run(["nbdinfo", "--json", s.uri]).stdout)
+    exp = info["exports"][0]
+    st = s.status()
+    assert exp["export-size"] == st["lbas"] * st["lba_bytes"] == 13104 * 4096
+    for flag in ("can_flush", "can_fua", "can_trim", "can_zero", "can_fast_zero", "can_multi_conn"):
+        assert exp[flag] is True, flag
+    assert exp["is_read_only"] is False and exp["is_rotational"] is False
+
+
+def _ext4_image(tmp_path: Path) -> bytes:
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    for i in range(20):
+        (tree / "sub" / f"blob{i}.bin").write_bytes(rng.bytes(int(rng.integers(1, 400_000))))
+    (tree / "README").write_text("a real ext4 file system, copied through an emulated SSD\n" * 100)
+    img = tmp_path / "ext4.img"
+    run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", str(tree), str(img), "16M"])
+    return img.read_bytes()
+
+
+def test_nbdcopy_ext4_image_in_and_back_bit_identical_across_restart(image, serve, tmp_path):
+    need("nbdcopy", "mke2fs", "e2fsck")
+    src = _ext4_image(tmp_path)
+    (tmp_path / "in.img").write_bytes(src)
+    s = serve(image)
+    run(["nbdcopy", "--flush", str(tmp_path / "in.img"), s.uri])
+    st = s.wait_status(lambda st: st["requests"]["flush"] >= 1)
+    assert st["requests"]["bytes_written"] >= len(src) // 2  # zero runs may go as Write Zeroes
+    assert st["report"]["ops"]["write"]["count"] >= st["requests"]["write"] > 0
+    s.stop()  # the data must outlive the server
+    s = serve(image)
+    out = tmp_path / "out.img"
+    run(["nbdcopy", s.uri, str(out)])
+    back = out.read_bytes()
+    assert len(back) == 13104 * 4096
+    assert back[: len(src)] == src, "ext4 image differs after the round trip"
+    assert not any(back[len(src):]), "the rest of a fresh device reads as zeroes"
+    out.write_bytes(back[: len(src)])
+    run(["e2fsck", "-f", "-n", str(out)])
+
+
+def test_qemu_io_writes_unaligned_fua_zeroes_and_discards(image, serve):
+    need("qemu-io", "qemu-img")
+    s = serve(image)
+    qemu_io(s.uri,
+            "write -P 0xab 0 64k", "write -f -P 0x5c 64k 16k",         # plain and FUA writes
+            "write -P 0xcd 512 1024",                                    # inside one 4 KiB block: read-modify-write
+            "read -P 0xab 0 512", "read -P 0xcd 512 1024", "read -P 0xab 1536 64000", "read -P 0x5c 64k 16k",
+            "write -P 0xee 128k 64k", "write -z 128k 32k", "write -z -u 160k 32k",   # Write Zeroes, may deallocate
+            "read -P 0 128k 64k", "discard 0 4k", "read -P 0 0 4k", "read -P 0xab 4k 4k", "flush")
+    st = s.wait_status(lambda st: st["requests"]["flush"] >= 1 and st["requests"]["zero"] >= 2)
+    r = st["requests"]
+    assert r["fua_writes"] >= 1 and r["trim"] >= 1 and r["errors"] == 0
+    assert st["report"]["ops"]["flush"]["count"] >= 1
+    info = json.loads(run(["qemu-img", "info", "--output=json", s.uri]).stdout)
+    assert info["virtual-size"] == 13104 * 4096
+
+
+def test_qemu_img_convert_and_compare(image, serve, tmp_path):
+    need("qemu-img")
+    src = tmp_path / "rand.raw"
+    src.write_bytes(np.random.default_rng(3).bytes(3 << 20))
+    s = serve(image)
+    run(["qemu-img", "convert", "-n", "-f", "raw", "-O", "raw", str(src), s.uri])
+    # Identical content; the longer export must read as zeroes past the file's end.
+    run(["qemu-img", "compare", "-f", "raw", "-F", "raw", str(src), s.uri])
+    (tmp_path / "other.raw").write_bytes(b"\x01" + src.read_bytes()[1:])
+    p = run(["qemu-img", "compare", "-f", "raw", "-F", "raw", str(tmp_path / "other.raw"), s.uri], check=False)
+    assert p.returncode == 1, "a one-byte difference must be seen"
+
+
+def test_fio_nbd_random_reads_match_the_device_report(image, serve, tmp_path):
+    need("fio")
+    s = serve(image)
+    before = s.status()["report"]["ops"].get("read", {}).get("count", 0)
+    out = tmp_path / "fio.json"
+    run(["fio", "--name=randread", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randread", "--bs=4k", "--size=16m",
+         "--number_ios=400", "--iodepth=8", "--output-format=json", f"--output={out}"])
+    ios = json.loads(out.read_text())["jobs"][0]["read"]["total_ios"]
+    assert ios == 400
+    st = s.wait_status(lambda st: st["requests"]["open_connections"] == 0 and st["requests"]["read"] >= ios)
+    assert st["requests"]["read"] == ios
+    assert st["report"]["ops"]["read"]["count"] - before == ios
+    assert st["report"]["ops"]["read"]["bytes"] >= ios * 4096
+
+
+def test_read_only_export_refuses_writes_and_keeps_data(image, serve, tmp_path):
+    need("qemu-io", "nbdinfo", "nbdcopy")
+    s = serve(image)
+    qemu_io(s.uri, "write -P 0x42 0 8k", "flush")
+    s.stop()
+    s = serve(image, "--read-only")
+    assert json.loads(run(["nbdinfo", "--json", s.uri]).stdout)["exports"][0]["is_read_only"] is True
+    p = qemu_io(s.uri, "write -P 0x99 0 4k", check=False)
+    assert p.returncode != 0 and "Permission denied" in p.stderr  # qemu will not open it for writing
+    (tmp_path / "x").write_bytes(b"\x99" * 8192)
+    p = run(["nbdcopy", str(tmp_path / "x"), s.uri], check=False)
+    assert p.returncode != 0
+    qemu_io(s.uri, "read -P 0x42 0 8k", readonly=True)
+    assert s.status()["requests"]["write"] == 0
+
+
+def test_info_on_a_served_device(image, serve):
+    need("qemu-io")
+    s = serve(image)
+    qemu_io(s.uri, "write -P 0x11 0 32k", "read -P 0x11 0 32k", "flush")
+    s.wait_status(lambda st: st["requests"]["flush"] >= 1)
+    from conftest import nearflash_cli
+
+    p = nearflash_cli("info", str(image))
+    assert p.returncode == 0, p.stderr
+    assert f"served by pid {s.proc.pid}" in p.stdout and "NBD requests" in p.stdout and "read" in p.stdout
+    st = json.loads(nearflash_cli("info", str(image), "--json").stdout)
+    assert st["state"] == "serving" and st["requests"]["write"] >= 1 and st["now_ns"] > 0
+    s.stop()
+    assert not (image / "serve.json").exists() and not (image / "serve.pid").exists()
+    p = nearflash_cli("info", str(image), "--json")
+    assert p.returncode == 0 and "identify" in json.loads(p.stdout), "a stopped device opens as usual"
+    assert os.path.getsize(image / "data.bin") > 0
