@@ -135,3 +135,19 @@ def test_info_on_a_served_device(image, serve):
     p = nearflash_cli("info", str(image), "--json")
     assert p.returncode == 0 and "identify" in json.loads(p.stdout), "a stopped device opens as usual"
     assert os.path.getsize(image / "data.bin") > 0
+
+
+def test_attached_extension_sees_the_clients_commands(image, serve, tmp_path):
+    """RecSSD (serve_host_reads) takes every Read into its page buffer: NBD reads must reach it as NVMe Reads, and
+    data written over NBD must not be served stale from its buffer."""
+    need("fio", "qemu-io")
+    s = serve(image, "--ext", "recssd")
+    assert s.status()["extensions"] == ["recssd"]
+    qemu_io(s.uri, "write -P 0x31 0 64k", "read -P 0x31 0 64k", "write -P 0x32 0 64k", "read -P 0x32 0 64k")
+    out = tmp_path / "fio.json"
+    run(["fio", "--name=r", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randread", "--bs=4k", "--size=8m",
+         "--number_ios=200", "--iodepth=4", "--output-format=json", f"--output={out}"])
+    st = s.wait_status(lambda st: st["requests"]["open_connections"] == 0 and st["requests"]["read"] >= 202)
+    reads = st["requests"]["read"]
+    assert st["report"]["extensions"]["recssd"]["stats"]["host_reads"] == reads == st["report"]["ops"]["read"]["count"]
+    assert st["report"]["extensions"]["recssd"]["page_buffer"]["hits"] > 0

@@ -117,8 +117,9 @@ def _check_ext(spec: str) -> None:
             raise InvalidArgument(f"--ext {name}: parameters must be a JSON object, got {params!r}")
 
 
-def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, int]:
-    """(lba_bytes, lbas) of the image, with its extensions attached; refuses what is not an image or is in use."""
+def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]]]:
+    """(lba_bytes, what crash recovery did) of the image, opened once with its extensions attached (an image left
+    unclean by a killed server is recovered here); refuses what is not an image or is in use."""
     from nearflash.device import Device
 
     d = Path(image)
@@ -132,7 +133,7 @@ def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, int]:
         for spec in ext:
             name, _, params = spec.partition(":")
             dev.attach(name, **(json.loads(params) if params else {}))
-        return dev.lba_bytes, dev.lbas
+        return dev.lba_bytes, dev.recovery
 
 
 def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
@@ -157,13 +158,13 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
             f"{ours[0]}.{ours[1]}; its compiled modules load only into the same version: create the virtual "
             f"environment with python{theirs[0]}.{theirs[1]} (the system's python3)")
     image = str(Path(opts.image).absolute())
-    lba_bytes, _ = _check_image(image, opts.ext, opts.seed)
+    lba_bytes, recovery = _check_image(image, opts.ext, opts.seed)
     pidfile = Path(image) / "serve.pid"
     pidfile.unlink(missing_ok=True)  # left by a server that was killed (the image was not locked)
     argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), *(["--readonly"] if opts.read_only else []),
             "--filter=blocksize", "python", str(PLUGIN), f"image={image}", f"seed={opts.seed}", f"address={uri}",
             f"readonly={'true' if opts.read_only else 'false'}", f"minblock={lba_bytes}", "maxdata=4M",
-            *[f"ext={e}" for e in opts.ext]]
+            *[f"ext={e}" for e in opts.ext], *([f"recovery={json.dumps(recovery)}"] if recovery else [])]
     env = dict(os.environ, NEARFLASH_SITE_DIRS=os.pathsep.join(site_dirs()))
     return argv, env, uri
 
@@ -171,6 +172,9 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
 def serve(opts: ServeOptions) -> None:
     """Replaces this process with the nbdkit that serves the image (returns only by raising)."""
     argv, env, uri = command(opts)
+    recovered = [a for a in argv if a.startswith("recovery=")]
+    if recovered:
+        print(f"nearflash serve: the image was not closed cleanly; recovered: {recovered[0][9:]}", file=sys.stderr)
     mode = "read-only" if opts.read_only else "read-write"
     print(f"nearflash serve: {opts.image} ({mode}) at {uri}; `nearflash info {opts.image}` shows its figures, "
           f"Ctrl-C stops it", file=sys.stderr, flush=True)

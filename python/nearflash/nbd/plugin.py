@@ -73,10 +73,12 @@ def config(key: str, value: str) -> None:
         _cfg["seed"] = int(value)
     elif key == "address":
         _cfg["address"] = value
+    elif key == "recovery":  # what `nearflash serve` recovered when it checked the image
+        _cfg["recovery"] = json.loads(value)
     elif key == "readonly":
         _cfg["readonly"] = value == "true"
     else:
-        raise ValueError(f"unknown parameter {key!r} (image, ext, seed, address, readonly)")
+        raise ValueError(f"unknown parameter {key!r} (image, ext, seed, address, readonly, recovery)")
 
 
 def config_complete() -> None:
@@ -97,7 +99,8 @@ def get_ready() -> None:
             name, params = _parse_ext(spec)
             _dev.attach(name, **params)
         _static.update(identify=_dev.identify(), lba_bytes=_dev.lba_bytes, lbas=_dev.lbas, preset=_dev.preset,
-                       extensions=[_parse_ext(s)[0] for s in _cfg["ext"]], recovery=_dev.recovery)
+                       extensions=[_parse_ext(s)[0] for s in _cfg["ext"]],
+                       recovery=_dev.recovery or _cfg.get("recovery"))
     except BaseException:
         _dev.close()
         raise
