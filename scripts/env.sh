@@ -7,7 +7,7 @@ VENV="$ROOT/.venv"
 # Debian tools the tests drive as unmodified clients (NBD export, ext4 images, fio, clang for eBPF programs,
 # ApacheBench) and the Fashion-MNIST data set. Installed once where apt-get can (root); otherwise the tests that
 # need them are skipped with a reason naming the missing tool.
-DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
+DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

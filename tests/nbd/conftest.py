@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 from nearflash import Device
+from nearflash.errors import InvalidArgument
+from nearflash.nbd import launch
 from nearflash.nbd.stats import status_path
 
 #: A 51 MiB device (1 channel x 1 chip x 2 planes x 64 blocks x 32 pages of 16 KiB, 20% spare): whole-export copies
@@ -33,9 +35,15 @@ def need(*tools: str) -> None:
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (Debian: nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio "
                     f"e2fsprogs; scripts/env.sh installs them)")
-    p = subprocess.run(["nbdkit", "python", "--version"], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip("needs nbdkit's python plugin (Debian: nbdkit-plugin-python)")
+    if shutil.which("nbdkit") is None:
+        pytest.skip("needs nbdkit (Debian: nbdkit nbdkit-plugin-python)")
+    try:
+        theirs = launch.plugin_python_version("nbdkit")
+    except InvalidArgument as e:
+        pytest.skip(str(e))
+    if theirs != sys.version_info[:2]:
+        pytest.skip(f"nbdkit's python plugin embeds Python {theirs[0]}.{theirs[1]}, these tests run on "
+                    f"{sys.version_info[0]}.{sys.version_info[1]} (build .venv with the system's python3)")
 
 
 def run(cmd: list[str], check: bool = True, **kw: Any) -> subprocess.CompletedProcess:

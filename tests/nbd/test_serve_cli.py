@@ -4,12 +4,11 @@ traceback, and nothing created or changed (no socket, no image, no pid or status
 from __future__ import annotations
 
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import nearflash_cli, snapshot
+from conftest import nearflash_cli, need, snapshot
 from nearflash import Device
 from nearflash.errors import InvalidArgument
 from nearflash.nbd import ServeOptions, command, launch
@@ -98,12 +97,10 @@ def test_missing_nbdkit_is_explained(image, tmp_path, monkeypatch):
 
 
 def test_command_passes_the_environment_nbdkit_needs(image, tmp_path):
-    if launch.shutil.which("nbdkit") is None:
-        pytest.skip("needs nbdkit (Debian: nbdkit nbdkit-plugin-python)")
+    need("nbdkit")
     argv, env, uri = command(ServeOptions(str(image), unix=str(tmp_path / "s"), read_only=True))
     assert uri == f"nbd+unix:///?socket={tmp_path / 's'}"
     assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
     dirs = env["NEARFLASH_SITE_DIRS"].split(":")
     assert any(Path(d, "nearflash", "__init__.py").exists() or Path(d, "nearflash.pth").exists() for d in dirs)
     assert any(Path(d, "numpy").is_dir() for d in dirs), "the plugin must find numpy"
-    assert sys.version_info[:2] == launch.plugin_python_version(argv[0])
