@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from nearflash import progress
 from nearflash.device import Device, preset_description, preset_params, presets
 from nearflash.errors import NearflashError
 
@@ -84,7 +87,8 @@ def cmd_create(a: argparse.Namespace) -> int:
         return 2
     with Device(a.path, preset=a.preset, seed=a.seed, materialise=not a.timing_only, overrides=parse_set(a.set)) as dev:
         if a.precondition:
-            dev.precondition(a.precondition, a.fill, seed=a.seed)
+            with progress.spinner(f"preconditioning {a.precondition:.0%} ({a.fill})"):
+                dev.precondition(a.precondition, a.fill, seed=a.seed)
         print(f"created {dev!r}")
     return 0
 
@@ -165,9 +169,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
         fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
         fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
         if fresh and fill != "none":
-            dev.precondition(lbas / dev.lbas, fill, overwrite=1.0, seed=a.seed)
-        progress = _progress(a) if not a.json else None
-        with progress or _NullCtx() as cb:
+            with progress.spinner(f"preconditioning {lbas / dev.lbas:.0%} ({fill})", a.json):
+                dev.precondition(lbas / dev.lbas, fill, overwrite=1.0, seed=a.seed)
+        with progress.bar("simulating", a.ios, a.json) as cb:
             r = dev.bench(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, span=(0, lbas), seed=a.seed, data=a.data,
                           rwmixread=a.rwmixread, progress=cb)
         rep = r["report"]
@@ -181,34 +185,6 @@ def cmd_bench(a: argparse.Namespace) -> int:
         print(rep.summary())
         print(f"  simulator: {r['ios']} I/Os in {r['wall_s']:.2f} s wall = {r['sim_ios_per_s']:,.0f} simulated I/Os per second")
     return 0
-
-
-class _NullCtx:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *e: Any) -> None:
-        return None
-
-
-def _progress(a: argparse.Namespace) -> Any:
-    """A rich progress bar fed by the simulator's callback (only on a terminal)."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    class Bar:
-        def __enter__(self) -> Any:
-            self.p = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                              TimeRemainingColumn(), transient=True)
-            self.p.__enter__()
-            self.task = self.p.add_task("bench", total=a.ios)
-            return lambda done, total: self.p.update(self.task, completed=done, total=total)
-
-        def __exit__(self, *e: Any) -> None:
-            self.p.__exit__(*e)
-
-    return Bar()
 
 
 def cmd_experiment(a: argparse.Namespace) -> int:
@@ -226,10 +202,11 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         return 2
     opts = Options(quick=a.quick, seed=a.seed, extra=parse_set(a.set))
     out_root = Path(a.out) / a.system
-    for n in names:
+    for i, n in enumerate(names, 1):
         title, run = exps[n]
         exp = Experiment(a.system, n, title, out_root)
-        run(exp, opts)
+        with progress.spinner(f"experiment {a.system} {n} ({i} of {len(names)})"):
+            run(exp, opts)
         paths = exp.write()
         print(exp.console())
         print(f"  wrote {', '.join(str(p) for p in paths.values())}")
@@ -308,10 +285,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
+        rc = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here rather than at interpreter exit
+        return rc
     except NearflashError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `nearflash ... | head`: the reader has gone; stop quietly, as a C tool killed by SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":
