@@ -155,28 +155,16 @@ def cmd_serve(a: argparse.Namespace) -> int:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
+    from nearflash.workload import BenchJob, run_bench
+
     dev = _open(a, materialise=a.data)
     with dev:
-        if a.bs % dev.lba_bytes:
-            print(f"error: block size {a.bs} is not a multiple of the {dev.lba_bytes} B LBA", file=sys.stderr)
-            return 2
-        per_io = a.bs // dev.lba_bytes
-        if a.iodepth is None:
-            a.iodepth = min(64, int(dev.param("nvme.max_queue_depth").split()[0]) - 1)
-        share = isinstance(a.size, float)
-        span_bytes = int(a.size * dev.capacity_bytes) if share else min(a.size, dev.capacity_bytes)
-        lbas = span_bytes // dev.lba_bytes // per_io * per_io
-        fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
-        fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
-        if fresh and fill != "none":
-            with progress.spinner(f"preconditioning {lbas / dev.lbas:.0%} ({fill})", a.json):
-                dev.precondition(lbas / dev.lbas, fill, overwrite=1.0, seed=a.seed)
-        with progress.bar("simulating", a.ios, a.json) as cb:
-            r = dev.bench(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, span=(0, lbas), seed=a.seed, data=a.data,
-                          rwmixread=a.rwmixread, progress=cb)
+        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, a.rwmixread, a.seed)
+        r = run_bench(dev, job, a.json)
+        a.iodepth, span_bytes, fill = r["iodepth"], r["span_bytes"], r["fill"]
         rep = r["report"]
         if a.json:
-            out = {k: v for k, v in r.items() if k != "report"}
+            out = {k: v for k, v in r.items() if k not in ("report", "iodepth", "span_bytes", "fill")}
             out["report"] = rep.data
             print(json.dumps(out, indent=2))
             return 0
