@@ -26,7 +26,7 @@ stamp="$VENV/.deps-stamp"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scripts/env.sh" -nt "$stamp" ]; then
   echo "env.sh: installing Python packages into .venv"
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb
+  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb pandas
   touch "$stamp"
 fi
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.

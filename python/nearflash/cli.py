@@ -1,4 +1,4 @@
-"""The `nearflash` command: presets, create, info, bench, experiment."""
+"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment."""
 
 from __future__ import annotations
 
@@ -201,6 +201,29 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from nearflash.sweeps import sweep
+
+    if a.jobs is not None and a.jobs < 1:
+        print(f"error: --jobs must be a positive integer, got {a.jobs}", file=sys.stderr)
+        return 2
+    if a.timeout <= 0:
+        print(f"error: --timeout must be positive, got {a.timeout:g}", file=sys.stderr)
+        return 2
+    r = sweep(a.spec, out=a.out, jobs=a.jobs, ray=a.ray, parquet=a.parquet, timeout_s=a.timeout, json_output=a.json)
+    failed = r.failed
+    if a.json:
+        print(r.table.to_json(orient="records", indent=1))
+    else:
+        print(f"sweep {r.spec.name}: {len(r.table)} points over {', '.join(r.spec.axes)}; ran {r.ran} now, "
+              f"{len(r.table) - r.ran} finished before; {len(failed)} failed")
+        for _, row in failed.iterrows():
+            axes = ", ".join(f"{k}={row[k]}" for k in r.spec.axes if row[k] == row[k] and row[k] is not None)
+            print(f"  FAILED {row['point']} ({axes}): {row['error']}")
+        print(f"  wrote {', '.join(str(p) for p in r.paths)}")
+    return 1 if len(failed) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nearflash", description="A software computational-storage SSD.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -258,6 +281,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ext", action="append", metavar="NAME[:JSON]", help="attach an extension (repeatable)")
     sp.add_argument("--seed", type=int, default=1)
     sp.set_defaults(fn=cmd_serve)
+
+    sp = sub.add_parser("sweep", help="run a grid or list of (preset, overrides, workload) points into one table")
+    sp.add_argument("spec", help="sweep specification (TOML; see nearflash.sweeps.spec)")
+    sp.add_argument("--out", default="sweep-out", help="output directory; finished points there are not rerun")
+    sp.add_argument("--jobs", type=int, help="local processes at once (default: the CPU count)")
+    sp.add_argument("--ray", nargs="?", const=True, metavar="ADDRESS", help="run the points as Ray tasks (a local "
+                    "Ray, or the cluster at ADDRESS); needs pip install 'nearflash[ray]'")
+    sp.add_argument("--parquet", action="store_true", help="also write results.parquet (needs pyarrow)")
+    sp.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="seconds per point (default 3600)")
+    sp.add_argument("--json", action="store_true", help="print the table as JSON records")
+    sp.set_defaults(fn=cmd_sweep)
 
     sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)")
     sp.add_argument("system", help="issd, recssd, ...")
