@@ -99,11 +99,13 @@ def test_a_hung_point_times_out_alone(tmp_path):
 
 def test_ray_runs_the_same_points_with_the_same_figures(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'nearflash[ray]'); the local pool is tested")
-    spec = expand({"base": {"overrides": {"channels": 2, "chips_per_channel": 1}},
-                   "workload": {"ios": 400, "size": "16m"}, "grid": {"iodepth": [1, 4], "t_read": ["40us", "80us"]}})
+    from nearflash.sweeps.spec import tomllib
+
+    spec = expand(tomllib.loads(GRID16))  # the 16 points of the local test
     local = sweep(spec, out=tmp_path / "local", jobs=2)
     on_ray = sweep(spec, out=tmp_path / "ray", ray=True)
     assert (on_ray.table["status"] == "ok").all(), on_ray.table["error"]
+    assert len(on_ray.table) == 16 and on_ray.ran == 16
     assert on_ray.table[VIRTUAL].equals(local.table[VIRTUAL])
 
 
