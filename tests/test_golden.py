@@ -20,7 +20,12 @@ import numpy as np
 import pytest
 
 import nearflash
-from conftest import SMALL, TINY
+
+# The devices are pinned here (not taken from conftest) so that only a model change moves a digest.
+TINY = {"channels": 2, "chips_per_channel": 1, "blocks_per_plane": 16, "pages_per_block": 16,
+        "over_provisioning": "35%", "gc_start_free_blocks": 3, "gc_stop_free_blocks": 3, "write_buffer": "256KiB"}
+SMALL = {"channels": 4, "chips_per_channel": 2, "blocks_per_plane": 64, "pages_per_block": 32,
+         "over_provisioning": "20%"}
 
 GOLDEN = Path(__file__).with_name("golden") / "report_digests.json"
 UPDATE = os.environ.get("NEARFLASH_UPDATE_GOLDEN") == "1"

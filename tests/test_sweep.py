@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pd = pytest.importorskip("pandas", reason="sweeps need pandas (pip install 'nearflash[sweep]')")
 
@@ -182,3 +184,29 @@ def test_json_output_is_the_table(tmp_path):
     rows = json.loads(p.stdout)
     assert [r["iodepth"] for r in rows] == [1, 2] and all(r["status"] == "ok" for r in rows)
     assert Path(tmp_path / "o" / "results.csv").exists()
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.floats(allow_nan=True),
+                     st.sampled_from(["4k", "90%", "randread", "x", "", "cosmos-plus", "60us"]))
+_keys = st.sampled_from(["name", "base", "workload", "grid", "points", "preset", "seed", "overrides", "iodepth", "rw",
+                         "bs", "size", "ios", "channels", "workload.ios", "set.t_read", "fill", "bogus",
+                         "rwmixread", "data", "numjobs", "workload.rwmixread"])
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                          st.dictionaries(_keys, inner, max_size=4)), max_leaves=12)
+
+
+_targeted = st.fixed_dictionaries({"grid": st.dictionaries(_keys, st.lists(_scalars, min_size=1, max_size=2),
+                                                           min_size=1, max_size=3)},
+                                   optional={"workload": st.dictionaries(_keys, _scalars, max_size=3)})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_values, st.dictionaries(_keys, _values, max_size=6), _targeted))
+def test_any_specification_expands_or_is_refused_clearly(spec):
+    """Whatever the TOML held: a list of points, or InvalidArgument naming the problem; never another exception."""
+    try:
+        s = expand(spec)
+    except InvalidArgument as e:
+        assert str(e)
+        return
+    assert s.points and all(p.job() is not None for p in s.points)

@@ -28,20 +28,32 @@ class BenchJob:
     seed: int = 1
 
     def check(self) -> None:
-        if self.rw not in RW:
+        """Raises InvalidArgument naming the first field with a wrong type or value."""
+
+        def positive_int(v: Any) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+        if not isinstance(self.rw, str) or self.rw not in RW:
             raise InvalidArgument(f"rw must be one of {', '.join(RW)}, got {self.rw!r}")
-        if self.fill is not None and self.fill not in FILLS:
+        if self.fill is not None and (not isinstance(self.fill, str) or self.fill not in FILLS):
             raise InvalidArgument(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
         for name in ("bs", "numjobs", "ios"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise InvalidArgument(f"{name} must be a positive integer, got {v!r}")
-        if self.iodepth is not None and (not isinstance(self.iodepth, int) or self.iodepth <= 0):
+            if not positive_int(getattr(self, name)):
+                raise InvalidArgument(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.iodepth is not None and not positive_int(self.iodepth):
             raise InvalidArgument(f"iodepth must be a positive integer, got {self.iodepth!r}")
-        if isinstance(self.size, float) and not 0 < self.size <= 1:
-            raise InvalidArgument(f"size as a share of the capacity must be in (0, 1], got {self.size}")
-        if not 0 <= self.rwmixread <= 1:
-            raise InvalidArgument(f"rwmixread must be in [0, 1], got {self.rwmixread}")
+        if isinstance(self.size, float):
+            if not 0 < self.size <= 1:
+                raise InvalidArgument(f"size as a share of the capacity must be in (0, 1], got {self.size}")
+        elif not positive_int(self.size):
+            raise InvalidArgument(f"size must be a positive number of bytes or a share in (0, 1], got {self.size!r}")
+        if not isinstance(self.data, bool):
+            raise InvalidArgument(f"data must be true or false, got {self.data!r}")
+        if isinstance(self.rwmixread, bool) or not isinstance(self.rwmixread, (int, float)) \
+                or not 0 <= self.rwmixread <= 1:
+            raise InvalidArgument(f"rwmixread must be a number in [0, 1], got {self.rwmixread!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InvalidArgument(f"seed must be a non-negative integer, got {self.seed!r}")
 
 
 def run_bench(dev: Device, job: BenchJob, json_output: bool = True) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import nearflash_cli, need, snapshot
+from nbd_helpers import nearflash_cli, need, snapshot
 from nearflash import Device
 from nearflash.errors import InvalidArgument
 from nearflash.nbd import ServeOptions, command, launch

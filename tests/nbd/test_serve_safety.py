@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from conftest import CLIENT_TIMEOUT_S, need, qemu_io, run
+from nbd_helpers import CLIENT_TIMEOUT_S, need, qemu_io, run
 
 MIB = 1 << 20
 
