@@ -83,3 +83,14 @@ def test_ci_variable(monkeypatch, value, shown):
     with progress.bar("x", 10, json_output=True) as cb:
         assert cb is None
     assert list(progress.track(iter([1, 2, 3]), "t", 3, json_output=True)) == [1, 2, 3]
+
+
+def test_sweep_shows_progress_on_a_terminal_only(tmp_path):
+    pytest.importorskip("pandas", reason="sweeps need pandas (pip install 'nearflash[sweep]')")
+    spec = tmp_path / "s.toml"
+    spec.write_text('[base]\noverrides = { channels = 2, chips_per_channel = 1 }\n'
+                    '[workload]\nios = 100\nsize = "8m"\n[grid]\niodepth = [2]\n')
+    out = on_terminal(["sweep", str(spec), "--out", str(tmp_path / "a"), "--jobs", "1"])
+    assert "sweep (0 done before)" in out and "1 point over" in out
+    out = on_terminal(["sweep", str(spec), "--out", str(tmp_path / "b"), "--jobs", "1"], CI="true")
+    assert "done before)" not in out and "1 point over" in out

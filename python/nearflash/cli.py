@@ -210,12 +210,14 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if a.timeout <= 0:
         print(f"error: --timeout must be positive, got {a.timeout:g}", file=sys.stderr)
         return 2
-    r = sweep(a.spec, out=a.out, jobs=a.jobs, ray=a.ray, parquet=a.parquet, timeout_s=a.timeout, json_output=a.json)
+    r = sweep(a.spec, out=a.out, jobs=a.jobs, ray=a.ray, parquet=a.parquet, timeout_s=a.timeout,
+              show_progress=not a.json)
     failed = r.failed
     if a.json:
         print(r.table.to_json(orient="records", indent=1))
     else:
-        print(f"sweep {r.spec.name}: {len(r.table)} points over {', '.join(r.spec.axes)}; ran {r.ran} now, "
+        n = len(r.table)
+        print(f"sweep {r.spec.name}: {n} point{'s' if n != 1 else ''} over {', '.join(r.spec.axes)}; ran {r.ran} now, "
               f"{len(r.table) - r.ran} finished before; {len(failed)} failed")
         for _, row in failed.iterrows():
             axes = ", ".join(f"{k}={row[k]}" for k in r.spec.axes if row[k] == row[k] and row[k] is not None)

@@ -1,6 +1,8 @@
-"""Helpers of the NBD export tests: `nearflash serve` started as a user would (a process on a Unix socket), and
-unmodified Debian clients driven with time limits. (A module of its own: `conftest` is a name every test directory
-has.)"""
+"""Fixtures and helpers of the NBD export tests: a small device image, `nearflash serve` started as a user would (a
+process on a Unix socket, stopped at the end), and unmodified Debian clients driven with time limits.
+
+A module of its own rather than a conftest.py: other tests import names from tests/conftest.py as `conftest`, which a
+second conftest module would shadow. Test modules import the fixtures they use from here."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
+from nearflash import Device
 from nearflash.errors import InvalidArgument
 from nearflash.nbd import launch
 from nearflash.nbd.stats import status_path
@@ -120,6 +124,33 @@ class Server:
         self.proc.wait(timeout=20)
         self.proc.stdout.close()
         self.proc.stderr.close()
+
+
+@pytest.fixture
+def image(tmp_path: Path) -> Path:
+    d = tmp_path / "img"
+    Device(d, overrides=NBD_DEVICE).close()
+    return d
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Server]]:
+    """Starts servers (stopped at the end); sockets live in a short directory (sun_path holds 108 bytes)."""
+    need("nbdkit")
+    servers: list[Server] = []
+    sockdir = Path(tempfile.mkdtemp(prefix="nf-nbd-", dir="/tmp"))
+    counter = iter(range(1000))
+
+    def start(image: Path, *extra: str, sock: Optional[Path] = None) -> Server:
+        s = Server(image, sock or sockdir / f"s{next(counter)}", *extra)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        if s.proc.returncode is None:
+            s.stop()
+    shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def snapshot(path: Path) -> dict[str, tuple[int, int]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nbd_helpers import nearflash_cli, need, snapshot
+from nbd_helpers import image  # noqa: F401  (fixtures)
 from nearflash import Device
 from nearflash.errors import InvalidArgument
 from nearflash.nbd import ServeOptions, command, launch

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbd_helpers import need, qemu_io, run
+from nbd_helpers import nearflash_cli, need, qemu_io, run
+from nbd_helpers import image, serve  # noqa: F401  (fixtures)
 
 MIB = 1 << 20
 
@@ -127,7 +128,6 @@ def test_info_on_a_served_device(image, serve):
     s = serve(image)
     qemu_io(s.uri, "write -P 0x11 0 32k", "read -P 0x11 0 32k", "flush")
     s.wait_status(lambda st: st["requests"]["flush"] >= 1)
-    from nbd_helpers import nearflash_cli
 
     p = nearflash_cli("info", str(image))
     assert p.returncode == 0, p.stderr

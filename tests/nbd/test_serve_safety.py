@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from nbd_helpers import CLIENT_TIMEOUT_S, need, qemu_io, run
+from nbd_helpers import image, serve  # noqa: F401  (fixtures)
 
 MIB = 1 << 20
 

@@ -34,11 +34,12 @@ class SweepResult:
 
 def sweep(spec: Union[str, os.PathLike, dict[str, Any], Spec], out: Union[str, os.PathLike] = "sweep-out",
           jobs: Optional[int] = None, ray: Union[bool, str, None] = None, parquet: bool = False,
-          timeout_s: float = runner.DEFAULT_POINT_TIMEOUT_S, json_output: bool = True) -> SweepResult:
+          timeout_s: float = runner.DEFAULT_POINT_TIMEOUT_S, show_progress: bool = False) -> SweepResult:
     """Runs the sweep `spec` (a TOML file, a dict of the same shape, or an expanded Spec) into `out`.
 
     jobs: local processes at once (default: the CPU count); ray: True (a local Ray) or a cluster address to run the
-    points as Ray tasks instead. Finished points found in `out` are not rerun."""
+    points as Ray tasks instead; show_progress: a bar on a terminal (as the CLI does). Finished points found in
+    `out` are not rerun."""
     s = spec if isinstance(spec, Spec) else expand(spec) if isinstance(spec, dict) else load(spec)
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
         raise InvalidArgument(f"jobs must be a positive integer, got {jobs!r}")
@@ -58,7 +59,7 @@ def sweep(spec: Union[str, os.PathLike, dict[str, Any], Spec], out: Union[str, o
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = runner.run_points(s.points, out_dir, jobs or os.cpu_count() or 1,
                              ray_address=ray if isinstance(ray, str) else None, use_ray=bool(ray),
-                             timeout_s=timeout_s, json_output=json_output)
+                             timeout_s=timeout_s, json_output=not show_progress)
     df = table.frame(s, rows)
     paths = table.write_table(df, out_dir, parquet) + table.plot_axes(s, df, out_dir)
     ran = sum(1 for r in rows.values() if not r.get("resumed"))

@@ -52,20 +52,18 @@ def _latency_column(df: Any) -> str:
 
 def plot_axes(spec: Spec, df: Any, out: Path) -> list[Path]:
     """`plot_<axis>.png` for every axis with more than one value, from the points that succeeded."""
+    ok = df[df["status"] == "ok"]
+    paths: list[Path] = []
+    swept = [a for a in spec.axes if len(ok[a].dropna().unique()) >= 2]
+    if not swept:
+        return paths
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = df[df["status"] == "ok"]
-    paths: list[Path] = []
-    if ok.empty:
-        return paths
     lat = _latency_column(ok)
-    for axis in spec.axes:
-        values = ok[axis].dropna().unique()
-        if len(values) < 2:
-            continue
+    for axis in swept:
         others = [a for a in spec.axes if a != axis and ok[a].nunique(dropna=False) > 1]
         fig, (ax_iops, ax_lat) = plt.subplots(1, 2, figsize=(11, 4.2))
         groups = list(ok.groupby(others, dropna=False)) if others else [((), ok)]
