@@ -72,12 +72,14 @@ def nearflash_cli(*args: str, **kw: Any) -> subprocess.CompletedProcess:
 
 
 class Server:
-    """`nearflash serve IMAGE --unix SOCK` as a process (it becomes nbdkit: the pid nbdkit writes is the process's)."""
+    """`nearflash serve IMAGE --unix SOCK` (or `--port PORT`) as a process (it becomes nbdkit: the pid nbdkit writes
+    is the process's)."""
 
-    def __init__(self, image: Path, sock: Path, *extra: str):
-        self.image, self.sock = image, sock
-        self.proc = subprocess.Popen([sys.executable, "-m", "nearflash.cli", "serve", str(image), "--unix", str(sock),
-                                      *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, image: Path, sock: Optional[Path], *extra: str, port: Optional[int] = None):
+        self.image, self.sock, self.port = image, sock, port
+        where = ["--port", str(port)] if port is not None else ["--unix", str(sock)]
+        self.proc = subprocess.Popen([sys.executable, "-m", "nearflash.cli", "serve", str(image), *where, *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         pidfile = image / "serve.pid"
         # nbdkit writes its pid file once it listens (a stale one may be there until `serve` removes it).
@@ -91,7 +93,7 @@ class Server:
 
     @property
     def uri(self) -> str:
-        return f"nbd+unix:///?socket={self.sock}"
+        return f"nbd://127.0.0.1:{self.port}" if self.port is not None else f"nbd+unix:///?socket={self.sock}"
 
     def status(self) -> dict[str, Any]:
         return json.loads(status_path(self.image).read_text())
@@ -141,8 +143,8 @@ def serve() -> Iterator[Callable[..., Server]]:
     sockdir = Path(tempfile.mkdtemp(prefix="nf-nbd-", dir="/tmp"))
     counter = iter(range(1000))
 
-    def start(image: Path, *extra: str, sock: Optional[Path] = None) -> Server:
-        s = Server(image, sock or sockdir / f"s{next(counter)}", *extra)
+    def start(image: Path, *extra: str, sock: Optional[Path] = None, port: Optional[int] = None) -> Server:
+        s = Server(image, None if port else sock or sockdir / f"s{next(counter)}", *extra, port=port)
         servers.append(s)
         return s
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,17 @@ def test_nbdinfo_sees_the_advertised_size_and_features(image, serve):
     for flag in ("can_flush", "can_fua", "can_trim", "can_zero", "can_fast_zero", "can_multi_conn"):
         assert exp[flag] is True, flag
     assert exp["is_read_only"] is False and exp["is_rotational"] is False
+
+
+def test_tcp_port_on_the_loopback(image, serve):
+    need("nbdinfo", "qemu-io")
+    with socket.socket() as probe:  # a port free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    s = serve(image, port=port)
+    assert run(["nbdinfo", "--size", s.uri]).stdout.strip() == str(13104 * 4096)
+    qemu_io(s.uri, "write -P 0x7e 1M 128k", "read -P 0x7e 1M 128k")
+    assert s.status()["address"] == f"nbd://127.0.0.1:{port}"
 
 
 def _ext4_image(tmp_path: Path) -> bytes:
