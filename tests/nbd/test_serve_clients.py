@@ -7,6 +7,7 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,8 +139,13 @@ def test_read_only_export_refuses_writes_and_keeps_data(image, serve, tmp_path):
 def test_info_on_a_served_device(image, serve):
     need("qemu-io")
     s = serve(image)
-    qemu_io(s.uri, "write -P 0x11 0 32k", "read -P 0x11 0 32k", "flush")
+    qemu_io(s.uri, "write -P 0x11 0 32k")
+    # Identify before serving, and the I/O queue's creation at the first request
+    admin = s.wait_status(lambda st: st["requests"]["write"] >= 1)["report"]["ops"]["admin"]["count"]
+    qemu_io(s.uri, "read -P 0x11 0 32k", "flush")
     s.wait_status(lambda st: st["requests"]["flush"] >= 1)
+    time.sleep(0.5)  # several status rewrites: none may issue a command (it would move the virtual clock)
+    assert s.status()["report"]["ops"]["admin"]["count"] == admin
 
     p = nearflash_cli("info", str(image))
     assert p.returncode == 0, p.stderr

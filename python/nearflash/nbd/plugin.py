@@ -109,7 +109,8 @@ def get_ready() -> None:
 
 
 def _write_status(state: str) -> None:
-    """Called with `_lock` held or before serving starts (the device is not thread-safe)."""
+    """Called with `_lock` held or before serving starts (the device is not thread-safe). It must not submit
+    commands (SMART, Identify): they would advance the virtual clock at moments set by the wall clock."""
     assert _dev is not None
     status = {
         "state": state,
@@ -120,8 +121,7 @@ def _write_status(state: str) -> None:
         "now_ns": _dev.now_ns,
         "requests": dict(_counts),
         **_static,
-        "smart": _dev.smart(),
-        "report": _dev.report().data,
+        "report": _dev.report().data,  # reading the report issues no command: status writes never move the clock
     }
     write_status(_cfg["image"], status)
 
