@@ -252,9 +252,12 @@ def pwrite(h: Any, buf: Any, offset: int, flags: int) -> None:
     assert _dev is not None
     lba, _ = _blocks(offset, len(buf))
     fua = bool(flags & nbdkit.FLAG_FUA)
-    if fua:
-        _counts["fua_writes"] += 1
-    _run("write", len(buf), lambda: _dev.write(lba, buf, fua=fua))
+
+    def go() -> None:
+        _dev.write(lba, buf, fua=fua)
+        _counts["fua_writes"] += fua  # under the lock, with the write
+
+    _run("write", len(buf), go)
 
 
 def flush(h: Any, flags: int) -> None:
