@@ -212,3 +212,22 @@ def test_random_writes_zeroes_and_discards_match_a_model(image, serve, tmp_path,
         raise AssertionError(f"byte {first} differs: device {back[first]}, model {model[first]}")
     st = s.status()["requests"]
     assert st["errors"] == 0 and st["zero"] > 0 and st["trim"] > 0
+
+
+def test_info_ignores_a_damaged_or_foreign_status_file(image, serve):
+    """A status file that is damaged, left by a dead server, or names a process that is not this image's server does
+    not pass for a served device: `nearflash info` says the image is in use, without a traceback."""
+    from nearflash import Device
+
+    s = serve(image)
+    good = s.status()
+    s.stop()
+    damaged = ["{not json", "[1, 2]", '{"pid": 1}', json.dumps({**good, "requests": {"read": "many"}}),
+               json.dumps({**good, "pid": 2 ** 22 + 7}),  # no such process
+               json.dumps({**good, "pid": os.getpid()})]  # alive, but not the server
+    with Device(image):  # the image held by another process (this one), as the server held it
+        for text in damaged:
+            (image / "serve.json").write_text(text)
+            p = nearflash_cli("info", str(image))
+            assert p.returncode == 2 and "is open in another process" in p.stderr, (text[:40], p.stderr)
+            assert "Traceback" not in p.stderr and "served by" not in p.stdout

@@ -50,8 +50,23 @@ def image_locked(image: os.PathLike | str) -> bool:
     return False
 
 
+#: Keys `nearflash info` reads; a file without them (damaged, or not ours) is ignored.
+REQUIRED = {"pid": int, "address": str, "readonly": bool, "now_ns": int, "requests": dict, "identify": dict,
+            "lbas": int, "lba_bytes": int, "extensions": list, "report": dict}
+
+
+def _serving_process(pid: int, image: os.PathLike | str) -> bool:
+    """Whether `pid` is the nbdkit serving `image` (not a recycled pid, nor another process holding the image)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return os.fsencode(f"image={Path(image).absolute()}") in args
+
+
 def read_status(image: os.PathLike | str) -> Optional[dict[str, Any]]:
-    """The status of a device being served now, or None (not served, or a file left by a server that died)."""
+    """The status of a device being served now, or None (not served, a file left by a server that died, or a file
+    that is damaged)."""
     path = status_path(image)
     if not path.exists() or not image_locked(image):
         return None
@@ -59,7 +74,10 @@ def read_status(image: os.PathLike | str) -> Optional[dict[str, Any]]:
         status = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    pid = status.get("pid")
-    if not isinstance(pid, int) or not Path(f"/proc/{pid}").exists():
+    if not isinstance(status, dict) or any(not isinstance(status.get(k), t) for k, t in REQUIRED.items()):
         return None
-    return status
+    req = status["requests"]
+    if any(not isinstance(req.get(k), int) for k in ("read", "write", "fua_writes", "flush", "trim", "zero",
+                                                     "errors", "open_connections", "connections")):
+        return None
+    return status if _serving_process(status["pid"], image) else None
