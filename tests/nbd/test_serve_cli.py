@@ -38,6 +38,9 @@ def refused(args: list[str], image: Path, msg: str, watch: Path) -> None:
     (["--ext", "issd:[1, 2]"], "must be a JSON object"),
     (["--ext", "issd:{bad"], "must be a JSON object"),
     (["--seed", "x"], "invalid int value"),
+    (["--ext", 'recssd:{"ftl_core": 99}'], "ftl_core 99 but the controller has"),
+    (["--ext", 'recssd:{"no_such_param": 1}'], "no_such_param"),
+    (["--ext", "recssd", "--ext", "recssd"], "already attached"),
 ])
 def test_wrong_flag_values_are_refused_before_anything_happens(image, tmp_path, extra, msg):
     watch = tmp_path / "w"

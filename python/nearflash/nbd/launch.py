@@ -117,6 +117,22 @@ def _check_ext(spec: str) -> None:
             raise InvalidArgument(f"--ext {name}: parameters must be a JSON object, got {params!r}")
 
 
+def _check_ext_attach(image: str, ext: list[str]) -> None:
+    """Attaches the extensions to a timing-only twin of the image (its configuration, in memory) so that bad
+    parameters or conflicting extensions are refused before the image is opened (and its files touched)."""
+    from nearflash.device import Device
+
+    if not ext:
+        return
+    config = Path(image) / "nearflash.toml"
+    if not config.is_file():
+        raise InvalidArgument(f"{image} is not a device image (no nearflash.toml)")
+    with Device(None, preset=str(config), materialise=False) as twin:
+        for spec in ext:
+            name, _, params = spec.partition(":")
+            twin.attach(name, **(json.loads(params) if params else {}))
+
+
 def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]]]:
     """(lba_bytes, what crash recovery did) of the image, opened once with its extensions attached (an image left
     unclean by a killed server is recovered here); refuses what is not an image or is in use."""
@@ -158,6 +174,10 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
             f"{ours[0]}.{ours[1]}; its compiled modules load only into the same version: create the virtual "
             f"environment with python{theirs[0]}.{theirs[1]} (the system's python3)")
     image = str(Path(opts.image).absolute())
+    d = Path(image)
+    if not d.is_dir() or not (d / "state.json").is_file():
+        raise InvalidArgument(f"{opts.image} is not a device image (create one with `nearflash create {opts.image}`)")
+    _check_ext_attach(image, opts.ext)
     lba_bytes, recovery = _check_image(image, opts.ext, opts.seed)
     pidfile = Path(image) / "serve.pid"
     pidfile.unlink(missing_ok=True)  # left by a server that was killed (the image was not locked)
