@@ -135,17 +135,10 @@ def _check_ext_attach(image: str, ext: list[str]) -> None:
 
 def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]]]:
     """(lba_bytes, what crash recovery did) of the image, opened once with its extensions attached (an image left
-    unclean by a killed server is recovered here); refuses what is not an image or is in use."""
+    unclean by a killed server is recovered here, and extension state saved in it is restored)."""
     from nearflash.device import Device
 
-    d = Path(image)
-    if not d.is_dir() or not (d / "state.json").is_file():
-        raise InvalidArgument(f"{image} is not a device image (create one with `nearflash create {image}`)")
-    if image_locked(d):
-        served = read_status(d)
-        who = f" (served by pid {served['pid']} at {served['address']})" if served else ""
-        raise InvalidArgument(f"{image} is open in another process{who}")
-    with Device(d, seed=seed) as dev:
+    with Device(image, seed=seed) as dev:
         for spec in ext:
             name, _, params = spec.partition(":")
             dev.attach(name, **(json.loads(params) if params else {}))
@@ -177,6 +170,10 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
     d = Path(image)
     if not d.is_dir() or not (d / "state.json").is_file():
         raise InvalidArgument(f"{opts.image} is not a device image (create one with `nearflash create {opts.image}`)")
+    if image_locked(d):
+        served = read_status(d)
+        who = f" (served by pid {served['pid']} at {served['address']})" if served else ""
+        raise InvalidArgument(f"{opts.image} is open in another process{who}")
     _check_ext_attach(image, opts.ext)
     lba_bytes, recovery = _check_image(image, opts.ext, opts.seed)
     pidfile = Path(image) / "serve.pid"
