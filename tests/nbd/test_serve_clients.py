@@ -152,6 +152,8 @@ def test_info_on_a_served_device(image, serve):
     assert f"served by pid {s.proc.pid}" in p.stdout and "NBD requests" in p.stdout and "read" in p.stdout
     st = json.loads(nearflash_cli("info", str(image), "--json").stdout)
     assert st["state"] == "serving" and st["requests"]["write"] >= 1 and st["now_ns"] > 0
+    p = nearflash_cli("serve", str(image), "--unix", str(s.sock) + "-2")  # a second server on the same image
+    assert p.returncode == 2 and f"is open in another process (served by pid {s.proc.pid} at {s.uri})" in p.stderr
     s.stop()
     assert not (image / "serve.json").exists() and not (image / "serve.pid").exists()
     p = nearflash_cli("info", str(image), "--json")
