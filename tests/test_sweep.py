@@ -146,6 +146,16 @@ def test_bad_files_and_flags(tmp_path):
         load(tmp_path / "missing.toml")
     with pytest.raises(InvalidArgument, match="jobs must be a positive integer"):
         sweep(tmp_path / "ok.toml", out=tmp_path / "o", jobs=0)
+    with pytest.raises(InvalidArgument, match="spec must be a TOML file, a dict or a Spec"):
+        sweep(123, out=tmp_path / "o")
+    with pytest.raises(InvalidArgument, match="jobs must be a positive integer"):
+        sweep(tmp_path / "ok.toml", out=tmp_path / "o", jobs=True)
+    with pytest.raises(InvalidArgument, match="ray must be True or a cluster address"):
+        sweep(tmp_path / "ok.toml", out=tmp_path / "o", ray=3)
+    with pytest.raises(InvalidArgument, match="timeout_s must be positive"):
+        sweep(tmp_path / "ok.toml", out=tmp_path / "o", timeout_s=float("nan"))
+    with pytest.raises(InvalidArgument, match="timeout_s must be positive"):
+        sweep(tmp_path / "ok.toml", out=tmp_path / "o", timeout_s="5")
     with pytest.raises(InvalidArgument, match="exists and is not a directory"):
         sweep(tmp_path / "ok.toml", out=tmp_path / "afile")
     for args, msg in [(["--jobs", "0"], "--jobs must be a positive integer"), (["--timeout", "0"], "--timeout must be"),

@@ -40,10 +40,12 @@ def sweep(spec: Union[str, os.PathLike, dict[str, Any], Spec], out: Union[str, o
     jobs: local processes at once (default: the CPU count); ray: True (a local Ray) or a cluster address to run the
     points as Ray tasks instead; show_progress: a bar on a terminal (as the CLI does). Finished points found in
     `out` are not rerun."""
+    if not isinstance(spec, (Spec, dict, str, os.PathLike)):
+        raise InvalidArgument(f"spec must be a TOML file, a dict or a Spec, got {type(spec).__name__}")
     s = spec if isinstance(spec, Spec) else expand(spec) if isinstance(spec, dict) else load(spec)
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
         raise InvalidArgument(f"jobs must be a positive integer, got {jobs!r}")
-    if not timeout_s > 0:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
         raise InvalidArgument(f"timeout_s must be positive, got {timeout_s!r}")
     if ray is not None and ray is not False and not isinstance(ray, (bool, str)):
         raise InvalidArgument(f"ray must be True or a cluster address, got {ray!r}")
