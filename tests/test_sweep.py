@@ -219,3 +219,11 @@ def test_any_specification_expands_or_is_refused_clearly(spec):
         assert str(e)
         return
     assert s.points and all(p.job() is not None for p in s.points)
+
+
+def test_ray_missing_is_explained_before_anything_is_created(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    spec = {"workload": {"ios": 10, "size": "8m"}, "points": [{"iodepth": 1}]}
+    with pytest.raises(InvalidArgument, match=r"--ray needs Ray: pip install 'nearflash\[ray\]'"):
+        sweep(spec, out=tmp_path / "o", ray=True)
+    assert not (tmp_path / "o").exists()

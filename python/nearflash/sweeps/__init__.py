@@ -58,10 +58,16 @@ def sweep(spec: Union[str, os.PathLike, dict[str, Any], Spec], out: Union[str, o
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidArgument(f"out: {out_dir} exists and is not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows = runner.run_points(s.points, out_dir, jobs or os.cpu_count() or 1,
-                             ray_address=ray if isinstance(ray, str) else None, use_ray=bool(ray),
-                             timeout_s=timeout_s, json_output=not show_progress)
+    started_ray = runner.ray_connect(ray if isinstance(ray, str) else None) if ray else False
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rows = runner.run_points(s.points, out_dir, jobs or os.cpu_count() or 1, use_ray=bool(ray),
+                                 timeout_s=timeout_s, json_output=not show_progress)
+    finally:
+        if started_ray:
+            import ray as ray_module
+
+            ray_module.shutdown()
     df = table.frame(s, rows)
     paths = table.write_table(df, out_dir, parquet) + table.plot_axes(s, df, out_dir)
     ran = sum(1 for r in rows.values() if not r.get("resumed"))

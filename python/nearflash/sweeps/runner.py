@@ -84,41 +84,49 @@ def _point_task(point_json: str) -> dict[str, Any]:
     return run(Point.from_json(point_json))
 
 
-def ray_tasks(points: list[Point], address: Optional[str], timeout_s: float) -> Iterable[tuple[Point, dict[str, Any]]]:
-    """(point, row) as each Ray task finishes; each task runs in a fresh worker process (max_calls=1)."""
+def ray_connect(address: Optional[str]) -> bool:
+    """Connects to Ray (a local one when `address` is None, as `ray.init()` does); True if this call started it."""
     try:
         import ray
     except ImportError:
         raise InvalidArgument("--ray needs Ray: pip install 'nearflash[ray]'") from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR", configure_logging=False)
+    if ray.is_initialized():
+        return False
     try:
-        remote = ray.remote(max_calls=1)(_point_task)
-        pending = {remote.remote(p.to_json()): p for p in points}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=timeout_s)
-            if not done:
-                for ref, p in pending.items():
-                    ray.cancel(ref, force=True)
-                    yield p, _error_row(f"timed out after {timeout_s:g} s (Ray)")
-                return
-            ref = done[0]
-            p = pending.pop(ref)
-            try:
-                yield p, ray.get(ref)
-            except Exception as e:  # noqa: BLE001  (a task that died: its point failed, the rest go on)
-                yield p, _error_row(f"Ray task failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    finally:
-        if started_here:
-            ray.shutdown()
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                 configure_logging=False)
+    except Exception as e:  # noqa: BLE001  (Ray raises ConnectionError, ValueError, RuntimeError, ...)
+        raise InvalidArgument(f"--ray {address or ''}: Ray did not start: {type(e).__name__}: {e}".strip()) from None
+    return True
 
 
-def run_points(points: list[Point], out: Path, jobs: int, ray_address: Optional[str] = None, use_ray: bool = False,
+def ray_tasks(points: list[Point], timeout_s: float) -> Iterable[tuple[Point, dict[str, Any]]]:
+    """(point, row) as each Ray task finishes (Ray connected by `ray_connect`); each task runs in a fresh worker
+    process (max_calls=1)."""
+    import ray
+
+    remote = ray.remote(max_calls=1)(_point_task)
+    pending = {remote.remote(p.to_json()): p for p in points}
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=timeout_s)
+        if not done:
+            for ref, p in pending.items():
+                ray.cancel(ref, force=True)
+                yield p, _error_row(f"timed out after {timeout_s:g} s (Ray)")
+            return
+        ref = done[0]
+        p = pending.pop(ref)
+        try:
+            yield p, ray.get(ref)
+        except Exception as e:  # noqa: BLE001  (a task that died: its point failed, the rest go on)
+            yield p, _error_row(f"Ray task failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+
+def run_points(points: list[Point], out: Path, jobs: int, use_ray: bool = False,
                timeout_s: float = DEFAULT_POINT_TIMEOUT_S, json_output: bool = False,
                on_row: Optional[Callable[[Point, dict[str, Any]], None]] = None) -> dict[str, dict[str, Any]]:
-    """Runs the points not finished before; returns every point's row by id (stored ones included)."""
+    """Runs the points not finished before (with `use_ray`, on the Ray that `ray_connect` joined); returns every
+    point's row by id (stored ones included)."""
     store = Store(out)
     rows: dict[str, dict[str, Any]] = {}
     todo = []
@@ -128,7 +136,7 @@ def run_points(points: list[Point], out: Path, jobs: int, ray_address: Optional[
             todo.append(p)
         else:
             rows[p.id] = {**row, "resumed": True}
-    source = ray_tasks(todo, ray_address, timeout_s) if use_ray else local_pool(todo, jobs, timeout_s)
+    source = ray_tasks(todo, timeout_s) if use_ray else local_pool(todo, jobs, timeout_s)
     for p, row in progress.track(source, f"sweep ({len(rows)} done before)", len(todo), json_output):
         store.put(p, row)
         rows[p.id] = {**row, "resumed": False}
