@@ -138,7 +138,7 @@ def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[d
     unclean by a killed server is recovered here, and extension state saved in it is restored)."""
     from nearflash.device import Device
 
-    with Device(image, seed=seed) as dev:
+    with Device(image, seed=seed, create=False) as dev:
         for spec in ext:
             name, _, params = spec.partition(":")
             dev.attach(name, **(json.loads(params) if params else {}))

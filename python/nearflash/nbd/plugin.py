@@ -93,7 +93,7 @@ def _parse_ext(spec: str) -> tuple[str, dict[str, Any]]:
 
 def get_ready() -> None:
     global _dev
-    _dev = Device(_cfg["image"], seed=_cfg["seed"])
+    _dev = Device(_cfg["image"], seed=_cfg["seed"], create=False)
     try:
         for spec in _cfg["ext"]:
             name, params = _parse_ext(spec)
