@@ -47,9 +47,9 @@ def test_more_than_one_command_worth():
 
 
 @pytest.mark.parametrize("lba, n, err, msg", [
-    (0, 0, InvalidArgument, "nblocks > 0"),
-    (0, -3, InvalidArgument, "nblocks > 0"),
-    (-1, 4, InvalidArgument, "lba must be >= 0"),
+    (0, 0, InvalidArgument, r"nblocks 0 is out of range \(allowed >= 1\)"),
+    (0, -3, InvalidArgument, r"nblocks -3 is out of range"),
+    (-1, 4, InvalidArgument, r"lba -1 is out of range \(allowed >= 0\)"),
     (1.5, 4, InvalidArgument, "lba must be an integer"),
     (0, "4", InvalidArgument, "nblocks must be an integer"),
     (True, 4, InvalidArgument, "lba must be an integer"),

@@ -302,14 +302,7 @@ class Device:
     def write_zeroes(self, lba: int, nblocks: int, *, deallocate: bool = False) -> int:
         """Zeroes blocks with NVMe Write Zeroes (no data crosses the link); `deallocate` lets the device trim them
         instead (deallocated blocks read as zeroes). Returns the latency in ns."""
-        for name, v in (("lba", lba), ("nblocks", nblocks)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-                raise InvalidArgument(f"{name} must be an integer, got {type(v).__name__}")
-        lba, nblocks = int(lba), int(nblocks)
-        if lba < 0 or nblocks <= 0:
-            raise InvalidArgument(f"lba must be >= 0 and nblocks > 0, got lba={lba}, nblocks={nblocks}")
-        if lba + nblocks > self.lbas:
-            raise NvmeError(0, 0x80, f"write zeroes LBA {lba}+{nblocks} (the namespace has {self.lbas} blocks)")
+        lba, nblocks = self._check_range("write zeroes", lba, nblocks)
         total = 0
         while nblocks > 0:
             n = min(nblocks, 1 << 16)  # NLB is a 16-bit, 0-based field
