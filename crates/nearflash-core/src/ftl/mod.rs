@@ -26,7 +26,7 @@ pub use recovery::{RecoverOptions, RecoveryReport};
 use crate::config::{DeviceConfig, GcPacing, MappingMode};
 use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
-use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
+use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
 use crate::nand::Geometry;
 use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
