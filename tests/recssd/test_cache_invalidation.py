@@ -1,8 +1,6 @@
 """Issue 9, item 8: RecSSD's SSD embedding cache must not serve rows the host has since overwritten or trimmed
 through ordinary commands. The firmware's invalidation (`RecssdFirmware::invalidate_lbas`, unit-tested in the
-crate) is ready; it is called from the extension API's `observe` hook for completed standard writes and trims,
-which lands with the new extension interface. Until then this test fails (strict xfail); once wired it passes and
-the marker must go."""
+crate) is called from the extension API's `observe` hook for every completed standard write and trim."""
 
 import numpy as np
 import pytest
@@ -13,7 +11,6 @@ from nearflash.recssd import RecSSD, sls_reference
 from conftest import SMALL
 
 
-@pytest.mark.xfail(strict=True, reason="needs the extension API's observe hook to call RecssdFirmware::invalidate_lbas")
 @pytest.mark.parametrize("how", ["write", "trim"])
 def test_ssd_cache_drops_rows_the_host_overwrote(how):
     dev = nearflash.Device(None, preset="cosmos-plus", stack="polled", **SMALL)
