@@ -1,6 +1,7 @@
 //! Distances between stored vectors and queries: squared L2, inner product (as `1 - dot`) and cosine (as
-//! `1 - cos`), over f32, uint8 and int8 elements. f32 and int8 go through simsimd's runtime-dispatched SIMD
-//! kernels; uint8 (which simsimd has no kernel for) through a loop written so that LLVM vectorises it. Cosine on f32
+//! `1 - cos`), over f32, uint8 and int8 elements. int8 goes through simsimd's runtime-dispatched SIMD kernels,
+//! f32 through our four-accumulator kernels (`kernels`, faster than simsimd's one-accumulator loop on long vectors),
+//! uint8 (which simsimd's Rust API lacks) through a loop written so that LLVM vectorises it. Cosine on f32
 //! normalises stored vectors and queries once, so that each distance is one dot product. Smaller is nearer.
 
 use simsimd::SpatialSimilarity;
@@ -169,7 +170,7 @@ impl Rows {
 
 /// Scales an f32 vector to unit length in place (zero vectors stay zero).
 pub fn normalize(v: &mut [f32]) {
-    let n = f32::dot(v, v).unwrap_or(0.0).sqrt() as f32;
+    let n = crate::kernels::dot_f32(v, v).sqrt();
     if n > 0.0 {
         v.iter_mut().for_each(|x| *x /= n);
     }
@@ -212,8 +213,8 @@ fn dot_u8(a: &[u8], b: &[u8]) -> (f32, f32, f32) {
 pub fn distance(metric: Metric, a: VecRef<'_>, b: VecRef<'_>) -> f32 {
     match (a, b) {
         (VecRef::F32(a), VecRef::F32(b)) => match metric {
-            Metric::L2 => f32::l2sq(a, b).unwrap_or(f64::NAN) as f32,
-            Metric::InnerProduct | Metric::Cosine => 1.0 - f32::dot(a, b).unwrap_or(f64::NAN) as f32,
+            Metric::L2 => crate::kernels::l2sq_f32(a, b),
+            Metric::InnerProduct | Metric::Cosine => 1.0 - crate::kernels::dot_f32(a, b),
         },
         (VecRef::I8(a), VecRef::I8(b)) => match metric {
             Metric::L2 => i8::l2sq(a, b).unwrap_or(f64::NAN) as f32,

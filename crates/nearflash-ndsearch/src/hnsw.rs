@@ -40,7 +40,7 @@ impl Index {
             let g = self.upper[v as usize].lock().unwrap();
             g[lev - 1].iter().for_each(|&u| f(u));
         };
-        crate::search::run(&mut st, &mut vis, &mut buf, nb, |u| self.dist_q(q, u), |_| {});
+        crate::search::run(&mut st, &mut vis, &mut buf, nb, |u| self.dist_q(q, u), |_| {}, |_| {});
         st.results()
     }
 

@@ -97,6 +97,9 @@ pub struct Index {
     pub(crate) entry: RwLock<Option<(u32, usize)>>,
 }
 
+/// How much of a row to prefetch ahead of measuring it.
+const PREFETCH_BYTES: usize = 128;
+
 thread_local! {
     static SCRATCH: RefCell<(EpochVisited, BestFirst, Vec<u32>)> = RefCell::default();
 }
@@ -143,6 +146,11 @@ impl Index {
         self.rows.row(v as usize, self.p.dim)
     }
 
+    /// Distance of a prepared query (see `prepare`) to vertex `v`.
+    #[inline(always)]
+    pub fn distance_to(&self, q: VecRef<'_>, v: u32) -> f32 {
+        self.dist_q(q, v)
+    }
     #[inline(always)]
     pub(crate) fn dist_q(&self, q: VecRef<'_>, v: u32) -> f32 {
         distance(self.p.metric, q, self.rows.row(v as usize, self.p.dim))
@@ -157,8 +165,15 @@ impl Index {
         #[cfg(target_arch = "x86_64")]
         {
             let p = self.rows.row_ptr(v as usize, self.p.dim);
-            // SAFETY: prefetch never faults, whatever the address.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) };
+            let bytes = self.p.dim * self.p.dtype.bytes();
+            // The whole row, one request per cache line: rows are several lines long and not in cache, and the
+            // requests overlap (memory-level parallelism) where the hardware prefetcher would ramp up line by line.
+            for off in (0..bytes.min(PREFETCH_BYTES)).step_by(64) {
+                // SAFETY: prefetch never faults, whatever the address.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(off) as *const i8)
+                };
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = v;
@@ -223,7 +238,7 @@ impl Index {
             st.record_expanded = record;
             st.start(ef, &[Cand { d: self.dist_q(q, entry), id: entry }]);
             let adj = &self.layer0;
-            run(st, vis, buf, |v, f| adj.for_each(v, f), |u| self.dist_q(q, u), |u| self.prefetch(u));
+            run(st, vis, buf, |v, f| adj.for_each(v, f), |u| self.dist_q(q, u), |u| self.prefetch(u), |v| adj.prefetch(v));
             (st.results(), std::mem::take(&mut st.expanded))
         })
     }
@@ -231,16 +246,15 @@ impl Index {
     /// Greedy walk on upper level `lev` (HNSW): moves to a nearer neighbour until none is nearer.
     pub(crate) fn greedy(&self, q: VecRef<'_>, mut cur: Cand, lev: usize) -> Cand {
         loop {
-            let nbrs = self.upper[cur.id as usize].lock().unwrap()[lev - 1].clone();
-            let mut moved = false;
-            for u in nbrs {
+            let start = cur;
+            // Measured under the lock: upper rows are short, and nothing writes them while searching.
+            for &u in &self.upper[start.id as usize].lock().unwrap()[lev - 1] {
                 let c = Cand { d: self.dist_q(q, u), id: u };
                 if c < cur {
                     cur = c;
-                    moved = true;
                 }
             }
-            if !moved {
+            if cur == start {
                 return cur;
             }
         }

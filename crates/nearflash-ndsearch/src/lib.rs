@@ -4,12 +4,19 @@
 //! reordering, dynamic allocating, speculation, `<Search Page>`, lock-step batch search, timing) build on the same
 //! graph and search code, so that the in-storage search returns what the host search returns.
 
+pub mod allocate;
+pub mod command;
 pub mod distance;
 pub mod graph;
 mod hnsw;
+pub mod kernels;
 pub mod index;
+pub mod lockstep;
+pub mod luncsr;
 pub mod persist;
+pub mod reorder;
 pub mod search;
+pub mod speculate;
 mod vamana;
 
 pub use distance::{Dtype, Metric, Rows, VecRef};

@@ -97,6 +97,8 @@ pub struct BestFirst {
     /// Vertices expanded so far, in order (Vamana's build prunes over them).
     pub expanded: Vec<Cand>,
     pub record_expanded: bool,
+    /// The candidate most likely to be expanded next (for prefetching its row).
+    pub next_hint: Option<u32>,
 }
 
 impl BestFirst {
@@ -142,6 +144,9 @@ impl BestFirst {
         if self.record_expanded {
             self.expanded.push(c);
         }
+        if let Some(Reverse(next)) = self.cand.peek() {
+            self.next_hint = Some(next.id);
+        }
         neighbours(c.id, &mut |u| {
             if visited.insert(u) {
                 out.push(u);
@@ -174,7 +179,7 @@ impl BestFirst {
 }
 
 /// Runs a best-first search to convergence: `dist(v)` measures vertex `v` against the query; `prefetch(v)` is
-/// called for each unvisited neighbour before any distance of the step is computed.
+/// called for each unvisited neighbour one distance ahead of measuring it.
 #[inline(always)]
 pub fn run<V: Visited>(
     state: &mut BestFirst,
@@ -183,12 +188,22 @@ pub fn run<V: Visited>(
     mut neighbours: impl FnMut(u32, &mut dyn FnMut(u32)),
     mut dist: impl FnMut(u32) -> f32,
     mut prefetch: impl FnMut(u32),
+    mut prefetch_row: impl FnMut(u32),
 ) {
     while state.expand(visited, &mut neighbours, buf).is_some() {
-        for &u in buf.iter() {
+        if let Some(n) = state.next_hint.take() {
+            prefetch_row(n);
+        }
+        // Software pipelining: the next vector streams in while this one is measured.
+        if let Some(&u) = buf.first() {
             prefetch(u);
         }
-        let found = buf.iter().map(|&u| Cand { d: dist(u), id: u });
+        let found = (0..buf.len()).map(|i| {
+            if let Some(&next) = buf.get(i + 1) {
+                prefetch(next);
+            }
+            Cand { d: dist(buf[i]), id: buf[i] }
+        });
         state.apply(found);
     }
 }
@@ -214,7 +229,7 @@ mod tests {
         vis.insert(0);
         st.start(3, &[Cand { d: q, id: 0 }]);
         let mut buf = Vec::new();
-        run(&mut st, &mut vis, &mut buf, nb, |v| (v as f32 - q).abs(), |_| {});
+        run(&mut st, &mut vis, &mut buf, nb, |v| (v as f32 - q).abs(), |_| {}, |_| {});
         let ids: Vec<u32> = st.results().iter().map(|c| c.id).collect();
         assert_eq!(ids, vec![7, 8, 6]);
     }
