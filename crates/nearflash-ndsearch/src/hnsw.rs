@@ -103,7 +103,7 @@ impl Index {
         }
         if level > top {
             let mut e = self.entry.write().unwrap();
-            if e.map_or(true, |(_, t)| level > t) {
+            if e.is_none_or(|(_, t)| level > t) {
                 *e = Some((v, level));
             }
         }

@@ -189,7 +189,7 @@ impl Index {
                 self.p.dtype.name()
             )));
         }
-        if rows.len() % self.p.dim != 0 {
+        if !rows.len().is_multiple_of(self.p.dim) {
             return Err(NdError::Argument(format!("{what} length {} is not a multiple of dim {}", rows.len(), self.p.dim)));
         }
         if let Rows::F32(v) = rows {

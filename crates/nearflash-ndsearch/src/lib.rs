@@ -17,6 +17,8 @@ pub mod persist;
 pub mod reorder;
 pub mod search;
 pub mod speculate;
+pub mod study;
+pub mod timing;
 mod vamana;
 
 pub use distance::{Dtype, Metric, Rows, VecRef};

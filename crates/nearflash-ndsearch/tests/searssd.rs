@@ -92,3 +92,29 @@ fn reordering_and_dynamic_allocating_cut_page_accesses() {
         assert_eq!(got, want);
     }
 }
+
+#[test]
+fn a_modelled_batch_returns_the_host_results_and_scheduling_helps() {
+    use nearflash_ndsearch::study::{run_batch, Reorder};
+    use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
+    let dim = 16;
+    let (ix, q) = index(Kind::Hnsw, 3000, dim, 5);
+    let g = Geometry { luns: 8, planes_per_lun: 2, blocks_per_plane: 64, pages_per_block: 16, page_bytes: 1024 };
+    let p = SearssdParams::default();
+    let f = FlashTiming::SEARSSD;
+    let run = |r, dynamic| run_batch(&ix, Rows::F32(q.clone()), 10, 32, r, dynamic, g, &p, &f).unwrap();
+    let plain = run(Reorder::None, false);
+    let reordered = run(Reorder::DegreeBfs, false);
+    let dynamic = run(Reorder::DegreeBfs, true);
+    let (_, host_ids) = ix.search(Rows::F32(q.clone()), 10, 32).unwrap();
+    for rep in [&plain, &reordered, &dynamic] {
+        let ids: Vec<i64> = rep.ids.iter().flatten().map(|&v| v as i64).collect();
+        assert_eq!(ids, host_ids);
+    }
+    assert!(reordered.page_access_ratio < plain.page_access_ratio);
+    assert!(dynamic.page_access_ratio < reordered.page_access_ratio);
+    assert!(dynamic.total_ns < reordered.total_ns && reordered.total_ns <= plain.total_ns, "{plain:?} {reordered:?} {dynamic:?}");
+    let spec = run_batch(&ix, Rows::F32(q.clone()), 10, 32, Reorder::DegreeBfs, true, g, &SearssdParams { speculate: 4, ..p.clone() }, &f).unwrap();
+    assert!(spec.speculative > 0 && spec.speculation_used > 0);
+    assert!(run_batch(&ix, Rows::F32(q), 0, 32, Reorder::None, true, g, &p, &f).is_err());
+}

@@ -5,7 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::convert::{err, rows_array};
+use crate::convert::{err, rows_array, to_python};
+use nearflash_core::config::ExtParams;
+use nearflash_ndsearch::luncsr::Geometry;
+use nearflash_ndsearch::study::{run_batch, Reorder};
+use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
+use pyo3::types::PyDict;
 use crate::errors::{HostIoError, ImageError};
 use nearflash_ndsearch::{Dtype, Index as RsIndex, Kind, Metric, NdError, Params, Rows};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -167,9 +172,77 @@ impl PyIndex {
     }
 }
 
+/// SearSSD's geometry from an optional dict (keys of `Geometry`; missing keys keep the searssd values).
+fn geometry(g: Option<&Bound<'_, PyDict>>) -> PyResult<Geometry> {
+    let mut out = Geometry::SEARSSD;
+    for (k, v) in g.into_iter().flat_map(|d| d.iter()) {
+        let key: String = k.extract()?;
+        let val: usize = v.extract().map_err(|_| err(format!("geometry {key} must be a positive integer")))?;
+        match key.as_str() {
+            "luns" => out.luns = val,
+            "planes_per_lun" => out.planes_per_lun = val,
+            "blocks_per_plane" => out.blocks_per_plane = val,
+            "pages_per_block" => out.pages_per_block = val,
+            "page_bytes" => out.page_bytes = val,
+            _ => return Err(err(format!("unknown geometry key {key:?}"))),
+        }
+    }
+    out.validate().map_err(nd_err)?;
+    Ok(out)
+}
+
+/// One lock-step SearSSD batch modelled on the host: (report dict, distances nq x k, ids nq x k).
+#[pyfunction]
+#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn searssd_batch<'py>(
+    py: Python<'py>,
+    index: &PyIndex,
+    q: &Bound<'py, PyAny>,
+    k: usize,
+    ef: usize,
+    reorder: &str,
+    dynamic: bool,
+    params: Option<&str>,
+    geometry: Option<&Bound<'py, PyDict>>,
+    seed: u64,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
+    let p = *index.inner.params();
+    let rows = rows_of(q, p.dtype, p.dim, "q")?;
+    let reorder = match reorder {
+        "none" => Reorder::None,
+        "degree" => Reorder::DegreeBfs,
+        "random" => Reorder::RandomBfs(seed),
+        other => return Err(err(format!("reorder must be 'none', 'degree' or 'random', not {other:?}"))),
+    };
+    let mut sp = SearssdParams::default();
+    if let Some(js) = params {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        sp.apply_json_object(&v, &[]).map_err(err)?;
+    }
+    let g = self::geometry(geometry)?;
+    if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
+        return Err(err(format!("ef must be in 1..={}, not {ef}", nearflash_ndsearch::index::MAX_EF)));
+    }
+    let rep = py
+        .allow_threads(|| run_batch(&index.inner, rows, k, ef, reorder, dynamic, g, &sp, &FlashTiming::SEARSSD))
+        .map_err(nd_err)?;
+    let d: Vec<f32> = rep.distances.iter().flat_map(|r| r.iter().copied().chain(std::iter::repeat(f32::INFINITY)).take(k)).collect();
+    let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| v as i64).chain(std::iter::repeat(-1)).take(k)).collect();
+    Ok((to_python(py, &rep)?, rows_array(py, d, k)?, rows_array(py, i, k)?))
+}
+
+/// SearSSD's parameters: (name, default, unit, source) of each.
+#[pyfunction]
+fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    SearssdParams::DOCS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "ndsearch")?;
     sub.add_class::<PyIndex>()?;
+    sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -11,5 +11,6 @@ from nearflash.ndsearch.datasets import (
     synthetic,
 )
 from nearflash.ndsearch.index import Index
+from nearflash.ndsearch import searssd
 
-__all__ = ["SYNTHETIC", "Index", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "synthetic"]
+__all__ = ["SYNTHETIC", "Index", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]
