@@ -68,3 +68,9 @@ def test_fashion_mnist_subset_search():
     _, i = ix.search(q, 10, ef=64)
     _, truth = ground_truth(base, q, 10, "l2")
     assert recall_at(i, truth, 10) > 0.9
+
+
+def test_a_chunk_prefix_is_the_whole_chunks_rows():
+    from nearflash.ndsearch.datasets import _chunk
+    for name in ("sift-like", "glove-100-like"):
+        assert np.array_equal(_chunk(name, 3, 1, 2, 50), _chunk(name, 3, 1, 2, 400)[:50])

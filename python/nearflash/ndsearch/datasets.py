@@ -57,14 +57,17 @@ def _centres(name: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _chunk(name: str, seed: int, stream: int, index: int, rows: int) -> np.ndarray:
+    """The first ``rows`` rows of chunk ``index``: cluster choices and noise come from two generators drawn in
+    row order, so any prefix is the same rows as the whole chunk's."""
     dim, dtype, _, _ = SYNTHETIC[name]
     centres, w = _centres(name, seed)
-    rng = np.random.default_rng([seed, stream, index])
-    c = rng.choice(len(centres), size=rows, p=w)
+    pick = np.random.default_rng([seed, stream, index, 0])
+    noise = np.random.default_rng([seed, stream, index, 1])
+    c = pick.choice(len(centres), size=rows, p=w)
     if name == "sift-like":
-        x = centres[c] + rng.normal(0.0, 12.0, size=(rows, dim))
+        x = centres[c] + noise.normal(0.0, 12.0, size=(rows, dim))
         return np.clip(np.rint(x), 0, 255).astype(np.uint8)
-    return (centres[c] + 0.35 * rng.standard_normal((rows, dim))).astype(np.float32)
+    return (centres[c] + 0.35 * noise.standard_normal((rows, dim))).astype(np.float32)
 
 
 def synthetic(name: str, n: int, seed: int = 0, start: int = 0, queries: bool = False) -> np.ndarray:
@@ -81,7 +84,7 @@ def synthetic(name: str, n: int, seed: int = 0, start: int = 0, queries: bool = 
     while i < start + n:
         c, off = divmod(i, CHUNK)
         take = min(CHUNK - off, start + n - i)
-        out[i - start:i - start + take] = _chunk(name, seed, stream, c, CHUNK)[off:off + take]
+        out[i - start:i - start + take] = _chunk(name, seed, stream, c, off + take)[off:off + take]
         i += take
     return out
 
