@@ -131,3 +131,31 @@ def test_hostile_arguments():
     # float64 and integer input to a float32 index is converted
     ix.add(x.astype(np.float64)[:2])
     assert ix.ntotal == 52
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int32", "bool", "complex64"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(index_dtype=st.sampled_from(["float32", "uint8", "int8"]), dtype=st.sampled_from(_DTYPES),
+       rows=st.integers(0, 5), cols=st.integers(0, 6), ndim=st.integers(1, 3), k=st.integers(-2, 8))
+def test_any_array_is_accepted_or_refused_cleanly(index_dtype, dtype, rows, cols, ndim, k):
+    ix = Index(4, dtype=index_dtype, R=4)
+    shape = {1: (cols,), 2: (rows, cols), 3: (rows, cols, 2)}[ndim]
+    x = np.ones(shape, dtype=dtype)
+    try:
+        ix.add(x)
+        added = True
+    except InvalidArgument:
+        added = False
+        assert ix.ntotal == 0
+    if added:
+        assert ix.ntotal == rows
+    if ix.ntotal:
+        try:
+            d, i = ix.search(x, k)
+            assert d.shape == (rows, k) and (i < ix.ntotal).all()
+        except InvalidArgument:
+            pass
