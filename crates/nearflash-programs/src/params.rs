@@ -1,0 +1,62 @@
+//! The extension's limits and costs, each with unit and source; a preset's `[ext.programs]` section and attach-time
+//! JSON override them. The per-instruction time and energy are not here: they are the preset's controller values
+//! (`controller.cpi`, `controller.core_freq`, `energy.core_per_instruction`), charged by the core.
+
+use nearflash_core::config::{ExtParams, ParamError};
+
+nearflash_core::ext_params! {
+    /// Limits and costs of the Computational Programs + SLM extension (canonical units: bytes, counts, instructions).
+    pub struct ProgramsParams {
+        /// Subsystem Local Memory capacity (one memory namespace).
+        slm_bytes: Bytes = 64, "MiB", "assumed: a share of controller DRAM set aside for programs; every preset's DRAM (512 MiB-4 GiB) holds it beside the mapping table";
+        /// Program slots (Program Index 1..max_programs).
+        max_programs: Count = 16, "count", "assumed: the same order as the 8-16 slots of the CSD implementations read (docs/programs.md)";
+        /// Programs active at once.
+        max_activated: Count = 8, "count", "assumed";
+        /// Largest downloadable program (ELF object bytes).
+        max_program_bytes: Bytes = 1, "MiB", "assumed: eBPF objects of a few KiB to a few hundred KiB";
+        /// Largest program in eBPF instructions.
+        max_program_instructions: Count = 65536, "count", "solana-sbpf ebpf::PROG_MAX_INSNS";
+        /// Memory range sets held at once.
+        max_range_sets: Count = 16, "count", "assumed";
+        /// Memory ranges per set (and per Execute Program with inline ranges); at most 16 (struct nf_ctx).
+        max_ranges_per_set: Count = 16, "count", "nearflash: struct nf_ctx holds 16 ranges";
+        /// Parameter data an Execute Program may carry after its inline ranges.
+        max_param_bytes: Bytes = 4, "KiB", "assumed: a page of parameters";
+        /// eBPF instructions one run may execute before it is stopped (bounds every loop).
+        instruction_budget: Count = 1000000000, "count", "assumed: about one second of a 1 GHz controller core";
+        /// Controller instructions per executed eBPF instruction.
+        native_per_ebpf_instruction: Real = 1.0, "instructions", "assumed: eBPF's instructions map one to one onto a RISC core's ALU, load/store and branch instructions when compiled (the design goal of the eBPF ISA, RFC 9669)";
+        /// Firmware instructions to dispatch one Execute Program (decode, map the ranges, start the program).
+        execute_dispatch_instructions: Real = 2000, "instructions", "assumed: the order of a firmware command path (presets' fw_other_instructions)";
+        /// Firmware instructions per eBPF instruction to relocate and verify a downloaded program.
+        verify_instructions_per_instruction: Real = 50, "instructions", "assumed: a verifier visits each instruction a few times with a few dozen instructions of bookkeeping each";
+        /// Logical blocks per flash read a Memory Copy issues (reads of one range are split into these).
+        copy_chunk_blocks: Count = 256, "count", "assumed: 1 MiB of 4 KiB blocks, a firmware's maximum transfer per internal read";
+    }
+}
+
+impl ProgramsParams {
+    /// The preset section with `overrides` (a JSON object) applied, checked for consistency.
+    pub fn resolve(section: Option<&toml::Table>, overrides: &serde_json::Value) -> Result<ProgramsParams, ParamError> {
+        let mut p = ProgramsParams::from_section(section)?;
+        p.apply_json_object(overrides, &[])?;
+        let bad = |name: &str, why: String| Err(ParamError::Invalid { name: name.into(), why });
+        if p.max_ranges_per_set < 1.0 || p.max_ranges_per_set > crate::program::vm::MAX_RANGES as f64 {
+            return bad("max_ranges_per_set", format!("must be 1..={}", crate::program::vm::MAX_RANGES));
+        }
+        if p.max_programs < 1.0 || p.max_programs > 65535.0 {
+            return bad("max_programs", "must be 1..=65535".into());
+        }
+        if p.max_range_sets < 1.0 || p.max_range_sets > 65535.0 {
+            return bad("max_range_sets", "must be 1..=65535".into());
+        }
+        if p.slm_bytes < 4096.0 || p.slm_bytes > (1u64 << 40) as f64 {
+            return bad("slm_bytes", "must be 4 KiB..1 TiB".into());
+        }
+        if p.instruction_budget < 1.0 || p.copy_chunk_blocks < 1.0 || p.max_program_instructions < 1.0 {
+            return bad("instruction_budget", "budgets and chunk sizes must be at least 1".into());
+        }
+        Ok(p)
+    }
+}
