@@ -29,6 +29,23 @@ pub const NAME: &str = "programs";
 /// Bytes of the Identify (resources) data structure.
 pub const IDENTIFY_BYTES: usize = 128;
 
+/// Names of the Identify data structure's little-endian u64 fields, in order.
+pub const IDENTIFY_FIELDS: [&str; 13] = [
+    "slm_bytes",
+    "max_programs",
+    "max_activated",
+    "max_program_bytes",
+    "max_range_sets",
+    "max_ranges_per_set",
+    "max_param_bytes",
+    "controller_cores",
+    "core_hz",
+    "instruction_budget",
+    "programs_loaded",
+    "programs_active",
+    "range_sets",
+];
+
 /// One program slot.
 #[derive(Debug)]
 enum Slot {

@@ -136,3 +136,97 @@ pub fn execute(dev: &mut Device, qid: u16, pind: u16, ranges: &Ranges, params: &
     let data = if payload.is_empty() { DataBuf::None } else { DataBuf::ToDevice(&payload) };
     submit(dev, qid, &Command::Execute(e), data)
 }
+
+/// The same program run on the host: the data read with ordinary Reads, the program's counted instructions charged
+/// to one host core (`HOST_CYCLES_PER_INSTRUCTION`, the preset's host clock and energy per instruction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRun {
+    pub result: std::result::Result<u64, crate::program::Fault>,
+    pub instructions: u64,
+    pub latency_ns: u64,
+    pub bytes_read: u64,
+    /// The output ranges after the run.
+    pub outputs: Vec<Vec<u8>>,
+}
+
+/// Reads `sources` (`(slba, blocks)`, one memory range each, cut to `lengths[i]` bytes where given) and runs
+/// `program` over them and zeroed output ranges of `outputs` bytes (mapped after the sources) on the host.
+#[allow(clippy::too_many_arguments)]
+pub fn host_run(
+    dev: &mut Device,
+    qid: u16,
+    program: &crate::program::Program,
+    sources: &[(u64, u32)],
+    lengths: Option<&[u64]>,
+    outputs: &[usize],
+    params: &[u8],
+    cparams: (u64, u64),
+    budget: u64,
+) -> Result<HostRun> {
+    use nearflash_core::nvme::{opcode, Sqe};
+    let start = dev.now();
+    let lba = dev.lba_bytes();
+    let max = dev.namespace().max_lbas.max(1);
+    let mut bufs: Vec<Vec<u8>> = sources.iter().map(|&(_, n)| vec![0u8; (u64::from(n) * lba) as usize]).collect();
+    let mut last = start;
+    const IN_FLIGHT: usize = 16;
+    let mut chunks = Vec::new();
+    for (i, &(slba, n)) in sources.iter().enumerate() {
+        let mut at = 0u32;
+        while at < n {
+            let k = (n - at).min(max);
+            chunks.push((i, slba + u64::from(at), k, at));
+            at += k;
+        }
+    }
+    for batch in chunks.chunks(IN_FLIGHT) {
+        let mut pending = Vec::new();
+        // Split the buffers into the disjoint pieces this batch reads into.
+        let mut views: Vec<&mut [u8]> = Vec::new();
+        let mut rest: Vec<Option<&mut [u8]>> = bufs.iter_mut().map(|b| Some(b.as_mut_slice())).collect();
+        let mut taken = vec![0usize; rest.len()];
+        for &(i, _, k, at) in batch {
+            let buf = rest[i].take().unwrap_or_default();
+            let skip = (u64::from(at) * lba) as usize - taken[i];
+            let (_, from) = buf.split_at_mut(skip);
+            let (view, after) = from.split_at_mut((u64::from(k) * lba) as usize);
+            taken[i] += skip + view.len();
+            views.push(view);
+            rest[i] = Some(after);
+        }
+        for (&(_, slba, k, _), view) in batch.iter().zip(views) {
+            let cid = dev.next_cid(qid);
+            dev.submit(qid, Sqe::rw(opcode::READ, cid, slba, k), DataBuf::FromDevice(view))?;
+            pending.push(cid);
+        }
+        while !pending.is_empty() {
+            let Some(c) = dev.wait(qid) else { return Err(SimError::InvalidArgument("a read completion was lost".into())) };
+            if !c.cqe.status().is_success() {
+                return Err(SimError::InvalidArgument(format!("host read failed: {}", c.cqe.status().name())));
+            }
+            pending.retain(|&p| p != c.cqe.cid);
+            last = last.max(c.time);
+        }
+    }
+    if let Some(l) = lengths {
+        if l.len() != bufs.len() || l.iter().zip(&bufs).any(|(&n, b)| n > b.len() as u64) {
+            return Err(SimError::InvalidArgument("lengths must give one length per source, within its blocks".into()));
+        }
+    }
+    let bytes_read = bufs.iter().map(|b| b.len() as u64).sum();
+    let mut outs: Vec<Vec<u8>> = outputs.iter().map(|&n| vec![0u8; n]).collect();
+    let mut views: Vec<&mut [u8]> = bufs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| {
+            let n = lengths.map_or(b.len(), |l| l[i] as usize);
+            &mut b[..n]
+        })
+        .chain(outs.iter_mut().map(|o| o.as_mut_slice()))
+        .collect();
+    let run = program.run(&mut views, params, cparams, budget);
+    let insns = run.instructions as f64;
+    let done = dev.host().compute(last, insns * crate::params::HOST_CYCLES_PER_INSTRUCTION.0, insns, 1);
+    dev.advance_to(done);
+    Ok(HostRun { result: run.result, instructions: run.instructions, latency_ns: done - start, bytes_read, outputs: outs })
+}

@@ -60,3 +60,9 @@ impl ProgramsParams {
         Ok(p)
     }
 }
+
+/// Host CPU cycles per eBPF instruction when the same program runs on the host (the host path of comparisons).
+pub const HOST_CYCLES_PER_INSTRUCTION: (f64, &str) = (
+    0.5,
+    "assumed: an out-of-order host core retires about two simple integer instructions per cycle on scan loops (Skylake-class, 4-wide)",
+);

@@ -1,0 +1,38 @@
+"""``nearflash programs``: compile, examples, identify and run (with the host path beside it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nearflash import programs
+from nearflash.cli import main
+
+
+def test_run_grep_with_host_comparison(tmp_path, capsys):
+    if not programs.have_clang():
+        pytest.skip("clang is not installed (apt-get install clang)")
+    data = tmp_path / "in.txt"
+    data.write_bytes(b"one needle, two needles, and hay " * 500)
+    assert main(["programs", "run", "grep", "--input", str(data), "--param-str", "needle", "--compare-host", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["value"] == out["host"]["value"] == 1000
+    assert out["instructions"] > 0 and out["time_ratio_host_over_storage"] > 0
+
+
+def test_compile_examples_identify(tmp_path, capsys):
+    assert main(["programs", "examples"]) == 0
+    assert "lineitem_filter" in capsys.readouterr().out
+    assert main(["programs", "identify", "--preset", "samsung-970pro"]) == 0
+    assert json.loads(capsys.readouterr().out)["slm_bytes"] > 0
+    if programs.have_clang():
+        src = tmp_path / "p.c"
+        src.write_text('#include "nearflash_program.h"\nu64 f(const struct nf_ctx *c) { return c->cparam1 * 3; }\n')
+        assert main(["programs", "compile", str(src), "-o", str(tmp_path / "p.o")]) == 0
+        assert (tmp_path / "p.o").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_errors_are_reported_not_raised(tmp_path, capsys):
+    assert main(["programs", "run", str(tmp_path / "missing.o"), "--input", str(tmp_path / "x")]) == 2
+    assert "error" in capsys.readouterr().err
