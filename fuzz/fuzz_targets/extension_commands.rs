@@ -47,6 +47,6 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(done) = dev.execute(1, sqe, buf) {
             assert!(done.completed_at >= done.latency_ns);
         }
-        dev.core().ftl.check_consistency().unwrap();
+        dev.check_consistency().unwrap();
     });
 });

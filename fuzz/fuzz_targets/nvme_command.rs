@@ -57,6 +57,6 @@ fuzz_target!(|data: &[u8]| {
                 assert!(done.latency_ns > 0);
             }
         }
-        dev.core().ftl.check_consistency().unwrap();
+        dev.check_consistency().unwrap();
     });
 });

@@ -36,3 +36,15 @@ def test_compile_examples_identify(tmp_path, capsys):
 def test_errors_are_reported_not_raised(tmp_path, capsys):
     assert main(["programs", "run", str(tmp_path / "missing.o"), "--input", str(tmp_path / "x")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_docs_list_every_parameter_and_status():
+    from pathlib import Path
+
+    from nearflash._native import programs as native
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "programs.md").read_text()
+    for name, default, unit, source in native.parameters():
+        assert f"`{name}`" in doc, f"docs/programs.md does not list parameter {name}"
+    for sct, sc, name in native.status_names():
+        assert f"{sc:02X}h | {name}" in doc, f"docs/programs.md does not list status {sc:#x} {name}"

@@ -12,13 +12,13 @@ nearflash_core::ext_params! {
         /// Program slots (Program Index 1..max_programs).
         max_programs: Count = 16, "count", "assumed: the same order as the 8-16 slots of the CSD implementations read (docs/programs.md)";
         /// Programs active at once.
-        max_activated: Count = 8, "count", "assumed";
+        max_activated: Count = 8, "count", "assumed: half the program slots, so that the activation limit is reachable";
         /// Largest downloadable program (ELF object bytes).
         max_program_bytes: Bytes = 1, "MiB", "assumed: eBPF objects of a few KiB to a few hundred KiB";
         /// Largest program in eBPF instructions.
         max_program_instructions: Count = 65536, "count", "solana-sbpf ebpf::PROG_MAX_INSNS";
         /// Memory range sets held at once.
-        max_range_sets: Count = 16, "count", "assumed";
+        max_range_sets: Count = 16, "count", "assumed: one stored set per program slot";
         /// Memory ranges per set (and per Execute Program with inline ranges); at most 16 (struct nf_ctx).
         max_ranges_per_set: Count = 16, "count", "nearflash: struct nf_ctx holds 16 ranges";
         /// Parameter data an Execute Program may carry after its inline ranges.

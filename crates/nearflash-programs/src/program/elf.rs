@@ -201,3 +201,137 @@ fn relocate(elf: &ElfFile64<Endianness>, places: &HashMap<SectionIndex, Place>, 
     }
     Ok(())
 }
+
+/// A minimal eBPF relocatable object: `.text` (global function `f` at 0), `.rodata`, and `.rel.text` entries
+/// `(offset in .text, symbol, type)` where symbol 1 is `.rodata`'s section symbol and 2 is `f`. For tests and
+/// fuzzing: hostile bytecode in a well-formed container.
+pub fn minimal_object(text: &[u8], rodata: &[u8], relocs: &[(u64, u32, u32)]) -> Vec<u8> {
+    fn pad8(v: &mut Vec<u8>) {
+        while v.len() % 8 != 0 {
+            v.push(0);
+        }
+    }
+    let strtab = b"\0.text\0.rodata\0.symtab\0.strtab\0.rel.text\0f\0".to_vec();
+    let name = |s: &str| strtab.windows(s.len()).position(|w| w == s.as_bytes()).unwrap() as u32;
+    let mut sym = vec![0u8; 24];
+    let mut entry = |n: u32, info: u8, shndx: u16, size: u64| {
+        sym.extend_from_slice(&n.to_le_bytes());
+        sym.extend_from_slice(&[info, 0]);
+        sym.extend_from_slice(&shndx.to_le_bytes());
+        sym.extend_from_slice(&0u64.to_le_bytes());
+        sym.extend_from_slice(&size.to_le_bytes());
+    };
+    entry(0, 0x03, 2, 0);
+    entry(name("f"), 0x12, 1, text.len() as u64);
+    let rel: Vec<u8> = relocs
+        .iter()
+        .flat_map(|&(off, s, t)| [off.to_le_bytes(), ((u64::from(s) << 32) | u64::from(t)).to_le_bytes()].concat())
+        .collect();
+    let mut out = vec![0u8; 64];
+    let mut placed = Vec::new();
+    for body in [text, rodata, &sym[..], &strtab[..], &rel[..]] {
+        pad8(&mut out);
+        placed.push((out.len() as u64, body.len() as u64));
+        out.extend_from_slice(body);
+    }
+    pad8(&mut out);
+    let shoff = out.len() as u64;
+    // (name, type, flags, link, info, align, entsize) per section after the null one.
+    let shdrs = [
+        (name(".text"), 1u32, 6u64, 0u32, 0u32, 8u64, 0u64),
+        (name(".rodata"), 1, 2, 0, 0, 8, 0),
+        (name(".symtab"), 2, 0, 4, 2, 8, 24),
+        (name(".strtab"), 3, 0, 0, 0, 1, 0),
+        (name(".rel.text"), 9, 0, 3, 1, 8, 16),
+    ];
+    out.extend_from_slice(&[0u8; 64]);
+    for (i, (n, ty, flags, link, info, align, entsize)) in shdrs.iter().enumerate() {
+        let (off, size) = placed[i];
+        for v in [u64::from(*n) | (u64::from(*ty) << 32), *flags, 0, off, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&link.to_le_bytes());
+        out.extend_from_slice(&info.to_le_bytes());
+        out.extend_from_slice(&align.to_le_bytes());
+        out.extend_from_slice(&entsize.to_le_bytes());
+    }
+    out[0..16].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    out[16..18].copy_from_slice(&1u16.to_le_bytes());
+    out[18..20].copy_from_slice(&EM_BPF.to_le_bytes());
+    out[20..24].copy_from_slice(&1u32.to_le_bytes());
+    out[40..48].copy_from_slice(&shoff.to_le_bytes());
+    out[52..54].copy_from_slice(&64u16.to_le_bytes());
+    out[58..60].copy_from_slice(&64u16.to_le_bytes());
+    out[60..62].copy_from_slice(&6u16.to_le_bytes());
+    out[62..64].copy_from_slice(&4u16.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn lddw(dst: u8, imm: u32) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0] = LDDW;
+        b[1] = dst;
+        b[4..8].copy_from_slice(&imm.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_minimal_object_loads_and_its_rodata_relocation_is_resolved() {
+        // r0 = &rodata + 4; r0 = *(u32 *)(r0 + 0); exit
+        let text = [&lddw(0, 4)[..], &[0x61, 0x00, 0, 0, 0, 0, 0, 0], &[0x95, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let obj = minimal_object(&text, &[1, 2, 3, 4, 42, 0, 0, 0], &[(0, 1, R_BPF_64_64)]);
+        let img = load(&obj, 1 << 20).unwrap();
+        assert_eq!((img.entry_pc, img.entry_name.as_str()), (0, "f"));
+        let addr = u64::from(u32::from_le_bytes(img.text[4..8].try_into().unwrap()))
+            | (u64::from(u32::from_le_bytes(img.text[12..16].try_into().unwrap())) << 32);
+        assert_eq!(addr, RODATA_VADDR + 4);
+        let p = crate::program::Program::new(img, 100).unwrap();
+        assert_eq!(p.run(&mut [], &[], (0, 0), 100).result, Ok(42));
+    }
+
+    #[test]
+    fn malformed_objects_are_refused_with_a_reason() {
+        let exit = [0x95, 0, 0, 0, 0, 0, 0, 0];
+        let ok = minimal_object(&exit, &[], &[]);
+        assert!(load(&ok, 1 << 20).is_ok());
+        let mut machine = ok.clone();
+        machine[18] = 62;
+        assert!(load(&machine, 1 << 20).unwrap_err().0.contains("machine"));
+        assert!(load(&ok[..40], 1 << 20).is_err());
+        assert!(load(&minimal_object(&exit[..5], &[], &[]), 1 << 20).is_err(), "partial instruction");
+        let bad_reloc = minimal_object(&exit, &[7; 8], &[(0, 1, R_BPF_64_64)]);
+        assert!(load(&bad_reloc, 1 << 20).unwrap_err().0.contains("64-bit immediate"));
+        let far = minimal_object(&exit, &[], &[(800, 1, R_BPF_64_64)]);
+        assert!(load(&far, 1 << 20).is_err());
+        let other = minimal_object(&lddw(0, 0), &[7; 8], &[(0, 1, 2)]);
+        assert!(load(&other, 1 << 20).unwrap_err().0.contains("not supported"));
+        let func_addr = minimal_object(&lddw(0, 0), &[], &[(0, 2, R_BPF_64_64)]);
+        assert!(load(&func_addr, 1 << 20).unwrap_err().0.contains("address of function"));
+        assert!(load(&minimal_object(&exit, &[0; 64], &[]), 32).is_err(), "size limit");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn hostile_bytecode_is_refused_or_runs_within_its_budget(
+            text in proptest::collection::vec(any::<u8>(), 8..256),
+            rodata in proptest::collection::vec(any::<u8>(), 0..32),
+            rel in proptest::option::of((0u64..256, 0u32..4, 0u32..12)),
+            range in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let text = &text[..text.len() / 8 * 8];
+            let obj = minimal_object(text, &rodata, rel.as_slice());
+            if let Ok(p) = crate::program::prepare(&obj, 1 << 16, 1 << 12) {
+                let mut r = range.clone();
+                let out = p.run(&mut [&mut r[..]], b"params", (1, 2), 5_000);
+                prop_assert!(out.instructions <= 5_000);
+            }
+            let _ = crate::program::prepare(text, 1 << 16, 1 << 12);
+        }
+    }
+}
