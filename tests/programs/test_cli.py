@@ -48,3 +48,15 @@ def test_docs_list_every_parameter_and_status():
         assert f"`{name}`" in doc, f"docs/programs.md does not list parameter {name}"
     for sct, sc, name in native.status_names():
         assert f"{sc:02X}h | {name}" in doc, f"docs/programs.md does not list status {sc:#x} {name}"
+
+
+def test_quick_experiments_write_their_outputs(tmp_path):
+    if not programs.have_clang():
+        pytest.skip("clang is not installed (apt-get install clang)")
+    assert main(["experiment", "programs", "all", "--quick", "--out", str(tmp_path)]) == 0
+    for name in ("compare", "scaling"):
+        for ext in ("json", "md", "png"):
+            assert (tmp_path / "programs" / f"{name}.{ext}").exists()
+    fits = json.loads((tmp_path / "programs" / "scaling.json").read_text())["data"]["fits"]
+    for f in fits.values():
+        assert f["ns_per_instruction"] == pytest.approx(f["expected"], rel=0.01)
