@@ -18,7 +18,7 @@ fn device() -> Device {
         t.set(k, v).unwrap();
     }
     let mut d = Device::memory(t, DeviceOptions::default()).unwrap();
-    let params = serde_json::json!({"slm_bytes": 65536, "instruction_budget": 20000});
+    let params = serde_json::json!({"slm_bytes": 1, "instruction_budget": 20000});
     d.attach(Box::new(ProgramsFirmware::new(params))).unwrap();
     d.create_queue_pair(1, 32).unwrap();
     // Program 1: r0 = ctx->nranges; exit.
