@@ -126,7 +126,7 @@ impl ProgramsFirmware {
                 Some(_) if active => err(status::PROGRAM_IN_USE, t),
                 Some(_) => {
                     self.slots.remove(&l.pind);
-                    ExtCompletion::ok(ctx.firmware(t, 100.0))
+                    ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
                 }
             };
         }
@@ -157,9 +157,9 @@ impl ProgramsFirmware {
             _ => 0,
         };
         let arrived = ctx.from_host(t, u64::from(l.numb));
-        let mut bytes = match self.slots.remove(&l.pind) {
-            Some(Slot::Loading { bytes, .. }) if received > 0 => bytes,
-            _ => Vec::with_capacity(l.psize as usize),
+        let (mut bytes, previous) = match self.slots.remove(&l.pind) {
+            Some(Slot::Loading { bytes, .. }) if received > 0 => (bytes, None),
+            other => (Vec::with_capacity(l.psize as usize), other),
         };
         bytes.extend_from_slice(chunk);
         if bytes.len() < l.psize as usize {
@@ -175,6 +175,11 @@ impl ProgramsFirmware {
                 ExtCompletion::ok(ctx.firmware(arrived, work))
             }
             Err(why) => {
+                // A one-command download that is refused leaves the slot as it was (a multi-command one has
+                // replaced it with its first chunk, as FEMU/CEMU do).
+                if let (0, Some(p @ Slot::Loaded { .. })) = (received, previous) {
+                    self.slots.insert(l.pind, p);
+                }
                 self.stats.last_fault = Some(format!("load refused: {why}"));
                 let work = self.params.verify_instructions_per_instruction * (bytes.len() / 8) as f64;
                 err(status::INVALID_PROGRAM_DATA, ctx.firmware(arrived, work))
@@ -195,7 +200,7 @@ impl ProgramsFirmware {
                 }
                 *active = activate;
                 self.stats.activations += u64::from(activate);
-                ExtCompletion::ok(ctx.firmware(t, 100.0))
+                ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
             }
             _ => err(status::NO_PROGRAM, t),
         }
@@ -205,7 +210,7 @@ impl ProgramsFirmware {
         let t = ctx.start;
         match r {
             RangeSetManagement::Delete { rsid } => match self.slm.delete_set(rsid) {
-                Ok(()) => ExtCompletion::ok(ctx.firmware(t, 100.0)),
+                Ok(()) => ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions)),
                 Err(s) => err(s, t),
             },
             RangeSetManagement::Create { numr } => {
@@ -223,7 +228,7 @@ impl ProgramsFirmware {
                 let bytes = (usize::from(numr) * wire::RANGE_DESCRIPTOR_BYTES) as u64;
                 let arrived = ctx.from_host(t, bytes);
                 match self.slm.create_set(ranges) {
-                    Ok(rsid) => ExtCompletion { status: Status::SUCCESS, dw0: u32::from(rsid), done: ctx.firmware(arrived, 200.0) },
+                    Ok(rsid) => ExtCompletion { status: Status::SUCCESS, dw0: u32::from(rsid), done: ctx.firmware(arrived, self.params.management_instructions) },
                     Err(s) => err(s, arrived),
                 }
             }
@@ -402,7 +407,7 @@ impl ProgramsFirmware {
         }
         let d = self.identify_data(ctx.controller_cores(), ctx.config().controller.core_freq.0);
         out[..IDENTIFY_BYTES].copy_from_slice(&d);
-        let done = ctx.firmware(t, 200.0);
+        let done = ctx.firmware(t, self.params.management_instructions);
         ExtCompletion::ok(ctx.to_host(done, IDENTIFY_BYTES as u64))
     }
 }

@@ -29,6 +29,8 @@ nearflash_core::ext_params! {
         native_per_ebpf_instruction: Real = 1.0, "instructions", "assumed: eBPF's instructions map one to one onto a RISC core's ALU, load/store and branch instructions when compiled (the design goal of the eBPF ISA, RFC 9669)";
         /// Firmware instructions to dispatch one Execute Program (decode, map the ranges, start the program).
         execute_dispatch_instructions: Real = 2000, "instructions", "assumed: the order of a firmware command path (presets' fw_other_instructions)";
+        /// Firmware instructions of a management command (activation, unload, range set, Identify).
+        management_instructions: Real = 200, "instructions", "assumed: a table update and its checks, well below a read's firmware path (presets' fw_read_instructions)";
         /// Firmware instructions per eBPF instruction to relocate and verify a downloaded program.
         verify_instructions_per_instruction: Real = 50, "instructions", "assumed: a verifier visits each instruction a few times with a few dozen instructions of bookkeeping each";
         /// Logical blocks per flash read a Memory Copy issues (reads of one range are split into these).

@@ -227,3 +227,15 @@ fn a_runaway_loop_is_stopped_by_the_instruction_budget() {
     assert_eq!(out.result, Err(nearflash_programs::program::Fault::Budget));
     assert_eq!(out.instructions, 10_000);
 }
+
+#[test]
+fn a_refused_replacement_keeps_the_loaded_program() {
+    let Some(grep) = compile("grep") else { return };
+    let mut dev = device("cosmos-plus", serde_json::json!({}));
+    ok(host::load(&mut dev, 1, 1, &grep).unwrap());
+    assert_eq!(host::load(&mut dev, 1, 1, b"not an object").unwrap().status, status::INVALID_PROGRAM_DATA);
+    ok(host::activate(&mut dev, 1, 1, true).unwrap());
+    ok(host::write_slm(&mut dev, 1, 0, b"xx needle").unwrap());
+    let r = ok(host::execute(&mut dev, 1, 1, &Ranges::Inline(vec![(0, 9)]), b"needle", (0, 0)).unwrap());
+    assert_eq!(r.dw0, 1, "the first program still runs");
+}
