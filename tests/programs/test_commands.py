@@ -167,3 +167,25 @@ def test_bad_extension_parameters_fail_at_attach():
             with pytest.raises(ConfigError):
                 dev.attach("programs", **bad)
         dev.attach("programs")
+
+
+@pytest.mark.parametrize("preset", __import__("nearflash").presets())
+def test_every_preset_runs_a_program(objects, preset):
+    with make_device(preset) as dev:
+        programs.write_slm(dev, 0, b"a needle, a needle")
+        programs.load(dev, 1, objects["grep"])
+        programs.activate(dev, 1)
+        r = programs.execute(dev, 1, [(0, 18)], params=b"needle")
+        assert r.value == 2 and r.latency_ns > 0
+
+
+def test_attaches_beside_the_seed_systems(objects):
+    import nearflash
+
+    with nearflash.Device(None, preset="cosmos-plus") as dev:
+        for ext in ("issd", "recssd", "programs"):
+            dev.attach(ext)
+        programs.load(dev, 1, objects["grep"])
+        programs.activate(dev, 1)
+        programs.write_slm(dev, 0, b"needle")
+        assert programs.execute(dev, 1, [(0, 6)], params=b"needle").value == 1
