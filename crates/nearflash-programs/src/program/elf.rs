@@ -130,7 +130,7 @@ fn entry(elf: &ElfFile64<Endianness>, places: &HashMap<SectionIndex, Place>) -> 
         }
         let Some(Place::Text(base)) = sym.section_index().and_then(|i| places.get(&i).copied()) else { continue };
         let off = base as u64 + sym.address();
-        if off % INSN as u64 != 0 {
+        if !off.is_multiple_of(INSN as u64) {
             return fail("a function does not start on an instruction");
         }
         found.push(((off / INSN as u64) as usize, sym.name().unwrap_or("?").to_string()));
@@ -207,7 +207,7 @@ fn relocate(elf: &ElfFile64<Endianness>, places: &HashMap<SectionIndex, Place>, 
 /// fuzzing: hostile bytecode in a well-formed container.
 pub fn minimal_object(text: &[u8], rodata: &[u8], relocs: &[(u64, u32, u32)]) -> Vec<u8> {
     fn pad8(v: &mut Vec<u8>) {
-        while v.len() % 8 != 0 {
+        while !v.len().is_multiple_of(8) {
             v.push(0);
         }
     }

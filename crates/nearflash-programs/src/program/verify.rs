@@ -33,7 +33,7 @@ fn size_of_access(opc: u8) -> i64 {
 /// Checks `text` (whole instructions) of at most `max_insns` instructions; `entry` must be an instruction start.
 pub fn verify(text: &[u8], entry: usize, max_insns: usize) -> Result<(), VerifyError> {
     let err = |pc: usize, why: &str| Err(VerifyError { pc, why: why.to_string() });
-    if text.is_empty() || text.len() % INSN != 0 {
+    if text.is_empty() || !text.len().is_multiple_of(INSN) {
         return err(0, "the code is not a whole number of 8-byte instructions");
     }
     let n = text.len() / INSN;
