@@ -64,7 +64,8 @@ def test_program_lifecycle_statuses(dev, objects):
         return e.value.status
 
     assert status(programs.activate, dev, 1) == "No Program"
-    assert status(programs.load, dev, 17, objects["grep"]) == "Invalid Program Index"
+    assert status(programs.load, dev, 18, objects["grep"]) == "Invalid Program Index"
+    assert status(programs.load, dev, 17, objects["grep"]) == "Program Index Not Downloadable"
     programs.load(dev, 1, objects["grep"])
     assert status(programs.execute, dev, 1) == "Program Not Activated"
     programs.activate(dev, 1)
@@ -78,7 +79,8 @@ def test_program_lifecycle_statuses(dev, objects):
     programs.activate(dev, 2)
     assert status(programs.execute, dev, 2, range_set=9) == "Invalid Memory Range Set Identifier"
     info = programs.identify(dev)
-    assert info["programs_loaded"] == 1 and info["programs_active"] == 1 and info["controller_cores"] >= 1
+    downloaded = info["programs_loaded"] - info["device_programs"]
+    assert downloaded == 1 and info["programs_active"] == 1 and info["controller_cores"] >= 1
 
 
 def test_damaged_and_hostile_program_files_are_refused(dev, objects):
@@ -94,7 +96,8 @@ def test_damaged_and_hostile_program_files_are_refused(dev, objects):
     with pytest.raises(ProgramError):
         programs.load(dev, 1, bytes(flipped))
     assert "helper" in dev.report().extensions["programs"]["stats"]["last_fault"]
-    assert programs.identify(dev)["programs_loaded"] == 0, "refused loads leave nothing behind"
+    info = programs.identify(dev)
+    assert info["programs_loaded"] == info["device_programs"], "refused loads leave nothing behind"
 
 
 def test_memory_commands_check_every_bound(dev):
@@ -189,3 +192,30 @@ def test_attaches_beside_the_seed_systems(objects):
         programs.activate(dev, 1)
         programs.write_slm(dev, 0, b"needle")
         assert programs.execute(dev, 1, [(0, 6)], params=b"needle").value == 1
+
+
+def test_device_defined_fp32_sls_matches_numpy(dev):
+    rng = np.random.default_rng(7)
+    rows, dim = 500, 16
+    table = rng.standard_normal((rows, dim)).astype(np.float32)
+    lengths = np.array([4, 0, 9, 1], dtype=np.uint32)
+    idx = rng.integers(0, rows, int(lengths.sum()), dtype=np.uint32)
+    pind = programs.device_program(dev, "sls_f32")
+    with pytest.raises(ProgramError, match="Not Downloadable"):
+        programs.load(dev, pind, b"x" * 64)
+    parts = [table.tobytes(), idx.tobytes(), lengths.tobytes()]
+    at, ranges = 0, []
+    for p in parts:
+        programs.write_slm(dev, at, p)
+        ranges.append((at, len(p)))
+        at += len(p)
+    ranges.append((at, len(lengths) * dim * 4))
+    programs.activate(dev, pind)
+    r = programs.execute(dev, pind, ranges, cparam1=dim)
+    assert r.value == len(lengths) and r.instructions == 0
+    got = programs.read_slm(dev, at, len(lengths) * dim * 4).view("<f4").reshape(len(lengths), dim)
+    offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    want = np.stack([table[idx[offs[b]:offs[b + 1]]].sum(0) for b in range(len(lengths))])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(InvalidArgument):
+        programs.device_program(dev, "no_such")

@@ -11,13 +11,14 @@
 //!
 //! A command that fails validation changes nothing. SLM, range sets and programs are volatile (controller DRAM).
 
+use crate::fixed;
 use crate::params::ProgramsParams;
 use crate::program::{self, Fault, Program};
 use crate::slm::{MemoryRange, Slm};
 use crate::status;
 use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitHandle};
 use nearflash_core::nvme::{Sqe, Status};
 use nearflash_core::SimError;
 use serde::Serialize;
@@ -30,7 +31,7 @@ pub const NAME: &str = "programs";
 pub const IDENTIFY_BYTES: usize = 128;
 
 /// Names of the Identify data structure's little-endian u64 fields, in order.
-pub const IDENTIFY_FIELDS: [&str; 13] = [
+pub const IDENTIFY_FIELDS: [&str; 15] = [
     "slm_bytes",
     "max_programs",
     "max_activated",
@@ -44,6 +45,8 @@ pub const IDENTIFY_FIELDS: [&str; 13] = [
     "programs_loaded",
     "programs_active",
     "range_sets",
+    "first_device_program",
+    "device_programs",
 ];
 
 /// One program slot.
@@ -52,6 +55,8 @@ enum Slot {
     /// Chunks received so far (in order), of a program `psize` bytes long.
     Loading { ptype: u8, psize: u32, pid: u64, bytes: Vec<u8> },
     Loaded { program: Box<Program>, pid: u64, active: bool },
+    /// A device-defined program (`fixed::PROGRAMS[index]`).
+    Fixed { index: usize, active: bool },
 }
 
 /// Cumulative counters (reported under `extensions.programs`).
@@ -80,6 +85,7 @@ pub struct ProgramsFirmware {
     slots: BTreeMap<u16, Slot>,
     stats: Stats,
     errors: BTreeMap<&'static str, u64>,
+    sls_unit: Option<UnitHandle>,
 }
 
 fn err(status: Status, done: Time) -> ExtCompletion {
@@ -95,6 +101,7 @@ impl ProgramsFirmware {
             slots: BTreeMap::new(),
             stats: Stats::default(),
             errors: BTreeMap::new(),
+            sls_unit: None,
         }
     }
 
@@ -102,8 +109,17 @@ impl ProgramsFirmware {
         &self.params
     }
 
+    /// The first device-defined program index.
+    pub fn first_fixed_pind(&self) -> u16 {
+        self.params.max_programs as u16 + 1
+    }
+
+    fn is_fixed(&self, pind: u16) -> bool {
+        pind >= self.first_fixed_pind() && usize::from(pind - self.first_fixed_pind()) < fixed::PROGRAMS.len()
+    }
+
     fn check_pind(&self, pind: u16) -> Result<(), Status> {
-        if pind == 0 || f64::from(pind) > self.params.max_programs {
+        if pind == 0 || (f64::from(pind) > self.params.max_programs && !self.is_fixed(pind)) {
             Err(status::INVALID_PROGRAM_INDEX)
         } else {
             Ok(())
@@ -111,13 +127,16 @@ impl ProgramsFirmware {
     }
 
     fn activated(&self) -> usize {
-        self.slots.values().filter(|s| matches!(s, Slot::Loaded { active: true, .. })).count()
+        self.slots.values().filter(|s| matches!(s, Slot::Loaded { active: true, .. } | Slot::Fixed { active: true, .. })).count()
     }
 
     fn load(&mut self, ctx: &mut ExecCtx<'_>, l: LoadProgram, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
         if let Err(s) = self.check_pind(l.pind) {
             return err(s, t);
+        }
+        if self.is_fixed(l.pind) {
+            return err(status::PROGRAM_INDEX_NOT_DOWNLOADABLE, t);
         }
         let active = matches!(self.slots.get(&l.pind), Some(Slot::Loaded { active: true, .. }));
         if l.unload {
@@ -194,7 +213,7 @@ impl ProgramsFirmware {
         }
         let room = (self.activated() as f64) < self.params.max_activated;
         match self.slots.get_mut(&pind) {
-            Some(Slot::Loaded { active, .. }) => {
+            Some(Slot::Loaded { active, .. } | Slot::Fixed { active, .. }) => {
                 if activate && !*active && !room {
                     return err(status::MAX_PROGRAMS_ACTIVATED, t);
                 }
@@ -241,8 +260,9 @@ impl ProgramsFirmware {
             return err(s, t);
         }
         let program = match self.slots.get(&e.pind) {
-            Some(Slot::Loaded { program, active: true, .. }) => program,
-            Some(Slot::Loaded { .. }) => return err(status::PROGRAM_NOT_ACTIVATED, t),
+            Some(Slot::Loaded { program, active: true, .. }) => Some(program),
+            Some(Slot::Fixed { active: true, .. }) => None,
+            Some(Slot::Loaded { .. } | Slot::Fixed { .. }) => return err(status::PROGRAM_NOT_ACTIVATED, t),
             _ => return err(status::NO_PROGRAM, t),
         };
         let payload: &[u8] = match data {
@@ -273,9 +293,28 @@ impl ProgramsFirmware {
         }
         let arrived = if e.dlen > 0 { ctx.from_host(t, u64::from(e.dlen)) } else { t };
         let dispatched = ctx.firmware(arrived, self.params.execute_dispatch_instructions);
-        // The program (a Box in `slots`) and SLM are separate fields: borrow both.
-        let program: &Program = program;
         let mut views = self.slm.views(&ranges);
+        let Some(program) = program else {
+            // A device-defined program: the fixed-function SLS unit.
+            let unit = self.sls_unit.expect("declared at attach");
+            let r = fixed::sls_f32(ctx, unit, self.params.sls_unit_lanes, &mut views, e.cparam1, dispatched);
+            self.stats.executions += 1;
+            self.stats.last_instructions = 0;
+            return match r {
+                Ok((bags, done)) => {
+                    self.stats.last_result = bags;
+                    self.stats.last_fault = None;
+                    self.stats.last_run_ns = done - t;
+                    ExtCompletion { status: Status::SUCCESS, dw0: bags as u32, done }
+                }
+                Err(fixed::Refused(why)) => {
+                    self.stats.faulted_runs += 1;
+                    self.stats.last_fault = Some(why);
+                    ExtCompletion { status: status::INVALID_PROGRAM_DATA, dw0: 5, done: dispatched }
+                }
+            };
+        };
+        let program: &Program = program;
         let run = program.run(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget as u64);
         let bytes: u64 = ranges.iter().map(|r| u64::from(r.length)).sum();
         let computed = ctx.firmware(dispatched, run.instructions as f64 * self.params.native_per_ebpf_instruction);
@@ -388,9 +427,11 @@ impl ProgramsFirmware {
             u64::from(cores),
             core_hz as u64,
             p.instruction_budget as u64,
-            self.slots.values().filter(|s| matches!(s, Slot::Loaded { .. })).count() as u64,
+            self.slots.values().filter(|s| matches!(s, Slot::Loaded { .. } | Slot::Fixed { .. })).count() as u64,
             self.activated() as u64,
             self.slm.sets() as u64,
+            u64::from(self.first_fixed_pind()),
+            fixed::PROGRAMS.len() as u64,
         ];
         let mut out = [0u8; IDENTIFY_BYTES];
         for (i, v) in fields.iter().enumerate() {
@@ -428,7 +469,12 @@ impl Extension for ProgramsFirmware {
             ctx.claim_opcode(op)?;
         }
         self.slm = Slm::new(p.slm_bytes as u64, p.max_range_sets as usize, p.max_ranges_per_set as usize);
+        self.sls_unit = Some(ctx.add_units(&fixed::unit_spec(p.sls_unit_clock, p.sls_unit_pj_per_cycle))?);
         self.params = p;
+        let first = self.first_fixed_pind();
+        for index in 0..fixed::PROGRAMS.len() {
+            self.slots.insert(first + index as u16, Slot::Fixed { index, active: false });
+        }
         Ok(())
     }
 
@@ -465,6 +511,10 @@ impl Extension for ProgramsFirmware {
                 Slot::Loaded { program, active, pid } => serde_json::json!({
                     "pind": pind, "state": if *active { "active" } else { "loaded" }, "entry": program.entry_name(),
                     "instructions": program.instructions(), "pid": pid,
+                }),
+                Slot::Fixed { index, active } => serde_json::json!({
+                    "pind": pind, "state": if *active { "active" } else { "loaded" }, "device_defined": fixed::PROGRAMS[*index].0,
+                    "about": fixed::PROGRAMS[*index].1,
                 }),
             }).collect::<Vec<_>>(),
             "range_sets": self.slm.sets(),

@@ -11,6 +11,7 @@
 //! loading, verifier, VM), [`params`], [`firmware`] (the extension).
 
 pub mod firmware;
+pub mod fixed;
 pub mod host;
 pub mod params;
 pub mod program;

@@ -33,6 +33,12 @@ nearflash_core::ext_params! {
         management_instructions: Real = 200, "instructions", "assumed: a table update and its checks, well below a read's firmware path (presets' fw_read_instructions)";
         /// Firmware instructions per eBPF instruction to relocate and verify a downloaded program.
         verify_instructions_per_instruction: Real = 50, "instructions", "assumed: a verifier visits each instruction a few times with a few dozen instructions of bookkeeping each";
+        /// Clock of the fixed-function SLS unit (device-defined program `sls_f32`).
+        sls_unit_clock: Frequency = 400, "MHz", "assumed: the clock of iSSD's per-channel stream processors (f_fmc = 400 MHz, iSSD Table 2), a fixed-function block beside the flash controllers";
+        /// fp32 adds the SLS unit retires per cycle (lanes).
+        sls_unit_lanes: Real = 4, "ops/cycle", "assumed: a 128-bit adder (4 fp32 lanes), the width of a Cortex-A9 NEON unit on RecSSD's Cosmos+ controller";
+        /// Energy per SLS unit cycle.
+        sls_unit_pj_per_cycle: Energy = 50, "pJ", "assumed: a quarter of the 192 pJ an embedded core spends per instruction (iSSD Fig. 10), for a datapath without fetch and decode";
         /// Logical blocks per flash read a Memory Copy issues (reads of one range are split into these).
         copy_chunk_blocks: Count = 256, "count", "assumed: 1 MiB of 4 KiB blocks, a firmware's maximum transfer per internal read";
     }

@@ -175,7 +175,8 @@ fn command_faults_complete_with_their_status_and_change_nothing() {
     let Some(grep) = compile("grep") else { return };
     let mut dev = device("cosmos-plus", serde_json::json!({"max_programs": 4, "max_range_sets": 1}));
     let q = 1;
-    assert_eq!(host::load(&mut dev, q, 5, &grep).unwrap().status, status::INVALID_PROGRAM_INDEX);
+    assert_eq!(host::load(&mut dev, q, 7, &grep).unwrap().status, status::INVALID_PROGRAM_INDEX);
+    assert_eq!(host::load(&mut dev, q, 5, &grep).unwrap().status, status::PROGRAM_INDEX_NOT_DOWNLOADABLE);
     assert_eq!(host::load(&mut dev, q, 1, b"\x7fELF not really").unwrap().status, status::INVALID_PROGRAM_DATA);
     assert_eq!(host::activate(&mut dev, q, 1, true).unwrap().status, status::NO_PROGRAM);
     ok(host::load(&mut dev, q, 1, &grep).unwrap());
@@ -238,4 +239,38 @@ fn a_refused_replacement_keeps_the_loaded_program() {
     ok(host::write_slm(&mut dev, 1, 0, b"xx needle").unwrap());
     let r = ok(host::execute(&mut dev, 1, 1, &Ranges::Inline(vec![(0, 9)]), b"needle", (0, 0)).unwrap());
     assert_eq!(r.dw0, 1, "the first program still runs");
+}
+
+#[test]
+fn the_device_defined_sls_runs_on_its_unit_and_cannot_be_replaced() {
+    let mut dev = device("cosmos-plus", serde_json::json!({"max_programs": 4}));
+    let pind = 5; // the first index after the downloadable slots
+    assert_eq!(host::load(&mut dev, 1, pind, b"anything").unwrap().status, status::PROGRAM_INDEX_NOT_DOWNLOADABLE);
+    assert_eq!(host::unload(&mut dev, 1, pind).unwrap().status, status::PROGRAM_INDEX_NOT_DOWNLOADABLE);
+    assert_eq!(host::activate(&mut dev, 1, 6, true).unwrap().status, status::INVALID_PROGRAM_INDEX);
+    let (rows, dim) = (64usize, 8usize);
+    let table: Vec<f32> = (0..rows * dim).map(|i| (i % 17) as f32 * 0.5 - 3.0).collect();
+    let idx: Vec<u32> = vec![1, 63, 63, 0, 5, 9];
+    let lens: Vec<u32> = vec![3, 0, 3];
+    let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let t = le(&table);
+    let ix: Vec<u8> = idx.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let ln: Vec<u8> = lens.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let (b, c, d) = (t.len() as u64, (t.len() + ix.len()) as u64, (t.len() + ix.len() + ln.len()) as u64);
+    for (at, bytes) in [(0, &t), (b, &ix), (c, &ln)] {
+        ok(host::write_slm(&mut dev, 1, at, bytes).unwrap());
+    }
+    let out_len = (lens.len() * dim * 4) as u32;
+    let ranges = Ranges::Inline(vec![(0, t.len() as u32), (b, ix.len() as u32), (c, ln.len() as u32), (d, out_len)]);
+    assert_eq!(host::execute(&mut dev, 1, pind, &ranges, &[], (dim as u64, 0)).unwrap().status, status::PROGRAM_NOT_ACTIVATED);
+    ok(host::activate(&mut dev, 1, pind, true).unwrap());
+    let r = ok(host::execute(&mut dev, 1, pind, &ranges, &[], (dim as u64, 0)).unwrap());
+    assert_eq!(r.dw0, 3);
+    let mut out = vec![0u8; out_len as usize];
+    ok(host::read_slm(&mut dev, 1, d, &mut out).unwrap());
+    let got: Vec<f32> = out.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let bag = |ids: &[u32]| (0..dim).map(|k| ids.iter().map(|&i| table[i as usize * dim + k]).sum::<f32>()).collect::<Vec<_>>();
+    assert_eq!(got, [bag(&[1, 63, 63]), vec![0.0; dim], bag(&[0, 5, 9])].concat());
+    let bad = host::execute(&mut dev, 1, pind, &ranges, &[], (0, 0)).unwrap();
+    assert_eq!((bad.status, bad.dw0), (status::INVALID_PROGRAM_DATA, 5), "dim 0 is refused");
 }

@@ -186,6 +186,12 @@ fn host_run(
     })
 }
 
+/// (name, description) of the device-defined programs, in program-index order.
+#[pyfunction]
+fn device_programs() -> Vec<(&'static str, &'static str)> {
+    nearflash_programs::fixed::PROGRAMS.to_vec()
+}
+
 /// (sct, sc, name) of every Computational Programs / SLM status.
 #[pyfunction]
 fn status_names() -> Vec<(u8, u8, &'static str)> {
@@ -215,6 +221,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(run_local, &sub)?)?;
     sub.add_function(wrap_pyfunction!(host_run, &sub)?)?;
     sub.add_function(wrap_pyfunction!(status_names, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(device_programs, &sub)?)?;
     sub.add_function(wrap_pyfunction!(parameters, &sub)?)?;
     m.add_submodule(&sub)
 }

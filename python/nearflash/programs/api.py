@@ -190,6 +190,15 @@ def execute(dev: Any, pind: int, ranges: Optional[Sequence[tuple[int, int]]] = N
     return ExecuteResult(int(stats["last_result"]), int(stats["last_instructions"]), latency)
 
 
+def device_program(dev: Any, name: str) -> int:
+    """The program index of a device-defined program (``sls_f32``: SparseLengthsSum over fp32 rows on a
+    fixed-function unit; see docs/programs.md)."""
+    names = [n for n, _ in _p.device_programs()]
+    if name not in names:
+        raise InvalidArgument(f"device-defined program {name!r} is not one of {names}")
+    return identify(dev)["first_device_program"] + names.index(name)
+
+
 def identify(dev: Any) -> dict[str, int]:
     """The compute and memory resources the extension reports (Identify)."""
     native, q = _dev(dev)
