@@ -166,7 +166,8 @@ def test_bad_extension_parameters_fail_at_attach():
     from nearflash.errors import ConfigError
 
     with nearflash.Device(None, preset="cosmos-plus") as dev:
-        for bad in ({"max_ranges_per_set": 17}, {"slm_bytes": 1 << 50}, {"no_such": 1}, {"max_programs": 0}):
+        for bad in ({"max_ranges_per_set": 17}, {"slm_bytes": 1 << 50}, {"no_such": 1}, {"max_programs": 0},
+                    {"max_programs": 65535}):
             with pytest.raises(ConfigError):
                 dev.attach("programs", **bad)
         dev.attach("programs")

@@ -53,8 +53,10 @@ impl ProgramsParams {
         if p.max_ranges_per_set < 1.0 || p.max_ranges_per_set > crate::program::vm::MAX_RANGES as f64 {
             return bad("max_ranges_per_set", format!("must be 1..={}", crate::program::vm::MAX_RANGES));
         }
-        if p.max_programs < 1.0 || p.max_programs > 65535.0 {
-            return bad("max_programs", "must be 1..=65535".into());
+        // Device-defined programs take the indexes after the downloadable ones.
+        let last = 65535.0 - crate::fixed::PROGRAMS.len() as f64;
+        if p.max_programs < 1.0 || p.max_programs > last {
+            return bad("max_programs", format!("must be 1..={last} (the device-defined programs follow)"));
         }
         if p.max_range_sets < 1.0 || p.max_range_sets > 65535.0 {
             return bad("max_range_sets", "must be 1..=65535".into());
