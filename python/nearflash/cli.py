@@ -48,6 +48,39 @@ def parse_span(text: str) -> Union[int, float]:
     return share
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1 (queue depths, I/O and job counts)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer in [0, 2**64)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"a seed is in [0, 2**64), got {v}")
+    return v
+
+
+def fraction(text: str) -> float:
+    """A share in [0, 1] (nan and infinities refused)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= v <= 1.0:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return v
+
+
 def parse_set(items: Optional[list[str]]) -> dict[str, str]:
     out = {}
     for it in items or []:
@@ -82,16 +115,52 @@ def cmd_create(a: argparse.Namespace) -> int:
     if (Path(a.path) / "state.json").exists():
         print(f"error: {a.path} already holds a device", file=sys.stderr)
         return 2
-    with Device(a.path, preset=a.preset, seed=a.seed, materialise=not a.timing_only, overrides=parse_set(a.set)) as dev:
-        if a.precondition:
-            dev.precondition(a.precondition, a.fill, seed=a.seed)
-        print(f"created {dev!r}")
+    if a.precondition is not None and not 0 < a.precondition <= 1:
+        print(f"error: --precondition {a.precondition}: a fraction of the capacity in (0, 1]", file=sys.stderr)
+        return 2
+    path = Path(a.path)
+    existed = path.exists()
+    dev = Device(path, preset=a.preset, seed=a.seed, materialise=not a.timing_only, overrides=parse_set(a.set),
+                 create=True)
+    try:
+        with dev:
+            if a.precondition:
+                dev.precondition(a.precondition, a.fill, seed=a.seed)
+            print(f"created {dev!r}")
+    except BaseException:
+        _remove_image(path, existed)  # a create that fails leaves nothing behind
+        raise
     return 0
+
+
+def _remove_image(path: Path, keep_dir: bool) -> None:
+    """Removes a device image this command just created (only the image's files)."""
+    import shutil
+
+    if not keep_dir:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for name in ("state.json", "nearflash.toml", "l2p.bin", "oob.bin", "data.bin", "checkpoint.bin", "trim.log",
+                 "LOCK", "checkpoint.tmp", "state.tmp"):
+        (path / name).unlink(missing_ok=True)
+
+
+def cmd_repair(a: argparse.Namespace) -> int:
+    r = Device.repair(a.path)
+    if a.json:
+        print(json.dumps(r, indent=2))
+    else:
+        for line in r["actions"]:
+            print(f"  {line}")
+        for line in r["unrecoverable"]:
+            print(f"  NOT RECOVERED: {line}")
+        print(f"repaired {a.path}" + ("" if r["unrecoverable"] else ": nothing was lost"))
+    return 1 if r["unrecoverable"] else 0
 
 
 def cmd_info(a: argparse.Namespace) -> int:
     if a.path:
-        dev = Device(a.path)
+        dev = Device(a.path, create=False)
     else:
         dev = Device(None, preset=a.preset, overrides=parse_set(a.set), materialise=False)
     with dev:
@@ -210,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     def device_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--preset", default="cosmos-plus", help="preset name or .toml file (default cosmos-plus)")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a preset parameter (repeatable)")
-        sp.add_argument("--seed", type=int, default=1)
+        sp.add_argument("--seed", type=seed_int, default=1)
 
     sp = sub.add_parser("presets", help="list presets or show one's parameters with units and sources")
     sp.add_argument("--show", metavar="NAME")
@@ -232,18 +301,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_info)
 
+    sp = sub.add_parser("repair", help="repair a damaged device image; lists what could not be recovered "
+                                       "(exit 1 if anything was lost)")
+    sp.add_argument("path")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_repair)
+
     sp = sub.add_parser("bench", help="run a fio-like workload in virtual time")
     sp.add_argument("--device", metavar="PATH", help="image directory (default: an in-memory device)")
     device_args(sp)
     sp.add_argument("--rw", default="randread", choices=["read", "write", "randread", "randwrite", "randrw"])
     sp.add_argument("--bs", type=parse_size, default=4096, help="block size (default 4k)")
-    sp.add_argument("--iodepth", type=int, help="queue depth per job (default 64, or the device's maximum if lower)")
-    sp.add_argument("--numjobs", type=int, default=1)
-    sp.add_argument("--ios", type=int, default=200_000, help="I/Os in total")
+    sp.add_argument("--iodepth", type=positive_int, help="queue depth per job (default 64, or the device's maximum if lower)")
+    sp.add_argument("--numjobs", type=positive_int, default=1)
+    sp.add_argument("--ios", type=positive_int, default=200_000, help="I/Os in total")
     sp.add_argument("--size", type=parse_span, default=parse_size("16g"),
                     help="LBA span used: bytes (default 16g) or a share of the capacity (e.g. 90%%: with --fill random, "
                          "random writes run in GC steady state)")
-    sp.add_argument("--rwmixread", type=float, default=0.5)
+    sp.add_argument("--rwmixread", type=fraction, default=0.5, help="share of reads in randrw, in [0, 1]")
     sp.add_argument("--fill", choices=["none", "sequential", "random"],
                     help="precondition the span first (default: sequential for reads, none for writes)")
     sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")
@@ -268,7 +343,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except NearflashError as e:
+    except (NearflashError, argparse.ArgumentTypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

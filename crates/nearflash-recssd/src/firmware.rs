@@ -450,7 +450,7 @@ impl Extension for RecssdFirmware {
         self.buffer = PageBuffer::new(dies as u32, p.page_buffer_pages_per_die as usize);
         self.entries = EntryPool::new(p.pending_entries as usize);
         self.costs = FirmwareCosts::new(&p, ns_per_instruction);
-        ctx.claim_opcode(p.register_opcode as u8)?;
+        ctx.claim_opcode(p.register_opcode)?;
         // NDP commands are Reads and Writes flagged in CDW12; with serve_host_reads every Read is the firmware's.
         let flag = Intercept::Flag { opcode: opcode::READ, dword: 12, mask: 1 << NDP_FLAG_BIT };
         ctx.intercept(if p.serve_host_reads { Intercept::Opcode(opcode::READ) } else { flag })?;
@@ -460,7 +460,7 @@ impl Extension for RecssdFirmware {
     }
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
-        if sqe.opcode == self.params.register_opcode as u8 {
+        if sqe.opcode == self.params.register_opcode {
             self.register(ctx, data)
         } else if is_ndp(sqe) && sqe.opcode == opcode::WRITE {
             self.config(ctx, sqe, data)

@@ -26,6 +26,8 @@ pub struct DeviceCore {
     pub(crate) ecc_rng: Rng,
     /// Media errors returned to the host.
     pub(crate) media_errors: u64,
+    /// A simulator fault met while executing the current command (reported as an error, not a device status).
+    pub(crate) fault: Option<crate::error::SimError>,
     /// Completion times of recent page programs: until a program ends, its data is still served from the
     /// write buffer in DRAM.
     programming: IntMap<u64, Time>,
@@ -117,6 +119,7 @@ impl DeviceCore {
             units: ComputeUnits::default(),
             ecc_rng: rng_stream(seed, "ecc"),
             media_errors: 0,
+            fault: None,
             programming: IntMap::default(),
             last_program: 0,
             cfg,
@@ -320,7 +323,9 @@ impl DeviceCore {
                 spare.and_then(|s| s.get(i * SPARE_BYTES..(i + 1) * SPARE_BYTES)).and_then(|s| s.try_into().ok());
             let (ftl, mut sink) = self.ftl_and_sink();
             done = done.max(ftl.map_access(lpn, true, admitted, &mut sink));
-            if ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink).is_err() {
+            if let Err(e) = ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink) {
+                // Range and size were checked above: what remains is the model's own failure.
+                self.fault.get_or_insert(e);
                 return Err(Status::INTERNAL_ERROR);
             }
         }

@@ -10,6 +10,7 @@ mod core;
 pub mod ext;
 mod exec;
 mod host_ctx;
+mod repair;
 mod report;
 
 pub use self::core::DeviceCore;
@@ -341,7 +342,12 @@ impl Device {
         let t_app = c.host.complete_path(&mut c.res, t_cqe);
         self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
         self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
-        Ok(())
+        // The command completes (Internal Error) so that the queue stays consistent, and the fault is the caller's
+        // error: the simulation cannot be trusted past it.
+        match self.core.fault.take() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
     }
 
     /// Time of the earliest pending completion on `sqid`'s completion queue.
@@ -380,7 +386,12 @@ impl Device {
         }
         sqe.cid = self.next_cid(sqid);
         let t0 = self.now;
-        self.submit(sqid, sqe, data)?;
+        if let Err(e) = self.submit(sqid, sqe, data) {
+            if self.queues.outstanding(sqid) > 0 {
+                self.wait(sqid); // a fault's completion, so that the queue is empty again
+            }
+            return Err(e);
+        }
         let c = self.wait(sqid).ok_or_else(|| SimError::InvalidArgument("completion lost".into()))?;
         Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time })
     }

@@ -21,12 +21,12 @@ mod recovery;
 pub use blocks::{BlockInfo, BlockState, BlockTable};
 pub use physical::{PageData, PhysError};
 pub use precondition::FillPattern;
-pub use recovery::RecoveryReport;
+pub use recovery::{RecoverOptions, RecoveryReport};
 
 use crate::config::{DeviceConfig, GcPacing, MappingMode};
 use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
-use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
+use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
 use crate::nand::Geometry;
 use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
@@ -202,6 +202,26 @@ pub struct Relocation {
     pub to_psa: u64,
 }
 
+/// The FTL's own demands on a configuration, checked whenever an FTL is built: its OOB record must fit the page's
+/// spare area, and incremental GC needs a free block of slack above its floor.
+pub fn check_config(cfg: &DeviceConfig) -> Result<()> {
+    let bad = |why: String| Err(SimError::Config(why));
+    let spp = cfg.sectors_per_page();
+    // OOB record: sequence number + per-sector LPN and checksum + extension spare bytes (see `oob`).
+    let oob_need = oob::stride(spp as usize) as u64;
+    if cfg.nand.oob_size.0 < oob_need {
+        return bad(format!("nand.oob_size {} B is too small: {spp} sectors per page need {oob_need} B", cfg.nand.oob_size.0));
+    }
+    let (floor, start) = (gc::FREE_FLOOR, cfg.ftl.gc_start_free_blocks.0);
+    if cfg.gc_pacing() == GcPacing::Incremental && start <= u64::from(floor) {
+        return bad(format!(
+            "ftl.gc_start_free_blocks {start} must be above {floor} with ftl.gc_pacing incremental (a block for the host \
+             frontier, one for the GC frontier, and one of slack); raise it or set ftl.gc_pacing blocking"
+        ));
+    }
+    Ok(())
+}
+
 impl Ftl {
     /// A fresh (all erased) FTL over `store`.
     pub fn new(cfg: &DeviceConfig, store: FtlStore) -> Result<Self> {
@@ -213,6 +233,7 @@ impl Ftl {
 
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
     pub(crate) fn with_state(cfg: &DeviceConfig, store: FtlStore, blocks: BlockTable, seq: u64) -> Result<Self> {
+        check_config(cfg)?;
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page;
         if store.l2p.len() != cfg.logical_sectors() || store.oob.len() != geo.pages() {
@@ -424,7 +445,9 @@ impl Ftl {
             self.collect_before_open(plane, ready, sink)?;
         }
         let id = self.blocks.open_free(plane).ok_or_else(|| {
-            SimError::Image(format!("plane {plane} has no free block left (over-provisioning exhausted)"))
+            SimError::Fault(format!(
+                "plane {plane} has no free block left: GC cannot keep up (over-provisioning exhausted)"
+            ))
         })?;
         let fr = self.frontier_mut(s, plane);
         fr.block = id;
@@ -506,7 +529,6 @@ impl Ftl {
                     present |= fr.present & (1 << slot);
                 }
             }
-            rec.set_header(seq, erase_count, present);
             if fr.tagged != 0 {
                 let spares = &self.spares[Self::spare_index(s, plane)];
                 for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
@@ -515,6 +537,8 @@ impl Ftl {
                     }
                 }
             }
+            // Last: the sequence number makes the record count as programmed.
+            rec.set_header(seq, erase_count, present);
             for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
                 if lpn != INVALID_LPN {
                     if s == Stream::Host {
@@ -621,6 +645,7 @@ impl Ftl {
                 let fr = &self.host[plane as usize];
                 (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
             }
+            Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
             Location::Flash(psa) => {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let r = Oob::new(self.store.oob.get(psa / u64::from(self.spp)), self.spp as usize);
@@ -723,7 +748,13 @@ impl Ftl {
                 let psa = u64::from(e - 1);
                 let ppn = psa / u64::from(self.spp);
                 let slot = (psa % u64::from(self.spp)) as usize;
+                if ppn >= self.geo.pages() {
+                    return Err(SimError::Image(format!("l2p: LBA {lpn} maps to PSA {psa}, past the flash")));
+                }
                 let rec = Oob::new(self.store.oob.get(ppn), self.spp as usize);
+                if !rec.crc_ok() {
+                    return Err(SimError::Image(format!("oob: the record of page {ppn} (LBA {lpn}) fails its checksum")));
+                }
                 if rec.lpn(slot) != lpn as u32 {
                     return Err(SimError::Image(format!("LBA {lpn} maps to PSA {psa} whose OOB names {}", rec.lpn(slot))));
                 }

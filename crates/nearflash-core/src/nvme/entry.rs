@@ -25,6 +25,8 @@ pub struct Sqe {
 pub const SQE_BYTES: usize = 64;
 /// Size of a completion queue entry.
 pub const CQE_BYTES: usize = 16;
+/// Most logical blocks one Read or Write can carry (NLB is a 0's-based 16-bit field).
+pub const MAX_NLB: u32 = 1 << 16;
 
 fn u32_at(b: &[u8; SQE_BYTES], o: usize) -> u32 {
     u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
@@ -104,7 +106,7 @@ impl Sqe {
         (self.cdw12 & 0xFFFF) + 1
     }
 
-    /// A Read or Write SQE.
+    /// A Read or Write SQE; `nlb` must be 1..=`MAX_NLB` (callers validate: the field cannot express more).
     pub fn rw(opcode: u8, cid: u16, slba: u64, nlb: u32) -> Sqe {
         Sqe {
             opcode,

@@ -215,7 +215,7 @@ impl Extension for IssdExtension {
             None
         };
         for op in [params.opcode_load, params.opcode_run, params.opcode_fetch] {
-            ctx.claim_opcode(op as u8)?;
+            ctx.claim_opcode(op)?;
         }
         self.slots = (0..params.job_slots as usize).map(|_| None).collect();
         self.units = Some(AgentUnits { fmc, sp });
@@ -225,7 +225,7 @@ impl Extension for IssdExtension {
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
         let p = &self.params;
-        let op = f64::from(sqe.opcode);
+        let op = sqe.opcode;
         let step = if op == p.opcode_load {
             self.load(ctx, sqe, data)
         } else if op == p.opcode_run {

@@ -92,7 +92,7 @@ impl Default for Opcodes {
 
 impl Opcodes {
     pub fn of(p: &AgentParams) -> Self {
-        Self { load: p.opcode_load as u8, run: p.opcode_run as u8, fetch: p.opcode_fetch as u8 }
+        Self { load: p.opcode_load, run: p.opcode_run, fetch: p.opcode_fetch }
     }
 }
 

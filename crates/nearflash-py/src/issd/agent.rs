@@ -3,11 +3,11 @@
 //! as `NvmeError`-style `InvalidArgument` messages from the Initiator; the GIL is released while jobs run.
 
 use super::output_dict;
-use crate::convert::err;
+use crate::convert::{err, fail};
 use crate::device::{device_mut, PyDevice};
 use nearflash_core::Device;
 use nearflash_core::config::ExtParams;
-use nearflash_issd::agent::{AgentParams, Extent};
+use nearflash_issd::agent::{AgentParams, Extent, IssdExtension};
 use nearflash_issd::initiator::{Initiator, Input, Job, Opcodes, Strategy};
 use nearflash_issd::KernelSpec;
 use numpy::PyReadonlyArray1;
@@ -20,13 +20,21 @@ fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static
     AgentParams::DOCS.to_vec()
 }
 
+/// The Initiator for `dev`: with the parameters the attached Agent resolved (preset section and overrides, one
+/// source of truth), or, on a device without the Agent (conventional runs), the defaults with `params_json`.
 fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
-    let mut p = AgentParams::default();
-    if let Some(j) = params_json {
-        let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
-        p.apply_json(&v).map_err(err)?;
-    }
-    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(err)
+    let p = match dev.extension::<IssdExtension>("issd") {
+        Some(agent) => agent.params().clone(),
+        None => {
+            let mut p = AgentParams::default();
+            if let Some(j) = params_json {
+                let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
+                p.apply_json(&v).map_err(fail)?;
+            }
+            p
+        }
+    };
+    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(fail)
 }
 
 /// Writes a paged input at `slba` (NVMe writes on queue 1, then Flush); returns its extents [(slba, nlb)].
@@ -41,7 +49,7 @@ fn write_input(
     let bytes = crate::convert::elements(&data);
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(err))?;
+    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(fail))?;
     Ok(input.extents.iter().map(|e| (e.slba, e.nlb)).collect())
 }
 
@@ -73,13 +81,13 @@ fn run_job<'py>(
     chunk_pages: Option<u32>,
     agent_params: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let spec = KernelSpec::from_json(spec).map_err(err)?;
+    let spec = KernelSpec::from_json(spec).map_err(fail)?;
     let extents = extents.into_iter().map(|(slba, nlb)| Extent { slba, nlb }).collect();
     let job = Job { spec, input: Input { extents, page_size }, accelerate };
     let s = strategy(strategy_name, fraction, chunk_pages)?;
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(err))?;
+    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(fail))?;
     let out = output_dict(py, &run.output)?;
     out.set_item("start_ns", run.start)?;
     out.set_item("end_ns", run.end)?;

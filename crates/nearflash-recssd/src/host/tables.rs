@@ -153,7 +153,7 @@ impl DeviceTables {
             write_table(dev, t, qid)?;
         }
         for t in &me.tables {
-            me.register(dev, t, params.register_opcode as u8, qid)?;
+            me.register(dev, t, params.register_opcode, qid)?;
         }
         Ok(me)
     }
