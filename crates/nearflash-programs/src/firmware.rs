@@ -119,7 +119,7 @@ impl ProgramsFirmware {
     }
 
     fn check_pind(&self, pind: u16) -> Result<(), Status> {
-        if pind == 0 || (f64::from(pind) > self.params.max_programs && !self.is_fixed(pind)) {
+        if pind == 0 || (u64::from(pind) > self.params.max_programs && !self.is_fixed(pind)) {
             Err(status::INVALID_PROGRAM_INDEX)
         } else {
             Ok(())
@@ -211,7 +211,7 @@ impl ProgramsFirmware {
         if let Err(s) = self.check_pind(pind) {
             return err(s, t);
         }
-        let room = (self.activated() as f64) < self.params.max_activated;
+        let room = (self.activated() as u64) < self.params.max_activated;
         match self.slots.get_mut(&pind) {
             Some(Slot::Loaded { active, .. } | Slot::Fixed { active, .. }) => {
                 if activate && !*active && !room {
@@ -315,7 +315,7 @@ impl ProgramsFirmware {
             };
         };
         let program: &Program = program;
-        let run = program.run(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget as u64);
+        let run = program.run(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget);
         let bytes: u64 = ranges.iter().map(|r| u64::from(r.length)).sum();
         let computed = ctx.firmware(dispatched, run.instructions as f64 * self.params.native_per_ebpf_instruction);
         let streamed = if bytes > 0 { ctx.dram(dispatched, bytes) } else { dispatched };
@@ -369,7 +369,7 @@ impl ProgramsFirmware {
         let arrived = ctx.from_host(t, (sources.len() * wire::RANGE_DESCRIPTOR_BYTES) as u64);
         let mut done = arrived;
         let mut at = span.start;
-        let chunk = self.params.copy_chunk_blocks as u64;
+        let chunk = self.params.copy_chunk_blocks;
         for s in sources {
             let mut lba_at = s.slba;
             let end = s.slba + u64::from(s.nlb);
@@ -418,15 +418,15 @@ impl ProgramsFirmware {
         let p = &self.params;
         let fields = [
             self.slm.capacity(),
-            p.max_programs as u64,
-            p.max_activated as u64,
+            p.max_programs,
+            p.max_activated,
             p.max_program_bytes as u64,
-            p.max_range_sets as u64,
-            p.max_ranges_per_set as u64,
+            p.max_range_sets,
+            p.max_ranges_per_set,
             p.max_param_bytes as u64,
             u64::from(cores),
             core_hz as u64,
-            p.instruction_budget as u64,
+            p.instruction_budget,
             self.slots.values().filter(|s| matches!(s, Slot::Loaded { .. } | Slot::Fixed { .. })).count() as u64,
             self.activated() as u64,
             self.slm.sets() as u64,

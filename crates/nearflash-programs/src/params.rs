@@ -10,21 +10,21 @@ nearflash_core::ext_params! {
         /// Subsystem Local Memory capacity (one memory namespace).
         slm_bytes: Bytes = 64, "MiB", "assumed: a share of controller DRAM set aside for programs; every preset's DRAM (512 MiB-4 GiB) holds it beside the mapping table";
         /// Program slots (Program Index 1..max_programs).
-        max_programs: Count = 16, "count", "assumed: the same order as the 8-16 slots of the CSD implementations read (docs/programs.md)";
+        max_programs: Int = 16 in 1..=65534, "count", "assumed: the same order as the 8-16 slots of the CSD implementations read (docs/programs.md)";
         /// Programs active at once.
-        max_activated: Count = 8, "count", "assumed: half the program slots, so that the activation limit is reachable";
+        max_activated: Int = 8 in 1..=65535, "count", "assumed: half the program slots, so that the activation limit is reachable";
         /// Largest downloadable program (ELF object bytes).
         max_program_bytes: Bytes = 1, "MiB", "assumed: eBPF objects of a few KiB to a few hundred KiB";
         /// Largest program in eBPF instructions.
-        max_program_instructions: Count = 65536, "count", "solana-sbpf ebpf::PROG_MAX_INSNS";
+        max_program_instructions: Int = 65536 in 1..=65536, "count", "solana-sbpf ebpf::PROG_MAX_INSNS";
         /// Memory range sets held at once.
-        max_range_sets: Count = 16, "count", "assumed: one stored set per program slot";
+        max_range_sets: Int = 16 in 1..=65535, "count", "assumed: one stored set per program slot";
         /// Memory ranges per set (and per Execute Program with inline ranges); at most 16 (struct nf_ctx).
-        max_ranges_per_set: Count = 16, "count", "nearflash: struct nf_ctx holds 16 ranges";
+        max_ranges_per_set: Int = 16 in 1..=16, "count", "nearflash: struct nf_ctx holds 16 ranges";
         /// Parameter data an Execute Program may carry after its inline ranges.
         max_param_bytes: Bytes = 4, "KiB", "assumed: a page of parameters";
         /// eBPF instructions one run may execute before it is stopped (bounds every loop).
-        instruction_budget: Count = 1000000000, "count", "assumed: about one second of a 1 GHz controller core";
+        instruction_budget: Int = 1000000000 in 1..=1000000000000, "count", "assumed: about one second of a 1 GHz controller core";
         /// Controller instructions per executed eBPF instruction.
         native_per_ebpf_instruction: Real = 1.0, "instructions", "assumed: eBPF's instructions map one to one onto a RISC core's ALU, load/store and branch instructions when compiled (the design goal of the eBPF ISA, RFC 9669)";
         /// Firmware instructions to dispatch one Execute Program (decode, map the ranges, start the program).
@@ -40,7 +40,7 @@ nearflash_core::ext_params! {
         /// Energy per SLS unit cycle.
         sls_unit_pj_per_cycle: Energy = 50, "pJ", "assumed: a quarter of the 192 pJ an embedded core spends per instruction (iSSD Fig. 10), for a datapath without fetch and decode";
         /// Logical blocks per flash read a Memory Copy issues (reads of one range are split into these).
-        copy_chunk_blocks: Count = 256, "count", "assumed: 1 MiB of 4 KiB blocks, a firmware's maximum transfer per internal read";
+        copy_chunk_blocks: Int = 256 in 1..=65536, "count", "assumed: 1 MiB of 4 KiB blocks, a firmware's maximum transfer per internal read";
     }
 }
 
@@ -49,23 +49,16 @@ impl ProgramsParams {
     pub fn resolve(section: Option<&toml::Table>, overrides: &serde_json::Value) -> Result<ProgramsParams, ParamError> {
         let mut p = ProgramsParams::from_section(section)?;
         p.apply_json_object(overrides, &[])?;
-        let bad = |name: &str, why: String| Err(ParamError::Invalid { name: name.into(), why });
-        if p.max_ranges_per_set < 1.0 || p.max_ranges_per_set > crate::program::vm::MAX_RANGES as f64 {
-            return bad("max_ranges_per_set", format!("must be 1..={}", crate::program::vm::MAX_RANGES));
-        }
         // Device-defined programs take the indexes after the downloadable ones.
-        let last = 65535.0 - crate::fixed::PROGRAMS.len() as f64;
-        if p.max_programs < 1.0 || p.max_programs > last {
-            return bad("max_programs", format!("must be 1..={last} (the device-defined programs follow)"));
-        }
-        if p.max_range_sets < 1.0 || p.max_range_sets > 65535.0 {
-            return bad("max_range_sets", "must be 1..=65535".into());
+        let last = 65535 - crate::fixed::PROGRAMS.len() as u64;
+        if p.max_programs > last {
+            return Err(ParamError::Invalid {
+                name: "max_programs".into(),
+                why: format!("must be 1..={last} (the device-defined programs follow)"),
+            });
         }
         if p.slm_bytes < 4096.0 || p.slm_bytes > (1u64 << 40) as f64 {
-            return bad("slm_bytes", "must be 4 KiB..1 TiB".into());
-        }
-        if p.instruction_budget < 1.0 || p.copy_chunk_blocks < 1.0 || p.max_program_instructions < 1.0 {
-            return bad("instruction_budget", "budgets and chunk sizes must be at least 1".into());
+            return Err(ParamError::Invalid { name: "slm_bytes".into(), why: "must be 4 KiB..1 TiB".into() });
         }
         Ok(p)
     }

@@ -167,7 +167,7 @@ fn host_run(
     outputs: Vec<usize>,
 ) -> PyResult<HashMap<&'static str, PyObject>> {
     let p = prepared(elf)?;
-    let budget = ProgramsParams::default().instruction_budget as u64;
+    let budget = ProgramsParams::default().instruction_budget;
     let r = host::host_run(device_mut(dev)?, qid, &p, &sources, lengths.as_deref(), &outputs, params, (cparam1, cparam2), budget).map_err(to_py)?;
     Python::with_gil(|py| {
         let mut m: HashMap<&'static str, PyObject> = HashMap::new();

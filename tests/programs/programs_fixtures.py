@@ -1,5 +1,6 @@
-"""Fixtures for the computational-programs tests: the C examples compiled once per session by clang (skipped with
-the reason where clang is missing), and small devices with the ``programs`` extension attached."""
+"""Fixtures for the computational-programs tests (imported by each test module: a conftest.py here would shadow the
+suite's top-level `conftest` module that other directories import): the C examples compiled once per session by clang
+(skipped with the reason where clang is missing), and small devices with the ``programs`` extension attached."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import pytest
 
 from nearflash import programs
 from nearflash.cli import main
+from programs_fixtures import objects  # noqa: F401  (fixture)
 
 
 def test_run_grep_with_host_comparison(tmp_path, capsys):

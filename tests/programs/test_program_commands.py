@@ -10,7 +10,7 @@ import pytest
 from nearflash import programs
 from nearflash.errors import InvalidArgument, NvmeError
 from nearflash.programs import ProgramError
-from tests.programs.conftest import make_device
+from programs_fixtures import dev, make_device, objects  # noqa: F401  (fixtures)
 
 
 def test_time_doubles_when_the_work_doubles(dev, objects):

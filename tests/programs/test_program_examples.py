@@ -8,7 +8,7 @@ import pytest
 
 from nearflash import programs
 from nearflash.issd import lineitem
-from tests.programs.conftest import make_device
+from programs_fixtures import dev, make_device, objects  # noqa: F401  (fixtures)
 
 Q6 = (8766, 9131, 5, 7, 2400)  # shipdate in [1994-01-01, 1995-01-01), discount 0.05..0.07, quantity < 24
 
