@@ -167,7 +167,7 @@ def test_bad_extension_parameters_fail_at_attach():
 
     with nearflash.Device(None, preset="cosmos-plus") as dev:
         for bad in ({"max_ranges_per_set": 17}, {"slm_bytes": 1 << 50}, {"no_such": 1}, {"max_programs": 0},
-                    {"max_programs": 65535}):
+                    {"max_programs": 65535}, {"max_programs": 2.5}, {"max_ranges_per_set": 17.0}):
             with pytest.raises(ConfigError):
                 dev.attach("programs", **bad)
         dev.attach("programs")
