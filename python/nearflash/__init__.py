@@ -18,6 +18,7 @@ from nearflash.errors import (
     status_name,
 )
 from nearflash.report import OpStats, Report
+from nearflash.sweeps import sweep
 
 __version__ = _native.__version__
 
@@ -39,4 +40,5 @@ __all__ = [
     "preset_params",
     "presets",
     "status_name",
+    "sweep",
 ]

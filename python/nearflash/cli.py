@@ -1,13 +1,16 @@
-"""The `nearflash` command: presets, create, info, bench, experiment, programs."""
+"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment, programs."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from nearflash import progress
 from nearflash.device import Device, preset_description, preset_params, presets
 from nearflash.errors import NearflashError
 
@@ -125,7 +128,8 @@ def cmd_create(a: argparse.Namespace) -> int:
     try:
         with dev:
             if a.precondition:
-                dev.precondition(a.precondition, a.fill, seed=a.seed)
+                with progress.spinner(f"preconditioning {a.precondition:.0%} ({a.fill})"):
+                    dev.precondition(a.precondition, a.fill, seed=a.seed)
             print(f"created {dev!r}")
     except BaseException:
         _remove_image(path, existed)  # a create that fails leaves nothing behind
@@ -159,6 +163,8 @@ def cmd_repair(a: argparse.Namespace) -> int:
 
 
 def cmd_info(a: argparse.Namespace) -> int:
+    if a.path and _print_served(a):
+        return 0
     if a.path:
         dev = Device(a.path, create=False)
     else:
@@ -186,29 +192,48 @@ def cmd_info(a: argparse.Namespace) -> int:
     return 0
 
 
+def _print_served(a: argparse.Namespace) -> bool:
+    """`nearflash info` on a device that `nearflash serve` holds: the figures its server keeps up to date."""
+    from nearflash.nbd import status
+    from nearflash.report import Report
+
+    st = status(a.path)
+    if st is None:
+        return False
+    if a.json:
+        print(json.dumps(st, indent=2))
+        return True
+    ident, req = st["identify"], st["requests"]
+    print(f"{ident['model']}  serial {ident['serial']}  served by pid {st['pid']} at {st['address']}"
+          f"{' (read-only)' if st['readonly'] else ''}")
+    print(f"  export: {st['lbas']} x {st['lba_bytes']} B = {st['lbas'] * st['lba_bytes'] / 2**30:.2f} GiB, "
+          f"virtual clock {st['now_ns'] / 1e9:.6f} s, extensions: {', '.join(st['extensions']) or 'none'}")
+    print(f"  NBD requests: {req['read']} reads, {req['write']} writes ({req['fua_writes']} FUA), {req['flush']} "
+          f"flushes, {req['trim']} trims, {req['zero']} zeroes, {req['errors']} errors; "
+          f"{req['open_connections']} of {req['connections']} connections open")
+    print(Report(st["report"]).summary())
+    return True
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    from nearflash.nbd import ServeOptions, serve
+
+    serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
+                       seed=a.seed))
+    return 0  # not reached: serve() replaces this process with nbdkit
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
+    from nearflash.workload import BenchJob, run_bench
+
     dev = _open(a, materialise=a.data)
     with dev:
-        if a.bs % dev.lba_bytes:
-            print(f"error: block size {a.bs} is not a multiple of the {dev.lba_bytes} B LBA", file=sys.stderr)
-            return 2
-        per_io = a.bs // dev.lba_bytes
-        if a.iodepth is None:
-            a.iodepth = min(64, int(dev.param("nvme.max_queue_depth").split()[0]) - 1)
-        share = isinstance(a.size, float)
-        span_bytes = int(a.size * dev.capacity_bytes) if share else min(a.size, dev.capacity_bytes)
-        lbas = span_bytes // dev.lba_bytes // per_io * per_io
-        fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
-        fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
-        if fresh and fill != "none":
-            dev.precondition(lbas / dev.lbas, fill, overwrite=1.0, seed=a.seed)
-        progress = _progress(a) if not a.json else None
-        with progress or _NullCtx() as cb:
-            r = dev.bench(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, span=(0, lbas), seed=a.seed, data=a.data,
-                          rwmixread=a.rwmixread, progress=cb)
+        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, a.rwmixread, a.seed)
+        r = run_bench(dev, job, a.json)
+        a.iodepth, span_bytes, fill = r["iodepth"], r["span_bytes"], r["fill"]
         rep = r["report"]
         if a.json:
-            out = {k: v for k, v in r.items() if k != "report"}
+            out = {k: v for k, v in r.items() if k not in ("report", "iodepth", "span_bytes", "fill")}
             out["report"] = rep.data
             print(json.dumps(out, indent=2))
             return 0
@@ -217,34 +242,6 @@ def cmd_bench(a: argparse.Namespace) -> int:
         print(rep.summary())
         print(f"  simulator: {r['ios']} I/Os in {r['wall_s']:.2f} s wall = {r['sim_ios_per_s']:,.0f} simulated I/Os per second")
     return 0
-
-
-class _NullCtx:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *e: Any) -> None:
-        return None
-
-
-def _progress(a: argparse.Namespace) -> Any:
-    """A rich progress bar fed by the simulator's callback (only on a terminal)."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    class Bar:
-        def __enter__(self) -> Any:
-            self.p = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                              TimeRemainingColumn(), transient=True)
-            self.p.__enter__()
-            self.task = self.p.add_task("bench", total=a.ios)
-            return lambda done, total: self.p.update(self.task, completed=done, total=total)
-
-        def __exit__(self, *e: Any) -> None:
-            self.p.__exit__(*e)
-
-    return Bar()
 
 
 def cmd_experiment(a: argparse.Namespace) -> int:
@@ -262,14 +259,40 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         return 2
     opts = Options(quick=a.quick, seed=a.seed, extra=parse_set(a.set))
     out_root = Path(a.out) / a.system
-    for n in names:
+    for i, n in enumerate(names, 1):
         title, run = exps[n]
         exp = Experiment(a.system, n, title, out_root)
-        run(exp, opts)
+        with progress.spinner(f"experiment {a.system} {n} ({i} of {len(names)})"):
+            run(exp, opts)
         paths = exp.write()
         print(exp.console())
         print(f"  wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from nearflash.sweeps import sweep
+
+    if a.jobs is not None and a.jobs < 1:
+        print(f"error: --jobs must be a positive integer, got {a.jobs}", file=sys.stderr)
+        return 2
+    if a.timeout <= 0:
+        print(f"error: --timeout must be positive, got {a.timeout:g}", file=sys.stderr)
+        return 2
+    r = sweep(a.spec, out=a.out, jobs=a.jobs, ray=a.ray, parquet=a.parquet, timeout_s=a.timeout,
+              show_progress=not a.json)
+    failed = r.failed
+    if a.json:
+        print(r.table.to_json(orient="records", indent=1))
+    else:
+        n = len(r.table)
+        print(f"sweep {r.spec.name}: {n} point{'s' if n != 1 else ''} over {', '.join(r.spec.axes)}; ran {r.ran} now, "
+              f"{len(r.table) - r.ran} finished before; {len(failed)} failed")
+        for _, row in failed.iterrows():
+            axes = ", ".join(f"{k}={row[k]}" for k in r.spec.axes if row[k] == row[k] and row[k] is not None)
+            print(f"  FAILED {row['point']} ({axes}): {row['error']}")
+        print(f"  wrote {', '.join(str(p) for p in r.paths)}")
+    return 1 if len(failed) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -325,6 +348,28 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_bench)
 
+    sp = sub.add_parser("serve", help="export a device image over NBD (nbdkit) to unmodified clients")
+    sp.add_argument("device", help="image directory (made by `nearflash create`)")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--port", type=int, help="TCP port (default 10809)")
+    where.add_argument("--unix", metavar="PATH", help="Unix socket to create instead of a TCP port")
+    sp.add_argument("--bind", default="127.0.0.1", help="address of the TCP listener (default 127.0.0.1)")
+    sp.add_argument("--read-only", action="store_true", help="refuse writes, trims and zeroes")
+    sp.add_argument("--ext", action="append", metavar="NAME[:JSON]", help="attach an extension (repeatable)")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.set_defaults(fn=cmd_serve)
+
+    sp = sub.add_parser("sweep", help="run a grid or list of (preset, overrides, workload) points into one table")
+    sp.add_argument("spec", help="sweep specification (TOML; see nearflash.sweeps.spec)")
+    sp.add_argument("--out", default="sweep-out", help="output directory; finished points there are not rerun")
+    sp.add_argument("--jobs", type=int, help="local processes at once (default: the CPU count)")
+    sp.add_argument("--ray", nargs="?", const=True, metavar="ADDRESS", help="run the points as Ray tasks (a local "
+                    "Ray, or the cluster at ADDRESS); needs pip install 'nearflash[ray]'")
+    sp.add_argument("--parquet", action="store_true", help="also write results.parquet (needs pyarrow)")
+    sp.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="seconds per point (default 3600)")
+    sp.add_argument("--json", action="store_true", help="print the table as JSON records")
+    sp.set_defaults(fn=cmd_sweep)
+
     sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)")
     sp.add_argument("system", help="issd, recssd, ...")
     sp.add_argument("name", help="experiment name or 'all'")
@@ -342,10 +387,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
+        rc = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here rather than at interpreter exit
+        return rc
     except (NearflashError, argparse.ArgumentTypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `nearflash ... | head`: the reader has gone; stop quietly, as a C tool killed by SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ use crate::page_buffer::PageBuffer;
 use crate::params::RecssdParams;
 use crate::ssd_cache::{CacheStats, SsdEmbeddingCache};
 use crate::table_dir::{TableDescriptor, TableDirectory};
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Intercept, Placement};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement};
 use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
@@ -99,6 +99,15 @@ impl RecssdFirmware {
             stats: FirmwareStats::default(),
             faults: Default::default(),
         }
+    }
+
+    /// Drops SSD-cache rows stored in LBAs `[first, first + n)`: the host overwrote or trimmed them with ordinary
+    /// commands, so a cached copy would be stale. Returns the entries dropped. (The page buffer needs no such
+    /// call: its entries remember their physical addresses and a moved page no longer matches.)
+    /// Called for completed standard writes and trims (`Extension::observe`).
+    pub fn invalidate_lbas(&mut self, first: u64, n: u64) -> u64 {
+        let Some(cache) = self.cache.as_mut() else { return 0 };
+        self.tables.rows_in_lbas(first, n).into_iter().map(|(table, rows)| cache.invalidate_rows(table, rows)).sum()
     }
 
     /// The parameters in force (after attach).
@@ -455,6 +464,8 @@ impl Extension for RecssdFirmware {
         let flag = Intercept::Flag { opcode: opcode::READ, dword: 12, mask: 1 << NDP_FLAG_BIT };
         ctx.intercept(if p.serve_host_reads { Intercept::Opcode(opcode::READ) } else { flag })?;
         ctx.intercept(Intercept::Flag { opcode: opcode::WRITE, dword: 12, mask: 1 << NDP_FLAG_BIT })?;
+        // Host writes and trims to a table make its cached rows stale.
+        ctx.observe();
         self.params = p;
         Ok(())
     }
@@ -473,6 +484,11 @@ impl Extension for RecssdFirmware {
         } else {
             ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: ctx.start }
         }
+    }
+
+    fn observe(&mut self, event: &HostEvent) {
+        let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
+        self.invalidate_lbas(slba, nlb);
     }
 
     fn report(&self) -> serde_json::Value {

@@ -10,6 +10,7 @@ mod core;
 pub mod ext;
 mod exec;
 mod host_ctx;
+pub mod model_check;
 mod repair;
 mod report;
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes seed corpora of valid inputs for the fuzz targets, so that fuzzing starts from commands that complete
+successfully and mutates past the decoders. Usage: python3 fuzz/seeds.py fuzz/corpus (idempotent)."""
+
+from __future__ import annotations
+
+import random
+import struct
+import sys
+from pathlib import Path
+
+LBA = 4096
+LBAS = 2000  # below the fuzzed devices' namespaces
+
+
+def sqe(opcode: int, nsid: int = 1, cdw10: int = 0, cdw11: int = 0, cdw12: int = 0, cid: int = 1) -> bytes:
+    b = bytearray(64)
+    b[0] = opcode
+    struct.pack_into("<H", b, 2, cid)
+    struct.pack_into("<I", b, 4, nsid)
+    struct.pack_into("<III", b, 40, cdw10, cdw11, cdw12)
+    return bytes(b)
+
+
+def rw(opcode: int, slba: int, nlb: int, fua: bool = False) -> bytes:
+    return sqe(opcode, cdw10=slba & 0xFFFFFFFF, cdw11=slba >> 32, cdw12=(nlb - 1) | (fua << 30))
+
+
+def dsm_ranges(ranges: list[tuple[int, int]]) -> bytes:
+    return b"".join(struct.pack("<IIQ", 0, n, s) for s, n in ranges)
+
+
+def sector_data(nlb: int, rng: random.Random) -> bytes:
+    return bytes(rng.getrandbits(8) for _ in range(16)) * (nlb * LBA // 16)
+
+
+def nvme_commands(rng: random.Random) -> dict[str, bytes]:
+    """nvme_command: mode byte (bit 0: I/O queue; bits 1-2: 0 none, 1 to device, 2 from device) + SQE + payload."""
+    seeds = {}
+    for i, (slba, nlb) in enumerate([(0, 1), (8, 8), (100, 16), (LBAS - 4, 4)]):
+        seeds[f"write{i}"] = bytes([1 | 1 << 1]) + rw(0x01, slba, nlb) + sector_data(nlb, rng)
+        seeds[f"write_fua{i}"] = bytes([1 | 1 << 1]) + rw(0x01, slba, nlb, True) + sector_data(nlb, rng)
+        seeds[f"read{i}"] = bytes([1 | 2 << 1]) + rw(0x02, slba, nlb) + bytes(nlb * LBA)
+    seeds["flush"] = bytes([1]) + sqe(0x00)
+    seeds["trim"] = bytes([1 | 1 << 1]) + sqe(0x09, cdw10=1, cdw11=1 << 2) + dsm_ranges([(0, 8), (64, 32)])
+    seeds["write_zeroes"] = bytes([1]) + sqe(0x08, cdw10=16, cdw12=7)
+    seeds["identify_ctrl"] = bytes([2 << 1]) + sqe(0x06, cdw10=1) + bytes(4096)
+    seeds["identify_ns"] = bytes([2 << 1]) + sqe(0x06, cdw10=0) + bytes(4096)
+    seeds["smart_log"] = bytes([2 << 1]) + sqe(0x02, nsid=0xFFFFFFFF, cdw10=0x02 | 127 << 16) + bytes(512)
+    return seeds
+
+
+def nvme_decode(rng: random.Random) -> dict[str, bytes]:
+    """nvme_decode: an SQE, then DSM range descriptors."""
+    seeds = {name: cmd[1:] for name, cmd in nvme_commands(rng).items()}
+    seeds["dsm_many"] = sqe(0x09, cdw10=3, cdw11=1 << 2) + dsm_ranges([(i * 100, 10) for i in range(4)])
+    return seeds
+
+
+def device_model(rng: random.Random) -> dict[str, bytes]:
+    """device_model: 4-byte operations (op % 16: 0-5 write, 6-9 read, 10-11 trim, 12-13 flush, 14 reopen,
+    15 crash; then two LBA bytes and a length byte)."""
+
+    def op(kind: int, lba: int = 0, n: int = 0) -> bytes:
+        return bytes([kind, lba >> 8 & 0xFF, lba & 0xFF, n])
+
+    seeds = {
+        "write_flush_crash_read": op(0, 1, 3) + op(12) + op(0, 1, 3) + op(15) + op(6, 1, 3),
+        "trim_crash": op(0, 5, 15) + op(12) + op(10, 5, 7) + op(15) + op(6, 5, 15),
+        "reopen": op(0, 9, 1) + op(14) + op(6, 9, 1) + op(10, 9, 1) + op(14) + op(6, 9, 1),
+    }
+    # Enough writes to start garbage collection, with flushes and a crash at the end.
+    gc = b"".join(op(0, rng.randrange(0, 1 << 16), 15) + (op(12) if i % 10 == 9 else b"") for i in range(300))
+    seeds["gc_then_crash"] = gc + op(15) + op(6, 0, 15)
+    return seeds
+
+
+def main() -> None:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus")
+    rng = random.Random(1)
+    for target, make in (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model)):
+        d = root / target
+        d.mkdir(parents=True, exist_ok=True)
+        for name, data in make(rng).items():
+            (d / f"seed-{name}").write_bytes(data)
+
+
+if __name__ == "__main__":
+    main()
