@@ -1,4 +1,4 @@
-"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment."""
+"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment, programs."""
 
 from __future__ import annotations
 
@@ -378,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="experiment-specific option")
     sp.set_defaults(fn=cmd_experiment)
+
+    from nearflash.programs.cli import add_parser as add_programs_parser
+    add_programs_parser(sub)
     return p
 
 

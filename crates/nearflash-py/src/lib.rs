@@ -10,6 +10,7 @@ mod errors;
 mod extensions;
 mod issd;
 mod ndsearch;
+mod programs;
 mod recssd;
 
 #[pymodule]
@@ -23,5 +24,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     recssd::register(m)?;
     issd::register(m)?;
     ndsearch::register(m)?;
+    programs::register(m)?;
     Ok(())
 }
