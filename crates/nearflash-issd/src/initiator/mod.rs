@@ -198,6 +198,11 @@ impl<'d> Initiator<'d> {
     pub fn run(&mut self, job: &Job, strategy: Strategy) -> Result<JobRun> {
         match strategy {
             Strategy::InStorage => self.run_in_storage(job),
+            // the host reads pieces in extent order, which for a columnar job is column by column
+            _ if matches!(job.spec, KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_)) => Err(invalid(format!(
+                "{} runs in storage only here; its host path is kernel::columnar::run_columnar over the table",
+                job.spec.name()
+            ))),
             other => schedule::run_split(self, job, other),
         }
     }
