@@ -186,7 +186,9 @@ impl ColumnarKernel {
 fn keep(sel: &mut [u8], col: &[u8], kind: FieldKind, min: i64, max: i64) -> Result<()> {
     let need = sel.len() * kind_width(kind);
     let col = col.get(..need).ok_or_else(|| invalid("columnar page shorter than its rows"))?;
-    fn pass<const W: usize, T: PartialOrd + Copy>(sel: &mut [u8], col: &[u8], lo: T, hi: T, read: fn([u8; W]) -> T) {
+    // `read` is a generic closure, not a function pointer, so each pass is monomorphised and vectorised
+    #[inline(always)]
+    fn pass<const W: usize, T: PartialOrd + Copy>(sel: &mut [u8], col: &[u8], lo: T, hi: T, read: impl Fn([u8; W]) -> T) {
         for (s, v) in sel.iter_mut().zip(col.chunks_exact(W)) {
             let x = read(v.try_into().expect("chunk of W bytes"));
             *s &= ((x >= lo) & (x <= hi)) as u8;
