@@ -28,7 +28,7 @@ def comparison(results, name, metric_start):
 
 
 def test_every_experiment_writes_json_markdown_and_png(results):
-    assert set(EXPS) == {"fig7", "fig8", "fig9", "fig10", "prototype", "columnar", "costs"}
+    assert set(EXPS) == {"fig7", "fig8", "fig9", "fig10", "prototype", "columnar", "costs", "kmeans"}
     for name, (exp, paths) in results.items():
         assert paths["json"].exists() and paths["markdown"].exists()
         assert any(p.suffix == ".png" and p.stat().st_size > 1000 for p in paths.values()), name
@@ -85,6 +85,17 @@ def test_costs_are_measured_and_move_the_model(results):
     assert set(cpb) >= {"scan", "linear_regression", "string_match", "kmeans"} and all(v > 0 for v in cpb.values())
     assert all(p["given"] > 0 and p["measured"] > 0 for p in exp.data["predictions"])
     assert any("MEASURED" in c.note for c in exp.comparisons)
+
+
+def test_kmeans_iterates_over_seeds_and_fig10_reads_both_ways(results):
+    exp, _ = results["kmeans"]
+    runs = exp.data["runs"]
+    assert len(runs) >= 2 and len({r["steps"][0]["sse"] for r in runs}) == len(runs)  # different seeds, data
+    assert all(r["iterations"] >= 2 and r["speedup"] > 0 for r in runs)
+    assert all(s["sse"] <= r["steps"][0]["sse"] for r in runs for s in r["steps"])  # Lloyd never raises the SSE
+    summary = results["fig10"][0].data["summary"]
+    assert {row[1] for row in summary} == {"with accelerators (iSSD-XL)", "without accelerators (iSSD-400)"}
+    assert all("(" in row[2] and "(" in row[4] for row in summary)  # the kernels are named
 
 
 def test_cli_runs_one_experiment(tmp_path, capsys):

@@ -149,27 +149,39 @@ impl ColumnarKernel {
     /// Maps groups `first..first + n`; `col(g, c)` gives column `c`'s bytes of group `g` (at least its rows).
     fn map_groups<'a>(&self, first: u64, n: u64, col: impl Fn(u64, usize) -> &'a [u8]) -> Result<Partial> {
         let mut mask = vec![0u8; self.table.rows_per_group()];
+        let mut idx: Vec<u32> = Vec::with_capacity(mask.len());
+        let mut cols: Vec<&'a [u8]> = Vec::with_capacity(self.columns.len());
         let (mut scanned, mut items, mut bytes, mut sum) = (0u64, 0u64, Vec::new(), 0i128);
         for g in first..first + n {
             let rows = self.table.rows_in_group(g)?;
+            cols.clear();
+            cols.extend((0..self.columns.len()).map(|c| col(g, c)));
             let sel = &mut mask[..rows];
             sel.fill(1);
             for c in &self.conditions {
-                keep(sel, col(g, c.col), c.kind, c.min, c.max)?;
+                keep(sel, cols[c.col], c.kind, c.min, c.max)?;
             }
             scanned += rows as u64;
+            // the selected rows first, then their values: independent loads the core overlaps (the values of
+            // the output columns are mostly cache misses, one line per selected row)
+            idx.clear();
+            for_selected(sel, |i| idx.push(i as u32));
+            items += idx.len() as u64;
             match &self.finish {
-                Finish::Project(p) => for_selected(sel, |i| {
-                    items += 1;
-                    for &c in p {
-                        let w = self.columns[c].width();
-                        bytes.extend_from_slice(&col(g, c)[i * w..(i + 1) * w]);
+                Finish::Project(p) => {
+                    let widths: Vec<(usize, &[u8])> = p.iter().map(|&c| (self.columns[c].width(), cols[c])).collect();
+                    bytes.reserve(idx.len() * widths.iter().map(|w| w.0).sum::<usize>());
+                    for &i in &idx {
+                        for &(w, col) in &widths {
+                            push_value(&mut bytes, col, i as usize, w);
+                        }
                     }
-                }),
-                Finish::Sum(p) => for_selected(sel, |i| {
-                    items += 1;
-                    sum += p.iter().map(|&c| i128::from(value(col(g, c), i, self.columns[c].kind()))).product::<i128>();
-                }),
+                }
+                Finish::Sum(p) => {
+                    for &i in &idx {
+                        sum += p.iter().map(|&c| i128::from(value(cols[c], i as usize, self.columns[c].kind()))).product::<i128>();
+                    }
+                }
             }
         }
         Ok(match self.finish {
@@ -182,10 +194,43 @@ impl ColumnarKernel {
     }
 }
 
-/// Clears `sel[i]` where value `i` of `col` is outside `[min, max]`: one branch-free pass the compiler vectorises.
+/// Appends value `i` (`w` bytes) of a column: fixed-size copies for the integer widths (no memmove call).
+#[inline(always)]
+fn push_value(out: &mut Vec<u8>, col: &[u8], i: usize, w: usize) {
+    match w {
+        8 => out.extend_from_slice(&<[u8; 8]>::try_from(&col[i * 8..i * 8 + 8]).expect("8 bytes")),
+        4 => out.extend_from_slice(&<[u8; 4]>::try_from(&col[i * 4..i * 4 + 4]).expect("4 bytes")),
+        1 => out.push(col[i]),
+        _ => out.extend_from_slice(&col[i * w..(i + 1) * w]),
+    }
+}
+
+/// Clears `sel[i]` where value `i` of `col` is outside `[min, max]`: one branch-free pass the compiler vectorises,
+/// with AVX2 where the CPU has it (the build targets baseline x86-64, whose SSE2 packs compare results slowly).
 fn keep(sel: &mut [u8], col: &[u8], kind: FieldKind, min: i64, max: i64) -> Result<()> {
     let need = sel.len() * kind_width(kind);
     let col = col.get(..need).ok_or_else(|| invalid("columnar page shorter than its rows"))?;
+    if kind == FieldKind::Text {
+        return Err(invalid("columnar conditions take integer columns"));
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above)
+        unsafe { keep_avx2(sel, col, kind, min, max) };
+        return Ok(());
+    }
+    keep_body(sel, col, kind, min, max);
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn keep_avx2(sel: &mut [u8], col: &[u8], kind: FieldKind, min: i64, max: i64) {
+    keep_body(sel, col, kind, min, max)
+}
+
+#[inline(always)]
+fn keep_body(sel: &mut [u8], col: &[u8], kind: FieldKind, min: i64, max: i64) {
     // `read` is a generic closure, not a function pointer, so each pass is monomorphised and vectorised
     #[inline(always)]
     fn pass<const W: usize, T: PartialOrd + Copy>(sel: &mut [u8], col: &[u8], lo: T, hi: T, read: impl Fn([u8; W]) -> T) {
@@ -208,9 +253,8 @@ fn keep(sel: &mut [u8], col: &[u8], kind: FieldKind, min: i64, max: i64) -> Resu
             Some((lo, hi)) => pass::<1, u8>(sel, col, lo as u8, hi as u8, |b| b[0]),
             None => sel.fill(0),
         },
-        FieldKind::Text => return Err(invalid("columnar conditions take integer columns")),
+        FieldKind::Text => {}
     }
-    Ok(())
 }
 
 /// Calls `f` for every selected row, skipping eight clear mask bytes at a time.
