@@ -5,6 +5,7 @@
 //! contiguous; the GIL is released while computing. Errors raise `InvalidArgument`.
 
 mod agent;
+mod columnar;
 mod sim;
 
 
@@ -204,7 +205,7 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
     Ok(d)
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDict>> {
     let d = output_dict(py, &r.output)?;
     d.set_item("chunks", r.chunks)?;
     d.set_item("input_bytes", r.input_bytes)?;
@@ -408,6 +409,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(model_study, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_figure, &sub)?)?;
     agent::register(&sub)?;
+    columnar::register(&sub)?;
     sim::register(&sub)?;
     m.add_submodule(&sub)?;
     Ok(())

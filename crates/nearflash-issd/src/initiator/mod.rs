@@ -196,8 +196,21 @@ impl<'d> Initiator<'d> {
 
     /// Runs a job with a strategy.
     pub fn run(&mut self, job: &Job, strategy: Strategy) -> Result<JobRun> {
+        let run = self.run_strategy(job, strategy)?;
+        // the host library returns when the job's last computation ends: work booked up to then (the host's
+        // lazily booked Map slices) must not overlap the next job
+        self.dev.advance_to(run.end);
+        Ok(run)
+    }
+
+    fn run_strategy(&mut self, job: &Job, strategy: Strategy) -> Result<JobRun> {
         match strategy {
             Strategy::InStorage => self.run_in_storage(job),
+            // the host reads pieces in extent order, which for a columnar job is column by column
+            _ if matches!(job.spec, KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_)) => Err(invalid(format!(
+                "{} runs in storage only here; its host path is kernel::columnar::run_columnar over the table",
+                job.spec.name()
+            ))),
             other => schedule::run_split(self, job, other),
         }
     }
