@@ -10,11 +10,14 @@
 //! * [`learner`]: the firmware's snooper: fed every written block, it learns each file's inode number and LBA
 //!   list, whatever order ext4 writes data and metadata in.
 //! * [`oob`]: the 32-byte per-page OOB record (doubly linked list of the file's pages, inode in the first page).
+//! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
+//!   hyper-addresses.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
 
 pub mod chain;
 pub mod error;
 pub mod ext4;
+pub mod host;
 pub mod learner;
 pub mod oob;
 pub mod partition;

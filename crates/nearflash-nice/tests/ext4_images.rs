@@ -163,3 +163,33 @@ fn corrupt_metadata_is_logged_and_ignored() {
     assert!(l.ingest(n, &[0u8; 4096], &mut disk).is_err());
     assert!(Learner::new(0, 4096).is_err() && Learner::new(8, 1000).is_err());
 }
+
+#[test]
+fn host_open_checks_permissions_and_gives_hyper_addresses() {
+    use nearflash_nice::host::{split_hyper, HeadTable, OpenFlag};
+    let im = common::make_image("");
+    // Make one file private to uid 1000 and one world readable, as debugfs can on the image itself.
+    for cmd in ["sif /hello.txt mode 0100600", "sif /hello.txt uid 1000", "sif /emb/vectors.bin mode 0100644"] {
+        let out = std::process::Command::new("debugfs").args(["-w", "-R", cmd]).arg(&im.img).output().unwrap();
+        assert!(out.status.success());
+    }
+    let bytes = std::fs::read(&im.img).unwrap();
+    let cap = bytes.len() as u64 / SS as u64;
+    let mut disk = MemDisk::from_image(SS, &bytes);
+    let mut fs = Ext4Reader::open(&mut disk, 0).unwrap();
+    let mut other = HeadTable::new(cap, 2000).unwrap();
+    assert!(matches!(other.open(&mut fs, "/hello.txt", OpenFlag::ReadOnly), Err(NiceError::PermissionDenied(_))));
+    assert!(other.is_empty(), "a refused open inserts nothing");
+    let f = other.open(&mut fs, "/emb/vectors.bin", OpenFlag::ReadOnly).unwrap();
+    assert_eq!(f.head_lba, common::debugfs_blocks(&im.img, "/emb/vectors.bin")[0]);
+    assert_eq!(other.hyper_address("/emb/vectors.bin").unwrap(), f.head_lba + cap);
+    assert_eq!(split_hyper(f.head_lba + cap, cap), Some((f.head_lba, true)));
+    assert_eq!(split_hyper(5, cap), Some((5, false)));
+    assert_eq!(split_hyper(2 * cap, cap), None);
+    let mut owner = HeadTable::new(cap, 1000).unwrap();
+    assert!(owner.open(&mut fs, "/hello.txt", OpenFlag::ReadOnly).is_ok());
+    assert!(owner.open(&mut fs, "/emb", OpenFlag::ReadOnly).is_err(), "directory");
+    assert!(owner.open(&mut fs, "/empty", OpenFlag::ReadOnly).is_err(), "no data");
+    assert!(owner.hyper_address("/never/opened").is_err());
+    assert!(OpenFlag::from_posix(2).is_err() && HeadTable::new(0, 0).is_err());
+}
