@@ -1,0 +1,27 @@
+//! nearflash-nice: NICE, "A Non-intrusive In-Storage-Computing Framework for Embedded Applications" (Wang et al.),
+//! as pure computation the device model can run:
+//!
+//! * [`ext4`]: bounded parsers of the ext4 structures the firmware reads from raw blocks (superblock, group
+//!   descriptors, inodes and extent trees, directory blocks).
+//! * [`partition`]: the Superblock Table (each partition's start LBA, from MBR/GPT or a bare device).
+//! * [`source`]: sector stores the parsers read from (the device's flash, an image, a memory disk).
+//! * [`reader`]: an ext4 reader over a source (path lookup, inodes, file LBAs): the host library's `open` and the
+//!   FSR-ISC path walk.
+//! * [`learner`]: the firmware's snooper: fed every written block, it learns each file's inode number and LBA
+//!   list, whatever order ext4 writes data and metadata in.
+//! * [`oob`]: the 32-byte per-page OOB record (doubly linked list of the file's pages, inode in the first page).
+//! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
+//!   hyper-addresses.
+//! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
+
+pub mod chain;
+pub mod error;
+pub mod ext4;
+pub mod host;
+pub mod learner;
+pub mod oob;
+pub mod partition;
+pub mod reader;
+pub mod source;
+
+pub use error::{NiceError, Result};
