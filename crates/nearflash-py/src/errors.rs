@@ -39,19 +39,21 @@ fn host_io_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
         .map(|t| t.bind(py))
 }
 
+/// `HostIoError` (an `OSError` with `errno`) carrying `msg`.
+pub fn host_io_err(e: &std::io::Error, msg: String) -> PyErr {
+    Python::with_gil(|py| match host_io_error(py).and_then(|t| t.call1((e.raw_os_error().unwrap_or(0), msg))) {
+        Ok(v) => PyErr::from_value(v),
+        Err(e) => e,
+    })
+}
+
 /// Maps a core error onto its Python exception.
 pub fn to_py(e: SimError) -> PyErr {
     let msg = e.to_string();
     Python::with_gil(|py| match e {
         SimError::Config(_) => ConfigError::new_err(msg),
         SimError::Image(_) => ImageError::new_err(msg),
-        SimError::Io(io) => match host_io_error(py) {
-            Ok(t) => PyErr::from_value(match t.call1((io.raw_os_error().unwrap_or(0), msg.clone())) {
-                Ok(v) => v,
-                Err(e) => return e,
-            }),
-            Err(e) => e,
-        },
+        SimError::Io(io) => host_io_err(&io, msg),
         SimError::InvalidArgument(_) => InvalidArgument::new_err(msg),
         SimError::Fault(_) => SimulatorFault::new_err(msg),
         SimError::Nvme { command, sct, sc, .. } => {

@@ -11,7 +11,7 @@ use nearflash_ndsearch::luncsr::Geometry;
 use nearflash_ndsearch::study::{run_batch, Reorder};
 use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
 use pyo3::types::PyDict;
-use crate::errors::{to_py, ImageError};
+use crate::errors::{host_io_err, ImageError};
 use nearflash_ndsearch::{Dtype, Index as RsIndex, Kind, Metric, NdError, Params, Rows};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -20,7 +20,7 @@ fn nd_err(e: NdError) -> PyErr {
     match e {
         NdError::Argument(_) => err(e),
         NdError::Format(_) => ImageError::new_err(e.to_string()),
-        NdError::Io(io) => to_py(nearflash_core::SimError::Io(io)),
+        NdError::Io(ref io) => host_io_err(io, e.to_string()),
     }
 }
 
