@@ -420,6 +420,18 @@ mod tests {
         assert_eq!(run_columnar(&col, &table, 1).unwrap().input_bytes, 5 * 4 * 8192);
     }
 
+    proptest::proptest! {
+        /// Arbitrary bytes as a table or as a Map chunk: an answer or an error, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1200), first in 0u64..8) {
+            let page = PageLayout::new(64).unwrap();
+            let k = ColumnarKernel::filter_sum(&ColFilterSumParams { rows: 20, conditions: q6_conditions(), product: q6_product() }, page).unwrap();
+            let _ = k.map(Chunk::new(first * 4, &bytes));
+            let _ = run_columnar(&k, &bytes, 1);
+            let _ = ColumnarLayout::from_table(&bytes);
+        }
+    }
+
     #[test]
     fn out_of_type_bounds_select_nothing_and_bad_inputs_are_errors() {
         let (_, table, _) = data();
