@@ -75,10 +75,55 @@ def device_model(rng: random.Random) -> dict[str, bytes]:
     return seeds
 
 
+def cp_sqe(opcode: int, nsid: int, cdw2: int = 0, cdw3: int = 0, mptr: int = 0, cdw10: int = 0, cdw11: int = 0,
+           cdw12: int = 0) -> bytes:
+    b = bytearray(sqe(opcode, nsid, cdw10, cdw11, cdw12))
+    struct.pack_into("<IIQ", b, 8, cdw2, cdw3, mptr)
+    return bytes(b)
+
+
+def programs_commands(rng: random.Random) -> dict[str, bytes]:
+    """programs_commands: mode byte (bit 0 set: keep the SQE's opcode; bit 7: data from the device) + SQE + payload;
+    the fuzzed device has an active program at index 1 and 1 MiB of SLM."""
+    slm_range = struct.pack("<IIQ", 2, 64, 0) + bytes(16)
+    return {
+        "memory_write": bytes([1]) + cp_sqe(0x93, 2, cdw12=16) + sector_data(1, rng)[:16],
+        "memory_read": bytes([0x81]) + cp_sqe(0x92, 2, cdw12=16),
+        "range_set": bytes([1]) + cp_sqe(0x89, 3, cdw11=1) + slm_range,
+        "execute_inline": bytes([1]) + cp_sqe(0x90, 3, cdw2=1, cdw3=1, mptr=40) + slm_range + b"params!!",
+        "execute_set": bytes([1]) + cp_sqe(0x90, 3, cdw2=1 | 1 << 16),
+        "activate": bytes([1]) + cp_sqe(0x88, 3, cdw10=1 | 1 << 16),
+        "memory_copy": bytes([1]) + cp_sqe(0x91, 2) + struct.pack("<IIQI", 1, 0, 0, 7) + bytes(12),
+        "identify": bytes([0x81]) + cp_sqe(0x94, 0),
+    }
+
+
+def programs_load(rng: random.Random) -> dict[str, bytes]:
+    """programs_load: an even first byte then raw bytes as an object (clang's examples where clang is installed);
+    an odd one (2 n + 1: n instructions of text) then a relocation (offset / 8, symbol, type), text and rodata."""
+    lddw = bytes([0x18, 0, 0, 0, 0, 0, 0, 0]) + bytes(8)
+    text = lddw + bytes([0x61, 0, 0, 0, 0, 0, 0, 0]) + bytes([0x95, 0, 0, 0, 0, 0, 0, 0])
+    seeds = {"rodata_load": bytes([4 << 1 | 1, 0, 1, 1]) + text + b"abcdefgh"}
+    import shutil
+    import subprocess
+    import tempfile
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "programs"
+    if shutil.which("clang"):
+        with tempfile.TemporaryDirectory() as tmp:
+            for src in sorted(examples.glob("*.c")):
+                obj = Path(tmp) / (src.stem + ".o")
+                r = subprocess.run(["clang", "-O2", "-target", "bpf", "-c", str(src), "-o", str(obj)], capture_output=True)
+                if r.returncode == 0:
+                    seeds[f"clang_{src.stem}"] = bytes([0]) + obj.read_bytes()
+    return seeds
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus")
     rng = random.Random(1)
-    for target, make in (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model)):
+    for target, make in (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model),
+                         ("programs_commands", programs_commands), ("programs_load", programs_load)):
         d = root / target
         d.mkdir(parents=True, exist_ok=True)
         for name, data in make(rng).items():
