@@ -14,6 +14,7 @@ from nearflash.errors import (
     InvalidArgument,
     NearflashError,
     NvmeError,
+    SimulatorFault,
     status_name,
 )
 from nearflash.report import OpStats, Report
@@ -32,6 +33,7 @@ __all__ = [
     "OpStats",
     "Queue",
     "Report",
+    "SimulatorFault",
     "__version__",
     "preset_description",
     "preset_params",

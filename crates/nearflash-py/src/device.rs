@@ -6,7 +6,7 @@ use crate::errors::to_py;
 use crate::extensions;
 use nearflash_core::bench::{self, Pattern, Workload};
 use nearflash_core::config::{load_preset, ConfigTree};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::ftl::FillPattern;
 use nearflash_core::image::Durability;
 use nearflash_core::nvme::{opcode, pages, Sqe, SQE_BYTES};
@@ -401,7 +401,7 @@ impl PyDevice {
     /// Checks the FTL's invariants (every mapping entry's OOB names its LBA; valid counts match); raises if broken.
     fn verify(&mut self, py: Python<'_>) -> PyResult<()> {
         let d = device_mut(self)?;
-        py.allow_threads(|| d.core().ftl.check_consistency()).map_err(to_py)
+        py.allow_threads(|| d.check_consistency()).map_err(to_py)
     }
 
     fn checkpoint(&mut self) -> PyResult<()> {

@@ -8,7 +8,7 @@
 
 use super::{Device, DeviceOptions};
 use crate::config::{load_preset, ConfigTree};
-use crate::ctrl::DataBuf;
+use crate::nvme::DataBuf;
 use crate::nvme::{encode_dsm_ranges, opcode, Sqe};
 use std::collections::HashMap;
 
@@ -123,7 +123,7 @@ impl ModelCheck {
         }
         let path = self.dir.path().join("dev");
         let mut dev = Device::open(&path, DeviceOptions::default()).map_err(|e| format!("reopen: {e}"))?;
-        dev.core().ftl.check_consistency().map_err(|e| format!("after reopen: {e}"))?;
+        dev.check_consistency().map_err(|e| format!("after reopen: {e}"))?;
         dev.create_queue_pair(1, 32).map_err(|e| e.to_string())?;
         self.dev = Some(dev);
         if crash {

@@ -75,8 +75,11 @@ impl Ftl {
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page as usize;
         let ppb = geo.pages_per_block;
-        let (mut blocks, ckpt_seq) =
-            checkpoint.unwrap_or_else(|| (BlockTable::new(geo.planes(), geo.blocks_per_plane), 0));
+        let (mut blocks, ckpt_seq) = checkpoint.unwrap_or_else(|| {
+            let mut t = BlockTable::new(geo.planes(), geo.blocks_per_plane);
+            t.reserve_last(cfg.reserved_blocks_per_plane() as u32);
+            (t, 0)
+        });
         let mut report = RecoveryReport::default();
         // 1. Find pages programmed since the checkpoint and re-derive every changed block's state.
         let mut events: Vec<(u64, Event)> = Vec::new();
@@ -88,6 +91,12 @@ impl Ftl {
             let head_ok = head.crc_ok();
             if was.state == BlockState::Full && head.is_programmed() && head_ok && head.seq() < ckpt_seq {
                 continue; // unchanged since the checkpoint
+            }
+            if was.state == BlockState::Reserved {
+                // Extensions' pages are never mapped: only their write pointer is re-derived.
+                let programmed = (0..ppb).take_while(|&p| Oob::new(store.oob.get(first + u64::from(p)), spp).is_programmed());
+                blocks.info[id as usize].pages_written = programmed.count() as u32;
+                continue;
             }
             report.blocks_scanned += 1;
             let mut written = 0;

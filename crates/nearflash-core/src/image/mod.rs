@@ -9,6 +9,7 @@
 //! <dir>/checkpoint.bin   block table, sequence number and mapping digest of the last checkpoint, with a
 //!                        checksum (replaced atomically)
 //! <dir>/trim.log         deallocations since the last checkpoint, each record with a checksum
+//! <dir>/ext/<name>.state saved state of extension <name> (length and checksum)
 //! <dir>/LOCK             held (flock) while a process has the device open
 //! ```
 //! Every binary file starts with a `FileHeader` (magic, kind, format, geometry, length). A 512 GiB device opens
@@ -17,16 +18,10 @@
 //! Anything missing, truncated or failing a checksum is refused with the file's name; `repair` (in `repair.rs`)
 //! salvages what it can and says what it could not.
 
-mod data;
-mod header;
-mod journal;
-mod mapped;
+mod ext_state;
 mod repair;
 
-pub use data::DataStore;
-pub use header::{geometry_fingerprint, FileHeader, FORMAT, HEADER_SPAN};
-pub use journal::{BadTrim, TrimJournal, TrimRecord};
-pub use mapped::{MappedRecords, MappedU32};
+pub use crate::store::{geometry_fingerprint, BadTrim, DataStore, FileHeader, MappedRecords, MappedU32, TrimJournal, TrimRecord, FORMAT, HEADER_SPAN};
 pub use repair::{RepairReport, Salvage};
 
 use crate::config::{ConfigTree, DeviceConfig};
@@ -345,7 +340,7 @@ impl Image {
 /// `checkpoint.bin`: header, then `seq: u64`, `l2p digest: u64`, `table length: u64`, the block table, and a
 /// crc32 of everything before it.
 fn encode_checkpoint(header: &FileHeader, seq: u64, digest: u64, table: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(header::HEADER_BYTES + 28 + table.len());
+    let mut b = Vec::with_capacity(crate::store::HEADER_BYTES + 28 + table.len());
     b.extend_from_slice(&header.encode());
     b.extend_from_slice(&seq.to_le_bytes());
     b.extend_from_slice(&digest.to_le_bytes());
@@ -357,11 +352,11 @@ fn encode_checkpoint(header: &FileHeader, seq: u64, digest: u64, table: &[u8]) -
 }
 
 pub(crate) fn read_checkpoint(path: &Path, header: &FileHeader, geo: &Geometry) -> Result<Checkpoint> {
-    let bytes = fs::read(path).map_err(|e| mapped::missing(path, &e))?;
+    let bytes = fs::read(path).map_err(|e| crate::store::missing(path, &e))?;
     header.check(path, &bytes)?;
     let at = path.display();
     let bad = |what: &str| SimError::Image(format!("checkpoint.bin: {what}; see `nearflash repair` ({at})"));
-    let h = header::HEADER_BYTES;
+    let h = crate::store::HEADER_BYTES;
     if bytes.len() < h + 28 {
         return Err(bad("truncated"));
     }

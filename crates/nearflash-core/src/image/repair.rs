@@ -2,8 +2,8 @@
 //! `<name>.damaged` and recreated empty, and every step is written down. The FTL then rebuilds its state
 //! leniently (see `Ftl::recover_with`) and the device layer checks the data (see `Device::repair`).
 
-use super::header::FileHeader;
-use super::mapped::{MappedRecords, MappedU32};
+use crate::store::FileHeader;
+use crate::store::{MappedRecords, MappedU32};
 use super::{lock, read_checkpoint, read_state, read_tree, DataStore, Durability, Headers, Image, TrimJournal};
 use crate::config::{ConfigTree, DeviceConfig};
 use crate::error::{Result, SimError};

@@ -82,6 +82,21 @@ impl Sqe {
     }
 
     /// Starting LBA of Read/Write-like commands (CDW10-11).
+    /// Command dword `n` (0-15; dwords 1-9 hold the namespace, metadata and data pointers: 0 here).
+    pub fn dword(&self, n: u8) -> u32 {
+        match n {
+            2 => self.cdw2,
+            3 => self.cdw3,
+            10 => self.cdw10,
+            11 => self.cdw11,
+            12 => self.cdw12,
+            13 => self.cdw13,
+            14 => self.cdw14,
+            15 => self.cdw15,
+            _ => 0,
+        }
+    }
+
     pub fn slba(&self) -> u64 {
         u64::from(self.cdw10) | (u64::from(self.cdw11) << 32)
     }

@@ -21,7 +21,7 @@ use super::descriptor::{JobDescriptor, ResultKind};
 use super::params::AgentParams;
 use crate::costs::KernelCosts;
 use crate::kernel::{Chunk, Kernel, KernelSpec};
-use nearflash_core::ctrl::{ExecCtx, UnitHandle};
+use nearflash_core::ext::{ExecCtx, Placement, UnitHandle};
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::Status;
 use std::cmp::Reverse;
@@ -120,7 +120,6 @@ pub struct JobContext<'a> {
 /// Cuts the input into units and assigns each to a queue: one per channel, plus the SSD CPUs' (last).
 fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor) -> Vec<VecDeque<Unit>> {
     let geo = ctx.geometry().clone();
-    let spp = u64::from(geo.sectors_per_page);
     let per = u64::from(job.page_size) / ctx.lba_bytes();
     let mut queues: Vec<VecDeque<Unit>> = vec![VecDeque::new(); geo.channels as usize + 1];
     let cpu = geo.channels as usize;
@@ -129,8 +128,8 @@ fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor) -> Vec<VecDeque<Unit>> {
     for e in &job.extents {
         for p in 0..u64::from(e.nlb) / per {
             let lba = e.slba + p * per;
-            let first = ctx.physical_of(lba).map(|psa| psa / spp);
-            let whole = first.is_some() && (1..per).all(|i| ctx.physical_of(lba + i).map(|psa| psa / spp) == first);
+            let first = flash_page_of(ctx, lba);
+            let whole = first.is_some() && (1..per).all(|i| flash_page_of(ctx, lba + i) == first);
             let ppn = first.filter(|_| whole);
             let q = ppn.map_or(cpu, channel_of);
             match queues[q].back_mut() {
@@ -263,5 +262,13 @@ mod tests {
         assert!(s[..s.len() - 1].iter().all(|x| x.1 >= 300));
         assert_eq!(s.last().unwrap().0, 1000);
         assert_eq!(stream_schedule(&mut [], 7, 10), vec![(0, 7)]);
+    }
+}
+
+/// The physical page holding an LBA's current copy, if it is on flash.
+fn flash_page_of(ctx: &ExecCtx<'_>, lba: u64) -> Option<u64> {
+    match ctx.placement(lba) {
+        Ok(Placement::Flash { addr, .. }) => Some(addr.ppn),
+        _ => None,
     }
 }

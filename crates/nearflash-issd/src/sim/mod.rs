@@ -132,7 +132,7 @@ pub fn run_on(
     strategy: Strategy,
 ) -> Result<SimPoint> {
     let params = setup::agent_params(setup)?;
-    let horizon = dev.core().res.horizon();
+    let horizon = dev.horizon();
     dev.advance_to(horizon);
     dev.reset_stats();
     let run: JobRun = Initiator::new(dev, 1, Opcodes::of(&params), params.costs.clone())?.run(job, strategy)?;
