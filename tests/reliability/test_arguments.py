@@ -150,3 +150,9 @@ def test_experiment_set_keys_nobody_reads_are_reported(tmp_path, monkeypatch, ca
     assert cli.main(["experiment", "demo", "fake", "--out", out, "--set", "pgaes=4"]) == 2
     err = capsys.readouterr().err
     assert "--set pgaes" in err and "options it reads: pages" in err, err
+
+
+@pytest.mark.parametrize("value", [2**40, 1.5])
+def test_count_parameters_must_be_whole_numbers_a_u32_holds(value):
+    with pytest.raises(nearflash.ConfigError, match=r"(?s)whole number.*nand\.channels"):
+        Device(None, **{**TINY, "channels": value}, materialise=False)
