@@ -116,14 +116,36 @@ def programs_load(rng: random.Random) -> dict[str, bytes]:
                 r = subprocess.run(["clang", "-O2", "-target", "bpf", "-c", str(src), "-o", str(obj)], capture_output=True)
                 if r.returncode == 0:
                     seeds[f"clang_{src.stem}"] = bytes([0]) + obj.read_bytes()
+def extension_commands(rng: random.Random) -> dict[str, bytes]:
+    """extension_commands: mode byte (bits 0-1: 0 vendor opcode, 1 NDP-flagged Read/Write, else as given; bit 2:
+    from device) + SQE + payload. Seeds register RecSSD tables (its vendor opcode 0xE1 with a 64-byte descriptor:
+    magic, table id, placement, start LBA, rows, dim, attribute bytes, source, seed), so that later NDP commands
+    find a table, plus the plain commands of nvme_command."""
+
+    def table(table_id: int, start: int, rows: int, dim: int, generated: bool) -> bytes:
+        d = bytearray(64)
+        d[:8] = b"RSSDTBL1"
+        struct.pack_into("<IIQQIII", d, 8, table_id, 0, start, rows, dim, 4, int(generated))
+        struct.pack_into("<Q", d, 48, 7 if generated else 0)
+        return bytes(d) + bytes(LBA - 64)
+
+    seeds = {
+        "recssd_register_generated": bytes([0]) + sqe(0xE1) + table(1, 0, 1000, 32, True),
+        "recssd_register_stored": bytes([0]) + sqe(0xE1) + table(2, 1000, 500, 32, False),
+    }
+    for name, cmd in nvme_commands(rng).items():
+        if cmd[0] & 1:  # I/O queue commands, passed through as given (mode 2/3 keep the opcode)
+            seeds[f"plain_{name}"] = bytes([2 | (4 if cmd[0] >> 1 & 3 == 2 else 0)]) + cmd[1:]
     return seeds
 
 
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus")
     rng = random.Random(1)
-    for target, make in (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model),
-                         ("programs_commands", programs_commands), ("programs_load", programs_load)):
+    targets = (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model),
+               ("extension_commands", extension_commands), ("programs_commands", programs_commands),
+               ("programs_load", programs_load))
+    for target, make in targets:
         d = root / target
         d.mkdir(parents=True, exist_ok=True)
         for name, data in make(rng).items():

@@ -8,7 +8,7 @@ use nearflash_core::device::model_check::ModelCheck;
 
 fuzz_target!(|data: &[u8]| {
     // Long inputs are cut so that one run stays short (each reopen replays the image).
-    let data = &data[..data.len().min(4 * 600)];
+    let data = &data[..data.len().min(4 * 400)];
     if let Err(e) = ModelCheck::run(data) {
         panic!("{e}");
     }

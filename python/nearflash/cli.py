@@ -257,7 +257,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown experiment {unknown[0]!r}; {a.system} has: {', '.join(exps)}", file=sys.stderr)
         return 2
-    opts = Options(quick=a.quick, seed=a.seed, extra=parse_set(a.set))
+    extra = _ReadTracking(parse_set(a.set))
+    opts = Options(quick=a.quick, seed=a.seed, extra=extra)
     out_root = Path(a.out) / a.system
     for i, n in enumerate(names, 1):
         title, run = exps[n]
@@ -267,6 +268,13 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         paths = exp.write()
         print(exp.console())
         print(f"  wrote {', '.join(str(p) for p in paths.values())}")
+    ignored = sorted(set(extra) - extra.read)
+    if ignored:
+        # Experiments declare no option list; the keys they looked up while running are the ones they know.
+        known = ", ".join(sorted(extra.read)) or "none"
+        print(f"error: --set {', '.join(ignored)}: not read by {a.system} {a.name} (options it reads: {known})",
+              file=sys.stderr)
+        return 2
     return 0
 
 
@@ -293,6 +301,24 @@ def cmd_sweep(a: argparse.Namespace) -> int:
             print(f"  FAILED {row['point']} ({axes}): {row['error']}")
         print(f"  wrote {', '.join(str(p) for p in r.paths)}")
     return 1 if len(failed) else 0
+class _ReadTracking(dict):
+    """`--set` values that remember which keys were looked up (so that a mistyped key is reported, not ignored)."""
+
+    def __init__(self, items: dict[str, str]):
+        super().__init__(items)
+        self.read: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(key)  # type: ignore[arg-type]
+        return super().__contains__(key)
 
 
 def build_parser() -> argparse.ArgumentParser:

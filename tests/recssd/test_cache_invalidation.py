@@ -1,6 +1,6 @@
 """Issue 9, item 8: RecSSD's SSD embedding cache must not serve rows the host has since overwritten or trimmed
-through ordinary commands. The firmware's invalidation (`RecssdFirmware::invalidate_lbas`, unit-tested in the
-crate) is called from the extension API's `observe` hook for every completed standard write and trim."""
+through ordinary commands. The firmware drops them (`RecssdFirmware::invalidate_lbas`, unit-tested in the crate)
+from the extension API's `observe` hook, called for completed standard writes and trims."""
 
 import numpy as np
 import pytest
@@ -29,3 +29,4 @@ def test_ssd_cache_drops_rows_the_host_overwrote(how):
         new[:128] = 0.0
         dev.trim(start, 16384 // dev.lba_bytes)
     np.testing.assert_allclose(system.sls(0, idx, off, "ndp"), sls_reference(new, idx, off), rtol=1e-5, atol=1e-3)
+    assert system.firmware_report()["stats"]["cache_rows_invalidated"] >= 64

@@ -135,3 +135,24 @@ def test_bench_arguments_are_checked_without_a_traceback(args, needle):
     p = subprocess.run([sys.executable, "-m", "nearflash.cli", "bench", "--ios", "10", *args],
                        capture_output=True, text=True)
     assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_experiment_set_keys_nobody_reads_are_reported(tmp_path, monkeypatch, capsys):
+    import nearflash.experiment as experiment
+    from nearflash import cli
+
+    def run(exp, opts):
+        opts.extra.get("pages", 8)
+
+    monkeypatch.setattr(experiment, "load_experiments", lambda system: {"fake": ("A fake experiment", run)})
+    out = str(tmp_path / "out")
+    assert cli.main(["experiment", "demo", "fake", "--out", out, "--set", "pages=4"]) == 0
+    assert cli.main(["experiment", "demo", "fake", "--out", out, "--set", "pgaes=4"]) == 2
+    err = capsys.readouterr().err
+    assert "--set pgaes" in err and "options it reads: pages" in err, err
+
+
+@pytest.mark.parametrize("value", [2**40, 1.5])
+def test_count_parameters_must_be_whole_numbers_a_u32_holds(value):
+    with pytest.raises(nearflash.ConfigError, match=r"(?s)whole number.*nand\.channels"):
+        Device(None, **{**TINY, "channels": value}, materialise=False)

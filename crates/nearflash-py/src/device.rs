@@ -54,7 +54,8 @@ fn invalid(msg: String) -> PyErr {
 
 /// A writable view of an output array (a read-only array is an error, not a panic).
 fn writable<'py>(a: &Bound<'py, PyArray1<u8>>, what: &str) -> PyResult<PyReadwriteArray1<'py, u8>> {
-    a.try_readwrite().map_err(|_| invalid(format!("{what} must be a writable array (it is read-only or already borrowed)")))
+    a.try_readwrite()
+        .map_err(|_| invalid(format!("{what} must be a writable array (it is read-only or already borrowed)")))
 }
 
 /// The block count of a Read or Write: one command carries 1 to 65,536 blocks (NLB is a 16-bit field + 1).
@@ -180,7 +181,14 @@ impl PyDevice {
 
     /// Submits a Read of `nlb` blocks into `out` (None: timing only).
     #[pyo3(signature = (qid, cid, slba, nlb, out = None))]
-    fn submit_read(&mut self, qid: u16, cid: u16, slba: u64, nlb: u32, out: Option<Bound<'_, PyArray1<u8>>>) -> PyResult<()> {
+    fn submit_read(
+        &mut self,
+        qid: u16,
+        cid: u16,
+        slba: u64,
+        nlb: u32,
+        out: Option<Bound<'_, PyArray1<u8>>>,
+    ) -> PyResult<()> {
         check_nlb(nlb)?;
         let mut out = out.as_ref().map(|a| writable(a, "out")).transpose()?;
         let lba_bytes = device_mut(self)?.lba_bytes();

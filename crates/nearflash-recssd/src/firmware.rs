@@ -64,6 +64,8 @@ pub struct FirmwareStats {
     pub host_reads: u64,
     pub host_read_pages_from_buffer: u64,
     pub host_read_pages_from_flash: u64,
+    /// SSD-cache rows dropped because the host wrote or trimmed where they are stored.
+    pub cache_rows_invalidated: u64,
 }
 
 /// The extension.
@@ -104,7 +106,7 @@ impl RecssdFirmware {
     /// Drops SSD-cache rows stored in LBAs `[first, first + n)`: the host overwrote or trimmed them with ordinary
     /// commands, so a cached copy would be stale. Returns the entries dropped. (The page buffer needs no such
     /// call: its entries remember their physical addresses and a moved page no longer matches.)
-    /// Called for completed standard writes and trims (`Extension::observe`).
+    /// Called from `Extension::observe` for completed standard writes and trims.
     pub fn invalidate_lbas(&mut self, first: u64, n: u64) -> u64 {
         let Some(cache) = self.cache.as_mut() else { return 0 };
         self.tables.rows_in_lbas(first, n).into_iter().map(|(table, rows)| cache.invalidate_rows(table, rows)).sum()
@@ -464,10 +466,16 @@ impl Extension for RecssdFirmware {
         let flag = Intercept::Flag { opcode: opcode::READ, dword: 12, mask: 1 << NDP_FLAG_BIT };
         ctx.intercept(if p.serve_host_reads { Intercept::Opcode(opcode::READ) } else { flag })?;
         ctx.intercept(Intercept::Flag { opcode: opcode::WRITE, dword: 12, mask: 1 << NDP_FLAG_BIT })?;
-        // Host writes and trims to a table make its cached rows stale.
-        ctx.observe();
+        if p.ssd_cache {
+            ctx.observe(); // host writes and trims to a table drop its cached rows
+        }
         self.params = p;
         Ok(())
+    }
+
+    fn observe(&mut self, event: &HostEvent) {
+        let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
+        self.stats.cache_rows_invalidated += self.invalidate_lbas(slba, nlb);
     }
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
@@ -484,11 +492,6 @@ impl Extension for RecssdFirmware {
         } else {
             ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: ctx.start }
         }
-    }
-
-    fn observe(&mut self, event: &HostEvent) {
-        let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
-        self.invalidate_lbas(slba, nlb);
     }
 
     fn report(&self) -> serde_json::Value {

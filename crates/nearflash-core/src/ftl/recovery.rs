@@ -188,7 +188,8 @@ impl Ftl {
             let ppn = psa / spp as u64;
             let (ok, rec_ok) = if ppn < geo.pages() {
                 let r = Oob::new(store.oob.get(ppn), spp);
-                (r.is_programmed() && u64::from(r.lpn((psa % spp as u64) as usize)) == lpn, !r.is_programmed() || r.crc_ok())
+                let names_it = u64::from(r.lpn((psa % spp as u64) as usize)) == lpn;
+                (r.is_programmed() && names_it, !r.is_programmed() || r.crc_ok())
             } else {
                 (false, false)
             };

@@ -129,10 +129,11 @@ fn read_state(dir: &Path) -> Result<State> {
 
 fn read_tree(dir: &Path) -> Result<(ConfigTree, DeviceConfig)> {
     let p = dir.join("nearflash.toml");
+    let at = p.display();
     let text = fs::read_to_string(&p)
-        .map_err(|e| SimError::Image(format!("nearflash.toml: cannot read the configuration ({e}) ({})", p.display())))?;
+        .map_err(|e| SimError::Image(format!("nearflash.toml: cannot read the configuration ({e}) ({at})")))?;
     let tree = ConfigTree::parse(&text, &crate::config::preset_text)
-        .map_err(|e| SimError::Image(format!("nearflash.toml: {e} ({})", p.display())))?;
+        .map_err(|e| SimError::Image(format!("nearflash.toml: {e} ({at})")))?;
     let cfg = DeviceConfig::from_tree(&tree)?;
     Ok((tree, cfg))
 }
@@ -171,7 +172,12 @@ fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
 impl Image {
     /// Creates a new image in `dir`, which must be missing or empty (a directory holding anything else is
     /// refused, so that a mistyped path never turns a user's folder into an image).
-    pub fn create(dir: &Path, tree: &ConfigTree, materialise: bool, durability: Durability) -> Result<(Image, FtlStore)> {
+    pub fn create(
+        dir: &Path,
+        tree: &ConfigTree,
+        materialise: bool,
+        durability: Durability,
+    ) -> Result<(Image, FtlStore)> {
         let cfg = DeviceConfig::from_tree(tree)?;
         if dir.exists() {
             if !dir.is_dir() {
@@ -181,8 +187,13 @@ impl Image {
                 return Err(SimError::Image(format!("{} already holds a device; open it or remove it", dir.display())));
             }
             if fs::read_dir(dir)?.next().is_some() {
-                let what = if looks_like_image(dir) { "holds a damaged device image without state.json (see `nearflash repair`)" } else { "is not empty" };
-                return Err(SimError::Image(format!("{} {what}; a device is created only in a new or empty directory", dir.display())));
+                let what = if looks_like_image(dir) {
+                    "holds a damaged device image without state.json (see `nearflash repair`)"
+                } else {
+                    "is not empty"
+                };
+                let at = dir.display();
+                return Err(SimError::Image(format!("{at} {what}; a device is created only in a new or empty directory")));
             }
         }
         fs::create_dir_all(dir)?;
@@ -212,7 +223,8 @@ impl Image {
         let lock = lock(dir)?;
         let (tree, cfg) = read_tree(dir)?;
         let h = Headers::new(&cfg);
-        let img = Image { dir: dir.to_path_buf(), _lock: lock, durability, materialised: state.materialised, ckpt: h.ckpt };
+        let materialised = state.materialised;
+        let img = Image { dir: dir.to_path_buf(), _lock: lock, durability, materialised, ckpt: h.ckpt };
         let geo = Geometry::from_config(&cfg);
         let store = FtlStore {
             l2p: MappedU32::open(&img.dir.join("l2p.bin"), &h.l2p)?,
@@ -226,7 +238,8 @@ impl Image {
         };
         let ckpt = img.read_checkpoint(&h.ckpt, &geo)?;
         let limit = geo.pages() * u64::from(geo.sectors_per_page);
-        if let Some((lba, e)) = store.l2p.first_entry_above(limit) {
+        let above = if u64::from(store.l2p.max_at_open()) > limit { store.l2p.first_entry_above(limit) } else { None };
+        if let Some((lba, e)) = above {
             return Err(SimError::Image(format!(
                 "l2p.bin: LBA {lba} maps to physical sector {} past the flash's {limit}; see `nearflash repair`",
                 u64::from(e) - 1
@@ -341,7 +354,8 @@ fn encode_checkpoint(header: &FileHeader, seq: u64, digest: u64, table: &[u8]) -
 pub(crate) fn read_checkpoint(path: &Path, header: &FileHeader, geo: &Geometry) -> Result<Checkpoint> {
     let bytes = fs::read(path).map_err(|e| crate::store::missing(path, &e))?;
     header.check(path, &bytes)?;
-    let bad = |what: &str| SimError::Image(format!("checkpoint.bin: {what}; see `nearflash repair` ({})", path.display()));
+    let at = path.display();
+    let bad = |what: &str| SimError::Image(format!("checkpoint.bin: {what}; see `nearflash repair` ({at})"));
     let h = crate::store::HEADER_BYTES;
     if bytes.len() < h + 28 {
         return Err(bad("truncated"));

@@ -99,7 +99,8 @@ impl Salvage {
         let geo = Geometry::from_config(&cfg);
         let materialised = state.as_ref().map_or_else(|| dir.join("data.bin").exists(), |s| s.materialised);
         let clean = state.as_ref().is_some_and(|s| s.clean);
-        let image = Image { dir: dir.to_path_buf(), _lock: lk, durability: Durability::Fsync, materialised, ckpt: h.ckpt };
+        let durability = Durability::Fsync;
+        let image = Image { dir: dir.to_path_buf(), _lock: lk, durability, materialised, ckpt: h.ckpt };
 
         let p = dir.join("oob.bin");
         let oob = match MappedRecords::open(&p, &h.oob) {
@@ -160,7 +161,8 @@ impl Salvage {
             }
         };
         let limit = geo.pages() * u64::from(geo.sectors_per_page);
-        if let Some((lba, _)) = l2p.first_entry_above(limit) {
+        let above = if u64::from(l2p.max_at_open()) > limit { l2p.first_entry_above(limit) } else { None };
+        if let Some((lba, _)) = above {
             report.actions.push(format!("l2p.bin: entries past the flash (first at LBA {lba}); dropped"));
         }
         let l2p_current = !l2p_rebuilt && clean && ckpt.as_ref().is_some_and(|c| c.l2p_digest == l2p.digest());

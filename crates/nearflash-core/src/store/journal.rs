@@ -31,7 +31,6 @@ pub struct BadTrim {
 
 pub struct TrimJournal {
     file: Option<File>,
-    header: [u8; HEADER_BYTES],
     /// Sectors of the device: records must stay below.
     logical: u64,
 }
@@ -41,19 +40,19 @@ impl TrimJournal {
     pub fn create(path: &Path, header: &FileHeader, logical: u64) -> Result<Self> {
         let mut file = OpenOptions::new().read(true).append(true).create_new(true).open(path)?;
         file.write_all(&header.encode())?;
-        Ok(TrimJournal { file: Some(file), header: header.encode(), logical })
+        Ok(TrimJournal { file: Some(file), logical })
     }
 
     /// Opens an existing journal after checking its header.
     pub fn open(path: &Path, header: &FileHeader, logical: u64) -> Result<Self> {
         let file = OpenOptions::new().read(true).append(true).open(path).map_err(|e| missing(path, &e))?;
         header.check_file(path, &file)?;
-        Ok(TrimJournal { file: Some(file), header: header.encode(), logical })
+        Ok(TrimJournal { file: Some(file), logical })
     }
 
     /// A journal that records nothing (devices without an image).
     pub fn none() -> Self {
-        TrimJournal { file: None, header: [0; HEADER_BYTES], logical: 0 }
+        TrimJournal { file: None, logical: 0 }
     }
 
     pub fn append(&mut self, r: TrimRecord) -> Result<()> {
@@ -116,8 +115,8 @@ impl TrimJournal {
     /// Empties the journal (after a checkpoint made its effects durable); the header stays.
     pub fn clear(&mut self) -> Result<()> {
         if let Some(f) = &mut self.file {
-            f.set_len(0)?;
-            f.write_all(&self.header)?;
+            // Cut back to the header (never below it: a kill here must leave a valid, empty journal).
+            f.set_len(HEADER_BYTES as u64)?;
         }
         Ok(())
     }

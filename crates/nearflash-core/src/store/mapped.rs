@@ -19,7 +19,8 @@ pub struct MappedRecords {
 /// The message for a missing image file.
 pub(crate) fn missing(path: &Path, e: &std::io::Error) -> SimError {
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    SimError::Image(format!("{name}: cannot open ({e}); the image is damaged: see `nearflash repair` ({})", path.display()))
+    let at = path.display();
+    SimError::Image(format!("{name}: cannot open ({e}); the image is damaged: see `nearflash repair` ({at})"))
 }
 
 impl MappedRecords {
@@ -153,6 +154,8 @@ impl MappedRecords {
 pub struct MappedU32 {
     t: MappedRecords,
     digest: u64,
+    /// The largest entry found by the pass at open (lets `first_entry_above` skip a second pass).
+    max_at_open: u32,
 }
 
 /// The digest term of one non-zero entry.
@@ -170,19 +173,27 @@ fn term(i: u64, v: u32) -> u64 {
 
 impl MappedU32 {
     pub fn create(path: &Path, header: &FileHeader) -> Result<Self> {
-        Ok(MappedU32 { t: MappedRecords::create(path, header)?, digest: 0 })
+        Ok(MappedU32 { t: MappedRecords::create(path, header)?, digest: 0, max_at_open: 0 })
     }
 
     /// Opens the table and computes its digest (a pass over the written parts of the file).
     pub fn open(path: &Path, header: &FileHeader) -> Result<Self> {
         let t = MappedRecords::open(path, header)?;
-        let mut m = MappedU32 { t, digest: 0 };
-        m.digest = m.compute_digest();
+        let mut m = MappedU32 { t, digest: 0, max_at_open: 0 };
+        let (mut d, mut max) = (0u64, 0u32);
+        for (a, b) in m.t.written_ranges() {
+            for i in a..b {
+                let v = m.get(i);
+                d = d.wrapping_add(term(i, v));
+                max = max.max(v);
+            }
+        }
+        (m.digest, m.max_at_open) = (d, max);
         Ok(m)
     }
 
     pub fn anonymous(len: u64) -> Result<Self> {
-        Ok(MappedU32 { t: MappedRecords::anonymous_with(4, len, true)?, digest: 0 })
+        Ok(MappedU32 { t: MappedRecords::anonymous_with(4, len, true)?, digest: 0, max_at_open: 0 })
     }
 
     /// Recomputes the digest from the entries (skipping the holes of a sparse file).
@@ -194,6 +205,11 @@ impl MappedU32 {
             }
         }
         d
+    }
+
+    /// The largest entry the table held when it was opened (0 for created or anonymous tables).
+    pub fn max_at_open(&self) -> u32 {
+        self.max_at_open
     }
 
     /// The digest as maintained by `set`.
