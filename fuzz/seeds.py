@@ -116,6 +116,9 @@ def programs_load(rng: random.Random) -> dict[str, bytes]:
                 r = subprocess.run(["clang", "-O2", "-target", "bpf", "-c", str(src), "-o", str(obj)], capture_output=True)
                 if r.returncode == 0:
                     seeds[f"clang_{src.stem}"] = bytes([0]) + obj.read_bytes()
+    return seeds
+
+
 def extension_commands(rng: random.Random) -> dict[str, bytes]:
     """extension_commands: mode byte (bits 0-1: 0 vendor opcode, 1 NDP-flagged Read/Write, else as given; bit 2:
     from device) + SQE + payload. Seeds register RecSSD tables (its vendor opcode 0xE1 with a 64-byte descriptor:
