@@ -137,6 +137,10 @@ impl<'a> Ext4Reader<'a> {
 
     /// The whole contents of a regular file (its size, holes as zeros).
     pub fn read_file(&mut self, inode: &Inode) -> Result<Vec<u8>> {
+        let fs_bytes = self.sb.blocks_count.saturating_mul(u64::from(self.sb.block_size));
+        if inode.size > fs_bytes {
+            return Err(corrupt("inode", format!("size {} beyond the {fs_bytes}-byte file system", inode.size)));
+        }
         let size = usize::try_from(inode.size).map_err(|_| invalid("file larger than memory"))?;
         let bs = self.sb.block_size as usize;
         let mut out = vec![0u8; size];
