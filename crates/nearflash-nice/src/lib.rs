@@ -13,9 +13,11 @@
 //! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
 //!   hyper-addresses.
 //! * [`knn`]: NICE-K, exact integer KNN as the FPGA pipelines compute it, and its timing.
+//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
 
 pub mod chain;
+pub mod cnn;
 pub mod error;
 pub mod ext4;
 pub mod host;

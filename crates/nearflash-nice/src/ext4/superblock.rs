@@ -105,6 +105,10 @@ impl Superblock {
         if self.blocks_count == 0 || self.inodes_count == 0 {
             return bad(format!("blocks_count {} inodes_count {}", self.blocks_count, self.inodes_count));
         }
+        // Byte offsets of blocks must fit u64 with room for a partition offset: at most 2^60 bytes (1 EiB).
+        if self.blocks_count.checked_mul(u64::from(self.block_size)).is_none_or(|b| b > 1 << 60) {
+            return bad(format!("{} blocks of {} bytes exceed 1 EiB", self.blocks_count, self.block_size));
+        }
         // A group's block bitmap is one block: at most 8 * block_size blocks per group.
         if self.blocks_per_group == 0 || self.blocks_per_group > 8 * self.block_size {
             return bad(format!("blocks_per_group {} (block size {})", self.blocks_per_group, self.block_size));
