@@ -9,6 +9,7 @@ mod device;
 mod errors;
 mod extensions;
 mod issd;
+mod nice;
 mod recssd;
 
 #[pymodule]
@@ -21,5 +22,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
     issd::register(m)?;
+    nice::register(m)?;
     Ok(())
 }
