@@ -133,6 +133,10 @@ class Setting:
     reason: str
 
 
+#: nearflash's channel arbitration in the aligned runs (set by --arbitration).
+ARBITRATION = "data_first"
+
+
 def alignment(p: dict[str, Any]) -> list[Setting]:
     """nearflash overrides that make the device describable in MQSim; each with the reason."""
     gc = max(MQSIM_GC_MIN, int(p["ftl.gc_start_free_blocks"]))
@@ -170,6 +174,13 @@ def alignment(p: dict[str, Any]) -> list[Setting]:
             f"deadlocks it; it collects one victim per block allocation while below the threshold",
         ),
         Setting("ftl.gc_stop_free_blocks", gc, "MQSim has no separate stop threshold: it collects back to the start one"),
+        Setting(
+            "nand.channel_arbitration",
+            ARBITRATION,
+            "MQSim serves waiting data-outs before it sends a new command and books command cycles on the channel "
+            "(NVM_PHY_ONFI_NVDDR2::Execute_simulator_event); data_first is that policy (--arbitration interleave "
+            "keeps nearflash's default to show the difference)",
+        ),
     ]
     return s
 
@@ -722,7 +733,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds one MQSim run may take")
     ap.add_argument("--keep", type=Path, help="keep MQSim's input and output files under this folder")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
+    ap.add_argument("--arbitration", choices=["data_first", "interleave"], default="data_first",
+                    help="nearflash's nand.channel_arbitration in the aligned runs (data_first is MQSim's policy)")
     args = ap.parse_args(argv)
+    global ARBITRATION
+    ARBITRATION = args.arbitration
     mqsim = args.mqsim.resolve() if args.mqsim else None
     if mqsim is not None and not (mqsim.is_file() and os.access(mqsim, os.X_OK)):
         ap.error(f"--mqsim {mqsim} is not an executable file")
@@ -734,6 +749,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "load_average": os.getloadavg(),
         "mqsim": str(mqsim) if mqsim else None,
         "repeats": {"nearflash": args.repeats, "mqsim": args.mqsim_repeats},
+        "arbitration": args.arbitration,
         "presets": [],
     }
     args.out.mkdir(parents=True, exist_ok=True)

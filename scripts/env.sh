@@ -7,7 +7,7 @@ VENV="$ROOT/.venv"
 # Debian tools the tests drive as unmodified clients (NBD export, ext4 images, fio, clang for eBPF programs,
 # ApacheBench) and the Fashion-MNIST data set. Installed once where apt-get can (root); otherwise the tests that
 # need them are skipped with a reason naming the missing tool.
-DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
+DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -26,7 +26,7 @@ stamp="$VENV/.deps-stamp"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scripts/env.sh" -nt "$stamp" ]; then
   echo "env.sh: installing Python packages into .venv"
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb
+  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb pandas
   touch "$stamp"
 fi
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.

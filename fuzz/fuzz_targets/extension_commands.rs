@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use nearflash_core::config::load_preset;
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::nvme::{Sqe, SQE_BYTES};
 use nearflash_core::{Device, DeviceOptions};
 use std::cell::RefCell;
@@ -47,6 +47,6 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(done) = dev.execute(1, sqe, buf) {
             assert!(done.completed_at >= done.latency_ns);
         }
-        dev.core().ftl.check_consistency().unwrap();
+        dev.check_consistency().unwrap();
     });
 });

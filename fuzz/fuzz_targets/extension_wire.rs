@@ -1,9 +1,12 @@
-//! The seed systems' wire formats from untrusted bytes: RecSSD's NDP config payload and iSSD's job descriptor.
+//! The seed systems' wire formats from untrusted bytes: RecSSD's NDP config payload, iSSD's job descriptor and
+//! columnar table (header page, and the columnar kernels' Map over arbitrary pages).
 //! Decoding never panics, and what decodes re-encodes to the same meaning.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use nearflash_issd::agent::JobDescriptor;
+use nearflash_issd::lineitem::ColumnarLayout;
+use nearflash_issd::{Chunk, KernelSpec, PageLayout};
 use nearflash_recssd::ndp_wire::{NdpConfig, WireLimits};
 
 fuzz_target!(|data: &[u8]| {
@@ -18,4 +21,9 @@ fuzz_target!(|data: &[u8]| {
         let again = JobDescriptor::decode(&d.encode()).expect("an encoded descriptor decodes");
         assert_eq!(again.encode(), d.encode());
     }
+    let _ = ColumnarLayout::from_table(data);
+    // 64-byte pages: row groups of 8 rows; a Q6 over 20 rows reads 4 columns, so whole groups are 256 bytes
+    let spec = KernelSpec::from_json(r#"{"kernel":"col_filter_sum","rows":20}"#).expect("valid spec");
+    let kernel = spec.build(PageLayout::new(64).expect("valid page")).expect("builds");
+    let _ = kernel.map(Chunk::new(0, data));
 });

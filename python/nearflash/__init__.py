@@ -14,9 +14,11 @@ from nearflash.errors import (
     InvalidArgument,
     NearflashError,
     NvmeError,
+    SimulatorFault,
     status_name,
 )
 from nearflash.report import OpStats, Report
+from nearflash.sweeps import sweep
 
 __version__ = _native.__version__
 
@@ -32,9 +34,11 @@ __all__ = [
     "OpStats",
     "Queue",
     "Report",
+    "SimulatorFault",
     "__version__",
     "preset_description",
     "preset_params",
     "presets",
     "status_name",
+    "sweep",
 ]

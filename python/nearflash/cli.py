@@ -1,13 +1,16 @@
-"""The `nearflash` command: presets, create, info, bench, experiment."""
+"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment, programs."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from nearflash import progress
 from nearflash.device import Device, preset_description, preset_params, presets
 from nearflash.errors import NearflashError
 
@@ -48,6 +51,39 @@ def parse_span(text: str) -> Union[int, float]:
     return share
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1 (queue depths, I/O and job counts)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer in [0, 2**64)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"a seed is in [0, 2**64), got {v}")
+    return v
+
+
+def fraction(text: str) -> float:
+    """A share in [0, 1] (nan and infinities refused)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= v <= 1.0:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return v
+
+
 def parse_set(items: Optional[list[str]]) -> dict[str, str]:
     out = {}
     for it in items or []:
@@ -82,16 +118,55 @@ def cmd_create(a: argparse.Namespace) -> int:
     if (Path(a.path) / "state.json").exists():
         print(f"error: {a.path} already holds a device", file=sys.stderr)
         return 2
-    with Device(a.path, preset=a.preset, seed=a.seed, materialise=not a.timing_only, overrides=parse_set(a.set)) as dev:
-        if a.precondition:
-            dev.precondition(a.precondition, a.fill, seed=a.seed)
-        print(f"created {dev!r}")
+    if a.precondition is not None and not 0 < a.precondition <= 1:
+        print(f"error: --precondition {a.precondition}: a fraction of the capacity in (0, 1]", file=sys.stderr)
+        return 2
+    path = Path(a.path)
+    existed = path.exists()
+    dev = Device(path, preset=a.preset, seed=a.seed, materialise=not a.timing_only, overrides=parse_set(a.set),
+                 create=True)
+    try:
+        with dev:
+            if a.precondition:
+                with progress.spinner(f"preconditioning {a.precondition:.0%} ({a.fill})"):
+                    dev.precondition(a.precondition, a.fill, seed=a.seed)
+            print(f"created {dev!r}")
+    except BaseException:
+        _remove_image(path, existed)  # a create that fails leaves nothing behind
+        raise
     return 0
 
 
+def _remove_image(path: Path, keep_dir: bool) -> None:
+    """Removes a device image this command just created (only the image's files)."""
+    import shutil
+
+    if not keep_dir:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for name in ("state.json", "nearflash.toml", "l2p.bin", "oob.bin", "data.bin", "checkpoint.bin", "trim.log",
+                 "LOCK", "checkpoint.tmp", "state.tmp"):
+        (path / name).unlink(missing_ok=True)
+
+
+def cmd_repair(a: argparse.Namespace) -> int:
+    r = Device.repair(a.path)
+    if a.json:
+        print(json.dumps(r, indent=2))
+    else:
+        for line in r["actions"]:
+            print(f"  {line}")
+        for line in r["unrecoverable"]:
+            print(f"  NOT RECOVERED: {line}")
+        print(f"repaired {a.path}" + ("" if r["unrecoverable"] else ": nothing was lost"))
+    return 1 if r["unrecoverable"] else 0
+
+
 def cmd_info(a: argparse.Namespace) -> int:
+    if a.path and _print_served(a):
+        return 0
     if a.path:
-        dev = Device(a.path)
+        dev = Device(a.path, create=False)
     else:
         dev = Device(None, preset=a.preset, overrides=parse_set(a.set), materialise=False)
     with dev:
@@ -117,29 +192,48 @@ def cmd_info(a: argparse.Namespace) -> int:
     return 0
 
 
+def _print_served(a: argparse.Namespace) -> bool:
+    """`nearflash info` on a device that `nearflash serve` holds: the figures its server keeps up to date."""
+    from nearflash.nbd import status
+    from nearflash.report import Report
+
+    st = status(a.path)
+    if st is None:
+        return False
+    if a.json:
+        print(json.dumps(st, indent=2))
+        return True
+    ident, req = st["identify"], st["requests"]
+    print(f"{ident['model']}  serial {ident['serial']}  served by pid {st['pid']} at {st['address']}"
+          f"{' (read-only)' if st['readonly'] else ''}")
+    print(f"  export: {st['lbas']} x {st['lba_bytes']} B = {st['lbas'] * st['lba_bytes'] / 2**30:.2f} GiB, "
+          f"virtual clock {st['now_ns'] / 1e9:.6f} s, extensions: {', '.join(st['extensions']) or 'none'}")
+    print(f"  NBD requests: {req['read']} reads, {req['write']} writes ({req['fua_writes']} FUA), {req['flush']} "
+          f"flushes, {req['trim']} trims, {req['zero']} zeroes, {req['errors']} errors; "
+          f"{req['open_connections']} of {req['connections']} connections open")
+    print(Report(st["report"]).summary())
+    return True
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    from nearflash.nbd import ServeOptions, serve
+
+    serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
+                       seed=a.seed))
+    return 0  # not reached: serve() replaces this process with nbdkit
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
+    from nearflash.workload import BenchJob, run_bench
+
     dev = _open(a, materialise=a.data)
     with dev:
-        if a.bs % dev.lba_bytes:
-            print(f"error: block size {a.bs} is not a multiple of the {dev.lba_bytes} B LBA", file=sys.stderr)
-            return 2
-        per_io = a.bs // dev.lba_bytes
-        if a.iodepth is None:
-            a.iodepth = min(64, int(dev.param("nvme.max_queue_depth").split()[0]) - 1)
-        share = isinstance(a.size, float)
-        span_bytes = int(a.size * dev.capacity_bytes) if share else min(a.size, dev.capacity_bytes)
-        lbas = span_bytes // dev.lba_bytes // per_io * per_io
-        fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
-        fill = a.fill if a.fill is not None else ("sequential" if a.rw in ("read", "randread", "randrw") else "none")
-        if fresh and fill != "none":
-            dev.precondition(lbas / dev.lbas, fill, overwrite=1.0, seed=a.seed)
-        progress = _progress(a) if not a.json else None
-        with progress or _NullCtx() as cb:
-            r = dev.bench(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, span=(0, lbas), seed=a.seed, data=a.data,
-                          rwmixread=a.rwmixread, progress=cb)
+        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, a.rwmixread, a.seed)
+        r = run_bench(dev, job, a.json)
+        a.iodepth, span_bytes, fill = r["iodepth"], r["span_bytes"], r["fill"]
         rep = r["report"]
         if a.json:
-            out = {k: v for k, v in r.items() if k != "report"}
+            out = {k: v for k, v in r.items() if k not in ("report", "iodepth", "span_bytes", "fill")}
             out["report"] = rep.data
             print(json.dumps(out, indent=2))
             return 0
@@ -148,34 +242,6 @@ def cmd_bench(a: argparse.Namespace) -> int:
         print(rep.summary())
         print(f"  simulator: {r['ios']} I/Os in {r['wall_s']:.2f} s wall = {r['sim_ios_per_s']:,.0f} simulated I/Os per second")
     return 0
-
-
-class _NullCtx:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *e: Any) -> None:
-        return None
-
-
-def _progress(a: argparse.Namespace) -> Any:
-    """A rich progress bar fed by the simulator's callback (only on a terminal)."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    class Bar:
-        def __enter__(self) -> Any:
-            self.p = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                              TimeRemainingColumn(), transient=True)
-            self.p.__enter__()
-            self.task = self.p.add_task("bench", total=a.ios)
-            return lambda done, total: self.p.update(self.task, completed=done, total=total)
-
-        def __exit__(self, *e: Any) -> None:
-            self.p.__exit__(*e)
-
-    return Bar()
 
 
 def cmd_experiment(a: argparse.Namespace) -> int:
@@ -191,16 +257,68 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown experiment {unknown[0]!r}; {a.system} has: {', '.join(exps)}", file=sys.stderr)
         return 2
-    opts = Options(quick=a.quick, seed=a.seed, extra=parse_set(a.set))
+    extra = _ReadTracking(parse_set(a.set))
+    opts = Options(quick=a.quick, seed=a.seed, extra=extra)
     out_root = Path(a.out) / a.system
-    for n in names:
+    for i, n in enumerate(names, 1):
         title, run = exps[n]
         exp = Experiment(a.system, n, title, out_root)
-        run(exp, opts)
+        with progress.spinner(f"experiment {a.system} {n} ({i} of {len(names)})"):
+            run(exp, opts)
         paths = exp.write()
         print(exp.console())
         print(f"  wrote {', '.join(str(p) for p in paths.values())}")
+    ignored = sorted(set(extra) - extra.read)
+    if ignored:
+        # Experiments declare no option list; the keys they looked up while running are the ones they know.
+        known = ", ".join(sorted(extra.read)) or "none"
+        print(f"error: --set {', '.join(ignored)}: not read by {a.system} {a.name} (options it reads: {known})",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from nearflash.sweeps import sweep
+
+    if a.jobs is not None and a.jobs < 1:
+        print(f"error: --jobs must be a positive integer, got {a.jobs}", file=sys.stderr)
+        return 2
+    if a.timeout <= 0:
+        print(f"error: --timeout must be positive, got {a.timeout:g}", file=sys.stderr)
+        return 2
+    r = sweep(a.spec, out=a.out, jobs=a.jobs, ray=a.ray, parquet=a.parquet, timeout_s=a.timeout,
+              show_progress=not a.json)
+    failed = r.failed
+    if a.json:
+        print(r.table.to_json(orient="records", indent=1))
+    else:
+        n = len(r.table)
+        print(f"sweep {r.spec.name}: {n} point{'s' if n != 1 else ''} over {', '.join(r.spec.axes)}; ran {r.ran} now, "
+              f"{len(r.table) - r.ran} finished before; {len(failed)} failed")
+        for _, row in failed.iterrows():
+            axes = ", ".join(f"{k}={row[k]}" for k in r.spec.axes if row[k] == row[k] and row[k] is not None)
+            print(f"  FAILED {row['point']} ({axes}): {row['error']}")
+        print(f"  wrote {', '.join(str(p) for p in r.paths)}")
+    return 1 if len(failed) else 0
+class _ReadTracking(dict):
+    """`--set` values that remember which keys were looked up (so that a mistyped key is reported, not ignored)."""
+
+    def __init__(self, items: dict[str, str]):
+        super().__init__(items)
+        self.read: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(key)  # type: ignore[arg-type]
+        return super().__contains__(key)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     def device_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--preset", default="cosmos-plus", help="preset name or .toml file (default cosmos-plus)")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a preset parameter (repeatable)")
-        sp.add_argument("--seed", type=int, default=1)
+        sp.add_argument("--seed", type=seed_int, default=1)
 
     sp = sub.add_parser("presets", help="list presets or show one's parameters with units and sources")
     sp.add_argument("--show", metavar="NAME")
@@ -232,23 +350,51 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_info)
 
+    sp = sub.add_parser("repair", help="repair a damaged device image; lists what could not be recovered "
+                                       "(exit 1 if anything was lost)")
+    sp.add_argument("path")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_repair)
+
     sp = sub.add_parser("bench", help="run a fio-like workload in virtual time")
     sp.add_argument("--device", metavar="PATH", help="image directory (default: an in-memory device)")
     device_args(sp)
     sp.add_argument("--rw", default="randread", choices=["read", "write", "randread", "randwrite", "randrw"])
     sp.add_argument("--bs", type=parse_size, default=4096, help="block size (default 4k)")
-    sp.add_argument("--iodepth", type=int, help="queue depth per job (default 64, or the device's maximum if lower)")
-    sp.add_argument("--numjobs", type=int, default=1)
-    sp.add_argument("--ios", type=int, default=200_000, help="I/Os in total")
+    sp.add_argument("--iodepth", type=positive_int, help="queue depth per job (default 64, or the device's maximum if lower)")
+    sp.add_argument("--numjobs", type=positive_int, default=1)
+    sp.add_argument("--ios", type=positive_int, default=200_000, help="I/Os in total")
     sp.add_argument("--size", type=parse_span, default=parse_size("16g"),
                     help="LBA span used: bytes (default 16g) or a share of the capacity (e.g. 90%%: with --fill random, "
                          "random writes run in GC steady state)")
-    sp.add_argument("--rwmixread", type=float, default=0.5)
+    sp.add_argument("--rwmixread", type=fraction, default=0.5, help="share of reads in randrw, in [0, 1]")
     sp.add_argument("--fill", choices=["none", "sequential", "random"],
                     help="precondition the span first (default: sequential for reads, none for writes)")
     sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_bench)
+
+    sp = sub.add_parser("serve", help="export a device image over NBD (nbdkit) to unmodified clients")
+    sp.add_argument("device", help="image directory (made by `nearflash create`)")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--port", type=int, help="TCP port (default 10809)")
+    where.add_argument("--unix", metavar="PATH", help="Unix socket to create instead of a TCP port")
+    sp.add_argument("--bind", default="127.0.0.1", help="address of the TCP listener (default 127.0.0.1)")
+    sp.add_argument("--read-only", action="store_true", help="refuse writes, trims and zeroes")
+    sp.add_argument("--ext", action="append", metavar="NAME[:JSON]", help="attach an extension (repeatable)")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.set_defaults(fn=cmd_serve)
+
+    sp = sub.add_parser("sweep", help="run a grid or list of (preset, overrides, workload) points into one table")
+    sp.add_argument("spec", help="sweep specification (TOML; see nearflash.sweeps.spec)")
+    sp.add_argument("--out", default="sweep-out", help="output directory; finished points there are not rerun")
+    sp.add_argument("--jobs", type=int, help="local processes at once (default: the CPU count)")
+    sp.add_argument("--ray", nargs="?", const=True, metavar="ADDRESS", help="run the points as Ray tasks (a local "
+                    "Ray, or the cluster at ADDRESS); needs pip install 'nearflash[ray]'")
+    sp.add_argument("--parquet", action="store_true", help="also write results.parquet (needs pyarrow)")
+    sp.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="seconds per point (default 3600)")
+    sp.add_argument("--json", action="store_true", help="print the table as JSON records")
+    sp.set_defaults(fn=cmd_sweep)
 
     sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)")
     sp.add_argument("system", help="issd, recssd, ...")
@@ -258,16 +404,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="experiment-specific option")
     sp.set_defaults(fn=cmd_experiment)
+
+    from nearflash.programs.cli import add_parser as add_programs_parser
+    add_programs_parser(sub)
     return p
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
-    except NearflashError as e:
+        rc = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here rather than at interpreter exit
+        return rc
+    except (NearflashError, argparse.ArgumentTypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `nearflash ... | head`: the reader has gone; stop quietly, as a C tool killed by SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

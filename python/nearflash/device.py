@@ -37,6 +37,24 @@ def _as_u8(data: Any) -> np.ndarray:
     return np.frombuffer(memoryview(data), dtype=np.uint8)
 
 
+#: The files of a device image (any of them marks a directory as an image).
+IMAGE_FILES = ("state.json", "nearflash.toml", "l2p.bin", "oob.bin", "data.bin", "checkpoint.bin", "trim.log")
+
+#: Most blocks one Read or Write command carries (NLB is a 0's-based 16-bit field).
+MAX_NLB = 1 << 16
+
+
+def _count(name: str, value: Any, low: int = 0, high: Optional[int] = None) -> int:
+    """`value` as an int in [low, high], or InvalidArgument naming `name` and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        allowed = f"{low} to {high}" if high is not None else f">= {low}"
+        raise InvalidArgument(f"{name} {v} is out of range (allowed {allowed})")
+    return v
+
+
 def _override_items(overrides: dict[str, Any]) -> list[tuple[str, str]]:
     items = []
     for k, v in overrides.items():
@@ -50,7 +68,10 @@ class Device:
     """An emulated SSD.
 
     Args:
-        path: image directory (created if it holds no device, opened otherwise); None for an in-memory device.
+        path: image directory; None for an in-memory device. An image there is opened; a missing or empty
+            directory gets a new device; any other directory is refused.
+        create: True: only create (refuse an existing image); False: only open (never create anything);
+            None (default): open if `path` holds an image, else create.
         preset: preset name (`nearflash.presets()`) or a .toml file; used when creating.
         seed: seed of every random stream.
         materialise: store data (False: timing-only, reads return zeroes; for large sweeps).
@@ -67,12 +88,17 @@ class Device:
         seed: int = 1,
         materialise: bool = True,
         durability: str = "process",
+        create: Optional[bool] = None,
         overrides: Optional[dict[str, Any]] = None,
         **more_overrides: Any,
     ):
         ov = {**(overrides or {}), **more_overrides}
+        seed = _count("seed", seed, 0, 2**64 - 1)
         self.path = Path(path) if path is not None else None
-        if self.path is not None and (self.path / "state.json").exists():
+        # Anything that looks like an image (even a damaged one) is opened, so that damage is reported, not
+        # mistaken for a place to create a device.
+        is_image = self.path is not None and any((self.path / f).exists() for f in IMAGE_FILES)
+        if self.path is not None and (create is False or (create is None and is_image)):
             if ov:
                 raise InvalidArgument("overrides apply when creating a device; this image already exists")
             self._dev = _native.Device.open(str(self.path), seed=seed, durability_mode=durability)
@@ -171,6 +197,13 @@ class Device:
             "media_errors": u128(160),
         }
 
+    @staticmethod
+    def repair(path: os.PathLike | str) -> dict[str, Any]:
+        """Repairs a damaged image in place (it must not be open). Returns what it did and what it could not
+        recover: {"actions": [...], "unrecoverable": [...], "lost_lba_ranges": [[first, last], ...],
+        "damaged_pages": [...]}. Afterwards the image opens cleanly; lost LBAs read as zeroes."""
+        return json.loads(_native.Device.repair(str(path)))
+
     # --- synchronous I/O ------------------------------------------------------------------------------------------
     def _limit(self, name: str) -> int:
         return int(self.param(f"nvme.{name}").split()[0])
@@ -207,14 +240,23 @@ class Device:
         check(c[1], c[2], what)
         return c[4] - start
 
+    def _check_range(self, what: str, lba: Any, nblocks: Any) -> tuple[int, int]:
+        """Validates a whole request before its first command: a request that fails changes nothing."""
+        lba = _count("lba", lba, 0)
+        nblocks = _count("nblocks", nblocks, 1)
+        if lba + nblocks > self.lbas:
+            raise NvmeError(0, 0x80, f"{what} of {nblocks} blocks at LBA {lba} ends past the device's {self.lbas} LBAs")
+        return lba, nblocks
+
     def write(self, lba: int, data: Any, *, fua: bool = False) -> int:
-        """Writes whole blocks from `data` at `lba`; returns the latency in ns. Raises NvmeError on failure."""
+        """Writes whole blocks from `data` at `lba`; returns the latency in ns. Raises NvmeError on failure; a
+        request that does not fit the device raises before anything is written."""
         buf = _as_u8(data)
         if buf.size == 0 or buf.size % self.lba_bytes:
             raise InvalidArgument(f"data must be a positive multiple of {self.lba_bytes} bytes, got {buf.size}")
+        lba, nlb = self._check_range("write", lba, buf.size // self.lba_bytes)
         total = 0
         step = self._dev.max_lbas_per_command
-        nlb = buf.size // self.lba_bytes
         for off in range(0, nlb, step):
             n = min(step, nlb - off)
             chunk = buf[off * self.lba_bytes : (off + n) * self.lba_bytes]
@@ -223,9 +265,12 @@ class Device:
 
     def read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Reads `nblocks` blocks from `lba` into `out` (a new uint8 array if None) and returns it."""
+        lba, nblocks = self._check_range("read", lba, nblocks)
         size = nblocks * self.lba_bytes
         if out is None:
             out = np.empty(size, dtype=np.uint8)
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            raise InvalidArgument("out must be a writable array (it is read-only)")
         view = _as_u8(out)
         if view.size < size or not np.shares_memory(view, out):
             raise InvalidArgument(f"out must be a contiguous array of at least {size} bytes")
@@ -243,6 +288,7 @@ class Device:
 
     def trim(self, lba: int, nblocks: int) -> int:
         """Deallocates blocks (Dataset Management)."""
+        lba, nblocks = self._check_range("trim", lba, nblocks)
         ranges = []
         while nblocks > 0:
             n = min(nblocks, 0xFFFFFFFF)
@@ -252,6 +298,28 @@ class Device:
         sct, sc, lat = self._dev.trim(self._sync(), ranges)
         check(sct, sc, "trim")
         return lat
+
+    def write_zeroes(self, lba: int, nblocks: int, *, deallocate: bool = False) -> int:
+        """Zeroes blocks with NVMe Write Zeroes (no data crosses the link); `deallocate` lets the device trim them
+        instead (deallocated blocks read as zeroes). Returns the latency in ns."""
+        lba, nblocks = self._check_range("write zeroes", lba, nblocks)
+        total = 0
+        while nblocks > 0:
+            n = min(nblocks, 1 << 16)  # NLB is a 16-bit, 0-based field
+            sqe = bytearray(64)
+            sqe[0] = 0x08  # Write Zeroes
+            sqe[4:8] = (1).to_bytes(4, "little")  # namespace 1
+            sqe[40:48] = lba.to_bytes(8, "little")
+            sqe[48:52] = ((n - 1) | ((1 << 25) if deallocate else 0)).to_bytes(4, "little")
+
+            def submit(q: int, c: int, sqe: bytearray = sqe) -> None:
+                sqe[2:4] = c.to_bytes(2, "little")
+                self._dev.submit_raw(q, bytes(sqe), None)
+
+            total += self._one(submit, f"write zeroes LBA {lba}")
+            lba += n
+            nblocks -= n
+        return total
 
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
     def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
@@ -339,6 +407,10 @@ class Queue:
     def submit_read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> int:
         """Submits a read into `out` (None: timing only); returns the command id. The data is in `out` once the
         command completes."""
+        lba = _count("lba", lba, 0)
+        nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
+        if out is not None and isinstance(out, np.ndarray) and not out.flags.writeable:
+            raise InvalidArgument("out must be a writable array (it is read-only)")
         cid = self.dev._dev.next_cid(self.qid)
         self.dev._dev.submit_read(self.qid, cid, lba, nblocks, None if out is None else _as_u8(out))
         self._pending[cid] = ("read", lba)
@@ -346,13 +418,20 @@ class Queue:
 
     def submit_write(self, lba: int, data: Any = None, nblocks: Optional[int] = None, fua: bool = False) -> int:
         """Submits a write of `data` (None: timing only, `nblocks` blocks); returns the command id."""
+        lba = _count("lba", lba, 0)
         if data is None:
             if nblocks is None:
                 raise InvalidArgument("give data or nblocks")
             buf = None
         else:
             buf = _as_u8(data)
-            nblocks = buf.size // self.dev.lba_bytes
+            lb = self.dev.lba_bytes
+            if buf.size == 0 or buf.size % lb:
+                raise InvalidArgument(f"data must be a positive multiple of {lb} bytes, got {buf.size}")
+            if nblocks is not None and _count("nblocks", nblocks, 1) != buf.size // lb:
+                raise InvalidArgument(f"nblocks {nblocks} does not match data of {buf.size // lb} blocks")
+            nblocks = buf.size // lb
+        nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
         cid = self.dev._dev.next_cid(self.qid)
         self.dev._dev.submit_write(self.qid, cid, lba, nblocks, buf, fua)
         self._pending[cid] = ("write", lba)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nearflash._native import ConfigError, HostIoError, ImageError, InvalidArgument, NearflashError
+from nearflash._native import ConfigError, HostIoError, ImageError, InvalidArgument, NearflashError, SimulatorFault
 
 #: (status code type, status code) -> name, from the NVMe base specification.
 STATUS_NAMES = {
@@ -54,6 +54,7 @@ __all__ = [
     "InvalidArgument",
     "NearflashError",
     "NvmeError",
+    "SimulatorFault",
     "check",
     "status_name",
 ]

@@ -9,6 +9,7 @@ import struct
 import numpy as np
 import pytest
 
+import nearflash
 from nearflash import InvalidArgument
 from nearflash.issd import agent, data, kernels, lineitem
 
@@ -180,9 +181,10 @@ def test_bad_descriptors_complete_with_nvme_errors(dev, placed):
     assert raw(dev, LOAD, garbage[:10].copy(), True, cdw11=64)[:2] == (0, 0x04)  # buffer shorter than announced
     assert raw(dev, RUN, None, False, cdw10=7)[:2] == (0, 0x0C)  # nothing loaded in slot 7
     assert raw(dev, FETCH, np.zeros(8, np.uint8), False, cdw10=7)[:2] == (0, 0x0C)
-    # the Initiator surfaces device errors as exceptions; a kernel over the wrong data is one
-    with pytest.raises(InvalidArgument, match="device error"):
+    # the Initiator surfaces device errors as NvmeError with their status; a kernel over the wrong data is one
+    with pytest.raises(nearflash.NvmeError) as e:
         agent.run(dev, kernels.spec("scan"), placed["extents"]["text"], PAGE)
+    assert e.value.sct == 1 and e.value.sc >= 0xC0, "a command-specific status of the Agent"
     with pytest.raises(ValueError):
         agent.run(dev, kernels.spec("scan"), placed["extents"]["text"], PAGE, "teleport")
 

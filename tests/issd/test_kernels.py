@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nearflash import InvalidArgument
-from nearflash.issd import data, kernels, lineitem
+from nearflash.issd import columnar, data, kernels, lineitem
 
 PAGE = 4096
 
@@ -148,7 +148,16 @@ def inputs():
         "histogram": (kernels.spec("histogram"), data.pack_records(data.pixels(40, 50, seed=1), 3, 1024)),
         "linear_regression": (kernels.spec("linear_regression"), pts),
         "kmeans": (kernels.spec("kmeans", dim=2, centroids=cl[:3].tolist()), data.pack_records(cl, 8, 1024)),
+        "col_scan": col(kernels.spec("scan", conditions=[{"field": "l_partkey", "max": 20_000}])),
+        "col_filter_sum": col(kernels.spec("filter_sum")),
     }
+
+
+def col(row_spec):
+    """A columnar kernel and its input stream (row groups of 128 rows in 1 KiB pages)."""
+    records = lineitem.generate(rows=3000, page_size=None, comment_pool="compact")
+    spec = columnar.columnar(row_spec, 3000)
+    return spec, columnar.stream(spec, columnar.from_records(records, 1024), 1024)
 
 
 def strip(out):
@@ -163,7 +172,9 @@ def strip(out):
 def test_any_chunking_and_merge_order_gives_the_serial_answer(name, sizes, order):
     spec, buf = inputs()[name]
     serial = kernels.run(spec, buf, 1024, mode="serial")
-    parts = [kernels.map_chunk(spec, c, 1024, first) for first, c in kernels.chunks(buf, 1024, sizes)]
+    # columnar kernels map whole row groups (a page per named column)
+    unit = len(columnar.columns(spec, 1024)) if name.startswith("col_") else 1
+    parts = [kernels.map_chunk(spec, c, 1024, first) for first, c in kernels.chunks(buf, 1024, [n * unit for n in sizes])]
     order.shuffle(parts)
     out = kernels.reduce(spec, parts, 1024)
     assert strip(out) == strip({k: v for k, v in serial.items() if k in out})

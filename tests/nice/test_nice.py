@@ -72,6 +72,8 @@ def test_hostile_arguments(image, tmp_path):
     with pytest.raises(ImageError):
         nice.lookup(bad, "/note.txt")
     assert nice.learn_image(bad)["files"] == []
+    with pytest.raises(OSError):
+        nice.learn_image(tmp_path / "missing.img")
     odd = tmp_path / "odd.img"
     odd.write_bytes(b"x" * 5000)
     with pytest.raises(InvalidArgument):

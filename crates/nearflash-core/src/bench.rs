@@ -2,7 +2,7 @@
 //! a block size, a queue depth per job and a number of jobs (one queue pair each). Reports the device's virtual-time
 //! figures and the simulator's own speed (simulated I/Os per wall-clock second).
 
-use crate::ctrl::DataBuf;
+use crate::nvme::DataBuf;
 use crate::device::{Device, Report};
 use crate::engine::rng_stream;
 use crate::error::{Result, SimError};

@@ -1,5 +1,6 @@
-//! Simulator faults. Device faults (NVMe status codes, uncorrectable ECC) are completion values, not errors:
-//! an `Err` here means the simulation itself cannot go on (bad configuration, unreadable image, host I/O failure).
+//! Simulator errors. Device faults (NVMe status codes, uncorrectable ECC) are completion values, not errors: an
+//! `Err` here means a caller or the simulation itself cannot go on. Each variant keeps its kind, so that front ends
+//! map it onto their own (Python: one exception class per variant; host I/O errors are also `OSError`s).
 
 use thiserror::Error;
 
@@ -18,6 +19,27 @@ pub enum SimError {
     /// A caller broke an API contract (wrong buffer size, unknown queue id, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The model reached a state it cannot go on from (e.g. a plane with no free block left: GC could not keep up
+    /// with the configuration). A simulator fault, never turned into an NVMe status the host would see.
+    #[error("simulator fault: {0}")]
+    Fault(String),
+    /// A command a host library issued completed with an error status (`sct`, `sc`), named `status`.
+    #[error("{command}: {status} (SCT {sct:#x}, SC {sc:#04x})")]
+    Nvme { command: String, status: String, sct: u8, sc: u8 },
+}
+
+impl SimError {
+    /// The kind of error, as a stable word (what front ends map exception classes from).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SimError::Config(_) => "config",
+            SimError::Image(_) => "image",
+            SimError::Io(_) => "io",
+            SimError::InvalidArgument(_) => "invalid_argument",
+            SimError::Fault(_) => "fault",
+            SimError::Nvme { .. } => "nvme",
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, SimError>;

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum IssdError {
     /// A caller broke an API contract (unknown kernel, page size too small, empty key, bad regex...).
@@ -21,14 +21,21 @@ pub enum IssdError {
     /// A command completed with an NVMe error status (sct, sc) on the device.
     #[error("device error: {what} completed with {status}")]
     Device { what: String, status: String, sct: u8, sc: u8 },
-    /// The device simulation itself failed (configuration, host I/O).
-    #[error("simulation error: {0}")]
-    Sim(String),
+    /// The device simulation itself failed (configuration, image, host I/O, a simulator fault), with its kind.
+    #[error(transparent)]
+    Sim(#[from] nearflash_core::SimError),
 }
 
-impl From<nearflash_core::SimError> for IssdError {
-    fn from(e: nearflash_core::SimError) -> Self {
-        IssdError::Sim(e.to_string())
+/// Into the core's error kinds, for front ends: argument and data errors are the caller's, device errors keep
+/// their status, simulator errors their kind.
+impl From<IssdError> for nearflash_core::SimError {
+    fn from(e: IssdError) -> Self {
+        use nearflash_core::SimError as S;
+        match e {
+            IssdError::Sim(s) => s,
+            IssdError::Device { what, status, sct, sc } => S::Nvme { command: what, status, sct, sc },
+            other => S::InvalidArgument(other.to_string()),
+        }
     }
 }
 

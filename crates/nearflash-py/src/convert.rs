@@ -8,9 +8,15 @@ use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-/// `InvalidArgument` carrying `e`'s message.
+/// `InvalidArgument` carrying `e`'s message (for errors of plain argument conversions).
 pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     InvalidArgument::new_err(e.to_string())
+}
+
+/// The Python exception of an extension crate's error, keeping its kind (argument, device status, simulator fault,
+/// host I/O) through the core's error kinds.
+pub(crate) fn fail(e: impl Into<nearflash_core::SimError>) -> PyErr {
+    crate::errors::to_py(e.into())
 }
 
 /// The array's elements, borrowed when contiguous.

@@ -6,12 +6,12 @@ use crate::errors::to_py;
 use crate::extensions;
 use nearflash_core::bench::{self, Pattern, Workload};
 use nearflash_core::config::{load_preset, ConfigTree};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::ftl::FillPattern;
 use nearflash_core::image::Durability;
 use nearflash_core::nvme::{opcode, pages, Sqe, SQE_BYTES};
 use nearflash_core::{Device, DeviceOptions, SimError};
-use numpy::{PyReadonlyArray1, PyReadwriteArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
@@ -48,6 +48,27 @@ fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
     a.as_slice().map_err(|_| to_py(SimError::InvalidArgument("data must be a contiguous uint8 array".into())))
 }
 
+fn invalid(msg: String) -> PyErr {
+    to_py(SimError::InvalidArgument(msg))
+}
+
+/// A writable view of an output array (a read-only array is an error, not a panic).
+fn writable<'py>(a: &Bound<'py, PyArray1<u8>>, what: &str) -> PyResult<PyReadwriteArray1<'py, u8>> {
+    a.try_readwrite()
+        .map_err(|_| invalid(format!("{what} must be a writable array (it is read-only or already borrowed)")))
+}
+
+/// The block count of a Read or Write: one command carries 1 to 65,536 blocks (NLB is a 16-bit field + 1).
+fn check_nlb(nlb: u32) -> PyResult<()> {
+    if nlb == 0 || nlb > nearflash_core::nvme::MAX_NLB {
+        return Err(invalid(format!("nlb {nlb}: a command carries 1 to {} blocks", nearflash_core::nvme::MAX_NLB)));
+    }
+    Ok(())
+}
+
+/// Largest log page a host may fetch through `log_page` (the device's pages are far smaller).
+const MAX_LOG_PAGE_BYTES: usize = 16 << 20;
+
 #[pymethods]
 impl PyDevice {
     /// Creates a device: in directory `path` (an image) or in memory (`path` None).
@@ -71,6 +92,13 @@ impl PyDevice {
             })
             .map_err(to_py)?;
         Ok(PyDevice { inner: Some(dev) })
+    }
+
+    /// Repairs a damaged image in place; returns the JSON report (actions, unrecoverable, lost LBA ranges).
+    #[staticmethod]
+    fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+        let r = py.allow_threads(|| Device::repair(&path)).map_err(to_py)?;
+        Ok(serde_json::to_string(&r).expect("report serializes"))
     }
 
     /// Opens an existing image (recovering after a crash).
@@ -153,8 +181,23 @@ impl PyDevice {
 
     /// Submits a Read of `nlb` blocks into `out` (None: timing only).
     #[pyo3(signature = (qid, cid, slba, nlb, out = None))]
-    fn submit_read(&mut self, qid: u16, cid: u16, slba: u64, nlb: u32, out: Option<PyReadwriteArray1<'_, u8>>) -> PyResult<()> {
-        let mut out = out;
+    fn submit_read(
+        &mut self,
+        qid: u16,
+        cid: u16,
+        slba: u64,
+        nlb: u32,
+        out: Option<Bound<'_, PyArray1<u8>>>,
+    ) -> PyResult<()> {
+        check_nlb(nlb)?;
+        let mut out = out.as_ref().map(|a| writable(a, "out")).transpose()?;
+        let lba_bytes = device_mut(self)?.lba_bytes();
+        if let Some(a) = &out {
+            let n = a.as_array().len() as u64;
+            if n < u64::from(nlb) * lba_bytes {
+                return Err(invalid(format!("out holds {n} bytes, less than {nlb} blocks of {lba_bytes} B")));
+            }
+        }
         let data = match out.as_mut() {
             Some(a) => DataBuf::FromDevice(
                 a.as_slice_mut().map_err(|_| to_py(SimError::InvalidArgument("out must be a contiguous uint8 array".into())))?,
@@ -176,6 +219,14 @@ impl PyDevice {
         data: Option<PyReadonlyArray1<'_, u8>>,
         fua: bool,
     ) -> PyResult<()> {
+        check_nlb(nlb)?;
+        let lba_bytes = device_mut(self)?.lba_bytes();
+        if let Some(a) = &data {
+            let n = a.as_array().len() as u64;
+            if n != u64::from(nlb) * lba_bytes {
+                return Err(invalid(format!("data holds {n} bytes, not {nlb} blocks of {lba_bytes} B")));
+            }
+        }
         let buf = match data.as_ref() {
             Some(a) => DataBuf::ToDevice(bytes_of(a)?),
             None => DataBuf::None,
@@ -263,6 +314,9 @@ impl PyDevice {
 
     /// A log page (Get Log Page), `bytes` long.
     fn log_page(&mut self, lid: u8, bytes: usize) -> PyResult<Vec<u8>> {
+        if bytes == 0 || bytes > MAX_LOG_PAGE_BYTES {
+            return Err(invalid(format!("log page bytes {bytes}: allowed 1 to {MAX_LOG_PAGE_BYTES}")));
+        }
         let d = device_mut(self)?;
         let mut page = vec![0u8; bytes.max(4)];
         let dwords = (page.len() / 4 - 1) as u32;
@@ -347,7 +401,7 @@ impl PyDevice {
     /// Checks the FTL's invariants (every mapping entry's OOB names its LBA; valid counts match); raises if broken.
     fn verify(&mut self, py: Python<'_>) -> PyResult<()> {
         let d = device_mut(self)?;
-        py.allow_threads(|| d.core().ftl.check_consistency()).map_err(to_py)
+        py.allow_threads(|| d.check_consistency()).map_err(to_py)
     }
 
     fn checkpoint(&mut self) -> PyResult<()> {

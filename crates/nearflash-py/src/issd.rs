@@ -5,11 +5,11 @@
 //! contiguous; the GIL is released while computing. Errors raise `InvalidArgument`.
 
 mod agent;
+mod columnar;
 mod sim;
 
-pub use agent::build_extension;
 
-use crate::convert::{elements, err, rows_array, to_python};
+use crate::convert::{elements, err, fail, rows_array, to_python};
 use nearflash_issd::kernel::kmeans::run_kmeans;
 use nearflash_issd::kernel::{run_chunked, run_parallel, run_serial, Kernel, KernelSpec, Output, Partial, RunReport};
 use nearflash_issd::lineitem::{generate_pages, generate_records, CommentPool, Field, FieldKind, LineitemSpec};
@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 fn layout(page_size: usize) -> PyResult<PageLayout> {
-    PageLayout::new(page_size).map_err(err)
+    PageLayout::new(page_size).map_err(fail)
 }
 
 fn u8_array(py: Python<'_>, v: Vec<u8>) -> Bound<'_, PyArray1<u8>> {
@@ -56,7 +56,7 @@ fn lineitem<'py>(
         }
         None => py.allow_threads(|| generate_records(&spec)),
     }
-    .map_err(err)?;
+    .map_err(fail)?;
     Ok(u8_array(py, data))
 }
 
@@ -87,7 +87,7 @@ fn pack_records<'py>(
     page_size: usize,
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
     let (b, l) = (elements(&data), layout(page_size)?);
-    let out = py.allow_threads(|| pages::pack_records(l, &b, record_size)).map_err(err)?;
+    let out = py.allow_threads(|| pages::pack_records(l, &b, record_size)).map_err(fail)?;
     Ok(u8_array(py, out))
 }
 
@@ -95,7 +95,7 @@ fn pack_records<'py>(
 #[pyfunction]
 fn pack_lines<'py>(py: Python<'py>, text: &[u8], page_size: usize) -> PyResult<Bound<'py, PyArray1<u8>>> {
     let l = layout(page_size)?;
-    let out = py.allow_threads(|| pages::pack_lines(l, text)).map_err(err)?;
+    let out = py.allow_threads(|| pages::pack_lines(l, text)).map_err(fail)?;
     Ok(u8_array(py, out))
 }
 
@@ -107,7 +107,7 @@ fn unpack<'py>(
     page_size: usize,
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
     let (b, l) = (elements(&data), layout(page_size)?);
-    let out = py.allow_threads(|| pages::unpack(l, &b)).map_err(err)?;
+    let out = py.allow_threads(|| pages::unpack(l, &b)).map_err(fail)?;
     Ok(u8_array(py, out))
 }
 
@@ -130,7 +130,7 @@ fn regression_points(py: Python<'_>, n: usize, seed: u64) -> PyResult<Bound<'_, 
 /// A (height x width, 3) uint8 array of RGB pixels, row-major.
 #[pyfunction]
 fn pixels(py: Python<'_>, width: usize, height: usize, seed: u64) -> PyResult<Bound<'_, PyArray2<u8>>> {
-    let v = py.allow_threads(|| datagen::pixels(width, height, seed)).map_err(err)?;
+    let v = py.allow_threads(|| datagen::pixels(width, height, seed)).map_err(fail)?;
     rows_array(py, v, 3)
 }
 
@@ -143,7 +143,7 @@ fn cluster_points(
     clusters: usize,
     seed: u64,
 ) -> PyResult<Bound<'_, PyArray2<i32>>> {
-    let v = py.allow_threads(|| datagen::cluster_points(n, dim, clusters, seed)).map_err(err)?;
+    let v = py.allow_threads(|| datagen::cluster_points(n, dim, clusters, seed)).map_err(fail)?;
     let ints: Vec<i32> = v.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     rows_array(py, ints, dim)
 }
@@ -205,7 +205,7 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
     Ok(d)
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDict>> {
     let d = output_dict(py, &r.output)?;
     d.set_item("chunks", r.chunks)?;
     d.set_item("input_bytes", r.input_bytes)?;
@@ -217,7 +217,7 @@ fn report_dict<'py>(py: Python<'py>, r: &RunReport) -> PyResult<Bound<'py, PyDic
 
 /// The kernel of a JSON spec over pages of `page_size` bytes.
 fn built_kernel(spec: &str, page_size: usize) -> PyResult<Box<dyn Kernel>> {
-    KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(err)
+    KernelSpec::from_json(spec).and_then(|s| s.build(PageLayout::new(page_size)?)).map_err(fail)
 }
 
 /// Names of the kernels.
@@ -248,7 +248,7 @@ fn run<'py>(
             _ => None,
         })
         .ok_or_else(|| err(format!("mode {mode:?} is not 'parallel', 'chunked' or 'serial'")))?
-        .map_err(err)?;
+        .map_err(fail)?;
     report_dict(py, &r)
 }
 
@@ -263,7 +263,7 @@ fn map_chunk<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let kernel = built_kernel(spec, page_size)?;
     let b = elements(&chunk);
-    let p = py.allow_threads(|| kernel.map(Chunk::new(first_page, &b))).map_err(err)?;
+    let p = py.allow_threads(|| kernel.map(Chunk::new(first_page, &b))).map_err(fail)?;
     Ok(PyBytes::new(py, &p.encode()))
 }
 
@@ -279,7 +279,7 @@ fn reduce<'py>(py: Python<'py>, spec: &str, partials: Vec<Vec<u8>>, page_size: u
             }
             kernel.finish(acc)
         })
-        .map_err(err)?;
+        .map_err(fail)?;
     output_dict(py, &out)
 }
 
@@ -294,11 +294,11 @@ fn kmeans<'py>(
     max_iterations: usize,
     pages_per_chunk: usize,
 ) -> PyResult<Bound<'py, PyList>> {
-    let KernelSpec::KMeans(params) = KernelSpec::from_json(spec).map_err(err)? else {
+    let KernelSpec::KMeans(params) = KernelSpec::from_json(spec).map_err(fail)? else {
         return Err(err("kmeans needs a {\"kernel\": \"kmeans\", ...} spec"));
     };
     let (b, l) = (elements(&data), layout(page_size)?);
-    let run = py.allow_threads(|| run_kmeans(&params, l, &b, max_iterations, pages_per_chunk)).map_err(err)?;
+    let run = py.allow_threads(|| run_kmeans(&params, l, &b, max_iterations, pages_per_chunk)).map_err(fail)?;
     let steps = PyList::empty(py);
     for s in run.steps {
         steps.append(output_dict(py, &Output::Clusters(s))?)?;
@@ -309,16 +309,16 @@ fn kmeans<'py>(
 // ---- model ----
 
 fn profile(kernel: &str, overrides: Option<Vec<(String, f64)>>) -> PyResult<KernelProfile> {
-    model::profile(kernel).and_then(|p| p.with_overrides(&overrides.unwrap_or_default())).map_err(err)
+    model::profile(kernel).and_then(|p| p.with_overrides(&overrides.unwrap_or_default())).map_err(fail)
 }
 
 fn config(name: &str, n_ch: f64, overrides: Option<Vec<(String, f64)>>) -> PyResult<SystemConfig> {
-    let c = model::fig7(Fig7Config::from_name(name).map_err(err)?, n_ch);
-    c.with_overrides(&overrides.unwrap_or_default()).map_err(err)
+    let c = model::fig7(Fig7Config::from_name(name).map_err(fail)?, n_ch);
+    c.with_overrides(&overrides.unwrap_or_default()).map_err(fail)
 }
 
 fn energy_params(overrides: Option<Vec<(String, f64)>>) -> PyResult<EnergyParams> {
-    EnergyParams::default().with_overrides(&overrides.unwrap_or_default()).map_err(err)
+    EnergyParams::default().with_overrides(&overrides.unwrap_or_default()).map_err(fail)
 }
 
 /// A model result as Python objects; a model error raises `InvalidArgument`.
@@ -326,7 +326,7 @@ fn model_result<'py, T: serde::Serialize>(
     py: Python<'py>,
     r: nearflash_issd::error::Result<T>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    to_python(py, &r.map_err(err)?)
+    to_python(py, &r.map_err(fail)?)
 }
 
 /// Configuration names of Fig. 7.
@@ -409,6 +409,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(model_study, &sub)?)?;
     sub.add_function(wrap_pyfunction!(model_figure, &sub)?)?;
     agent::register(&sub)?;
+    columnar::register(&sub)?;
     sim::register(&sub)?;
     m.add_submodule(&sub)?;
     Ok(())

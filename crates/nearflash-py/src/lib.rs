@@ -10,6 +10,8 @@ mod errors;
 mod extensions;
 mod issd;
 mod nice;
+mod ndsearch;
+mod programs;
 mod recssd;
 
 #[pymodule]
@@ -23,5 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     recssd::register(m)?;
     issd::register(m)?;
     nice::register(m)?;
+    ndsearch::register(m)?;
+    programs::register(m)?;
     Ok(())
 }

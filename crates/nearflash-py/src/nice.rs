@@ -6,11 +6,11 @@ use nearflash_nice::learner::Learner;
 use nearflash_nice::reader::Ext4Reader;
 use nearflash_nice::source::MemDisk;
 use nearflash_nice::NiceError;
-use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
 
 use crate::convert::{err, to_python};
-use crate::errors::{HostIoError, ImageError};
+use crate::errors::ImageError;
 
 fn to_py(e: NiceError) -> PyErr {
     match e {
@@ -32,7 +32,7 @@ fn image(path: &str, sector_size: u32) -> PyResult<Vec<u8>> {
     if sector_size < 512 || !sector_size.is_power_of_two() || sector_size > 65536 {
         return Err(err(format!("sector_size {sector_size}: a power of two in 512..=65536")));
     }
-    let b = std::fs::read(path).map_err(|e| HostIoError::new_err(format!("{path}: {e}")))?;
+    let b = std::fs::read(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     if b.is_empty() || b.len() % sector_size as usize != 0 {
         return Err(err(format!("image {path}: {} bytes is not whole {sector_size}-byte sectors", b.len())));
     }

@@ -4,7 +4,6 @@
 
 mod host;
 
-pub use host::build_extension;
 
 use std::collections::HashMap;
 

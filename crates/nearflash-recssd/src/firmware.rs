@@ -18,14 +18,14 @@
 use crate::entries::{EntryPool, RequestKey};
 use crate::ftl_loop::{plan_round_robin, FlashPort, PendingRequest};
 use crate::fw_costs::FirmwareCosts;
-use crate::ndp_command::{is_ndp, NdpFault};
+use crate::ndp_command::{is_ndp, NdpFault, NDP_FLAG_BIT};
 use crate::ndp_exec::{ExecError, SlsRequest};
 use crate::ndp_wire::{split_request_slba, NdpConfig, WireLimits};
 use crate::page_buffer::PageBuffer;
 use crate::params::RecssdParams;
 use crate::ssd_cache::{CacheStats, SsdEmbeddingCache};
 use crate::table_dir::{TableDescriptor, TableDirectory};
-use nearflash_core::ctrl::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement};
 use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
@@ -64,6 +64,8 @@ pub struct FirmwareStats {
     pub host_reads: u64,
     pub host_read_pages_from_buffer: u64,
     pub host_read_pages_from_flash: u64,
+    /// SSD-cache rows dropped because the host wrote or trimmed where they are stored.
+    pub cache_rows_invalidated: u64,
 }
 
 /// The extension.
@@ -99,6 +101,15 @@ impl RecssdFirmware {
             stats: FirmwareStats::default(),
             faults: Default::default(),
         }
+    }
+
+    /// Drops SSD-cache rows stored in LBAs `[first, first + n)`: the host overwrote or trimmed them with ordinary
+    /// commands, so a cached copy would be stale. Returns the entries dropped. (The page buffer needs no such
+    /// call: its entries remember their physical addresses and a moved page no longer matches.)
+    /// Called from `Extension::observe` for completed standard writes and trims.
+    pub fn invalidate_lbas(&mut self, first: u64, n: u64) -> u64 {
+        let Some(cache) = self.cache.as_mut() else { return 0 };
+        self.tables.rows_in_lbas(first, n).into_iter().map(|(table, rows)| cache.invalidate_rows(table, rows)).sum()
     }
 
     /// The parameters in force (after attach).
@@ -351,7 +362,7 @@ impl RecssdFirmware {
             let first = lpage * spp;
             let n = (first + spp).min(ctx.lbas()) - first;
             let take = (first + n).min(end) - lba;
-            let psas = (0..n).map(|k| ctx.physical_of(first + k)).collect::<Option<Vec<u64>>>();
+            let psas = (0..n).map(|k| sector_address(ctx, first + k)).collect::<Option<Vec<u64>>>();
             let hit = psas.as_deref().and_then(|p| self.buffer.lookup(lpage, p, want_data)).map(|h| {
                 if let Some(d) = h.data {
                     page[..d.len()].copy_from_slice(d);
@@ -419,7 +430,7 @@ impl FlashPort for CtxPort<'_, '_> {
         self.ctx.flash_read(lba, nlb, ready, out).map(|r| r.done)
     }
     fn physical(&self, lba: u64, nlb: u32) -> Option<Vec<u64>> {
-        (lba..lba + u64::from(nlb)).map(|l| self.ctx.physical_of(l)).collect()
+        (lba..lba + u64::from(nlb)).map(|l| sector_address(self.ctx, l)).collect()
     }
     fn ftl_core(&mut self, ready: Time, instructions: f64) -> Time {
         self.ctx.firmware_on(self.core, ready, instructions)
@@ -450,17 +461,25 @@ impl Extension for RecssdFirmware {
         self.buffer = PageBuffer::new(dies as u32, p.page_buffer_pages_per_die as usize);
         self.entries = EntryPool::new(p.pending_entries as usize);
         self.costs = FirmwareCosts::new(&p, ns_per_instruction);
-        ctx.claim_opcode(p.register_opcode as u8)?;
+        ctx.claim_opcode(p.register_opcode)?;
+        // NDP commands are Reads and Writes flagged in CDW12; with serve_host_reads every Read is the firmware's.
+        let flag = Intercept::Flag { opcode: opcode::READ, dword: 12, mask: 1 << NDP_FLAG_BIT };
+        ctx.intercept(if p.serve_host_reads { Intercept::Opcode(opcode::READ) } else { flag })?;
+        ctx.intercept(Intercept::Flag { opcode: opcode::WRITE, dword: 12, mask: 1 << NDP_FLAG_BIT })?;
+        if p.ssd_cache {
+            ctx.observe(); // host writes and trims to a table drop its cached rows
+        }
         self.params = p;
         Ok(())
     }
 
-    fn intercepts(&self, sqe: &Sqe) -> bool {
-        is_ndp(sqe) || (self.params.serve_host_reads && sqe.opcode == opcode::READ)
+    fn observe(&mut self, event: &HostEvent) {
+        let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
+        self.stats.cache_rows_invalidated += self.invalidate_lbas(slba, nlb);
     }
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
-        if sqe.opcode == self.params.register_opcode as u8 {
+        if sqe.opcode == self.params.register_opcode {
             self.register(ctx, data)
         } else if is_ndp(sqe) && sqe.opcode == opcode::WRITE {
             self.config(ctx, sqe, data)
@@ -493,5 +512,27 @@ impl Extension for RecssdFirmware {
                 "hits": buffer.hits, "misses": buffer.misses, "stale": self.buffer.stale(),
             },
         })
+    }
+}
+
+/// The physical sector address of an LBA's current copy, if it is on flash.
+fn sector_address(ctx: &ExecCtx<'_>, lba: u64) -> Option<u64> {
+    match ctx.placement(lba) {
+        Ok(Placement::Flash { addr, slot }) => Some(addr.ppn * u64::from(ctx.geometry().sectors_per_page) + u64::from(slot)),
+        _ => None,
+    }
+}
+
+inventory::submit! {
+    nearflash_core::ext::Registration {
+        name: NAME,
+        about: "RecSSD (ASPLOS'21): SparseLengthsSum inside the FTL, SSD-side embedding cache",
+        build: |overrides, cfg| {
+            let config = |e: crate::params::ParamError| nearflash_core::SimError::Config(format!("recssd: {e}"));
+            // Resolved against the device's preset now, so that bad overrides fail before anything is attached.
+            let mut p = RecssdParams::from_section(cfg.ext.get(NAME).and_then(|v| v.as_table())).map_err(config)?;
+            p.apply_json(overrides).map_err(config)?;
+            Ok(Box::new(RecssdFirmware::new(overrides.clone())))
+        },
     }
 }

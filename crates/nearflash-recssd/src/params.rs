@@ -14,27 +14,27 @@ nearflash_core::ext_params! {
     pub struct RecssdParams {
         // --- pending-SLS-request buffer and pairing ------------------------------------------------------------------
         /// Entries of the pending-SLS-request buffer (concurrent NDP requests).
-        pending_entries: Count = 8, "count", "RecSSD artifact trans_buffer.h TRANS_BUF_ENTRY_NUM = 8; digest 'Config buffer 1 MB; 8 in-flight entries'";
+        pending_entries: Int = 8 in 1..=4096, "count", "RecSSD artifact trans_buffer.h TRANS_BUF_ENTRY_NUM = 8; digest 'Config buffer 1 MB; 8 in-flight entries'";
         /// Controller core running the FTL polling loop (config processing and Translation are synchronous on it).
-        ftl_core: Count = 0, "count", "paper 6.1: Translation is 'synchronously tightly-coupled with the IO scheduling' of the FTL loop; GreedyFTL runs that loop on one A9 core";
+        ftl_core: Int = 0 in 0..=255, "count", "paper 6.1: Translation is 'synchronously tightly-coupled with the IO scheduling' of the FTL loop; GreedyFTL runs that loop on one A9 core";
         /// SLBA modulus separating table start and request id.
-        request_modulus: Count = 1000, "count", "RecSSD artifact nvme_io_cmd.c: tableSLBA = curSect / 1000 * 1000, requestID = curSect % 1000";
+        request_modulus: Int = 1000 in 1..=1000000000, "count", "RecSSD artifact nvme_io_cmd.c: tableSLBA = curSect / 1000 * 1000, requestID = curSect % 1000";
         /// Vendor I/O opcode of the table-registration command (the firmware's table directory).
-        register_opcode: Count = 0xE1, "count", "assumed: a vendor-specific I/O opcode (0x80-0xFF); the artifact hard-codes its table geometry instead";
+        register_opcode: Opcode = 0xE1, "opcode", "assumed: a vendor-specific I/O opcode (0x80-0xFF); the artifact hard-codes its table geometry instead";
         // --- GreedyFTL data buffer -------------------------------------------------------------------------------------
         /// LRU data-buffer entries (16 KiB flash pages) per die.
-        page_buffer_pages_per_die: Count = 10, "count", "Cosmos+ GreedyFTL lru_buffer.h (RecSSD artifact): BUF_ENTRY_NUM_PER_DIE = 10";
+        page_buffer_pages_per_die: Int = 10 in 0..=1000000, "count", "Cosmos+ GreedyFTL lru_buffer.h (RecSSD artifact): BUF_ENTRY_NUM_PER_DIE = 10";
         /// Serve ordinary host Reads through the same whole-page LRU buffer, as GreedyFTL's LRUBufRead does.
         serve_host_reads: Bool = true, "bool", "RecSSD artifact nvme_io_cmd.c: plain reads go to LRUBufRead, which reads whole 16 KB pages into the LRU buffer (paper 6.1: 'the SSD page cache will hold pages')";
         // --- SSD-side embedding cache ----------------------------------------------------------------------------------
         /// Direct-mapped embedding cache in controller DRAM on/off.
         ssd_cache: Bool = true, "bool", "paper 4.2 'SSD-side DRAM Caching'";
         /// log2 of the cache's entries.
-        cache_index_bits: Count = 20, "count", "RecSSD artifact trans_buffer.c: cache_index = fullindex & ((1 << 20) - 1)";
+        cache_index_bits: Int = 20 in 1..=32, "count", "RecSSD artifact trans_buffer.c: cache_index = fullindex & ((1 << 20) - 1)";
         /// Tag bits per entry (footprint).
-        cache_tag_bits: Count = 12, "count", "RecSSD artifact trans_buffer.c: tag = (fullindex >> 20) & 0xFFF";
+        cache_tag_bits: Int = 12 in 0..=32, "count", "RecSSD artifact trans_buffer.c: tag = (fullindex >> 20) & 0xFFF";
         /// Low key bits holding the table id.
-        cache_table_bits: Count = 5, "count", "RecSSD artifact trans_buffer.c: fullindex = embeddingID << 5 | tableID";
+        cache_table_bits: Int = 5 in 0..=16, "count", "RecSSD artifact trans_buffer.c: fullindex = embeddingID << 5 | tableID";
         /// Row payload per entry.
         cache_payload: Bytes = 128, "B", "RecSSD artifact trans_buffer.h: embedding_bytes of one dim-32 fp32 row";
         // --- FTL CPU (ARM A9) costs --------------------------------------------------------------------------------------
@@ -97,15 +97,15 @@ nearflash_core::ext_params! {
         /// Dense (MLP, interaction, GRU) FLOPs per host cycle per core.
         host_mlp_flops_per_cycle: Real = 8, "ops/cycle", "assumed: a quarter of Skylake's AVX2 FMA peak (32 FLOP/cycle), typical of Caffe2 FC at batch <= 64";
         /// Host cores running the dense part of one batch.
-        host_mlp_cores: Count = 1, "count", "RecSSD artifact dlrm_s_caffe2.py: one run instance, inter_op_workers 1";
+        host_mlp_cores: Int = 1 in 1..=1024, "count", "RecSSD artifact dlrm_s_caffe2.py: one run instance, inter_op_workers 1";
         /// Rows per table in the baseline's fully associative host LRU.
-        host_lru_rows: Count = 2000, "count", "paper 5: 'host-side DRAM caches store up to 2K entries per embedding table'; artifact LRU(2000)";
+        host_lru_rows: Int = 2000 in 0..=1000000000, "count", "paper 5: 'host-side DRAM caches store up to 2K entries per embedding table'; artifact LRU(2000)";
         /// Rows per table in RecSSD's static partition.
-        host_partition_rows: Count = 2000, "count", "paper 5 and 6.3: up to 2K entries per table; artifact keeps the 2,000 most frequent ids";
+        host_partition_rows: Int = 2000 in 0..=1000000000, "count", "paper 5 and 6.3: up to 2K entries per table; artifact keeps the 2,000 most frequent ids";
         /// SLS workers (= I/O queue pairs) of the pipelined runs.
-        sls_workers: Count = 8, "count", "paper 4.2: SLS workers matched to the driver's I/O queues; artifact load_instances = 8, qcount = 8";
+        sls_workers: Int = 8 in 1..=1024, "count", "paper 4.2: SLS workers matched to the driver's I/O queues; artifact load_instances = 8, qcount = 8";
         /// Reads a baseline worker keeps in flight.
-        baseline_queue_depth: Count = 1, "count", "RecSSD artifact unvme_read_embedding: one synchronous unvme_read per missing embedding";
+        baseline_queue_depth: Int = 1 in 1..=65536, "count", "RecSSD artifact unvme_read_embedding: one synchronous unvme_read per missing embedding";
     }
 }
 
@@ -132,18 +132,6 @@ impl RecssdParams {
 
     fn validate(&self) -> Result<(), ParamError> {
         let bad = |name: &str, why: &str| Err(ParamError::Invalid { name: name.into(), why: why.into() });
-        if self.pending_entries < 1.0 {
-            return bad("pending_entries", "must be >= 1");
-        }
-        if self.request_modulus < 1.0 || self.request_modulus.fract() != 0.0 {
-            return bad("request_modulus", "must be a positive integer");
-        }
-        if !(128.0..=255.0).contains(&self.register_opcode) {
-            return bad("register_opcode", "must be a vendor-specific I/O opcode (0x80-0xFF)");
-        }
-        if self.sls_workers < 1.0 || self.baseline_queue_depth < 1.0 || self.host_mlp_cores < 1.0 {
-            return bad("sls_workers", "workers, queue depth and MLP cores must be >= 1");
-        }
         if self.host_sum_floats_per_cycle <= 0.0 || self.host_mlp_flops_per_cycle <= 0.0 || self.host_dram_sls_bandwidth <= 0.0 {
             return bad("host_mlp_flops_per_cycle", "rates must be positive");
         }
@@ -168,13 +156,13 @@ mod tests {
     #[test]
     fn defaults_are_in_canonical_units() {
         let p = RecssdParams::default();
-        assert_eq!(p.pending_entries, 8.0);
+        assert_eq!(p.pending_entries, 8);
         assert_eq!(p.uncached_load, 60.0); // ns
         assert_eq!(p.device_register_access, 200.0);
         assert_eq!(p.host_dram_sls_bandwidth, 1e9); // B/s
         assert_eq!(p.cache_payload, 128.0);
         assert!(p.serve_host_reads && p.ssd_cache);
-        assert_eq!(p.register_opcode, 225.0);
+        assert_eq!(p.register_opcode, 0xE1);
         assert_eq!(p.cache_config(), crate::ssd_cache::SsdCacheConfig::default());
     }
 
@@ -188,7 +176,7 @@ mod tests {
         assert!((p.uncached_load - 90.0).abs() < 1e-9);
         assert!(!p.ssd_cache);
         p.apply_json(&serde_json::json!({"pending_entries": 4, "ssd_cache": true})).unwrap();
-        assert_eq!(p.pending_entries, 4.0);
+        assert_eq!(p.pending_entries, 4);
         assert!(p.ssd_cache);
         assert!(matches!(p.set("nope", &serde_json::json!(1)), Err(ParamError::Unknown(_))));
         assert!(p.set("pending_entries", &serde_json::json!(0)).is_err());

@@ -186,6 +186,36 @@ impl DirectMappedTags {
     pub fn clear(&mut self) {
         self.tags.fill(0);
     }
+
+    /// Drops the cached rows `rows` of `table` (the host overwrote or trimmed where they are stored); returns
+    /// how many entries held one. Walks the rows, or the entries when the range is longer than the cache.
+    pub fn invalidate_rows(&mut self, table: u32, rows: std::ops::Range<u64>) -> u64 {
+        let mut dropped = 0;
+        if rows.end.saturating_sub(rows.start) <= self.tags.len() as u64 {
+            for row in rows {
+                if let Ok((i, tag)) = self.slot(table, row) {
+                    if self.tags[i] == tag + 1 {
+                        self.tags[i] = 0;
+                        dropped += 1;
+                    }
+                }
+            }
+            return dropped;
+        }
+        let (ib, tb) = (self.cfg.index_bits, self.cfg.table_bits);
+        for (i, t) in self.tags.iter_mut().enumerate() {
+            if *t == 0 {
+                continue;
+            }
+            let key = ((*t - 1) << ib) | i as u64;
+            let (entry_table, row) = ((key & ((1u64 << tb) - 1)) as u32, key >> tb);
+            if entry_table == table && rows.contains(&row) {
+                *t = 0;
+                dropped += 1;
+            }
+        }
+        dropped
+    }
 }
 
 /// The cache with row payloads.
@@ -224,6 +254,11 @@ impl SsdEmbeddingCache {
     pub fn probe(&mut self, table: u32, row: u64, dim: usize) -> Result<Option<&[f32]>, CacheError> {
         self.check_len(dim)?;
         Ok(self.tags.probe(table, row)?.map(|i| &self.payload[i * self.payload_floats..i * self.payload_floats + dim]))
+    }
+
+    /// Drops the cached rows `rows` of `table`; see [`DirectMappedTags::invalidate_rows`].
+    pub fn invalidate_rows(&mut self, table: u32, rows: std::ops::Range<u64>) -> u64 {
+        self.tags.invalidate_rows(table, rows)
     }
 
     /// Stores a row read from flash.
@@ -267,6 +302,28 @@ mod tests {
         let sets: std::collections::HashSet<usize> = (0..7812u64).map(|l| t.slot(0, l * 128).unwrap().0).collect();
         assert_eq!(sets.len(), 256);
         assert_eq!(SsdCacheConfig::default().footprint_bytes(), (1 << 20) * (128 + 4));
+    }
+
+    #[test]
+    fn invalidation_drops_exactly_the_rows_of_the_range_by_rows_or_by_entries() {
+        // 256 entries, key = row << 2 | table: rows 0..40 of two tables fit without conflicts.
+        let cfg = SsdCacheConfig { index_bits: 8, table_bits: 2, ..Default::default() };
+        let mut c = SsdEmbeddingCache::new(cfg).unwrap();
+        for row in 0..40u64 {
+            c.fill(1, row, &[row as f32; 4]).unwrap();
+            c.fill(2, row, &[-(row as f32); 4]).unwrap();
+        }
+        // A short range walks its rows; a range longer than the cache walks the entries.
+        assert_eq!(c.invalidate_rows(1, 10..13), 3);
+        assert_eq!(c.invalidate_rows(2, 5..1_000), 35);
+        for row in 0..40u64 {
+            let cached1 = c.probe(1, row, 4).unwrap().is_some();
+            assert_eq!(cached1, !(10..13).contains(&row), "table 1 row {row}");
+            let cached2 = c.probe(2, row, 4).unwrap().map(<[f32]>::to_vec);
+            assert_eq!(cached2, (row < 5).then(|| vec![-(row as f32); 4]), "table 2 row {row}");
+        }
+        assert_eq!(c.invalidate_rows(2, 5..1_000), 0, "already dropped");
+        assert_eq!(c.invalidate_rows(3, 0..u64::MAX), 0, "a table with nothing cached");
     }
 
     #[test]

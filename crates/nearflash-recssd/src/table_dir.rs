@@ -143,6 +143,28 @@ impl TableDirectory {
         self.by_start.get(&start_lba)
     }
 
+    /// The rows stored in LBAs `[first, first + n)`: (table id, row range) per registered table overlapping it.
+    /// Whole flash pages count (a row shares its page with its neighbours), so the ranges may include a few rows
+    /// beside the LBAs, never miss one.
+    pub fn rows_in_lbas(&self, first: u64, n: u64) -> Vec<(u32, std::ops::Range<u64>)> {
+        let end = first.saturating_add(n);
+        let mut out = Vec::new();
+        for d in self.by_start.values() {
+            let l = &d.layout;
+            let (a, b) = (first.max(l.start_lba()), end.min(l.end_lba()));
+            if a >= b {
+                continue;
+            }
+            let per = l.lbas_per_page();
+            let (p0, p1) = ((a - l.start_lba()) / per, (b - 1 - l.start_lba()) / per);
+            let rows = l.rows_on_page(p0).start..l.rows_on_page(p1).end;
+            if !rows.is_empty() {
+                out.push((d.table_id, rows));
+            }
+        }
+        out
+    }
+
     /// Registered tables.
     pub fn len(&self) -> usize {
         self.by_start.len()
@@ -198,5 +220,21 @@ mod tests {
         dir.register(desc(0, 0, 10, RowData::Generated { seed: 1 }), 1 << 20, 1000).unwrap(); // re-register
         assert_eq!(dir.len(), 2);
         assert!(dir.get(0).unwrap().generator().is_some());
+    }
+
+    #[test]
+    fn rows_in_lbas_covers_whole_pages_of_each_overlapping_table() {
+        let mut dir = TableDirectory::default();
+        // 128-B rows: 128 rows per 16 KiB page, 4 LBAs per page; 1000 rows = 8 pages = LBAs [0, 32).
+        dir.register(desc(0, 0, 1000, RowData::Stored), 1 << 20, 1000).unwrap();
+        dir.register(desc(5, 1000, 300, RowData::Stored), 1 << 20, 1000).unwrap();
+        assert_eq!(dir.rows_in_lbas(0, 1), vec![(0, 0..128)]);
+        assert_eq!(dir.rows_in_lbas(5, 4), vec![(0, 128..384)], "LBAs 5..9 touch pages 1 and 2");
+        assert_eq!(dir.rows_in_lbas(28, 4), vec![(0, 896..1000)], "the last page is partly filled");
+        assert_eq!(dir.rows_in_lbas(32, 968), vec![], "between the tables");
+        assert_eq!(dir.rows_in_lbas(30, 974), vec![(0, 896..1000), (5, 0..128)]);
+        assert_eq!(dir.rows_in_lbas(30, 975), vec![(0, 896..1000), (5, 0..256)]);
+        assert_eq!(dir.rows_in_lbas(0, u64::MAX), vec![(0, 0..1000), (5, 0..300)]);
+        assert_eq!(dir.rows_in_lbas(u64::MAX - 1, 5), vec![]);
     }
 }

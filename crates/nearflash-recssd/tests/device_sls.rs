@@ -3,7 +3,7 @@
 //! timing shows the paper's mechanisms (parallel page reads for NDP, the page buffer for sequential lookups).
 
 use nearflash_core::config::load_preset;
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::nvme::{Sqe, Status};
 use nearflash_core::{Device, DeviceOptions};
 use nearflash_recssd::firmware::RecssdFirmware;

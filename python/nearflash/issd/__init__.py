@@ -4,13 +4,13 @@ seeded kernel inputs, and the paper's analytic performance/energy model. The Rus
 ``nearflash._native.issd`` (crate ``nearflash-issd``).
 
 Submodules: :mod:`~nearflash.issd.lineitem` (generation, numpy decoding), :mod:`~nearflash.issd.kernels`
-(specs, host runs, Map/Reduce steps), :mod:`~nearflash.issd.data` (text, points, pixels),
+(specs, host runs, Map/Reduce steps), :mod:`~nearflash.issd.columnar` (lineitem in columnar pages), :mod:`~nearflash.issd.data` (text, points, pixels),
 :mod:`~nearflash.issd.model` (Eq. 1-2, energy, partitioning, Fig. 7-10), :mod:`~nearflash.issd.agent` (the Agent
 on a device and the Initiator's strategies), :mod:`~nearflash.issd.sim` (execution-driven studies beside Eq. 1),
 and ``experiments`` (``nearflash experiment issd fig7|fig8|fig9|fig10|prototype``).
 """
 
-from nearflash.issd import agent, data, kernels, lineitem, model, sim
+from nearflash.issd import agent, columnar, data, kernels, lineitem, model, sim
 from nearflash.issd.kernels import KERNEL_NAMES, run, spec
 
-__all__ = ["KERNEL_NAMES", "agent", "data", "kernels", "lineitem", "model", "run", "sim", "spec"]
+__all__ = ["KERNEL_NAMES", "agent", "columnar", "data", "kernels", "lineitem", "model", "run", "sim", "spec"]

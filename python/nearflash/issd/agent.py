@@ -61,8 +61,8 @@ def run(
     chunk_pages: Optional[int] = None,
     agent_params: Optional[dict] = None,
 ) -> dict:
-    """Runs a job with a strategy; ``agent_params`` must be the ones the Agent was attached with (opcodes,
-    per-kernel costs) when they differ from the defaults."""
+    """Runs a job with a strategy. The Initiator uses the parameters the attached Agent resolved (opcodes,
+    per-kernel costs); ``agent_params`` only matters on a device without the Agent (conventional runs)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: one of {STRATEGIES}")
     s = spec if isinstance(spec, str) else json.dumps(spec)

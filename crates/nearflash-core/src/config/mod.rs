@@ -6,7 +6,7 @@ mod schema;
 mod tree;
 pub mod units;
 
-pub use ext_params::{parse_bool, parse_number, ExtParams, ParamError};
+pub use ext_params::{check_range, parse_bool, parse_choice, parse_int, parse_number, parse_opcode, ExtParams, ParamError};
 pub use presets::{load_preset, preset_names, preset_text};
 pub use schema::*;
 pub use tree::{ConfigTree, ParamDoc};

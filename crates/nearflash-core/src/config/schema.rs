@@ -44,6 +44,9 @@ pub struct NandConfig {
     pub t_cache_xfer: Nanos,
     pub multi_plane: Flag,
     pub cache_read: Flag,
+    /// interleave (a read's command cycles slip between data bursts, charged as latency) | data_first (MQSim: the
+    /// command cycles are booked on the channel, so a new read waits until no data-out is in progress).
+    pub channel_arbitration: Choice,
     /// Rated program/erase cycles, used by the wear term of the bit-error model.
     pub endurance: Count,
 }
@@ -102,6 +105,9 @@ pub struct FtlConfig {
     pub write_buffer: Bytes,
     /// Firmware instructions for one mapping-table update or lookup (charged to the controller cores).
     pub map_instructions: Real,
+    /// Blocks per plane set aside for firmware extensions' physical-address storage (the last blocks of each
+    /// plane); the FTL never allocates, collects or maps them. Absent: none.
+    pub ext_reserved_blocks: Option<Count>,
 }
 
 /// Controller: embedded cores, DRAM and firmware costs.
@@ -351,11 +357,6 @@ impl DeviceConfig {
         if spp > 32 {
             return bad(format!("a page holds {spp} sectors; at most 32 are supported"));
         }
-        // OOB record: sequence number + per-sector LPN and checksum + extension spare bytes (see ftl::oob).
-        let oob_need = crate::ftl::oob::stride(spp as usize) as u64;
-        if n.oob_size.0 < oob_need {
-            return bad(format!("nand.oob_size {} B is too small: {} sectors per page need {oob_need} B", n.oob_size.0, spp));
-        }
         if n.pages_per_block.0 > u64::from(u16::MAX) {
             return bad("nand.pages_per_block must be below 65536".into());
         }
@@ -372,7 +373,14 @@ impl DeviceConfig {
         }
         // Each plane keeps a host frontier, a GC frontier and the GC reserve; the hidden capacity must cover them
         // or GC cannot make progress at 100% logical fill.
-        let blocks = n.blocks_per_plane.0;
+        let reserved = self.reserved_blocks_per_plane();
+        if reserved >= n.blocks_per_plane.0 {
+            return bad(format!(
+                "ftl.ext_reserved_blocks {reserved} must be below nand.blocks_per_plane {}",
+                n.blocks_per_plane.0
+            ));
+        }
+        let blocks = n.blocks_per_plane.0 - reserved;
         let hidden = blocks as f64 * op;
         let need = (f.gc_stop_free_blocks.0 + 2) as f64;
         if hidden < need {
@@ -382,7 +390,13 @@ impl DeviceConfig {
             ));
         }
         if blocks <= need as u64 + 1 {
-            return bad(format!("nand.blocks_per_plane {blocks} is too small for the GC reserve"));
+            return bad(format!(
+                "{blocks} blocks per plane for the FTL (nand.blocks_per_plane less ftl.ext_reserved_blocks) are too \
+                 few for the GC reserve"
+            ));
+        }
+        if !matches!(n.channel_arbitration.0.as_str(), "interleave" | "data_first") {
+            return bad(format!("nand.channel_arbitration {:?}: expected interleave or data_first", n.channel_arbitration.0));
         }
         if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
             return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));
@@ -392,14 +406,6 @@ impl DeviceConfig {
         }
         if !matches!(f.gc_pacing.0.as_str(), "incremental" | "blocking") {
             return bad(format!("ftl.gc_pacing {:?}: expected incremental or blocking", f.gc_pacing.0));
-        }
-        let floor = crate::ftl::gc::FREE_FLOOR;
-        if f.gc_pacing.0 == "incremental" && f.gc_start_free_blocks.0 <= u64::from(floor) {
-            return bad(format!(
-                "ftl.gc_start_free_blocks {} must be above {floor} with ftl.gc_pacing incremental (a block for the host \
-                 frontier, one for the GC frontier, and one of slack); raise it or set ftl.gc_pacing blocking",
-                f.gc_start_free_blocks.0
-            ));
         }
         if !matches!(f.mapping.0.as_str(), "dram" | "demand") {
             return bad(format!("ftl.mapping {:?}: expected dram or demand", f.mapping.0));
@@ -460,10 +466,15 @@ impl DeviceConfig {
         self.physical_pages() * self.sectors_per_page()
     }
 
-    /// Logical sectors exported to the host: a whole number of page groups per plane.
+    /// Blocks per plane reserved for extensions (`ftl.ext_reserved_blocks`).
+    pub fn reserved_blocks_per_plane(&self) -> u64 {
+        self.ftl.ext_reserved_blocks.map_or(0, |c| c.0)
+    }
+
+    /// Logical sectors exported to the host: a whole number of page groups per plane, from the blocks the FTL owns.
     pub fn logical_sectors(&self) -> u64 {
         let spp = self.sectors_per_page();
-        let per_plane_groups = (self.nand.blocks_per_plane.0 as f64
+        let per_plane_groups = ((self.nand.blocks_per_plane.0 - self.reserved_blocks_per_plane()) as f64
             * self.nand.pages_per_block.0 as f64
             * (1.0 - self.ftl.over_provisioning.0))
             .floor() as u64;

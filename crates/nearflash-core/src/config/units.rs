@@ -134,6 +134,10 @@ fn numeric<E: de::Error>(raw: &RawParam, want: Dimension) -> Result<f64, E> {
     if !v.is_finite() || v < 0.0 {
         return Err(E::custom(format!("value {v} must be finite and non-negative")));
     }
+    // Counts size arrays and loops (channels, blocks, queue depths): whole numbers a u32 holds, never rounded.
+    if want == Dimension::Count && ((v * factor).fract() != 0.0 || v * factor > f64::from(u32::MAX)) {
+        return Err(E::custom(format!("value {v} must be a whole number from 0 to {}", u32::MAX)));
+    }
     Ok(v * factor)
 }
 

@@ -1,12 +1,10 @@
-//! The SSD controller: embedded cores running firmware, controller DRAM, the write-back buffer, the compute
-//! units firmware extensions declare, and the extension interface itself.
+//! The SSD controller: embedded cores running firmware, controller DRAM, the write-back buffer, and the compute
+//! units firmware extensions declare (the extension interface itself is `device::ext`, above the layers it uses).
 
 mod buffer;
-mod ext;
 mod units;
 
 pub use buffer::WriteBuffer;
-pub use ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, FlashRead, PageDone};
 pub use units::{ComputeUnits, UnitHandle, UnitSpec};
 
 use crate::config::DeviceConfig;

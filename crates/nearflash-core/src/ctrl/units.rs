@@ -41,7 +41,7 @@ impl UnitHandle {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct ComputeUnits {
     units: Vec<(String, UnitHandle)>,
 }

@@ -1,7 +1,7 @@
 //! Admin commands: Identify, Get Log Page and I/O queue management.
 
 use super::Device;
-use crate::ctrl::DataBuf;
+use crate::nvme::DataBuf;
 use crate::engine::Time;
 use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
 use crate::nvme::{decode_admin, AdminCommand, Sqe, Status};

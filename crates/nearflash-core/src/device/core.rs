@@ -2,33 +2,37 @@
 //! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
 
 use crate::config::DeviceConfig;
-use crate::ctrl::{ComputeUnits, Controller, FlashRead, PageDone, WriteBuffer};
+use super::exec::{FlashRead, PageDone};
+use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
+use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{FlashSink, Ftl, Location};
 use crate::host::HostModel;
 use crate::nand::{EccOutcome, NandArray};
 use crate::nvme::Status;
 
-/// Everything a command touches.
+/// Everything a command touches. Private to the core: extensions reach it through `ExecCtx`, host libraries
+/// through `HostCtx`.
 pub struct DeviceCore {
-    pub cfg: DeviceConfig,
-    pub res: Resources,
-    pub ledger: EnergyLedger,
-    pub nand: NandArray,
-    pub ftl: Ftl,
-    pub ctrl: Controller,
-    pub host: HostModel,
-    pub wbuf: WriteBuffer,
-    pub units: ComputeUnits,
-    pub ecc_rng: Rng,
-    pub ext_rng: Rng,
+    pub(crate) cfg: DeviceConfig,
+    pub(crate) res: Resources,
+    pub(crate) ledger: EnergyLedger,
+    pub(crate) nand: NandArray,
+    pub(crate) ftl: Ftl,
+    pub(crate) ctrl: Controller,
+    pub(crate) host: HostModel,
+    pub(crate) wbuf: WriteBuffer,
+    pub(crate) units: ComputeUnits,
+    pub(crate) ecc_rng: Rng,
     /// Media errors returned to the host.
-    pub media_errors: u64,
+    pub(crate) media_errors: u64,
+    /// A simulator fault met while executing the current command (reported as an error, not a device status).
+    pub(crate) fault: Option<crate::error::SimError>,
     /// Completion times of recent page programs: until a program ends, its data is still served from the
     /// write buffer in DRAM.
     programming: IntMap<u64, Time>,
     /// End of the latest page program (a Flush waits for it).
-    pub last_program: Time,
+    pub(crate) last_program: Time,
 }
 
 /// The FTL's flash work, timed on the array.
@@ -97,7 +101,7 @@ impl FlashSink for FlashTiming<'_> {
 }
 
 impl DeviceCore {
-    pub fn new(cfg: DeviceConfig, ftl: Ftl, seed: u64) -> Self {
+    pub(crate) fn new(cfg: DeviceConfig, ftl: Ftl, seed: u64) -> Self {
         let mut res = Resources::new();
         let mut ledger = EnergyLedger::new();
         let nand = NandArray::new(&cfg, &mut res, &mut ledger);
@@ -114,8 +118,8 @@ impl DeviceCore {
             wbuf,
             units: ComputeUnits::default(),
             ecc_rng: rng_stream(seed, "ecc"),
-            ext_rng: rng_stream(seed, "extensions"),
             media_errors: 0,
+            fault: None,
             programming: IntMap::default(),
             last_program: 0,
             cfg,
@@ -142,7 +146,7 @@ impl DeviceCore {
     /// at `ready`. Sectors of one physical page share one sensing; pages at the same offset in sibling planes of
     /// a die share a multi-plane read.
     /// `issue_on_cores`: charge the firmware's per-page transaction cost to the controller cores.
-    pub fn read_lbas(
+    pub(crate) fn read_lbas(
         &mut self,
         slba: u64,
         nlb: u32,
@@ -274,16 +278,24 @@ impl DeviceCore {
         Ok(result)
     }
 
-    /// Writes whole sectors from `data` at `slba` through the write buffer; returns when all are buffered.
-    /// `data` empty means timing-only (nothing stored).
-    pub fn write_lbas(&mut self, slba: u64, data: &[u8], ready: Time) -> Result<Time, Status> {
+    /// Writes whole sectors from `data` at `slba` through the write buffer (with `SPARE_BYTES` of extension spare
+    /// bytes per sector if given); returns when all are buffered. `data` empty means timing-only (nothing stored).
+    pub(crate) fn write_lbas(&mut self, slba: u64, data: &[u8], spare: Option<&[u8]>, ready: Time) -> Result<Time, Status> {
         let sector = self.nand.geo.sector_size as usize;
         let nlb = if data.is_empty() { 0 } else { data.len() / sector };
-        self.write_sectors(slba, nlb as u32, Some(data), ready)
+        let nlb = u32::try_from(nlb).map_err(|_| Status::INVALID_FIELD)?;
+        self.write_sectors(slba, nlb, Some(data), spare, ready)
     }
 
     /// Writes `nlb` sectors (data `None` or empty: timing-only) admitted to the buffer from `ready`.
-    pub fn write_sectors(&mut self, slba: u64, nlb: u32, data: Option<&[u8]>, ready: Time) -> Result<Time, Status> {
+    pub(crate) fn write_sectors(
+        &mut self,
+        slba: u64,
+        nlb: u32,
+        data: Option<&[u8]>,
+        spare: Option<&[u8]>,
+        ready: Time,
+    ) -> Result<Time, Status> {
         let sector = self.nand.geo.sector_size as usize;
         if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
             return Err(Status::LBA_OUT_OF_RANGE);
@@ -307,9 +319,13 @@ impl DeviceCore {
         for i in 0..nlb as usize {
             let lpn = (slba + i as u64) as u32;
             let chunk = data.map(|d| &d[i * sector..(i + 1) * sector]);
+            let tag: Option<&[u8; SPARE_BYTES]> =
+                spare.and_then(|s| s.get(i * SPARE_BYTES..(i + 1) * SPARE_BYTES)).and_then(|s| s.try_into().ok());
             let (ftl, mut sink) = self.ftl_and_sink();
             done = done.max(ftl.map_access(lpn, true, admitted, &mut sink));
-            if ftl.write(lpn, chunk, admitted, &mut sink).is_err() {
+            if let Err(e) = ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink) {
+                // Range and size were checked above: what remains is the model's own failure.
+                self.fault.get_or_insert(e);
                 return Err(Status::INTERNAL_ERROR);
             }
         }
@@ -317,16 +333,39 @@ impl DeviceCore {
     }
 
     /// Programs all buffered partial pages; returns when every program issued so far has ended.
-    pub fn flush_buffer(&mut self, ready: Time) -> Time {
+    pub(crate) fn flush_buffer(&mut self, ready: Time) -> Time {
         let (ftl, mut sink) = self.ftl_and_sink();
         ftl.flush(ready, &mut sink).max(self.last_program)
     }
 
-    /// Senses a physical page and moves `xfer_bytes` of it to the controller.
-    pub fn read_physical(&mut self, ppn: u64, xfer_bytes: u64, ready: Time) -> Time {
-        let geo = &self.nand.geo;
-        let a = geo.page_addr(ppn.min(geo.pages() - 1));
-        let die = geo.die_of_plane(a.plane);
-        self.nand.read(&mut self.res, &mut self.ledger, ready, die, a.page, &[xfer_bytes], EccOutcome::Corrected)
+    /// Senses page `ppn` (at offset `page` of `die`) and moves `xfer_bytes` of it to the controller, with the ECC
+    /// outcome of those bytes (bit errors sampled with the block's wear, plus any injected into its sectors).
+    pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, ready: Time) -> (Time, EccOutcome) {
+        let outcome = if xfer_bytes == 0 {
+            EccOutcome::Corrected
+        } else {
+            let spp = u64::from(self.nand.geo.sectors_per_page);
+            let injected = (0..spp).map(|s| self.ftl.injected_errors(ppn * spp + s)).max().unwrap_or(0);
+            let pe = self.ftl.erase_count_of(ppn);
+            let cws = self.nand.ecc.codewords(xfer_bytes);
+            let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+            self.nand.ecc.decode(injected.max(sampled))
+        };
+        let done = self.nand.read(&mut self.res, &mut self.ledger, ready, die, page, &[xfer_bytes], outcome);
+        (done, outcome)
+    }
+
+    /// Moves a page of data from controller DRAM to `die` and programs it at offset `page`; returns when tPROG ends.
+    pub(crate) fn program_page_timed(&mut self, die: u32, page: u32, ready: Time) -> Time {
+        let bytes = u64::from(self.nand.geo.page_size);
+        let in_dram = self.ctrl.dram(&mut self.res, &mut self.ledger, ready, bytes);
+        let done = self.nand.program(&mut self.res, &mut self.ledger, in_dram, die, page, 1, bytes);
+        self.last_program = self.last_program.max(done);
+        done
+    }
+
+    /// Erases one block of `die`; returns when tBERS ends.
+    pub(crate) fn erase_block_timed(&mut self, die: u32, ready: Time) -> Time {
+        self.nand.erase(&mut self.res, &mut self.ledger, ready, die, 1)
     }
 }

@@ -7,14 +7,23 @@
 
 mod admin;
 mod core;
+pub mod ext;
+mod exec;
+mod host_ctx;
+pub mod model_check;
+mod repair;
 mod report;
 
 pub use self::core::DeviceCore;
+pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr};
+pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
+pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
 
 use crate::config::{ConfigTree, DeviceConfig};
-use crate::ctrl::{AttachCtx, DataBuf, ExecCtx, Extension};
-use crate::engine::{IntMap, Time};
+use crate::engine::{rng_stream, IntMap, Rng, Time};
+use crate::nvme::DataBuf;
+use ext::{AttachSnapshot, Declared};
 use crate::error::{Result, SimError};
 use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
@@ -58,14 +67,22 @@ struct InFlight {
     bytes: u64,
 }
 
+/// An attached extension with what it declared and its own random stream.
+struct ExtSlot {
+    ext: Box<dyn Extension>,
+    declared: Declared,
+    rng: Rng,
+}
+
 pub struct Device {
     pub(crate) core: DeviceCore,
     tree: ConfigTree,
     queues: QueueSet,
     ns: Namespace,
     image: Option<Image>,
-    exts: Vec<Box<dyn Extension>>,
+    exts: Vec<ExtSlot>,
     vendor: Vec<Option<usize>>,
+    seed: u64,
     now: Time,
     inflight: IntMap<u32, InFlight>,
     meas: Measurements,
@@ -73,6 +90,8 @@ pub struct Device {
     last_completion: Time,
     recovery: Option<RecoveryReport>,
     next_cid: u16,
+    /// Ranges the Dataset Management command being executed deallocated (for observing extensions).
+    last_trims: Vec<(u64, u32)>,
 }
 
 impl Device {
@@ -129,6 +148,7 @@ impl Device {
             image,
             exts: Vec::new(),
             vendor: vec![None; 128],
+            seed: opts.seed,
             now: 0,
             inflight: IntMap::default(),
             meas: Measurements::new(),
@@ -136,6 +156,7 @@ impl Device {
             last_completion: 0,
             recovery: None,
             next_cid: 0,
+            last_trims: Vec::new(),
         }
     }
 
@@ -147,12 +168,30 @@ impl Device {
         &self.tree
     }
 
-    pub fn core(&self) -> &DeviceCore {
-        &self.core
+    /// The host side of the model, for host libraries (host compute, host DRAM, the host's energy accounts).
+    pub fn host(&mut self) -> HostCtx<'_> {
+        HostCtx { core: &mut self.core, now: self.now }
     }
 
-    pub fn core_mut(&mut self) -> &mut DeviceCore {
-        &mut self.core
+    /// When every resource is free of the work booked so far.
+    pub fn horizon(&self) -> Time {
+        self.core.res.horizon()
+    }
+
+    /// Checks the FTL's invariants (valid counts match the mapping table; every entry's OOB names its LBA).
+    pub fn check_consistency(&self) -> Result<()> {
+        self.core.ftl.check_consistency()
+    }
+
+    /// The attached extension `name`, if it is a `T` (host libraries read their extension's resolved parameters).
+    pub fn extension<T: Extension>(&self, name: &str) -> Option<&T> {
+        let slot = self.exts.iter().find(|s| s.ext.name() == name)?;
+        (&*slot.ext as &dyn std::any::Any).downcast_ref::<T>()
+    }
+
+    /// Names of the attached extensions, in attach order.
+    pub fn extensions(&self) -> Vec<String> {
+        self.exts.iter().map(|s| s.ext.name().to_string()).collect()
     }
 
     /// What recovery did when this device was opened after a crash.
@@ -181,19 +220,53 @@ impl Device {
         }
     }
 
-    /// Attaches a firmware extension.
+    /// Attaches a firmware extension. Refused (and nothing changed) if its opcodes or intercepts overlap an
+    /// attached extension's, or if its attach fails. An image that holds state the extension saved is restored.
     pub fn attach(&mut self, mut ext: Box<dyn Extension>) -> Result<()> {
-        if self.exts.iter().any(|e| e.name() == ext.name()) {
-            return Err(SimError::Config(format!("extension {} is already attached", ext.name())));
+        let name = ext.name().to_string();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(SimError::Config(format!("extension name {name:?} must be non-empty ASCII letters, digits, _ or -")));
         }
-        let mut ctx = AttachCtx { core: &mut self.core, claimed: Vec::new(), taken: &self.vendor };
-        ext.attach(&mut ctx)?;
-        let claimed = std::mem::take(&mut ctx.claimed);
+        if self.exts.iter().any(|e| e.ext.name() == name) {
+            return Err(SimError::Config(format!("extension {name} is already attached")));
+        }
+        let others: Vec<(String, Declared)> = self.exts.iter().map(|e| (e.ext.name().to_string(), e.declared.clone())).collect();
+        let snapshot = AttachSnapshot::take(&self.core);
+        let mut ctx = AttachCtx { core: &mut self.core, name: name.clone(), declared: Declared::default(), others: &others };
+        let attached = ext.attach(&mut ctx);
+        let declared = std::mem::take(&mut ctx.declared);
+        let restored = match (&attached, self.image.as_ref().map(|i| i.read_ext_state(&name))) {
+            (Ok(()), Some(Ok(Some(state)))) => ext.restore(&state),
+            (Ok(()), Some(Err(e))) => Err(e),
+            _ => Ok(()),
+        };
+        if let Err(e) = attached.and(restored) {
+            snapshot.restore(&mut self.core);
+            return Err(e);
+        }
         let idx = self.exts.len();
-        for op in claimed {
+        for &op in &declared.opcodes {
             self.vendor[usize::from(op - nvme::opcode::IO_VENDOR_FIRST)] = Some(idx);
         }
-        self.exts.push(ext);
+        if let Some(lbas) = declared.advertised_lbas {
+            self.ns.lbas = lbas;
+        }
+        if declared.relocations {
+            self.core.ftl.track_relocations(true);
+        }
+        let rng = rng_stream(self.seed, &format!("extension:{name}"));
+        self.exts.push(ExtSlot { ext, declared, rng });
+        Ok(())
+    }
+
+    /// Writes every extension's saved state into the image (a no-op for in-memory devices).
+    fn save_extensions(&self) -> Result<()> {
+        let Some(img) = &self.image else { return Ok(()) };
+        for slot in &self.exts {
+            if let Some(state) = slot.ext.save() {
+                img.write_ext_state(slot.ext.name(), &state)?;
+            }
+        }
         Ok(())
     }
 
@@ -270,7 +343,12 @@ impl Device {
         let t_app = c.host.complete_path(&mut c.res, t_cqe);
         self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
         self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
-        Ok(())
+        // The command completes (Internal Error) so that the queue stays consistent, and the fault is the caller's
+        // error: the simulation cannot be trusted past it.
+        match self.core.fault.take() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
     }
 
     /// Time of the earliest pending completion on `sqid`'s completion queue.
@@ -309,15 +387,66 @@ impl Device {
         }
         sqe.cid = self.next_cid(sqid);
         let t0 = self.now;
-        self.submit(sqid, sqe, data)?;
+        if let Err(e) = self.submit(sqid, sqe, data) {
+            if self.queues.outstanding(sqid) > 0 {
+                self.wait(sqid); // a fault's completion, so that the queue is empty again
+            }
+            return Err(e);
+        }
         let c = self.wait(sqid).ok_or_else(|| SimError::InvalidArgument("completion lost".into()))?;
         Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time })
     }
 
     fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
-        if let Some(i) = self.exts.iter().position(|e| e.intercepts(sqe)) {
+        // Intercepts never overlap (checked at attach), so at most one extension matches.
+        if let Some(i) = self.exts.iter().position(|e| e.declared.intercepts.iter().any(|r| r.matches(sqe))) {
             return self.exec_ext(i, sqe, data, t);
         }
+        let r = self.exec_standard(sqe, data, t);
+        self.after_standard(sqe, r.2);
+        r
+    }
+
+    /// Tells observing extensions about a standard write or trim that succeeded, and every tracking extension about
+    /// sectors GC moved meanwhile.
+    fn after_standard(&mut self, sqe: &Sqe, status: Status) {
+        use nvme::opcode;
+        if status.is_success() && self.exts.iter().any(|e| e.declared.observe) {
+            let (slba, nlb) = (sqe.slba(), u64::from(sqe.nlb()));
+            let event = match sqe.opcode {
+                opcode::WRITE => Some(HostEvent::Write { slba, nlb }),
+                opcode::WRITE_ZEROES if sqe.cdw12 & (1 << 25) != 0 => Some(HostEvent::Trim { slba, nlb }),
+                opcode::WRITE_ZEROES => Some(HostEvent::Write { slba, nlb }),
+                _ => None,
+            };
+            let mut events: Vec<HostEvent> = event.into_iter().collect();
+            if sqe.opcode == opcode::DSM {
+                events.extend(self.last_trims.drain(..).map(|(slba, nlb)| HostEvent::Trim { slba, nlb: u64::from(nlb) }));
+            }
+            for slot in self.exts.iter_mut().filter(|e| e.declared.observe) {
+                for ev in &events {
+                    slot.ext.observe(ev);
+                }
+            }
+        }
+        self.last_trims.clear();
+        self.dispatch_relocations();
+    }
+
+    fn dispatch_relocations(&mut self) {
+        if !self.exts.iter().any(|e| e.declared.relocations) {
+            return;
+        }
+        let moves = self.core.ftl.take_relocations();
+        if moves.is_empty() {
+            return;
+        }
+        for slot in self.exts.iter_mut().filter(|e| e.declared.relocations) {
+            slot.ext.on_relocate(&moves);
+        }
+    }
+
+    fn exec_standard(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
         let cmd = match decode_io(sqe, &self.ns) {
             Ok(c) => c,
             Err(s) => {
@@ -338,10 +467,11 @@ impl Device {
             IoCommand::Flush => {
                 let fw = self.fw(t, self.core.ctrl.fw_other);
                 let done = self.core.flush_buffer(fw);
-                let s = match (&self.image, self.image.as_ref().map(|i| i.flush(&self.core.ftl))) {
-                    (Some(_), Some(Err(_))) => Status::INTERNAL_ERROR,
-                    _ => Status::SUCCESS,
+                let durable = match &self.image {
+                    Some(img) => img.flush(&self.core.ftl).and_then(|()| self.save_extensions()),
+                    None => Ok(()),
                 };
+                let s = if durable.is_ok() { Status::SUCCESS } else { Status::INTERNAL_ERROR };
                 (OpClass::Flush, 0, s, 0, done)
             }
             IoCommand::Dsm { ranges, deallocate } => {
@@ -354,7 +484,7 @@ impl Device {
                     self.trim_range(slba, nlb)
                 } else {
                     let zeros = vec![0u8; (u64::from(nlb) * lba) as usize];
-                    match self.core.write_lbas(slba, &zeros, fw) {
+                    match self.core.write_lbas(slba, &zeros, None, fw) {
                         Ok(_) => Status::SUCCESS,
                         Err(s) => s,
                     }
@@ -378,9 +508,11 @@ impl Device {
 
     fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
         let start = self.fw(t, self.core.ctrl.fw_other);
-        let mut ctx = ExecCtx { core: &mut self.core, start, accounted_as: None };
-        let r = self.exts[i].execute(&mut ctx, sqe, data);
+        let slot = &mut self.exts[i];
+        let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None };
+        let r = slot.ext.execute(&mut ctx, sqe, data);
         let (class, bytes) = ctx.accounted_as.unwrap_or((OpClass::Vendor, 0));
+        self.dispatch_relocations();
         (class, bytes, r.status, r.dw0, r.done.max(start))
     }
 
@@ -423,7 +555,7 @@ impl Device {
         let latency = c.host.link_latency;
         let arrived = c.host.to_device(&mut c.res, &mut c.ledger, fw + latency, bytes);
         let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, arrived, bytes);
-        match c.write_sectors(slba, nlb, src, in_dram) {
+        match c.write_sectors(slba, nlb, src, None, in_dram) {
             Ok(buffered) if fua => (Status::SUCCESS, c.flush_buffer(buffered)),
             Ok(buffered) => (Status::SUCCESS, buffered),
             Err(s) => (s, in_dram),
@@ -450,6 +582,7 @@ impl Device {
             if !s.is_success() {
                 return (s, arrived);
             }
+            self.last_trims.push((slba, n));
         }
         (Status::SUCCESS, arrived)
     }
@@ -474,8 +607,9 @@ impl Device {
         self.core.ftl.inject_errors(lpn, bits)
     }
 
-    /// Writes a checkpoint now (recovery will start from here).
+    /// Writes a checkpoint now (recovery will start from here), with every extension's saved state.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.save_extensions()?;
         match &self.image {
             Some(img) => img.checkpoint(&mut self.core.ftl),
             None => Ok(()),
@@ -487,6 +621,7 @@ impl Device {
     pub fn close(mut self) -> Result<()> {
         let t = self.now;
         self.core.flush_buffer(t);
+        self.save_extensions()?;
         if let Some(img) = &self.image {
             img.close(&mut self.core.ftl)?;
         }
@@ -506,7 +641,7 @@ impl Device {
         self.core.ctrl.stats = Default::default();
         self.core.media_errors = 0;
         for e in &mut self.exts {
-            e.reset_stats();
+            e.ext.reset_stats();
         }
     }
 
@@ -538,7 +673,7 @@ impl Device {
             energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
             utilisation: c.res.utilisation(window),
             media_errors: c.media_errors,
-            extensions: self.exts.iter().map(|e| (e.name().to_string(), e.report())).collect(),
+            extensions: self.exts.iter().map(|e| (e.ext.name().to_string(), e.ext.report())).collect(),
         }
     }
 }

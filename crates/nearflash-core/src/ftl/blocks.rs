@@ -11,6 +11,8 @@ pub enum BlockState {
     Free = 0,
     Open = 1,
     Full = 2,
+    /// Set aside for firmware extensions (`ftl.ext_reserved_blocks`): never allocated, collected or mapped.
+    Reserved = 3,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,6 +41,16 @@ impl BlockTable {
         let mut t = BlockTable { info, free: Vec::new(), blocks_per_plane };
         t.rebuild_free_pools();
         t
+    }
+
+    /// Marks the last `per_plane` blocks of every plane reserved for extensions (a fresh table).
+    pub fn reserve_last(&mut self, per_plane: u32) {
+        for (id, b) in self.info.iter_mut().enumerate() {
+            if id as u32 % self.blocks_per_plane >= self.blocks_per_plane - per_plane {
+                b.state = BlockState::Reserved;
+            }
+        }
+        self.rebuild_free_pools();
     }
 
     /// Recomputes the free pools from the block states (after loading or recovery).
@@ -129,6 +141,7 @@ impl BlockTable {
                 0 => BlockState::Free,
                 1 => BlockState::Open,
                 2 => BlockState::Full,
+                3 => BlockState::Reserved,
                 _ => return None,
             };
             info.push(BlockInfo { state, erase_count: rd(c, 4), valid: rd(c, 8), pages_written: rd(c, 12) });

@@ -20,7 +20,7 @@
 //!   are collected at once until `gc_stop_free_blocks` are free (the simplest FTLs; every move is booked at that
 //!   instant, so later host pages of the die wait for the whole episode).
 
-use super::oob::{Oob, INVALID_LPN};
+use super::oob::{Oob, INVALID_LPN, SPARE_BYTES};
 use super::{FlashSink, Ftl, Stream};
 use crate::config::VictimPolicy;
 use crate::engine::Time;
@@ -261,11 +261,23 @@ impl Ftl {
             // An uncorrectable sector stays uncorrectable where it moves; a correctable one was corrected.
             self.injected.insert(dst, bits);
         }
+        // Extension spare bytes travel with the sector.
+        let spp = self.spp as usize;
+        let spare: [u8; SPARE_BYTES] =
+            Oob::new(self.store.oob.get(src / spp as u64), spp).spare((src % spp as u64) as usize).try_into().expect("slot");
+        let tagged = spare != [0; SPARE_BYTES];
+        if tagged {
+            self.spares[Self::spare_index(Stream::Gc, plane)][slot] = spare;
+        }
+        if let Some(log) = &mut self.relocations {
+            log.push(super::Relocation { lpn, from_psa: src, to_psa: dst });
+        }
         let fr = &mut self.gc[plane as usize];
         fr.lpns[slot] = lpn;
         fr.crcs[slot] = crc;
         fr.src[slot] = src;
         fr.present |= u32::from(present) << slot;
+        fr.tagged |= u32::from(tagged) << slot;
         Ok(())
     }
 

@@ -14,20 +14,22 @@ mod blocks;
 pub mod cmt;
 pub mod gc;
 pub mod oob;
+mod physical;
 mod precondition;
 mod recovery;
 
 pub use blocks::{BlockInfo, BlockState, BlockTable};
+pub use physical::{PageData, PhysError};
 pub use precondition::FillPattern;
-pub use recovery::RecoveryReport;
+pub use recovery::{RecoverOptions, RecoveryReport};
 
 use crate::config::{DeviceConfig, GcPacing, MappingMode};
 use crate::engine::{IntMap, Time};
 use crate::error::{Result, SimError};
-use crate::image::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
+use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
 use crate::nand::Geometry;
 use cmt::Cmt;
-use oob::{Oob, OobMut, INVALID_LPN};
+use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
 use std::collections::BTreeMap;
 
 /// Where the FTL's flash work gets its timing.
@@ -110,6 +112,8 @@ struct Frontier {
     /// GC frontiers: the source PSA each slot was copied from.
     src: [u64; MAX_SPP],
     present: u32,
+    /// Slots whose extension spare bytes were given (in `Ftl::spares`; the others program zeroes).
+    tagged: u32,
     ready: Time,
     held: bool,
 }
@@ -124,6 +128,7 @@ impl Frontier {
             crcs: [0; MAX_SPP],
             src: [0; MAX_SPP],
             present: 0,
+            tagged: 0,
             ready: 0,
             held: false,
         }
@@ -133,6 +138,7 @@ impl Frontier {
         self.filled = 0;
         self.lpns = [INVALID_LPN; MAX_SPP];
         self.present = 0;
+        self.tagged = 0;
         self.ready = 0;
         self.held = false;
     }
@@ -157,6 +163,8 @@ pub struct Ftl {
     spp: u32,
     logical_sectors: u64,
     stripe: Vec<u32>,
+    /// Blocks per plane set aside for extensions (the last ones of each plane).
+    reserved: u32,
     pub(crate) store: FtlStore,
     pub blocks: BlockTable,
     host: Vec<Frontier>,
@@ -179,19 +187,53 @@ pub struct Ftl {
     multi_plane: bool,
     cmt: Option<Cmt>,
     scratch: Vec<u8>,
+    /// Sectors GC moved since the log was last drained, when an extension asked for them (`track_relocations`).
+    relocations: Option<Vec<Relocation>>,
+    /// Extension spare bytes of the open pages' slots: host frontiers at `2 * plane`, GC frontiers at `2 * plane + 1`.
+    spares: Vec<[[u8; SPARE_BYTES]; MAX_SPP]>,
     pub stats: FtlStats,
+}
+
+/// A sector GC moved to another physical place (its LBA's data is unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relocation {
+    pub lpn: u32,
+    pub from_psa: u64,
+    pub to_psa: u64,
+}
+
+/// The FTL's own demands on a configuration, checked whenever an FTL is built: its OOB record must fit the page's
+/// spare area, and incremental GC needs a free block of slack above its floor.
+pub fn check_config(cfg: &DeviceConfig) -> Result<()> {
+    let bad = |why: String| Err(SimError::Config(why));
+    let spp = cfg.sectors_per_page();
+    // OOB record: sequence number + per-sector LPN and checksum + extension spare bytes (see `oob`).
+    let oob_need = oob::stride(spp as usize) as u64;
+    if cfg.nand.oob_size.0 < oob_need {
+        return bad(format!("nand.oob_size {} B is too small: {spp} sectors per page need {oob_need} B", cfg.nand.oob_size.0));
+    }
+    let (floor, start) = (gc::FREE_FLOOR, cfg.ftl.gc_start_free_blocks.0);
+    if cfg.gc_pacing() == GcPacing::Incremental && start <= u64::from(floor) {
+        return bad(format!(
+            "ftl.gc_start_free_blocks {start} must be above {floor} with ftl.gc_pacing incremental (a block for the host \
+             frontier, one for the GC frontier, and one of slack); raise it or set ftl.gc_pacing blocking"
+        ));
+    }
+    Ok(())
 }
 
 impl Ftl {
     /// A fresh (all erased) FTL over `store`.
     pub fn new(cfg: &DeviceConfig, store: FtlStore) -> Result<Self> {
         let geo = Geometry::from_config(cfg);
-        let blocks = BlockTable::new(geo.planes(), geo.blocks_per_plane);
+        let mut blocks = BlockTable::new(geo.planes(), geo.blocks_per_plane);
+        blocks.reserve_last(cfg.reserved_blocks_per_plane() as u32);
         Self::with_state(cfg, store, blocks, 1)
     }
 
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
     pub(crate) fn with_state(cfg: &DeviceConfig, store: FtlStore, blocks: BlockTable, seq: u64) -> Result<Self> {
+        check_config(cfg)?;
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page;
         if store.l2p.len() != cfg.logical_sectors() || store.oob.len() != geo.pages() {
@@ -205,6 +247,7 @@ impl Ftl {
             spp,
             logical_sectors: cfg.logical_sectors(),
             stripe: geo.stripe_table(&cfg.ftl.allocation.0),
+            reserved: cfg.reserved_blocks_per_plane() as u32,
             store,
             blocks,
             host: vec![Frontier::empty(); geo.planes() as usize],
@@ -223,6 +266,8 @@ impl Ftl {
             multi_plane: cfg.nand.multi_plane.0 && geo.planes_per_die > 1,
             cmt,
             scratch: vec![0; geo.sector_size as usize],
+            relocations: None,
+            spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
             stats: FtlStats::default(),
             geo,
         };
@@ -262,7 +307,7 @@ impl Ftl {
         self.seq
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(super) fn next_seq(&mut self) -> u64 {
         let s = self.seq;
         self.seq += 1;
         s
@@ -316,6 +361,18 @@ impl Ftl {
 
     /// Writes one sector (data `None`: timing-only, nothing stored). `ready` is when its data is in DRAM.
     pub fn write(&mut self, lpn: u32, data: Option<&[u8]>, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+        self.write_tagged(lpn, data, None, ready, sink)
+    }
+
+    /// As `write`, with extension spare bytes programmed into the sector's OOB slot (and carried by GC).
+    pub fn write_tagged(
+        &mut self,
+        lpn: u32,
+        data: Option<&[u8]>,
+        spare: Option<&[u8; SPARE_BYTES]>,
+        ready: Time,
+        sink: &mut dyn FlashSink,
+    ) -> Result<()> {
         self.check_lpn(lpn)?;
         let plane = self.plane_of(lpn);
         self.ensure_slot(Stream::Host, plane, ready, sink)?;
@@ -334,6 +391,11 @@ impl Ftl {
         fr.lpns[slot] = lpn;
         fr.crcs[slot] = crc;
         fr.present |= u32::from(present) << slot;
+        if let Some(b) = spare {
+            fr.tagged |= 1 << slot;
+            self.spares[Self::spare_index(Stream::Host, plane)][slot] = *b;
+        }
+        let fr = &mut self.host[plane as usize];
         fr.filled += 1;
         fr.ready = fr.ready.max(ready);
         self.buffered.insert(lpn, psa);
@@ -350,6 +412,10 @@ impl Ftl {
         let fr = self.frontier(s, plane);
         let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
         (ppn * u64::from(self.spp) + u64::from(fr.filled), fr.filled as usize)
+    }
+
+    fn spare_index(s: Stream, plane: u32) -> usize {
+        2 * plane as usize + usize::from(s == Stream::Gc)
     }
 
     fn frontier(&self, s: Stream, plane: u32) -> &Frontier {
@@ -379,7 +445,9 @@ impl Ftl {
             self.collect_before_open(plane, ready, sink)?;
         }
         let id = self.blocks.open_free(plane).ok_or_else(|| {
-            SimError::Image(format!("plane {plane} has no free block left (over-provisioning exhausted)"))
+            SimError::Fault(format!(
+                "plane {plane} has no free block left: GC cannot keep up (over-provisioning exhausted)"
+            ))
         })?;
         let fr = self.frontier_mut(s, plane);
         fr.block = id;
@@ -461,6 +529,15 @@ impl Ftl {
                     present |= fr.present & (1 << slot);
                 }
             }
+            if fr.tagged != 0 {
+                let spares = &self.spares[Self::spare_index(s, plane)];
+                for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
+                    if lpn != INVALID_LPN && fr.tagged & (1 << slot) != 0 {
+                        rec.set_spare(slot, &spares[slot]);
+                    }
+                }
+            }
+            // Last: the sequence number makes the record count as programmed.
             rec.set_header(seq, erase_count, present);
             for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
                 if lpn != INVALID_LPN {
@@ -568,6 +645,7 @@ impl Ftl {
                 let fr = &self.host[plane as usize];
                 (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
             }
+            Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
             Location::Flash(psa) => {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let r = Oob::new(self.store.oob.get(psa / u64::from(self.spp)), self.spp as usize);
@@ -612,15 +690,39 @@ impl Ftl {
         self.blocks.info[(ppn / u64::from(self.geo.pages_per_block)) as usize].erase_count
     }
 
-    /// Extension spare bytes in the OOB of a programmed page.
-    pub fn oob_ext(&self, ppn: u64) -> &[u8] {
-        Oob::new(self.store.oob.get(ppn), self.spp as usize).ext()
+    /// The extension spare bytes of an LBA's current copy (in flash or still in an open page); zeroes if unmapped.
+    pub fn spare_of(&self, lpn: u32) -> [u8; SPARE_BYTES] {
+        let spp = u64::from(self.spp);
+        match self.locate(lpn) {
+            Location::Unmapped => [0; SPARE_BYTES],
+            Location::Buffered(psa) => {
+                let slot = (psa % spp) as usize;
+                let plane = self.geo.page_addr(psa / spp).plane;
+                if self.host[plane as usize].tagged & (1 << slot) != 0 {
+                    self.spares[Self::spare_index(Stream::Host, plane)][slot]
+                } else {
+                    [0; SPARE_BYTES]
+                }
+            }
+            Location::Flash(psa) => {
+                Oob::new(self.store.oob.get(psa / spp), spp as usize).spare((psa % spp) as usize).try_into().expect("slot")
+            }
+        }
     }
 
-    pub fn oob_ext_mut(&mut self, ppn: u64) -> &mut [u8] {
-        let spp = self.spp as usize;
-        let b = self.store.oob.get_mut(ppn);
-        &mut b[oob::record_bytes(spp)..]
+    /// The OOB record of a physical page.
+    pub fn oob(&self, ppn: u64) -> Oob<'_> {
+        Oob::new(self.store.oob.get(ppn), self.spp as usize)
+    }
+
+    /// Starts (or stops) logging GC's sector moves for `take_relocations`.
+    pub fn track_relocations(&mut self, on: bool) {
+        self.relocations = on.then(Vec::new);
+    }
+
+    /// The sector moves logged since the last call.
+    pub fn take_relocations(&mut self) -> Vec<Relocation> {
+        self.relocations.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Write amplification: flash page programs over host-written pages.
@@ -646,7 +748,13 @@ impl Ftl {
                 let psa = u64::from(e - 1);
                 let ppn = psa / u64::from(self.spp);
                 let slot = (psa % u64::from(self.spp)) as usize;
+                if ppn >= self.geo.pages() {
+                    return Err(SimError::Image(format!("l2p: LBA {lpn} maps to PSA {psa}, past the flash")));
+                }
                 let rec = Oob::new(self.store.oob.get(ppn), self.spp as usize);
+                if !rec.crc_ok() {
+                    return Err(SimError::Image(format!("oob: the record of page {ppn} (LBA {lpn}) fails its checksum")));
+                }
                 if rec.lpn(slot) != lpn as u32 {
                     return Err(SimError::Image(format!("LBA {lpn} maps to PSA {psa} whose OOB names {}", rec.lpn(slot))));
                 }

@@ -1,16 +1,19 @@
 //! The out-of-band (spare) area record written with every flash page.
 //!
-//! Layout (little endian): `seq: u64`, `erase_count: u32`, `present: u32` (bit i: slot i holds stored data), then
-//! per sector slot `lpn: u32` (`INVALID_LPN` for padding or a stale slot), then per slot `crc: u32`, then
-//! `EXT_SPARE_BYTES` that firmware extensions may use (NICE keeps file links there). The sequence number orders
-//! pages for recovery (0 = never programmed); the LPNs make the page self-describing (reverse map for GC and
-//! recovery); the CRCs catch data that would otherwise be returned corrupted.
+//! Layout (little endian): `seq: u64`, `erase_count: u32`, `present: u32` (bit i: slot i holds stored data),
+//! `record_crc: u32`, 4 reserved bytes, then per sector slot `lpn: u32` (`INVALID_LPN` for padding or a stale
+//! slot), then per slot `crc: u32`, then per slot `SPARE_BYTES` that firmware extensions write with the sector's
+//! data (NICE keeps file links there; GC carries them with the sector). The sequence number orders pages for
+//! recovery (0 = never programmed); the LPNs make the page self-describing (reverse map for GC and recovery); the
+//! slot CRCs catch data that would otherwise be returned corrupted; the record CRC (over everything but itself and
+//! the extension bytes) catches a damaged record. The sequence number is stored last, in one aligned 8-byte store,
+//! so a record interrupted by a kill still reads as never programmed.
 
 /// Bytes of the fixed header.
-pub const HEADER_BYTES: usize = 16;
+pub const HEADER_BYTES: usize = 24;
 
-/// Spare bytes per page reserved for firmware extensions.
-pub const EXT_SPARE_BYTES: usize = 64;
+/// Spare bytes per sector slot reserved for firmware extensions (written with the sector, moved with it by GC).
+pub const SPARE_BYTES: usize = 32;
 
 /// The LPN of a slot that holds no live sector.
 pub const INVALID_LPN: u32 = u32::MAX;
@@ -22,7 +25,7 @@ pub const fn record_bytes(sectors: usize) -> usize {
 
 /// Stride of one page's record in the OOB store.
 pub const fn stride(sectors: usize) -> usize {
-    record_bytes(sectors) + EXT_SPARE_BYTES
+    record_bytes(sectors) + sectors * SPARE_BYTES
 }
 
 #[inline]
@@ -67,13 +70,33 @@ impl<'a> Oob<'a> {
         rd32(self.b, HEADER_BYTES + self.spp * 4 + slot * 4)
     }
 
+    /// The extension spare bytes of every slot (`SPARE_BYTES` per slot, in slot order).
     pub fn ext(&self) -> &'a [u8] {
         &self.b[record_bytes(self.spp)..]
+    }
+
+    /// The extension spare bytes of one slot.
+    pub fn spare(&self, slot: usize) -> &'a [u8] {
+        let o = record_bytes(self.spp) + slot * SPARE_BYTES;
+        &self.b[o..o + SPARE_BYTES]
     }
 
     pub fn is_programmed(&self) -> bool {
         self.seq() != 0
     }
+
+    /// Whether the record matches its checksum (a never-programmed record has none to match).
+    pub fn crc_ok(&self) -> bool {
+        record_crc(self.seq(), self.b, self.spp) == rd32(self.b, 16)
+    }
+}
+
+fn record_crc(seq: u64, b: &[u8], spp: usize) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&seq.to_le_bytes());
+    h.update(&b[8..16]);
+    h.update(&b[20..record_bytes(spp)]); // the reserved bytes and the slots
+    h.finalize()
 }
 
 /// Write access to a record.
@@ -87,10 +110,20 @@ impl<'a> OobMut<'a> {
         OobMut { b, spp }
     }
 
+    /// Completes the record after its slots are set: header fields, checksum, and the sequence number last.
     pub fn set_header(&mut self, seq: u64, erase_count: u32, present_mask: u32) {
-        self.b[0..8].copy_from_slice(&seq.to_le_bytes());
         wr32(self.b, 8, erase_count);
         wr32(self.b, 12, present_mask);
+        let crc = record_crc(seq, self.b, self.spp);
+        wr32(self.b, 16, crc);
+        let p = self.b.as_mut_ptr().cast::<u64>();
+        if p.is_aligned() {
+            // SAFETY: `p` points at the record's first 8 bytes, which are in bounds and aligned; one volatile store
+            // so that the record becomes visible as programmed all at once.
+            unsafe { std::ptr::write_volatile(p, seq.to_le()) };
+        } else {
+            self.b[0..8].copy_from_slice(&seq.to_le_bytes());
+        }
     }
 
     pub fn set_slot(&mut self, slot: usize, lpn: u32, crc: u32) {
@@ -101,6 +134,11 @@ impl<'a> OobMut<'a> {
     pub fn ext_mut(&mut self) -> &mut [u8] {
         let o = record_bytes(self.spp);
         &mut self.b[o..]
+    }
+
+    pub fn set_spare(&mut self, slot: usize, bytes: &[u8; SPARE_BYTES]) {
+        let o = record_bytes(self.spp) + slot * SPARE_BYTES;
+        self.b[o..o + SPARE_BYTES].copy_from_slice(bytes);
     }
 }
 
@@ -114,15 +152,27 @@ mod tests {
         let mut buf = vec![0u8; stride(spp)];
         assert!(!Oob::new(&buf, spp).is_programmed());
         let mut w = OobMut::new(&mut buf, spp);
-        w.set_header(42, 7, 0b0101);
         w.set_slot(0, 100, 0xdead_beef);
         w.set_slot(3, INVALID_LPN, 0);
+        w.set_header(42, 7, 0b0101);
         w.ext_mut()[0] = 9;
+        w.set_spare(2, &[7; SPARE_BYTES]);
         let r = Oob::new(&buf, spp);
+        assert!(r.crc_ok());
         assert_eq!((r.seq(), r.erase_count()), (42, 7));
         assert!(r.present(0) && !r.present(1) && r.present(2));
         assert_eq!((r.lpn(0), r.crc(0), r.lpn(3)), (100, 0xdead_beef, INVALID_LPN));
         assert_eq!(r.ext()[0], 9);
-        assert_eq!(r.ext().len(), EXT_SPARE_BYTES);
+        assert_eq!(r.ext().len(), spp * SPARE_BYTES);
+        assert_eq!((r.spare(0)[0], r.spare(2), r.spare(3)[0]), (9, &[7; SPARE_BYTES][..], 0));
+        // Any flipped byte of the record (not the extension bytes) fails the checksum.
+        for i in 0..record_bytes(spp) {
+            let mut d = buf.clone();
+            d[i] ^= 0x10;
+            assert!(!Oob::new(&d, spp).crc_ok(), "byte {i}");
+        }
+        let mut d = buf.clone();
+        d[record_bytes(spp)] ^= 1;
+        assert!(Oob::new(&d, spp).crc_ok(), "extension bytes are the extension's");
     }
 }

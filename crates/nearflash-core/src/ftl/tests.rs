@@ -266,3 +266,79 @@ fn recovery_after_crash_restores_flushed_state() {
         assert_eq!(got, want, "lpn {l}");
     }
 }
+
+/// Writes, flushes and "crashes" a small image; returns its directory.
+fn crashed_image(cfg: &DeviceConfig) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = small_tree(&[]);
+    let (img, store) = Image::create(dir.path(), &tree, true, Default::default()).unwrap();
+    let mut ftl = Ftl::new(cfg, store).unwrap();
+    img.checkpoint(&mut ftl).unwrap();
+    for l in 0..300u32 {
+        ftl.write(l, Some(&sector(cfg, l, 1)), 0, &mut Untimed).unwrap();
+    }
+    ftl.flush(0, &mut Untimed);
+    dir
+}
+
+/// Opens a crashed image, lets `damage` change its OOB area, and recovers (strictly or leniently).
+fn recover_damaged(
+    cfg: &DeviceConfig,
+    dir: &std::path::Path,
+    lenient: bool,
+    damage: impl FnOnce(&mut FtlStore, usize),
+) -> crate::error::Result<(Ftl, super::RecoveryReport)> {
+    let spp = crate::nand::Geometry::from_config(cfg).sectors_per_page as usize;
+    let (_img, _t, mut store, opened) = Image::open(dir, Default::default()).unwrap();
+    let crate::image::Opened::Unclean(ckpt) = opened else { panic!("crash must be detected") };
+    damage(&mut store, spp);
+    Ftl::recover_with(cfg, store, ckpt, super::RecoverOptions { lenient, trust_l2p: false })
+}
+
+fn programmed(store: &FtlStore, spp: usize) -> Vec<u64> {
+    (0..store.oob.len()).filter(|&p| super::oob::Oob::new(store.oob.get(p), spp).is_programmed()).collect()
+}
+
+#[test]
+fn a_record_torn_by_a_kill_reads_as_unprogrammed() {
+    let cfg = small_config(&[]);
+    let dir = crashed_image(&cfg);
+    // Slots written, sequence number not yet stored, after the last written page of its block.
+    let (ftl, _) = recover_damaged(&cfg, dir.path(), false, |store, spp| {
+        let last = *programmed(store, spp).last().unwrap();
+        store.oob.get_mut(last + 1)[24..28].copy_from_slice(&7u32.to_le_bytes());
+    })
+    .unwrap();
+    ftl.check_consistency().unwrap();
+    for l in 0..300 {
+        assert_eq!(read(&ftl, l), sector(&cfg, l, 1));
+    }
+}
+
+#[test]
+fn a_damaged_record_is_refused_strictly_and_reported_leniently() {
+    let cfg = small_config(&[]);
+    let damages: [(&str, fn(&mut [u8])); 2] =
+        [("slot", |r| r[24] ^= 0x20), ("sequence", |r| r[0..8].fill(0))];
+    for (what, damage) in damages {
+        let dir = crashed_image(&cfg);
+        let mut page = 0;
+        let e = recover_damaged(&cfg, dir.path(), false, |store, spp| {
+            page = programmed(store, spp)[0];
+            damage(store.oob.get_mut(page));
+        })
+        .err()
+        .expect(what)
+        .to_string();
+        assert!(e.contains(&format!("oob.bin: the record of page {page}")), "{what}: {e}");
+        // The damage is in the file; a lenient recovery skips the page and names the LBAs it held.
+        let (ftl, r) = recover_damaged(&cfg, dir.path(), true, |_, _| {}).unwrap();
+        assert_eq!(r.damaged_pages, vec![page], "{what}");
+        assert!(!r.lost_lbas.is_empty() && r.lost_lbas.len() <= 8, "{what}: {r:?}");
+        ftl.check_consistency().unwrap();
+        for l in 0..300u32 {
+            let want = if r.lost_lbas.contains(&u64::from(l)) { vec![0; 4096] } else { sector(&cfg, l, 1) };
+            assert_eq!(read(&ftl, l), want, "{what}: lpn {l}");
+        }
+    }
+}

@@ -28,6 +28,8 @@ pub struct NandTiming {
     pub t_soft_decode: u64,
     pub cache_read: bool,
     pub multi_plane: bool,
+    /// `nand.channel_arbitration = data_first`: read command cycles are booked on the channel (MQSim's order).
+    pub commands_on_bus: bool,
 }
 
 impl NandTiming {
@@ -59,6 +61,7 @@ impl NandTiming {
             t_soft_decode: cfg.ecc.t_soft_decode.0,
             cache_read: n.cache_read.0,
             multi_plane: n.multi_plane.0,
+            commands_on_bus: n.channel_arbitration.0 == "data_first",
         }
     }
 
@@ -215,13 +218,18 @@ impl NandArray {
         let (xfer_start, xfer_end);
         // A read finding its die idle is a plain page read; one queued behind earlier work on the die is issued as
         // a cache read (ONFI 31h), so that its sensing overlaps the previous page's data-out.
+        // With data_first arbitration (MQSim) the command cycles take a slot on the channel of their own, found at
+        // or after `from`: a new read waits for the data-outs already booked there.
+        let on_bus = t.commands_on_bus;
+        let command_slot = |res: &Resources, from: Time| if on_bus { res.timeline(ch).find(from, cmd) } else { from };
         let pipelined = t.cache_read && res.timeline(d).find(ready, 1) > ready;
         if pipelined {
             let (mut hold_die, mut hold_reg) = (cmd + t_r + t.t_cache_xfer, t.t_cache_xfer + x);
             loop {
                 let a = res.timeline(d).find(ready, hold_die);
                 // The command may be issued while the previous page moves into the cache register.
-                let sense = a.max(ready.max(a.saturating_sub(t.t_cache_xfer)) + cmd);
+                let c = command_slot(res, ready.max(a.saturating_sub(t.t_cache_xfer)));
+                let sense = a.max(c + cmd);
                 let m = res.timeline(reg).find(sense + t_r, hold_reg);
                 let xs = res.timeline(ch).find(m + t.t_cache_xfer, x);
                 let need_die = m + t.t_cache_xfer - a;
@@ -230,6 +238,9 @@ impl NandArray {
                     res.timeline_mut(d).commit(a, a + need_die);
                     res.timeline_mut(reg).commit(m, m + need_reg);
                     res.timeline_mut(ch).commit(xs, xs + x);
+                    if on_bus {
+                        res.timeline_mut(ch).commit(c, c + cmd);
+                    }
                     (xfer_start, xfer_end) = (xs, xs + x);
                     break;
                 }
@@ -238,13 +249,22 @@ impl NandArray {
             }
         } else {
             let mut hold = cmd + t_r + x;
+            let mut from = ready;
             loop {
-                let a = res.timeline(d).find(ready, hold);
-                let xs = res.timeline(ch).find(a + cmd + t_r, x);
-                let need = xs + x - a;
+                let a = res.timeline(d).find(from, hold);
+                let c = command_slot(res, a);
+                if c > a && res.timeline(d).find(c, hold) != c {
+                    from = c; // the die is busy again by the time the channel can take the command
+                    continue;
+                }
+                let xs = res.timeline(ch).find(c + cmd + t_r, x);
+                let need = xs + x - c;
                 if need <= hold {
-                    res.timeline_mut(d).commit(a, a + need);
+                    res.timeline_mut(d).commit(c, c + need);
                     res.timeline_mut(ch).commit(xs, xs + x);
+                    if on_bus {
+                        res.timeline_mut(ch).commit(c, c + cmd);
+                    }
                     (xfer_start, xfer_end) = (xs, xs + x);
                     break;
                 }
@@ -417,6 +437,26 @@ mod tests {
         let b = n.read(&mut res, &mut led, 0, 8, 0, &[16384], EccOutcome::Corrected);
         assert_eq!(a, t.t_cmd + t.t_read(0) + t.xfer(16384));
         assert_eq!(b, a + t.xfer(16384));
+    }
+
+    #[test]
+    fn data_first_arbitration_holds_a_new_command_behind_a_data_out() {
+        let run = |policy: &str| {
+            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
+            let t = n.timing.clone();
+            let first = n.read(&mut res, &mut led, 0, 0, 0, &[16384], EccOutcome::Corrected);
+            // Die 8 shares channel 0; its read arrives as die 0's data-out begins.
+            let second = n.read(&mut res, &mut led, t.t_cmd + t.t_read(0), 8, 0, &[16384], EccOutcome::Corrected);
+            (first, second, t)
+        };
+        let (f, s, t) = run("interleave");
+        assert_eq!(f, t.t_cmd + t.t_read(0) + t.xfer(16384));
+        let sensed = 2 * (t.t_cmd + t.t_read(0));
+        assert_eq!(s, sensed.max(f) + t.xfer(16384), "the command slips in: sensing overlaps the data-out");
+        let (f2, s2, _) = run("data_first");
+        assert_eq!(f2, f, "an idle channel takes the command at once");
+        assert_eq!(s2, f + t.t_cmd + t.t_read(0) + t.xfer(16384), "the command waits for the data-out");
+        assert!(s2 > s);
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct Sqe {
 pub const SQE_BYTES: usize = 64;
 /// Size of a completion queue entry.
 pub const CQE_BYTES: usize = 16;
+/// Most logical blocks one Read or Write can carry (NLB is a 0's-based 16-bit field).
+pub const MAX_NLB: u32 = 1 << 16;
 
 fn u32_at(b: &[u8; SQE_BYTES], o: usize) -> u32 {
     u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
@@ -80,6 +82,21 @@ impl Sqe {
     }
 
     /// Starting LBA of Read/Write-like commands (CDW10-11).
+    /// Command dword `n` (0-15; dwords 1-9 hold the namespace, metadata and data pointers: 0 here).
+    pub fn dword(&self, n: u8) -> u32 {
+        match n {
+            2 => self.cdw2,
+            3 => self.cdw3,
+            10 => self.cdw10,
+            11 => self.cdw11,
+            12 => self.cdw12,
+            13 => self.cdw13,
+            14 => self.cdw14,
+            15 => self.cdw15,
+            _ => 0,
+        }
+    }
+
     pub fn slba(&self) -> u64 {
         u64::from(self.cdw10) | (u64::from(self.cdw11) << 32)
     }
@@ -89,7 +106,7 @@ impl Sqe {
         (self.cdw12 & 0xFFFF) + 1
     }
 
-    /// A Read or Write SQE.
+    /// A Read or Write SQE; `nlb` must be 1..=`MAX_NLB` (callers validate: the field cannot express more).
     pub fn rw(opcode: u8, cid: u16, slba: u64, nlb: u32) -> Sqe {
         Sqe {
             opcode,

@@ -1,12 +1,14 @@
 //! The NVMe-style host interface: entries, status codes, command decoding, queue pairs, identify and log pages.
 
+mod buffer;
 mod command;
 mod entry;
 pub mod pages;
 mod queues;
 mod status;
 
+pub use buffer::DataBuf;
 pub use command::{decode_admin, decode_io, encode_dsm_ranges, opcode, parse_dsm_ranges, AdminCommand, IoCommand, Namespace};
-pub use entry::{Cqe, Sqe, CQE_BYTES, SQE_BYTES};
+pub use entry::{Cqe, Sqe, CQE_BYTES, MAX_NLB, SQE_BYTES};
 pub use queues::{Completion, QueueSet};
 pub use status::Status;

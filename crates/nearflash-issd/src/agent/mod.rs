@@ -32,7 +32,7 @@ pub use pipeline::{JobStats, KERNEL_FAILED};
 use crate::costs::KernelCosts;
 use crate::kernel::Kernel;
 use crate::PageLayout;
-use nearflash_core::ctrl::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitSpec};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitSpec};
 use nearflash_core::engine::Time;
 use nearflash_core::error::{Result as SimResult, SimError};
 use nearflash_core::nvme::{Sqe, Status};
@@ -215,7 +215,7 @@ impl Extension for IssdExtension {
             None
         };
         for op in [params.opcode_load, params.opcode_run, params.opcode_fetch] {
-            ctx.claim_opcode(op as u8)?;
+            ctx.claim_opcode(op)?;
         }
         self.slots = (0..params.job_slots as usize).map(|_| None).collect();
         self.units = Some(AgentUnits { fmc, sp });
@@ -225,7 +225,7 @@ impl Extension for IssdExtension {
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
         let p = &self.params;
-        let op = f64::from(sqe.opcode);
+        let op = sqe.opcode;
         let step = if op == p.opcode_load {
             self.load(ctx, sqe, data)
         } else if op == p.opcode_run {
@@ -246,5 +246,19 @@ impl Extension for IssdExtension {
 
     fn report(&self) -> serde_json::Value {
         serde_json::to_value(&self.stats).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+inventory::submit! {
+    nearflash_core::ext::Registration {
+        name: NAME,
+        about: "iSSD (ICS'13): scan/filter/aggregate and Map kernels on per-channel FMCs and stream processors",
+        build: |overrides, cfg| {
+            let config = |e: crate::IssdError| SimError::Config(e.to_string());
+            // Resolved against the device's preset now, so that bad overrides fail before anything is attached.
+            let section = cfg.ext.get(NAME).and_then(|v| v.as_table());
+            AgentParams::from_section(section).map_err(config)?.apply_json(overrides).map_err(config)?;
+            Ok(Box::new(IssdExtension::new(overrides.clone()).map_err(config)?))
+        },
     }
 }

@@ -36,20 +36,20 @@ nearflash_core::ext_params! {
         e_stream_reg: Energy = 4.23, "pJ", "iSSD Fig. 10: register 4.23 pJ/access [27]";
         e_stream_sram: Energy = 21.1, "pJ", "iSSD Fig. 10: stream SRAM 21.1 pJ/read [37]";
         /// Flash pages an FMC may have requested but not yet finished mapping (its staging buffers).
-        fmc_read_ahead: Count = 16, "count", "assumed: 128 KiB of staging per channel; 4 ways x 2 planes need about 8 reads queued for cache reads to keep the channel busy";
+        fmc_read_ahead: Int = 16 in 1..=4096, "count", "assumed: 128 KiB of staging per channel; 4 ways x 2 planes need about 8 reads queued for cache reads to keep the channel busy";
         /// Result bytes gathered in DRAM before the Agent pushes them to the host (streamed results).
         output_flush: Bytes = 16, "KiB", "assumed: the Initiator fetches matched items periodically (Sec. 4.3); a 16 KiB DRAM output buffer flushed when full";
         /// Whether the SSD CPUs pay the FTL's per-block lookup (`ftl.map_instructions`) for every block a job reads.
         ftl_lookups: Bool = true, "bool", "the preset's FTL: every read translates its blocks on the SSD CPUs (Eq. 1 has no such term; the model setups turn it off)";
         /// Job descriptors the Agent holds at once.
-        job_slots: Count = 8, "count", "assumed: a few concurrent jobs";
+        job_slots: Int = 8 in 1..=1024, "count", "assumed: a few concurrent jobs";
         /// SSD CPU instructions to accept a descriptor: fixed part and per byte of its kernel spec.
         load_instructions: Real = 2000.0, "instructions", "assumed: header checks, extent validation and slot bookkeeping";
         load_instructions_per_byte: Real = 20.0, "instructions/B", "assumed: parsing the kernel spec text on an embedded core";
         /// Vendor opcodes: load a job (host to device), run it (device to host), fetch more of its result.
-        opcode_load: Count = 0xC1, "count", "assumed: vendor I/O opcode with data direction bits 01 (host to controller)";
-        opcode_run: Count = 0xC2, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
-        opcode_fetch: Count = 0xC6, "count", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
+        opcode_load: Opcode = 0xC1, "opcode", "assumed: vendor I/O opcode with data direction bits 01 (host to controller)";
+        opcode_run: Opcode = 0xC2, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
+        opcode_fetch: Opcode = 0xC6, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
     }
     extra {
         /// Per-kernel cycles per byte (defaults: Table 2 / Table 1, see [`crate::costs`]).
@@ -92,13 +92,10 @@ impl AgentParams {
         if !(self.f_fmc > 0.0 && self.fmc_cpi > 0.0) {
             return Err(invalid("iSSD agent: f_fmc and fmc_cpi must be positive"));
         }
-        if self.fmc_read_ahead < 1.0 || self.job_slots < 1.0 || self.output_flush < 1.0 {
-            return Err(invalid("iSSD agent: fmc_read_ahead, job_slots and output_flush must be at least 1"));
+        if self.output_flush < 1.0 {
+            return Err(invalid("iSSD agent: output_flush must be at least 1 byte"));
         }
         let ops = [self.opcode_load, self.opcode_run, self.opcode_fetch];
-        if ops.iter().any(|o| !(128.0..=255.0).contains(o) || o.fract() != 0.0) {
-            return Err(invalid("iSSD agent: opcodes must be vendor-specific I/O opcodes (0x80-0xFF)"));
-        }
         if ops[0] == ops[1] || ops[1] == ops[2] || ops[0] == ops[2] {
             return Err(invalid("iSSD agent: the three opcodes must differ"));
         }
@@ -116,7 +113,7 @@ mod tests {
         assert_eq!(p.f_fmc, 400e6);
         assert_eq!(p.e_proc_inst, 192.0);
         assert_eq!(p.output_flush, 16384.0);
-        assert_eq!(p.opcode_run, 194.0);
+        assert_eq!(p.opcode_run, 0xC2);
         assert!(p.stream_processors);
         assert_eq!(AgentParams::DOCS.len(), 19);
         assert!(AgentParams::DOCS.iter().all(|d| !d.3.is_empty()));

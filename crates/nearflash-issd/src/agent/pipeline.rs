@@ -21,7 +21,7 @@ use super::descriptor::{JobDescriptor, ResultKind};
 use super::params::AgentParams;
 use crate::costs::KernelCosts;
 use crate::kernel::{Chunk, Kernel, KernelSpec};
-use nearflash_core::ctrl::{ExecCtx, UnitHandle};
+use nearflash_core::ext::{ExecCtx, Placement, UnitHandle};
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::Status;
 use std::cmp::Reverse;
@@ -98,7 +98,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// A run of kernel pages read by one flash read and mapped by one processor.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Unit {
     slba: u64,
     nlb: u32,
@@ -106,6 +106,9 @@ struct Unit {
     first_page: u64,
     /// Physical flash page (`None`: split over pages or not on flash, mapped by the SSD CPUs).
     ppn: Option<u64>,
+    /// Columnar row groups: the other named columns' pages (slba, channel), read after the first and mapped
+    /// with it; a page on another channel reaches this FMC through DRAM.
+    more: Vec<(u64, Option<usize>)>,
 }
 
 /// Everything a job needs while it runs.
@@ -118,34 +121,68 @@ pub struct JobContext<'a> {
 }
 
 /// Cuts the input into units and assigns each to a queue: one per channel, plus the SSD CPUs' (last).
-fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor) -> Vec<VecDeque<Unit>> {
+fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Result<Vec<VecDeque<Unit>>, Status> {
     let geo = ctx.geometry().clone();
-    let spp = u64::from(geo.sectors_per_page);
     let per = u64::from(job.page_size) / ctx.lba_bytes();
     let mut queues: Vec<VecDeque<Unit>> = vec![VecDeque::new(); geo.channels as usize + 1];
     let cpu = geo.channels as usize;
     let channel_of = |ppn: u64| geo.channel_of_die(geo.die_of_plane(geo.page_addr(ppn).plane)) as usize;
+    // the flash page of a kernel page when all its blocks are in one
+    let whole_page = |lba: u64| {
+        let first = flash_page_of(ctx, lba);
+        first.filter(|_| (1..per).all(|i| flash_page_of(ctx, lba + i) == first))
+    };
+    if let Some(ncol) = columns {
+        // columnar: the extents list each named column's pages, column after column; row group g is page g of
+        // every column, mapped together by the FMC of its first column's page
+        let pages: Vec<u64> =
+            job.extents.iter().flat_map(|e| (0..u64::from(e.nlb) / per).map(move |p| e.slba + p * per)).collect();
+        if ncol == 0 || pages.len() % ncol != 0 {
+            return Err(KERNEL_FAILED);
+        }
+        let groups = pages.len() / ncol;
+        for g in 0..groups {
+            let ppn = whole_page(pages[g]);
+            let q = ppn.map_or(cpu, channel_of);
+            let more = (1..ncol).map(|c| pages[c * groups + g]).map(|l| (l, whole_page(l).map(channel_of))).collect();
+            let first_page = u64::from(job.first_page) + (g * ncol) as u64;
+            queues[q].push_back(Unit { slba: pages[g], nlb: per as u32, first_page, ppn, more });
+        }
+        return Ok(queues);
+    }
     let mut index = u64::from(job.first_page);
     for e in &job.extents {
         for p in 0..u64::from(e.nlb) / per {
             let lba = e.slba + p * per;
-            let first = ctx.physical_of(lba).map(|psa| psa / spp);
-            let whole = first.is_some() && (1..per).all(|i| ctx.physical_of(lba + i).map(|psa| psa / spp) == first);
-            let ppn = first.filter(|_| whole);
+            let ppn = whole_page(lba);
             let q = ppn.map_or(cpu, channel_of);
             match queues[q].back_mut() {
                 Some(u) if ppn.is_some() && u.ppn == ppn && u.slba + u64::from(u.nlb) == lba => u.nlb += per as u32,
-                _ => queues[q].push_back(Unit { slba: lba, nlb: per as u32, first_page: index, ppn }),
+                _ => queues[q].push_back(Unit { slba: lba, nlb: per as u32, first_page: index, ppn, more: Vec::new() }),
             }
             index += 1;
         }
     }
-    queues
+    Ok(queues)
 }
 
 /// Runs a job from `start`; errors are the NVMe status the RUN command completes with.
 pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Result<JobOutcome, Status> {
-    let queues = plan(ctx, jc.job);
+    let columns = match &jc.job.spec {
+        KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_) => {
+            let layout = crate::PageLayout::new(jc.job.page_size as usize).map_err(|_| KERNEL_FAILED)?;
+            let k = jc.job.spec.build_columnar(layout).map_err(|_| KERNEL_FAILED)?;
+            // every row group of the table, one page per named column: anything else would drop rows silently
+            let groups = crate::lineitem::ColumnarLayout::new(k.rows(), layout.page_size(), 1).map_err(|_| KERNEL_FAILED)?.groups();
+            let pages: u64 = jc.job.extents.iter().map(|e| u64::from(e.nlb)).sum::<u64>() * ctx.lba_bytes() / u64::from(jc.job.page_size);
+            if jc.job.first_page != 0 || pages != groups * k.columns().len() as u64 {
+                return Err(KERNEL_FAILED);
+            }
+            Some(k.columns().len())
+        }
+        _ => None,
+    };
+    let queues = plan(ctx, jc.job, columns)?;
     let cpu_queue = queues.len() - 1;
     let read_ahead = jc.params.fmc_read_ahead as usize;
     let lba_bytes = ctx.lba_bytes();
@@ -161,13 +198,23 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
     let mut last = start;
     while let Some(Reverse((ready, q))) = heap.pop() {
         let Some(unit) = state[q].0.pop_front() else { continue };
-        let bytes = u64::from(unit.nlb) * lba_bytes;
+        let part = u64::from(unit.nlb) * lba_bytes;
+        let bytes = part * (1 + unit.more.len() as u64);
         buf.resize(bytes as usize, 0);
         // The SSD CPUs translate the unit's blocks, then its FMC (or the CPUs) read it.
-        let translated = ctx.firmware(ready, map_instructions * f64::from(unit.nlb));
+        let blocks = f64::from(unit.nlb) * (1 + unit.more.len()) as f64;
+        let translated = ctx.firmware(ready, map_instructions * blocks);
         // Each FMC sequences its own channel's flash transactions (Sec. 2.2, 3.1): none run on the SSD CPUs.
-        let read = ctx.flash_read_self_sequenced(unit.slba, unit.nlb, translated, &mut buf)?;
+        let mut read = ctx.flash_read_self_sequenced(unit.slba, unit.nlb, translated, &mut buf[..part as usize])?;
         stats.flash_reads += 1;
+        for (i, &(lba, channel)) in unit.more.iter().enumerate() {
+            let at = part as usize * (i + 1);
+            let r = ctx.flash_read_self_sequenced(lba, unit.nlb, translated, &mut buf[at..at + part as usize])?;
+            // a page of another channel reaches this FMC through DRAM (written by its FMC, read by this one)
+            let here = if channel == Some(q) && q != cpu_queue { r.done } else { dram_bursts(ctx, r.done, 2 * part) };
+            read.done = read.done.max(here);
+            stats.flash_reads += 1;
+        }
         stats.input_bytes += bytes;
         let partial = jc.kernel.map(Chunk::new(unit.first_page, &buf)).map_err(|_| KERNEL_FAILED)?;
         let plen = partial.encoded_len() as u64;
@@ -201,7 +248,7 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
         ResultKind::Output => jc.kernel.finish(acc).map_err(|_| KERNEL_FAILED)?.encode(),
     };
     stats.result_bytes = result.len() as u64;
-    let streams = matches!(jc.job.spec, KernelSpec::Scan(_) | KernelSpec::Grep(_));
+    let streams = matches!(jc.job.spec, KernelSpec::Scan(_) | KernelSpec::Grep(_) | KernelSpec::ColScan(_));
     let schedule = if streams {
         stream_schedule(&mut produced, result.len() as u64, jc.params.output_flush as u64)
     } else {
@@ -263,5 +310,13 @@ mod tests {
         assert!(s[..s.len() - 1].iter().all(|x| x.1 >= 300));
         assert_eq!(s.last().unwrap().0, 1000);
         assert_eq!(stream_schedule(&mut [], 7, 10), vec![(0, 7)]);
+    }
+}
+
+/// The physical page holding an LBA's current copy, if it is on flash.
+fn flash_page_of(ctx: &ExecCtx<'_>, lba: u64) -> Option<u64> {
+    match ctx.placement(lba) {
+        Ok(Placement::Flash { addr, .. }) => Some(addr.ppn),
+        _ => None,
     }
 }

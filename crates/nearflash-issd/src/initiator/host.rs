@@ -11,7 +11,7 @@ use super::schedule::Piece;
 use super::{Initiator, HOST_QUANTUM_NS};
 use crate::error::{device_error, invalid, Result};
 use crate::kernel::{Chunk, Kernel, Partial};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{opcode, Completion, Sqe};
 use std::collections::{HashMap, VecDeque};
@@ -165,19 +165,16 @@ impl<'k> HostSide<'k> {
         let slice_cycles = HOST_QUANTUM_NS * 1e-9 * self.hz;
         // nothing is booked before the host's clock (what could not start before it was deferred to it)
         let now = ini.dev.now();
-        let core = ini.dev.core_mut();
-        let group = core.host.cpu;
-        let members = core.res.group_len(group);
+        let mut host = ini.dev.host();
         while let Some(p) = self.backlog.front_mut() {
             let cycles = p.cycles.min(slice_cycles);
             let dur = (cycles / self.hz * 1e9).ceil() as Time;
             let ready = p.ready.max(now);
-            let earliest = (0..members).map(|i| core.res.timeline(core.res.member(group, i)).find(ready, dur)).min();
-            if earliest.is_none_or(|t| t >= until) {
+            if host.earliest_core_start(ready, dur) >= until {
                 break;
             }
             let instructions = p.instructions * cycles / p.cycles;
-            let done = core.host.compute(&mut core.res, &mut core.ledger, ready, cycles, instructions, 1);
+            let done = host.compute(ready, cycles, instructions, 1);
             p.cycles -= cycles;
             p.instructions -= instructions;
             let ch = &mut self.chunks[p.chunk];

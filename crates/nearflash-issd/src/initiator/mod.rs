@@ -24,7 +24,7 @@ use crate::agent::{AgentParams, Extent, JobDescriptor, ResultKind};
 use crate::costs::CostTable;
 use crate::error::{device_error, invalid, Result};
 use crate::kernel::{KernelSpec, Output};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{opcode, Sqe};
 use nearflash_core::Device;
@@ -92,7 +92,7 @@ impl Default for Opcodes {
 
 impl Opcodes {
     pub fn of(p: &AgentParams) -> Self {
-        Self { load: p.opcode_load as u8, run: p.opcode_run as u8, fetch: p.opcode_fetch as u8 }
+        Self { load: p.opcode_load, run: p.opcode_run, fetch: p.opcode_fetch }
     }
 }
 
@@ -120,15 +120,7 @@ pub const HOST_QUANTUM_NS: f64 = 100_000.0;
 
 /// Runs `cycles` (and `instructions`, for energy) of host work on `cores` cores from `ready`; returns when done.
 pub(crate) fn host_compute(dev: &mut Device, ready: Time, cycles: f64, instructions: f64, cores: u32) -> Time {
-    let core = dev.core_mut();
-    let per_core_ns = cycles / f64::from(cores.max(1)) / core.host.cpu_hz() * 1e9;
-    let slices = (per_core_ns / HOST_QUANTUM_NS).ceil().max(1.0);
-    let mut done = ready;
-    for _ in 0..slices as u64 {
-        let d = core.host.compute(&mut core.res, &mut core.ledger, ready, cycles / slices, instructions / slices, cores);
-        done = done.max(d);
-    }
-    done
+    dev.host().compute_sliced(ready, cycles, instructions, cores, HOST_QUANTUM_NS)
 }
 
 impl<'d> Initiator<'d> {
@@ -204,8 +196,21 @@ impl<'d> Initiator<'d> {
 
     /// Runs a job with a strategy.
     pub fn run(&mut self, job: &Job, strategy: Strategy) -> Result<JobRun> {
+        let run = self.run_strategy(job, strategy)?;
+        // the host library returns when the job's last computation ends: work booked up to then (the host's
+        // lazily booked Map slices) must not overlap the next job
+        self.dev.advance_to(run.end);
+        Ok(run)
+    }
+
+    fn run_strategy(&mut self, job: &Job, strategy: Strategy) -> Result<JobRun> {
         match strategy {
             Strategy::InStorage => self.run_in_storage(job),
+            // the host reads pieces in extent order, which for a columnar job is column by column
+            _ if matches!(job.spec, KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_)) => Err(invalid(format!(
+                "{} runs in storage only here; its host path is kernel::columnar::run_columnar over the table",
+                job.spec.name()
+            ))),
             other => schedule::run_split(self, job, other),
         }
     }

@@ -33,10 +33,20 @@ pub enum Strategy {
     Dynamic { chunk_pages: u32 },
 }
 
-/// Host reads kept in flight (assumed: 1 MiB of 128 KiB requests, enough to keep an 8 GB/s link busy). The link
-/// model books each transfer whole, so a deeper queue would book the link far ahead and hold back the small
-/// completions of the device's jobs behind host data.
+/// Host reads kept in flight at least (assumed: 1 MiB of 128 KiB requests, enough for links up to about 4 GB/s).
+/// The link model books each transfer whole, so a deeper queue would book the link far ahead and hold back the
+/// small completions of the device's jobs behind host data.
 pub const HOST_READS_IN_FLIGHT: usize = 8;
+/// Latency a host keeps covered with reads in flight (assumed: a 128 KiB read striped over the channels plus the
+/// driver stack takes about 180 us on the Fig. 7 devices, with margin), so a faster link gets a deeper queue.
+pub const HOST_READ_LATENCY_S: f64 = 250e-6;
+
+/// Reads in flight for a link of `link_bps`: [`HOST_READS_IN_FLIGHT`], or enough to cover
+/// [`HOST_READ_LATENCY_S`] at the link's rate (16 for 8 GB/s).
+pub fn host_reads_in_flight(link_bps: f64, read_bytes: u64) -> usize {
+    let need = (link_bps * HOST_READ_LATENCY_S / read_bytes.max(1) as f64).ceil();
+    HOST_READS_IN_FLIGHT.max(need.min(256.0) as usize)
+}
 
 /// A run of whole kernel pages no larger than one command.
 #[derive(Debug, Clone, Copy)]
@@ -144,6 +154,7 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
         }
     };
     let start = ini.dev.now();
+    let reads_in_flight = host_reads_in_flight(ini.dev.config().link_bandwidth().0, u64::from(ini.max_blocks(job.input.page_size)) * lba);
     let mut acc = kernel.empty();
     let mut dev: VecDeque<DevJob> = VecDeque::new();
     let (mut end, mut device_bytes, mut result_bytes, mut device_jobs, mut loads) = (start, 0u64, 0u64, 0u32, 0u32);
@@ -161,7 +172,7 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
             }
         }
         // the host's reads leave queue slots for the device's jobs (two commands each)
-        while host.inflight.len() < HOST_READS_IN_FLIGHT.min(ini.depth as usize - 2 * dev_depth) {
+        while host.inflight.len() < reads_in_flight.min(ini.depth as usize - 2 * dev_depth) {
             let Some((piece, id)) = host.pending.pop_front() else { break };
             host.submit_read(ini, piece, id, &mut acc)?;
         }

@@ -6,6 +6,7 @@
 //! one implementation. Kernels are object safe and built by name from a [`KernelSpec`] (JSON-friendly), so the
 //! device can run any of them chosen at run time. Answers do not depend on how the input is cut into chunks.
 
+pub mod columnar;
 pub mod grep;
 pub mod histogram;
 pub mod kmeans;

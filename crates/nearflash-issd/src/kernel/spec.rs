@@ -2,6 +2,7 @@
 //! `{"kernel": "grep", "pattern": "foo", "regex": false}`); [`KernelSpec::build`] makes the object-safe kernel
 //! for a page layout. This is what the device's Agent (or the host Initiator) receives.
 
+use super::columnar::{ColFilterSumParams, ColScanParams, ColumnarKernel};
 use super::grep::{GrepKernel, GrepParams};
 use super::histogram::{HistogramKernel, HistogramParams};
 use super::kmeans::{KMeansKernel, KMeansParams};
@@ -16,7 +17,18 @@ use serde::{Deserialize, Serialize};
 
 /// Names of every kernel, as [`KernelSpec`]'s `kernel` tag and [`Kernel::name`].
 pub const KERNEL_NAMES: &[&str] =
-    &["scan", "filter_sum", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans"];
+    &[
+    "scan",
+    "filter_sum",
+    "grep",
+    "string_match",
+    "word_count",
+    "histogram",
+    "linear_regression",
+    "kmeans",
+    "col_scan",
+    "col_filter_sum",
+];
 
 /// A kernel and its parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +43,10 @@ pub enum KernelSpec {
     LinearRegression(LinearRegressionParams),
     #[serde(rename = "kmeans")]
     KMeans(KMeansParams),
+    /// `scan` over columnar pages (beyond the paper).
+    ColScan(ColScanParams),
+    /// `filter_sum` over columnar pages (beyond the paper).
+    ColFilterSum(ColFilterSumParams),
 }
 
 impl KernelSpec {
@@ -54,6 +70,17 @@ impl KernelSpec {
             KernelSpec::Histogram(_) => "histogram",
             KernelSpec::LinearRegression(_) => "linear_regression",
             KernelSpec::KMeans(_) => "kmeans",
+            KernelSpec::ColScan(_) => "col_scan",
+            KernelSpec::ColFilterSum(_) => "col_filter_sum",
+        }
+    }
+
+    /// The columnar kernel of a `col_*` spec (an error for the others).
+    pub fn build_columnar(&self, layout: PageLayout) -> Result<ColumnarKernel> {
+        match self {
+            KernelSpec::ColScan(p) => ColumnarKernel::scan(p, layout),
+            KernelSpec::ColFilterSum(p) => ColumnarKernel::filter_sum(p, layout),
+            other => Err(invalid(format!("{} is not a columnar kernel", other.name()))),
         }
     }
 
@@ -68,6 +95,7 @@ impl KernelSpec {
             KernelSpec::Histogram(p) => Box::new(HistogramKernel::new(p, layout)?),
             KernelSpec::LinearRegression(p) => Box::new(LinearRegressionKernel::new(p, layout)?),
             KernelSpec::KMeans(p) => Box::new(KMeansKernel::new(p, layout)?),
+            KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_) => Box::new(self.build_columnar(layout)?),
         })
     }
 }
@@ -88,6 +116,8 @@ mod tests {
             r#"{"kernel":"histogram"}"#,
             r#"{"kernel":"linear_regression"}"#,
             r#"{"kernel":"kmeans","dim":2,"centroids":[[0,0],[5,5]]}"#,
+            r#"{"kernel":"col_scan","rows":10}"#,
+            r#"{"kernel":"col_filter_sum","rows":10}"#,
         ];
         for (body, name) in bodies.iter().zip(KERNEL_NAMES) {
             let spec = KernelSpec::from_json(body).unwrap();

@@ -1,9 +1,11 @@
 //! TPC-H `lineitem` as the iSSD scan input: a fixed-width 150-byte record ([`layout`]) generated with the dbgen
 //! algorithm of the `tpchgen` crate ([`generate`]) and packed into flash pages (see [`crate::pages`]).
 
+pub mod columnar;
 pub mod generate;
 pub mod layout;
 
+pub use columnar::{columnar_from_records, ColumnarLayout};
 pub use generate::{generate_pages, generate_records, CommentPool, LineitemSpec, ORDERS_PER_SF, PARTS_PER_SF};
 pub use layout::{days_from_civil, Field, FieldKind, LineitemRow, RECORD_SIZE};
 

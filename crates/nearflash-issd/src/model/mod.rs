@@ -12,7 +12,7 @@ pub mod studies;
 pub use configs::{fig7, system, Fig7Config};
 pub use energy::{energy, epb_terms, Component, Energy, EpbTerms};
 pub use params::{profile, table1, EnergyParams, KernelProfile, StreamOps, Table1Row, PROFILES, TABLE1};
-pub use pipeline::{bandwidth, evaluate, stages, Evaluation, Mode, Stages, SystemConfig};
+pub use pipeline::{bandwidth, evaluate, host_dram_rate, stages, Evaluation, Mode, Stages, SystemConfig};
 pub use studies::{
     fig10_breakdown, fig7_sweep, fig8_iso, fig9_sweep, iso_channels, partition, Fig7Point, Fig9Point, IsoPoint,
     Partition,

@@ -145,6 +145,15 @@ pub fn cpb_fmc(k: &KernelProfile, mode: Mode) -> f64 {
     }
 }
 
+/// The rate at which the conventional path's bytes pass the controller's DRAM: at least the link's. Sec. 5.2
+/// reads the hosts as link-bound on scan ("all conventional machine configurations suffered the host interface
+/// bandwidth limitation, making scan the only truly storage bandwidth bound workload"), which Eq. 1 taken
+/// literally (alpha = 1 through r_dram = 3.2 GB/s) contradicts for the 4 and 8 GB/s links: it would cap HOST-4G and
+/// HOST-8G at 3.2 GB/s, the same. An SSD built for an r_host link streams host reads through its DRAM at r_host.
+pub fn host_dram_rate(cfg: &SystemConfig) -> f64 {
+    cfg.r_dram.max(cfg.r_host)
+}
+
 /// Stage times for `d` bytes (§4.1 (a)-(f)).
 pub fn stages(cfg: &SystemConfig, k: &KernelProfile, d: f64) -> Stages {
     let conv = cfg.mode == Mode::Conventional;
@@ -153,7 +162,9 @@ pub fn stages(cfg: &SystemConfig, k: &KernelProfile, d: f64) -> Stages {
         nand2fmc: d / (cfg.n_ch * cfg.r_nand),
         // Eq. 2: D CPB_fmc / (n_ch f_fmc) = D IPB_fmc CPI_fmc / (n_ch f_fmc)
         fmc: d * cpb_fmc(k, cfg.mode) / (cfg.n_ch * cfg.f_fmc),
-        fmc2dram: alpha * d / cfg.r_dram,
+        // The hosts are link-bound (the paper's reading, see [`host_dram_rate`]); the iSSD's residue crosses DRAM
+        // at r_dram (stage (c)).
+        fmc2dram: if conv { d / host_dram_rate(cfg) } else { alpha * d / cfg.r_dram },
         ssd_cpu: if conv { 0.0 } else { alpha * d * k.cpb_ssd_cpu * CPI_EMBEDDED / (cfg.n_ssd_cpu * cfg.f_ssd_cpu) },
         ssd2host: alpha * beta * d / cfg.r_host,
         host_cpu: alpha * beta * d * k.cpb_host / (cfg.n_host_cpu * cfg.f_host_cpu),
@@ -216,6 +227,11 @@ mod tests {
         let conv = stages(&cfg.conventional(), &k, d);
         assert_eq!((conv.fmc, conv.ssd_cpu), (0.0, 0.0));
         assert_eq!(conv.fmc2dram, d / R_DRAM);
+        // link-bound hosts: HOST-8G's DRAM stage passes 8 GB/s, so its scan is not capped at r_dram
+        let host8 = stages(&fig7(Fig7Config::Host8G, 64.0), &SCAN, d);
+        assert_eq!(host8.fmc2dram, d / R_HOST_8G);
+        let (b4, b8) = (bandwidth(&fig7(Fig7Config::Host4G, 64.0), &SCAN).unwrap(), bandwidth(&fig7(Fig7Config::Host8G, 64.0), &SCAN).unwrap());
+        assert!(b8 > b4 * 1.5 && b4 > R_DRAM, "HOST-4G {b4}, HOST-8G {b8}");
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn run_on(
     strategy: Strategy,
 ) -> Result<SimPoint> {
     let params = setup::agent_params(setup)?;
-    let horizon = dev.core().res.horizon();
+    let horizon = dev.horizon();
     dev.advance_to(horizon);
     dev.reset_stats();
     let run: JobRun = Initiator::new(dev, 1, Opcodes::of(&params), params.costs.clone())?.run(job, strategy)?;
@@ -245,29 +245,41 @@ pub fn fig7_points(
         datasets.push(fig7_dataset(k, most.into_iter().max().unwrap_or(1), seed)?);
     }
     let mut out = Vec::new();
-    for device_config in [Fig7Config::Issd400, Fig7Config::Issd800, Fig7Config::IssdXl] {
-        let group = [link_partner(device_config), device_config];
-        if !group.iter().any(|c| configs.contains(c)) {
-            continue;
-        }
-        let mut dev_setup = fig7_setup(device_config, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
-        if let (Some(base), Some(extra)) = (dev_setup.agent.as_object_mut(), agent.as_object()) {
-            base.extend(extra.clone());
-        }
-        let mut dev = build_device(&dev_setup, seed)?;
-        let jobs = place(&mut dev, &datasets, dev_setup.accelerate)?;
-        for (job, kernel) in jobs.iter().zip(kernels) {
-            for &c in group.iter().filter(|c| configs.contains(c)) {
-                let s = fig7_setup(c, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
-                let strategy = if s.model.mode == Mode::Conventional { Strategy::Conventional } else { Strategy::InStorage };
-                let prefix = prefix_job(job, sizing.pages(c, kernel, n_ch)?, dev.lba_bytes());
-                let mut p = run_on(&mut dev, &dev_setup, &s.model, &prefix, strategy)?;
-                p.config = s.name.clone();
-                out.push(p);
+    // configurations whose devices are set up alike share one (and its data): HOST-SATA with iSSD-400; HOST-4G and
+    // HOST-8G have a faster DRAM path than their iSSD partners (link-bound hosts) and get their own
+    let order = [Fig7Config::Issd400, Fig7Config::HostSata, Fig7Config::Issd800, Fig7Config::Host4G, Fig7Config::IssdXl, Fig7Config::Host8G];
+    let mut current: Option<(Vec<setup::Override>, SystemSetup, Device, Vec<Job>)> = None;
+    for c in order.into_iter().filter(|c| configs.contains(c)) {
+        let s = fig7_setup(c, n_ch, model::params::N_HOST_CPU_FIG7 as u32);
+        if current.as_ref().is_none_or(|cur| cur.0 != s.overrides) {
+            // the device is the iSSD's of this link (its Agent's clock and stream processors)
+            let mut dev_setup = fig7_setup(link_partner_issd(c), n_ch, model::params::N_HOST_CPU_FIG7 as u32);
+            dev_setup.overrides = s.overrides.clone();
+            if let (Some(base), Some(extra)) = (dev_setup.agent.as_object_mut(), agent.as_object()) {
+                base.extend(extra.clone());
             }
+            let mut dev = build_device(&dev_setup, seed)?;
+            let jobs = place(&mut dev, &datasets, dev_setup.accelerate)?;
+            current = Some((s.overrides.clone(), dev_setup, dev, jobs));
+        }
+        let (_, dev_setup, dev, jobs) = current.as_mut().expect("device set up");
+        for (job, kernel) in jobs.iter().zip(kernels) {
+            let strategy = if s.model.mode == Mode::Conventional { Strategy::Conventional } else { Strategy::InStorage };
+            let prefix = prefix_job(job, sizing.pages(c, kernel, n_ch)?, dev.lba_bytes());
+            let mut p = run_on(dev, dev_setup, &s.model, &prefix, strategy)?;
+            p.config = s.name.clone();
+            out.push(p);
         }
     }
     Ok(out)
+}
+
+/// The iSSD configuration of `c`'s link (itself for an iSSD).
+fn link_partner_issd(c: Fig7Config) -> Fig7Config {
+    match c {
+        Fig7Config::HostSata | Fig7Config::Host4G | Fig7Config::Host8G => link_partner(c),
+        issd => issd,
+    }
 }
 
 /// The job over the first `pages` kernel pages of a single-extent job.

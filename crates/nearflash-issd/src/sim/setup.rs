@@ -55,15 +55,23 @@ pub struct SystemSetup {
 const WHY_CHANNELS: &str = "Table 2: n_ch 8-64 in steps of 8";
 const WHY_HOST_CPUS: &str = "Table 2: n_host_cpu 4, 8 or 16 (Fig. 7: 8)";
 const WHY_DRAM: &str = "Eq. 1 counts one DRAM crossing per byte at r_dram = 3.2 GB/s; the DRAM port carries two (in and out)";
+const WHY_HOST_DRAM: &str = "Sec. 5.2: the hosts are link-bound on scan, so an SSD with an r_host link passes host reads through DRAM at r_host (two crossings on the port)";
 const WHY_COMPACT: &str = "capacity and GC are outside the model; smaller tables keep the emulated device fast to create";
 const WHY_LINK: &str = "Table 2 / Fig. 7: r_host 600 MB/s (SATA), 4 or 8 GB/s (PCIe)";
 
 /// The overrides that make the `issd` preset's limits Eq. 1's, for `n_ch` channels and `n_host_cpu` host CPUs.
 pub fn model_overrides(n_ch: u32, n_host_cpu: u32, r_host: f64) -> Vec<Override> {
+    model_overrides_for(n_ch, n_host_cpu, r_host, R_DRAM)
+}
+
+/// As [`model_overrides`], with data passing DRAM at `r_dram` (a conventional system: at least its link's rate,
+/// [`crate::model::host_dram_rate`]).
+fn model_overrides_for(n_ch: u32, n_host_cpu: u32, r_host: f64, r_dram: f64) -> Vec<Override> {
+    let why = if r_dram > R_DRAM { WHY_HOST_DRAM } else { WHY_DRAM };
     let mut v = vec![
         ov("nand.channels", n_ch, WHY_CHANNELS),
         ov("host.cpu_cores", n_host_cpu, WHY_HOST_CPUS),
-        ov("controller.dram_bandwidth", format!("{}GB/s", 2.0 * R_DRAM / 1e9), WHY_DRAM),
+        ov("controller.dram_bandwidth", format!("{}GB/s", 2.0 * r_dram / 1e9), why),
         ov("nand.pages_per_block", 64, WHY_COMPACT),
         ov("nand.blocks_per_plane", 32, WHY_COMPACT),
         ov("ftl.over_provisioning", "25%", WHY_COMPACT),
@@ -80,7 +88,11 @@ pub fn issd_setup(name: &str, mode: Mode, n_ch: u32, f_fmc: f64, r_host: f64, n_
     SystemSetup {
         name: name.to_string(),
         preset: "issd".into(),
-        overrides: model_overrides(n_ch, n_host_cpu, r_host),
+        overrides: if mode == Mode::Conventional {
+            model_overrides_for(n_ch, n_host_cpu, r_host, R_DRAM.max(r_host))
+        } else {
+            model_overrides(n_ch, n_host_cpu, r_host)
+        },
         agent: serde_json::json!({ "f_fmc": f_fmc / 1e6, "ftl_lookups": false }),
         accelerate: mode == Mode::IssdAccelerated,
         model: system(name, mode, f64::from(n_ch), f_fmc, r_host, f64::from(n_host_cpu)),
@@ -88,8 +100,9 @@ pub fn issd_setup(name: &str, mode: Mode, n_ch: u32, f_fmc: f64, r_host: f64, n_
 }
 
 /// Fig. 7's configuration `c` with `n_ch` channels and `n_host_cpu` host CPUs. A HOST-* configuration's device is
-/// the iSSD its link pairs with in Fig. 7 (HOST-SATA with iSSD-400, HOST-4G with iSSD-800, HOST-8G with iSSD-XL),
-/// so one device runs both; its FMCs stay idle on the conventional path.
+/// the iSSD its link pairs with in Fig. 7 (HOST-SATA with iSSD-400, HOST-4G with iSSD-800, HOST-8G with iSSD-XL)
+/// with its DRAM passing host reads at least at the link's rate (the hosts are link-bound, Sec. 5.2); its FMCs
+/// stay idle on the conventional path.
 pub fn fig7_setup(c: Fig7Config, n_ch: u32, n_host_cpu: u32) -> SystemSetup {
     let (mode, f_fmc, r_host) = match c {
         Fig7Config::HostSata => (Mode::Conventional, F_FMC_400, R_HOST_SATA),
@@ -173,7 +186,9 @@ mod tests {
             assert_eq!(cfg.controller.cores.0 as f64, s.model.n_ssd_cpu);
             assert_eq!(cfg.controller.core_freq.0, s.model.f_ssd_cpu);
             assert_eq!(cfg.host.cpu_freq.0, s.model.f_host_cpu);
-            assert_eq!(cfg.controller.dram_bandwidth.0, 2.0 * s.model.r_dram);
+            // an iSSD's data crosses DRAM at r_dram; a host's at least at its link's rate (link-bound hosts)
+            let dram = if s.model.mode == Mode::Conventional { crate::model::host_dram_rate(&s.model) } else { s.model.r_dram };
+            assert_eq!(cfg.controller.dram_bandwidth.0, 2.0 * dram, "{}", s.name);
             assert_eq!(agent_params(&s).unwrap().f_fmc, s.model.f_fmc);
             assert_eq!(link_partner(link_partner(c)), c);
         }

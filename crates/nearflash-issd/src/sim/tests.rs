@@ -7,7 +7,7 @@ use crate::agent::{Extent, JobDescriptor, ResultKind, KERNEL_FAILED};
 use crate::initiator::Input;
 use crate::kernel::{run_serial, KernelSpec};
 use crate::pages::{pack_lines, pack_records};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::nvme::{Sqe, Status};
 
 fn small_device(c: Fig7Config) -> (Device, SystemSetup) {

@@ -3,10 +3,8 @@
 //! as `NvmeError`-style `InvalidArgument` messages from the Initiator; the GIL is released while jobs run.
 
 use super::output_dict;
-use crate::convert::err;
+use crate::convert::{err, fail};
 use crate::device::{device_mut, PyDevice};
-use crate::errors::ConfigError;
-use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
 use nearflash_core::config::ExtParams;
 use nearflash_issd::agent::{AgentParams, Extent, IssdExtension};
@@ -16,27 +14,27 @@ use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The Agent for `device` with JSON parameter overrides (the registry's constructor).
-pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
-    let section = device.config().ext.get("issd").and_then(|v| v.as_table());
-    let mut p = AgentParams::from_section(section).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    p.apply_json(params).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    Ok(Box::new(IssdExtension::new(params.clone()).map_err(|e| ConfigError::new_err(e.to_string()))?))
-}
-
 /// (name, default, unit, source) of every Agent parameter.
 #[pyfunction]
 fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     AgentParams::DOCS.to_vec()
 }
 
+/// The Initiator for `dev`: with the parameters the attached Agent resolved (preset section and overrides, one
+/// source of truth), or, on a device without the Agent (conventional runs), the defaults with `params_json`.
 fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
-    let mut p = AgentParams::default();
-    if let Some(j) = params_json {
-        let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
-        p.apply_json(&v).map_err(err)?;
-    }
-    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(err)
+    let p = match dev.extension::<IssdExtension>("issd") {
+        Some(agent) => agent.params().clone(),
+        None => {
+            let mut p = AgentParams::default();
+            if let Some(j) = params_json {
+                let v: serde_json::Value = serde_json::from_str(j).map_err(err)?;
+                p.apply_json(&v).map_err(fail)?;
+            }
+            p
+        }
+    };
+    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(fail)
 }
 
 /// Writes a paged input at `slba` (NVMe writes on queue 1, then Flush); returns its extents [(slba, nlb)].
@@ -51,7 +49,7 @@ fn write_input(
     let bytes = crate::convert::elements(&data);
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(err))?;
+    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(fail))?;
     Ok(input.extents.iter().map(|e| (e.slba, e.nlb)).collect())
 }
 
@@ -83,13 +81,13 @@ fn run_job<'py>(
     chunk_pages: Option<u32>,
     agent_params: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let spec = KernelSpec::from_json(spec).map_err(err)?;
+    let spec = KernelSpec::from_json(spec).map_err(fail)?;
     let extents = extents.into_iter().map(|(slba, nlb)| Extent { slba, nlb }).collect();
     let job = Job { spec, input: Input { extents, page_size }, accelerate };
     let s = strategy(strategy_name, fraction, chunk_pages)?;
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(err))?;
+    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(fail))?;
     let out = output_dict(py, &run.output)?;
     out.set_item("start_ns", run.start)?;
     out.set_item("end_ns", run.end)?;

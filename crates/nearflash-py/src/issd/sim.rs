@@ -2,7 +2,7 @@
 //! partitioning, the prototype scan), each run beside Eq. 1, returned as plain Python objects (via JSON). The GIL
 //! is released while they run.
 
-use crate::convert::{err, to_python};
+use crate::convert::{err, fail, to_python};
 use nearflash_issd::model::Fig7Config;
 use nearflash_issd::sim::{self, Sizing};
 use pyo3::prelude::*;
@@ -24,13 +24,13 @@ fn sim_fig7<'py>(
     seed: u64,
     agent: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let cs = configs.iter().map(|c| Fig7Config::from_name(c)).collect::<Result<Vec<_>, _>>().map_err(err)?;
+    let cs = configs.iter().map(|c| Fig7Config::from_name(c)).collect::<Result<Vec<_>, _>>().map_err(fail)?;
     let ks: Vec<&str> = kernels.iter().map(String::as_str).collect();
     let agent: serde_json::Value = match agent {
         Some(a) => serde_json::from_str(a).map_err(err)?,
         None => serde_json::Value::Null,
     };
-    let pts = py.allow_threads(|| sim::fig7_points(&cs, &ks, n_ch, sizing(sizing_args), seed, &agent)).map_err(err)?;
+    let pts = py.allow_threads(|| sim::fig7_points(&cs, &ks, n_ch, sizing(sizing_args), seed, &agent)).map_err(fail)?;
     to_python(py, &pts)
 }
 
@@ -50,7 +50,7 @@ fn sim_fig9<'py>(
     seed: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let k = static_kernel(kernel)?;
-    let r = py.allow_threads(|| sim::fig9_sim(k, n_host_cpu, sizing(sizing_args), chunks, seed)).map_err(err)?;
+    let r = py.allow_threads(|| sim::fig9_sim(k, n_host_cpu, sizing(sizing_args), chunks, seed)).map_err(fail)?;
     to_python(py, &r)
 }
 
@@ -67,7 +67,7 @@ fn sim_fig8<'py>(
     seed: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let k = static_kernel(kernel)?;
-    let r = py.allow_threads(|| sim::fig8_sim(k, r_host, n_host_cpu, accelerated, sizing(sizing_args), seed)).map_err(err)?;
+    let r = py.allow_threads(|| sim::fig8_sim(k, r_host, n_host_cpu, accelerated, sizing(sizing_args), seed)).map_err(fail)?;
     to_python(py, &r)
 }
 
@@ -75,14 +75,14 @@ fn sim_fig8<'py>(
 #[pyfunction]
 #[pyo3(signature = (pages, seed = 1))]
 fn sim_prototype(py: Python<'_>, pages: usize, seed: u64) -> PyResult<Bound<'_, PyAny>> {
-    let r = py.allow_threads(|| sim::prototype_sim(pages, seed)).map_err(err)?;
+    let r = py.allow_threads(|| sim::prototype_sim(pages, seed)).map_err(fail)?;
     to_python(py, &r)
 }
 
 /// The device setups of the model systems: Fig. 7's configuration at `n_ch` with its overrides and reasons.
 #[pyfunction]
 fn sim_setup<'py>(py: Python<'py>, config: &str, n_ch: u32, n_host_cpu: u32) -> PyResult<Bound<'py, PyAny>> {
-    let c = Fig7Config::from_name(config).map_err(err)?;
+    let c = Fig7Config::from_name(config).map_err(fail)?;
     to_python(py, &sim::fig7_setup(c, n_ch, n_host_cpu))
 }
 

@@ -5,11 +5,9 @@
 //! while the device runs.
 
 use super::{bag_ids, u64s, Ids};
-use crate::convert::{err, rows_array, to_python};
+use crate::convert::{err, fail, rows_array, to_python};
 use crate::device::{device_mut, PyDevice};
-use nearflash_core::ctrl::Extension;
 use nearflash_core::Device;
-use nearflash_recssd::firmware::RecssdFirmware;
 use nearflash_recssd::host::jobs::SlsPath;
 use nearflash_recssd::host::runner::{Batch, RecHost, RunOptions};
 use nearflash_recssd::host::tables::{DeviceTables, TableData, TableSpec};
@@ -20,16 +18,10 @@ use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-/// The registry's builder: the firmware with `params` (a JSON object of parameter overrides).
-pub fn build_extension(params: &serde_json::Value, device: &Device) -> PyResult<Box<dyn Extension>> {
-    resolved(device, params)?; // bad overrides fail here, with a Python error, rather than at attach
-    Ok(Box::new(RecssdFirmware::new(params.clone())))
-}
-
 /// The parameters in force for `device` with `overrides`: name -> value in the declared unit's canonical form.
 fn resolved(device: &Device, overrides: &serde_json::Value) -> PyResult<RecssdParams> {
-    let mut p = RecssdParams::from_section(device.config().ext.get("recssd").and_then(|v| v.as_table())).map_err(err)?;
-    p.apply_json(overrides).map_err(err)?;
+    let mut p = RecssdParams::from_section(device.config().ext.get("recssd").and_then(|v| v.as_table())).map_err(fail)?;
+    p.apply_json(overrides).map_err(fail)?;
     Ok(p)
 }
 
@@ -52,7 +44,7 @@ fn describe_fault(code: u32) -> Option<String> {
 }
 
 fn path(name: &str) -> PyResult<SlsPath> {
-    name.parse().map_err(err)
+    name.parse().map_err(fail)
 }
 
 fn json(py: Python<'_>, v: serde_json::Result<serde_json::Value>) -> PyResult<PyObject> {
@@ -116,7 +108,7 @@ impl Host {
                 let tables = DeviceTables::place(dev, specs, placement, &p, setup_queue)?;
                 RecHost::new(dev, tables, p)
             })
-            .map_err(err)?
+            .map_err(fail)?
         };
         Ok(Self { device, inner })
     }
@@ -134,7 +126,7 @@ impl Host {
         let p = self::path(path)?;
         let (idx, offs) = bag_ids(&indices, &offsets)?;
         let dim = self.inner.tables.tables.get(table).ok_or_else(|| err(format!("no table {table}")))?.layout.dim();
-        let (out, stats) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(err))?;
+        let (out, stats) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(fail))?;
         Ok((rows_array(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?))
     }
 
@@ -157,7 +149,7 @@ impl Host {
             .map(|b| Ok(Batch { tables: b.iter().map(|(i, o)| bag_ids(i, o)).collect::<PyResult<_>>()? }))
             .collect::<PyResult<Vec<_>>>()?;
         drop(batches);
-        let r = self.with_device(py, move |h, dev| h.run(dev, &converted, &dense_flops, &opts).map_err(err))?;
+        let r = self.with_device(py, move |h, dev| h.run(dev, &converted, &dense_flops, &opts).map_err(fail))?;
         let flat: Vec<i64> = r.batches.iter().flat_map(|b| [b.taken as i64, b.sls_done as i64, b.done as i64]).collect();
         let timings = rows_array(py, flat, 3)?;
         let outputs: PyObject = if keep_outputs {
@@ -180,7 +172,7 @@ impl Host {
     /// Installs each table's static partition from its profile ids.
     fn set_partitions(&mut self, profiles: Vec<Ids<'_>>) -> PyResult<()> {
         let p: Vec<Vec<u64>> = profiles.iter().map(|a| u64s(a, "profile")).collect::<PyResult<_>>()?;
-        self.inner.set_partitions(&p).map_err(err)
+        self.inner.set_partitions(&p).map_err(fail)
     }
 
     fn clear_partitions(&mut self) {

@@ -19,7 +19,7 @@ use crate::ndp_wire::{request_slba, NdpConfig, WireLimits, HEADER_BYTES, PAIR_BY
 use crate::params::RecssdParams;
 use crate::partition::SplitRequest;
 use crate::sls::{add_row, bag_bounds, check_indices, embedding_bag_sum, RowSource};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{opcode, Sqe};
 use nearflash_core::Device;
@@ -73,9 +73,8 @@ impl Env<'_> {
             return ready;
         }
         self.stats.host_cycles += cycles;
-        let c = self.dev.core_mut();
         // Energy: one instruction per cycle (assumed IPC of 1 for this bookkeeping code).
-        c.host.compute(&mut c.res, &mut c.ledger, ready, cycles, cycles, 1)
+        self.dev.host().compute(ready, cycles, cycles, 1)
     }
 
     /// Summing `rows` rows already in the core's caches (rows just DMA'd in, partial sums).
@@ -86,7 +85,7 @@ impl Env<'_> {
     /// Gathering and summing `rows` rows held in host DRAM (the DRAM path's tables, the baseline's LRU, the static
     /// partition) at the SLS operator's DRAM rate.
     fn dram_rows_cycles(&self, rows: usize, dim: usize) -> f64 {
-        (rows * dim * 4) as f64 / self.p.host_dram_sls_bandwidth * self.dev.core().host.cpu_hz()
+        (rows * dim * 4) as f64 / self.p.host_dram_sls_bandwidth * self.dev.config().host.cpu_freq.0
     }
 }
 

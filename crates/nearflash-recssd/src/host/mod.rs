@@ -36,6 +36,26 @@ pub enum HostError {
     Invalid(String),
 }
 
+/// Into the core's error kinds, for front ends: device errors keep their status (with the firmware's fault in the
+/// command's name), simulator errors their kind.
+impl From<HostError> for SimError {
+    fn from(e: HostError) -> Self {
+        match e {
+            HostError::Sim(s) => s,
+            HostError::Nvme { what, status, fault } => SimError::Nvme {
+                command: match fault {
+                    Some(f) => format!("{what} ({})", f.describe()),
+                    None => what,
+                },
+                status: status.to_string(),
+                sct: status.sct,
+                sc: status.sc,
+            },
+            HostError::Invalid(m) => SimError::InvalidArgument(m),
+        }
+    }
+}
+
 impl HostError {
     /// Bad input or state reported by a layer below (layout, SLS checks, wire format).
     pub fn invalid(e: impl std::fmt::Display) -> HostError {

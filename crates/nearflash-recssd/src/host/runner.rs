@@ -246,9 +246,7 @@ impl RecHost {
                             // The batch's SLS is done at `at`: the dense stage takes it when free.
                             let cycles = dense_flops[current] / flops_per_cycle;
                             let dense_start = at.max(dense_free);
-                            let c = dev.core_mut();
-                            let done =
-                                c.host.compute(&mut c.res, &mut c.ledger, dense_start, cycles, dense_flops[current], cores);
+                            let done = dev.host().compute(dense_start, cycles, dense_flops[current], cores);
                             dense_free = done;
                             result.mlp_cycles += cycles;
                             result.batches[current] = BatchTiming { taken: start, sls_done: at, done };

@@ -13,7 +13,7 @@ use crate::params::RecssdParams;
 use crate::rowgen::GeneratedTable;
 use crate::sls::{RowSource, TableView};
 use crate::table_dir::{RowData, TableDescriptor, DESCRIPTOR_BYTES};
-use nearflash_core::ctrl::DataBuf;
+use nearflash_core::nvme::DataBuf;
 use nearflash_core::ftl::FillPattern;
 use nearflash_core::nvme::{opcode, Sqe};
 use nearflash_core::Device;
@@ -153,7 +153,7 @@ impl DeviceTables {
             write_table(dev, t, qid)?;
         }
         for t in &me.tables {
-            me.register(dev, t, params.register_opcode as u8, qid)?;
+            me.register(dev, t, params.register_opcode, qid)?;
         }
         Ok(me)
     }

@@ -40,7 +40,17 @@ def run_fig7(exp: Experiment, opts: Options) -> None:
         xl = {n: bw("iSSD-XL", "scan", n) for n in chans}
         top = max(xl.values())
         wall = first_n(xl, lambda n: xl[n] >= 0.95 * top)
-        exp.compare("iSSD-XL scan stops scaling at (FMCs)", wall, 48, "FMCs", "first n_ch within 5% of its maximum")
+        exp.compare("iSSD-XL scan stops scaling at (FMCs) [calibrated]", wall, 48, "FMCs",
+                    "CALIBRATED: CPB_ssd_cpu is fitted to this wall, so it agrees by construction")
+        # not fitted: the same constant predicts where iSSD-800 (no stream processors, 800 MHz) stops scaling
+        x8 = {n: bw("iSSD-800", "scan", n) for n in chans}
+        top8 = max(x8.values())
+        exp.compare("iSSD-800 scan stops scaling at (FMCs) [predicted]", first_n(x8, lambda n: x8[n] >= 0.95 * top8), None, "FMCs",
+                    "prediction, not fitted; the paper names only iSSD-XL's wall")
+        n = chans[-1]
+        exp.compare(f"HOST-4G scan at {n} FMCs (link-bound reading)", mb(bw("HOST-4G", "scan", n)), 4000, "MB/s",
+                    "Sec. 5.2: hosts 'suffered the host interface bandwidth limitation' on scan")
+        exp.compare(f"HOST-8G scan at {n} FMCs (link-bound reading)", mb(bw("HOST-8G", "scan", n)), 8000, "MB/s")
     if "kmeans" in ks:
         exp.compare("iSSD-XL k-means beats the best host from", xl_beats_best_host_from("kmeans"), 24, "FMCs")
     if "string_match" in ks:
@@ -88,6 +98,19 @@ def run_fig7(exp: Experiment, opts: Options) -> None:
     exp.note(
         "HOST-* configurations run on the device of the iSSD they share a link with in Fig. 7 (SATA: iSSD-400, "
         "4G: iSSD-800, 8G: iSSD-XL); the host reads 128 KiB at a time, 8 in flight, and computes on 8 cores."
+    )
+    exp.note(
+        "Link-bound hosts (changed on purpose): Eq. 1 read literally charges a conventional byte through r_dram = "
+        "3.2 GB/s (alpha = 1), which made HOST-4G and HOST-8G identical on scan (both 3.2 GB/s). Sec. 5.2 says the "
+        "opposite ('all conventional machine configurations suffered the host interface bandwidth limitation, making "
+        "scan the only truly storage bandwidth bound workload'), so the model passes host bytes through DRAM at "
+        "max(r_dram, r_host) and the HOST-4G / HOST-8G devices' DRAM port runs at 2 x r_host: their scans are "
+        "link-bound at 4 and 8 GB/s where the channels allow. The iSSDs keep r_dram = 3.2 GB/s."
+    )
+    exp.note(
+        "The Eq. 1 vs executed agreement is partly built in: both sides charge the same Table 2 cycles per byte and "
+        "the same link, DRAM and channel rates, where the paper's 5.1% / 17.9% compared Eq. 1 with a cycle-level "
+        "simulator (SoC Designer). It checks the pipeline's overlap and queueing, not the per-byte costs."
     )
 
 

@@ -3,7 +3,9 @@
 //! Erasing a block punches a hole, so the image occupies only live data. A device without materialised data
 //! (timing-only mode, for sweeps) has no data file: reads return zeroes.
 
-use crate::error::Result;
+use super::header::{FileHeader, HEADER_SPAN};
+use super::mapped::missing;
+use crate::error::{Result, SimError};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -15,8 +17,33 @@ pub struct DataStore {
 }
 
 impl DataStore {
-    pub fn open(path: &Path, sector: u32, page: u32) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+    /// Creates the sparse data file (`header.count` pages of `header.record` bytes after the header).
+    pub fn create(path: &Path, header: &FileHeader, sector: u32) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
+        header.write_to(&file)?;
+        file.set_len(HEADER_SPAN + u64::from(header.record) * header.count)?;
+        Ok(DataStore { file: Some(file), sector: u64::from(sector), page: u64::from(header.record) })
+    }
+
+    /// Opens an existing data file after checking its header and length.
+    pub fn open(path: &Path, header: &FileHeader, sector: u32) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| missing(path, &e))?;
+        header.check_file(path, &file)?;
+        let want = HEADER_SPAN + u64::from(header.record) * header.count;
+        let have = file.metadata()?.len();
+        if have != want {
+            return Err(SimError::Image(format!(
+                "data.bin: {have} bytes, expected {want} (truncated or extended; see `nearflash repair`) ({})",
+                path.display()
+            )));
+        }
+        Ok(DataStore { file: Some(file), sector: u64::from(sector), page: u64::from(header.record) })
+    }
+
+    /// An unnamed data file (devices without an image directory).
+    pub fn unnamed(sector: u32, page: u32) -> Result<Self> {
+        let file = tempfile::tempfile()?;
+        file.set_len(HEADER_SPAN)?;
         Ok(DataStore { file: Some(file), sector: u64::from(sector), page: u64::from(page) })
     }
 
@@ -32,7 +59,7 @@ impl DataStore {
     pub fn write_sector(&self, psa: u64, data: &[u8]) -> Result<()> {
         debug_assert_eq!(data.len() as u64, self.sector);
         if let Some(f) = &self.file {
-            f.write_all_at(data, psa * self.sector)?;
+            f.write_all_at(data, HEADER_SPAN + psa * self.sector)?;
         }
         Ok(())
     }
@@ -43,7 +70,7 @@ impl DataStore {
             Some(f) => {
                 let mut done = 0;
                 while done < out.len() {
-                    let n = f.read_at(&mut out[done..], psa * self.sector + done as u64)?;
+                    let n = f.read_at(&mut out[done..], HEADER_SPAN + psa * self.sector + done as u64)?;
                     if n == 0 {
                         out[done..].fill(0); // past the end of the sparse file
                         break;
@@ -68,7 +95,7 @@ impl DataStore {
     pub fn punch(&self, first_ppn: u64, pages: u64) -> Result<()> {
         if let Some(f) = &self.file {
             use std::os::fd::AsRawFd;
-            let off = (first_ppn * self.page) as libc::off_t;
+            let off = (HEADER_SPAN + first_ppn * self.page) as libc::off_t;
             let len = (pages * self.page) as libc::off_t;
             // SAFETY: plain syscall on an open descriptor; failure (e.g. unsupported file system) is reported.
             let rc = unsafe {

@@ -1,0 +1,332 @@
+//! `ExecCtx`: what firmware extensions may do while executing a command. Every call books its time on the shared
+//! timelines and its energy on the shared ledger, and does its functional work on the stored data.
+//!
+//! Logical access goes through the FTL (`flash_read`, `write_lbas`); physical access (`read_page`, `sense_page`,
+//! `program_page`, `erase_block`) bypasses it: reads may address any page, programs and erases only the
+//! extension-reserved blocks (`ftl.ext_reserved_blocks`). Addresses out of range are errors, never clamped.
+
+use super::core::DeviceCore;
+use super::report::OpClass;
+use crate::config::DeviceConfig;
+use crate::ctrl::UnitHandle;
+use crate::engine::{Rng, Time};
+use crate::ftl::oob::SPARE_BYTES;
+use crate::ftl::{Location, PageData, PhysError};
+use crate::nand::{EccOutcome, Geometry};
+use crate::nvme::Status;
+
+/// One flash page's part of a [`FlashRead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageDone {
+    /// First LBA of the read served by this page.
+    pub lba: u64,
+    pub sectors: u32,
+    /// Byte offset of those sectors in the output buffer.
+    pub offset: usize,
+    pub channel: u32,
+    pub die: u32,
+    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up).
+    pub done: Time,
+}
+
+/// The outcome of reading LBAs into controller memory.
+#[derive(Debug, Clone, Default)]
+pub struct FlashRead {
+    pub done: Time,
+    pub pages: Vec<PageDone>,
+}
+
+/// Where a physical page sits in the array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhysAddr {
+    pub ppn: u64,
+    pub channel: u32,
+    /// Chip (way) on its channel.
+    pub chip: u32,
+    /// Global die (LUN) number.
+    pub die: u32,
+    /// Global plane number, and the plane's index within its die.
+    pub plane: u32,
+    pub plane_in_die: u32,
+    /// Global block number, and the block's index within its plane.
+    pub block: u32,
+    pub block_in_plane: u32,
+    /// Page within its block.
+    pub page: u32,
+}
+
+/// Where an LBA's current copy is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Unmapped,
+    /// In an open page in controller DRAM (not yet programmed).
+    Buffered,
+    /// In sector slot `slot` of a programmed page.
+    Flash { addr: PhysAddr, slot: u32 },
+}
+
+/// The outcome of a physical page read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRead {
+    /// When the data is in the controller (or, for a sense without transfer, in the page register).
+    pub done: Time,
+    pub addr: PhysAddr,
+    /// How the ECC decoded the moved bytes (retries and soft decoding cost time; nothing moved: `Corrected`).
+    pub ecc: EccOutcome,
+    /// What the page holds.
+    pub page: PageData,
+}
+
+fn phys_status(e: PhysError) -> Status {
+    match e {
+        PhysError::OutOfRange(_) => Status::LBA_OUT_OF_RANGE,
+        PhysError::NotReserved(_) | PhysError::OutOfOrder { .. } | PhysError::TooLong { .. } => Status::INVALID_FIELD,
+    }
+}
+
+/// What an extension may do while executing a command.
+pub struct ExecCtx<'a> {
+    pub(crate) core: &'a mut DeviceCore,
+    pub(crate) rng: &'a mut Rng,
+    /// When the firmware has fetched and decoded the command.
+    pub start: Time,
+    pub(crate) accounted_as: Option<(OpClass, u64)>,
+}
+
+impl ExecCtx<'_> {
+    /// Counts this command in the report as `class` moving `bytes` (e.g. an intercepted standard Read that the
+    /// extension served as an ordinary read); by default extension commands count as vendor commands of 0 bytes.
+    pub fn account_as(&mut self, class: OpClass, bytes: u64) {
+        self.accounted_as = Some((class, bytes));
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.core.cfg
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.core.nand.geo
+    }
+
+    /// Bytes per logical block.
+    pub fn lba_bytes(&self) -> u64 {
+        u64::from(self.core.nand.geo.sector_size)
+    }
+
+    /// Logical blocks the FTL holds (the advertised namespace may be larger).
+    pub fn lbas(&self) -> u64 {
+        self.core.ftl.logical_sectors()
+    }
+
+    /// Reads `nlb` blocks from `slba` through the FTL into controller memory (`out`; empty for timing only), from
+    /// `ready`. Fails with LBA Out of Range or Unrecovered Read Error.
+    pub fn flash_read(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.core.read_lbas(slba, nlb, ready, out, true)
+    }
+
+    /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
+    /// whose own units sequence the flash (iSSD's per-channel FMCs).
+    pub fn flash_read_self_sequenced(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.core.read_lbas(slba, nlb, ready, out, false)
+    }
+
+    /// Writes whole blocks through the write buffer and FTL; returns when buffered.
+    pub fn write_lbas(&mut self, slba: u64, data: &[u8], ready: Time) -> Result<Time, Status> {
+        self.core.write_lbas(slba, data, None, ready)
+    }
+
+    /// As `write_lbas`, with `SPARE_BYTES` of extension spare bytes per block programmed into its OOB slot and
+    /// carried along when GC moves it.
+    pub fn write_lbas_with_spare(&mut self, slba: u64, data: &[u8], spare: &[u8], ready: Time) -> Result<Time, Status> {
+        let blocks = data.len() / self.lba_bytes().max(1) as usize;
+        if spare.len() != blocks * SPARE_BYTES || data.len() % self.lba_bytes() as usize != 0 {
+            return Err(Status::INVALID_FIELD);
+        }
+        self.core.write_lbas(slba, data, Some(spare), ready)
+    }
+
+    /// The extension spare bytes written with an LBA's current copy (zeroes if unmapped or written without).
+    pub fn spare(&self, lba: u64) -> Result<[u8; SPARE_BYTES], Status> {
+        Ok(self.core.ftl.spare_of(self.lpn(lba)?))
+    }
+
+    fn lpn(&self, lba: u64) -> Result<u32, Status> {
+        if lba >= self.core.ftl.logical_sectors() {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        Ok(lba as u32)
+    }
+
+    /// Where a physical page sits (channel, chip, die, plane, block, page).
+    pub fn page_addr(&self, ppn: u64) -> Result<PhysAddr, Status> {
+        let g = &self.core.nand.geo;
+        if ppn >= g.pages() {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        let a = g.page_addr(ppn);
+        let die = g.die_of_plane(a.plane);
+        Ok(PhysAddr {
+            ppn,
+            channel: g.channel_of_die(die),
+            chip: (die / g.channels) % g.chips_per_channel,
+            die,
+            plane: a.plane,
+            plane_in_die: g.plane_in_die(a.plane),
+            block: g.block_id(a.plane, a.block),
+            block_in_plane: a.block,
+            page: a.page,
+        })
+    }
+
+    /// Where an LBA's current copy is (firmware that addresses flash physically at run time).
+    pub fn placement(&self, lba: u64) -> Result<Placement, Status> {
+        let spp = u64::from(self.core.nand.geo.sectors_per_page);
+        Ok(match self.core.ftl.locate(self.lpn(lba)?) {
+            Location::Unmapped => Placement::Unmapped,
+            Location::Buffered(_) => Placement::Buffered,
+            Location::Flash(psa) => Placement::Flash { addr: self.page_addr(psa / spp)?, slot: (psa % spp) as u32 },
+        })
+    }
+
+    /// Senses physical page `ppn` and moves its whole content to the controller, into `out` (a page long; empty:
+    /// timing only). Any programmed page may be read; unwritten slots read as zeroes. An uncorrectable page or a
+    /// checksum mismatch is an Unrecovered Read Error (its data is never returned).
+    pub fn read_page(&mut self, ppn: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+        let bytes = u64::from(self.core.nand.geo.page_size);
+        self.physical_read(ppn, bytes, out, ready)
+    }
+
+    /// Senses physical page `ppn` and moves only `xfer_bytes` over the channel (0 for computation beside the die,
+    /// e.g. NDSearch's search-in-NAND): timing only; ECC is charged on the moved bytes.
+    pub fn sense_page(&mut self, ppn: u64, xfer_bytes: u64, ready: Time) -> Result<PageRead, Status> {
+        if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
+            return Err(Status::INVALID_FIELD);
+        }
+        self.physical_read(ppn, xfer_bytes, &mut [], ready)
+    }
+
+    fn physical_read(&mut self, ppn: u64, xfer: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+        let addr = self.page_addr(ppn)?;
+        let page = match self.core.ftl.read_page_data(ppn, out) {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => return Err(phys_status(e)),
+            Err(_) => return Err(Status::INTERNAL_ERROR),
+        };
+        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, ready);
+        if !ecc.is_ok() || page.corrupt != 0 {
+            self.core.media_errors += 1;
+            out.fill(0);
+            return Err(Status::UNRECOVERED_READ_ERROR);
+        }
+        Ok(PageRead { done, addr, ecc, page })
+    }
+
+    /// Blocks per plane reserved for extensions (the last blocks of each plane).
+    pub fn reserved_blocks_per_plane(&self) -> u32 {
+        self.core.ftl.reserved_per_plane()
+    }
+
+    /// Whether global block `block` is in the extension-reserved area.
+    pub fn is_reserved_block(&self, block: u32) -> bool {
+        self.core.ftl.is_reserved_block(block)
+    }
+
+    /// The `n`-th reserved block (0-based, plane-major over the planes in their global order).
+    pub fn reserved_block(&self, n: u64) -> Result<u32, Status> {
+        let g = &self.core.nand.geo;
+        let r = u64::from(self.core.ftl.reserved_per_plane());
+        if r == 0 || n >= r * u64::from(g.planes()) {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        let plane = (n / r) as u32;
+        Ok(g.block_id(plane, g.blocks_per_plane - r as u32 + (n % r) as u32))
+    }
+
+    /// Programs reserved page `ppn` (its block's next erased page) with `data` (up to a page) and `spare` (up to
+    /// `SPARE_BYTES` per sector slot); returns when tPROG ends. The data crosses controller DRAM and the channel.
+    pub fn program_page(&mut self, ppn: u64, data: &[u8], spare: &[u8], ready: Time) -> Result<Time, Status> {
+        let addr = self.page_addr(ppn)?;
+        match self.core.ftl.program_reserved(ppn, data, spare) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(phys_status(e)),
+            Err(_) => return Err(Status::INTERNAL_ERROR),
+        }
+        Ok(self.core.program_page_timed(addr.die, addr.page, ready))
+    }
+
+    /// Erases reserved block `block` (global number); returns when tBERS ends.
+    pub fn erase_block(&mut self, block: u32, ready: Time) -> Result<Time, Status> {
+        match self.core.ftl.erase_reserved(block) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(phys_status(e)),
+            Err(_) => return Err(Status::INTERNAL_ERROR),
+        }
+        let g = &self.core.nand.geo;
+        let die = g.die_of_plane(g.plane_of_block(block));
+        Ok(self.core.erase_block_timed(die, ready))
+    }
+
+    /// The extension spare bytes of a physical page's slots (`SPARE_BYTES` each, in slot order).
+    pub fn page_spare(&self, ppn: u64) -> Result<&[u8], Status> {
+        self.page_addr(ppn)?;
+        Ok(self.core.ftl.oob(ppn).ext())
+    }
+
+    /// Runs firmware instructions on whichever controller core is free first.
+    pub fn firmware(&mut self, ready: Time, instructions: f64) -> Time {
+        let c = &mut *self.core;
+        c.ctrl.run(&mut c.res, &mut c.ledger, ready, instructions)
+    }
+
+    /// Runs firmware instructions on one specific controller core.
+    pub fn firmware_on(&mut self, core: u32, ready: Time, instructions: f64) -> Time {
+        let c = &mut *self.core;
+        c.ctrl.run_on(&mut c.res, &mut c.ledger, core, ready, instructions)
+    }
+
+    /// Controller cores.
+    pub fn controller_cores(&self) -> u32 {
+        self.core.res.group_len(self.core.ctrl.cores)
+    }
+
+    /// Moves bytes through controller DRAM.
+    pub fn dram(&mut self, ready: Time, bytes: u64) -> Time {
+        let c = &mut *self.core;
+        c.ctrl.dram(&mut c.res, &mut c.ledger, ready, bytes)
+    }
+
+    /// Device-to-host transfer over the link.
+    pub fn to_host(&mut self, ready: Time, bytes: u64) -> Time {
+        let c = &mut *self.core;
+        c.host.to_host(&mut c.res, &mut c.ledger, ready, bytes)
+    }
+
+    /// Host-to-device transfer over the link.
+    pub fn from_host(&mut self, ready: Time, bytes: u64) -> Time {
+        let c = &mut *self.core;
+        c.host.to_device(&mut c.res, &mut c.ledger, ready, bytes)
+    }
+
+    /// Busies compute unit `member` of `unit` for `cycles`.
+    pub fn compute(&mut self, unit: UnitHandle, member: u32, ready: Time, cycles: f64) -> Time {
+        let c = &mut *self.core;
+        c.units.run(unit, member, &mut c.res, &mut c.ledger, ready, cycles)
+    }
+
+    /// Charges extra dynamic energy to a named account.
+    pub fn charge(&mut self, account: &str, picojoules: f64) {
+        let a = self.core.ledger.account(account);
+        self.core.ledger.charge(a, picojoules);
+    }
+
+    /// Host CPU work done on behalf of the command (partitioned jobs).
+    pub fn host_compute(&mut self, ready: Time, cycles: f64, instructions: f64, cores: u32) -> Time {
+        let c = &mut *self.core;
+        c.host.compute(&mut c.res, &mut c.ledger, ready, cycles, instructions, cores)
+    }
+
+    /// This extension's own random stream (seeded from the device seed and the extension's name).
+    pub fn rng(&mut self) -> &mut Rng {
+        self.rng
+    }
+}

@@ -1,0 +1,142 @@
+//! One SearSSD batch on the host, end to end, as pure functions: reorder the index's layer 0 (degree-ascending
+//! BFS, random BFS, or as built), lay it out as LUNCSR, run the lock-step batch search on it (entry vertices from
+//! the index, mapped), allocate every iteration with or without dynamic allocating, and time it. The results are
+//! the host search's (checked by `lockstep`'s tests); the figures are the trace's page accesses and the model's
+//! time. The firmware extension runs the same steps with the device's clock.
+
+use serde::Serialize;
+
+use crate::allocate::{allocate, page_reads_per_query, Pair};
+use crate::distance::Rows;
+use crate::index::Index;
+use crate::lockstep::{lockstep_search, LockstepConfig};
+use crate::luncsr::{Geometry, LunCsr};
+use crate::reorder::{bandwidth, degree_ascending_bfs, positions, random_bfs, relabel, Order};
+use crate::timing::{batch_time, iteration_time, FlashTiming, IterationTime, SearssdParams};
+use crate::NdError;
+
+/// Vertex numbering on flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reorder {
+    None,
+    DegreeBfs,
+    RandomBfs(u64),
+}
+
+/// What a batch did and took.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BatchReport {
+    pub queries: usize,
+    pub iterations: usize,
+    /// Distances needed (trace length) and speculative distances computed.
+    pub trace_length: usize,
+    pub speculative: usize,
+    pub speculation_used: usize,
+    /// Page reads and the ratio to the trace length.
+    pub page_reads: usize,
+    pub page_access_ratio: f64,
+    pub read_ops: usize,
+    /// B(G, f) of the numbering used.
+    pub bandwidth: f64,
+    /// Time parts summed over iterations, and the pipelined total (ns).
+    pub allocating_ns: f64,
+    pub searching_ns: f64,
+    pub gathering_ns: f64,
+    pub sorting_ns: f64,
+    pub total_ns: f64,
+    pub qps: f64,
+    /// Result ids (original numbering), `k` per query.
+    #[serde(skip)]
+    pub ids: Vec<Vec<u32>>,
+    #[serde(skip)]
+    pub distances: Vec<Vec<f32>>,
+}
+
+/// Runs one batch of prepared `queries` (the index's dtype) through the SearSSD model.
+#[allow(clippy::too_many_arguments)]
+pub fn run_batch(
+    index: &Index,
+    queries: Rows,
+    k: usize,
+    ef: usize,
+    reorder: Reorder,
+    dynamic: bool,
+    geometry: Geometry,
+    params: &SearssdParams,
+    flash: &FlashTiming,
+) -> Result<BatchReport, NdError> {
+    let mut queries = queries;
+    let nq = index.prepare(&mut queries, "q")?;
+    if k == 0 || k > index.len() {
+        return Err(NdError::Argument(format!("k must be in 1..={}, not {k}", index.len())));
+    }
+    let dim = index.params().dim;
+    let order: Order = match reorder {
+        Reorder::None => (0..index.len() as u32).collect(),
+        Reorder::DegreeBfs => degree_ascending_bfs(index.layer0()),
+        Reorder::RandomBfs(s) => random_bfs(index.layer0(), s),
+    };
+    let pos = positions(&order);
+    let graph = relabel(index.layer0(), &order);
+    let vec_bytes = dim * index.params().dtype.bytes();
+    let layout = LunCsr::build(&graph, vec_bytes, geometry)?;
+    // The search runs on original ids (ties between equal distances break by id, as on the host) over the
+    // LUNCSR arrays; pairs are mapped to storage positions for the Allocator.
+    let entries: Vec<u32> =
+        (0..nq).map(|i| index.entry_for(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
+    let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize };
+    let mut ls = lockstep_search(
+        &entries,
+        cfg,
+        |v, f| layout.neighbours_of(pos[v as usize]).iter().for_each(|&u| f(order[u as usize])),
+        |q, v| index.distance_to(queries.row(q as usize, dim), v),
+    );
+    for it in &mut ls.iterations {
+        for p in it.pairs.iter_mut().chain(it.speculative.iter_mut()) {
+            p.vertex = pos[p.vertex as usize];
+        }
+    }
+    let mut rep = BatchReport {
+        queries: nq, iterations: ls.iterations.len(), bandwidth: bandwidth(&graph, None), ..Default::default() };
+    let mut times: Vec<IterationTime> = Vec::with_capacity(ls.iterations.len());
+    for it in &ls.iterations {
+        let all: Vec<Pair> = it.pairs.iter().chain(&it.speculative).copied().collect();
+        let work = allocate(&all, &layout);
+        let mut new_per_query = vec![0usize; nq];
+        it.pairs.iter().for_each(|p| new_per_query[p.query as usize] += 1);
+        let live: Vec<usize> = new_per_query.into_iter().filter(|&m| m > 0).collect();
+        let mut t = iteration_time(params, flash, &work, it.live, &live, dim, ef.max(k));
+        if !dynamic {
+            t.page_reads = page_reads_per_query(&all, &layout);
+        }
+        rep.trace_length += it.pairs.len();
+        rep.speculative += it.speculative.len();
+        rep.page_reads += t.page_reads;
+        rep.read_ops += t.read_ops;
+        times.push(t);
+    }
+    if !dynamic {
+        // Without dynamic allocating each query's page reads go out on their own: searching scales with them.
+        for (t, it) in times.iter_mut().zip(&ls.iterations) {
+            let shared = allocate(&it.pairs.iter().chain(&it.speculative).copied().collect::<Vec<_>>(), &layout)
+                .iter()
+                .map(|w| w.pages.len())
+                .sum::<usize>()
+                .max(1);
+            t.searching *= t.page_reads as f64 / shared as f64;
+        }
+    }
+    rep.speculation_used = ls.speculation_used();
+    rep.page_access_ratio = if rep.trace_length > 0 { rep.page_reads as f64 / (rep.trace_length + rep.speculative) as f64 } else { 0.0 };
+    for t in &times {
+        rep.allocating_ns += t.allocating;
+        rep.searching_ns += t.searching;
+        rep.gathering_ns += t.gathering;
+        rep.sorting_ns += t.sorting;
+    }
+    rep.total_ns = batch_time(&times);
+    rep.qps = if rep.total_ns > 0.0 { nq as f64 / (rep.total_ns * 1e-9) } else { 0.0 };
+    rep.ids = ls.results.iter().map(|r| r.iter().map(|c| c.id).collect()).collect();
+    rep.distances = ls.results.iter().map(|r| r.iter().map(|c| c.d).collect()).collect();
+    Ok(rep)
+}

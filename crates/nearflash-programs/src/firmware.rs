@@ -1,0 +1,541 @@
+//! The extension: Computational Programs and Subsystem Local Memory commands on any preset.
+//!
+//! Costs, all booked on the device's shared timelines and energy ledger:
+//! - Load Program: the chunk crosses the link; when the last chunk arrives the firmware relocates and verifies the
+//!   program (`verify_instructions_per_instruction` per eBPF instruction on a controller core).
+//! - Execute Program: parameters cross the link; dispatch (`execute_dispatch_instructions`); then the program's
+//!   counted eBPF instructions x `native_per_ebpf_instruction` on one controller core (the preset's CPI, clock and
+//!   energy per instruction), overlapped with its memory ranges streaming once through controller DRAM.
+//! - Memory Copy: real flash reads through the FTL into SLM (`ExecCtx::flash_read`: NAND, channels, ECC, DRAM).
+//! - Memory Read/Write: controller DRAM and the link.
+//!
+//! A command that fails validation changes nothing. SLM, range sets and programs are volatile (controller DRAM).
+
+use crate::fixed;
+use crate::params::ProgramsParams;
+use crate::program::{self, Fault, Program};
+use crate::slm::{MemoryRange, Slm};
+use crate::status;
+use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
+use nearflash_core::engine::Time;
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitHandle};
+use nearflash_core::nvme::{Sqe, Status};
+use nearflash_core::SimError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Name the extension registers under.
+pub const NAME: &str = "programs";
+
+/// Bytes of the Identify (resources) data structure.
+pub const IDENTIFY_BYTES: usize = 128;
+
+/// Names of the Identify data structure's little-endian u64 fields, in order.
+pub const IDENTIFY_FIELDS: [&str; 15] = [
+    "slm_bytes",
+    "max_programs",
+    "max_activated",
+    "max_program_bytes",
+    "max_range_sets",
+    "max_ranges_per_set",
+    "max_param_bytes",
+    "controller_cores",
+    "core_hz",
+    "instruction_budget",
+    "programs_loaded",
+    "programs_active",
+    "range_sets",
+    "first_device_program",
+    "device_programs",
+];
+
+/// One program slot.
+#[derive(Debug)]
+enum Slot {
+    /// Chunks received so far (in order), of a program `psize` bytes long.
+    Loading { ptype: u8, psize: u32, pid: u64, bytes: Vec<u8> },
+    Loaded { program: Box<Program>, pid: u64, active: bool },
+    /// A device-defined program (`fixed::PROGRAMS[index]`).
+    Fixed { index: usize, active: bool },
+}
+
+/// Cumulative counters (reported under `extensions.programs`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub loads: u64,
+    pub activations: u64,
+    pub executions: u64,
+    pub faulted_runs: u64,
+    pub instructions: u64,
+    pub copy_bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// The last run: eBPF instructions, full 64-bit return value (DW0 carries its low half), modelled ns, fault.
+    pub last_instructions: u64,
+    pub last_result: u64,
+    pub last_run_ns: u64,
+    pub last_fault: Option<String>,
+}
+
+/// The extension.
+pub struct ProgramsFirmware {
+    overrides: serde_json::Value,
+    params: ProgramsParams,
+    slm: Slm,
+    slots: BTreeMap<u16, Slot>,
+    stats: Stats,
+    errors: BTreeMap<&'static str, u64>,
+    sls_unit: Option<UnitHandle>,
+}
+
+fn err(status: Status, done: Time) -> ExtCompletion {
+    ExtCompletion::failed(status, done)
+}
+
+impl ProgramsFirmware {
+    pub fn new(overrides: serde_json::Value) -> Self {
+        ProgramsFirmware {
+            overrides,
+            params: ProgramsParams::default(),
+            slm: Slm::new(4096, 1, 1),
+            slots: BTreeMap::new(),
+            stats: Stats::default(),
+            errors: BTreeMap::new(),
+            sls_unit: None,
+        }
+    }
+
+    pub fn params(&self) -> &ProgramsParams {
+        &self.params
+    }
+
+    /// The first device-defined program index.
+    pub fn first_fixed_pind(&self) -> u16 {
+        self.params.max_programs as u16 + 1
+    }
+
+    fn is_fixed(&self, pind: u16) -> bool {
+        pind >= self.first_fixed_pind() && usize::from(pind - self.first_fixed_pind()) < fixed::PROGRAMS.len()
+    }
+
+    fn check_pind(&self, pind: u16) -> Result<(), Status> {
+        if pind == 0 || (u64::from(pind) > self.params.max_programs && !self.is_fixed(pind)) {
+            Err(status::INVALID_PROGRAM_INDEX)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn activated(&self) -> usize {
+        self.slots.values().filter(|s| matches!(s, Slot::Loaded { active: true, .. } | Slot::Fixed { active: true, .. })).count()
+    }
+
+    fn load(&mut self, ctx: &mut ExecCtx<'_>, l: LoadProgram, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        if let Err(s) = self.check_pind(l.pind) {
+            return err(s, t);
+        }
+        if self.is_fixed(l.pind) {
+            return err(status::PROGRAM_INDEX_NOT_DOWNLOADABLE, t);
+        }
+        let active = matches!(self.slots.get(&l.pind), Some(Slot::Loaded { active: true, .. }));
+        if l.unload {
+            return match self.slots.get(&l.pind) {
+                None => err(status::NO_PROGRAM, t),
+                Some(_) if active => err(status::PROGRAM_IN_USE, t),
+                Some(_) => {
+                    self.slots.remove(&l.pind);
+                    ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
+                }
+            };
+        }
+        if l.ptype != wire::PTYPE_EBPF_ELF {
+            return err(status::INVALID_PROGRAM_TYPE, t);
+        }
+        if l.psize == 0 || f64::from(l.psize) > self.params.max_program_bytes {
+            return err(status::PROGRAM_TOO_BIG, t);
+        }
+        let chunk = match data {
+            DataBuf::ToDevice(b) if b.len() >= l.numb as usize && l.numb > 0 => &b[..l.numb as usize],
+            _ => return err(Status::INVALID_FIELD, t),
+        };
+        if u64::from(l.loff) + u64::from(l.numb) > u64::from(l.psize) {
+            return err(Status::INVALID_FIELD, t);
+        }
+        if active {
+            return err(status::PROGRAM_IN_USE, t);
+        }
+        let received = match self.slots.get(&l.pind) {
+            Some(Slot::Loading { ptype, psize, pid, bytes }) if l.loff > 0 => {
+                if (*ptype, *psize, *pid) != (l.ptype, l.psize, l.pid) || bytes.len() != l.loff as usize {
+                    return err(Status::INVALID_FIELD, t);
+                }
+                bytes.len()
+            }
+            _ if l.loff > 0 => return err(Status::INVALID_FIELD, t),
+            _ => 0,
+        };
+        let arrived = ctx.from_host(t, u64::from(l.numb));
+        let (mut bytes, previous) = match self.slots.remove(&l.pind) {
+            Some(Slot::Loading { bytes, .. }) if received > 0 => (bytes, None),
+            other => (Vec::with_capacity(l.psize as usize), other),
+        };
+        bytes.extend_from_slice(chunk);
+        if bytes.len() < l.psize as usize {
+            self.slots.insert(l.pind, Slot::Loading { ptype: l.ptype, psize: l.psize, pid: l.pid, bytes });
+            return ExtCompletion::ok(ctx.dram(arrived, u64::from(l.numb)));
+        }
+        let max_insns = self.params.max_program_instructions as usize;
+        match program::prepare(&bytes, self.params.max_program_bytes as usize, max_insns) {
+            Ok(p) => {
+                let work = self.params.verify_instructions_per_instruction * p.instructions() as f64;
+                self.stats.loads += 1;
+                self.slots.insert(l.pind, Slot::Loaded { program: Box::new(p), pid: l.pid, active: false });
+                ExtCompletion::ok(ctx.firmware(arrived, work))
+            }
+            Err(why) => {
+                // A one-command download that is refused leaves the slot as it was (a multi-command one has
+                // replaced it with its first chunk, as FEMU/CEMU do).
+                if let (0, Some(p @ Slot::Loaded { .. })) = (received, previous) {
+                    self.slots.insert(l.pind, p);
+                }
+                self.stats.last_fault = Some(format!("load refused: {why}"));
+                let work = self.params.verify_instructions_per_instruction * (bytes.len() / 8) as f64;
+                err(status::INVALID_PROGRAM_DATA, ctx.firmware(arrived, work))
+            }
+        }
+    }
+
+    fn activation(&mut self, ctx: &mut ExecCtx<'_>, pind: u16, activate: bool) -> ExtCompletion {
+        let t = ctx.start;
+        if let Err(s) = self.check_pind(pind) {
+            return err(s, t);
+        }
+        let room = (self.activated() as u64) < self.params.max_activated;
+        match self.slots.get_mut(&pind) {
+            Some(Slot::Loaded { active, .. } | Slot::Fixed { active, .. }) => {
+                if activate && !*active && !room {
+                    return err(status::MAX_PROGRAMS_ACTIVATED, t);
+                }
+                *active = activate;
+                self.stats.activations += u64::from(activate);
+                ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
+            }
+            _ => err(status::NO_PROGRAM, t),
+        }
+    }
+
+    fn range_set(&mut self, ctx: &mut ExecCtx<'_>, r: RangeSetManagement, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        match r {
+            RangeSetManagement::Delete { rsid } => match self.slm.delete_set(rsid) {
+                Ok(()) => ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions)),
+                Err(s) => err(s, t),
+            },
+            RangeSetManagement::Create { numr } => {
+                if numr == 0 {
+                    return err(Status::INVALID_FIELD, t);
+                }
+                if usize::from(numr) > self.slm.max_ranges() {
+                    return err(status::MAX_MEMORY_RANGES_EXCEEDED, t);
+                }
+                let DataBuf::ToDevice(b) = data else { return err(Status::INVALID_FIELD, t) };
+                let ranges = match MemoryRange::decode_all(b, usize::from(numr)) {
+                    Ok(r) => r,
+                    Err(s) => return err(s, t),
+                };
+                let bytes = (usize::from(numr) * wire::RANGE_DESCRIPTOR_BYTES) as u64;
+                let arrived = ctx.from_host(t, bytes);
+                match self.slm.create_set(ranges) {
+                    Ok(rsid) => ExtCompletion { status: Status::SUCCESS, dw0: u32::from(rsid), done: ctx.firmware(arrived, self.params.management_instructions) },
+                    Err(s) => err(s, arrived),
+                }
+            }
+        }
+    }
+
+    fn execute_program(&mut self, ctx: &mut ExecCtx<'_>, e: ExecuteProgram, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        if let Err(s) = self.check_pind(e.pind) {
+            return err(s, t);
+        }
+        let program = match self.slots.get(&e.pind) {
+            Some(Slot::Loaded { program, active: true, .. }) => Some(program),
+            Some(Slot::Fixed { active: true, .. }) => None,
+            Some(Slot::Loaded { .. } | Slot::Fixed { .. }) => return err(status::PROGRAM_NOT_ACTIVATED, t),
+            _ => return err(status::NO_PROGRAM, t),
+        };
+        let payload: &[u8] = match data {
+            DataBuf::ToDevice(b) if b.len() >= e.dlen as usize => &b[..e.dlen as usize],
+            DataBuf::None if e.dlen == 0 => &[],
+            _ => return err(Status::INVALID_FIELD, t),
+        };
+        let (ranges, params) = if e.rsid != 0 {
+            match self.slm.set(e.rsid) {
+                Ok(r) => (r.to_vec(), payload),
+                Err(s) => return err(s, t),
+            }
+        } else {
+            if e.numr as usize > self.slm.max_ranges() {
+                return err(status::MAX_MEMORY_RANGES_EXCEEDED, t);
+            }
+            let inline = match MemoryRange::decode_all(payload, e.numr as usize) {
+                Ok(r) => r,
+                Err(s) => return err(s, t),
+            };
+            if let Err(s) = self.slm.validate(&inline) {
+                return err(s, t);
+            }
+            (inline, &payload[e.numr as usize * wire::RANGE_DESCRIPTOR_BYTES..])
+        };
+        if params.len() as f64 > self.params.max_param_bytes {
+            return err(Status::INVALID_FIELD, t);
+        }
+        let arrived = if e.dlen > 0 { ctx.from_host(t, u64::from(e.dlen)) } else { t };
+        let dispatched = ctx.firmware(arrived, self.params.execute_dispatch_instructions);
+        let mut views = self.slm.views(&ranges);
+        let Some(program) = program else {
+            // A device-defined program: the fixed-function SLS unit.
+            let unit = self.sls_unit.expect("declared at attach");
+            let r = fixed::sls_f32(ctx, unit, self.params.sls_unit_lanes, &mut views, e.cparam1, dispatched);
+            self.stats.executions += 1;
+            self.stats.last_instructions = 0;
+            return match r {
+                Ok((bags, done)) => {
+                    self.stats.last_result = bags;
+                    self.stats.last_fault = None;
+                    self.stats.last_run_ns = done - t;
+                    ExtCompletion { status: Status::SUCCESS, dw0: bags as u32, done }
+                }
+                Err(fixed::Refused(why)) => {
+                    self.stats.faulted_runs += 1;
+                    self.stats.last_fault = Some(why);
+                    ExtCompletion { status: status::INVALID_PROGRAM_DATA, dw0: 5, done: dispatched }
+                }
+            };
+        };
+        let program: &Program = program;
+        let run = program.run(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget);
+        let bytes: u64 = ranges.iter().map(|r| u64::from(r.length)).sum();
+        let computed = ctx.firmware(dispatched, run.instructions as f64 * self.params.native_per_ebpf_instruction);
+        let streamed = if bytes > 0 { ctx.dram(dispatched, bytes) } else { dispatched };
+        let done = computed.max(streamed);
+        self.stats.executions += 1;
+        self.stats.instructions += run.instructions;
+        self.stats.last_instructions = run.instructions;
+        self.stats.last_run_ns = done - t;
+        match run.result {
+            Ok(v) => {
+                self.stats.last_result = v;
+                self.stats.last_fault = None;
+                ExtCompletion { status: Status::SUCCESS, dw0: v as u32, done }
+            }
+            Err(f) => {
+                self.stats.faulted_runs += 1;
+                self.stats.last_fault = Some(format!("{f:?}"));
+                let s = match f {
+                    Fault::OutOfRange(_) => status::INVALID_MEMORY_RANGE_SET,
+                    Fault::Budget => status::INSUFFICIENT_RESOURCES,
+                    _ => status::INVALID_PROGRAM_DATA,
+                };
+                ExtCompletion { status: s, dw0: f.code(), done }
+            }
+        }
+    }
+
+    fn memory_copy(&mut self, ctx: &mut ExecCtx<'_>, c: MemoryCopy, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        let DataBuf::ToDevice(b) = data else { return err(Status::INVALID_FIELD, t) };
+        let sources = match SourceRange::decode_all(b, c.ranges as usize) {
+            Ok(s) => s,
+            Err(s) => return err(s, t),
+        };
+        let lba = ctx.lba_bytes();
+        let mut total = 0u64;
+        for s in &sources {
+            if s.nsid != wire::nsid::NVM {
+                return err(Status::INVALID_NAMESPACE, t);
+            }
+            match s.slba.checked_add(u64::from(s.nlb)) {
+                Some(end) if end <= ctx.lbas() => {}
+                _ => return err(Status::LBA_OUT_OF_RANGE, t),
+            }
+            total += u64::from(s.nlb) * lba;
+        }
+        let span = match self.slm.span(c.sdaddr, total) {
+            Ok(s) => s,
+            Err(s) => return err(s, t),
+        };
+        let arrived = ctx.from_host(t, (sources.len() * wire::RANGE_DESCRIPTOR_BYTES) as u64);
+        let mut done = arrived;
+        let mut at = span.start;
+        let chunk = self.params.copy_chunk_blocks;
+        for s in sources {
+            let mut lba_at = s.slba;
+            let end = s.slba + u64::from(s.nlb);
+            while lba_at < end {
+                let n = (end - lba_at).min(chunk);
+                let len = (n * lba) as usize;
+                match ctx.flash_read(lba_at, n as u32, arrived, self.slm.bytes_mut(at..at + len)) {
+                    Ok(r) => done = done.max(r.done),
+                    Err(st) => return err(st, done),
+                }
+                at += len;
+                lba_at += n;
+            }
+        }
+        self.stats.copy_bytes += total;
+        ExtCompletion::ok(done)
+    }
+
+    fn memory_io(&mut self, ctx: &mut ExecCtx<'_>, a: MemoryAccess, data: DataBuf<'_>, read: bool) -> ExtCompletion {
+        let t = ctx.start;
+        let span = match self.slm.span(a.sb, u64::from(a.length)) {
+            Ok(s) => s,
+            Err(s) => return err(s, t),
+        };
+        let len = u64::from(a.length);
+        match (data, read) {
+            (DataBuf::FromDevice(out), true) if out.len() >= span.len() => {
+                out[..span.len()].copy_from_slice(self.slm.bytes(span));
+                self.stats.read_bytes += len;
+                let from_dram = ctx.dram(t, len);
+                ExtCompletion::ok(ctx.to_host(from_dram, len))
+            }
+            (DataBuf::ToDevice(src), false) if src.len() >= span.len() => {
+                let n = span.len();
+                self.slm.bytes_mut(span).copy_from_slice(&src[..n]);
+                self.stats.write_bytes += len;
+                let arrived = ctx.from_host(t, len);
+                ExtCompletion::ok(ctx.dram(arrived, len))
+            }
+            _ => err(Status::INVALID_FIELD, t),
+        }
+    }
+
+    /// The resources data structure (little-endian u64 fields; docs/programs.md "Identify").
+    pub fn identify_data(&self, cores: u32, core_hz: f64) -> [u8; IDENTIFY_BYTES] {
+        let p = &self.params;
+        let fields = [
+            self.slm.capacity(),
+            p.max_programs,
+            p.max_activated,
+            p.max_program_bytes as u64,
+            p.max_range_sets,
+            p.max_ranges_per_set,
+            p.max_param_bytes as u64,
+            u64::from(cores),
+            core_hz as u64,
+            p.instruction_budget,
+            self.slots.values().filter(|s| matches!(s, Slot::Loaded { .. } | Slot::Fixed { .. })).count() as u64,
+            self.activated() as u64,
+            self.slm.sets() as u64,
+            u64::from(self.first_fixed_pind()),
+            fixed::PROGRAMS.len() as u64,
+        ];
+        let mut out = [0u8; IDENTIFY_BYTES];
+        for (i, v) in fields.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    fn identify(&mut self, ctx: &mut ExecCtx<'_>, data: DataBuf<'_>) -> ExtCompletion {
+        let t = ctx.start;
+        let DataBuf::FromDevice(out) = data else { return err(Status::INVALID_FIELD, t) };
+        if out.len() < IDENTIFY_BYTES {
+            return err(Status::INVALID_FIELD, t);
+        }
+        let d = self.identify_data(ctx.controller_cores(), ctx.config().controller.core_freq.0);
+        out[..IDENTIFY_BYTES].copy_from_slice(&d);
+        let done = ctx.firmware(t, self.params.management_instructions);
+        ExtCompletion::ok(ctx.to_host(done, IDENTIFY_BYTES as u64))
+    }
+}
+
+impl Extension for ProgramsFirmware {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn attach(&mut self, ctx: &mut AttachCtx<'_>) -> nearflash_core::Result<()> {
+        let p = ProgramsParams::resolve(ctx.section(NAME), &self.overrides)
+            .map_err(|e| SimError::Config(format!("{NAME}: {e}")))?;
+        let dram = ctx.config().controller.dram_size.0 as f64;
+        if p.slm_bytes > dram {
+            return Err(SimError::Config(format!("{NAME}: slm_bytes {} exceeds the controller DRAM ({dram} B)", p.slm_bytes)));
+        }
+        for op in wire::opcode::ALL {
+            ctx.claim_opcode(op)?;
+        }
+        self.slm = Slm::new(p.slm_bytes as u64, p.max_range_sets as usize, p.max_ranges_per_set as usize);
+        self.sls_unit = Some(ctx.add_units(&fixed::unit_spec(p.sls_unit_clock, p.sls_unit_pj_per_cycle))?);
+        self.params = p;
+        let first = self.first_fixed_pind();
+        for index in 0..fixed::PROGRAMS.len() {
+            self.slots.insert(first + index as u16, Slot::Fixed { index, active: false });
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        let c = match Command::decode(sqe) {
+            Ok(c) => c,
+            Err(s) => {
+                *self.errors.entry(status::name(s)).or_default() += 1;
+                return err(s, ctx.start);
+            }
+        };
+        let done = match c {
+            Command::Load(l) => self.load(ctx, l, data),
+            Command::Activation(a) => self.activation(ctx, a.pind, a.activate),
+            Command::RangeSet(r) => self.range_set(ctx, r, data),
+            Command::Execute(e) => self.execute_program(ctx, e, data),
+            Command::Copy(c) => self.memory_copy(ctx, c, data),
+            Command::Read(a) => self.memory_io(ctx, a, data, true),
+            Command::Write(a) => self.memory_io(ctx, a, data, false),
+            Command::Identify => self.identify(ctx, data),
+        };
+        if !done.status.is_success() {
+            *self.errors.entry(status::name(done.status)).or_default() += 1;
+        }
+        done
+    }
+
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "stats": self.stats,
+            "errors": self.errors,
+            "programs": self.slots.iter().map(|(pind, s)| match s {
+                Slot::Loading { psize, bytes, .. } => serde_json::json!({"pind": pind, "state": "loading", "received": bytes.len(), "size": psize}),
+                Slot::Loaded { program, active, pid } => serde_json::json!({
+                    "pind": pind, "state": if *active { "active" } else { "loaded" }, "entry": program.entry_name(),
+                    "instructions": program.instructions(), "pid": pid,
+                }),
+                Slot::Fixed { index, active } => serde_json::json!({
+                    "pind": pind, "state": if *active { "active" } else { "loaded" }, "device_defined": fixed::PROGRAMS[*index].0,
+                    "about": fixed::PROGRAMS[*index].1,
+                }),
+            }).collect::<Vec<_>>(),
+            "range_sets": self.slm.sets(),
+            "slm_bytes": self.slm.capacity(),
+        })
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+        self.errors.clear();
+    }
+}
+
+inventory::submit! {
+    nearflash_core::ext::Registration {
+        name: NAME,
+        about: "NVMe Computational Programs 1.0 + Subsystem Local Memory 1.0: eBPF programs (clang -target bpf) with counted instructions",
+        build: |overrides, cfg| {
+            ProgramsParams::resolve(cfg.ext.get(NAME).and_then(|v| v.as_table()), overrides)
+                .map_err(|e| SimError::Config(format!("{NAME}: {e}")))?;
+            Ok(Box::new(ProgramsFirmware::new(overrides.clone())))
+        },
+    }
+}

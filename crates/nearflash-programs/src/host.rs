@@ -1,0 +1,232 @@
+//! The host library: each command built, submitted on an I/O queue and waited for, so that a program can be
+//! loaded and run in a few calls (`load`, `activate`, `create_range_set`, `copy_to_slm`, `write_slm`, `execute`,
+//! `read_slm`). Errors a command completes with are returned as its status, never hidden.
+
+use crate::slm::MemoryRange;
+use crate::wire::{
+    self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, ProgramActivation, RangeSetManagement,
+    SourceRange, PTYPE_EBPF_ELF,
+};
+use nearflash_core::nvme::{DataBuf, Status};
+use nearflash_core::{Device, Result, SimError};
+
+/// How a command completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    pub status: Status,
+    pub dw0: u32,
+    /// Submission to completion, virtual ns.
+    pub latency_ns: u64,
+}
+
+impl Done {
+    pub fn ok(&self) -> bool {
+        self.status.is_success()
+    }
+}
+
+/// Bytes per Load Program chunk the host sends.
+pub const LOAD_CHUNK: usize = 64 * 1024;
+
+/// Submits `c` on `qid` and waits for its completion.
+pub fn submit(dev: &mut Device, qid: u16, c: &Command, data: DataBuf<'_>) -> Result<Done> {
+    let cid = dev.next_cid(qid);
+    let start = dev.now();
+    dev.submit(qid, c.encode(cid), data)?;
+    loop {
+        let Some(done) = dev.wait(qid) else {
+            return Err(SimError::InvalidArgument("the completion was lost".into()));
+        };
+        if done.cqe.cid == cid {
+            return Ok(Done { status: done.cqe.status(), dw0: done.cqe.dw0, latency_ns: done.time.saturating_sub(start) });
+        }
+    }
+}
+
+/// Downloads an eBPF ELF object into slot `pind`, in chunks; stops at the first chunk that fails.
+pub fn load(dev: &mut Device, qid: u16, pind: u16, elf: &[u8]) -> Result<Done> {
+    let psize = u32::try_from(elf.len()).map_err(|_| SimError::InvalidArgument("program larger than 4 GiB".into()))?;
+    if elf.is_empty() {
+        return Err(SimError::InvalidArgument("program is empty".into()));
+    }
+    let mut total = 0;
+    for (i, chunk) in elf.chunks(LOAD_CHUNK).enumerate() {
+        let l = LoadProgram {
+            pind,
+            ptype: PTYPE_EBPF_ELF,
+            unload: false,
+            pit: 0,
+            psize,
+            pid: 0,
+            numb: chunk.len() as u32,
+            loff: (i * LOAD_CHUNK) as u32,
+        };
+        let d = submit(dev, qid, &Command::Load(l), DataBuf::ToDevice(chunk))?;
+        total += d.latency_ns;
+        if !d.ok() {
+            return Ok(Done { latency_ns: total, ..d });
+        }
+    }
+    Ok(Done { status: Status::SUCCESS, dw0: 0, latency_ns: total })
+}
+
+pub fn unload(dev: &mut Device, qid: u16, pind: u16) -> Result<Done> {
+    let l = LoadProgram { pind, ptype: 0, unload: true, pit: 0, psize: 0, pid: 0, numb: 0, loff: 0 };
+    submit(dev, qid, &Command::Load(l), DataBuf::None)
+}
+
+pub fn activate(dev: &mut Device, qid: u16, pind: u16, on: bool) -> Result<Done> {
+    submit(dev, qid, &Command::Activation(ProgramActivation { pind, activate: on }), DataBuf::None)
+}
+
+/// Creates a range set of `(starting byte, length)` SLM ranges; DW0 of the result is its identifier.
+pub fn create_range_set(dev: &mut Device, qid: u16, ranges: &[(u64, u32)]) -> Result<Done> {
+    let numr = u8::try_from(ranges.len()).map_err(|_| SimError::InvalidArgument("at most 255 ranges".into()))?;
+    let bytes = descriptors(ranges);
+    submit(dev, qid, &Command::RangeSet(RangeSetManagement::Create { numr }), DataBuf::ToDevice(&bytes))
+}
+
+pub fn delete_range_set(dev: &mut Device, qid: u16, rsid: u16) -> Result<Done> {
+    submit(dev, qid, &Command::RangeSet(RangeSetManagement::Delete { rsid }), DataBuf::None)
+}
+
+fn descriptors(ranges: &[(u64, u32)]) -> Vec<u8> {
+    ranges.iter().flat_map(|&(sb, length)| MemoryRange { nsid: wire::nsid::SLM, sb, length }.encode()).collect()
+}
+
+/// Memory Copy of `(slba, blocks)` ranges of the NVM namespace into SLM from byte `sdaddr`.
+pub fn copy_to_slm(dev: &mut Device, qid: u16, sdaddr: u64, sources: &[(u64, u32)]) -> Result<Done> {
+    if sources.is_empty() || sources.len() > 256 {
+        return Err(SimError::InvalidArgument(format!("1 to 256 source ranges, got {}", sources.len())));
+    }
+    let bytes: Vec<u8> = sources
+        .iter()
+        .flat_map(|&(slba, nlb)| SourceRange { nsid: wire::nsid::NVM, slba, nlb }.encode())
+        .collect();
+    let c = Command::Copy(MemoryCopy { sdaddr, ranges: sources.len() as u32 });
+    submit(dev, qid, &c, DataBuf::ToDevice(&bytes))
+}
+
+pub fn write_slm(dev: &mut Device, qid: u16, sb: u64, data: &[u8]) -> Result<Done> {
+    let length = u32::try_from(data.len()).map_err(|_| SimError::InvalidArgument("at most 4 GiB per write".into()))?;
+    submit(dev, qid, &Command::Write(MemoryAccess { sb, length }), DataBuf::ToDevice(data))
+}
+
+pub fn read_slm(dev: &mut Device, qid: u16, sb: u64, out: &mut [u8]) -> Result<Done> {
+    let length = u32::try_from(out.len()).map_err(|_| SimError::InvalidArgument("at most 4 GiB per read".into()))?;
+    submit(dev, qid, &Command::Read(MemoryAccess { sb, length }), DataBuf::FromDevice(out))
+}
+
+/// What to run a program on: a stored range set, or inline `(starting byte, length)` ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ranges {
+    Set(u16),
+    Inline(Vec<(u64, u32)>),
+}
+
+/// Execute Program; `params` follow any inline range descriptors in the data buffer.
+pub fn execute(dev: &mut Device, qid: u16, pind: u16, ranges: &Ranges, params: &[u8], cparams: (u64, u64)) -> Result<Done> {
+    let (rsid, numr, mut payload) = match ranges {
+        Ranges::Set(id) => (*id, 0, Vec::new()),
+        Ranges::Inline(r) => (0, r.len() as u32, descriptors(r)),
+    };
+    payload.extend_from_slice(params);
+    let dlen = u32::try_from(payload.len()).map_err(|_| SimError::InvalidArgument("parameters too large".into()))?;
+    let e = ExecuteProgram { pind, rsid, numr, dlen, cparam1: cparams.0, cparam2: cparams.1 };
+    let data = if payload.is_empty() { DataBuf::None } else { DataBuf::ToDevice(&payload) };
+    submit(dev, qid, &Command::Execute(e), data)
+}
+
+/// The same program run on the host: the data read with ordinary Reads, the program's counted instructions charged
+/// to one host core (`HOST_CYCLES_PER_INSTRUCTION`, the preset's host clock and energy per instruction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRun {
+    pub result: std::result::Result<u64, crate::program::Fault>,
+    pub instructions: u64,
+    pub latency_ns: u64,
+    pub bytes_read: u64,
+    /// The output ranges after the run.
+    pub outputs: Vec<Vec<u8>>,
+}
+
+/// Reads `sources` (`(slba, blocks)`, one memory range each, cut to `lengths[i]` bytes where given) and runs
+/// `program` over them and zeroed output ranges of `outputs` bytes (mapped after the sources) on the host.
+#[allow(clippy::too_many_arguments)]
+pub fn host_run(
+    dev: &mut Device,
+    qid: u16,
+    program: &crate::program::Program,
+    sources: &[(u64, u32)],
+    lengths: Option<&[u64]>,
+    outputs: &[usize],
+    params: &[u8],
+    cparams: (u64, u64),
+    budget: u64,
+) -> Result<HostRun> {
+    use nearflash_core::nvme::{opcode, Sqe};
+    let start = dev.now();
+    let lba = dev.lba_bytes();
+    let max = dev.namespace().max_lbas.max(1);
+    let mut bufs: Vec<Vec<u8>> = sources.iter().map(|&(_, n)| vec![0u8; (u64::from(n) * lba) as usize]).collect();
+    let mut last = start;
+    const IN_FLIGHT: usize = 16;
+    let mut chunks = Vec::new();
+    for (i, &(slba, n)) in sources.iter().enumerate() {
+        let mut at = 0u32;
+        while at < n {
+            let k = (n - at).min(max);
+            chunks.push((i, slba + u64::from(at), k, at));
+            at += k;
+        }
+    }
+    for batch in chunks.chunks(IN_FLIGHT) {
+        let mut pending = Vec::new();
+        // Split the buffers into the disjoint pieces this batch reads into.
+        let mut views: Vec<&mut [u8]> = Vec::new();
+        let mut rest: Vec<Option<&mut [u8]>> = bufs.iter_mut().map(|b| Some(b.as_mut_slice())).collect();
+        let mut taken = vec![0usize; rest.len()];
+        for &(i, _, k, at) in batch {
+            let buf = rest[i].take().unwrap_or_default();
+            let skip = (u64::from(at) * lba) as usize - taken[i];
+            let (_, from) = buf.split_at_mut(skip);
+            let (view, after) = from.split_at_mut((u64::from(k) * lba) as usize);
+            taken[i] += skip + view.len();
+            views.push(view);
+            rest[i] = Some(after);
+        }
+        for (&(_, slba, k, _), view) in batch.iter().zip(views) {
+            let cid = dev.next_cid(qid);
+            dev.submit(qid, Sqe::rw(opcode::READ, cid, slba, k), DataBuf::FromDevice(view))?;
+            pending.push(cid);
+        }
+        while !pending.is_empty() {
+            let Some(c) = dev.wait(qid) else { return Err(SimError::InvalidArgument("a read completion was lost".into())) };
+            if !c.cqe.status().is_success() {
+                return Err(SimError::InvalidArgument(format!("host read failed: {}", c.cqe.status().name())));
+            }
+            pending.retain(|&p| p != c.cqe.cid);
+            last = last.max(c.time);
+        }
+    }
+    if let Some(l) = lengths {
+        if l.len() != bufs.len() || l.iter().zip(&bufs).any(|(&n, b)| n > b.len() as u64) {
+            return Err(SimError::InvalidArgument("lengths must give one length per source, within its blocks".into()));
+        }
+    }
+    let bytes_read = bufs.iter().map(|b| b.len() as u64).sum();
+    let mut outs: Vec<Vec<u8>> = outputs.iter().map(|&n| vec![0u8; n]).collect();
+    let mut views: Vec<&mut [u8]> = bufs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| {
+            let n = lengths.map_or(b.len(), |l| l[i] as usize);
+            &mut b[..n]
+        })
+        .chain(outs.iter_mut().map(|o| o.as_mut_slice()))
+        .collect();
+    let run = program.run(&mut views, params, cparams, budget);
+    let insns = run.instructions as f64;
+    let done = dev.host().compute(last, insns * crate::params::HOST_CYCLES_PER_INSTRUCTION.0, insns, 1);
+    dev.advance_to(done);
+    Ok(HostRun { result: run.result, instructions: run.instructions, latency_ns: done - start, bytes_read, outputs: outs })
+}

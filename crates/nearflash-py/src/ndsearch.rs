@@ -1,0 +1,248 @@
+//! Bindings of `nearflash_ndsearch` as the submodule `nearflash._native.ndsearch`: the graph index (build, search,
+//! save/load) over numpy arrays, with the GIL released and the work on a rayon pool of the requested size.
+//! Format errors raise `ImageError`, argument errors `InvalidArgument`, file I/O errors `HostIoError`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::convert::{err, rows_array, to_python};
+use nearflash_core::config::ExtParams;
+use nearflash_ndsearch::luncsr::Geometry;
+use nearflash_ndsearch::study::{run_batch, Reorder};
+use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
+use pyo3::types::PyDict;
+use crate::errors::{host_io_err, ImageError};
+use nearflash_ndsearch::{Dtype, Index as RsIndex, Kind, Metric, NdError, Params, Rows};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+
+fn nd_err(e: NdError) -> PyErr {
+    match e {
+        NdError::Argument(_) => err(e),
+        NdError::Format(_) => ImageError::new_err(e.to_string()),
+        NdError::Io(ref io) => host_io_err(io, e.to_string()),
+    }
+}
+
+/// A 2-D numpy array of the index's dtype as owned rows; `dim` checks the width.
+fn rows_of(x: &Bound<'_, PyAny>, dtype: Dtype, dim: usize, what: &str) -> PyResult<Rows> {
+    fn take<T: numpy::Element + Copy>(a: PyReadonlyArray2<'_, T>, dim: usize, what: &str) -> PyResult<Vec<T>> {
+        if a.shape()[1] != dim {
+            return Err(err(format!("{what} has {} columns, the index has dim {dim}", a.shape()[1])));
+        }
+        Ok(match a.as_slice() {
+            Ok(s) => s.to_vec(),
+            Err(_) => a.as_array().iter().copied().collect(),
+        })
+    }
+    let wrong = || err(format!("{what} must be a 2-D numpy array of {}", dtype.name()));
+    Ok(match dtype {
+        Dtype::F32 => Rows::F32(take(x.extract::<PyReadonlyArray2<f32>>().map_err(|_| wrong())?, dim, what)?),
+        Dtype::U8 => Rows::U8(take(x.extract::<PyReadonlyArray2<u8>>().map_err(|_| wrong())?, dim, what)?),
+        Dtype::I8 => Rows::I8(take(x.extract::<PyReadonlyArray2<i8>>().map_err(|_| wrong())?, dim, what)?),
+    })
+}
+
+/// A graph vector index (HNSW or Vamana) over float32, uint8 or int8 vectors.
+#[pyclass(module = "nearflash._native.ndsearch", name = "Index")]
+pub struct PyIndex {
+    pub(crate) inner: RsIndex,
+    pool: Option<(usize, Arc<rayon::ThreadPool>)>,
+}
+
+impl PyIndex {
+    /// Runs `f` on a pool of `threads` threads (None: rayon's global pool), without the GIL.
+    fn on_pool<T: Send>(&mut self, py: Python<'_>, threads: Option<usize>, f: impl FnOnce(&mut RsIndex) -> T + Send) -> PyResult<T> {
+        let Some(t) = threads else { return Ok(py.allow_threads(|| f(&mut self.inner))) };
+        if t == 0 || t > 1024 {
+            return Err(err(format!("threads must be in 1..=1024 or None, not {t}")));
+        }
+        if self.pool.as_ref().is_none_or(|(n, _)| *n != t) {
+            let p = rayon::ThreadPoolBuilder::new().num_threads(t).build().map_err(err)?;
+            self.pool = Some((t, Arc::new(p)));
+        }
+        let pool = self.pool.as_ref().unwrap().1.clone();
+        let inner = &mut self.inner;
+        Ok(py.allow_threads(|| pool.install(|| f(inner))))
+    }
+}
+
+#[pymethods]
+impl PyIndex {
+    #[new]
+    #[pyo3(signature = (dim, metric = "l2", kind = "hnsw", r = 16, ef_construction = 200, dtype = "float32", alpha = 1.2, seed = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(dim: usize, metric: &str, kind: &str, r: usize, ef_construction: usize, dtype: &str, alpha: f32, seed: u64) -> PyResult<Self> {
+        let p = Params {
+            kind: Kind::parse(kind).map_err(nd_err)?,
+            metric: Metric::parse(metric).map_err(nd_err)?,
+            dtype: Dtype::parse(dtype).map_err(nd_err)?,
+            dim,
+            r,
+            ef_construction,
+            alpha,
+            seed,
+        };
+        Ok(PyIndex { inner: RsIndex::new(p).map_err(nd_err)?, pool: None })
+    }
+
+    /// Adds the rows of `x` (n x dim, the index's dtype) and links them into the graph.
+    #[pyo3(signature = (x, threads = None))]
+    fn add(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<()> {
+        let p = *self.inner.params();
+        let rows = rows_of(x, p.dtype, p.dim, "x")?;
+        self.on_pool(py, threads, move |i| i.add(rows))?.map_err(nd_err)
+    }
+
+    /// The `k` nearest stored vectors of each row of `q`: (distances float32, ids int64), both nq x k.
+    #[pyo3(signature = (q, k, ef = 64, threads = None))]
+    #[allow(clippy::type_complexity)]
+    fn search<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        k: usize,
+        ef: usize,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
+        let p = *self.inner.params();
+        let rows = rows_of(q, p.dtype, p.dim, "q")?;
+        let (d, i) = self.on_pool(py, threads, move |ix| ix.search(rows, k, ef))?.map_err(nd_err)?;
+        Ok((rows_array(py, d, k)?, rows_array(py, i, k)?))
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.allow_threads(|| self.inner.save(&path)).map_err(nd_err)
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let inner = py.allow_threads(|| RsIndex::load(&path)).map_err(nd_err)?;
+        Ok(PyIndex { inner, pool: None })
+    }
+
+    /// Layer 0 as CSR: (offsets int64 of length n+1, neighbour ids int64).
+    fn layer0_csr<'py>(&self, py: Python<'py>) -> (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>) {
+        let g = self.inner.layer0();
+        let mut offs = Vec::with_capacity(g.len() + 1);
+        let mut nb = Vec::with_capacity(g.edges());
+        offs.push(0i64);
+        for v in 0..g.len() as u32 {
+            g.for_each(v, |u| nb.push(u as i64));
+            offs.push(nb.len() as i64);
+        }
+        (offs.into_pyarray(py), nb.into_pyarray(py))
+    }
+
+    #[getter]
+    fn ntotal(&self) -> usize {
+        self.inner.len()
+    }
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.params().dim
+    }
+    #[getter]
+    fn metric(&self) -> &'static str {
+        self.inner.params().metric.name()
+    }
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.params().kind.name()
+    }
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.params().dtype.name()
+    }
+    #[getter(R)]
+    fn r(&self) -> usize {
+        self.inner.params().r
+    }
+    #[getter]
+    fn ef_construction(&self) -> usize {
+        self.inner.params().ef_construction
+    }
+    #[getter]
+    fn alpha(&self) -> f32 {
+        self.inner.params().alpha
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.params().seed
+    }
+}
+
+/// SearSSD's geometry from an optional dict (keys of `Geometry`; missing keys keep the searssd values).
+fn geometry(g: Option<&Bound<'_, PyDict>>) -> PyResult<Geometry> {
+    let mut out = Geometry::SEARSSD;
+    for (k, v) in g.into_iter().flat_map(|d| d.iter()) {
+        let key: String = k.extract()?;
+        let val: usize = v.extract().map_err(|_| err(format!("geometry {key} must be a positive integer")))?;
+        match key.as_str() {
+            "luns" => out.luns = val,
+            "planes_per_lun" => out.planes_per_lun = val,
+            "blocks_per_plane" => out.blocks_per_plane = val,
+            "pages_per_block" => out.pages_per_block = val,
+            "page_bytes" => out.page_bytes = val,
+            _ => return Err(err(format!("unknown geometry key {key:?}"))),
+        }
+    }
+    out.validate().map_err(nd_err)?;
+    Ok(out)
+}
+
+/// One lock-step SearSSD batch modelled on the host: (report dict, distances nq x k, ids nq x k).
+#[pyfunction]
+#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn searssd_batch<'py>(
+    py: Python<'py>,
+    index: &PyIndex,
+    q: &Bound<'py, PyAny>,
+    k: usize,
+    ef: usize,
+    reorder: &str,
+    dynamic: bool,
+    params: Option<&str>,
+    geometry: Option<&Bound<'py, PyDict>>,
+    seed: u64,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
+    let p = *index.inner.params();
+    let rows = rows_of(q, p.dtype, p.dim, "q")?;
+    let reorder = match reorder {
+        "none" => Reorder::None,
+        "degree" => Reorder::DegreeBfs,
+        "random" => Reorder::RandomBfs(seed),
+        other => return Err(err(format!("reorder must be 'none', 'degree' or 'random', not {other:?}"))),
+    };
+    let mut sp = SearssdParams::default();
+    if let Some(js) = params {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        sp.apply_json_object(&v, &[]).map_err(err)?;
+    }
+    let g = self::geometry(geometry)?;
+    if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
+        return Err(err(format!("ef must be in 1..={}, not {ef}", nearflash_ndsearch::index::MAX_EF)));
+    }
+    let rep = py
+        .allow_threads(|| run_batch(&index.inner, rows, k, ef, reorder, dynamic, g, &sp, &FlashTiming::SEARSSD))
+        .map_err(nd_err)?;
+    let d: Vec<f32> = rep.distances.iter().flat_map(|r| r.iter().copied().chain(std::iter::repeat(f32::INFINITY)).take(k)).collect();
+    let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| v as i64).chain(std::iter::repeat(-1)).take(k)).collect();
+    Ok((to_python(py, &rep)?, rows_array(py, d, k)?, rows_array(py, i, k)?))
+}
+
+/// SearSSD's parameters: (name, default, unit, source) of each.
+#[pyfunction]
+fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    SearssdParams::DOCS.to_vec()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let sub = PyModule::new(m.py(), "ndsearch")?;
+    sub.add_class::<PyIndex>()?;
+    sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
+    m.add_submodule(&sub)?;
+    Ok(())
+}

@@ -1,0 +1,203 @@
+"""`nearflash serve`: checks everything it can before starting, then replaces itself with nbdkit running our plugin.
+
+nbdkit's Python plugin embeds the system's python3 (Debian's), not the interpreter of the virtual environment, so:
+- the plugin must find nearflash, numpy and the native module: we pass this environment's site directories in
+  NEARFLASH_SITE_DIRS and the plugin adds them (with their .pth files) ahead of its own path;
+- compiled modules (ours, numpy's) only load into the same Python minor version: we compare the version nbdkit's
+  plugin was built for (`nbdkit python --dump-plugin`) with ours and refuse a mismatch with a clear message.
+The process is replaced (exec) rather than supervised, so signals reach nbdkit directly: SIGINT/SIGTERM close the
+image cleanly, and a `kill -9` of the server is a kill of nbdkit itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import site
+import socket
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from nearflash import _native
+from nearflash.errors import InvalidArgument
+from nearflash.nbd.stats import image_locked, read_status
+
+PLUGIN = Path(__file__).with_name("plugin.py")
+DEFAULT_PORT = 10809  # IANA's NBD port
+UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
+
+
+@dataclass
+class ServeOptions:
+    image: str
+    port: Optional[int] = None
+    unix: Optional[str] = None
+    bind: str = "127.0.0.1"
+    read_only: bool = False
+    ext: list[str] = field(default_factory=list)
+    seed: int = 1
+
+
+def find_nbdkit() -> str:
+    exe = shutil.which("nbdkit")
+    if exe is None:
+        raise InvalidArgument("nbdkit is not installed (Debian: apt-get install nbdkit nbdkit-plugin-python)")
+    return exe
+
+
+def plugin_python_version(nbdkit: str) -> tuple[int, int]:
+    """The Python version nbdkit's python plugin embeds (major, minor)."""
+    p = subprocess.run([nbdkit, "python", "--dump-plugin"], capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit status {p.returncode}"
+        raise InvalidArgument(f"nbdkit's python plugin is missing (Debian: apt-get install nbdkit-plugin-python): {why}")
+    for line in p.stdout.splitlines():
+        if line.startswith("python_version="):
+            major, minor = line.split("=", 1)[1].split(".")[:2]
+            return int(major), int(minor)
+    raise InvalidArgument("nbdkit's python plugin did not report its python_version")
+
+
+def site_dirs() -> list[str]:
+    """Where this environment's packages live: its site-packages, and the directory nearflash itself was imported
+    from when that is elsewhere (a source checkout on PYTHONPATH)."""
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    pkg_parent = str(Path(__import__("nearflash").__file__).resolve().parent.parent)
+    if pkg_parent not in dirs:
+        dirs.insert(0, pkg_parent)
+    return dirs
+
+
+def _check_unix(path: str) -> str:
+    p = Path(path).absolute()
+    if len(os.fsencode(str(p))) > UNIX_PATH_MAX:
+        raise InvalidArgument(f"--unix: the socket path is {len(os.fsencode(str(p)))} bytes; at most {UNIX_PATH_MAX}")
+    if not p.parent.is_dir():
+        raise InvalidArgument(f"--unix: directory {p.parent} does not exist")
+    if not os.access(p.parent, os.W_OK):
+        raise InvalidArgument(f"--unix: cannot create a socket in {p.parent} (no write permission)")
+    if p.exists() or p.is_symlink():
+        kind = "a socket" if stat.S_ISSOCK(p.lstat().st_mode) else "a file"
+        raise InvalidArgument(f"--unix: {p} already exists ({kind}); remove it or choose another path")
+    return str(p)
+
+
+def _check_tcp(bind: str, port: int) -> None:
+    if not 1 <= port <= 65535:
+        raise InvalidArgument(f"--port must be in 1..65535, got {port}")
+    try:
+        addr = ipaddress.ip_address(bind)
+    except ValueError:
+        raise InvalidArgument(f"--bind must be an IP address, got {bind!r}") from None
+    family = socket.AF_INET6 if addr.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((bind, port))
+        except OSError as e:
+            raise InvalidArgument(f"--port {port} on {bind}: {e.strerror}") from None
+
+
+def _check_ext(spec: str) -> None:
+    name, _, params = spec.partition(":")
+    if name not in _native.extensions():
+        raise InvalidArgument(f"--ext: unknown extension {name!r}; available: {', '.join(_native.extensions())}")
+    if params:
+        try:
+            value = json.loads(params)
+        except ValueError as e:
+            raise InvalidArgument(f"--ext {name}: parameters must be a JSON object ({e})") from None
+        if not isinstance(value, dict):
+            raise InvalidArgument(f"--ext {name}: parameters must be a JSON object, got {params!r}")
+
+
+def _check_ext_attach(image: str, ext: list[str]) -> None:
+    """Attaches the extensions to a timing-only twin of the image (its configuration, in memory) so that bad
+    parameters or conflicting extensions are refused before the image is opened (and its files touched)."""
+    from nearflash.device import Device
+
+    if not ext:
+        return
+    config = Path(image) / "nearflash.toml"
+    if not config.is_file():
+        raise InvalidArgument(f"{image} is not a device image (no nearflash.toml)")
+    with Device(None, preset=str(config), materialise=False) as twin:
+        for spec in ext:
+            name, _, params = spec.partition(":")
+            twin.attach(name, **(json.loads(params) if params else {}))
+
+
+def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]]]:
+    """(lba_bytes, what crash recovery did) of the image, opened once with its extensions attached (an image left
+    unclean by a killed server is recovered here, and extension state saved in it is restored)."""
+    from nearflash.device import Device
+
+    with Device(image, seed=seed, create=False) as dev:
+        for spec in ext:
+            name, _, params = spec.partition(":")
+            dev.attach(name, **(json.loads(params) if params else {}))
+        return dev.lba_bytes, dev.recovery
+
+
+def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
+    """Validates `opts` and returns (argv, environment, URI) of the nbdkit that serves the image."""
+    if opts.port is not None and opts.unix is not None:
+        raise InvalidArgument("give --port or --unix, not both")
+    if opts.unix is not None:
+        sock = _check_unix(opts.unix)
+        where, uri = ["-U", sock], f"nbd+unix:///?socket={sock}"
+    else:
+        port = DEFAULT_PORT if opts.port is None else opts.port
+        _check_tcp(opts.bind, port)
+        host = f"[{opts.bind}]" if ":" in opts.bind else opts.bind
+        where, uri = ["-i", opts.bind, "-p", str(port)], f"nbd://{host}:{port}"
+    for spec in opts.ext:
+        _check_ext(spec)
+    nbdkit = find_nbdkit()
+    theirs, ours = plugin_python_version(nbdkit), sys.version_info[:2]
+    if theirs != ours:
+        raise InvalidArgument(
+            f"nbdkit's python plugin embeds Python {theirs[0]}.{theirs[1]} but nearflash is installed for "
+            f"{ours[0]}.{ours[1]}; its compiled modules load only into the same version: create the virtual "
+            f"environment with python{theirs[0]}.{theirs[1]} (the system's python3)")
+    image = str(Path(opts.image).absolute())
+    d = Path(image)
+    if not d.is_dir() or not (d / "state.json").is_file():
+        raise InvalidArgument(f"{opts.image} is not a device image (create one with `nearflash create {opts.image}`)")
+    if image_locked(d):
+        served = read_status(d)
+        who = f" (served by pid {served['pid']} at {served['address']})" if served else ""
+        raise InvalidArgument(f"{opts.image} is open in another process{who}")
+    _check_ext_attach(image, opts.ext)
+    lba_bytes, recovery = _check_image(image, opts.ext, opts.seed)
+    pidfile = Path(image) / "serve.pid"
+    pidfile.unlink(missing_ok=True)  # left by a server that was killed (the image was not locked)
+    argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), *(["--readonly"] if opts.read_only else []),
+            "--filter=blocksize", "python", str(PLUGIN), f"image={image}", f"seed={opts.seed}", f"address={uri}",
+            f"readonly={'true' if opts.read_only else 'false'}", f"minblock={lba_bytes}", "maxdata=4M",
+            *[f"ext={e}" for e in opts.ext], *([f"recovery={json.dumps(recovery)}"] if recovery else [])]
+    env = dict(os.environ, NEARFLASH_SITE_DIRS=os.pathsep.join(site_dirs()))
+    return argv, env, uri
+
+
+def serve(opts: ServeOptions) -> None:
+    """Replaces this process with the nbdkit that serves the image (returns only by raising)."""
+    argv, env, uri = command(opts)
+    recovered = [a for a in argv if a.startswith("recovery=")]
+    if recovered:
+        print(f"nearflash serve: the image was not closed cleanly; recovered: {recovered[0][9:]}", file=sys.stderr)
+    mode = "read-only" if opts.read_only else "read-write"
+    print(f"nearflash serve: {opts.image} ({mode}) at {uri}; `nearflash info {opts.image}` shows its figures, "
+          f"Ctrl-C stops it", file=sys.stderr, flush=True)
+    os.execve(argv[0], argv, env)
+
+
+def status(image: str) -> Optional[dict[str, Any]]:
+    """The served device's status (see `nearflash.nbd.stats`), or None if it is not being served."""
+    return read_status(image)

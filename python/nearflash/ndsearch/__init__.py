@@ -1,0 +1,16 @@
+"""NDSearch (ISCA'24) on nearflash: a graph vector index (HNSW, Vamana/DiskANN) built and searched in Rust, the
+data sets and exact ground truth its benchmarks use, and SearSSD's near-data search pieces. The Rust side lives
+in ``nearflash._native.ndsearch``."""
+
+from nearflash.ndsearch.datasets import (
+    SYNTHETIC,
+    cached_ground_truth,
+    fashion_mnist,
+    ground_truth,
+    recall_at,
+    synthetic,
+)
+from nearflash.ndsearch.index import Index
+from nearflash.ndsearch import searssd
+
+__all__ = ["SYNTHETIC", "Index", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]

@@ -1,0 +1,173 @@
+"""Data for vector search: Fashion-MNIST from Debian's ``dataset-fashion-mnist`` (60k x 784 base, 10k queries,
+uint8), seeded synthetic clustered sets shaped like glove-100 (100-d float32, cosine) and sift (128-d uint8, L2)
+regenerated from their seed in fixed-size chunks (so any slice of a 10M set can be made on its own), and exact
+k-nearest-neighbour ground truth by blocked matrix products, cached on disk beside the data."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from nearflash.errors import InvalidArgument
+
+FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+DEFAULT_CACHE = Path.home() / ".cache" / "nearflash" / "ndsearch"
+CHUNK = 65536
+SYNTHETIC = {
+    # name: (dim, dtype, metric, clusters)
+    "glove-100-like": (100, "float32", "cosine", 1000),
+    "sift-like": (128, "uint8", "l2", 1000),
+}
+
+
+def _idx(path: Path) -> np.ndarray:
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 16 or int.from_bytes(raw[:4], "big") != 2051:
+        raise ValueError(f"{path} is not an idx3 image file")
+    n, h, w = (int.from_bytes(raw[i:i + 4], "big") for i in (4, 8, 12))
+    if len(raw) != 16 + n * h * w:
+        raise ValueError(f"{path} is truncated")
+    return np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(n, h * w)
+
+
+def fashion_mnist(root: Path | str = FASHION_DIR) -> tuple[np.ndarray, np.ndarray]:
+    """(base 60000 x 784, queries 10000 x 784), uint8."""
+    root = Path(root)
+    train, test = root / "train-images-idx3-ubyte.gz", root / "t10k-images-idx3-ubyte.gz"
+    if not (train.exists() and test.exists()):
+        raise FileNotFoundError(
+            f"Fashion-MNIST is not at {root}: install the Debian package 'dataset-fashion-mnist' "
+            "(sudo apt-get install dataset-fashion-mnist; scripts/env.sh does this where it can)")
+    return _idx(train), _idx(test)
+
+
+def _centres(name: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    dim, _, _, nc = SYNTHETIC[name]
+    rng = np.random.default_rng([seed, 0xC0FFEE])
+    if name == "sift-like":
+        centres = rng.gamma(0.6, 30.0, size=(nc, dim))
+    else:
+        centres = rng.standard_normal((nc, dim))
+    weights = 1.0 / np.arange(1, nc + 1) ** 0.7  # skewed cluster sizes (Zipf-like)
+    return centres, weights / weights.sum()
+
+
+def _chunk(name: str, seed: int, stream: int, index: int, rows: int) -> np.ndarray:
+    """The first ``rows`` rows of chunk ``index``: cluster choices and noise come from two generators drawn in
+    row order, so any prefix is the same rows as the whole chunk's."""
+    dim, dtype, _, _ = SYNTHETIC[name]
+    centres, w = _centres(name, seed)
+    pick = np.random.default_rng([seed, stream, index, 0])
+    noise = np.random.default_rng([seed, stream, index, 1])
+    c = pick.choice(len(centres), size=rows, p=w)
+    if name == "sift-like":
+        x = centres[c] + noise.normal(0.0, 12.0, size=(rows, dim))
+        return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+    return (centres[c] + 0.35 * noise.standard_normal((rows, dim))).astype(np.float32)
+
+
+def synthetic(name: str, n: int, seed: int = 0, start: int = 0, queries: bool = False) -> np.ndarray:
+    """Rows ``start .. start+n`` of the synthetic set ``name`` (base vectors, or the query stream with
+    ``queries=True``), the same for the same seed however they are sliced."""
+    if name not in SYNTHETIC:
+        raise InvalidArgument(f"name must be one of {sorted(SYNTHETIC)}, not {name!r}")
+    if n < 0 or start < 0:
+        raise InvalidArgument("n and start must be >= 0")
+    stream = 2 if queries else 1
+    dim, dtype, _, _ = SYNTHETIC[name]
+    out = np.empty((n, dim), dtype=dtype)
+    i = start
+    while i < start + n:
+        c, off = divmod(i, CHUNK)
+        take = min(CHUNK - off, start + n - i)
+        out[i - start:i - start + take] = _chunk(name, seed, stream, c, off + take)[off:off + take]
+        i += take
+    return out
+
+
+def _prep(x: np.ndarray, metric: str) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64 if x.dtype != np.float32 else np.float32)
+    if metric == "cosine":
+        n = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x / np.where(n == 0, 1, n)
+    return x
+
+
+def _exact(base: np.ndarray, q: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
+    """Distances of q (1 x d) to base[ids] in float64, as the index defines them."""
+    b = base[ids].astype(np.float64)
+    qq = q.astype(np.float64)
+    if metric == "l2":
+        return ((b - qq) ** 2).sum(axis=1)
+    if metric == "cosine":
+        b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-300)
+        qq = qq / max(np.linalg.norm(qq), 1e-300)
+    return 1.0 - b @ qq
+
+
+def ground_truth(base: np.ndarray, queries: np.ndarray, k: int = 100, metric: str = "l2",
+                 block: int = 65536, qblock: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (distances, ids) of the ``k`` nearest base rows of every query, nearest first: candidates from
+    blocked float32 matrix products, the final order from float64 distances of the best ``k + 16``."""
+    if metric not in ("l2", "ip", "cosine"):
+        raise InvalidArgument(f"metric must be 'l2', 'ip' or 'cosine', not {metric!r}")
+    if base.ndim != 2 or queries.ndim != 2 or base.shape[1] != queries.shape[1]:
+        raise InvalidArgument("base and queries must be 2-D with the same number of columns")
+    k = min(k, len(base))
+    keep = min(k + 16, len(base))
+    nq = len(queries)
+    best_d = np.full((nq, keep), np.inf, dtype=np.float32)
+    best_i = np.zeros((nq, keep), dtype=np.int64)
+    qs = _prep(queries, metric).astype(np.float32)
+    for b0 in range(0, len(base), block):
+        b = _prep(base[b0:b0 + block], metric).astype(np.float32)
+        bn = (b * b).sum(axis=1) if metric == "l2" else None
+        for q0 in range(0, nq, qblock):
+            q = qs[q0:q0 + qblock]
+            s = q @ b.T
+            d = (bn[None, :] - 2 * s) if metric == "l2" else -s
+            d = np.concatenate([best_d[q0:q0 + qblock], d], axis=1)
+            i = np.concatenate([best_i[q0:q0 + qblock],
+                                np.broadcast_to(np.arange(b0, b0 + len(b)), (len(q), len(b)))], axis=1)
+            part = np.argpartition(d, keep - 1, axis=1)[:, :keep]
+            best_d[q0:q0 + qblock] = np.take_along_axis(d, part, axis=1)
+            best_i[q0:q0 + qblock] = np.take_along_axis(i, part, axis=1)
+    out_d = np.empty((nq, k), dtype=np.float64)
+    out_i = np.empty((nq, k), dtype=np.int64)
+    for j in range(nq):
+        ex = _exact(base, queries[j], best_i[j], metric)
+        order = np.lexsort((best_i[j], ex))[:k]
+        out_d[j], out_i[j] = ex[order], best_i[j][order]
+    return out_d, out_i
+
+
+def cached_ground_truth(key: str, base: np.ndarray, queries: np.ndarray, k: int, metric: str,
+                        cache_dir: Path | str | None = DEFAULT_CACHE) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ground_truth`, cached in ``cache_dir`` under ``key`` plus a digest of the inputs (None: no cache)."""
+    if cache_dir is None:
+        return ground_truth(base, queries, k, metric)
+    h = hashlib.sha256()
+    for a in (base, queries):
+        h.update(str(a.shape).encode() + str(a.dtype).encode())
+        h.update(np.ascontiguousarray(a[:: max(1, len(a) // 512)]).tobytes())
+    path = Path(cache_dir) / f"gt-{key}-{metric}-k{k}-{h.hexdigest()[:16]}.npz"
+    if path.exists():
+        with np.load(path) as z:
+            return z["distances"], z["ids"]
+    d, i = ground_truth(base, queries, k, metric)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, distances=d, ids=i)
+    tmp.replace(path)
+    return d, i
+
+
+def recall_at(ids: np.ndarray, truth: np.ndarray, k: int = 10) -> float:
+    """Mean fraction of the true ``k`` nearest found among the first ``k`` returned."""
+    ids, truth = np.asarray(ids)[:, :k], np.asarray(truth)[:, :k]
+    hits = sum(len(np.intersect1d(a, b)) for a, b in zip(ids, truth))
+    return hits / truth.size

@@ -1,0 +1,110 @@
+"""`nearflash serve` with wrong values, as a hostile user would type them: a clear message, exit status 2, no
+traceback, and nothing created or changed (no socket, no image, no pid or status file, the image's files as before)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from nbd_helpers import nearflash_cli, need, snapshot
+from nbd_helpers import image  # noqa: F401  (fixtures)
+from nearflash import Device
+from nearflash.errors import InvalidArgument
+from nearflash.nbd import ServeOptions, command, launch
+
+
+def refused(args: list[str], image: Path, msg: str, watch: Path) -> None:
+    before_img, before_dir = snapshot(image), snapshot(watch)
+    p = nearflash_cli("serve", *args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert msg in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert snapshot(image) == before_img, "a refused serve changed the image"
+    assert snapshot(watch) == before_dir, "a refused serve created something"
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--port", "0"], "--port must be in 1..65535"),
+    (["--port", "70000"], "--port must be in 1..65535"),
+    (["--port", "-1"], "--port must be in 1..65535"),
+    (["--port", "abc"], "invalid int value"),
+    (["--port", "10809", "--unix", "SOCK"], "not allowed with argument"),
+    (["--unix", "NODIR/s.sock"], "does not exist"),
+    (["--unix", "SOCK" + "x" * 120], "at most 107"),
+    (["--bind", "localhost:80"], "--bind must be an IP address"),
+    (["--bind", "999.1.1.1"], "--bind must be an IP address"),
+    (["--ext", "nope"], "unknown extension 'nope'"),
+    (["--ext", "issd:[1, 2]"], "must be a JSON object"),
+    (["--ext", "issd:{bad"], "must be a JSON object"),
+    (["--seed", "x"], "invalid int value"),
+    (["--ext", 'recssd:{"ftl_core": 99}'], "ftl_core 99 but the controller has"),
+    (["--ext", 'recssd:{"no_such_param": 1}'], "no_such_param"),
+    (["--ext", "recssd", "--ext", "recssd"], "already attached"),
+])
+def test_wrong_flag_values_are_refused_before_anything_happens(image, tmp_path, extra, msg):
+    watch = tmp_path / "w"
+    watch.mkdir()
+    extra = [a.replace("NODIR", str(watch / "missing")).replace("SOCK", str(watch / "s")) for a in extra]
+    refused([str(image), *extra], image, msg, watch)
+
+
+def test_existing_file_at_the_socket_path_is_not_replaced(image, tmp_path):
+    victim = tmp_path / "precious"
+    victim.write_text("keep me")
+    refused([str(image), "--unix", str(victim)], image, "already exists (a file)", tmp_path)
+    assert victim.read_text() == "keep me"
+
+
+def test_port_in_use_is_refused(image, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        refused([str(image), "--port", str(port)], image, f"--port {port} on 127.0.0.1: Address already in use",
+                tmp_path)
+
+
+def test_missing_image_is_not_created(tmp_path):
+    target = tmp_path / "nothing-here"
+    refused([str(target), "--unix", str(tmp_path / "s")], tmp_path, "is not a device image", tmp_path)
+    assert not target.exists()
+
+
+def test_directory_without_an_image_is_left_alone(tmp_path):
+    d = tmp_path / "empty"
+    d.mkdir()
+    (d / "notes.txt").write_text("x")
+    refused([str(d), "--unix", str(tmp_path / "s")], d, "is not a device image", tmp_path)
+
+
+def test_image_in_use_is_refused(image, tmp_path):
+    with Device(image):
+        p = nearflash_cli("serve", str(image), "--unix", str(tmp_path / "s"))
+    assert p.returncode == 2 and "is open in another process" in p.stderr, p.stderr
+    assert not (tmp_path / "s").exists() and not (image / "serve.pid").exists()
+
+
+def test_python_version_mismatch_is_explained(image, tmp_path, monkeypatch):
+    monkeypatch.setattr(launch, "plugin_python_version", lambda nbdkit: (3, 99))
+    monkeypatch.setattr(launch, "find_nbdkit", lambda: "/usr/sbin/nbdkit")
+    before = snapshot(image)
+    with pytest.raises(InvalidArgument, match=r"embeds Python 3\.99 but nearflash is installed for 3\.\d+"):
+        command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+    assert snapshot(image) == before
+
+
+def test_missing_nbdkit_is_explained(image, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(InvalidArgument, match="nbdkit is not installed"):
+        command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+
+
+def test_command_passes_the_environment_nbdkit_needs(image, tmp_path):
+    need("nbdkit")
+    argv, env, uri = command(ServeOptions(str(image), unix=str(tmp_path / "s"), read_only=True))
+    assert uri == f"nbd+unix:///?socket={tmp_path / 's'}"
+    assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
+    dirs = env["NEARFLASH_SITE_DIRS"].split(":")
+    assert any(Path(d, "nearflash", "__init__.py").exists() or Path(d, "nearflash.pth").exists() for d in dirs)
+    assert any(Path(d, "numpy").is_dir() for d in dirs), "the plugin must find numpy"

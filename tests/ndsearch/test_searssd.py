@@ -1,0 +1,61 @@
+"""SearSSD modelled on the host: its ids and distances equal the host search's; reordering and dynamic
+allocating cut page accesses and time; speculation is used; parameters carry sources; bad arguments are refused."""
+
+import numpy as np
+import pytest
+
+from nearflash import InvalidArgument
+from nearflash.ndsearch import Index, searssd, synthetic
+
+GEOM = {"luns": 8, "planes_per_lun": 2, "blocks_per_plane": 64, "pages_per_block": 16, "page_bytes": 2048}
+
+
+@pytest.fixture(scope="module")
+def setup():
+    base = synthetic("sift-like", 3000, seed=4)[:, :32]
+    q = synthetic("sift-like", 64, seed=4, queries=True)[:, :32]
+    ix = Index(32, "l2", dtype="uint8", R=10, ef_construction=60)
+    ix.add(base)
+    return ix, q
+
+
+def test_results_equal_host_search_and_scheduling_helps(setup):
+    ix, q = setup
+    hd, hi = ix.search(q, 10, ef=32)
+    reps = {}
+    for reorder, dynamic in (("none", False), ("degree", False), ("random", False), ("degree", True)):
+        rep, d, i = searssd.batch(ix, q, 10, 32, reorder=reorder, dynamic=dynamic, geometry=GEOM)
+        assert np.array_equal(i, hi) and np.array_equal(d, hd)
+        reps[(reorder, dynamic)] = rep
+    assert reps[("degree", False)]["page_access_ratio"] < reps[("none", False)]["page_access_ratio"]
+    assert reps[("degree", True)]["page_access_ratio"] < reps[("degree", False)]["page_access_ratio"]
+    assert reps[("degree", True)]["total_ns"] < reps[("degree", False)]["total_ns"]
+    assert reps[("degree", False)]["bandwidth"] < reps[("none", False)]["bandwidth"]
+    spec, _, si = searssd.batch(ix, q, 10, 32, params={"speculate": 4}, geometry=GEOM)
+    assert np.array_equal(si, hi) and spec["speculation_used"] > 0
+
+
+def test_parameters_have_units_and_sources():
+    ps = {p[0]: p for p in searssd.parameters()}
+    assert ps["logic_clock"][2] == "MHz" and "800" in ps["logic_clock"][1]
+    assert all(p[3] for p in ps.values())
+
+
+def test_bad_arguments(setup):
+    ix, q = setup
+    with pytest.raises(InvalidArgument, match="reorder"):
+        searssd.batch(ix, q, reorder="rcm")
+    with pytest.raises(InvalidArgument, match="unknown parameter"):
+        searssd.batch(ix, q, params={"warp_drive": 1}, geometry=GEOM)
+    with pytest.raises(InvalidArgument, match="ecc_fail_probability"):
+        searssd.batch(ix, q, params={"ecc_fail_probability": 2}, geometry=GEOM)
+    with pytest.raises(InvalidArgument, match="geometry"):
+        searssd.batch(ix, q, geometry={"luns": 0})
+    with pytest.raises(InvalidArgument, match="blocks per plane"):
+        searssd.batch(ix, q, geometry={**GEOM, "blocks_per_plane": 1, "pages_per_block": 1})
+    with pytest.raises(InvalidArgument, match="uint8"):
+        searssd.batch(ix, q.astype(np.float32))
+    with pytest.raises(InvalidArgument, match="k=5000"):
+        searssd.batch(ix, q, k=5000)
+    with pytest.raises(InvalidArgument, match="index"):
+        searssd.batch("not an index", q)
