@@ -12,12 +12,16 @@
 //! * [`oob`]: the 32-byte per-page OOB record (doubly linked list of the file's pages, inode in the first page).
 //! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
 //!   hyper-addresses.
+//! * [`knn`]: NICE-K, exact integer KNN as the FPGA pipelines compute it, and its timing.
+//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
 
 pub mod chain;
+pub mod cnn;
 pub mod error;
 pub mod ext4;
 pub mod host;
+pub mod knn;
 pub mod learner;
 pub mod oob;
 pub mod partition;

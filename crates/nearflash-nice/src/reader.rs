@@ -20,6 +20,8 @@ pub struct Ext4Reader<'a> {
     part_off: u64,
     pub sb: Superblock,
     inode_tables: Vec<u64>,
+    /// File system blocks read so far (FSR-ISC's flash reads: inode-table and directory blocks per level).
+    pub block_reads: u64,
 }
 
 impl<'a> Ext4Reader<'a> {
@@ -38,7 +40,7 @@ impl<'a> Ext4Reader<'a> {
                 src.sector_size()
             )));
         }
-        let mut r = Ext4Reader { src, part_off, sb, inode_tables: Vec::new() };
+        let mut r = Ext4Reader { src, part_off, sb, inode_tables: Vec::new(), block_reads: 0 };
         let per_block = r.sb.block_size / u32::from(r.sb.desc_size);
         for i in 0..r.sb.gdt_blocks() {
             let blk = r.block(r.sb.gdt_block() + i)?;
@@ -60,6 +62,7 @@ impl<'a> Ext4Reader<'a> {
             return Err(corrupt("block number", format!("{blk} >= {}", self.sb.blocks_count)));
         }
         let bs = self.sb.block_size;
+        self.block_reads += 1;
         read_bytes(self.src, self.part_off + blk * u64::from(bs), bs as usize)
             .ok_or_else(|| corrupt("block", format!("block {blk} was never written")))
     }
@@ -137,6 +140,10 @@ impl<'a> Ext4Reader<'a> {
 
     /// The whole contents of a regular file (its size, holes as zeros).
     pub fn read_file(&mut self, inode: &Inode) -> Result<Vec<u8>> {
+        let fs_bytes = self.sb.blocks_count.saturating_mul(u64::from(self.sb.block_size));
+        if inode.size > fs_bytes {
+            return Err(corrupt("inode", format!("size {} beyond the {fs_bytes}-byte file system", inode.size)));
+        }
         let size = usize::try_from(inode.size).map_err(|_| invalid("file larger than memory"))?;
         let bs = self.sb.block_size as usize;
         let mut out = vec![0u8; size];

@@ -193,3 +193,61 @@ fn host_open_checks_permissions_and_gives_hyper_addresses() {
     assert!(owner.hyper_address("/never/opened").is_err());
     assert!(OpenFlag::from_posix(2).is_err() && HeadTable::new(0, 0).is_err());
 }
+
+/// Fig. 12's read counts: a path walk from the root (FSR-ISC) reads blocks for every directory level, NICE's
+/// locate reads two pages whatever the depth.
+#[test]
+fn path_walk_reads_grow_with_depth_nice_locate_reads_two() {
+    use nearflash_nice::chain::{locate, Mapping, PageReader};
+    use nearflash_nice::oob::{chain_records, OobRecord};
+    use std::collections::HashMap;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let mut p = root.clone();
+    let mut paths = Vec::new();
+    for depth in 1..=20 {
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("f.bin"), vec![depth as u8; 5000]).unwrap();
+        paths.push((depth, format!("/{}f.bin", "d/".repeat(depth - 1))));
+        p = p.join("d");
+    }
+    let img = dir.path().join("fs.img");
+    let out = std::process::Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-b", "4096", "-d"])
+        .arg(&root)
+        .arg(&img)
+        .arg("4M")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut disk = MemDisk::from_image(SS, &std::fs::read(&img).unwrap());
+    let mut r = Ext4Reader::open(&mut disk, 0).unwrap();
+    struct Flash(HashMap<u64, OobRecord>);
+    impl PageReader for Flash {
+        fn read_oob(&mut self, ppn: u64) -> Option<OobRecord> {
+            self.0.get(&ppn).copied()
+        }
+    }
+    struct Identity;
+    impl Mapping for Identity {
+        fn ppn(&self, lpn: u64) -> Option<u64> {
+            Some(lpn)
+        }
+    }
+    for (depth, path) in paths {
+        r.block_reads = 0;
+        let (ino, levels) = r.lookup(&path).unwrap();
+        let walk_reads = r.block_reads;
+        assert_eq!(levels, depth);
+        // Per level: the directory's inode-table block and its one data block (FSR-ISC counts one flash read per
+        // level, keeping the inode table cached).
+        assert_eq!(walk_reads, 2 * depth as u64, "{path}");
+        let inode = r.inode(ino).unwrap();
+        let lbas = r.file_lbas(&inode).unwrap();
+        let recs = chain_records(ino, 0, 0, &lbas, &lbas).unwrap();
+        let mut flash = Flash(lbas.iter().copied().zip(recs).collect());
+        let (located, chain) = locate(lbas[0], &Identity, &mut flash, &mut |i| (i == ino).then(|| lbas.clone())).unwrap();
+        assert_eq!((located.flash_reads, located.inode), (2, ino));
+        assert_eq!(chain.lpns, lbas);
+    }
+}

@@ -9,6 +9,7 @@ mod device;
 mod errors;
 mod extensions;
 mod issd;
+mod nice;
 mod ndsearch;
 mod programs;
 mod recssd;
@@ -23,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
     issd::register(m)?;
+    nice::register(m)?;
     ndsearch::register(m)?;
     programs::register(m)?;
     Ok(())

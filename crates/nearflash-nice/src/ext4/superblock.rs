@@ -105,12 +105,24 @@ impl Superblock {
         if self.blocks_count == 0 || self.inodes_count == 0 {
             return bad(format!("blocks_count {} inodes_count {}", self.blocks_count, self.inodes_count));
         }
+        // Byte offsets of blocks must fit u64 with room for a partition offset: at most 2^60 bytes (1 EiB).
+        if self.blocks_count.checked_mul(u64::from(self.block_size)).is_none_or(|b| b > 1 << 60) {
+            return bad(format!("{} blocks of {} bytes exceed 1 EiB", self.blocks_count, self.block_size));
+        }
         // A group's block bitmap is one block: at most 8 * block_size blocks per group.
         if self.blocks_per_group == 0 || self.blocks_per_group > 8 * self.block_size {
             return bad(format!("blocks_per_group {} (block size {})", self.blocks_per_group, self.block_size));
         }
         if self.inodes_per_group == 0 || self.inodes_per_group > 8 * self.block_size {
             return bad(format!("inodes_per_group {}", self.inodes_per_group));
+        }
+        // Before group_count(), which subtracts first_data_block from blocks_count.
+        let expected_first = u32::from(self.block_size == 1024);
+        if self.first_data_block != expected_first {
+            return bad(format!("first_data_block {} for block size {}", self.first_data_block, self.block_size));
+        }
+        if u64::from(self.first_data_block) >= self.blocks_count {
+            return bad("first_data_block beyond the file system".into());
         }
         if u64::from(self.inodes_per_group) * u64::from(self.group_count()) < u64::from(self.inodes_count) {
             return bad(format!("inodes_count {} exceeds groups x inodes_per_group", self.inodes_count));
@@ -120,13 +132,6 @@ impl Superblock {
         }
         if self.desc_size < 32 || !self.desc_size.is_power_of_two() || u32::from(self.desc_size) > 1024 {
             return bad(format!("desc_size {}", self.desc_size));
-        }
-        let expected_first = u32::from(self.block_size == 1024);
-        if self.first_data_block != expected_first {
-            return bad(format!("first_data_block {} for block size {}", self.first_data_block, self.block_size));
-        }
-        if u64::from(self.first_data_block) >= self.blocks_count {
-            return bad("first_data_block beyond the file system".into());
         }
         let unknown = self.feature_incompat & !KNOWN_INCOMPAT;
         if unknown & INCOMPAT_JOURNAL_DEV != 0 {
@@ -224,6 +229,13 @@ mod tests {
             (0x60, &[0x40, 0x10, 0, 0]),       // meta_bg
             (0x0, &[0xFF, 0xFF, 0xFF, 0x7F]),  // inode count beyond groups
         ];
+        // 1 KiB blocks (first data block 1) in a one-block file system: found by the fuzzer as an underflow.
+        let mut b = minimal();
+        b[0x4..0x8].copy_from_slice(&1u32.to_le_bytes());
+        b[0x18..0x1C].copy_from_slice(&0u32.to_le_bytes());
+        b[0x14..0x18].copy_from_slice(&1u32.to_le_bytes());
+        b[0x20..0x24].copy_from_slice(&8192u32.to_le_bytes());
+        assert!(Superblock::parse(&b).is_err());
         for (off, bytes) in cases {
             let mut b = minimal();
             b[off..off + bytes.len()].copy_from_slice(bytes);

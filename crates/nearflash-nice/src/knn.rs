@@ -1,0 +1,242 @@
+//! NICE-K (paper Sec. IV-D): exact K-nearest-neighbour search over an embedding file of 16- or 32-bit signed
+//! integers, as the FPGA computes it, and its timing.
+//!
+//! Hardware shape: `selectors` parallel pipelines; each has a dimension-partitioned distance unit (`lanes`
+//! multiply-accumulate lanes, one vector every ceil(D / lanes) cycles, partial sums joined by an adder tree) feeding
+//! a pipelined top-K selector (a sorted insertion chain, latency k + log2 k cycles). Vector i goes to pipeline
+//! i mod `selectors`; the selectors' K-lists are merged by one more selector pass. The input streams over the AXI
+//! port at `axi_bytes_per_cycle`, which bounds large D (the paper's D = 64 result).
+//!
+//! Distances are squared L2 in exact integer arithmetic, so partitioning by dimension or by vector changes nothing
+//! in the answer: ties are broken by vector index, so the answer equals a brute-force sort.
+
+use crate::error::{invalid, Result};
+use nearflash_core::config::{ExtParams, ParamError};
+
+nearflash_core::ext_params! {
+    /// NICE-K parameters in canonical units (Hz, bytes, counts).
+    pub struct KnnParams {
+        /// FPGA kernel clock.
+        clock: Frequency = 200, "MHz", "assumed: NICE gives no FPGA clock; 200 MHz is a common ZU+ programmable-logic kernel clock (Xilinx DS925 allows up to ~600 MHz for simple logic)";
+        /// Multiply-accumulate lanes of one distance unit (dimension partitions).
+        lanes: Count = 16, "count", "assumed: NICE Sec. IV-D partitions dimensions over a pipelined distance unit without giving the width; 16 lanes cover D = 16 in one cycle";
+        /// Distance-unit + top-K selector pipelines in parallel.
+        selectors: Count = 4, "count", "assumed: NICE Sec. IV-D runs several selectors in parallel without a count";
+        /// Input bytes per cycle over the PS-PL AXI port.
+        axi_bytes_per_cycle: Bytes = 16, "B", "Xilinx UG1085: Zynq UltraScale+ PS-PL high-performance AXI ports are 128 bits wide";
+        /// Stages of a multiplier before the adder tree.
+        mul_stages: Count = 3, "count", "assumed: a pipelined DSP48 multiply";
+    }
+}
+
+/// Element width of an embedding file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    I16,
+    I32,
+}
+
+impl Width {
+    pub fn bytes(self) -> usize {
+        match self {
+            Width::I16 => 2,
+            Width::I32 => 4,
+        }
+    }
+    pub fn from_bits(bits: u32) -> Result<Self> {
+        match bits {
+            16 => Ok(Width::I16),
+            32 => Ok(Width::I32),
+            _ => Err(invalid(format!("width {bits} bits: 16 or 32 allowed"))),
+        }
+    }
+}
+
+/// Dimensions NICE-K supports (the paper evaluates D = 4..64).
+pub const MAX_DIM: usize = 1024;
+pub const MAX_K: usize = 4096;
+
+fn element(b: &[u8], w: Width) -> i64 {
+    match w {
+        Width::I16 => i64::from(i16::from_le_bytes([b[0], b[1]])),
+        Width::I32 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+    }
+}
+
+/// Checks an embedding file's shape: returns its vector count.
+pub fn vector_count(data: &[u8], dim: usize, width: Width) -> Result<usize> {
+    if dim == 0 || dim > MAX_DIM {
+        return Err(invalid(format!("dim {dim}: 1..={MAX_DIM} allowed")));
+    }
+    let row = dim * width.bytes();
+    if !data.len().is_multiple_of(row) {
+        return Err(invalid(format!("{} bytes is not a whole number of {row}-byte vectors", data.len())));
+    }
+    Ok(data.len() / row)
+}
+
+/// A pipelined top-K selector: a chain of K sorted registers; a candidate enters at one end each cycle.
+#[derive(Debug, Clone)]
+struct Selector {
+    k: usize,
+    best: Vec<(u64, u32)>,
+}
+
+impl Selector {
+    fn push(&mut self, c: (u64, u32)) {
+        if self.best.len() == self.k && c >= *self.best.last().expect("k >= 1") {
+            return;
+        }
+        let at = self.best.partition_point(|&b| b < c);
+        self.best.insert(at, c);
+        self.best.truncate(self.k);
+    }
+}
+
+/// The K nearest vectors to `query` (squared L2 distance, vector index), nearest first.
+pub fn knn(data: &[u8], dim: usize, width: Width, query: &[i64], k: usize, p: &KnnParams) -> Result<Vec<(u64, u32)>> {
+    let n = vector_count(data, dim, width)?;
+    if query.len() != dim {
+        return Err(invalid(format!("query has {} values, dim is {dim}", query.len())));
+    }
+    if k == 0 || k > MAX_K {
+        return Err(invalid(format!("k {k}: 1..={MAX_K} allowed")));
+    }
+    if n > u32::MAX as usize {
+        return Err(invalid("more than 2^32 vectors"));
+    }
+    let lanes = p.lanes.max(1.0) as usize;
+    let s = p.selectors.max(1.0) as usize;
+    let w = width.bytes();
+    let mut sel = vec![Selector { k, best: Vec::with_capacity(k + 1) }; s];
+    for i in 0..n {
+        let row = &data[i * dim * w..(i + 1) * dim * w];
+        // Dimension-partitioned: lane j accumulates dimensions j, j + lanes, ...; the adder tree sums the lanes.
+        let mut partial = vec![0u64; lanes];
+        for d in 0..dim {
+            let diff = element(&row[d * w..], width) - query[d];
+            partial[d % lanes] = partial[d % lanes].wrapping_add(diff.unsigned_abs().wrapping_mul(diff.unsigned_abs()));
+        }
+        let dist = partial.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+        sel[i % s].push((dist, i as u32));
+    }
+    let mut merged = Selector { k, best: Vec::with_capacity(k + 1) };
+    for c in sel.into_iter().flat_map(|s| s.best) {
+        merged.push(c);
+    }
+    Ok(merged.best)
+}
+
+/// Cycle counts of one NICE-K query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KnnTiming {
+    pub distance_cycles: f64,
+    pub stream_cycles: f64,
+    pub selector_cycles: f64,
+    pub merge_cycles: f64,
+    pub total_cycles: f64,
+    pub seconds: f64,
+}
+
+/// Pipelined top-K selector latency: k + log2 k cycles (paper Sec. IV-D).
+pub fn selector_latency(k: usize) -> f64 {
+    k as f64 + (k as f64).log2().ceil()
+}
+
+/// Timing of a query over `n` vectors of `dim` elements.
+pub fn knn_timing(n: u64, dim: usize, width: Width, k: usize, p: &KnnParams) -> KnnTiming {
+    let lanes = p.lanes.max(1.0);
+    let s = p.selectors.max(1.0);
+    let per_vector = (dim as f64 / lanes).ceil();
+    let distance_cycles = (n as f64 / s).ceil() * per_vector + p.mul_stages + lanes.log2().ceil();
+    let stream_cycles = (n as f64 * dim as f64 * width.bytes() as f64 / p.axi_bytes_per_cycle).ceil();
+    let selector_cycles = selector_latency(k);
+    // The merge pass feeds every selector's K survivors through one selector.
+    let merge_cycles = if s > 1.0 { s * k as f64 + selector_latency(k) } else { 0.0 };
+    let total_cycles = distance_cycles.max(stream_cycles) + selector_cycles + merge_cycles;
+    KnnTiming { distance_cycles, stream_cycles, selector_cycles, merge_cycles, total_cycles, seconds: total_cycles / p.clock }
+}
+
+impl KnnParams {
+    /// Defaults overridden by a JSON object of plain numbers in the units listed in the parameter table.
+    pub fn from_json(v: &serde_json::Value) -> Result<Self> {
+        let mut p = KnnParams::default();
+        p.apply_json_object(v, &[]).map_err(|e: ParamError| invalid(format!("NICE-K {e}")))?;
+        if p.clock <= 0.0 || p.lanes < 1.0 || p.selectors < 1.0 || p.axi_bytes_per_cycle <= 0.0 {
+            return Err(invalid("NICE-K parameters must be positive"));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn brute(data: &[u8], dim: usize, w: Width, q: &[i64], k: usize) -> Vec<(u64, u32)> {
+        let n = data.len() / (dim * w.bytes());
+        let mut all: Vec<(u64, u32)> = (0..n)
+            .map(|i| {
+                let d = (0..dim)
+                    .map(|j| {
+                        let x = element(&data[(i * dim + j) * w.bytes()..], w) - q[j];
+                        (x * x) as u64
+                    })
+                    .sum();
+                (d, i as u32)
+            })
+            .collect();
+        all.sort();
+        all.truncate(k);
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn equals_brute_force(dim in 4usize..=64, n in 1usize..400, k in 1usize..=128, wide: bool, seed: u64, lanes in 1u32..20, sel in 1u32..6) {
+            let w = if wide { Width::I32 } else { Width::I16 };
+            let mut x = seed | 1;
+            let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            // Small value range so that ties happen and the index tie-break is exercised.
+            let data: Vec<u8> = (0..n * dim).flat_map(|_| {
+                let v = (next() % 9) as i64 - 4;
+                if wide { (v as i32 * 1000).to_le_bytes().to_vec() } else { (v as i16).to_le_bytes().to_vec() }
+            }).collect();
+            let q: Vec<i64> = (0..dim).map(|_| ((next() % 9) as i64 - 4) * if wide { 1000 } else { 1 }).collect();
+            let p = KnnParams { lanes: f64::from(lanes), selectors: f64::from(sel), ..KnnParams::default() };
+            prop_assert_eq!(knn(&data, dim, w, &q, k, &p).unwrap(), brute(&data, dim, w, &q, k));
+        }
+    }
+
+    #[test]
+    fn bad_shapes_are_refused() {
+        let p = KnnParams::default();
+        assert!(knn(&[0; 10], 4, Width::I16, &[0; 4], 1, &p).is_err(), "not whole vectors");
+        assert!(knn(&[0; 16], 4, Width::I16, &[0; 3], 1, &p).is_err(), "query length");
+        assert!(knn(&[0; 16], 4, Width::I16, &[0; 4], 0, &p).is_err(), "k = 0");
+        assert!(knn(&[0; 16], 0, Width::I16, &[], 1, &p).is_err(), "dim 0");
+        assert!(Width::from_bits(8).is_err());
+        assert!(KnnParams::from_json(&serde_json::json!({"lanes": 0})).is_err());
+        assert!(KnnParams::from_json(&serde_json::json!({"nope": 1})).is_err());
+    }
+
+    #[test]
+    fn timing_follows_the_pipeline() {
+        let p = KnnParams::default();
+        assert_eq!(selector_latency(128), 135.0);
+        // D = 16, 16-bit: 32 B per vector, 2 cycles of AXI vs 1/4 cycle of distance per vector: stream bound.
+        let t = knn_timing(1 << 20, 16, Width::I16, 128, &p);
+        assert_eq!(t.stream_cycles, 2.0 * f64::from(1 << 20));
+        assert!(t.total_cycles > t.stream_cycles && t.total_cycles < t.stream_cycles + 1000.0);
+        assert!((t.seconds - t.total_cycles / 200e6).abs() < 1e-12);
+        // Doubling D doubles a stream-bound query.
+        let t2 = knn_timing(1 << 20, 32, Width::I16, 128, &p);
+        assert!((t2.stream_cycles / t.stream_cycles - 2.0).abs() < 1e-9);
+        // Compute bound with one narrow lane.
+        let slow = KnnParams { lanes: 1.0, selectors: 1.0, ..p };
+        let t3 = knn_timing(1000, 64, Width::I16, 128, &slow);
+        assert!(t3.distance_cycles > t3.stream_cycles);
+    }
+}

@@ -1,0 +1,126 @@
+//! Bindings of `nearflash-nice`: the ext4 learner and reader over an image file, NICE-K and NICE-C.
+
+use nearflash_nice::cnn::{self, CnnParams};
+use nearflash_nice::knn::{self, KnnParams, Width};
+use nearflash_nice::learner::Learner;
+use nearflash_nice::reader::Ext4Reader;
+use nearflash_nice::source::MemDisk;
+use nearflash_nice::NiceError;
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
+use pyo3::prelude::*;
+
+use crate::convert::{err, to_python};
+use crate::errors::ImageError;
+
+fn to_py(e: NiceError) -> PyErr {
+    match e {
+        NiceError::Corrupt { .. } | NiceError::Unsupported(_) => ImageError::new_err(e.to_string()),
+        NiceError::NotFound(_) => PyFileNotFoundError::new_err(e.to_string()),
+        NiceError::PermissionDenied(_) => PyPermissionError::new_err(e.to_string()),
+        _ => err(e),
+    }
+}
+
+fn json_params(params: Option<&str>) -> PyResult<serde_json::Value> {
+    match params {
+        None => Ok(serde_json::json!({})),
+        Some(s) => serde_json::from_str(s).map_err(|e| err(format!("params: {e}"))),
+    }
+}
+
+fn image(path: &str, sector_size: u32) -> PyResult<Vec<u8>> {
+    if sector_size < 512 || !sector_size.is_power_of_two() || sector_size > 65536 {
+        return Err(err(format!("sector_size {sector_size}: a power of two in 512..=65536")));
+    }
+    let b = std::fs::read(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    if b.is_empty() || b.len() % sector_size as usize != 0 {
+        return Err(err(format!("image {path}: {} bytes is not whole {sector_size}-byte sectors", b.len())));
+    }
+    Ok(b)
+}
+
+/// Feeds an image's sectors to the firmware learner in `order` ("forward" or "backward") and returns what it learnt.
+#[pyfunction]
+#[pyo3(signature = (path, order = "forward", sector_size = 4096))]
+fn learn_image<'py>(py: Python<'py>, path: &str, order: &str, sector_size: u32) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = image(path, sector_size)?;
+    let n = bytes.len() as u64 / u64::from(sector_size);
+    let mut learner = Learner::new(n, sector_size).map_err(to_py)?;
+    let lbas: Vec<u64> = match order {
+        "forward" => (0..n).collect(),
+        "backward" => (0..n).rev().collect(),
+        _ => return Err(err(format!("order {order:?}: 'forward' or 'backward'"))),
+    };
+    let mut disk = MemDisk::new(sector_size, n);
+    let ss = sector_size as usize;
+    for lba in lbas {
+        let s = &bytes[lba as usize * ss..(lba as usize + 1) * ss];
+        disk.write(lba, s);
+        learner.ingest(lba, s, &mut disk).map_err(to_py)?;
+    }
+    let files: Vec<serde_json::Value> = learner
+        .files()
+        .map(|f| {
+            serde_json::json!({"partition": f.partition, "inode": f.inode, "mode": f.mode, "uid": f.uid, "size": f.size,
+                "is_dir": f.is_dir, "complete": f.complete, "lbas": f.lbas})
+        })
+        .collect();
+    let parts: Vec<(u64, u64)> = learner.superblock_table().iter().map(|p| (p.start_lba, p.sectors)).collect();
+    let errors: Vec<String> = learner.errors.iter().map(|e| e.to_string()).collect();
+    to_python(py, &serde_json::json!({"files": files, "partitions": parts, "deferred_reads": learner.deferred_reads, "errors": errors}))
+}
+
+/// Looks `fs_path` up in the ext4 image: (inode, directory levels walked, data LBAs).
+#[pyfunction]
+#[pyo3(signature = (path, fs_path, start_lba = 0, sector_size = 4096))]
+fn lookup(path: &str, fs_path: &str, start_lba: u64, sector_size: u32) -> PyResult<(u32, usize, Vec<u64>)> {
+    let bytes = image(path, sector_size)?;
+    let mut disk = MemDisk::from_image(sector_size, &bytes);
+    let mut r = Ext4Reader::open(&mut disk, start_lba).map_err(to_py)?;
+    let (ino, levels) = r.lookup(fs_path).map_err(to_py)?;
+    let inode = r.inode(ino).map_err(to_py)?;
+    Ok((ino, levels, r.file_lbas(&inode).map_err(to_py)?))
+}
+
+/// NICE-K: the k nearest vectors of an embedding file (raw little-endian 16/32-bit integers) to `query`, as
+/// (squared distance, index) nearest first. `params` is a JSON object of NICE-K parameters.
+#[pyfunction]
+#[pyo3(signature = (data, dim, bits, query, k, params = None))]
+fn knn_search(data: &[u8], dim: usize, bits: u32, query: Vec<i64>, k: usize, params: Option<&str>) -> PyResult<Vec<(u64, u32)>> {
+    let p = KnnParams::from_json(&json_params(params)?).map_err(to_py)?;
+    knn::knn(data, dim, Width::from_bits(bits).map_err(to_py)?, &query, k, &p).map_err(to_py)
+}
+
+/// NICE-K timing of one query over `n` vectors: cycle counts and seconds.
+#[pyfunction]
+#[pyo3(signature = (n, dim, bits, k, params = None))]
+fn knn_timing<'py>(py: Python<'py>, n: u64, dim: usize, bits: u32, k: usize, params: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    let p = KnnParams::from_json(&json_params(params)?).map_err(to_py)?;
+    if dim == 0 || k == 0 {
+        return Err(err("dim and k must be at least 1"));
+    }
+    let t = knn::knn_timing(n, dim, Width::from_bits(bits).map_err(to_py)?, k, &p);
+    to_python(py, &serde_json::json!({"distance_cycles": t.distance_cycles, "stream_cycles": t.stream_cycles,
+        "selector_cycles": t.selector_cycles, "merge_cycles": t.merge_cycles, "total_cycles": t.total_cycles, "seconds": t.seconds}))
+}
+
+/// NICE-C timing of MobileNetV2 (224x224x3) for one batch.
+#[pyfunction]
+#[pyo3(signature = (batch, params = None))]
+fn mobilenet_v2_timing<'py>(py: Python<'py>, batch: usize, params: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    let p = CnnParams::from_json(&json_params(params)?).map_err(to_py)?;
+    let (shape, layers) = cnn::mobilenet_v2();
+    let t = cnn::network_timing(shape, &layers, batch, &p).map_err(to_py)?;
+    to_python(py, &serde_json::json!({"macs": t.macs, "weights": t.weights, "cycles": t.cycles, "seconds": t.seconds}))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let sub = PyModule::new(m.py(), "nice")?;
+    sub.add_function(wrap_pyfunction!(learn_image, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(lookup, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(knn_search, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(knn_timing, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(mobilenet_v2_timing, &sub)?)?;
+    m.add_submodule(&sub)?;
+    Ok(())
+}

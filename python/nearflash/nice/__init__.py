@@ -1,0 +1,63 @@
+"""NICE (Wang et al., "A Non-intrusive In-Storage-Computing Framework for Embedded Applications") on nearflash:
+the firmware's ext4 learner and an ext4 reader over image files, NICE-K (exact KNN as the FPGA pipelines compute
+it, with its timing) and NICE-C timing. The Rust side lives in ``nearflash._native.nice`` (crate
+``nearflash-nice``); see ``docs/nice.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from nearflash import _native
+
+_n = _native.nice
+
+
+def _params(params: dict[str, Any] | None) -> str | None:
+    if params is None:
+        return None
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of parameter values, got {type(params).__name__}")
+    return json.dumps(params)
+
+
+def learn_image(path: str, order: str = "forward", sector_size: int = 4096) -> dict[str, Any]:
+    """Write an ext4 image's sectors to the firmware learner in ``order`` ('forward' or 'backward'); returns the
+    files it learnt (inode, mode, uid, size, device LBAs), the Superblock Table, deferred re-reads and errors."""
+    return _n.learn_image(str(path), order, sector_size)
+
+
+def lookup(path: str, fs_path: str, start_lba: int = 0, sector_size: int = 4096) -> tuple[int, int, list[int]]:
+    """(inode, directory levels walked, data LBAs) of ``fs_path`` inside the ext4 image at ``path``."""
+    return _n.lookup(str(path), fs_path, start_lba, sector_size)
+
+
+def knn(embeddings: np.ndarray, query: np.ndarray, k: int, params: dict[str, Any] | None = None) -> np.ndarray:
+    """Indices of the ``k`` nearest rows of ``embeddings`` (int16 or int32, shape N x D) to ``query`` by squared
+    L2 distance, nearest first (ties by index), computed by NICE-K's kernel."""
+    e = np.asarray(embeddings)
+    if e.ndim != 2 or e.dtype not in (np.int16, np.int32):
+        raise TypeError(f"embeddings must be a 2-D int16 or int32 array, got {e.dtype} with {e.ndim} dims")
+    q = np.asarray(query)
+    if q.shape != (e.shape[1],) or not np.issubdtype(q.dtype, np.integer):
+        raise ValueError(f"query must be {e.shape[1]} integers, got shape {q.shape} of {q.dtype}")
+    bits = 16 if e.dtype == np.int16 else 32
+    data = np.ascontiguousarray(e, dtype=e.dtype.newbyteorder("<")).tobytes()
+    out = _n.knn_search(data, e.shape[1], bits, [int(v) for v in q], int(k), _params(params))
+    return np.array([i for _, i in out], dtype=np.int64)
+
+
+def knn_timing(n: int, dim: int, bits: int, k: int, params: dict[str, Any] | None = None) -> dict[str, float]:
+    """NICE-K cycle counts and seconds of one query over ``n`` vectors."""
+    return _n.knn_timing(n, dim, bits, k, _params(params))
+
+
+def mobilenet_v2_timing(batch: int, params: dict[str, Any] | None = None) -> dict[str, float]:
+    """NICE-C multiply-accumulates, weights, cycles and seconds of MobileNetV2 on one batch."""
+    return _n.mobilenet_v2_timing(batch, _params(params))
+
+
+__all__ = ["knn", "knn_timing", "learn_image", "lookup", "mobilenet_v2_timing"]
