@@ -194,6 +194,21 @@ class _NdsearchModule:
 
 ndsearch: _NdsearchModule
 
+class _NiceModule:
+    """`nearflash._native.nice`."""
+    @staticmethod
+    def knn_search(data: Any, dim: Any, bits: Any, query: Any, k: Any, params: Any = ...) -> Any: ...
+    @staticmethod
+    def knn_timing(n: Any, dim: Any, bits: Any, k: Any, params: Any = ...) -> Any: ...
+    @staticmethod
+    def learn_image(path: Any, order: Any = ..., sector_size: Any = ...) -> Any: ...
+    @staticmethod
+    def lookup(path: Any, fs_path: Any, start_lba: Any = ..., sector_size: Any = ...) -> Any: ...
+    @staticmethod
+    def mobilenet_v2_timing(batch: Any, params: Any = ...) -> Any: ...
+
+nice: _NiceModule
+
 class _ProgramsModule:
     """`nearflash._native.programs`."""
     @staticmethod
