@@ -258,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="experiment-specific option")
     sp.set_defaults(fn=cmd_experiment)
+
+    from nearflash.cognitive.cli import add_parser as add_cognitive
+
+    add_cognitive(sub)
     return p
 
 

@@ -109,7 +109,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     if a.limit > 0 {
         train = train.head(a.limit);
     }
-    let test = fmnist::load(&dir, Part::Test)?;
+    let mut test = fmnist::load(&dir, Part::Test)?;
+    if a.limit > 0 {
+        test = test.head(a.limit); // a quick run is judged on as many test images
+    }
     let net = fashion_hash_cnn(a.bits);
     let init = Model::random(net.clone(), a.seed)?;
     let mut params = Params::new();
@@ -154,6 +157,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         ("lr", a.lr.to_string()),
         ("optimizer", "AdamW, weight decay 0".into()),
         ("train_images", train.len().to_string()),
+        ("test_images", test.len().to_string()),
         ("train_seconds", format!("{train_s:.1}")),
         ("test_accuracy", format!("{acc:.4}")),
     ] {

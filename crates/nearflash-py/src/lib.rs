@@ -10,6 +10,7 @@ mod errors;
 mod extensions;
 mod issd;
 mod recssd;
+mod cognitive;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,5 +22,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
     issd::register(m)?;
+    cognitive::register(m)?;
     Ok(())
 }
