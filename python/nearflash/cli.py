@@ -407,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from nearflash.programs.cli import add_parser as add_programs_parser
     add_programs_parser(sub)
+    from nearflash.cognitive.cli import add_parser as add_cognitive
+
+    add_cognitive(sub)
     return p
 
 

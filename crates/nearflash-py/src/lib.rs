@@ -13,6 +13,7 @@ mod nice;
 mod ndsearch;
 mod programs;
 mod recssd;
+mod cognitive;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -27,5 +28,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nice::register(m)?;
     ndsearch::register(m)?;
     programs::register(m)?;
+    cognitive::register(m)?;
     Ok(())
 }

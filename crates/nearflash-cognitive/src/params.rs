@@ -1,0 +1,83 @@
+//! Cognitive SSD's modelled sizes and costs, one list with unit and source (the paper: Liang et al., ATC'19).
+//! Read from a preset's `[ext.cognitive]` section when present, else these defaults.
+
+pub use nearflash_core::config::ParamError;
+
+nearflash_core::ext_params! {
+    /// DLG-x, GSE, graph and layout parameters in canonical units (ns, bytes, B/s, Hz, counts).
+    pub struct CognitiveParams {
+        // --- DLG-x NPE --------------------------------------------------------------------------------------------
+        /// DLG-x clock (NPE, GSE and the flash controllers run at it).
+        clock: Frequency = 100, "MHz", "paper Sec. 5.1 and 5.5: DLG-x on the XC7Z045 at 100 MHz";
+        /// Processing elements of the NPE (a 16 x 16 array).
+        n_pe: Count = 256, "count", "paper Sec. 4.2: N_PE = 256";
+        /// PEs of one NPE column, used alone for FC layers.
+        pe_column: Count = 16, "count", "paper Sec. 4.2: 'only uses a column of PEs to deal with a FC layer'; sqrt(N_PE) of the square array (assumed)";
+        /// Flash channels DLG-x reads weights and graph pages through (M).
+        channels: Count = 8, "count", "paper Sec. 5.1: Cosmos+ 8-way NAND interface";
+        /// Data rate of one channel into DLG-x (BW_flash).
+        channel_bw: Rate = 200, "MB/s", "paper Sec. 4.2: BW^m = 16 B/cycle at 100 MHz over 8 channels = 2 B/cycle = 200 MB/s per channel";
+        /// One weight buffer bank (two, ping-pong) and the graph search buffer (S_buffer).
+        weight_buffer: Bytes = 256, "KiB", "paper Sec. 4.3: S_buffer = 256 KB";
+        /// NAND page (S_page).
+        page_size: Bytes = 16, "KiB", "paper Sec. 4.3: S_page = 16 KB; Cosmos+ preset";
+        /// Cycles of a pooling or activation step per PE per element.
+        elementwise_cycles: Real = 1, "cycles", "assumed: one compare or max per PE per cycle, as the MAC";
+        // --- GSE and the graph --------------------------------------------------------------------------------------
+        /// Neighbours per vertex of the K-NN graph (K_nbors).
+        k_nbors: Count = 25, "count", "paper Sec. 4.3: K_nbors = 25";
+        /// Vertex id width (W_id).
+        id_bits: Count = 32, "bits", "paper Sec. 4.3: W_id = 32 bits";
+        /// Default hash code width (W_hash_code).
+        hash_bits: Count = 48, "bits", "paper Sec. 4.3 and 5.5: 48-bit codes";
+        /// Vertex ids per distance bucket (D_block).
+        d_block: Count = 5000, "count", "paper Sec. 4.3: D_block = 5000";
+        /// Random initial vertices of a search.
+        initial_vertices: Count = 32, "count", "assumed: the paper starts 'from random initial vertices' without a count; 32 fills the first buckets in one step";
+        /// Held vertices at which the termination counter stops a search, as a multiple of T.
+        termination_ratio: Real = 4, "ratio", "assumed: the paper's threshold is user-configured; 4T keeps the plain layout within a point of brute-force precision@T on Fashion-MNIST (docs/cognitive.md)";
+        /// GSE cycles per neighbour (visited check, XOR-popcount on the NPE, bucket append).
+        gse_neighbour_cycles: Real = 2, "cycles", "assumed: VDU lookup and BAG append are single-cycle pipelined stages; the Hamming distance takes one more";
+        /// Graph pages the GSE keeps on chip (most recently read first): S_buffer / S_page.
+        gse_page_slots: Count = 16, "count", "paper Sec. 4.3: the weight buffer (256 KB) holds neighbour data = 16 pages of 16 KB";
+        /// Flash page read (array to register), used for timing the page reads counted by the search.
+        t_read: Time = 60, "us", "cosmos-plus preset t_read (assumed there: MLC tR 50-80 us)";
+        // --- DLG library opcodes (Table 1) --------------------------------------------------------------------------
+        op_hashing: Count = 0xC0, "count", "paper Table 1: DLG_hashing";
+        op_index: Count = 0xC1, "count", "paper Table 1: DLG_index";
+        op_analysis: Count = 0xC2, "count", "paper Table 1: DLG_analysis";
+        op_config: Count = 0xC3, "count", "paper Table 1: DLG_config";
+        op_ssd_read: Count = 0xC4, "count", "paper Table 1: SSD_read";
+        op_ssd_write: Count = 0xC5, "count", "paper Table 1: SSD_write";
+    }
+}
+
+impl CognitiveParams {
+    /// BW^m of Eq. 1 in bytes per DLG-x cycle.
+    pub fn bytes_per_cycle(&self) -> f64 {
+        self.channels * self.channel_bw / self.clock
+    }
+    /// V_final of Eq. 5.
+    pub fn v_final(&self) -> usize {
+        let s = self.weight_buffer / (self.d_block * self.id_bits / 8.0) - 1.0;
+        s.floor().max(0.0) as usize
+    }
+    /// Nanoseconds per DLG-x cycle.
+    pub fn cycle_ns(&self) -> f64 {
+        1e9 / self.clock
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_derived_values() {
+        let p = CognitiveParams::default();
+        assert_eq!(p.bytes_per_cycle(), 16.0);
+        // Eq. 5 with 256 KB, D_block 5000, W_id 32 bits: floor(262144 / 20000 - 1) = 12
+        assert_eq!(p.v_final(), 12);
+        assert_eq!(p.cycle_ns(), 10.0);
+    }
+}

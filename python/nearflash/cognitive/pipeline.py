@@ -1,0 +1,97 @@
+"""The DLG pipeline on the host: int8 hashing (the DLG-x executor), the K-NN hash graph, and the GSE search under
+the plain or two-hop page layout. The firmware extension will run the same Rust code behind ``DLG_hashing`` /
+``DLG_index`` / ``DLG_analysis``; this class is its functional core and the B-CPU baseline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from nearflash import _native
+from nearflash.cognitive.data import load_model
+from nearflash.errors import InvalidArgument
+
+_cog = _native.cognitive
+LAYOUTS = ("plain", "two_hop")
+
+
+def parameters() -> list[tuple[str, str, str, str]]:
+    """Every modelled parameter: (name, default, unit, source)."""
+    return _cog.parameters()
+
+
+def _images(images: Any, pixels: int, what: str = "images") -> np.ndarray:
+    a = np.asarray(images)
+    if a.dtype != np.uint8:
+        raise InvalidArgument(f"{what}: dtype {a.dtype}; uint8 pixels (0-255) expected")
+    if a.ndim == 3 and a.shape[1] * a.shape[2] == pixels:
+        a = a.reshape(a.shape[0], pixels)
+    elif a.ndim == 1 and a.size == pixels:
+        a = a.reshape(1, pixels)
+    if a.ndim != 2 or a.shape[1] != pixels or a.shape[0] == 0:
+        raise InvalidArgument(f"{what}: shape {a.shape}; (n, {pixels}) or (n, 28, 28) with n >= 1 expected")
+    return np.ascontiguousarray(a)
+
+
+@dataclass
+class SearchResult:
+    """Top-T ids per query and what the GSE did (flash pages read, vertices evaluated) per query."""
+
+    ids: list[np.ndarray]
+    stats: list[dict[str, int]] = field(default_factory=list)
+
+
+class DlgIndex:
+    """A database hashed by the int8 model and indexed by a K-NN graph (K = 25 by default)."""
+
+    def __init__(
+        self,
+        database: Any,
+        model: Optional[Any] = None,
+        *,
+        calibration: int = 1000,
+        k: int = 25,
+        seed: int = 1,
+    ) -> None:
+        self.model = model if model is not None else load_model()
+        pixels = self.model.input_bytes
+        db = _images(database, pixels, "database")
+        if not isinstance(calibration, int) or calibration <= 0:
+            raise InvalidArgument(f"calibration: {calibration!r}; a positive number of images")
+        if not isinstance(k, int) or not 1 <= k < len(db):
+            raise InvalidArgument(f"k: {k!r}; 1 to {len(db) - 1} (database size - 1)")
+        self.bits = self.model.bits
+        self.qmodel = self.model.quantise(db[:calibration])
+        self.codes = self.qmodel.hash(db)
+        self.graph = _cog.Graph(self.codes, self.bits, k, seed)
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def hash(self, images: Any) -> np.ndarray:
+        """Int8 hash codes (uint64, ``bits`` low bits used), as ``DLG_hashing`` returns them."""
+        return self.qmodel.hash(_images(images, self.model.input_bytes))
+
+    def classify(self, images: Any) -> np.ndarray:
+        """Class of each image (``DLG_analysis``)."""
+        return self.model.classify(_images(images, self.model.input_bytes))
+
+    def search(self, images: Any, t: int, layout: str = "two_hop", params: Optional[dict[str, float]] = None) -> SearchResult:
+        """Top-``t`` database ids per image by graph search (``DLG_index``)."""
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 1 <= t <= len(self):
+            raise InvalidArgument(f"T: {t!r}; an int from 1 to {len(self)} (the database size)")
+        if layout not in LAYOUTS:
+            raise InvalidArgument(f"layout: {layout!r}; one of {', '.join(LAYOUTS)}")
+        out = SearchResult(ids=[])
+        for i, code in enumerate(self.hash(images)):
+            ids, st = self.graph.search(int(code), int(t), layout, self.seed + i, params)
+            out.ids.append(ids)
+            out.stats.append(st)
+        return out
+
+    def brute_force(self, images: Any, t: int) -> list[np.ndarray]:
+        """Top-``t`` ids per image by exhaustive Hamming distance (ties by id)."""
+        return [_cog.brute_force(self.codes, int(c), int(t)) for c in self.hash(images)]

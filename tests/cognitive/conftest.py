@@ -1,0 +1,34 @@
+"""Shared fixtures: Fashion-MNIST subsets and the shipped model (skipped where Debian's data set is absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+
+
+@pytest.fixture(scope="session")
+def fmnist():
+    if not DATA.exists():
+        pytest.skip("dataset-fashion-mnist is not installed (scripts/env.sh installs it)")
+    from nearflash.cognitive import fashion_mnist
+
+    db, db_labels = fashion_mnist("train", 2000)
+    qs, q_labels = fashion_mnist("test", 200)
+    return db, db_labels, qs, q_labels
+
+
+@pytest.fixture(scope="session")
+def model():
+    from nearflash.cognitive import load_model
+
+    return load_model()
+
+
+@pytest.fixture(scope="session")
+def index(fmnist, model):
+    from nearflash.cognitive import DlgIndex
+
+    return DlgIndex(fmnist[0], model, calibration=500)

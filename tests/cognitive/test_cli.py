@@ -1,0 +1,59 @@
+"""`nearflash cognitive ...` and `nearflash experiment cognitive ... --quick`."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nearflash.cli import main
+from nearflash.cognitive.train import trainer_command
+
+DATA = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+
+
+def test_info_shows_the_shipped_model(capsys):
+    assert main(["cognitive", "info"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bits"] == 48 and out["metadata"]["trainer"].startswith("nearflash-cognitive-train")
+
+
+def test_info_refuses_a_missing_model(capsys, tmp_path):
+    assert main(["cognitive", "info", str(tmp_path / "none.safetensors")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
+def test_train_small_is_reproducible(tmp_path, capsys):
+    try:
+        cmd = trainer_command()
+    except Exception:
+        pytest.skip("trainer binary not built")
+    if cmd[0] == "cargo" and not os.environ.get("CI"):
+        pytest.skip("trainer binary not built (cargo would compile candle)")
+    outs = []
+    for i in range(2):
+        p = tmp_path / f"m{i}.safetensors"
+        assert main(["cognitive", "train", "--out", str(p), "--epochs", "1", "--limit", "300", "--bits", "16"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["train_images"] == 300 and summary["bits"] == 16
+        outs.append(p)
+    from nearflash.cognitive import load_model
+
+    a, b = load_model(outs[0]), load_model(outs[1])
+    import numpy as np
+
+    imgs = np.random.default_rng(0).integers(0, 256, (20, 784), dtype=np.uint8)
+    assert a.bits == 16
+    assert (a.forward(imgs) == b.forward(imgs)).all()  # same seed, same weights
+    assert main(["cognitive", "train", "--out", str(tmp_path / "x"), "--bits", "65"]) == 2
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
+@pytest.mark.parametrize("name", ["table3", "table5"])
+def test_experiments_quick(tmp_path, capsys, name):
+    assert main(["experiment", "cognitive", name, "--quick", "--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "cognitive" / f"{name}.json").read_text())
+    assert out["comparisons"] and (tmp_path / "cognitive" / f"{name}.md").exists()
+    if name == "table3":
+        assert out["comparisons"][0]["ours"] >= 99.0  # int8 vs float bits equal
