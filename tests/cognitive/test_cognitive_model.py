@@ -7,6 +7,8 @@ from nearflash import InvalidArgument
 from nearflash._native import cognitive as cog
 from nearflash.cognitive import load_model, shipped_model_path
 
+from cognitive_fixtures import fmnist, index, model  # noqa: F401  (fixtures)
+
 
 def test_shipped_model_shape_and_record(model):
     assert model.bits == 48

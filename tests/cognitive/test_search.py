@@ -7,6 +7,8 @@ from nearflash import InvalidArgument
 from nearflash._native import cognitive as cog
 from nearflash.cognitive import DlgIndex
 
+from cognitive_fixtures import fmnist, index, model  # noqa: F401  (fixtures)
+
 
 def precision(ids_list, labels, q_labels):
     return float(np.mean([(labels[ids] == q).mean() for ids, q in zip(ids_list, q_labels)]))

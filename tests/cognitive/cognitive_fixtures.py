@@ -1,4 +1,6 @@
-"""Shared fixtures: Fashion-MNIST subsets and the shipped model (skipped where Debian's data set is absent)."""
+"""Shared fixtures, imported by each test module (a conftest.py here would shadow the suite's top-level `conftest`
+module that other directories import): Fashion-MNIST subsets and the shipped model (skipped where Debian's data set
+is absent)."""
 
 from __future__ import annotations
 
