@@ -40,6 +40,9 @@ pub struct Region {
     pub pages_per_group: u64,
 }
 
+/// Most rows a columnar table may state (2^36, about SF 11,000 of lineitem).
+pub const MAX_ROWS: u64 = 1 << 36;
+
 impl ColumnarLayout {
     /// Checks the geometry: `page_size` a multiple of 8 in [64, 1 MiB], `align_pages` in [1, 65536].
     pub fn new(rows: u64, page_size: usize, align_pages: u64) -> Result<Self> {
@@ -48,6 +51,10 @@ impl ColumnarLayout {
         }
         if !(1..=MAX_ALIGN_PAGES).contains(&align_pages) {
             return Err(invalid(format!("align_pages {align_pages} must be in [1, {MAX_ALIGN_PAGES}]")));
+        }
+        // Bounded so that page and byte counts of the whole table cannot overflow (a header from untrusted bytes).
+        if rows > MAX_ROWS {
+            return Err(invalid(format!("a columnar table of {rows} rows is beyond the {MAX_ROWS} supported")));
         }
         Ok(Self { rows, page_size, align_pages })
     }
