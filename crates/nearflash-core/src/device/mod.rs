@@ -126,7 +126,7 @@ impl Device {
         Ok(dev)
     }
 
-    /// A device without an image directory (state in memory, data in an unnamed temporary file).
+    /// A device without an image directory (state and data in anonymous memory).
     pub fn memory(tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
         let cfg = DeviceConfig::from_tree(&tree)?;
         let store = Image::memory_store(&cfg, opts.materialise)?;

@@ -269,12 +269,12 @@ impl Image {
         Ok((img, tree, store, opened))
     }
 
-    /// In-memory storage for a device without a directory (data kept in an unnamed temporary file).
+    /// In-memory storage for a device without a directory (data in anonymous memory, see `store::DataStore::memory`).
     pub fn memory_store(cfg: &DeviceConfig, materialise: bool) -> Result<FtlStore> {
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page as usize;
         let data = if materialise {
-            DataStore::unnamed(geo.sector_size, geo.page_size)?
+            DataStore::memory(geo.sector_size, geo.page_size, geo.pages(), None)?
         } else {
             DataStore::none(geo.sector_size, geo.page_size)
         };

@@ -3,6 +3,7 @@
 //! journal — each file opening with a header (magic, kind, format, geometry, length). Below the FTL; the image
 //! (above it) decides which files make a device directory.
 
+mod anon;
 mod data;
 mod header;
 mod journal;
