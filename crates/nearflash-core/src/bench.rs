@@ -93,6 +93,8 @@ struct Job {
     issued: u64,
     quota: u64,
     cursor: u64,
+    /// The next I/O, drawn ahead (see `issue`).
+    next: Option<(u64, bool)>,
     first: u64,
     len: u64,
     rng: crate::engine::Rng,
@@ -135,6 +137,7 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
             issued: 0,
             quota: w.ios / u64::from(w.jobs) + u64::from(u64::from(j) < w.ios % u64::from(w.jobs)),
             cursor: 0,
+            next: None,
             first: if w.pattern.is_random() { start } else { first },
             len: if w.pattern.is_random() { len } else { slice },
             rng: rng_stream(w.seed, &format!("bench-job-{j}")),
@@ -173,11 +176,8 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     Ok(BenchResult { report: dev.report(), ios: total, wall_s, sim_ios_per_s: total as f64 / wall_s.max(1e-9) })
 }
 
-fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8], sink: &mut [u8]) -> Result<()> {
-    if job.issued >= job.quota {
-        return Ok(());
-    }
-    job.issued += 1;
+/// The next I/O of a job: (first LBA, read?). Draws from the job's stream in I/O order.
+fn draw(job: &mut Job, w: &Workload, nlb: u64) -> (u64, bool) {
     let slots = job.len / nlb;
     let slba = if w.pattern.is_random() {
         job.first + job.rng.gen_range(0..slots) * nlb
@@ -191,6 +191,22 @@ fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8]
         Pattern::Write | Pattern::RandWrite => false,
         Pattern::RandRw(f) => job.rng.gen::<f64>() < f,
     };
+    (slba, read)
+}
+
+fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8], sink: &mut [u8]) -> Result<()> {
+    if job.issued >= job.quota {
+        return Ok(());
+    }
+    job.issued += 1;
+    let (slba, read) = job.next.take().unwrap_or_else(|| draw(job, w, nlb));
+    // The following I/O is drawn now (the stream's order is unchanged) so that its mapping entry is on its way
+    // into the cache while this one is simulated.
+    if job.issued < job.quota {
+        let next = draw(job, w, nlb);
+        dev.prefetch(next.0);
+        job.next = Some(next);
+    }
     let op = if read { opcode::READ } else { opcode::WRITE };
     let mut sqe = Sqe::rw(op, 0, slba, nlb as u32);
     sqe.cid = dev.next_cid(job.qid);

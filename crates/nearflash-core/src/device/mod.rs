@@ -351,6 +351,12 @@ impl Device {
         }
     }
 
+    /// A hint that `lba` will be accessed soon (brings its mapping entry into the host's cache); changes nothing.
+    #[inline]
+    pub fn prefetch(&self, lba: u64) {
+        self.core.ftl.prefetch(lba);
+    }
+
     /// Time of the earliest pending completion on `sqid`'s completion queue.
     pub fn next_completion_time(&self, sqid: u16) -> Option<Time> {
         self.queues.next_time(sqid)

@@ -235,6 +235,21 @@ impl MappedU32 {
         u32::from_le_bytes(self.t.get(i).try_into().expect("4-byte record"))
     }
 
+    /// Starts loading entry `i` into the CPU cache (a hint; out-of-range indices are ignored).
+    #[inline]
+    pub fn prefetch(&self, i: u64) {
+        if i < self.len() {
+            let p = self.t.map[i as usize * 4..].as_ptr();
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint that never faults; `p` points into the mapping.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = p;
+        }
+    }
+
     #[inline]
     pub fn set(&mut self, i: u64, v: u32) {
         let old = self.get(i);
