@@ -152,7 +152,22 @@ impl Ftl {
         let spp = self.spp as usize;
         let first = self.geo.block_first_ppn(victim);
         let mut last = ready;
-        for page in pages {
+        // The mapping entries of the victim's sectors are scattered over the table: request them `AHEAD` pages in
+        // advance, so that their cache misses overlap instead of following one another.
+        const AHEAD: u32 = 8;
+        let prefetch_page = |ftl: &Self, page: u32| {
+            if page < pages.end {
+                let rec = Oob::new(ftl.store.oob.get(first + u64::from(page)), spp);
+                for slot in 0..spp {
+                    ftl.store.l2p.prefetch(u64::from(rec.lpn(slot)));
+                }
+            }
+        };
+        for page in pages.start..pages.end.min(pages.start.saturating_add(AHEAD)) {
+            prefetch_page(self, page);
+        }
+        for page in pages.clone() {
+            prefetch_page(self, page.saturating_add(AHEAD));
             let ppn = first + u64::from(page);
             let rec = Oob::new(self.store.oob.get(ppn), spp);
             let mut live: [(u32, u32, bool); 32] = [(INVALID_LPN, 0, false); 32];

@@ -161,6 +161,8 @@ pub struct FtlStore {
 pub struct Ftl {
     pub geo: Geometry,
     spp: u32,
+    /// Sectors per block (`spp * pages_per_block`).
+    sectors_per_block: u32,
     logical_sectors: u64,
     stripe: Vec<u32>,
     /// Blocks per plane set aside for extensions (the last ones of each plane).
@@ -245,6 +247,7 @@ impl Ftl {
         });
         let mut ftl = Ftl {
             spp,
+            sectors_per_block: spp * geo.pages_per_block,
             logical_sectors: cfg.logical_sectors(),
             stripe: geo.stripe_table(&cfg.ftl.allocation.0),
             reserved: cfg.reserved_blocks_per_plane() as u32,
@@ -503,6 +506,14 @@ impl Ftl {
         let mut ppns = Vec::with_capacity(planes.len());
         let mut ready = 0;
         let mut released = 0;
+        // The mapping entries about to be updated are scattered over the table: start loading them all at once,
+        // so their cache misses overlap instead of following one another.
+        for &plane in planes {
+            let fr = self.frontier(s, plane);
+            for &lpn in &fr.lpns[..fr.filled as usize] {
+                self.store.l2p.prefetch(u64::from(lpn));
+            }
+        }
         for &plane in planes {
             let fr = self.frontier(s, plane).clone();
             let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
@@ -591,7 +602,11 @@ impl Ftl {
 
     #[inline]
     fn block_of_psa(&self, psa: u64) -> u32 {
-        (psa / u64::from(self.spp) / u64::from(self.geo.pages_per_block)) as u32
+        // Mapped PSAs fit 32 bits (the table stores PSA + 1 as a u32): one 32-bit division on the hot path.
+        match u32::try_from(psa) {
+            Ok(p) => p / self.sectors_per_block,
+            Err(_) => (psa / u64::from(self.sectors_per_block)) as u32,
+        }
     }
 
     /// Deallocates `count` sectors from `lpn`.
