@@ -134,6 +134,7 @@ impl Ftl {
             return Ok(());
         }
         if self.gc[plane as usize].filled > 0 {
+            self.store.data.flush_copies()?;
             c.last = c.last.max(self.program(Stream::Gc, &[plane], sink));
         }
         sink.erase_block(c.last, c.victim);
@@ -228,6 +229,7 @@ impl Ftl {
         fr.ready = fr.ready.max(data_ready);
         self.stats.gc_sectors_moved += 1;
         if fr.filled == self.spp {
+            self.store.data.flush_copies()?; // the data is in place before the OOB record says so
             return Ok(Some(self.program(Stream::Gc, &[plane], sink)));
         }
         Ok(None)
@@ -257,6 +259,7 @@ impl Ftl {
         fr.ready = done;
         self.stats.gc_pages_copied_back += 1;
         self.stats.gc_sectors_moved += live.iter().filter(|l| l.0 != INVALID_LPN).count() as u64;
+        self.store.data.flush_copies()?;
         // The copyback already programmed the page: record it without a second program's timing.
         let mut sink_done = super::Untimed;
         self.program(Stream::Gc, &[plane], &mut sink_done);
@@ -267,10 +270,7 @@ impl Ftl {
     #[allow(clippy::too_many_arguments)]
     fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
         if present {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            let r = self.store.data.copy_sector(src, dst, &mut scratch);
-            self.scratch = scratch;
-            r?;
+            self.store.data.copy_sector(src, dst)?;
         }
         if let Some(bits) = self.injected.remove(&src) {
             // An uncorrectable sector stays uncorrectable where it moves; a correctable one was corrected.

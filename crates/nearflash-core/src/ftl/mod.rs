@@ -188,7 +188,6 @@ pub struct Ftl {
     copyback: bool,
     multi_plane: bool,
     cmt: Option<Cmt>,
-    scratch: Vec<u8>,
     /// Sectors GC moved since the log was last drained, when an extension asked for them (`track_relocations`).
     relocations: Option<Vec<Relocation>>,
     /// Extension spare bytes of the open pages' slots: host frontiers at `2 * plane`, GC frontiers at `2 * plane + 1`.
@@ -268,7 +267,6 @@ impl Ftl {
             copyback: cfg.ftl.gc_copyback.0,
             multi_plane: cfg.nand.multi_plane.0 && geo.planes_per_die > 1,
             cmt,
-            scratch: vec![0; geo.sector_size as usize],
             relocations: None,
             spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
             stats: FtlStats::default(),

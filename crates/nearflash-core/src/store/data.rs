@@ -23,6 +23,11 @@ pub struct DataStore {
     backing: Backing,
     sector: u64,
     page: u64,
+    /// File-backed GC copies: the source page last read whole (ppn, bytes), and the run of consecutive destination
+    /// sectors not yet written (first PSA, bytes; written by `flush_copies`, before the page holding them is
+    /// programmed).
+    copy_src: Option<(u64, Vec<u8>)>,
+    copy_run: (u64, Vec<u8>),
 }
 
 impl DataStore {
@@ -31,7 +36,7 @@ impl DataStore {
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
         header.write_to(&file)?;
         file.set_len(HEADER_SPAN + u64::from(header.record) * header.count)?;
-        Ok(DataStore { backing: Backing::File(file), sector: u64::from(sector), page: u64::from(header.record) })
+        Ok(Self::with(Backing::File(file), sector, header.record))
     }
 
     /// Opens an existing data file after checking its header and length.
@@ -46,14 +51,14 @@ impl DataStore {
                 path.display()
             )));
         }
-        Ok(DataStore { backing: Backing::File(file), sector: u64::from(sector), page: u64::from(header.record) })
+        Ok(Self::with(Backing::File(file), sector, header.record))
     }
 
     /// An unnamed data file (devices without an image directory, where anonymous memory cannot be mapped).
     pub fn unnamed(sector: u32, page: u32) -> Result<Self> {
         let file = tempfile::tempfile()?;
         file.set_len(HEADER_SPAN)?;
-        Ok(DataStore { backing: Backing::File(file), sector: u64::from(sector), page: u64::from(page) })
+        Ok(Self::with(Backing::File(file), sector, page))
     }
 
     /// Anonymous memory for `pages` pages (devices without an image directory); falls back on an unnamed data file
@@ -61,14 +66,19 @@ impl DataStore {
     /// the host's RAM).
     pub fn memory(sector: u32, page: u32, pages: u64, budget: Option<u64>) -> Result<Self> {
         match AnonData::new(sector, page / sector.max(1), pages, budget) {
-            Ok(m) => Ok(DataStore { backing: Backing::Memory(m), sector: u64::from(sector), page: u64::from(page) }),
+            Ok(m) => Ok(Self::with(Backing::Memory(m), sector, page)),
             Err(_) => Self::unnamed(sector, page),
         }
     }
 
+    fn with(backing: Backing, sector: u32, page: u32) -> Self {
+        let (sector, page) = (u64::from(sector), u64::from(page));
+        DataStore { backing, sector, page, copy_src: None, copy_run: (0, Vec::new()) }
+    }
+
     /// A store that keeps nothing (timing-only devices).
     pub fn none(sector: u32, page: u32) -> Self {
-        DataStore { backing: Backing::None, sector: u64::from(sector), page: u64::from(page) }
+        Self::with(Backing::None, sector, page)
     }
 
     pub fn materialises(&self) -> bool {
@@ -88,6 +98,13 @@ impl DataStore {
     /// Writes whole sectors from `psa` (a run of consecutive physical sectors) with one call.
     pub fn write_sectors(&mut self, psa: u64, data: &[u8]) -> Result<()> {
         debug_assert_eq!(data.len() as u64 % self.sector, 0);
+        if let Some((p, _)) = &self.copy_src {
+            let spp = self.page / self.sector;
+            let (lo, hi) = (p * spp, (p + 1) * spp);
+            if psa < hi && psa + data.len() as u64 / self.sector > lo {
+                self.copy_src = None;
+            }
+        }
         match &mut self.backing {
             Backing::None => Ok(()),
             Backing::File(f) => Ok(f.write_all_at(data, HEADER_SPAN + psa * self.sector)?),
@@ -120,19 +137,54 @@ impl DataStore {
         Ok(())
     }
 
-    pub fn copy_sector(&mut self, from: u64, to: u64, scratch: &mut [u8]) -> Result<()> {
+    /// Copies a sector (GC). In a data file the source page is read whole once and consecutive destinations are
+    /// gathered into one write: call `flush_copies` before the destination page is programmed.
+    pub fn copy_sector(&mut self, from: u64, to: u64) -> Result<()> {
         match &mut self.backing {
             Backing::None => Ok(()),
             Backing::Memory(m) => m.copy(from, to, 1),
             Backing::File(_) => {
-                self.read_sector(from, scratch)?;
-                self.write_sector(to, scratch)
+                let (spp, sector) = (self.page / self.sector, self.sector as usize);
+                let ppn = from / spp;
+                if self.copy_src.as_ref().is_none_or(|(p, _)| *p != ppn) {
+                    let mut buf = self.copy_src.take().map(|(_, b)| b).unwrap_or_default();
+                    buf.resize(self.page as usize, 0);
+                    self.read_sectors(ppn * spp, &mut buf)?;
+                    self.copy_src = Some((ppn, buf));
+                }
+                let (first, run) = &self.copy_run;
+                if !run.is_empty() && *first + run.len() as u64 / self.sector != to {
+                    self.flush_copies()?;
+                }
+                if self.copy_run.1.is_empty() {
+                    self.copy_run.0 = to;
+                }
+                let slot = (from % spp) as usize;
+                let src = &self.copy_src.as_ref().expect("read above").1[slot * sector..(slot + 1) * sector];
+                self.copy_run.1.extend_from_slice(src);
+                Ok(())
             }
         }
     }
 
+    /// Writes the GC copies gathered so far (one call for a run of consecutive sectors).
+    pub fn flush_copies(&mut self) -> Result<()> {
+        if self.copy_run.1.is_empty() {
+            return Ok(());
+        }
+        let (first, mut run) = std::mem::take(&mut self.copy_run);
+        let r = self.write_sectors(first, &run);
+        run.clear();
+        self.copy_run.1 = run; // keep the allocation
+        r
+    }
+
     /// Frees the host storage of `pages` pages from `first_ppn` (block erase).
     pub fn punch(&mut self, first_ppn: u64, pages: u64) -> Result<()> {
+        debug_assert!(self.copy_run.1.is_empty(), "GC copies not written before an erase");
+        if self.copy_src.as_ref().is_some_and(|(p, _)| (first_ppn..first_ppn + pages).contains(p)) {
+            self.copy_src = None;
+        }
         if let Backing::Memory(m) = &mut self.backing {
             return m.discard(first_ppn, pages);
         }
@@ -159,5 +211,56 @@ impl DataStore {
             f.sync_data()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sector(tag: u8) -> Vec<u8> {
+        vec![tag; 512]
+    }
+
+    #[test]
+    fn file_copies_read_the_source_page_once_and_land_after_flush() {
+        // 4 sectors of 512 B per page.
+        let mut d = DataStore::unnamed(512, 2048).unwrap();
+        let page: Vec<u8> = (1..=4).flat_map(sector).collect();
+        d.write_sectors(0, &page).unwrap(); // page 0
+        // Slots 0, 1 and 3 of page 0 move to PSAs 40, 41, 42 (a run) and slot 2 to 50 (another run).
+        for (from, to) in [(0, 40), (1, 41), (3, 42), (2, 50)] {
+            d.copy_sector(from, to).unwrap();
+        }
+        d.flush_copies().unwrap();
+        let mut out = vec![0u8; 512];
+        for (psa, tag) in [(40, 1), (41, 2), (42, 4), (50, 3)] {
+            d.read_sector(psa, &mut out).unwrap();
+            assert_eq!(out, sector(tag), "PSA {psa}");
+        }
+        // The cached source page is dropped when it is erased and rewritten.
+        d.punch(0, 4).unwrap();
+        d.write_sectors(1, &sector(9)).unwrap();
+        d.copy_sector(1, 60).unwrap();
+        d.flush_copies().unwrap();
+        d.read_sector(60, &mut out).unwrap();
+        assert_eq!(out, sector(9));
+    }
+
+    #[test]
+    fn memory_and_file_stores_hold_the_same_bytes() {
+        let mut f = DataStore::unnamed(512, 2048).unwrap();
+        let mut m = DataStore::memory(512, 2048, 64, None).unwrap();
+        assert!(m.in_memory() && !f.in_memory() && !DataStore::none(512, 2048).materialises());
+        for d in [&mut f, &mut m] {
+            d.write_sector(5, &sector(7)).unwrap();
+            d.copy_sector(5, 9).unwrap();
+            d.flush_copies().unwrap();
+        }
+        let (mut a, mut b) = (vec![0u8; 2048], vec![1u8; 2048]);
+        f.read_sectors(8, &mut a).unwrap();
+        m.read_sectors(8, &mut b).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(&a[512..1024], &sector(7)[..]);
     }
 }
