@@ -17,6 +17,7 @@ fn main() -> nearflash_core::Result<()> {
         ("4K randread QD64 (data)", Pattern::RandRead, 4096, 64, true, FillPattern::Sequential),
         ("128K read QD32", Pattern::Read, 131072, 32, false, FillPattern::Sequential),
         ("4K randwrite QD32 GC steady", Pattern::RandWrite, 4096, 32, false, FillPattern::Random),
+        ("4K randwrite QD32 GC steady (data)", Pattern::RandWrite, 4096, 32, true, FillPattern::Random),
     ]
     .into_iter()
     .enumerate()

@@ -93,8 +93,8 @@ struct Job {
     issued: u64,
     quota: u64,
     cursor: u64,
-    /// The next I/O, drawn ahead (see `issue`).
-    next: Option<(u64, bool)>,
+    /// The next I/Os, drawn ahead (see `issue`).
+    ahead: std::collections::VecDeque<(u64, bool)>,
     first: u64,
     len: u64,
     rng: crate::engine::Rng,
@@ -137,7 +137,7 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
             issued: 0,
             quota: w.ios / u64::from(w.jobs) + u64::from(u64::from(j) < w.ios % u64::from(w.jobs)),
             cursor: 0,
-            next: None,
+            ahead: Default::default(),
             first: if w.pattern.is_random() { start } else { first },
             len: if w.pattern.is_random() { len } else { slice },
             rng: rng_stream(w.seed, &format!("bench-job-{j}")),
@@ -199,13 +199,19 @@ fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8]
         return Ok(());
     }
     job.issued += 1;
-    let (slba, read) = job.next.take().unwrap_or_else(|| draw(job, w, nlb));
-    // The following I/O is drawn now (the stream's order is unchanged) so that its mapping entry is on its way
-    // into the cache while this one is simulated.
-    if job.issued < job.quota {
+    let (slba, read) = job.ahead.pop_front().unwrap_or_else(|| draw(job, w, nlb));
+    // The following I/Os are drawn now (the stream's order is unchanged) so that what they will touch is on its way
+    // into the cache while this one is simulated: the mapping entry two I/Os ahead, and the stored data of the next
+    // one (whose mapping entry was requested one I/O ago).
+    while job.ahead.len() < 2 && job.issued + (job.ahead.len() as u64) < job.quota {
         let next = draw(job, w, nlb);
         dev.prefetch(next.0);
-        job.next = Some(next);
+        job.ahead.push_back(next);
+    }
+    if let Some(&(next, true)) = job.ahead.front() {
+        if w.data {
+            dev.prefetch_data(next);
+        }
     }
     let op = if read { opcode::READ } else { opcode::WRITE };
     let mut sqe = Sqe::rw(op, 0, slba, nlb as u32);

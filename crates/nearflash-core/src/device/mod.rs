@@ -357,6 +357,13 @@ impl Device {
         self.core.ftl.prefetch(lba);
     }
 
+    /// A hint that `lba`'s stored data will be read soon (brings its OOB record and first bytes into the host's
+    /// cache); changes nothing.
+    #[inline]
+    pub fn prefetch_data(&self, lba: u64) {
+        self.core.ftl.prefetch_data(lba);
+    }
+
     /// Time of the earliest pending completion on `sqid`'s completion queue.
     pub fn next_completion_time(&self, sqid: u16) -> Option<Time> {
         self.queues.next_time(sqid)

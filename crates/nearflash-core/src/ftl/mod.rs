@@ -346,6 +346,23 @@ impl Ftl {
         self.store.l2p.prefetch(lpn);
     }
 
+    /// Starts loading what reading `lpn`'s stored sector will touch: its OOB record and its data (a hint).
+    #[inline]
+    pub fn prefetch_data(&self, lpn: u64) {
+        if lpn >= self.logical_sectors || !self.buffered.is_empty() && self.buffered.contains_key(&(lpn as u32)) {
+            return;
+        }
+        let e = self.store.l2p.get(lpn);
+        if e != 0 {
+            let psa = u64::from(e - 1);
+            let ppn = psa / u64::from(self.spp);
+            if ppn < self.geo.pages() {
+                self.store.oob.prefetch(ppn);
+                self.store.data.prefetch(psa);
+            }
+        }
+    }
+
     /// Charges a mapping-table access under demand mapping; returns when the entry is available.
     pub fn map_access(&mut self, lpn: u32, dirty: bool, ready: Time, sink: &mut dyn FlashSink) -> Time {
         let Some(cmt) = &mut self.cmt else { return ready };

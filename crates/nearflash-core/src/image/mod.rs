@@ -274,7 +274,7 @@ impl Image {
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page as usize;
         let data = if materialise {
-            DataStore::memory(geo.sector_size, geo.page_size, geo.pages(), None)?
+            DataStore::memory(geo.sector_size, geo.page_size, geo.pages_per_block, geo.blocks(), None)?
         } else {
             DataStore::none(geo.sector_size, geo.page_size)
         };

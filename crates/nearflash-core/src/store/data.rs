@@ -61,11 +61,11 @@ impl DataStore {
         Ok(Self::with(Backing::File(file), sector, page))
     }
 
-    /// Anonymous memory for `pages` pages (devices without an image directory); falls back on an unnamed data file
+    /// Anonymous memory for `blocks` blocks (devices without an image directory); falls back on an unnamed data file
     /// where the host refuses so large a mapping (e.g. strict overcommit). `budget`: bytes of data at most (`None`:
     /// the host's RAM).
-    pub fn memory(sector: u32, page: u32, pages: u64, budget: Option<u64>) -> Result<Self> {
-        match AnonData::new(sector, page / sector.max(1), pages, budget) {
+    pub fn memory(sector: u32, page: u32, pages_per_block: u32, blocks: u32, budget: Option<u64>) -> Result<Self> {
+        match AnonData::new(sector, page / sector.max(1), pages_per_block, blocks, budget) {
             Ok(m) => Ok(Self::with(Backing::Memory(m), sector, page)),
             Err(_) => Self::unnamed(sector, page),
         }
@@ -112,6 +112,14 @@ impl DataStore {
         }
     }
 
+    /// Starts loading sector `psa` into the CPU cache where it is in memory (a hint; nothing for files).
+    #[inline]
+    pub fn prefetch(&self, psa: u64) {
+        if let Backing::Memory(m) = &self.backing {
+            m.prefetch(psa);
+        }
+    }
+
     /// Reads a sector; holes read as zeroes.
     pub fn read_sector(&self, psa: u64, out: &mut [u8]) -> Result<()> {
         self.read_sectors(psa, out)
@@ -142,7 +150,7 @@ impl DataStore {
     pub fn copy_sector(&mut self, from: u64, to: u64) -> Result<()> {
         match &mut self.backing {
             Backing::None => Ok(()),
-            Backing::Memory(m) => m.copy(from, to, 1),
+            Backing::Memory(m) => m.copy(from, to),
             Backing::File(_) => {
                 let (spp, sector) = (self.page / self.sector, self.sector as usize);
                 let ppn = from / spp;
@@ -186,7 +194,9 @@ impl DataStore {
             self.copy_src = None;
         }
         if let Backing::Memory(m) = &mut self.backing {
-            return m.discard(first_ppn, pages);
+            let ppb = pages.max(1);
+            debug_assert!(first_ppn % ppb == 0, "erases are whole blocks");
+            return m.discard_block(first_ppn / ppb);
         }
         if let Backing::File(f) = &self.backing {
             use std::os::fd::AsRawFd;
@@ -250,7 +260,7 @@ mod tests {
     #[test]
     fn memory_and_file_stores_hold_the_same_bytes() {
         let mut f = DataStore::unnamed(512, 2048).unwrap();
-        let mut m = DataStore::memory(512, 2048, 64, None).unwrap();
+        let mut m = DataStore::memory(512, 2048, 4, 16, None).unwrap();
         assert!(m.in_memory() && !f.in_memory() && !DataStore::none(512, 2048).materialises());
         for d in [&mut f, &mut m] {
             d.write_sector(5, &sector(7)).unwrap();

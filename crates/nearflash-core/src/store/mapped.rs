@@ -135,6 +135,14 @@ impl MappedRecords {
         &mut self.map[o..o + self.record]
     }
 
+    /// Starts loading record `i` into the CPU cache (a hint; out-of-range indices are ignored).
+    #[inline]
+    pub fn prefetch(&self, i: u64) {
+        if i < self.len {
+            prefetch_bytes(&self.map[i as usize * self.record..], self.record);
+        }
+    }
+
     /// Zeroes records `[first, first + n)`.
     pub fn zero(&mut self, first: u64, n: u64) {
         let o = first as usize * self.record;
@@ -144,6 +152,21 @@ impl MappedRecords {
     /// Writes dirty pages back to the file.
     pub fn flush(&self) -> Result<()> {
         Ok(self.map.flush()?)
+    }
+}
+
+/// Asks the CPU to start loading the cache lines of the first `len` bytes of `b` (a hint that never faults).
+#[inline]
+pub(crate) fn prefetch_bytes(b: &[u8], len: usize) {
+    let len = len.min(b.len());
+    let mut o = 0;
+    while o < len {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults; the address lies inside `b`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(b[o..].as_ptr().cast());
+        }
+        o += 64;
     }
 }
 
@@ -238,16 +261,7 @@ impl MappedU32 {
     /// Starts loading entry `i` into the CPU cache (a hint; out-of-range indices are ignored).
     #[inline]
     pub fn prefetch(&self, i: u64) {
-        if i < self.len() {
-            let p = self.t.map[i as usize * 4..].as_ptr();
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch is a hint that never faults; `p` points into the mapping.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = p;
-        }
+        self.t.prefetch(i);
     }
 
     #[inline]
