@@ -33,6 +33,20 @@ pub struct DeviceCore {
     programming: IntMap<u64, Time>,
     /// End of the latest page program (a Flush waits for it).
     pub(crate) last_program: Time,
+    /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing.
+    scratch: ReadScratch,
+}
+
+/// Working buffers of one `read_lbas` call.
+#[derive(Default)]
+struct ReadScratch {
+    locs: Vec<Location>,
+    /// (ppn, first index in `locs`, sectors)
+    page_reads: Vec<(u64, usize, u32)>,
+    group: Vec<usize>,
+    xfer: Vec<u64>,
+    /// A spent `FlashRead::pages` given back by `recycle`.
+    pages: Vec<PageDone>,
 }
 
 /// The FTL's flash work, timed on the array.
@@ -122,6 +136,7 @@ impl DeviceCore {
             fault: None,
             programming: IntMap::default(),
             last_program: 0,
+            scratch: ReadScratch::default(),
             cfg,
         }
     }
@@ -154,6 +169,27 @@ impl DeviceCore {
         out: &mut [u8],
         issue_on_cores: bool,
     ) -> Result<FlashRead, Status> {
+        let mut sc = std::mem::take(&mut self.scratch);
+        let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores);
+        self.scratch = sc;
+        r
+    }
+
+    /// Gives a spent `FlashRead::pages` back, so that the next read reuses its allocation.
+    pub(crate) fn recycle(&mut self, mut pages: Vec<PageDone>) {
+        pages.clear();
+        self.scratch.pages = pages;
+    }
+
+    fn read_lbas_with(
+        &mut self,
+        sc: &mut ReadScratch,
+        slba: u64,
+        nlb: u32,
+        ready: Time,
+        out: &mut [u8],
+        issue_on_cores: bool,
+    ) -> Result<FlashRead, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
         if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
@@ -164,7 +200,8 @@ impl DeviceCore {
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
         let mut lookup_done = ready;
-        let mut locs = Vec::with_capacity(nlb as usize);
+        let locs = &mut sc.locs;
+        locs.clear();
         for i in 0..u64::from(nlb) {
             let lpn = (slba + i) as u32;
             let (ftl, mut sink) = self.ftl_and_sink();
@@ -172,10 +209,11 @@ impl DeviceCore {
             locs.push(ftl.locate(lpn));
         }
         // Group flash sectors by page: runs of consecutive sectors on one page.
-        let mut result = FlashRead { done: lookup_done, pages: Vec::new() };
+        let mut result = FlashRead { done: lookup_done, pages: std::mem::take(&mut sc.pages) };
         let mut ok = true;
         let mut i = 0usize;
-        let mut page_reads: Vec<(u64, usize, u32)> = Vec::new(); // (ppn, first index, sectors)
+        let page_reads = &mut sc.page_reads; // (ppn, first index, sectors)
+        page_reads.clear();
         while i < locs.len() {
             match locs[i] {
                 Location::Flash(psa) if self.programming.get(&(psa / spp)).is_none_or(|&t| t <= ready) => {
@@ -212,7 +250,9 @@ impl DeviceCore {
         while k < page_reads.len() {
             let a0 = geo.page_addr(page_reads[k].0);
             let die = geo.die_of_plane(a0.plane);
-            let mut group = vec![k];
+            let group = &mut sc.group;
+            group.clear();
+            group.push(k);
             if self.nand.timing.multi_plane {
                 let mut j = k + 1;
                 while j < page_reads.len() && group.len() < geo.planes_per_die as usize {
@@ -226,10 +266,11 @@ impl DeviceCore {
                     }
                 }
             }
-            let mut xfer = Vec::with_capacity(group.len());
+            let xfer = &mut sc.xfer;
+            xfer.clear();
             let mut worst = 0;
             let mut pe = 0;
-            for &g in &group {
+            for &g in group.iter() {
                 let (ppn, first, n) = page_reads[g];
                 xfer.push(u64::from(n) * sector);
                 pe = pe.max(self.ftl.erase_count_of(ppn));
@@ -242,9 +283,9 @@ impl DeviceCore {
             let cws = self.nand.ecc.codewords(xfer.iter().sum());
             let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
             let outcome = self.nand.ecc.decode(worst.max(sampled));
-            let done = self.nand.read(&mut self.res, &mut self.ledger, issue, die, a0.page, &xfer, outcome);
+            let done = self.nand.read(&mut self.res, &mut self.ledger, issue, die, a0.page, xfer, outcome);
             ok &= outcome.is_ok();
-            for &g in &group {
+            for &g in group.iter() {
                 let (_, first, n) = page_reads[g];
                 result.pages.push(PageDone {
                     lba: slba + first as u64,

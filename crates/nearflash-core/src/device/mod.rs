@@ -545,11 +545,12 @@ impl Device {
                 pages.sort_by_key(|p| p.done);
                 let sector = u64::from(c.nand.geo.sector_size);
                 let mut done = fw;
-                for p in pages {
+                for p in &pages {
                     let b = u64::from(p.sectors) * sector;
                     let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, p.done, 2 * b);
                     done = done.max(c.host.to_host(&mut c.res, &mut c.ledger, in_dram, b));
                 }
+                c.recycle(pages);
                 (Status::SUCCESS, done)
             }
             Err(s) => (s, fw),
