@@ -35,7 +35,10 @@ impl Timeline {
             _ => {}
         }
         let first = self.busy.partition_point(|&(_, end)| end <= t);
-        for &(s, e) in self.busy.range(first..) {
+        // A busy die's backlog can hold many intervals: scan the deque's two halves as plain slices.
+        let (a, b) = self.busy.as_slices();
+        let (a, b) = if first < a.len() { (&a[first..], b) } else { (&[][..], &b[first - a.len()..]) };
+        for &(s, e) in a.iter().chain(b) {
             if t + dur <= s {
                 return t;
             }
