@@ -60,6 +60,7 @@ fn host_ram() -> u64 {
     if unsafe { libc::sysinfo(&mut info) } != 0 {
         return u64::MAX;
     }
+    #[allow(clippy::useless_conversion)] // `c_ulong`: 32 bits on some hosts
     u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit.max(1)))
 }
 

@@ -195,7 +195,7 @@ impl DataStore {
         }
         if let Backing::Memory(m) = &mut self.backing {
             let ppb = pages.max(1);
-            debug_assert!(first_ppn % ppb == 0, "erases are whole blocks");
+            debug_assert!(first_ppn.is_multiple_of(ppb), "erases are whole blocks");
             return m.discard_block(first_ppn / ppb);
         }
         if let Backing::File(f) = &self.backing {
