@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import matplotlib
 
@@ -66,6 +66,15 @@ class Experiment:
         self.figures: list[tuple[str, Any]] = []
         self.data: dict[str, Any] = {}
         self.started = time.time()
+        #: `(done, total)` hook of a progress display (set by the CLI on a terminal), fed by `steps`.
+        self.on_progress: Optional[Callable[[int, int], None]] = None
+
+    def steps(self, items: list[Any]) -> Iterator[Any]:
+        """Iterates an experiment's points, advancing the progress display (if any) after each."""
+        for i, item in enumerate(items):
+            yield item
+            if self.on_progress is not None:
+                self.on_progress(i + 1, len(items))
 
     def compare(self, metric: str, ours: Optional[float], paper: Optional[float], unit: str = "", note: str = "") -> Comparison:
         """Records our figure beside the paper's."""

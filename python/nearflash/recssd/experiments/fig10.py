@@ -95,17 +95,15 @@ def run_fig10(exp: Experiment, opts: Options) -> None:
     profile_on = option(opts, "profile", "separate", "separate")
     data: dict = {}
     rows = []
-    for m in models:
-        for k in ks:
-            for bs in sizes:
-                n, warm = batch_counts(SPECS[m], bs, budget, warm_lookups)
-                p = point(exp, m, k, bs, n, warm, opts.seed, profile_on=profile_on)
-                data[f"{m}/K{k:g}/{bs}"] = p
-                base = p["baseline"]["latency_ns"]
-                rows.append([m, k, bs, p["unique_fraction"], ms(base), base / p["ndp_cache"]["latency_ns"],
-                             base / p["ndp_partition"]["latency_ns"], p["baseline"]["lru_hit_rate"],
-                             p["ndp_cache"]["ssd_cache_hit_rate"], p["ndp_partition"]["partition_hit_rate"],
-                             n, *_ratio_spread(p, "ndp_cache"), *_ratio_spread(p, "ndp_partition")])
+    for m, k, bs in exp.steps([(m, k, bs) for m in models for k in ks for bs in sizes]):
+        n, warm = batch_counts(SPECS[m], bs, budget, warm_lookups)
+        p = point(exp, m, k, bs, n, warm, opts.seed, profile_on=profile_on)
+        data[f"{m}/K{k:g}/{bs}"] = p
+        base = p["baseline"]["latency_ns"]
+        rows.append([m, k, bs, p["unique_fraction"], ms(base), base / p["ndp_cache"]["latency_ns"],
+                     base / p["ndp_partition"]["latency_ns"], p["baseline"]["lru_hit_rate"],
+                     p["ndp_cache"]["ssd_cache_hit_rate"], p["ndp_partition"]["partition_hit_rate"],
+                     n, *_ratio_spread(p, "ndp_cache"), *_ratio_spread(p, "ndp_partition")])
     exp.record("points", data)
     exp.table("Speed-up over the conventional SSD (pipelined, 8 SLS workers) and hit rates",
               ["model", "K", "batch", "unique fraction", "baseline latency (ms)", "(a-c) SSD cache only",
