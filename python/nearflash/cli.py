@@ -287,6 +287,17 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(a: argparse.Namespace) -> int:
+    from nearflash.html_report import find_results, write
+
+    if not Path(a.out).is_dir():
+        print(f"error: no such output directory: {a.out}", file=sys.stderr)
+        return 2
+    path = write(a.out, a.html)
+    print(f"wrote {path} ({len(find_results(Path(a.out)))} experiments)")
+    return 0
+
+
 def cmd_sweep(a: argparse.Namespace) -> int:
     from nearflash.sweeps import sweep
 
@@ -414,6 +425,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="experiment-specific option")
     sp.set_defaults(fn=cmd_experiment, parser=sp)
+
+    sp = sub.add_parser("report", help="one HTML page of every experiment's results under an output directory")
+    sp.add_argument("out", nargs="?", default="out", help="output directory of 'nearflash experiment' (default ./out)")
+    sp.add_argument("--html", metavar="FILE", help="where to write the page (default OUT/report.html)")
+    sp.set_defaults(fn=cmd_report)
 
     from nearflash.programs.cli import add_parser as add_programs_parser
     add_programs_parser(sub)
