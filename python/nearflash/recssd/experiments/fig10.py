@@ -114,13 +114,13 @@ def run_fig10(exp: Experiment, opts: Options) -> None:
         exp.compare(f"baseline host-LRU hit rate, K = {k:g}", lru, PAPER_LRU.get(k), "fraction")
     low = max(ks)
     exp.compare(f"SSD cache only: best speed-up at K = {low:g}", max(r[5] for r in rows if r[1] == low), 1.5, "x",
-                "paper: 'up to 1.5X for lower locality traces'")
+                "paper: 'up to 1.5X for lower locality traces'", fitted=True)
     high = min(ks)
     exp.compare(f"SSD cache only: mean speed-up at K = {high:g}", float(np.mean([r[5] for r in rows if r[1] == high])),
                 None, "x", "paper: the baseline wins at high locality (< 1)")
     exp.compare("with static partitioning: best speed-up", max(r[6] for r in rows), 2.0, "x", "paper: '2x'")
     exp.compare(f"with static partitioning: best speed-up at K = {low:g}", max(r[6] for r in rows if r[1] == low),
-                2.0, "x", "paper: '2x' where the baseline LRU hits little")
+                2.0, "x", "paper: '2x' where the baseline LRU hits little", fitted=True)
     big = max(sizes)
     exp.compare(f"partition hit rate at batch {big} (mean over models and K)",
                 float(np.mean([r[9] for r in rows if r[2] == big])), 0.25, "fraction",
