@@ -39,7 +39,7 @@ def run_fig5(exp: Experiment, opts: Options) -> None:
     batches = option(opts, "batches", [1, 8], [1, 2, 4, 8, 16, 32, 64])
     n = option(opts, "n", 5, 40)
     rows, data = [], {}
-    for b in batches:
+    for b in exp.steps(batches):
         dram = _latencies("dram", b, n, opts.seed)
         ssd = _latencies("baseline", b, n, opts.seed)
         slow = ssd / dram

@@ -50,7 +50,7 @@ def run_fig6(exp: Experiment, opts: Options) -> None:
     n, warm_lookups = option(opts, "n", 3, 20), option(opts, "warm_lookups", 500, 20_000)
     naive_n = option(opts, "naive_n", 1, 2)
     rows, data = [], {}
-    for name in models:
+    for name in exp.steps(models):
         dram, unique = _cached(name, bs, n, warm_lookups, opts.seed, "dram", exp)
         ssd, _ = _cached(name, bs, n, warm_lookups, opts.seed, "baseline", exp)
         slow = ssd.mean_latency_ns / dram.mean_latency_ns
