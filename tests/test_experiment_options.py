@@ -67,3 +67,14 @@ def test_unknown_key_is_refused_before_running(tmp_path, capsys):
 def test_missing_experiment_name_prints_the_list(capsys):
     assert cli.main(["experiment", "recssd"]) == 2
     assert "fig10" in capsys.readouterr().err
+
+
+def test_steps_feed_the_progress_hook():
+    from nearflash.experiment import Experiment
+
+    exp = Experiment("x", "y", "t", "/tmp")
+    assert list(exp.steps([1, 2])) == [1, 2]  # no display: nothing to call
+    seen = []
+    exp.on_progress = lambda done, total: seen.append((done, total))
+    assert list(exp.steps(["a", "b", "c"])) == ["a", "b", "c"]
+    assert seen == [(1, 3), (2, 3), (3, 3)]
