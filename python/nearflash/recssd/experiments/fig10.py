@@ -179,4 +179,8 @@ def _plot(exp: Experiment, models: list[str], ks: list[float], sizes: list[int],
             ax.set_title(f"{m}: {label}", fontsize=9)
             ax.set_xlabel("batch size")
             ax.set_ylabel("speed-up over baseline")
+    # One linear y range for every panel (from 0, headroom for the hit-rate labels): panels compare directly.
+    top = max(ax.get_ylim()[1] for ax in axes.ravel())
+    for ax in axes.ravel():
+        ax.set_ylim(0, top * 1.05)
     axes[0, 0].legend(fontsize=7)
