@@ -73,6 +73,9 @@ def test_report_renders_every_experiment_with_deviation_and_fitted_marks(tmp_pat
     assert fitted["class"] == "fitted" and "fitted" in fitted["cells"][0] and fitted["cells"][3] == "-25.0%"
     assert plain["class"] is None and plain["cells"][3] == "+7.1%"
     assert none["cells"][2:4] == ["-", "-"]
+    (summary,) = [rows for cls, rows in page.tables if cls == "summary"]
+    assert [r["cells"][:4] for r in summary[1:]] == [["issd", "fig7", "3", "1"], ["recssd", "fig8", "3", "1"]]
+    assert summary[1]["cells"][4] == "+7.1% (hit rate)"  # the fitted -25% is not the largest unfitted deviation
     data_tables = [rows for cls, rows in page.tables if cls is None]
     assert data_tables[0][1]["cells"] == ["1", "2.5"]
     assert "&lt;with&gt;" in (tmp_path / "report.html").read_text()

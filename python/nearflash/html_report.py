@@ -98,6 +98,24 @@ def _table(t: dict[str, Any]) -> list[str]:
     return out
 
 
+def _summary(results: list[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """One row per experiment: its comparisons, how many were fitted, and the largest deviation of the others."""
+    out = ["<table class='summary'><tr><th>system</th><th>experiment</th><th>comparisons</th><th>fitted</th>"
+           "<th>largest deviation (not fitted)</th></tr>"]
+    for _, d in results:
+        cs = d["comparisons"]
+        devs = [(abs(v), v, c.get("metric", "")) for c in cs if not c.get("fitted")
+                for v in [deviation(c.get("ours"), c.get("paper"))] if v is not None]
+        worst = max(devs, default=None)
+        worst_s = "-" if worst is None else f"{worst[1]:+.1%} ({html.escape(str(worst[2]))})"
+        anchor = html.escape(f"{d['system']}-{d['experiment']}")
+        out.append(f"<tr><td>{html.escape(str(d['system']))}</td><td><a href='#{anchor}'>"
+                   f"{html.escape(str(d['experiment']))}</a></td><td class='num'>{len(cs)}</td>"
+                   f"<td class='num'>{sum(bool(c.get('fitted')) for c in cs)}</td><td>{worst_s}</td></tr>")
+    out.append("</table>")
+    return out
+
+
 def render(out: Path | str, dest: Path | str | None = None) -> str:
     """The page's HTML for the results under `out`; image paths relative to `dest`'s folder (default `out`)."""
     out = Path(out)
@@ -116,6 +134,8 @@ def render(out: Path | str, dest: Path | str | None = None) -> str:
         body.append("<p>No experiment results found (run <code>nearflash experiment SYSTEM all</code>).</p>")
     body.append("<nav><ul>" + "".join(f"<li><a href='#{html.escape(s)}'>{html.escape(s)}</a></li>" for s in systems)
                 + "</ul></nav>")
+    if results:
+        body += _summary(results)
     for system, items in systems.items():
         body.append(f"<h2 id='{html.escape(system)}'>{html.escape(system)}</h2>")
         for p, d in items:
