@@ -246,7 +246,12 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 def cmd_experiment(a: argparse.Namespace) -> int:
     from nearflash.experiment import Experiment, Options, load_experiments
+    from nearflash.experiment_options import check_keys, help_text
 
+    if a.help or a.system is None or a.name is None:
+        text, rc = help_text(a.system, a.parser.format_help())
+        print(text, file=sys.stdout if rc == 0 and a.help else sys.stderr)
+        return rc if a.help else 2
     try:
         exps = load_experiments(a.system)
     except KeyError as e:
@@ -258,12 +263,16 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         print(f"error: unknown experiment {unknown[0]!r}; {a.system} has: {', '.join(exps)}", file=sys.stderr)
         return 2
     extra = _ReadTracking(parse_set(a.set))
+    bad = check_keys(a.system, names, list(extra), exps)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     opts = Options(quick=a.quick, seed=a.seed, extra=extra)
     out_root = Path(a.out) / a.system
     for i, n in enumerate(names, 1):
         title, run = exps[n]
         exp = Experiment(a.system, n, title, out_root)
-        with progress.spinner(f"experiment {a.system} {n} ({i} of {len(names)})"):
+        with progress.bar(f"experiment {a.system} {n} ({i} of {len(names)})", None) as exp.on_progress:  # type: ignore[arg-type]
             run(exp, opts)
         paths = exp.write()
         print(exp.console())
@@ -275,6 +284,17 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         print(f"error: --set {', '.join(ignored)}: not read by {a.system} {a.name} (options it reads: {known})",
               file=sys.stderr)
         return 2
+    return 0
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from nearflash.html_report import find_results, write
+
+    if not Path(a.out).is_dir():
+        print(f"error: no such output directory: {a.out}", file=sys.stderr)
+        return 2
+    path = write(a.out, a.html)
+    print(f"wrote {path} ({len(find_results(Path(a.out)))} experiments)")
     return 0
 
 
@@ -396,14 +416,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print the table as JSON records")
     sp.set_defaults(fn=cmd_sweep)
 
-    sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)")
-    sp.add_argument("system", help="issd, recssd, ...")
-    sp.add_argument("name", help="experiment name or 'all'")
+    sp = sub.add_parser("experiment", help="reproduce a paper's figures (JSON + Markdown + PNG)", add_help=False)
+    sp.add_argument("-h", "--help", action="store_true", help="list SYSTEM's experiments and their --set keys")
+    sp.add_argument("system", nargs="?", help="issd, recssd, ...")
+    sp.add_argument("name", nargs="?", help="experiment name or 'all'")
     sp.add_argument("--out", default="out", help="output directory (default ./out)")
     sp.add_argument("--quick", action="store_true", help="small data sizes (smoke runs)")
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="experiment-specific option")
-    sp.set_defaults(fn=cmd_experiment)
+    sp.set_defaults(fn=cmd_experiment, parser=sp)
+
+    sp = sub.add_parser("report", help="one HTML page of every experiment's results under an output directory")
+    sp.add_argument("out", nargs="?", default="out", help="output directory of 'nearflash experiment' (default ./out)")
+    sp.add_argument("--html", metavar="FILE", help="where to write the page (default OUT/report.html)")
+    sp.set_defaults(fn=cmd_report)
 
     from nearflash.programs.cli import add_parser as add_programs_parser
     add_programs_parser(sub)

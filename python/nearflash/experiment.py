@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import matplotlib
 
@@ -36,6 +36,8 @@ class Comparison:
     paper: Optional[float]
     unit: str = ""
     note: str = ""
+    fitted: bool = False
+    """Our value follows from a parameter fitted to this very figure: agreement is by construction."""
 
     @property
     def ratio(self) -> Optional[float]:
@@ -66,10 +68,21 @@ class Experiment:
         self.figures: list[tuple[str, Any]] = []
         self.data: dict[str, Any] = {}
         self.started = time.time()
+        #: `(done, total)` hook of a progress display (set by the CLI on a terminal), fed by `steps`.
+        self.on_progress: Optional[Callable[[int, int], None]] = None
 
-    def compare(self, metric: str, ours: Optional[float], paper: Optional[float], unit: str = "", note: str = "") -> Comparison:
-        """Records our figure beside the paper's."""
-        c = Comparison(metric, None if ours is None else float(ours), None if paper is None else float(paper), unit, note)
+    def steps(self, items: list[Any]) -> Iterator[Any]:
+        """Iterates an experiment's points, advancing the progress display (if any) after each."""
+        for i, item in enumerate(items):
+            yield item
+            if self.on_progress is not None:
+                self.on_progress(i + 1, len(items))
+
+    def compare(self, metric: str, ours: Optional[float], paper: Optional[float], unit: str = "", note: str = "",
+                fitted: bool = False) -> Comparison:
+        """Records our figure beside the paper's (`fitted`: a calibrated parameter was fitted to this figure)."""
+        c = Comparison(metric, None if ours is None else float(ours), None if paper is None else float(paper), unit, note,
+                       fitted)
         self.comparisons.append(c)
         return c
 
@@ -102,6 +115,7 @@ class Experiment:
             "notes": self.notes,
             "tables": [{"name": n, "columns": cols, "rows": rows} for n, cols, rows in self.tables],
             "data": self.data,
+            "figures": [name for name, _ in self.figures],
         }
 
     def markdown(self) -> str:
@@ -109,8 +123,9 @@ class Experiment:
         if self.comparisons:
             lines += ["| metric | ours | paper | ours/paper | unit | note |", "|---|---|---|---|---|---|"]
             for c in self.comparisons:
+                metric = f"{c.metric} (fitted)" if c.fitted else c.metric
                 lines.append(
-                    f"| {c.metric} | {_fmt(c.ours)} | {_fmt(c.paper)} | {_fmt(c.ratio)} | {c.unit} | {c.note} |"
+                    f"| {metric} | {_fmt(c.ours)} | {_fmt(c.paper)} | {_fmt(c.ratio)} | {c.unit} | {c.note} |"
                 )
             lines.append("")
         for name, cols, rows in self.tables:
@@ -146,7 +161,7 @@ class Experiment:
         out = [f"{self.system} {self.name}: {self.title}"]
         w = max([len(c.metric) for c in self.comparisons] + [10])
         for c in self.comparisons:
-            r = "" if c.ratio is None else f"  (x{c.ratio:.2f})"
+            r = ("" if c.ratio is None else f"  (x{c.ratio:.2f})") + ("  [fitted]" if c.fitted else "")
             out.append(f"  {c.metric:<{w}}  ours {_fmt(c.ours):>10}  paper {_fmt(c.paper):>10} {c.unit}{r}")
         return "\n".join(out)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nearflash.experiment import Experiment, Options
-from nearflash.recssd.experiments import EXPERIMENTS, fig6, fig8, fig10
+from nearflash.recssd.experiments import EXPERIMENTS, fig5, fig6, fig8, fig10
 
 
 def test_sls_operator_str_and_seq_match_the_paper():
@@ -29,6 +29,14 @@ def test_sls_operator_str_and_seq_match_the_paper():
     assert fw["pages_from_flash"] == 320 and fw["translation_ns"] > 0 and fw["config_process_ns"] > 0
 
 
+def test_sls_alone_is_orders_of_magnitude_slower_on_the_ssd():
+    # Paper 3.2 / Fig. 5: one table (1M x dim 32, 80 lookups): SSD latencies three orders of magnitude above DRAM.
+    dram, ssd = fig5._latencies("dram", 2, 2, 1), fig5._latencies("baseline", 2, 2, 1)
+    assert 300 < (ssd / dram).min() and (ssd / dram).max() < 3000
+    # About 10K random reads per second on the SSD (one synchronous 4 KiB read per lookup).
+    assert 4_000 < 160 / (ssd.mean() * 1e-9) < 20_000
+
+
 def test_caching_targets_at_low_and_high_locality():
     exp = Experiment("recssd", "t", "t", "/tmp")
     # Paper 6.3: baseline LRU hits ~84% (K = 0) and ~28% (K = 2); the baseline wins at high locality with the SSD
@@ -41,7 +49,11 @@ def test_caching_targets_at_low_and_high_locality():
     assert speed["low"] > 1.05 and speed["low"] > 2 * speed["high"]
     assert high["baseline"]["latency_ns"] < high["ndp_cache"]["latency_ns"]
     assert abs(low["ndp_partition"]["partition_hit_rate"] - 0.25) < 0.06
-    assert low["ndp_partition"]["partition_hit_rate"] < high["ndp_partition"]["partition_hit_rate"]
+    # Profiled on a separate trace (the batches before the measured ones), the partition holds about its share of
+    # the lines at either locality; K = 0's bursts favour it only when it profiles the measured run itself.
+    assert abs(high["ndp_partition"]["partition_hit_rate"] - 0.25) < 0.06
+    same = fig10.point(exp, "RM1", 0.0, 8, 16, 40, 1, profile_on="same")
+    assert same["ndp_partition"]["partition_hit_rate"] > high["ndp_partition"]["partition_hit_rate"]
     assert 0.0 < low["ndp_cache"]["ssd_cache_hit_rate"] < high["ndp_cache"]["ssd_cache_hit_rate"]
 
 
@@ -69,6 +81,7 @@ def test_mlp_dominated_models_run_at_dram_speed_once_the_host_lru_is_warm():
 
 
 SMOKE = {
+    "fig5": {"batches": "1,2", "n": "2"},
     "fig6": {"models": "NCF", "batch": "4", "n": "2", "warm_lookups": "100"},
     "fig8": {"batches": "1,2"},
     "fig9": {"models": "NCF", "batches": "2", "n": "1"},

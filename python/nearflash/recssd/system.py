@@ -25,7 +25,7 @@ import numpy as np
 
 from nearflash._native import recssd as _rs
 from nearflash.device import Device
-from nearflash.errors import ConfigError
+from nearflash.errors import ConfigError, InvalidArgument
 from nearflash.recssd.embeddings import TableSpec
 from nearflash.recssd.models import Batch, RecModel
 
@@ -37,6 +37,25 @@ def as_numpy(x: Any, dtype: Any = None) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     return np.asarray(x, dtype=dtype)
+
+
+def integer_ids(x: Any, name: str, rows: int | None = None) -> np.ndarray:
+    """``x`` as int64 ids, refusing what numpy would silently truncate (floats, bools, objects) with a TypeError
+    and, given ``rows``, ids outside ``0..rows-1`` with a ValueError; both name the argument ``name``."""
+    a = as_numpy(x)
+    if a.size == 0 and a.dtype.kind == "f":  # [] arrives as float64: an empty list of ids is fine
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer ids (as torch.nn.EmbeddingBag requires), got dtype {a.dtype}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} value {int(a.max())} is outside int64")
+    a = a.astype(np.int64, copy=False)
+    if rows is not None and a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < 0 or hi >= rows:
+            bad = lo if lo < 0 else hi
+            raise InvalidArgument(f"{name} contains {bad}, outside the table's rows (allowed 0..{rows - 1})")
+    return a
 
 
 @dataclass
@@ -132,16 +151,19 @@ class RecSSD:
                 raise
         specs = []
         self.dims: list[int] = []
+        self.rows: list[int] = []
         for t in tables:
             if isinstance(t, TableSpec):
                 specs.append((int(t.rows), int(t.dim), None, int(seed)))
                 self.dims.append(int(t.dim))
+                self.rows.append(int(t.rows))
             else:
                 a = np.ascontiguousarray(as_numpy(t, np.float32))
                 if a.ndim != 2:
                     raise ValueError(f"a stored table must be a 2-D array, got shape {a.shape}")
                 specs.append((a.shape[0], a.shape[1], a, int(seed)))
                 self.dims.append(a.shape[1])
+                self.rows.append(a.shape[0])
         # Set-up commands (table writes, registrations) go through the SDK's synchronous queue.
         setup_queue = device._sync()
         self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params),
@@ -158,7 +180,8 @@ class RecSSD:
 
     def sls(self, table: int, indices: Any, offsets: Any, path: str = "ndp") -> np.ndarray:
         """EmbeddingBag(mode="sum") of one table through ``path``; advances the device clock."""
-        pooled, _ = self.host.sls(table, as_numpy(indices, np.int64), as_numpy(offsets, np.int64), path)
+        rows = self.rows[table] if isinstance(table, int) and 0 <= table < len(self.rows) else None
+        pooled, _ = self.host.sls(table, integer_ids(indices, "indices", rows), integer_ids(offsets, "offsets"), path)
         return pooled
 
     def embedding_bag(self, table: int, path: str = "ndp") -> "EmbeddingBag":
@@ -170,8 +193,12 @@ class RecSSD:
         return lambda table, indices, offsets: self.sls(table, indices, offsets, path)
 
     def set_partitions(self, profiles: Sequence[Any]) -> None:
-        """Static partitions: each table's hottest ids of its profile (e.g. the evaluation trace) in host DRAM."""
-        self.host.set_partitions([as_numpy(p, np.int64) for p in profiles])
+        """Static partitions: each table's hottest ids of its profile (best a trace other than the one measured) in
+        host DRAM. One profile per table, ids in the table's rows; a refused call changes nothing."""
+        profiles = list(profiles)
+        if len(profiles) != len(self.rows):
+            raise ValueError(f"profiles must give one id array per table ({len(self.rows)} tables), got {len(profiles)}")
+        self.host.set_partitions([integer_ids(p, f"profiles[{t}]", self.rows[t]) for t, p in enumerate(profiles)])
 
     def clear_partitions(self) -> None:
         self.host.clear_partitions()
@@ -195,7 +222,8 @@ class RecSSD:
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, not {path!r}")
         flops = [float(model.flops(b.size).dense) for b in batches]
-        sparse = [[(as_numpy(i, np.int64), as_numpy(o, np.int64)) for i, o in b.sparse] for b in batches]
+        sparse = [[(integer_ids(i, f"batches[{n}].sparse[{t}] indices"), integer_ids(o, f"batches[{n}].sparse[{t}] offsets"))
+                   for t, (i, o) in enumerate(b.sparse)] for n, b in enumerate(batches)]
         before = self.firmware_report()
         timings, pooled, stats = self.host.run(sparse, flops, path, pipelined, outputs)
         firmware = _delta(self.firmware_report(), before)
@@ -234,7 +262,8 @@ class EmbeddingBag:
                 raise ValueError("offsets is required when input is 1-D")
         else:
             raise ValueError(f"input must be 1-D or 2-D, got {idx.ndim}-D")
-        return self.recssd.sls(self.table, idx.astype(np.int64, copy=False), as_numpy(offsets, np.int64), self.path)
+        idx = integer_ids(idx, "input")
+        return self.recssd.sls(self.table, idx, integer_ids(offsets, "offsets"), self.path)
 
     forward = __call__
 

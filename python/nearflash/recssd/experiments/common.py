@@ -126,3 +126,10 @@ def option(opts: Options, key: str, quick: Any, full: Any) -> Any:
         kind = type(default[0]) if default else str
         return [kind(v) for v in str(raw).split(",")]
     return type(default)(raw)
+
+
+def spread(values: Any) -> dict[str, float]:
+    """Mean, std and p5/p95 of per-batch (or per-seed) measurements, for the JSON and the tables."""
+    v = np.asarray(values, dtype=float)
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0,
+            "p5": float(np.percentile(v, 5)), "p95": float(np.percentile(v, 95)), "n": int(v.size)}

@@ -69,11 +69,13 @@ def run_fig8(exp: Experiment, opts: Options) -> None:
     seq_speed = [r[4] for r in rows if r[0] == "SEQ"]
     str_share = float(np.mean([r[11] for r in rows if r[0] == "STR"]))
     seq_share = float(np.mean([r[11] for r in rows if r[0] == "SEQ"]))
-    exp.compare("STR: NDP speed-up over the baseline (best batch)", max(str_speed), 4.0, "x", "paper: 'up to 4x'")
+    exp.compare("STR: NDP speed-up over the baseline (best batch)", max(str_speed), 4.0, "x", "paper: 'up to 4x'",
+                fitted=True)
     exp.compare("SEQ: NDP speed-up over the baseline (mean over batches)", float(np.mean(seq_speed)), None, "x",
-                "paper: slightly slower than the baseline (< 1), no number given")
+                "paper: slightly slower than the baseline (< 1), no number given; fit target 0.85", fitted=True)
     exp.compare("STR: Translation share of FTL time", str_share, 0.5, "fraction",
-                "paper: 'roughly half'; ours = Translation / (Translation + Flash Read) of the request's wall time")
+                "paper: 'roughly half'; ours = Translation / (Translation + Flash Read) of the request's wall time",
+                fitted=True)
     exp.compare("SEQ: Translation share of FTL time", seq_share, None, "fraction", "paper: 'over half'")
     exp.note("Baseline = the artifact's 'Unvme IO' path: one synchronous 4 KiB read per embedding over the polled "
              "user-space stack, no host cache; SEQ reads hit GreedyFTL's LRU page buffer after the first of each "
@@ -94,6 +96,7 @@ def run_fig8(exp: Experiment, opts: Options) -> None:
 
 def _plot(exp: Experiment, batches: list[int], data: dict) -> None:
     fig, axes = exp.figure("fig8_sls_operator", width=11, height=4.2, ncols=2)
+    top = max(max(d["baseline_ns"], d["ndp_ns"]) for d in data.values()) * 1e-6 * 1.05
     colors = ["#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#bbbbbb"]
     for ax, pattern in zip(axes, ("seq", "str")):
         x = np.arange(len(batches))
@@ -109,6 +112,6 @@ def _plot(exp: Experiment, batches: list[int], data: dict) -> None:
         ax.set_xticks(x, [str(b) for b in batches])
         ax.set_xlabel("batch size")
         ax.set_ylabel("SLS time (ms)")
-        ax.set_yscale("log")
+        ax.set_ylim(0, top)  # linear and shared by both panels: a log axis hides the small shares of a stack
         ax.set_title(pattern.upper())
     axes[0].legend(fontsize=7)
