@@ -1,0 +1,115 @@
+//! The NICE firmware extension through the device's command interface: a real ext4 image (mke2fs -d) written with
+//! ordinary Writes, then NICE_Write / NICE_Read as Writes and Reads at hyper-addresses (LBA >= C).
+
+mod common;
+
+use nearflash_core::config::load_preset;
+use nearflash_core::ext::{DataBuf, Sqe, Status};
+use nearflash_core::nvme::opcode;
+use nearflash_core::{Device, DeviceOptions};
+use nearflash_nice::firmware::{NiceFirmware, OP_CRC32, OP_SUM};
+use nearflash_nice::reader::Ext4Reader;
+use nearflash_nice::source::MemDisk;
+
+fn device() -> Device {
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "32"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
+        t.set(k, v).unwrap();
+    }
+    let mut dev = Device::memory(t, DeviceOptions::default()).unwrap();
+    dev.attach(Box::new(NiceFirmware::new())).unwrap();
+    dev.create_queue_pair(1, 64).unwrap();
+    dev
+}
+
+fn io(dev: &mut Device, op: u8, lba: u64, data: DataBuf<'_>, nlb: u32) -> Status {
+    dev.execute(1, Sqe::rw(op, 1, lba, nlb), data).unwrap().status
+}
+
+struct Setup {
+    dev: Device,
+    cap: u64,
+    ss: usize,
+    img: common::Image,
+}
+
+/// Writes the image through the block interface in 64 KiB chunks, in file order, as `dd` would.
+fn filled() -> Setup {
+    let img = common::make_image("");
+    let mut dev = device();
+    let ss = dev.lba_bytes() as usize;
+    let cap = dev.namespace().lbas / 2;
+    assert!((img.bytes.len() / ss) as u64 <= cap, "the image fits the device");
+    for (i, chunk) in img.bytes.chunks(65536).enumerate() {
+        let st = io(&mut dev, opcode::WRITE, (i * 65536 / ss) as u64, DataBuf::ToDevice(chunk), (chunk.len() / ss) as u32);
+        assert!(st.is_success(), "{st}");
+    }
+    Setup { dev, cap, ss, img }
+}
+
+fn head_lba(s: &Setup, path: &str) -> u64 {
+    let mut disk = MemDisk::from_image(s.ss as u32, &s.img.bytes);
+    let mut fs = Ext4Reader::open(&mut disk, 0).unwrap();
+    let (ino, _) = fs.lookup(path).unwrap();
+    let inode = fs.inode(ino).unwrap();
+    fs.file_lbas(&inode).unwrap()[0]
+}
+
+fn invoke(s: &mut Setup, head: u64, op: u32) -> Result<(u32, u64, u32, u64), Status> {
+    let mut cmd = vec![0u8; s.ss];
+    cmd[..4].copy_from_slice(&op.to_le_bytes());
+    let st = io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1);
+    if !st.is_success() {
+        return Err(st);
+    }
+    let mut out = vec![0u8; s.ss];
+    let st = io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1);
+    if !st.is_success() {
+        return Err(st);
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(out[o..o + 8].try_into().unwrap());
+    Ok((u32_at(0), u64_at(4), u32_at(12), u64_at(16)))
+}
+
+#[test]
+fn hyper_address_reads_return_the_in_storage_result_for_every_file() {
+    let mut s = filled();
+    let files: Vec<_> = s.img.files.iter().filter(|(_, d)| !d.is_empty()).take(40).cloned().collect();
+    for (path, content) in &files {
+        let head = head_lba(&s, path);
+        let (op, size, ino, crc) = invoke(&mut s, head, OP_CRC32).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!((op, size), (OP_CRC32, content.len() as u64), "{path}");
+        assert_eq!(ino, common::debugfs_inode(&s.img.img, path), "{path}");
+        assert_eq!(crc, u64::from(crc32fast::hash(content)), "{path}: equals the host computing on the same file");
+        let (_, _, _, sum) = invoke(&mut s, head, OP_SUM).unwrap();
+        assert_eq!(sum, content.iter().map(|&b| u64::from(b)).sum::<u64>(), "{path}");
+    }
+    // Ordinary reads below C are untouched by the extension.
+    let mut back = vec![0u8; s.ss];
+    assert!(io(&mut s.dev, opcode::READ, 0, DataBuf::FromDevice(&mut back), 1).is_success());
+    assert_eq!(back, s.img.bytes[..s.ss]);
+}
+
+#[test]
+fn bad_invocations_are_refused_and_change_nothing() {
+    let mut s = filled();
+    let head = head_lba(&s, "/hello.txt");
+    // Not a file's first page, a directory's block, a wrong op id, a Read before any NICE_Write.
+    assert_eq!(invoke(&mut s, head + 1, OP_CRC32), Err(Status::INVALID_FIELD));
+    assert_eq!(invoke(&mut s, 0, OP_CRC32), Err(Status::INVALID_FIELD));
+    assert_eq!(invoke(&mut s, head, 99), Err(Status::INVALID_FIELD));
+    let mut out = vec![0u8; s.ss];
+    assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::SEQUENCE_ERROR);
+    // Beyond the advertised 2C.
+    assert_eq!(io(&mut s.dev, opcode::READ, 2 * s.cap, DataBuf::FromDevice(&mut out), 1), Status::LBA_OUT_OF_RANGE);
+    // The image is intact.
+    let n = s.img.bytes.len() / s.ss;
+    let mut all = vec![0u8; n * s.ss];
+    for (i, c) in all.chunks_mut(65536).enumerate() {
+        let nlb = (c.len() / s.ss) as u32;
+        assert!(io(&mut s.dev, opcode::READ, (i * 65536 / s.ss) as u64, DataBuf::FromDevice(c), nlb).is_success());
+    }
+    assert!(all == s.img.bytes, "refused invocations changed nothing");
+    assert_eq!(invoke(&mut s, head, OP_CRC32).unwrap().3, u64::from(crc32fast::hash(b"hello, NICE\n")));
+}
