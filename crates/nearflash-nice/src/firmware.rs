@@ -2,8 +2,9 @@
 //!
 //! The device advertises 2C logical blocks (C: the FTL's capacity). An ordinary Write or Read at LBA >= C is an
 //! in-storage invocation on the file whose first data sector is LBA - C; no new commands:
-//! * Write at C + head: `NICE_Write` — the first 4 bytes of the block are the op id (u32 LE); the op is bound to the
-//!   file until the next NICE_Write.
+//! * Write at C + head: `NICE_Write` — the first byte of the block is the op id (one byte, so that a client that
+//!   can only write a fill pattern, `qemu-io write -P 1`, can invoke); the op is bound to the file until the next
+//!   NICE_Write.
 //! * Read at C + head: `NICE_Read` — the firmware streams the file's sectors from flash, runs the bound op and
 //!   returns its result in the first bytes of the buffer (the rest is zero).
 //!
@@ -41,6 +42,8 @@ pub struct NiceFirmware {
     learner: Option<Learner>,
     pending: Vec<(u64, u64)>,
     ops: BTreeMap<u64, u32>,
+    /// Every range ever written (merged; start -> end): what a reopened device re-learns from flash.
+    written: BTreeMap<u64, u64>,
     invocations: u64,
     refused: u64,
     learnt_sectors: u64,
@@ -48,7 +51,7 @@ pub struct NiceFirmware {
 
 impl NiceFirmware {
     pub fn new() -> Self {
-        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
+        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), written: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
     }
 
     /// Feeds every remembered written range to the learner, reading it back from flash; returns when done.
@@ -69,6 +72,17 @@ impl NiceFirmware {
         t
     }
 
+    /// Adds [a, b) to the merged set of written ranges.
+    fn mark_written(&mut self, mut a: u64, mut b: u64) {
+        let touching: Vec<(u64, u64)> = self.written.range(..=b).rev().take_while(|&(_, &e)| e >= a).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in touching {
+            self.written.remove(&s);
+            a = a.min(s);
+            b = b.max(e);
+        }
+        self.written.insert(a, b);
+    }
+
     fn head(&self, sqe: &Sqe) -> Result<u64, Status> {
         let lba = sqe.slba().checked_sub(self.capacity).ok_or(Status::INVALID_FIELD)?;
         let file = self.learner.as_ref().and_then(|l| l.file_at_head(lba)).ok_or(Status::INVALID_FIELD)?;
@@ -87,7 +101,7 @@ impl NiceFirmware {
         let head = self.head(sqe)?;
         match (sqe.opcode, data) {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
-                let op = u32::from_le_bytes(src.get(..4).ok_or(Status::INVALID_FIELD)?.try_into().expect("4 bytes"));
+                let op = u32::from(*src.first().ok_or(Status::INVALID_FIELD)?);
                 if !matches!(op, OP_CRC32 | OP_SUM) {
                     return Err(Status::INVALID_FIELD);
                 }
@@ -182,6 +196,7 @@ impl Extension for NiceFirmware {
 
     fn observe(&mut self, event: &HostEvent) {
         if let HostEvent::Write { slba, nlb } = *event {
+            self.mark_written(slba, slba + nlb);
             if self.pending.len() >= MAX_PENDING {
                 let lo = self.pending.iter().map(|p| p.0).min().unwrap_or(slba).min(slba);
                 let hi = self.pending.iter().map(|p| p.0 + p.1).max().unwrap_or(0).max(slba + nlb);
@@ -190,6 +205,42 @@ impl Extension for NiceFirmware {
                 self.pending.push((slba, nlb));
             }
         }
+    }
+
+    /// The ops bound to files and the written ranges; the layout itself is re-learnt from flash after a reopen, as a
+    /// firmware rebuilding its tables at power-on would.
+    fn save(&self) -> Option<Vec<u8>> {
+        let ops: Vec<(u64, u32)> = self.ops.iter().map(|(&h, &o)| (h, o)).collect();
+        let written: Vec<(u64, u64)> = self.written.iter().map(|(&a, &b)| (a, b)).collect();
+        serde_json::to_vec(&serde_json::json!({ "version": 1, "ops": ops, "written": written })).ok()
+    }
+
+    fn restore(&mut self, state: &[u8]) -> nearflash_core::Result<()> {
+        let bad = |why: &str| nearflash_core::SimError::Config(format!("nice: saved state: {why}"));
+        let v: serde_json::Value = serde_json::from_slice(state).map_err(|e| bad(&e.to_string()))?;
+        if v["version"] != 1 {
+            return Err(bad("unknown version"));
+        }
+        let pairs = |key: &str| -> nearflash_core::Result<Vec<(u64, u64)>> {
+            let arr = v[key].as_array().ok_or_else(|| bad(&format!("{key} is not a list")))?;
+            arr.iter()
+                .map(|p| match (p[0].as_u64(), p[1].as_u64()) {
+                    (Some(a), Some(b)) => Ok((a, b)),
+                    _ => Err(bad(&format!("{key} entry {p} is not a pair of integers"))),
+                })
+                .collect()
+        };
+        let (ops, written) = (pairs("ops")?, pairs("written")?);
+        if written.iter().any(|&(a, b)| a >= b || b > self.capacity) || ops.iter().any(|&(_, o)| !matches!(o as u32, OP_CRC32 | OP_SUM) || o > 255) {
+            return Err(bad("a range or op id is out of bounds"));
+        }
+        self.ops = ops.into_iter().map(|(h, o)| (h, o as u32)).collect();
+        self.written.clear();
+        for (a, b) in written {
+            self.mark_written(a, b);
+        }
+        self.pending = self.written.iter().map(|(&a, &b)| (a, b - a)).collect();
+        Ok(())
     }
 
     fn report(&self) -> serde_json::Value {
@@ -208,5 +259,30 @@ inventory::submit! {
         name: NAME,
         about: "NICE (Wang et al.): hyper-addressed in-storage computing on files of a real ext4 file system",
         build: |_overrides, _cfg| Ok(Box::new(NiceFirmware::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_ranges_merge_and_a_damaged_state_is_refused() {
+        let mut f = NiceFirmware::new();
+        f.capacity = 1000;
+        for (a, b) in [(10, 20), (30, 40), (20, 30), (100, 110), (5, 12)] {
+            f.mark_written(a, b);
+        }
+        assert_eq!(f.written.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>(), vec![(5, 40), (100, 110)]);
+        f.ops.insert(7, OP_SUM);
+        let saved = f.save().unwrap();
+        let mut g = NiceFirmware::new();
+        g.capacity = 1000;
+        g.restore(&saved).unwrap();
+        assert_eq!((g.written, g.ops.clone()), (f.written.clone(), f.ops.clone()));
+        assert_eq!(g.pending, vec![(5, 35), (100, 10)], "a reopened device re-learns what was written");
+        for bad in [&b"{}"[..], b"not json", br#"{"version":1,"ops":[[1,9]],"written":[]}"#, br#"{"version":1,"ops":[],"written":[[5,2000]]}"#] {
+            assert!(NiceFirmware::new().restore(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 }

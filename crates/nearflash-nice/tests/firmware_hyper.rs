@@ -11,12 +11,16 @@ use nearflash_nice::firmware::{NiceFirmware, OP_CRC32, OP_SUM};
 use nearflash_nice::reader::Ext4Reader;
 use nearflash_nice::source::MemDisk;
 
-fn device() -> Device {
+fn tree() -> nearflash_core::config::ConfigTree {
     let mut t = load_preset("cosmos-plus").unwrap();
     for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "32"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
         t.set(k, v).unwrap();
     }
-    let mut dev = Device::memory(t, DeviceOptions::default()).unwrap();
+    t
+}
+
+fn device() -> Device {
+    let mut dev = Device::memory(tree(), DeviceOptions::default()).unwrap();
     dev.attach(Box::new(NiceFirmware::new())).unwrap();
     dev.create_queue_pair(1, 64).unwrap();
     dev
@@ -57,7 +61,7 @@ fn head_lba(s: &Setup, path: &str) -> u64 {
 
 fn invoke(s: &mut Setup, head: u64, op: u32) -> Result<(u32, u64, u32, u64), Status> {
     let mut cmd = vec![0u8; s.ss];
-    cmd[..4].copy_from_slice(&op.to_le_bytes());
+    cmd[0] = op as u8;
     let st = io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1);
     if !st.is_success() {
         return Err(st);
@@ -112,4 +116,40 @@ fn bad_invocations_are_refused_and_change_nothing() {
     }
     assert!(all == s.img.bytes, "refused invocations changed nothing");
     assert_eq!(invoke(&mut s, head, OP_CRC32).unwrap().3, u64::from(crc32fast::hash(b"hello, NICE\n")));
+}
+
+#[test]
+fn state_survives_close_and_reopen() {
+    let img = common::make_image("");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev");
+    let head;
+    {
+        let mut dev = Device::create(&path, tree(), DeviceOptions::default()).unwrap();
+        dev.attach(Box::new(NiceFirmware::new())).unwrap();
+        dev.create_queue_pair(1, 64).unwrap();
+        let ss = dev.lba_bytes() as usize;
+        let cap = dev.namespace().lbas / 2;
+        for (i, chunk) in img.bytes.chunks(65536).enumerate() {
+            assert!(io(&mut dev, opcode::WRITE, (i * 65536 / ss) as u64, DataBuf::ToDevice(chunk), (chunk.len() / ss) as u32).is_success());
+        }
+        let mut s = Setup { dev, cap, ss, img };
+        head = head_lba(&s, "/emb/vectors.bin");
+        let mut cmd = vec![0u8; ss];
+        cmd[0] = OP_CRC32 as u8;
+        assert!(io(&mut s.dev, opcode::WRITE, cap + head, DataBuf::ToDevice(&cmd), 1).is_success());
+        s.dev.close().unwrap();
+        drop(s.img.dir);
+    }
+    let mut dev = Device::open(&path, DeviceOptions::default()).unwrap();
+    dev.attach(Box::new(NiceFirmware::new())).unwrap();
+    dev.create_queue_pair(1, 64).unwrap();
+    let ss = dev.lba_bytes() as usize;
+    let cap = dev.namespace().lbas / 2;
+    // The op bound before the close is still bound, and the layout is re-learnt from flash.
+    let mut out = vec![0u8; ss];
+    assert!(io(&mut dev, opcode::READ, cap + head, DataBuf::FromDevice(&mut out), 1).is_success());
+    let crc = u64::from_le_bytes(out[16..24].try_into().unwrap());
+    let want = common::make_image("").files.into_iter().find(|(p, _)| p == "/emb/vectors.bin").unwrap().1;
+    assert_eq!(crc, u64::from(crc32fast::hash(&want)));
 }
