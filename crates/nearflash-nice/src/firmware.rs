@@ -13,12 +13,17 @@
 //! virtual time) at the next invocation, as a real firmware re-reads its buffer or flash; the learner then handles
 //! ext4's data-before-inode order (deferred list building, `learner.rs`).
 //!
-//! Ops: 1 = CRC-32 (IEEE) of the file's bytes, 2 = byte histogram sum check (sum of bytes, u64). Result layout:
-//! op (u32), file size (u64), inode (u32), value (u64), all little-endian.
+//! Ops (all little-endian): 1 = CRC-32 (IEEE) of the file's bytes, 2 = sum of the file's bytes, on the A53;
+//! 3 = NICE-K, on the declared FPGA unit `nice.knn`: the NICE_Write block is [3, width bits (16|32), dim (u16),
+//! k (u16), 2 pad bytes, query as dim i32]; the file is an embedding matrix of that width. Result: op (u32), file
+//! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
+//! nearest first as (squared L2 distance u64, vector index u32).
 
+use crate::knn::{knn, knn_timing, KnnParams, Width};
 use crate::learner::Learner;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
+use nearflash_core::ext::{UnitHandle, UnitSpec};
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use std::collections::BTreeMap;
@@ -26,6 +31,48 @@ use std::collections::BTreeMap;
 pub const NAME: &str = "nice";
 pub const OP_CRC32: u32 = 1;
 pub const OP_SUM: u32 = 2;
+pub const OP_KNN: u32 = 3;
+/// Energy per NICE-K unit cycle, assumed: a few DSP48 MACs and a comparator chain at 16 nm, ~5 pJ per cycle.
+const KNN_PJ_PER_CYCLE: f64 = 5.0;
+/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
+const KNN_STATIC_MW: f64 = 50.0;
+
+/// A parsed NICE_Write block.
+#[derive(Debug, Clone, PartialEq)]
+enum Job {
+    Crc,
+    Sum,
+    Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
+}
+
+impl Job {
+    fn parse(b: &[u8]) -> Option<Job> {
+        match u32::from(*b.first()?) {
+            OP_CRC32 => Some(Job::Crc),
+            OP_SUM => Some(Job::Sum),
+            OP_KNN => {
+                let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
+                let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
+                let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
+                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K {
+                    return None;
+                }
+                let q = b.get(8..8 + 4 * dim)?;
+                let query = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                Some(Job::Knn { width, dim, k, query })
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes of the block that define the job (what is saved).
+    fn block_len(b: &[u8]) -> usize {
+        match u32::from(b[0]) {
+            OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
+            _ => 1,
+        }
+    }
+}
 /// Firmware instructions per sector fed to the learner (parsing metadata on the A53), assumed: a few hundred
 /// instructions of bounded parsing per 4 KiB block.
 const LEARN_INSTR_PER_SECTOR: f64 = 400.0;
@@ -41,7 +88,10 @@ pub struct NiceFirmware {
     sector: u32,
     learner: Option<Learner>,
     pending: Vec<(u64, u64)>,
-    ops: BTreeMap<u64, u32>,
+    /// The NICE_Write block bound to each file head (its defining bytes).
+    ops: BTreeMap<u64, Vec<u8>>,
+    knn_unit: Option<UnitHandle>,
+    knn_params: KnnParams,
     /// Every range ever written (merged; start -> end): what a reopened device re-learns from flash.
     written: BTreeMap<u64, u64>,
     invocations: u64,
@@ -51,7 +101,7 @@ pub struct NiceFirmware {
 
 impl NiceFirmware {
     pub fn new() -> Self {
-        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), written: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
+        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), knn_unit: None, knn_params: KnnParams::default(), written: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
     }
 
     /// Feeds every remembered written range to the learner, reading it back from flash; returns when done.
@@ -101,15 +151,13 @@ impl NiceFirmware {
         let head = self.head(sqe)?;
         match (sqe.opcode, data) {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
-                let op = u32::from(*src.first().ok_or(Status::INVALID_FIELD)?);
-                if !matches!(op, OP_CRC32 | OP_SUM) {
-                    return Err(Status::INVALID_FIELD);
-                }
-                self.ops.insert(head, op);
+                Job::parse(src).ok_or(Status::INVALID_FIELD)?;
+                self.ops.insert(head, src[..Job::block_len(src)].to_vec());
                 Ok(ctx.from_host(t, src.len() as u64))
             }
             (opcode::READ, DataBuf::FromDevice(out)) => {
-                let op = *self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
+                let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
+                let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
                 let file = self.learner.as_ref().and_then(|l| l.file_at_head(head)).cloned().ok_or(Status::INVALID_FIELD)?;
                 let ss = self.sector as usize;
                 let mut bytes = vec![0u8; file.lbas.len() * ss];
@@ -119,17 +167,33 @@ impl NiceFirmware {
                     done = done.max(r.done);
                 }
                 bytes.truncate(file.size.min(bytes.len() as u64) as usize);
-                let value = match op {
-                    OP_CRC32 => u64::from(crc32fast::hash(&bytes)),
-                    _ => bytes.iter().map(|&b| u64::from(b)).sum(),
+                let mut tail = Vec::new();
+                let (value, done) = match &job {
+                    Job::Crc => (u64::from(crc32fast::hash(&bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+                    Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+                    Job::Knn { width, dim, k, query } => {
+                        // A file that is not whole vectors of this shape is refused, never truncated.
+                        let best = knn(&bytes, *dim, *width, query, *k, &self.knn_params).map_err(|_| Status::INVALID_FIELD)?;
+                        if out.len() < 24 + 12 * best.len() {
+                            return Err(Status::INVALID_FIELD);
+                        }
+                        let n = (bytes.len() / (dim * width.bytes())) as u64;
+                        let cycles = knn_timing(n, *dim, *width, *k, &self.knn_params).total_cycles;
+                        let done = ctx.compute(self.knn_unit.expect("attached"), 0, done, cycles);
+                        for (d, i) in &best {
+                            tail.extend_from_slice(&d.to_le_bytes());
+                            tail.extend_from_slice(&i.to_le_bytes());
+                        }
+                        (best.len() as u64, done)
+                    }
                 };
-                let done = ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64);
                 out.fill(0);
-                let mut res = Vec::with_capacity(24);
+                let mut res = Vec::with_capacity(24 + tail.len());
                 res.extend_from_slice(&op.to_le_bytes());
                 res.extend_from_slice(&file.size.to_le_bytes());
                 res.extend_from_slice(&file.inode.to_le_bytes());
                 res.extend_from_slice(&value.to_le_bytes());
+                res.extend_from_slice(&tail);
                 let n = res.len().min(out.len());
                 out[..n].copy_from_slice(&res[..n]);
                 Ok(ctx.to_host(done, out.len() as u64))
@@ -179,6 +243,13 @@ impl Extension for NiceFirmware {
             ctx.intercept(Intercept::LbaFrom { opcode: op, first_lba: self.capacity })?;
         }
         ctx.observe();
+        self.knn_unit = Some(ctx.add_units(&UnitSpec {
+            name: "nice.knn".into(),
+            count: 1,
+            freq_hz: self.knn_params.clock,
+            pj_per_cycle: KNN_PJ_PER_CYCLE,
+            static_mw: KNN_STATIC_MW,
+        })?);
         self.learner = Some(Learner::new(self.capacity, self.sector).map_err(|e| nearflash_core::SimError::Config(format!("nice: {e}")))?);
         Ok(())
     }
@@ -210,7 +281,7 @@ impl Extension for NiceFirmware {
     /// The ops bound to files and the written ranges; the layout itself is re-learnt from flash after a reopen, as a
     /// firmware rebuilding its tables at power-on would.
     fn save(&self) -> Option<Vec<u8>> {
-        let ops: Vec<(u64, u32)> = self.ops.iter().map(|(&h, &o)| (h, o)).collect();
+        let ops: Vec<(u64, &Vec<u8>)> = self.ops.iter().map(|(&h, b)| (h, b)).collect();
         let written: Vec<(u64, u64)> = self.written.iter().map(|(&a, &b)| (a, b)).collect();
         serde_json::to_vec(&serde_json::json!({ "version": 1, "ops": ops, "written": written })).ok()
     }
@@ -230,11 +301,18 @@ impl Extension for NiceFirmware {
                 })
                 .collect()
         };
-        let (ops, written) = (pairs("ops")?, pairs("written")?);
-        if written.iter().any(|&(a, b)| a >= b || b > self.capacity) || ops.iter().any(|&(_, o)| !matches!(o as u32, OP_CRC32 | OP_SUM) || o > 255) {
-            return Err(bad("a range or op id is out of bounds"));
+        let written = pairs("written")?;
+        if written.iter().any(|&(a, b)| a >= b || b > self.capacity) {
+            return Err(bad("a written range is out of bounds"));
         }
-        self.ops = ops.into_iter().map(|(h, o)| (h, o as u32)).collect();
+        let mut ops = BTreeMap::new();
+        for e in v["ops"].as_array().ok_or_else(|| bad("ops is not a list"))? {
+            let head = e[0].as_u64().ok_or_else(|| bad("an op's head is not an integer"))?;
+            let block: Option<Vec<u8>> = e[1].as_array().and_then(|a| a.iter().map(|x| x.as_u64().and_then(|x| u8::try_from(x).ok())).collect());
+            let block = block.filter(|b| Job::parse(b).is_some()).ok_or_else(|| bad("an op block does not parse"))?;
+            ops.insert(head, block);
+        }
+        self.ops = ops;
         self.written.clear();
         for (a, b) in written {
             self.mark_written(a, b);
@@ -274,14 +352,14 @@ mod tests {
             f.mark_written(a, b);
         }
         assert_eq!(f.written.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>(), vec![(5, 40), (100, 110)]);
-        f.ops.insert(7, OP_SUM);
+        f.ops.insert(7, vec![OP_SUM as u8]);
         let saved = f.save().unwrap();
         let mut g = NiceFirmware::new();
         g.capacity = 1000;
         g.restore(&saved).unwrap();
         assert_eq!((g.written, g.ops.clone()), (f.written.clone(), f.ops.clone()));
         assert_eq!(g.pending, vec![(5, 35), (100, 10)], "a reopened device re-learns what was written");
-        for bad in [&b"{}"[..], b"not json", br#"{"version":1,"ops":[[1,9]],"written":[]}"#, br#"{"version":1,"ops":[],"written":[[5,2000]]}"#] {
+        for bad in [&b"{}"[..], b"not json", br#"{"version":1,"ops":[[1,[9]]],"written":[]}"#, br#"{"version":1,"ops":[],"written":[[5,2000]]}"#] {
             assert!(NiceFirmware::new().restore(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
     }

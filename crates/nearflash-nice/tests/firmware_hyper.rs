@@ -153,3 +153,49 @@ fn state_survives_close_and_reopen() {
     let want = common::make_image("").files.into_iter().find(|(p, _)| p == "/emb/vectors.bin").unwrap().1;
     assert_eq!(crc, u64::from(crc32fast::hash(&want)));
 }
+
+#[test]
+fn nice_k_over_an_embedding_file_equals_a_brute_force_reference() {
+    let mut s = filled();
+    let content = s.img.files.iter().find(|(p, _)| p == "/emb/vectors.bin").unwrap().1.clone();
+    let head = head_lba(&s, "/emb/vectors.bin");
+    let (dim, k) = (10usize, 16usize);
+    let query: Vec<i32> = (0..dim as i32).map(|i| i * 1000 - 4000).collect();
+    let mut cmd = vec![0u8; s.ss];
+    cmd[0] = nearflash_nice::firmware::OP_KNN as u8;
+    cmd[1] = 16;
+    cmd[2..4].copy_from_slice(&(dim as u16).to_le_bytes());
+    cmd[4..6].copy_from_slice(&(k as u16).to_le_bytes());
+    for (i, q) in query.iter().enumerate() {
+        cmd[8 + 4 * i..12 + 4 * i].copy_from_slice(&q.to_le_bytes());
+    }
+    assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1).is_success());
+    let mut out = vec![0u8; s.ss];
+    let d = s.dev.execute(1, Sqe::rw(opcode::READ, 1, s.cap + head, 1), DataBuf::FromDevice(&mut out)).unwrap();
+    assert!(d.status.is_success(), "{}", d.status);
+    assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), k as u64);
+    let got: Vec<(u64, u32)> = (0..k)
+        .map(|j| {
+            let o = 24 + 12 * j;
+            (u64::from_le_bytes(out[o..o + 8].try_into().unwrap()), u32::from_le_bytes(out[o + 8..o + 12].try_into().unwrap()))
+        })
+        .collect();
+    let mut all: Vec<(u64, u32)> = content
+        .chunks(2 * dim)
+        .enumerate()
+        .map(|(i, row)| {
+            let d: i64 = row.chunks(2).zip(&query).map(|(c, &q)| (i64::from(i16::from_le_bytes([c[0], c[1]])) - i64::from(q)).pow(2)).sum();
+            (d as u64, i as u32)
+        })
+        .collect();
+    all.sort();
+    assert_eq!(got, all[..k].to_vec(), "NICE-K equals the host's brute force on the same file");
+    let rep = s.dev.report();
+    let text = serde_json::to_string(&rep).unwrap();
+    assert!(text.contains("nice.knn"), "the FPGA unit is declared and reported");
+    // A shape the file does not have (dim 7: 300000 B is not whole 7 x i16 vectors) is refused, nothing returned.
+    cmd[2..4].copy_from_slice(&7u16.to_le_bytes());
+    assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1).is_success());
+    let mut out = vec![0xEEu8; s.ss];
+    assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
+}
