@@ -199,3 +199,27 @@ fn nice_k_over_an_embedding_file_equals_a_brute_force_reference() {
     let mut out = vec![0xEEu8; s.ss];
     assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
 }
+
+#[test]
+fn every_file_is_processed_correctly_after_gc_moved_its_pages() {
+    let mut s = filled();
+    let img_lbas = (s.img.bytes.len() / s.ss) as u64;
+    let free = s.cap - img_lbas;
+    let chunk = vec![0x77u8; 16 * s.ss];
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    // Random overwrites of the free space, three times the capacity: GC must move the file system's pages.
+    for _ in 0..(3 * s.cap / 16) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let lba = img_lbas + (x % (free - 16)) / 16 * 16;
+        assert!(io(&mut s.dev, opcode::WRITE, lba, DataBuf::ToDevice(&chunk), 16).is_success());
+    }
+    assert!(s.dev.report().ftl.stats.gc_runs > 0, "GC ran");
+    let files: Vec<_> = s.img.files.iter().filter(|(_, d)| !d.is_empty()).step_by(5).cloned().collect();
+    for (path, content) in &files {
+        let head = head_lba(&s, path);
+        let (_, size, _, crc) = invoke(&mut s, head, OP_CRC32).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!((size, crc), (content.len() as u64, u64::from(crc32fast::hash(content))), "{path}");
+    }
+}
