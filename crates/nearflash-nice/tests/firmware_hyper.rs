@@ -223,3 +223,40 @@ fn every_file_is_processed_correctly_after_gc_moved_its_pages() {
         assert_eq!((size, crc), (content.len() as u64, u64::from(crc32fast::hash(content))), "{path}");
     }
 }
+
+/// (block, byte offset in it) of `path`'s inode per `debugfs imap`.
+fn inode_place(img: &std::path::Path, path: &str) -> (u64, usize) {
+    let s = common::debugfs(img, &format!("imap {path}"));
+    let rest = s.split("located at block ").nth(1).unwrap();
+    let (blk, off) = rest.split_once(", offset 0x").unwrap();
+    (blk.trim().parse().unwrap(), usize::from_str_radix(off.trim(), 16).unwrap())
+}
+
+#[test]
+fn a_file_changed_after_nice_write_is_processed_as_it_is_now_and_a_corrupted_inode_is_refused() {
+    let mut s = filled();
+    let head = head_lba(&s, "/hello.txt");
+    let mut cmd = vec![0u8; s.ss];
+    cmd[0] = OP_CRC32 as u8;
+    assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1).is_success());
+    // The host rewrites the file's data in place (same size) between NICE_Write and NICE_Read.
+    let mut block = vec![0u8; s.ss];
+    block[..12].copy_from_slice(b"HELLO, nice\n");
+    assert!(io(&mut s.dev, opcode::WRITE, head, DataBuf::ToDevice(&block), 1).is_success());
+    let mut out = vec![0u8; s.ss];
+    assert!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1).is_success());
+    assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), u64::from(crc32fast::hash(b"HELLO, nice\n")));
+    // The inode's extent header is overwritten with garbage: the firmware no longer knows a file there.
+    let (blk, off) = inode_place(&s.img.img, "/hello.txt");
+    let per = 4096 / s.ss as u64;
+    let lba = blk * per + off as u64 / s.ss as u64;
+    let at = off % s.ss;
+    let mut sector = s.img.bytes[lba as usize * s.ss..(lba as usize + 1) * s.ss].to_vec();
+    sector[at + 0x28..at + 0x28 + 12].fill(0xA5);
+    assert!(io(&mut s.dev, opcode::WRITE, lba, DataBuf::ToDevice(&sector), 1).is_success());
+    assert_eq!(invoke(&mut s, head, OP_CRC32), Err(Status::INVALID_FIELD));
+    // Other files, whose inodes may share that block, are still served.
+    let other = s.img.files.iter().find(|(p, _)| p == "/a/b/c/d/e/f/deep.bin").unwrap().1.clone();
+    let h = head_lba(&s, "/a/b/c/d/e/f/deep.bin");
+    assert_eq!(invoke(&mut s, h, OP_CRC32).unwrap().3, u64::from(crc32fast::hash(&other)));
+}
