@@ -12,8 +12,9 @@ use nearflash_nice::reader::Ext4Reader;
 use nearflash_nice::source::MemDisk;
 
 fn tree() -> nearflash_core::config::ConfigTree {
-    let mut t = load_preset("cosmos-plus").unwrap();
-    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "32"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
+    // NICE's board (4 KiB pages, 416 B OOB, quad A53), shrunk to a few MiB so that tests stay fast.
+    let mut t = load_preset("nice-zu7eg").unwrap();
+    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "64"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
         t.set(k, v).unwrap();
     }
     t
