@@ -261,3 +261,35 @@ fn a_file_changed_after_nice_write_is_processed_as_it_is_now_and_a_corrupted_ino
     let h = head_lba(&s, "/a/b/c/d/e/f/deep.bin");
     assert_eq!(invoke(&mut s, h, OP_CRC32).unwrap().3, u64::from(crc32fast::hash(&other)));
 }
+
+/// Measurement, not a check (`cargo test --release -p nearflash-nice --test firmware_hyper -- --ignored --nocapture`):
+/// NICE-K over /emb/vectors.bin in storage (NICE_Write + NICE_Read, learning already done) against the host reading
+/// the same file with ordinary Reads (its compute not counted: a lower bound on HOST-ISC), in the same run.
+#[test]
+#[ignore]
+fn measure_nice_k_against_host_reads() {
+    let mut s = filled();
+    let head = head_lba(&s, "/hello.txt");
+    invoke(&mut s, head, OP_CRC32).unwrap(); // first invocation pays for learning from flash
+    let mut disk = MemDisk::from_image(s.ss as u32, &s.img.bytes);
+    let mut fs = Ext4Reader::open(&mut disk, 0).unwrap();
+    let (ino, _) = fs.lookup("/emb/vectors.bin").unwrap();
+    let inode = fs.inode(ino).unwrap();
+    let lbas = fs.file_lbas(&inode).unwrap();
+    let mut cmd = vec![0u8; s.ss];
+    cmd[0] = nearflash_nice::firmware::OP_KNN as u8;
+    cmd[1] = 16;
+    cmd[2..4].copy_from_slice(&10u16.to_le_bytes());
+    cmd[4..6].copy_from_slice(&16u16.to_le_bytes());
+    let w = s.dev.execute(1, Sqe::rw(opcode::WRITE, 1, s.cap + lbas[0], 1), DataBuf::ToDevice(&cmd)).unwrap();
+    let mut out = vec![0u8; s.ss];
+    let r = s.dev.execute(1, Sqe::rw(opcode::READ, 1, s.cap + lbas[0], 1), DataBuf::FromDevice(&mut out)).unwrap();
+    let nice_ns = w.latency_ns + r.latency_ns;
+    let mut host_ns = 0;
+    let mut buf = vec![0u8; s.ss];
+    for &l in &lbas {
+        host_ns += s.dev.execute(1, Sqe::rw(opcode::READ, 1, l, 1), DataBuf::FromDevice(&mut buf)).unwrap().latency_ns;
+    }
+    println!("file {} sectors: NICE-K in storage {} ns (write {} + read {}), host 1-block reads at QD1 {} ns, ratio host/NICE {:.2}",
+        lbas.len(), nice_ns, w.latency_ns, r.latency_ns, host_ns, host_ns as f64 / nice_ns as f64);
+}
