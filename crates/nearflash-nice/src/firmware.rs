@@ -110,6 +110,10 @@ impl NiceFirmware {
         let ss = self.sector as usize;
         for (slba, nlb) in std::mem::take(&mut self.pending) {
             for lba in slba..slba + nlb {
+                // A merged span may cover blocks never written: there is nothing to learn there.
+                if matches!(ctx.placement(lba), Ok(Placement::Unmapped) | Err(_)) {
+                    continue;
+                }
                 let mut buf = vec![0u8; ss];
                 let Ok(r) = ctx.flash_read(lba, 1, t, &mut buf) else { continue };
                 t = ctx.firmware(r.done, LEARN_INSTR_PER_SECTOR);
