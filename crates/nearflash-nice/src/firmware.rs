@@ -340,7 +340,11 @@ inventory::submit! {
     nearflash_core::ext::Registration {
         name: NAME,
         about: "NICE (Wang et al.): hyper-addressed in-storage computing on files of a real ext4 file system",
-        build: |_overrides, _cfg| Ok(Box::new(NiceFirmware::new())),
+        build: |overrides, _cfg| match overrides {
+            serde_json::Value::Null => Ok(Box::new(NiceFirmware::new())),
+            serde_json::Value::Object(m) if m.is_empty() => Ok(Box::new(NiceFirmware::new())),
+            other => Err(nearflash_core::SimError::Config(format!("nice: takes no parameters yet, got {other}"))),
+        },
     }
 }
 

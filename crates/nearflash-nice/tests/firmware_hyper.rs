@@ -293,3 +293,11 @@ fn measure_nice_k_against_host_reads() {
     println!("file {} sectors: NICE-K in storage {} ns (write {} + read {}), host 1-block reads at QD1 {} ns, ratio host/NICE {:.2}",
         lbas.len(), nice_ns, w.latency_ns, r.latency_ns, host_ns, host_ns as f64 / nice_ns as f64);
 }
+
+#[test]
+fn the_registered_extension_refuses_parameters_it_does_not_have() {
+    let cfg = nearflash_core::config::DeviceConfig::from_tree(&tree()).unwrap();
+    assert!(nearflash_core::ext::build("nice", &serde_json::json!({}), &cfg).is_ok());
+    let e = nearflash_core::ext::build("nice", &serde_json::json!({"x": 1}), &cfg).err().unwrap().to_string();
+    assert!(e.contains("no parameters"), "{e}");
+}
