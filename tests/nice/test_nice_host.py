@@ -7,6 +7,7 @@ import os
 import subprocess
 import zlib
 
+import numpy as np
 import pytest
 
 from nearflash import Device
@@ -21,7 +22,8 @@ SMALL = {"channels": "2", "chips_per_channel": "1", "blocks_per_plane": "96", "p
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("root")
     (root / "d").mkdir()
-    files = {"/d/data.bin": os.urandom(70_000), "/open.txt": b"anyone may read this\n", "/secret": b"owner only\n"}
+    emb = np.random.default_rng(5).integers(-3000, 3000, size=(800, 12), dtype=np.int16)
+    files = {"/d/data.bin": os.urandom(70_000), "/d/emb.bin": emb.tobytes(), "/open.txt": b"anyone may read this\n", "/secret": b"owner only\n"}
     for p, d in files.items():
         (root / p.lstrip("/")).write_bytes(d)
     os.chmod(root / "secret", 0o600)
@@ -63,3 +65,19 @@ def test_hostile_calls_get_clear_errors(setup):
         h.nice_write("/open.txt", "rm -rf")
     with pytest.raises(InvalidArgument, match="uid"):
         NiceHost(dev, uid=-1)
+
+
+def test_nice_k_in_storage_equals_a_numpy_brute_force(setup):
+    dev, files = setup
+    emb = np.frombuffer(files["/d/emb.bin"], dtype="<i2").reshape(-1, 12).astype(np.int64)
+    q = np.arange(12) * 250 - 1500
+    h = NiceHost(dev)
+    h.open("/d/emb.bin")
+    h.nice_write("/d/emb.bin", "knn", query=q, k=20, bits=16)
+    got = h.nice_read("/d/emb.bin")["neighbours"]
+    d = ((emb - q) ** 2).sum(axis=1)
+    order = np.lexsort((np.arange(len(d)), d))[:20]
+    assert got[:, 1].tolist() == order.tolist() and got[:, 0].tolist() == d[order].tolist()
+    for bad in [dict(query=[1.5] * 12, k=3), dict(query=q, k=0), dict(query=q, k=3, bits=8), dict(query=[2**40] * 12, k=3)]:
+        with pytest.raises(InvalidArgument):
+            h.nice_write("/d/emb.bin", "knn", **bad)

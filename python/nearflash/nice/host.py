@@ -19,7 +19,7 @@ from nearflash._native import InvalidArgument
 
 from . import learn_image, lookup
 
-OPS = {"crc32": 1, "sum": 2}
+OPS = {"crc32": 1, "sum": 2, "knn": 3}
 
 
 class NiceHost:
@@ -72,16 +72,35 @@ class NiceHost:
             raise InvalidArgument(f"{path!r} is not open: call open(path, flag) first")
         return self.heads[path]
 
-    def nice_write(self, path: str, op: str) -> int:
-        """Binds in-storage op `op` ('crc32' or 'sum') to the open file; returns the latency in ns."""
+    def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16) -> int:
+        """Binds in-storage op `op` to the open file: 'crc32', 'sum', or 'knn' (NICE-K: the file is an int16/int32
+        embedding matrix of len(query) columns; `k` nearest by squared L2). Returns the latency in ns."""
         if op not in OPS:
             raise InvalidArgument(f"op must be one of {sorted(OPS)}, got {op!r}")
         block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
         block[0] = OPS[op]
+        if op == "knn":
+            q = np.asarray(query)
+            if q.ndim != 1 or not 1 <= q.size <= (self.dev.lba_bytes - 8) // 4 or not np.issubdtype(q.dtype, np.integer):
+                raise InvalidArgument(f"query must be 1..{(self.dev.lba_bytes - 8) // 4} integers, got {q.shape} of {q.dtype}")
+            if not isinstance(k, int) or not 1 <= k <= (self.dev.lba_bytes - 24) // 12:
+                raise InvalidArgument(f"k must be an int in 1..{(self.dev.lba_bytes - 24) // 12}, got {k!r}")
+            if bits not in (16, 32):
+                raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
+            if np.any(q < -(2**31)) or np.any(q >= 2**31):
+                raise InvalidArgument("query values must fit in 32 bits")
+            block[1] = bits
+            block[2:8] = np.frombuffer(struct.pack("<HHH", q.size, k, 0), dtype=np.uint8)
+            block[8 : 8 + 4 * q.size] = np.frombuffer(q.astype("<i4").tobytes(), dtype=np.uint8)
         return self.dev.write(self.capacity + self._head(path), block)
 
-    def nice_read(self, path: str) -> dict[str, int]:
-        """Runs the bound op in storage; returns {op, size, inode, value}."""
+    def nice_read(self, path: str) -> dict[str, Any]:
+        """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
+        (distance, index) rows nearest first."""
         out = bytes(self.dev.read(self.capacity + self._head(path), 1))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
-        return {"op": op, "size": size, "inode": inode, "value": value}
+        r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
+        if op == OPS["knn"]:
+            rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=value, offset=24)
+            r["neighbours"] = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+        return r
