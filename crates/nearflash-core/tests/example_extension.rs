@@ -131,6 +131,7 @@ impl Extension for Probe {
         ctx.observe();
         ctx.track_relocations();
         assert!(ctx.reserved_blocks_per_plane() > 0);
+        assert!(ctx.lbas() > 0, "the FTL's capacity is known at attach");
         Ok(())
     }
 

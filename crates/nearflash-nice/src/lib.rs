@@ -19,6 +19,7 @@
 pub mod chain;
 pub mod cnn;
 pub mod error;
+pub mod firmware;
 pub mod ext4;
 pub mod host;
 pub mod knn;

@@ -173,6 +173,11 @@ impl AttachCtx<'_> {
         self.core.ftl.reserved_per_plane()
     }
 
+    /// Logical blocks the FTL holds (the capacity C before any `advertise_lbas`).
+    pub fn lbas(&self) -> u64 {
+        self.core.ftl.logical_sectors()
+    }
+
     fn taken_by(&self, pred: impl Fn(&Declared) -> bool) -> Option<&str> {
         self.others.iter().find(|(_, d)| pred(d)).map(|(n, _)| n.as_str())
     }

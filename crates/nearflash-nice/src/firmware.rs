@@ -1,0 +1,374 @@
+//! The NICE firmware extension (first step): hyper-addressing on the platform's extension API.
+//!
+//! The device advertises 2C logical blocks (C: the FTL's capacity). An ordinary Write or Read at LBA >= C is an
+//! in-storage invocation on the file whose first data sector is LBA - C; no new commands:
+//! * Write at C + head: `NICE_Write` — the first byte of the block is the op id (one byte, so that a client that
+//!   can only write a fill pattern, `qemu-io write -P 1`, can invoke); the op is bound to the file until the next
+//!   NICE_Write.
+//! * Read at C + head: `NICE_Read` — the firmware streams the file's sectors from flash, runs the bound op and
+//!   returns its result in the first bytes of the buffer (the rest is zero).
+//!
+//! The firmware learns the ext4 layout only from the writes it sees. `observe(HostEvent::Write)` carries no data,
+//! so the written ranges are remembered and read back lazily from flash through `ExecCtx::flash_read` (charged in
+//! virtual time) at the next invocation, as a real firmware re-reads its buffer or flash; the learner then handles
+//! ext4's data-before-inode order (deferred list building, `learner.rs`).
+//!
+//! Ops (all little-endian): 1 = CRC-32 (IEEE) of the file's bytes, 2 = sum of the file's bytes, on the A53;
+//! 3 = NICE-K, on the declared FPGA unit `nice.knn`: the NICE_Write block is [3, width bits (16|32), dim (u16),
+//! k (u16), 2 pad bytes, query as dim i32]; the file is an embedding matrix of that width. Result: op (u32), file
+//! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
+//! nearest first as (squared L2 distance u64, vector index u32).
+
+use crate::knn::{knn, knn_timing, KnnParams, Width};
+use crate::learner::Learner;
+use crate::source::BlockSource;
+use nearflash_core::engine::Time;
+use nearflash_core::ext::{UnitHandle, UnitSpec};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Sqe, Status};
+use nearflash_core::nvme::opcode;
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "nice";
+pub const OP_CRC32: u32 = 1;
+pub const OP_SUM: u32 = 2;
+pub const OP_KNN: u32 = 3;
+/// Energy per NICE-K unit cycle, assumed: a few DSP48 MACs and a comparator chain at 16 nm, ~5 pJ per cycle.
+const KNN_PJ_PER_CYCLE: f64 = 5.0;
+/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
+const KNN_STATIC_MW: f64 = 50.0;
+
+/// A parsed NICE_Write block.
+#[derive(Debug, Clone, PartialEq)]
+enum Job {
+    Crc,
+    Sum,
+    Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
+}
+
+impl Job {
+    fn parse(b: &[u8]) -> Option<Job> {
+        match u32::from(*b.first()?) {
+            OP_CRC32 => Some(Job::Crc),
+            OP_SUM => Some(Job::Sum),
+            OP_KNN => {
+                let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
+                let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
+                let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
+                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K {
+                    return None;
+                }
+                let q = b.get(8..8 + 4 * dim)?;
+                let query = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                Some(Job::Knn { width, dim, k, query })
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes of the block that define the job (what is saved).
+    fn block_len(b: &[u8]) -> usize {
+        match u32::from(b[0]) {
+            OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
+            _ => 1,
+        }
+    }
+}
+/// Firmware instructions per sector fed to the learner (parsing metadata on the A53), assumed: a few hundred
+/// instructions of bounded parsing per 4 KiB block.
+const LEARN_INSTR_PER_SECTOR: f64 = 400.0;
+/// Firmware instructions per invocation (decode hyper-address, hash-table lookup), assumed.
+const INVOKE_INSTR: f64 = 2_000.0;
+/// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
+const OP_INSTR_PER_BYTE: f64 = 2.0;
+/// Bound on remembered dirty ranges before they are merged into one span.
+const MAX_PENDING: usize = 4096;
+
+pub struct NiceFirmware {
+    capacity: u64,
+    sector: u32,
+    learner: Option<Learner>,
+    pending: Vec<(u64, u64)>,
+    /// The NICE_Write block bound to each file head (its defining bytes).
+    ops: BTreeMap<u64, Vec<u8>>,
+    knn_unit: Option<UnitHandle>,
+    knn_params: KnnParams,
+    /// Every range ever written (merged; start -> end): what a reopened device re-learns from flash.
+    written: BTreeMap<u64, u64>,
+    invocations: u64,
+    refused: u64,
+    learnt_sectors: u64,
+}
+
+impl NiceFirmware {
+    pub fn new() -> Self {
+        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), knn_unit: None, knn_params: KnnParams::default(), written: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
+    }
+
+    /// Feeds every remembered written range to the learner, reading it back from flash; returns when done.
+    fn learn(&mut self, ctx: &mut ExecCtx<'_>, mut t: Time) -> Time {
+        let Some(learner) = self.learner.as_mut() else { return t };
+        let ss = self.sector as usize;
+        for (slba, nlb) in std::mem::take(&mut self.pending) {
+            for lba in slba..slba + nlb {
+                // A merged span may cover blocks never written: there is nothing to learn there.
+                if matches!(ctx.placement(lba), Ok(Placement::Unmapped) | Err(_)) {
+                    continue;
+                }
+                let mut buf = vec![0u8; ss];
+                let Ok(r) = ctx.flash_read(lba, 1, t, &mut buf) else { continue };
+                t = ctx.firmware(r.done, LEARN_INSTR_PER_SECTOR);
+                let mut src = FlashSource { ctx, t };
+                let _ = learner.ingest(lba, &buf, &mut src);
+                t = src.t;
+                self.learnt_sectors += 1;
+            }
+        }
+        t
+    }
+
+    /// Adds [a, b) to the merged set of written ranges.
+    fn mark_written(&mut self, mut a: u64, mut b: u64) {
+        let touching: Vec<(u64, u64)> = self.written.range(..=b).rev().take_while(|&(_, &e)| e >= a).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in touching {
+            self.written.remove(&s);
+            a = a.min(s);
+            b = b.max(e);
+        }
+        self.written.insert(a, b);
+    }
+
+    fn head(&self, sqe: &Sqe) -> Result<u64, Status> {
+        let lba = sqe.slba().checked_sub(self.capacity).ok_or(Status::INVALID_FIELD)?;
+        let file = self.learner.as_ref().and_then(|l| l.file_at_head(lba)).ok_or(Status::INVALID_FIELD)?;
+        if file.is_dir || !file.complete {
+            return Err(Status::INVALID_FIELD);
+        }
+        Ok(lba)
+    }
+
+    fn run(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<Time, Status> {
+        if sqe.slba().checked_add(u64::from(sqe.nlb())).is_none_or(|end| end > 2 * self.capacity) {
+            return Err(Status::LBA_OUT_OF_RANGE);
+        }
+        let t = ctx.firmware(ctx.start, INVOKE_INSTR);
+        let t = self.learn(ctx, t);
+        let head = self.head(sqe)?;
+        match (sqe.opcode, data) {
+            (opcode::WRITE, DataBuf::ToDevice(src)) => {
+                Job::parse(src).ok_or(Status::INVALID_FIELD)?;
+                self.ops.insert(head, src[..Job::block_len(src)].to_vec());
+                Ok(ctx.from_host(t, src.len() as u64))
+            }
+            (opcode::READ, DataBuf::FromDevice(out)) => {
+                let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
+                let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
+                let file = self.learner.as_ref().and_then(|l| l.file_at_head(head)).cloned().ok_or(Status::INVALID_FIELD)?;
+                let ss = self.sector as usize;
+                let mut bytes = vec![0u8; file.lbas.len() * ss];
+                let mut done = t;
+                for (i, &lba) in file.lbas.iter().enumerate() {
+                    let r = ctx.flash_read(lba, 1, t, &mut bytes[i * ss..(i + 1) * ss])?;
+                    done = done.max(r.done);
+                }
+                bytes.truncate(file.size.min(bytes.len() as u64) as usize);
+                let mut tail = Vec::new();
+                let (value, done) = match &job {
+                    Job::Crc => (u64::from(crc32fast::hash(&bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+                    Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+                    Job::Knn { width, dim, k, query } => {
+                        // A file that is not whole vectors of this shape is refused, never truncated.
+                        let best = knn(&bytes, *dim, *width, query, *k, &self.knn_params).map_err(|_| Status::INVALID_FIELD)?;
+                        if out.len() < 24 + 12 * best.len() {
+                            return Err(Status::INVALID_FIELD);
+                        }
+                        let n = (bytes.len() / (dim * width.bytes())) as u64;
+                        let cycles = knn_timing(n, *dim, *width, *k, &self.knn_params).total_cycles;
+                        let done = ctx.compute(self.knn_unit.expect("attached"), 0, done, cycles);
+                        for (d, i) in &best {
+                            tail.extend_from_slice(&d.to_le_bytes());
+                            tail.extend_from_slice(&i.to_le_bytes());
+                        }
+                        (best.len() as u64, done)
+                    }
+                };
+                out.fill(0);
+                let mut res = Vec::with_capacity(24 + tail.len());
+                res.extend_from_slice(&op.to_le_bytes());
+                res.extend_from_slice(&file.size.to_le_bytes());
+                res.extend_from_slice(&file.inode.to_le_bytes());
+                res.extend_from_slice(&value.to_le_bytes());
+                res.extend_from_slice(&tail);
+                let n = res.len().min(out.len());
+                out[..n].copy_from_slice(&res[..n]);
+                Ok(ctx.to_host(done, out.len() as u64))
+            }
+            _ => Err(Status::INVALID_FIELD),
+        }
+    }
+}
+
+impl Default for NiceFirmware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The learner's re-reads of sectors outside the current write, from flash through the FTL (timed).
+struct FlashSource<'a, 'b> {
+    ctx: &'a mut ExecCtx<'b>,
+    t: Time,
+}
+
+impl BlockSource for FlashSource<'_, '_> {
+    fn sector_size(&self) -> u32 {
+        self.ctx.lba_bytes() as u32
+    }
+    fn read(&mut self, lba: u64) -> Option<Vec<u8>> {
+        if !matches!(self.ctx.placement(lba), Ok(Placement::Flash { .. } | Placement::Buffered)) {
+            return None;
+        }
+        let mut buf = vec![0u8; self.ctx.lba_bytes() as usize];
+        let r = self.ctx.flash_read(lba, 1, self.t, &mut buf).ok()?;
+        self.t = r.done;
+        Some(buf)
+    }
+}
+
+impl Extension for NiceFirmware {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn attach(&mut self, ctx: &mut AttachCtx<'_>) -> nearflash_core::Result<()> {
+        self.capacity = ctx.lbas();
+        self.sector = ctx.geometry().sector_size;
+        ctx.advertise_lbas(2 * self.capacity)?;
+        for op in [opcode::READ, opcode::WRITE] {
+            ctx.intercept(Intercept::LbaFrom { opcode: op, first_lba: self.capacity })?;
+        }
+        ctx.observe();
+        self.knn_unit = Some(ctx.add_units(&UnitSpec {
+            name: "nice.knn".into(),
+            count: 1,
+            freq_hz: self.knn_params.clock,
+            pj_per_cycle: KNN_PJ_PER_CYCLE,
+            static_mw: KNN_STATIC_MW,
+        })?);
+        self.learner = Some(Learner::new(self.capacity, self.sector).map_err(|e| nearflash_core::SimError::Config(format!("nice: {e}")))?);
+        Ok(())
+    }
+
+    fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        self.invocations += 1;
+        match self.run(ctx, sqe, data) {
+            Ok(done) => ExtCompletion::ok(done),
+            Err(s) => {
+                self.refused += 1;
+                ExtCompletion::failed(s, ctx.start)
+            }
+        }
+    }
+
+    fn observe(&mut self, event: &HostEvent) {
+        if let HostEvent::Write { slba, nlb } = *event {
+            self.mark_written(slba, slba + nlb);
+            if self.pending.len() >= MAX_PENDING {
+                let lo = self.pending.iter().map(|p| p.0).min().unwrap_or(slba).min(slba);
+                let hi = self.pending.iter().map(|p| p.0 + p.1).max().unwrap_or(0).max(slba + nlb);
+                self.pending = vec![(lo, hi - lo)];
+            } else {
+                self.pending.push((slba, nlb));
+            }
+        }
+    }
+
+    /// The ops bound to files and the written ranges; the layout itself is re-learnt from flash after a reopen, as a
+    /// firmware rebuilding its tables at power-on would.
+    fn save(&self) -> Option<Vec<u8>> {
+        let ops: Vec<(u64, &Vec<u8>)> = self.ops.iter().map(|(&h, b)| (h, b)).collect();
+        let written: Vec<(u64, u64)> = self.written.iter().map(|(&a, &b)| (a, b)).collect();
+        serde_json::to_vec(&serde_json::json!({ "version": 1, "ops": ops, "written": written })).ok()
+    }
+
+    fn restore(&mut self, state: &[u8]) -> nearflash_core::Result<()> {
+        let bad = |why: &str| nearflash_core::SimError::Config(format!("nice: saved state: {why}"));
+        let v: serde_json::Value = serde_json::from_slice(state).map_err(|e| bad(&e.to_string()))?;
+        if v["version"] != 1 {
+            return Err(bad("unknown version"));
+        }
+        let pairs = |key: &str| -> nearflash_core::Result<Vec<(u64, u64)>> {
+            let arr = v[key].as_array().ok_or_else(|| bad(&format!("{key} is not a list")))?;
+            arr.iter()
+                .map(|p| match (p[0].as_u64(), p[1].as_u64()) {
+                    (Some(a), Some(b)) => Ok((a, b)),
+                    _ => Err(bad(&format!("{key} entry {p} is not a pair of integers"))),
+                })
+                .collect()
+        };
+        let written = pairs("written")?;
+        if written.iter().any(|&(a, b)| a >= b || b > self.capacity) {
+            return Err(bad("a written range is out of bounds"));
+        }
+        let mut ops = BTreeMap::new();
+        for e in v["ops"].as_array().ok_or_else(|| bad("ops is not a list"))? {
+            let head = e[0].as_u64().ok_or_else(|| bad("an op's head is not an integer"))?;
+            let block: Option<Vec<u8>> = e[1].as_array().and_then(|a| a.iter().map(|x| x.as_u64().and_then(|x| u8::try_from(x).ok())).collect());
+            let block = block.filter(|b| Job::parse(b).is_some()).ok_or_else(|| bad("an op block does not parse"))?;
+            ops.insert(head, block);
+        }
+        self.ops = ops;
+        self.written.clear();
+        for (a, b) in written {
+            self.mark_written(a, b);
+        }
+        self.pending = self.written.iter().map(|(&a, &b)| (a, b - a)).collect();
+        Ok(())
+    }
+
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "capacity_lbas": self.capacity,
+            "invocations": self.invocations,
+            "refused": self.refused,
+            "learnt_sectors": self.learnt_sectors,
+            "files": self.learner.as_ref().map_or(0, |l| l.files().count()),
+        })
+    }
+}
+
+inventory::submit! {
+    nearflash_core::ext::Registration {
+        name: NAME,
+        about: "NICE (Wang et al.): hyper-addressed in-storage computing on files of a real ext4 file system",
+        build: |overrides, _cfg| match overrides {
+            serde_json::Value::Null => Ok(Box::new(NiceFirmware::new())),
+            serde_json::Value::Object(m) if m.is_empty() => Ok(Box::new(NiceFirmware::new())),
+            other => Err(nearflash_core::SimError::Config(format!("nice: takes no parameters yet, got {other}"))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_ranges_merge_and_a_damaged_state_is_refused() {
+        let mut f = NiceFirmware::new();
+        f.capacity = 1000;
+        for (a, b) in [(10, 20), (30, 40), (20, 30), (100, 110), (5, 12)] {
+            f.mark_written(a, b);
+        }
+        assert_eq!(f.written.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>(), vec![(5, 40), (100, 110)]);
+        f.ops.insert(7, vec![OP_SUM as u8]);
+        let saved = f.save().unwrap();
+        let mut g = NiceFirmware::new();
+        g.capacity = 1000;
+        g.restore(&saved).unwrap();
+        assert_eq!((g.written, g.ops.clone()), (f.written.clone(), f.ops.clone()));
+        assert_eq!(g.pending, vec![(5, 35), (100, 10)], "a reopened device re-learns what was written");
+        for bad in [&b"{}"[..], b"not json", br#"{"version":1,"ops":[[1,[9]]],"written":[]}"#, br#"{"version":1,"ops":[],"written":[[5,2000]]}"#] {
+            assert!(NiceFirmware::new().restore(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}

@@ -1,0 +1,106 @@
+"""NICE's host library (the paper's Table II) over a device with the `nice` firmware attached: `open(path, flag)`
+looks the file up in the ext4 file system on the device's blocks and checks its mode bits and owner against the
+caller's uid, keeping the head-LBA table; `nice_write(path, op)` and `nice_read(path)` are an ordinary Write and Read
+at the file's hyper-address (first LBA + C). Nothing else talks to the device.
+
+The lookup reads the file system's blocks through the device's ordinary Read (as a kernel fills its page cache) and
+resolves the path with the crate's ext4 reader; the in-storage work is all the firmware's."""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from nearflash._native import InvalidArgument
+
+from . import learn_image, lookup
+
+OPS = {"crc32": 1, "sum": 2, "knn": 3}
+
+
+class NiceHost:
+    def __init__(self, device: Any, uid: int = 0):
+        if not isinstance(uid, int) or uid < 0:
+            raise InvalidArgument(f"uid must be a non-negative int, got {uid!r}")
+        self.dev = device
+        self.uid = uid
+        self.capacity = device.lbas // 2  # the firmware advertises twice the capacity
+        self.heads: dict[str, int] = {}
+
+    def _snapshot(self) -> str:
+        bs = self.dev.lba_bytes
+        sb = bytes(self.dev.read(0, max(1, 2048 // bs)))[1024:2048]
+        if struct.unpack_from("<H", sb, 56)[0] != 0xEF53:
+            raise InvalidArgument("the device holds no ext4 file system at LBA 0 (superblock magic missing)")
+        blocks, log = struct.unpack_from("<I", sb, 4)[0], struct.unpack_from("<I", sb, 24)[0]
+        size = blocks * (1024 << min(log, 6))
+        if size > self.capacity * bs:
+            raise InvalidArgument(f"the superblock states {size} B, more than the device's {self.capacity * bs} B")
+        fd, tmp = tempfile.mkstemp(prefix="nice-fs-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(bytes(self.dev.read(0, size // bs)))
+        return tmp
+
+    def open(self, path: str, flag: int = os.O_RDONLY) -> int:
+        """Looks `path` up, checks the caller may read it (O_RDONLY) or read and write it (O_RDWR); returns and keeps
+        the file's head LBA. FileNotFoundError for an unknown path, PermissionError when the mode bits refuse."""
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidArgument(f"path must be an absolute path string, got {path!r}")
+        if flag not in (os.O_RDONLY, os.O_RDWR):
+            raise InvalidArgument(f"flag must be os.O_RDONLY or os.O_RDWR, got {flag!r}")
+        tmp = self._snapshot()
+        try:
+            ino, _levels, lbas = lookup(tmp, path, 0, self.dev.lba_bytes)
+            meta = next(f for f in learn_image(tmp, "forward", self.dev.lba_bytes)["files"] if f["inode"] == ino)
+        finally:
+            os.unlink(tmp)
+        if meta["is_dir"] or not lbas:
+            raise InvalidArgument(f"{path} is a directory or an empty file: nothing to compute on")
+        need = 0o4 | (0o2 if flag == os.O_RDWR else 0)
+        bits = (meta["mode"] >> 6) & 7 if meta["uid"] == self.uid else meta["mode"] & 7
+        if self.uid != 0 and bits & need != need:
+            raise PermissionError(f"{path}: mode {meta['mode'] & 0o777:o}, owner uid {meta['uid']}: uid {self.uid} may not open it")
+        self.heads[path] = lbas[0]
+        return lbas[0]
+
+    def _head(self, path: str) -> int:
+        if path not in self.heads:
+            raise InvalidArgument(f"{path!r} is not open: call open(path, flag) first")
+        return self.heads[path]
+
+    def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16) -> int:
+        """Binds in-storage op `op` to the open file: 'crc32', 'sum', or 'knn' (NICE-K: the file is an int16/int32
+        embedding matrix of len(query) columns; `k` nearest by squared L2). Returns the latency in ns."""
+        if op not in OPS:
+            raise InvalidArgument(f"op must be one of {sorted(OPS)}, got {op!r}")
+        block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
+        block[0] = OPS[op]
+        if op == "knn":
+            q = np.asarray(query)
+            if q.ndim != 1 or not 1 <= q.size <= (self.dev.lba_bytes - 8) // 4 or not np.issubdtype(q.dtype, np.integer):
+                raise InvalidArgument(f"query must be 1..{(self.dev.lba_bytes - 8) // 4} integers, got {q.shape} of {q.dtype}")
+            if not isinstance(k, int) or not 1 <= k <= (self.dev.lba_bytes - 24) // 12:
+                raise InvalidArgument(f"k must be an int in 1..{(self.dev.lba_bytes - 24) // 12}, got {k!r}")
+            if bits not in (16, 32):
+                raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
+            if np.any(q < -(2**31)) or np.any(q >= 2**31):
+                raise InvalidArgument("query values must fit in 32 bits")
+            block[1] = bits
+            block[2:8] = np.frombuffer(struct.pack("<HHH", q.size, k, 0), dtype=np.uint8)
+            block[8 : 8 + 4 * q.size] = np.frombuffer(q.astype("<i4").tobytes(), dtype=np.uint8)
+        return self.dev.write(self.capacity + self._head(path), block)
+
+    def nice_read(self, path: str) -> dict[str, Any]:
+        """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
+        (distance, index) rows nearest first."""
+        out = bytes(self.dev.read(self.capacity + self._head(path), 1))
+        op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
+        r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
+        if op == OPS["knn"]:
+            rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=value, offset=24)
+            r["neighbours"] = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+        return r
