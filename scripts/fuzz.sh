@@ -20,7 +20,10 @@ for target in $(cargo fuzz list); do
   mkdir -p "corpus/$target"
   log="$(mktemp)"
   status=0
-  RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none "$target" "corpus/$target" -- \
+  # Inputs that once failed (fuzz/regressions/TARGET, kept in git) run first, every time.
+  extra=()
+  [ -d "regressions/$target" ] && extra=("regressions/$target")
+  RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none "$target" "corpus/$target" "${extra[@]}" -- \
     -max_total_time="$SECONDS_EACH" -max_len=4096 -timeout=30 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -v '^stat::' "$log" | tail -n 3
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"

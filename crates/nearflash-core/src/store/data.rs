@@ -189,7 +189,15 @@ impl DataStore {
 
     /// Frees the host storage of `pages` pages from `first_ppn` (block erase).
     pub fn punch(&mut self, first_ppn: u64, pages: u64) -> Result<()> {
-        debug_assert!(self.copy_run.1.is_empty(), "GC copies not written before an erase");
+        // Another plane's GC page may still be gathering copies (its page is not programmed yet): they belong to a
+        // different block, so they land now, and the erase cannot overtake them.
+        let spp = self.page / self.sector;
+        let (run_first, run) = (&self.copy_run.0, &self.copy_run.1);
+        debug_assert!(
+            run.is_empty() || *run_first + run.len() as u64 / self.sector <= first_ppn * spp || *run_first >= (first_ppn + pages) * spp,
+            "GC copies pending into the block being erased"
+        );
+        self.flush_copies()?;
         if self.copy_src.as_ref().is_some_and(|(p, _)| (first_ppn..first_ppn + pages).contains(p)) {
             self.copy_src = None;
         }
@@ -230,6 +238,18 @@ mod tests {
 
     fn sector(tag: u8) -> Vec<u8> {
         vec![tag; 512]
+    }
+
+    #[test]
+    fn an_erase_elsewhere_lands_pending_copies_first() {
+        // Found by the device_model fuzzer: one plane's GC page still gathers copies while another plane erases.
+        let mut d = DataStore::unnamed(512, 2048).unwrap();
+        d.write_sectors(0, &sector(7)).unwrap();
+        d.copy_sector(0, 40).unwrap(); // pending: the destination page is not programmed yet
+        d.punch(0, 4).unwrap(); // the source block (pages 0..4) is erased
+        let mut out = vec![0u8; 512];
+        d.read_sector(40, &mut out).unwrap();
+        assert_eq!(out, sector(7), "the pending copy survived the erase of its source");
     }
 
     #[test]
