@@ -303,7 +303,7 @@ impl NiceFirmware {
                     self.stats.link_mismatches += st.mismatches;
                     self.stats.rebuilds += u64::from(st.rebuilt);
                     bytes.truncate(found.size.min(bytes.len() as u64) as usize);
-                    self.compute(ctx, &job, &bytes, out.len(), done, &mut tail)?
+                    self.compute(ctx, &job, &bytes, out.len(), (t, done), &mut tail)?
                 };
                 let res = result_block(op, found.size, found.inode, value, &tail);
                 out.fill(0);
@@ -316,7 +316,7 @@ impl NiceFirmware {
     }
 
     /// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
-    fn compute(&self, ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, done: Time, tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+    fn compute(&self, ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
         Ok(match job {
             Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
             Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
@@ -327,8 +327,12 @@ impl NiceFirmware {
                     return Err(Status::INVALID_FIELD);
                 }
                 let n = (bytes.len() / (dim * width.bytes())) as u64;
-                let cycles = knn_timing(n, *dim, *width, *k, &self.knn_params).total_cycles;
-                let done = ctx.compute(self.knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, done, cycles);
+                let timing = knn_timing(n, *dim, *width, *k, &self.knn_params);
+                // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
+                // flash reads, so it may start as late as one stream time before the last page lands.
+                let stream_ns = (timing.stream_cycles / self.knn_params.clock * 1e9) as Time;
+                let start = done.saturating_sub(stream_ns).max(issued);
+                let done = ctx.compute(self.knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
                 for (d, i) in &best {
                     tail.extend_from_slice(&d.to_le_bytes());
                     tail.extend_from_slice(&i.to_le_bytes());
