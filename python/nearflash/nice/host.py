@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nearflash._native import InvalidArgument
+from nearflash.errors import NvmeError
 
 from . import learn_image, lookup
 
@@ -72,6 +73,17 @@ class NiceHost:
             raise InvalidArgument(f"{path!r} is not open: call open(path, flag) first")
         return self.heads[path]
 
+    def _io(self, path: str, what: str, call: Any) -> Any:
+        """Runs a Read/Write at the file's hyper-address; a refusal names the file and what the status means here."""
+        lba = self.capacity + self._head(path)
+        try:
+            return call(lba)
+        except NvmeError as e:
+            why = {0x02: "the device knows no whole file starting at its head LBA (changed or removed since open, or its "
+                         "metadata is damaged), or the op does not fit the file",
+                   0x0C: "no NICE_Write bound an op to it"}.get(e.sc if e.sct == 0 else -1, e.status)
+            raise NvmeError(e.sct, e.sc, f"{what} {path} at hyper-address {lba}: {why}") from e
+
     def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16) -> int:
         """Binds in-storage op `op` to the open file: 'crc32', 'sum', or 'knn' (NICE-K: the file is an int16/int32
         embedding matrix of len(query) columns; `k` nearest by squared L2). Returns the latency in ns."""
@@ -92,12 +104,12 @@ class NiceHost:
             block[1] = bits
             block[2:8] = np.frombuffer(struct.pack("<HHH", q.size, k, 0), dtype=np.uint8)
             block[8 : 8 + 4 * q.size] = np.frombuffer(q.astype("<i4").tobytes(), dtype=np.uint8)
-        return self.dev.write(self.capacity + self._head(path), block)
+        return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
 
     def nice_read(self, path: str) -> dict[str, Any]:
         """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
         (distance, index) rows nearest first."""
-        out = bytes(self.dev.read(self.capacity + self._head(path), 1))
+        out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, 1)))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
         r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
         if op == OPS["knn"]:
