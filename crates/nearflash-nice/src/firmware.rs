@@ -100,6 +100,9 @@ const LEARN_INSTR_PER_SECTOR: f64 = 400.0;
 const INVOKE_INSTR: f64 = 2_000.0;
 /// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
 const OP_INSTR_PER_BYTE: f64 = 2.0;
+/// Largest file an op processes, assumed: a 1 GiB staging buffer of the 8 GB DDR4 (a sparse file's size can exceed
+/// its data by far; holes are materialised as zeros).
+const MAX_ISC_BYTES: u64 = 1 << 30;
 /// Bound on remembered dirty ranges before they are merged into one span.
 const MAX_PENDING: usize = 4096;
 
@@ -298,11 +301,14 @@ impl NiceFirmware {
                 let (value, done) = if job == Job::Locate {
                     (u64::from(found.flash_reads), t)
                 } else {
-                    let (mut bytes, done, st) = oob_list::stream(ctx, chain, *partition, t)?;
+                    if found.size > MAX_ISC_BYTES {
+                        return Err(Status::INVALID_FIELD);
+                    }
+                    let (pages, done, st) = oob_list::stream(ctx, chain, *partition, t)?;
                     self.stats.stream_page_reads += st.page_reads;
                     self.stats.link_mismatches += st.mismatches;
                     self.stats.rebuilds += u64::from(st.rebuilt);
-                    bytes.truncate(found.size.min(bytes.len() as u64) as usize);
+                    let bytes = found.assemble(&pages, self.sector as usize);
                     self.compute(ctx, &job, &bytes, out.len(), (t, done), &mut tail)?
                 };
                 let res = result_block(op, found.size, found.inode, value, &tail);

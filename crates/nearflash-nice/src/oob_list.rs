@@ -101,13 +101,34 @@ pub struct Located {
     pub inode: u32,
     pub size: u64,
     pub lbas: Vec<u64>,
+    /// Byte offset in the file of each of `lbas` (holes between extents read as zeros).
+    pub offsets: Vec<u64>,
     pub flash_reads: u32,
+}
+
+impl Located {
+    /// The file's bytes from its data sectors in `lbas` order (whole sectors each): holes are zeros, the tail past
+    /// the size is cut.
+    pub fn assemble(&self, sectors: &[u8], sector: usize) -> Vec<u8> {
+        let size = usize::try_from(self.size).unwrap_or(usize::MAX);
+        let mut out = vec![0u8; size.min(self.offsets.last().map_or(0, |&o| o as usize + sector))];
+        for (i, &off) in self.offsets.iter().enumerate() {
+            let off = off as usize;
+            if off >= out.len() {
+                break;
+            }
+            let n = sector.min(out.len() - off);
+            out[off..off + n].copy_from_slice(&sectors[i * sector..i * sector + n]);
+        }
+        out.resize(size, 0);
+        out
+    }
 }
 
 /// Locates the file whose first data sector is `head`: the head page's OOB names the inode; the inode's sector gives
 /// its extents. `Err(INVALID_FIELD)` when the head carries no first-page record or the inode no longer starts
-/// there (changed since it was linked), `Err(DATA_CORRUPT...)`-like damage is refused as Invalid Field too, with
-/// nothing processed.
+/// there (changed since it was linked) and when the inode is damaged; a read failure passes its status on. Nothing is
+/// processed in either case.
 pub fn locate(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, head: u64, t: Time) -> Result<(Located, Time), Status> {
     let mut reads = 0u32;
     let (_, t) = cache.read(ctx, head, t, &mut reads)?;
@@ -151,18 +172,19 @@ pub fn locate(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, h
     }
     let extents = extents.map_err(|_| Status::INVALID_FIELD)?;
     let per = bs / ss;
-    let mut lbas = Vec::new();
+    let (mut lbas, mut offsets) = (Vec::new(), Vec::new());
     for e in extents.iter().filter(|e| !e.unwritten) {
         for b in 0..u64::from(e.len) {
             let first = base + (e.start + b) * per;
             lbas.extend(first..first + per);
+            offsets.extend((0..per).map(|s| (u64::from(e.logical) + b) * bs + s * ss));
         }
     }
     if lbas.first() != Some(&head) {
         return Err(Status::INVALID_FIELD);
     }
     let t = ctx.firmware(t, INODE_PARSE_INSTR);
-    Ok((Located { inode: rec.inode, size: inode.size, lbas, flash_reads: reads }, t))
+    Ok((Located { inode: rec.inode, size: inode.size, lbas, offsets, flash_reads: reads }, t))
 }
 
 /// The OOB records of a file at its pages' current physical sectors, written in place. Returns the chain.
@@ -282,4 +304,37 @@ pub fn stream(ctx: &mut ExecCtx<'_>, chain: &mut FileChain, partition: u8, t: Ti
         stats.rebuilt = true;
     }
     Ok((bytes, done, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assembly_puts_sectors_at_their_offsets_with_zero_holes_and_cuts_the_tail() {
+        let loc = Located { inode: 12, size: 10, lbas: vec![7, 9], offsets: vec![0, 6], flash_reads: 2 };
+        let sectors = [1u8, 1, 1, 1, 2, 2, 2, 2];
+        assert_eq!(loc.assemble(&sectors, 4), vec![1, 1, 1, 1, 0, 0, 2, 2, 2, 2]);
+        // A size beyond the last data sector: a trailing hole.
+        let loc = Located { size: 14, ..loc };
+        assert_eq!(loc.assemble(&sectors, 4), vec![1, 1, 1, 1, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0]);
+        // A size inside the first sector: the rest is cut.
+        let loc = Located { size: 3, ..loc };
+        assert_eq!(loc.assemble(&sectors, 4), vec![1, 1, 1]);
+        let empty = Located { size: 0, lbas: vec![], offsets: vec![], ..loc };
+        assert!(empty.assemble(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn the_metadata_cache_drops_what_the_host_overwrites() {
+        let mut c = PageCache::new(2);
+        for l in [1u64, 2, 3] {
+            c.order.push_back(l);
+            c.pages.insert(l, vec![l as u8]);
+        }
+        c.invalidate(2, 3);
+        assert_eq!((c.pages.len(), c.order.iter().copied().collect::<Vec<_>>()), (2, vec![1, 3]));
+        c.invalidate(0, 100);
+        assert!(c.pages.is_empty() && c.order.is_empty());
+    }
 }

@@ -103,9 +103,12 @@ fn every_file_is_located_in_at_most_two_flash_reads_from_its_first_pages_oob() {
     let pages: u64 = files.iter().map(|(_, d)| (d.len() as u64).div_ceil(s.ss as u64)).sum();
     assert!(stat(&s.dev, "oob_records_written") >= pages, "records for all {pages} file pages");
     assert_eq!(stat(&s.dev, "locate_flash_reads_max"), 2);
-    // The sparse file's 12 extents live in an extent-tree block: one more read, counted.
+    // The sparse file's 12 extents live in an extent-tree block: one more read, counted; its holes read as zeros.
     let head = head_lba(&s, "/sparse.bin");
     assert_eq!(invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap().3, 3);
+    let sparse = s.img.files.iter().find(|(p, _)| p == "/sparse.bin").unwrap().1.clone();
+    let (_, size, _, crc, _) = invoke(&mut s, head, &[OP_CRC32 as u8]).unwrap();
+    assert_eq!((size, crc), (sparse.len() as u64, u64::from(crc32fast::hash(&sparse))), "holes are zeros");
     // With the metadata cache (the paper's FTL cache), a second locate reads no flash.
     let mut s = filled(1024, false);
     let head = head_lba(&s, "/a/b/c/d/e/f/deep.bin");
