@@ -126,6 +126,11 @@ pub struct NiceFirmware {
     owner: BTreeMap<u64, u64>,
     /// Files whose layout the learner reported and whose list is not written yet.
     unlinked: BTreeSet<(usize, u32)>,
+    /// Head LBA of each linked file, by (partition, inode).
+    by_inode: BTreeMap<(usize, u32), u64>,
+    /// Files that could not be linked yet (a data page not written: a writer that puts inodes first); retried after
+    /// the next writes.
+    retry: BTreeSet<(usize, u32)>,
     cache: PageCache,
     stats: ListStats,
 }
@@ -167,6 +172,8 @@ impl NiceFirmware {
             chains: BTreeMap::new(),
             owner: BTreeMap::new(),
             unlinked: BTreeSet::new(),
+            by_inode: BTreeMap::new(),
+            retry: BTreeSet::new(),
             cache: PageCache::new(pages),
             stats: ListStats::default(),
         }
@@ -177,6 +184,9 @@ impl NiceFirmware {
         let Some(learner) = self.learner.as_mut() else { return t };
         let ss = self.sector as usize;
         let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            self.unlinked.append(&mut self.retry);
+        }
         // A host write into a linked file's pages leaves copies without records: relink those files.
         for &(slba, nlb) in &pending {
             for (_, &head) in self.owner.range(slba..slba + nlb) {
@@ -217,22 +227,26 @@ impl NiceFirmware {
     /// regular file; returns when the records are written.
     fn link_pending(&mut self, ctx: &mut ExecCtx<'_>, mut t: Time) -> Time {
         let Some(learner) = self.learner.as_ref() else { return t };
-        for (partition, inode) in std::mem::take(&mut self.unlinked) {
-            let old: Vec<u64> = self.chains.iter().filter(|(_, (c, p))| c.inode == inode && usize::from(*p) == partition).map(|(&h, _)| h).collect();
-            for h in old {
+        for key in std::mem::take(&mut self.unlinked) {
+            if let Some(h) = self.by_inode.remove(&key) {
                 if let Some((c, _)) = self.chains.remove(&h) {
                     for l in c.lpns {
-                        self.owner.remove(&l);
+                        if self.owner.get(&l) == Some(&h) {
+                            self.owner.remove(&l);
+                        }
                     }
                 }
             }
-            let Some(file) = learner.file(partition, inode) else { continue };
+            let Some(file) = learner.file(key.0, key.1) else { continue };
             if file.is_dir || !file.complete || file.lbas.is_empty() {
                 continue;
             }
-            // A file whose pages are not all stored (or an inode number the 32-bit record cannot hold) is not linked;
-            // invocations on it are refused.
-            let Ok((chain, done)) = oob_list::link(ctx, file, t) else { continue };
+            // A file whose pages are not all stored yet is retried after the next writes; until then (and for an
+            // inode number the 32-bit record cannot hold) invocations on it are refused.
+            let Ok((chain, done)) = oob_list::link(ctx, file, t) else {
+                self.retry.insert(key);
+                continue;
+            };
             t = done;
             self.stats.files_linked += 1;
             self.stats.records_written += chain.lpns.len() as u64;
@@ -240,7 +254,11 @@ impl NiceFirmware {
             for &l in &chain.lpns {
                 self.owner.insert(l, head);
             }
-            self.chains.insert(head, (chain, file.partition as u8));
+            // Another file that still claimed this head (its layout changed since) loses it.
+            if let Some((old, p)) = self.chains.insert(head, (chain, file.partition as u8)) {
+                self.by_inode.remove(&(usize::from(p), old.inode));
+            }
+            self.by_inode.insert(key, head);
         }
         t
     }

@@ -182,3 +182,28 @@ fn random_overwrites_through_gc_break_links_that_are_detected_and_repaired() {
         }
     }
 }
+
+#[test]
+fn files_whose_inodes_arrive_before_their_data_are_linked_once_the_data_is_written() {
+    let img = common::make_image("");
+    let mut dev = device(0);
+    let ss = dev.lba_bytes() as usize;
+    let cap = dev.namespace().lbas / 2;
+    let per = 65536 / ss;
+    let chunks: Vec<Vec<u8>> = img.bytes.chunks(65536).map(<[u8]>::to_vec).collect();
+    let split = chunks.len() / 8; // the inode tables, not yet most of the data
+    for (i, c) in chunks.iter().enumerate() {
+        if i == split {
+            // An invocation in between makes the firmware learn now: it sees inodes whose data is not written yet.
+            let mut out = vec![0u8; ss];
+            assert_eq!(io(&mut dev, opcode::READ, cap + 1, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
+        }
+        assert!(io(&mut dev, opcode::WRITE, (i * per) as u64, DataBuf::ToDevice(c), (c.len() / ss) as u32).is_success());
+    }
+    let mut s = Setup { dev, cap, ss, img };
+    for (path, content) in regular_files(&s) {
+        let head = head_lba(&s, &path);
+        let (_, size, _, crc, _) = invoke(&mut s, head, &[OP_CRC32 as u8]).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!((size, crc), (content.len() as u64, u64::from(crc32fast::hash(&content))), "{path}");
+    }
+}
