@@ -129,3 +129,17 @@ def test_an_unreadable_inode_sector_fails_the_read_and_returns_nothing(fs):
     # The host rewrites the sector (a fresh copy): served again.
     dev.write(blk, np.frombuffer(img.read_bytes()[blk * 4096 : (blk + 1) * 4096], dtype=np.uint8))
     assert h.nice_read("/other.txt")["value"] == zlib.crc32(FILES["/other.txt"])
+
+
+@pytest.mark.parametrize("params", [{"ftl_cache_pages": -1}, {"ftl_cache_pages": "many"}, {"ftl_cache_pages": 2**21},
+                                    {"cache": 4}])
+def test_firmware_parameters_out_of_range_are_refused_and_nothing_is_attached(params):
+    from nearflash.errors import ConfigError
+
+    dev = Device(preset="nice-zu7eg", overrides=SMALL)
+    lbas = dev.lbas
+    with pytest.raises(ConfigError, match="nice"):
+        dev.attach("nice", **params)
+    assert dev.lbas == lbas and "nice" not in dev.report().extensions, "nothing attached, capacity not doubled"
+    dev.attach("nice", ftl_cache_pages=0)
+    assert dev.report().extensions["nice"]["capacity_lbas"] * 2 == dev.lbas

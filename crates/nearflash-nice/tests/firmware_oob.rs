@@ -121,6 +121,22 @@ fn every_file_is_located_in_at_most_two_flash_reads_from_its_first_pages_oob() {
 #[test]
 fn fsr_isc_walks_the_path_one_level_at_a_time() {
     let mut s = filled(0, false);
+    // A Read of the mailbox before any path was bound.
+    let mut out = vec![0u8; s.ss];
+    assert_eq!(io(&mut s.dev, opcode::READ, s.cap, DataBuf::FromDevice(&mut out), 1), Status::SEQUENCE_ERROR);
+    // Hostile path blocks: none, not UTF-8, relative, thousands of components, an over-long name.
+    let deep = "/a".repeat(2000);
+    let long = format!("/{}", "x".repeat(3000));
+    for bad in [&b""[..], b"\xff\xfe", b"relative/x", deep.as_bytes(), long.as_bytes()] {
+        let mut b = vec![OP_FSR as u8];
+        b.extend_from_slice(bad);
+        b.push(0);
+        assert!(b.len() <= s.ss);
+        assert_eq!(invoke(&mut s, 0, &b).map(|r| r.0), Err(Status::INVALID_FIELD), "{}", String::from_utf8_lossy(bad));
+    }
+    let mut nul_less = vec![b'/'; s.ss];
+    nul_less[0] = OP_FSR as u8;
+    assert_eq!(io(&mut s.dev, opcode::WRITE, s.cap, DataBuf::ToDevice(&nul_less), 1), Status::INVALID_FIELD, "no terminating NUL");
     let path = "/a/b/c/d/e/f/deep.bin";
     let mut block = vec![OP_FSR as u8];
     block.extend_from_slice(path.as_bytes());

@@ -125,6 +125,9 @@ def run_fig12(exp: Experiment, opts: Options) -> None:
                     "blocks the walk needs")
         exp.compare(f"HOST-ISC / NICE at depth {deep}, FTL-cache {cache}", pt["host_ns"] / pt["nice_ns"], None, "x",
                     "paper: NICE beats HOST-ISC at every size (no number given)")
+    exp.note("hit: every metadata page the call touches is in the firmware's FTL cache (NICE: head page and inode "
+             "sector, 0 flash reads; FSR-ISC: every level's blocks) or the host's page cache (HOST-ISC); the paper "
+             "says only that the file's first page is cached, so its NICE hit may still read the inode page")
     exp.note(f"files of {size_kib} KiB at each depth (the paper's file sizes are not given in the text); HOST-ISC's "
              f"VFS costs ({VFS_MISS_NS} ns/level cold, {VFS_HIT_NS} ns warm, {SYSCALL_NS} ns syscall) and NICE's "
              f"{HASH_LOOKUP_NS} ns hash lookup are assumed host constants")
