@@ -9,7 +9,7 @@ use crate::reader::Ext4Reader;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{ExecCtx, Status};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// The outcome of one walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,8 @@ struct Walker<'a, 'b> {
     reads: u32,
     /// Superblock and descriptor sectors: the firmware holds them (Superblock Table); not charged.
     known: BTreeSet<u64>,
+    /// Sectors this walk already read (its working buffers: a block is not read twice within one walk).
+    local: HashMap<u64, Vec<u8>>,
     error: Option<Status>,
 }
 
@@ -41,9 +43,13 @@ impl BlockSource for Walker<'_, '_> {
             self.ctx.flash_read(lba, 1, self.t, &mut buf).ok()?; // content only: the firmware has it in DRAM
             return Some(buf);
         }
+        if let Some(b) = self.local.get(&lba) {
+            return Some(b.clone());
+        }
         match self.cache.read(self.ctx, lba, self.t, &mut self.reads) {
             Ok((b, done)) => {
                 self.t = self.ctx.firmware(done, INODE_PARSE_INSTR);
+                self.local.insert(lba, b.clone());
                 Some(b)
             }
             Err(e) => {
@@ -64,7 +70,7 @@ pub fn walk(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, pat
     for b in sb.gdt_block()..sb.gdt_block() + sb.gdt_blocks() {
         known.extend(sector(b * bs)..=sector(b * bs + bs - 1));
     }
-    let mut w = Walker { ctx, cache, t, reads: 0, known, error: None };
+    let mut w = Walker { ctx, cache, t, reads: 0, known, local: HashMap::new(), error: None };
     let found = (|| {
         let mut fs = Ext4Reader::open(&mut w, start).ok()?;
         let (ino, levels) = fs.lookup(path).ok()?;
