@@ -161,7 +161,7 @@ impl Learner {
         let sb = p.sb.as_ref()?;
         let (g, off) = sb.inode_location(ino).ok()?;
         let table = (*p.tables.get(g as usize)?)?;
-        let byte = p.part?.start_lba * u64::from(self.sector_size) + table * u64::from(sb.block_size) + off;
+        let byte = p.part?.start_lba.checked_mul(u64::from(self.sector_size))?.checked_add(table.checked_mul(u64::from(sb.block_size))?)?.checked_add(off)?;
         let ss = u64::from(self.sector_size);
         Some((byte / ss, (byte % ss) as usize))
     }
