@@ -14,9 +14,10 @@
 //! * **Streaming**: [`FileChain::walk`] follows the successor PPNs and checks every page's record; a link GC broke
 //!   (the page there is erased, another LPN's, or carries no record) is re-read through the newest mapping and
 //!   marked vulnerable; when all of a file's links are vulnerable the list is rebuilt. Timing: the page reads are
-//!   issued together, as the firmware holds the links it wrote in DRAM beside the flash copy (a modelling
-//!   simplification: a firmware following the links only from flash would serialise one tR per page); the
-//!   repeated read after a mismatch is issued with them (its flash time is charged, not its dependency).
+//!   issued together, as in the paper's read path, where the inode gives all data LPAs and the DMA streams them
+//!   (Sec. IV-D); the links checked are the same PPNs (a firmware following them only from flash, one page after
+//!   another, would serialise one tR per page: not modelled). The repeated read after a mismatch is issued with
+//!   them (its flash time is charged, not its dependency).
 
 use crate::chain::{FileChain, Mapping, PageReader};
 use crate::ext4::{resolve_extents, Inode};
