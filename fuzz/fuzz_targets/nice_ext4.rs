@@ -34,6 +34,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = learner.ingest(lba, s, &mut disk);
     }
     let _ = learner.files().count();
+    for ino in 0..64 {
+        let _ = learner.inode_sector(0, ino);
+    }
     if let Ok(mut r) = Ext4Reader::open(&mut disk, 0) {
         if let Ok((ino, _)) = r.lookup("/a/b") {
             if let Ok(inode) = r.inode(ino) {

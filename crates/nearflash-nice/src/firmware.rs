@@ -19,19 +19,29 @@
 //! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
 //! nearest first as (squared L2 distance u64, vector index u32).
 
+use crate::chain::FileChain;
 use crate::knn::{knn, knn_timing, KnnParams, Width};
-use crate::learner::Learner;
+use crate::learner::{Learnt, Learner};
+use crate::oob_list::{self, PageCache};
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{UnitHandle, UnitSpec};
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Sqe, Status};
 use nearflash_core::nvme::opcode;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "nice";
 pub const OP_CRC32: u32 = 1;
 pub const OP_SUM: u32 = 2;
 pub const OP_KNN: u32 = 3;
+/// Locate only: the result's value is the flash reads spent locating the file (head page + inode sector).
+pub const OP_LOCATE: u32 = 4;
+/// The FSR-ISC baseline (in-storage path walk from the root): bound at the hyper-address of LBA 0 (never a file's
+/// first page), the block is [5, absolute path bytes, 0]; the result's value is the flash reads of the walk.
+pub const OP_FSR: u32 = 5;
+/// Metadata pages the firmware keeps in DRAM by default (the paper's FTL cache), assumed: 1024 x 4 KiB = 4 MiB of
+/// the 8 GB DDR4.
+pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
 /// Energy per NICE-K unit cycle, assumed: a few DSP48 MACs and a comparator chain at 16 nm, ~5 pJ per cycle.
 const KNN_PJ_PER_CYCLE: f64 = 5.0;
 /// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
@@ -43,6 +53,8 @@ enum Job {
     Crc,
     Sum,
     Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
+    Locate,
+    Fsr { path: String },
 }
 
 impl Job {
@@ -50,6 +62,13 @@ impl Job {
         match u32::from(*b.first()?) {
             OP_CRC32 => Some(Job::Crc),
             OP_SUM => Some(Job::Sum),
+            OP_LOCATE => Some(Job::Locate),
+            OP_FSR => {
+                let rest = b.get(1..)?;
+                let end = rest.iter().position(|&c| c == 0)?;
+                let path = std::str::from_utf8(&rest[..end]).ok()?;
+                path.starts_with('/').then(|| Job::Fsr { path: path.to_string() })
+            }
             OP_KNN => {
                 let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
                 let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
@@ -69,6 +88,7 @@ impl Job {
     fn block_len(b: &[u8]) -> usize {
         match u32::from(b[0]) {
             OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
+            OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
             _ => 1,
         }
     }
@@ -80,6 +100,9 @@ const LEARN_INSTR_PER_SECTOR: f64 = 400.0;
 const INVOKE_INSTR: f64 = 2_000.0;
 /// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
 const OP_INSTR_PER_BYTE: f64 = 2.0;
+/// Largest file an op processes, assumed: a 1 GiB staging buffer of the 8 GB DDR4 (a sparse file's size can exceed
+/// its data by far; holes are materialised as zeros).
+const MAX_ISC_BYTES: u64 = 1 << 30;
 /// Bound on remembered dirty ranges before they are merged into one span.
 const MAX_PENDING: usize = 4096;
 
@@ -97,18 +120,83 @@ pub struct NiceFirmware {
     invocations: u64,
     refused: u64,
     learnt_sectors: u64,
+    /// Each linked file's OOB list state (LPN list, vulnerable links) and partition, by head LBA.
+    chains: BTreeMap<u64, (FileChain, u8)>,
+    /// Head LBA of the linked file owning each data LBA (a host overwrite there relinks the file).
+    owner: BTreeMap<u64, u64>,
+    /// Files whose layout the learner reported and whose list is not written yet.
+    unlinked: BTreeSet<(usize, u32)>,
+    /// Head LBA of each linked file, by (partition, inode).
+    by_inode: BTreeMap<(usize, u32), u64>,
+    /// Files that could not be linked yet (a data page not written: a writer that puts inodes first); retried after
+    /// the next writes.
+    retry: BTreeSet<(usize, u32)>,
+    cache: PageCache,
+    stats: ListStats,
+}
+
+/// Counters of the OOB list, reported.
+#[derive(Debug, Clone, Copy, Default)]
+struct ListStats {
+    files_linked: u64,
+    records_written: u64,
+    located: u64,
+    locate_reads: u64,
+    locate_reads_max: u32,
+    stream_page_reads: u64,
+    link_mismatches: u64,
+    rebuilds: u64,
+    fsr_walks: u64,
+    fsr_reads: u64,
 }
 
 impl NiceFirmware {
     pub fn new() -> Self {
-        NiceFirmware { capacity: 0, sector: 0, learner: None, pending: Vec::new(), ops: BTreeMap::new(), knn_unit: None, knn_params: KnnParams::default(), written: BTreeMap::new(), invocations: 0, refused: 0, learnt_sectors: 0 }
+        Self::with_cache(DEFAULT_FTL_CACHE_PAGES)
+    }
+
+    /// A firmware keeping `pages` metadata pages in its DRAM cache (0: every lookup reads flash).
+    pub fn with_cache(pages: usize) -> Self {
+        NiceFirmware {
+            capacity: 0,
+            sector: 0,
+            learner: None,
+            pending: Vec::new(),
+            ops: BTreeMap::new(),
+            knn_unit: None,
+            knn_params: KnnParams::default(),
+            written: BTreeMap::new(),
+            invocations: 0,
+            refused: 0,
+            learnt_sectors: 0,
+            chains: BTreeMap::new(),
+            owner: BTreeMap::new(),
+            unlinked: BTreeSet::new(),
+            by_inode: BTreeMap::new(),
+            retry: BTreeSet::new(),
+            cache: PageCache::new(pages),
+            stats: ListStats::default(),
+        }
     }
 
     /// Feeds every remembered written range to the learner, reading it back from flash; returns when done.
     fn learn(&mut self, ctx: &mut ExecCtx<'_>, mut t: Time) -> Time {
         let Some(learner) = self.learner.as_mut() else { return t };
         let ss = self.sector as usize;
-        for (slba, nlb) in std::mem::take(&mut self.pending) {
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            self.unlinked.append(&mut self.retry);
+        }
+        // A host write into a linked file's pages leaves copies without records: relink those files.
+        for &(slba, nlb) in &pending {
+            for (_, &head) in self.owner.range(slba..slba + nlb) {
+                if let Some((c, p)) = self.chains.get(&head) {
+                    self.unlinked.insert((usize::from(*p), c.inode));
+                }
+            }
+        }
+        let mut events = Vec::new();
+        for (slba, nlb) in pending {
             for lba in slba..slba + nlb {
                 // A merged span may cover blocks never written: there is nothing to learn there.
                 if matches!(ctx.placement(lba), Ok(Placement::Unmapped) | Err(_)) {
@@ -118,10 +206,59 @@ impl NiceFirmware {
                 let Ok(r) = ctx.flash_read(lba, 1, t, &mut buf) else { continue };
                 t = ctx.firmware(r.done, LEARN_INSTR_PER_SECTOR);
                 let mut src = FlashSource { ctx, t };
-                let _ = learner.ingest(lba, &buf, &mut src);
+                if let Ok(ev) = learner.ingest(lba, &buf, &mut src) {
+                    events.extend(ev);
+                }
                 t = src.t;
                 self.learnt_sectors += 1;
             }
+        }
+        for e in events {
+            match e {
+                Learnt::Layout { partition, inode } | Learnt::Removed { partition, inode } => {
+                    self.unlinked.insert((partition, inode));
+                }
+            }
+        }
+        self.link_pending(ctx, t)
+    }
+
+    /// Drops the list state of `(partition, inode)` and writes the list of its current layout, if it is a complete
+    /// regular file; returns when the records are written.
+    fn link_pending(&mut self, ctx: &mut ExecCtx<'_>, mut t: Time) -> Time {
+        let Some(learner) = self.learner.as_ref() else { return t };
+        for key in std::mem::take(&mut self.unlinked) {
+            if let Some(h) = self.by_inode.remove(&key) {
+                if let Some((c, _)) = self.chains.remove(&h) {
+                    for l in c.lpns {
+                        if self.owner.get(&l) == Some(&h) {
+                            self.owner.remove(&l);
+                        }
+                    }
+                }
+            }
+            let Some(file) = learner.file(key.0, key.1) else { continue };
+            if file.is_dir || !file.complete || file.lbas.is_empty() {
+                continue;
+            }
+            // A file whose pages are not all stored yet is retried after the next writes; until then (and for an
+            // inode number the 32-bit record cannot hold) invocations on it are refused.
+            let Ok((chain, done)) = oob_list::link(ctx, file, t) else {
+                self.retry.insert(key);
+                continue;
+            };
+            t = done;
+            self.stats.files_linked += 1;
+            self.stats.records_written += chain.lpns.len() as u64;
+            let head = chain.lpns[0];
+            for &l in &chain.lpns {
+                self.owner.insert(l, head);
+            }
+            // Another file that still claimed this head (its layout changed since) loses it.
+            if let Some((old, p)) = self.chains.insert(head, (chain, file.partition as u8)) {
+                self.by_inode.remove(&(usize::from(p), old.inode));
+            }
+            self.by_inode.insert(key, head);
         }
         t
     }
@@ -152,52 +289,48 @@ impl NiceFirmware {
         }
         let t = ctx.firmware(ctx.start, INVOKE_INSTR);
         let t = self.learn(ctx, t);
+        if sqe.slba() == self.capacity {
+            return self.run_fsr(ctx, sqe, data, t);
+        }
         let head = self.head(sqe)?;
         match (sqe.opcode, data) {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
-                Job::parse(src).ok_or(Status::INVALID_FIELD)?;
-                self.ops.insert(head, src[..Job::block_len(src)].to_vec());
+                match Job::parse(src).ok_or(Status::INVALID_FIELD)? {
+                    Job::Fsr { .. } => return Err(Status::INVALID_FIELD),
+                    _ => self.ops.insert(head, src[..Job::block_len(src)].to_vec()),
+                };
                 Ok(ctx.from_host(t, src.len() as u64))
             }
             (opcode::READ, DataBuf::FromDevice(out)) => {
                 let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
                 let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
-                let file = self.learner.as_ref().and_then(|l| l.file_at_head(head)).cloned().ok_or(Status::INVALID_FIELD)?;
-                let ss = self.sector as usize;
-                let mut bytes = vec![0u8; file.lbas.len() * ss];
-                let mut done = t;
-                for (i, &lba) in file.lbas.iter().enumerate() {
-                    let r = ctx.flash_read(lba, 1, t, &mut bytes[i * ss..(i + 1) * ss])?;
-                    done = done.max(r.done);
+                let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
+                // Two flash reads at most: the head page (its OOB names the inode) and the inode's sector.
+                let (found, t) = oob_list::locate(ctx, learner, &mut self.cache, head, t)?;
+                self.stats.located += 1;
+                self.stats.locate_reads += u64::from(found.flash_reads);
+                self.stats.locate_reads_max = self.stats.locate_reads_max.max(found.flash_reads);
+                let (chain, partition) = self.chains.get_mut(&head).ok_or(Status::INVALID_FIELD)?;
+                if chain.lpns != found.lbas || chain.inode != found.inode {
+                    // The inode on flash is not the file the list was written for (changed under the firmware).
+                    return Err(Status::INVALID_FIELD);
                 }
-                bytes.truncate(file.size.min(bytes.len() as u64) as usize);
                 let mut tail = Vec::new();
-                let (value, done) = match &job {
-                    Job::Crc => (u64::from(crc32fast::hash(&bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
-                    Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
-                    Job::Knn { width, dim, k, query } => {
-                        // A file that is not whole vectors of this shape is refused, never truncated.
-                        let best = knn(&bytes, *dim, *width, query, *k, &self.knn_params).map_err(|_| Status::INVALID_FIELD)?;
-                        if out.len() < 24 + 12 * best.len() {
-                            return Err(Status::INVALID_FIELD);
-                        }
-                        let n = (bytes.len() / (dim * width.bytes())) as u64;
-                        let cycles = knn_timing(n, *dim, *width, *k, &self.knn_params).total_cycles;
-                        let done = ctx.compute(self.knn_unit.expect("attached"), 0, done, cycles);
-                        for (d, i) in &best {
-                            tail.extend_from_slice(&d.to_le_bytes());
-                            tail.extend_from_slice(&i.to_le_bytes());
-                        }
-                        (best.len() as u64, done)
+                let (value, done) = if job == Job::Locate {
+                    (u64::from(found.flash_reads), t)
+                } else {
+                    if found.size > MAX_ISC_BYTES {
+                        return Err(Status::INVALID_FIELD);
                     }
+                    let (pages, done, st) = oob_list::stream(ctx, chain, *partition, t)?;
+                    self.stats.stream_page_reads += st.page_reads;
+                    self.stats.link_mismatches += st.mismatches;
+                    self.stats.rebuilds += u64::from(st.rebuilt);
+                    let bytes = found.assemble(&pages, self.sector as usize);
+                    self.compute(ctx, &job, &bytes, out.len(), (t, done), &mut tail)?
                 };
+                let res = result_block(op, found.size, found.inode, value, &tail);
                 out.fill(0);
-                let mut res = Vec::with_capacity(24 + tail.len());
-                res.extend_from_slice(&op.to_le_bytes());
-                res.extend_from_slice(&file.size.to_le_bytes());
-                res.extend_from_slice(&file.inode.to_le_bytes());
-                res.extend_from_slice(&value.to_le_bytes());
-                res.extend_from_slice(&tail);
                 let n = res.len().min(out.len());
                 out[..n].copy_from_slice(&res[..n]);
                 Ok(ctx.to_host(done, out.len() as u64))
@@ -205,6 +338,76 @@ impl NiceFirmware {
             _ => Err(Status::INVALID_FIELD),
         }
     }
+
+    /// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
+    fn compute(&self, ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+        Ok(match job {
+            Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+            Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+            Job::Knn { width, dim, k, query } => {
+                // A file that is not whole vectors of this shape is refused, never truncated.
+                let best = knn(bytes, *dim, *width, query, *k, &self.knn_params).map_err(|_| Status::INVALID_FIELD)?;
+                if out_len < 24 + 12 * best.len() {
+                    return Err(Status::INVALID_FIELD);
+                }
+                let n = (bytes.len() / (dim * width.bytes())) as u64;
+                let timing = knn_timing(n, *dim, *width, *k, &self.knn_params);
+                // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
+                // flash reads, so it may start as late as one stream time before the last page lands.
+                let stream_ns = (timing.stream_cycles / self.knn_params.clock * 1e9) as Time;
+                let start = done.saturating_sub(stream_ns).max(issued);
+                let done = ctx.compute(self.knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
+                for (d, i) in &best {
+                    tail.extend_from_slice(&d.to_le_bytes());
+                    tail.extend_from_slice(&i.to_le_bytes());
+                }
+                (best.len() as u64, done)
+            }
+            Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),
+        })
+    }
+
+    /// FSR-ISC: the mailbox at the hyper-address of LBA 0. Write binds a path; Read walks it from the root inode
+    /// in storage, reading each directory level's blocks through the metadata cache, and returns (5, size, inode,
+    /// flash reads) with the levels walked (u32) after them.
+    fn run_fsr(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> Result<Time, Status> {
+        const MAILBOX: u64 = u64::MAX;
+        match (sqe.opcode, data) {
+            (opcode::WRITE, DataBuf::ToDevice(src)) => {
+                match Job::parse(src) {
+                    Some(Job::Fsr { .. }) => self.ops.insert(MAILBOX, src[..Job::block_len(src)].to_vec()),
+                    _ => return Err(Status::INVALID_FIELD),
+                };
+                Ok(ctx.from_host(t, src.len() as u64))
+            }
+            (opcode::READ, DataBuf::FromDevice(out)) => {
+                let Some(Job::Fsr { path }) = self.ops.get(&MAILBOX).and_then(|b| Job::parse(b)) else {
+                    return Err(Status::SEQUENCE_ERROR);
+                };
+                let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
+                let (r, done) = crate::fsr::walk(ctx, learner, &mut self.cache, &path, t)?;
+                self.stats.fsr_walks += 1;
+                self.stats.fsr_reads += u64::from(r.flash_reads);
+                let res = result_block(OP_FSR, r.size, r.inode, u64::from(r.flash_reads), &r.levels.to_le_bytes());
+                out.fill(0);
+                let n = res.len().min(out.len());
+                out[..n].copy_from_slice(&res[..n]);
+                Ok(ctx.to_host(done, out.len() as u64))
+            }
+            _ => Err(Status::INVALID_FIELD),
+        }
+    }
+}
+
+/// The result block of a NICE_Read: op, file size, inode, value, then the op's tail.
+fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u8]) -> Vec<u8> {
+    let mut res = Vec::with_capacity(24 + tail.len());
+    res.extend_from_slice(&op.to_le_bytes());
+    res.extend_from_slice(&size.to_le_bytes());
+    res.extend_from_slice(&inode.to_le_bytes());
+    res.extend_from_slice(&value.to_le_bytes());
+    res.extend_from_slice(tail);
+    res
 }
 
 impl Default for NiceFirmware {
@@ -270,6 +473,8 @@ impl Extension for NiceFirmware {
     }
 
     fn observe(&mut self, event: &HostEvent) {
+        let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
+        self.cache.invalidate(slba, slba + nlb);
         if let HostEvent::Write { slba, nlb } = *event {
             self.mark_written(slba, slba + nlb);
             if self.pending.len() >= MAX_PENDING {
@@ -332,6 +537,18 @@ impl Extension for NiceFirmware {
             "refused": self.refused,
             "learnt_sectors": self.learnt_sectors,
             "files": self.learner.as_ref().map_or(0, |l| l.files().count()),
+            "files_linked": self.stats.files_linked,
+            "oob_records_written": self.stats.records_written,
+            "located": self.stats.located,
+            "locate_flash_reads": self.stats.locate_reads,
+            "locate_flash_reads_max": self.stats.locate_reads_max,
+            "stream_page_reads": self.stats.stream_page_reads,
+            "link_mismatches": self.stats.link_mismatches,
+            "list_rebuilds": self.stats.rebuilds,
+            "fsr_walks": self.stats.fsr_walks,
+            "fsr_flash_reads": self.stats.fsr_reads,
+            "ftl_cache_hits": self.cache.hits,
+            "ftl_cache_misses": self.cache.misses,
         })
     }
 }
@@ -340,10 +557,23 @@ inventory::submit! {
     nearflash_core::ext::Registration {
         name: NAME,
         about: "NICE (Wang et al.): hyper-addressed in-storage computing on files of a real ext4 file system",
-        build: |overrides, _cfg| match overrides {
-            serde_json::Value::Null => Ok(Box::new(NiceFirmware::new())),
-            serde_json::Value::Object(m) if m.is_empty() => Ok(Box::new(NiceFirmware::new())),
-            other => Err(nearflash_core::SimError::Config(format!("nice: takes no parameters yet, got {other}"))),
+        build: |overrides, _cfg| {
+            let bad = |why: String| nearflash_core::SimError::Config(format!("nice: {why}"));
+            let mut pages = DEFAULT_FTL_CACHE_PAGES;
+            match overrides {
+                serde_json::Value::Null => {}
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        match (k.as_str(), v.as_u64()) {
+                            ("ftl_cache_pages", Some(n)) if n <= 1 << 20 => pages = n as usize,
+                            ("ftl_cache_pages", _) => return Err(bad(format!("ftl_cache_pages must be an integer 0..=1048576, got {v}"))),
+                            _ => return Err(bad(format!("unknown parameter {k:?}; the only one is ftl_cache_pages"))),
+                        }
+                    }
+                }
+                other => return Err(bad(format!("parameters must be a JSON object, got {other}"))),
+            }
+            Ok(Box::new(NiceFirmware::with_cache(pages)))
         },
     }
 }

@@ -154,6 +154,23 @@ impl Learner {
         self.file(p, ino)
     }
 
+    /// Where inode `ino` of a partition is on the device: the sector holding its record and the byte offset of the
+    /// record in that sector (from the Superblock Table, the superblock and the group descriptors learnt).
+    pub fn inode_sector(&self, partition: usize, ino: u32) -> Option<(u64, usize)> {
+        let p = self.parts.get(partition)?;
+        let sb = p.sb.as_ref()?;
+        let (g, off) = sb.inode_location(ino).ok()?;
+        let table = (*p.tables.get(g as usize)?)?;
+        let byte = p.part?.start_lba.checked_mul(u64::from(self.sector_size))?.checked_add(table.checked_mul(u64::from(sb.block_size))?)?.checked_add(off)?;
+        let ss = u64::from(self.sector_size);
+        Some((byte / ss, (byte % ss) as usize))
+    }
+
+    /// First sector of a partition in the Superblock Table.
+    pub fn partition_start(&self, partition: usize) -> Option<u64> {
+        self.parts.get(partition)?.part.map(|p| p.start_lba)
+    }
+
     /// Resolves an absolute path from the directory entries learnt so far (root inode 2).
     pub fn lookup(&self, partition: usize, path: &str) -> Option<u32> {
         let p = self.parts.get(partition)?;

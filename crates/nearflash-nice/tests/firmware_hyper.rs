@@ -299,5 +299,9 @@ fn the_registered_extension_refuses_parameters_it_does_not_have() {
     let cfg = nearflash_core::config::DeviceConfig::from_tree(&tree()).unwrap();
     assert!(nearflash_core::ext::build("nice", &serde_json::json!({}), &cfg).is_ok());
     let e = nearflash_core::ext::build("nice", &serde_json::json!({"x": 1}), &cfg).err().unwrap().to_string();
-    assert!(e.contains("no parameters"), "{e}");
+    assert!(e.contains("unknown parameter"), "{e}");
+    assert!(nearflash_core::ext::build("nice", &serde_json::json!({"ftl_cache_pages": 0}), &cfg).is_ok());
+    for bad in [serde_json::json!({"ftl_cache_pages": -1}), serde_json::json!({"ftl_cache_pages": "many"}), serde_json::json!([1])] {
+        assert!(nearflash_core::ext::build("nice", &bad, &cfg).is_err(), "{bad}");
+    }
 }

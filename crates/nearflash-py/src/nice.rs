@@ -4,7 +4,7 @@ use nearflash_nice::cnn::{self, CnnParams};
 use nearflash_nice::knn::{self, KnnParams, Width};
 use nearflash_nice::learner::Learner;
 use nearflash_nice::reader::Ext4Reader;
-use nearflash_nice::source::MemDisk;
+use nearflash_nice::source::{BlockSource, MemDisk};
 use nearflash_nice::NiceError;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
@@ -82,6 +82,69 @@ fn lookup(path: &str, fs_path: &str, start_lba: u64, sector_size: u32) -> PyResu
     Ok((ino, levels, r.file_lbas(&inode).map_err(to_py)?))
 }
 
+/// Sectors fetched by a Python callable `read(lba) -> bytes` (the host library reading the device, as a kernel fills
+/// its page cache); the first error the callable raises is kept and re-raised.
+struct PySource<'py> {
+    read: Bound<'py, PyAny>,
+    sector: u32,
+    error: Option<PyErr>,
+    lbas: Vec<u64>,
+}
+
+impl BlockSource for PySource<'_> {
+    fn sector_size(&self) -> u32 {
+        self.sector
+    }
+    fn read(&mut self, lba: u64) -> Option<Vec<u8>> {
+        if self.error.is_some() {
+            return None;
+        }
+        let got = self.read.call1((lba,)).and_then(|b| b.extract::<Vec<u8>>());
+        match got {
+            Ok(b) if b.len() == self.sector as usize => {
+                self.lbas.push(lba);
+                Some(b)
+            }
+            Ok(b) => {
+                self.error = Some(err(format!("read({lba}) returned {} bytes, need {}", b.len(), self.sector)));
+                None
+            }
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+}
+
+/// Looks `fs_path` up through `read(lba) -> bytes` (one sector per call; only the blocks the walk needs are asked
+/// for): {inode, levels, mode, uid, size, is_dir, lbas (the file's data LBAs), reads (the sectors asked for, in
+/// order)}.
+#[pyfunction]
+#[pyo3(signature = (read, fs_path, start_lba = 0, sector_size = 4096))]
+fn lookup_via<'py>(py: Python<'py>, read: Bound<'py, PyAny>, fs_path: &str, start_lba: u64, sector_size: u32) -> PyResult<Bound<'py, PyAny>> {
+    if sector_size < 512 || !sector_size.is_power_of_two() || sector_size > 65536 {
+        return Err(err(format!("sector_size {sector_size}: a power of two in 512..=65536")));
+    }
+    if !read.is_callable() {
+        return Err(err("read must be a callable read(lba) -> bytes"));
+    }
+    let mut src = PySource { read, sector: sector_size, error: None, lbas: Vec::new() };
+    let found = (|| {
+        let mut r = Ext4Reader::open(&mut src, start_lba)?;
+        let (ino, levels) = r.lookup(fs_path)?;
+        let inode = r.inode(ino)?;
+        let lbas = if inode.is_regular() { r.file_lbas(&inode)? } else { Vec::new() };
+        Ok::<_, NiceError>((ino, levels, inode, lbas))
+    })();
+    if let Some(e) = src.error.take() {
+        return Err(e);
+    }
+    let (ino, levels, inode, lbas) = found.map_err(to_py)?;
+    to_python(py, &serde_json::json!({"inode": ino, "levels": levels, "mode": inode.mode, "uid": inode.uid,
+        "size": inode.size, "is_dir": inode.is_dir(), "lbas": lbas, "reads": src.lbas}))
+}
+
 /// NICE-K: the k nearest vectors of an embedding file (raw little-endian 16/32-bit integers) to `query`, as
 /// (squared distance, index) nearest first. `params` is a JSON object of NICE-K parameters.
 #[pyfunction]
@@ -118,6 +181,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "nice")?;
     sub.add_function(wrap_pyfunction!(learn_image, &sub)?)?;
     sub.add_function(wrap_pyfunction!(lookup, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(lookup_via, &sub)?)?;
     sub.add_function(wrap_pyfunction!(knn_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(knn_timing, &sub)?)?;
     sub.add_function(wrap_pyfunction!(mobilenet_v2_timing, &sub)?)?;

@@ -35,6 +35,13 @@ def lookup(path: str, fs_path: str, start_lba: int = 0, sector_size: int = 4096)
     return _n.lookup(str(path), fs_path, start_lba, sector_size)
 
 
+def lookup_via(read: Any, fs_path: str, start_lba: int = 0, sector_size: int = 4096) -> dict[str, Any]:
+    """Looks ``fs_path`` up through ``read(lba) -> bytes`` (one sector per call; only the blocks the walk needs):
+    {inode, levels, mode, uid, size, is_dir, lbas (data LBAs), reads (the sectors asked for, in order)}. An error
+    ``read`` raises is re-raised; FileNotFoundError for an unknown path, ImageError for damaged metadata."""
+    return _n.lookup_via(read, fs_path, start_lba, sector_size)
+
+
 def knn(embeddings: np.ndarray, query: np.ndarray, k: int, params: dict[str, Any] | None = None) -> np.ndarray:
     """Indices of the ``k`` nearest rows of ``embeddings`` (int16 or int32, shape N x D) to ``query`` by squared
     L2 distance, nearest first (ties by index), computed by NICE-K's kernel."""

@@ -3,21 +3,21 @@ looks the file up in the ext4 file system on the device's blocks and checks its 
 caller's uid, keeping the head-LBA table; `nice_write(path, op)` and `nice_read(path)` are an ordinary Write and Read
 at the file's hyper-address (first LBA + C). Nothing else talks to the device.
 
-The lookup reads the file system's blocks through the device's ordinary Read (as a kernel fills its page cache) and
-resolves the path with the crate's ext4 reader; the in-storage work is all the firmware's."""
+The lookup resolves the path with the crate's ext4 reader, reading only the blocks the walk needs through the
+device's ordinary Read (as a kernel's open() with a cold page cache); the in-storage work is all the firmware's."""
 
 from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from typing import Any
 
 import numpy as np
 
 from nearflash._native import InvalidArgument
+from nearflash.errors import NvmeError
 
-from . import learn_image, lookup
+from . import lookup_via
 
 OPS = {"crc32": 1, "sum": 2, "knn": 3}
 
@@ -30,47 +30,51 @@ class NiceHost:
         self.uid = uid
         self.capacity = device.lbas // 2  # the firmware advertises twice the capacity
         self.heads: dict[str, int] = {}
+        #: The sectors the last `open` read, in order.
+        self.last_open_reads: list[int] = []
 
-    def _snapshot(self) -> str:
-        bs = self.dev.lba_bytes
-        sb = bytes(self.dev.read(0, max(1, 2048 // bs)))[1024:2048]
-        if struct.unpack_from("<H", sb, 56)[0] != 0xEF53:
-            raise InvalidArgument("the device holds no ext4 file system at LBA 0 (superblock magic missing)")
-        blocks, log = struct.unpack_from("<I", sb, 4)[0], struct.unpack_from("<I", sb, 24)[0]
-        size = blocks * (1024 << min(log, 6))
-        if size > self.capacity * bs:
-            raise InvalidArgument(f"the superblock states {size} B, more than the device's {self.capacity * bs} B")
-        fd, tmp = tempfile.mkstemp(prefix="nice-fs-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(bytes(self.dev.read(0, size // bs)))
-        return tmp
+    def _read_sector(self, lba: int) -> bytes:
+        """One sector through the device's ordinary Read (the file system's blocks below C only)."""
+        if not 0 <= lba < self.capacity:
+            raise InvalidArgument(f"the file system refers to LBA {lba}, outside the device's {self.capacity} blocks")
+        return bytes(self.dev.read(lba, 1))
 
     def open(self, path: str, flag: int = os.O_RDONLY) -> int:
         """Looks `path` up, checks the caller may read it (O_RDONLY) or read and write it (O_RDWR); returns and keeps
-        the file's head LBA. FileNotFoundError for an unknown path, PermissionError when the mode bits refuse."""
+        the file's head LBA. FileNotFoundError for an unknown path, PermissionError when the mode bits refuse,
+        ImageError when the file system's metadata is damaged."""
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidArgument(f"path must be an absolute path string, got {path!r}")
         if flag not in (os.O_RDONLY, os.O_RDWR):
             raise InvalidArgument(f"flag must be os.O_RDONLY or os.O_RDWR, got {flag!r}")
-        tmp = self._snapshot()
-        try:
-            ino, _levels, lbas = lookup(tmp, path, 0, self.dev.lba_bytes)
-            meta = next(f for f in learn_image(tmp, "forward", self.dev.lba_bytes)["files"] if f["inode"] == ino)
-        finally:
-            os.unlink(tmp)
-        if meta["is_dir"] or not lbas:
+        # The walk reads only the blocks it needs (superblock, descriptors, each level's inode and directory
+        # blocks, the file's inode), one Read each, as a kernel's open() does with a cold page cache.
+        meta = lookup_via(self._read_sector, path, 0, self.dev.lba_bytes)
+        self.last_open_reads = list(meta["reads"])
+        if meta["is_dir"] or not meta["lbas"]:
             raise InvalidArgument(f"{path} is a directory or an empty file: nothing to compute on")
         need = 0o4 | (0o2 if flag == os.O_RDWR else 0)
         bits = (meta["mode"] >> 6) & 7 if meta["uid"] == self.uid else meta["mode"] & 7
         if self.uid != 0 and bits & need != need:
             raise PermissionError(f"{path}: mode {meta['mode'] & 0o777:o}, owner uid {meta['uid']}: uid {self.uid} may not open it")
-        self.heads[path] = lbas[0]
-        return lbas[0]
+        self.heads[path] = meta["lbas"][0]
+        return int(meta["lbas"][0])
 
     def _head(self, path: str) -> int:
         if path not in self.heads:
             raise InvalidArgument(f"{path!r} is not open: call open(path, flag) first")
         return self.heads[path]
+
+    def _io(self, path: str, what: str, call: Any) -> Any:
+        """Runs a Read/Write at the file's hyper-address; a refusal names the file and what the status means here."""
+        lba = self.capacity + self._head(path)
+        try:
+            return call(lba)
+        except NvmeError as e:
+            why = {0x02: "the device knows no whole file starting at its head LBA (changed or removed since open, or its "
+                         "metadata is damaged), or the op does not fit the file",
+                   0x0C: "no NICE_Write bound an op to it"}.get(e.sc if e.sct == 0 else -1, e.status)
+            raise NvmeError(e.sct, e.sc, f"{what} {path} at hyper-address {lba}: {why}") from e
 
     def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16) -> int:
         """Binds in-storage op `op` to the open file: 'crc32', 'sum', or 'knn' (NICE-K: the file is an int16/int32
@@ -92,12 +96,12 @@ class NiceHost:
             block[1] = bits
             block[2:8] = np.frombuffer(struct.pack("<HHH", q.size, k, 0), dtype=np.uint8)
             block[8 : 8 + 4 * q.size] = np.frombuffer(q.astype("<i4").tobytes(), dtype=np.uint8)
-        return self.dev.write(self.capacity + self._head(path), block)
+        return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
 
     def nice_read(self, path: str) -> dict[str, Any]:
         """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
         (distance, index) rows nearest first."""
-        out = bytes(self.dev.read(self.capacity + self._head(path), 1))
+        out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, 1)))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
         r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
         if op == OPS["knn"]:

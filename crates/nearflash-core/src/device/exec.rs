@@ -150,6 +150,29 @@ impl ExecCtx<'_> {
         Ok(self.core.ftl.spare_of(self.lpn(lba)?))
     }
 
+    /// Physical sector address (page x sectors per page + slot) of an LBA's current copy, programmed or still in an
+    /// open page; None if unmapped.
+    pub fn sector_address(&self, lba: u64) -> Result<Option<u64>, Status> {
+        Ok(match self.core.ftl.locate(self.lpn(lba)?) {
+            Location::Unmapped => None,
+            Location::Buffered(psa) | Location::Flash(psa) => Some(psa),
+        })
+    }
+
+    /// Replaces the extension spare bytes of an LBA's current copy in place (NICE writes a file's OOB list once it
+    /// learns the file's inode, after the data pages were written). Timing, assumed: a programmed page costs a page
+    /// program on its die (a partial-page program of the spare area, charged as a full one); a copy still in an
+    /// open page costs a DRAM write. Returns the copy's physical sector address and when the update is done.
+    pub fn annotate_spare(&mut self, lba: u64, spare: &[u8; SPARE_BYTES], ready: Time) -> Result<(u64, Time), Status> {
+        let lpn = self.lpn(lba)?;
+        let (psa, programmed) = self.core.ftl.set_spare_of(lpn, spare).ok_or(Status::INVALID_FIELD)?;
+        if !programmed {
+            return Ok((psa, self.dram(ready, SPARE_BYTES as u64)));
+        }
+        let addr = self.page_addr(psa / u64::from(self.core.nand.geo.sectors_per_page))?;
+        Ok((psa, self.core.program_page_timed(addr.die, addr.page, ready)))
+    }
+
     fn lpn(&self, lba: u64) -> Result<u32, Status> {
         if lba >= self.core.ftl.logical_sectors() {
             return Err(Status::LBA_OUT_OF_RANGE);

@@ -748,6 +748,27 @@ impl Ftl {
         }
     }
 
+    /// Replaces the extension spare bytes of an LBA's current copy in place (an open page's slot, or a programmed
+    /// page's OOB slot; the record checksum does not cover them). Returns the copy's physical sector address and
+    /// whether it is programmed; None if unmapped.
+    pub fn set_spare_of(&mut self, lpn: u32, spare: &[u8; SPARE_BYTES]) -> Option<(u64, bool)> {
+        let spp = u64::from(self.spp);
+        match self.locate(lpn) {
+            Location::Unmapped => None,
+            Location::Buffered(psa) => {
+                let slot = (psa % spp) as usize;
+                let plane = self.geo.page_addr(psa / spp).plane;
+                self.host[plane as usize].tagged |= 1 << slot;
+                self.spares[Self::spare_index(Stream::Host, plane)][slot] = *spare;
+                Some((psa, false))
+            }
+            Location::Flash(psa) => {
+                OobMut::new(self.store.oob.get_mut(psa / spp), spp as usize).set_spare((psa % spp) as usize, spare);
+                Some((psa, true))
+            }
+        }
+    }
+
     /// The OOB record of a physical page.
     pub fn oob(&self, ppn: u64) -> Oob<'_> {
         Oob::new(self.store.oob.get(ppn), self.spp as usize)

@@ -223,6 +223,37 @@ fn injected_errors_follow_the_sector_through_gc() {
 }
 
 #[test]
+fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    let tag = |l: u32| [l as u8 ^ 0x5A; SPARE_BYTES];
+    assert_eq!(ftl.set_spare_of(3, &tag(3)), None, "unmapped");
+    ftl.write(3, Some(&sector(&cfg, 3, 1)), 0, &mut Untimed).unwrap();
+    let (_, programmed) = ftl.set_spare_of(3, &tag(3)).unwrap();
+    assert!(!programmed, "still in an open page");
+    assert_eq!(ftl.spare_of(3), tag(3));
+    ftl.flush(0, &mut Untimed);
+    assert_eq!(ftl.spare_of(3), tag(3), "programmed with the page");
+    ftl.write(4, Some(&sector(&cfg, 4, 1)), 0, &mut Untimed).unwrap();
+    ftl.flush(0, &mut Untimed);
+    let (psa, programmed) = ftl.set_spare_of(4, &tag(4)).unwrap();
+    assert!(programmed && ftl.locate(4) == Location::Flash(psa));
+    assert_eq!(ftl.spare_of(4), tag(4));
+    assert_eq!(read(&ftl, 4), sector(&cfg, 4, 1), "the data and its checksum are untouched");
+    // Overwrite other sectors until GC has moved 3 and 4; their spares move with them.
+    let n = cfg.logical_sectors() as u32;
+    let mut x = 12345u32;
+    for round in 0..20 * n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let l = 5 + (x >> 8) % (n - 5);
+        ftl.write(l, Some(&sector(&cfg, l, round)), 0, &mut Untimed).unwrap();
+    }
+    ftl.flush(0, &mut Untimed);
+    assert_ne!(ftl.locate(4), Location::Flash(psa), "GC moved it");
+    assert_eq!((ftl.spare_of(3), ftl.spare_of(4)), (tag(3), tag(4)));
+}
+
+#[test]
 fn recovery_after_crash_restores_flushed_state() {
     let cfg = small_config(&[]);
     let dir = tempfile::tempdir().unwrap();

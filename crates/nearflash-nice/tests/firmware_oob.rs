@@ -1,0 +1,225 @@
+//! The OOB doubly linked list on the device: written by the firmware into the pages' spare bytes once it learns a
+//! file, used to locate a file from its first page in at most two flash reads, and repaired after GC moves pages.
+
+mod common;
+
+use nearflash_core::config::load_preset;
+use nearflash_core::ext::{DataBuf, Sqe, Status};
+use nearflash_core::nvme::opcode;
+use nearflash_core::{Device, DeviceOptions};
+use nearflash_nice::firmware::{NiceFirmware, OP_CRC32, OP_FSR, OP_LOCATE};
+use nearflash_nice::reader::Ext4Reader;
+use nearflash_nice::source::MemDisk;
+
+fn device(cache_pages: usize) -> Device {
+    let mut t = load_preset("nice-zu7eg").unwrap();
+    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "64"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
+        t.set(k, v).unwrap();
+    }
+    let mut dev = Device::memory(t, DeviceOptions::default()).unwrap();
+    dev.attach(Box::new(NiceFirmware::with_cache(cache_pages))).unwrap();
+    dev.create_queue_pair(1, 64).unwrap();
+    dev
+}
+
+fn io(dev: &mut Device, op: u8, lba: u64, data: DataBuf<'_>, nlb: u32) -> Status {
+    dev.execute(1, Sqe::rw(op, 1, lba, nlb), data).unwrap().status
+}
+
+struct Setup {
+    dev: Device,
+    cap: u64,
+    ss: usize,
+    img: common::Image,
+}
+
+/// Writes the image in 64 KiB chunks; with `junk`, each chunk is followed by a chunk of junk at the top of the
+/// device, so that the file system's pages share flash blocks with data that is overwritten later (GC then moves
+/// the file system's pages).
+fn filled(cache_pages: usize, junk: bool) -> Setup {
+    let img = common::make_image("");
+    let mut dev = device(cache_pages);
+    let ss = dev.lba_bytes() as usize;
+    let cap = dev.namespace().lbas / 2;
+    let per = 65536 / ss;
+    for (i, chunk) in img.bytes.chunks(65536).enumerate() {
+        assert!(io(&mut dev, opcode::WRITE, (i * per) as u64, DataBuf::ToDevice(chunk), (chunk.len() / ss) as u32).is_success());
+        if junk {
+            let at = cap - ((i + 1) * per) as u64;
+            assert!(io(&mut dev, opcode::WRITE, at, DataBuf::ToDevice(&vec![0x33u8; 65536]), per as u32).is_success());
+        }
+    }
+    Setup { dev, cap, ss, img }
+}
+
+fn head_lba(s: &Setup, path: &str) -> u64 {
+    let mut disk = MemDisk::from_image(s.ss as u32, &s.img.bytes);
+    let mut fs = Ext4Reader::open(&mut disk, 0).unwrap();
+    let (ino, _) = fs.lookup(path).unwrap();
+    let inode = fs.inode(ino).unwrap();
+    fs.file_lbas(&inode).unwrap()[0]
+}
+
+/// NICE_Write `block` then NICE_Read at hyper-address C + `at`: (op, size, inode, value, latency of the read).
+fn invoke(s: &mut Setup, at: u64, block: &[u8]) -> Result<(u32, u64, u32, u64, u64), Status> {
+    let mut cmd = vec![0u8; s.ss];
+    cmd[..block.len()].copy_from_slice(block);
+    let st = io(&mut s.dev, opcode::WRITE, s.cap + at, DataBuf::ToDevice(&cmd), 1);
+    if !st.is_success() {
+        return Err(st);
+    }
+    let mut out = vec![0u8; s.ss];
+    let c = s.dev.execute(1, Sqe::rw(opcode::READ, 1, s.cap + at, 1), DataBuf::FromDevice(&mut out)).unwrap();
+    if !c.status.is_success() {
+        return Err(c.status);
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(out[o..o + 8].try_into().unwrap());
+    Ok((u32_at(0), u64_at(4), u32_at(12), u64_at(16), c.latency_ns))
+}
+
+fn stat(dev: &Device, key: &str) -> u64 {
+    let rep = serde_json::to_value(dev.report()).unwrap();
+    let ext = &rep["extensions"]["nice"];
+    ext[key].as_u64().unwrap_or_else(|| panic!("{key} in {ext}"))
+}
+
+fn regular_files(s: &Setup) -> Vec<(String, Vec<u8>)> {
+    s.img.files.iter().filter(|(p, d)| !d.is_empty() && p != "/sparse.bin").cloned().collect()
+}
+
+#[test]
+fn every_file_is_located_in_at_most_two_flash_reads_from_its_first_pages_oob() {
+    let mut s = filled(0, false);
+    let files = regular_files(&s);
+    for (path, content) in &files {
+        let head = head_lba(&s, path);
+        let (op, size, ino, reads, _) = invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!((op, size), (OP_LOCATE, content.len() as u64), "{path}");
+        assert_eq!(ino, common::debugfs_inode(&s.img.img, path), "{path}: the inode number came from the head page's OOB");
+        assert_eq!(reads, 2, "{path}: head page + inode sector, no cache");
+    }
+    // Every page of every regular file got its record; the list was written once per file.
+    let pages: u64 = files.iter().map(|(_, d)| (d.len() as u64).div_ceil(s.ss as u64)).sum();
+    assert!(stat(&s.dev, "oob_records_written") >= pages, "records for all {pages} file pages");
+    assert_eq!(stat(&s.dev, "locate_flash_reads_max"), 2);
+    // The sparse file's 12 extents live in an extent-tree block: one more read, counted; its holes read as zeros.
+    let head = head_lba(&s, "/sparse.bin");
+    assert_eq!(invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap().3, 3);
+    let sparse = s.img.files.iter().find(|(p, _)| p == "/sparse.bin").unwrap().1.clone();
+    let (_, size, _, crc, _) = invoke(&mut s, head, &[OP_CRC32 as u8]).unwrap();
+    assert_eq!((size, crc), (sparse.len() as u64, u64::from(crc32fast::hash(&sparse))), "holes are zeros");
+    // With the metadata cache (the paper's FTL cache), a second locate reads no flash.
+    let mut s = filled(1024, false);
+    let head = head_lba(&s, "/a/b/c/d/e/f/deep.bin");
+    let (_, _, _, miss, t_miss) = invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap();
+    let (_, _, _, hit, t_hit) = invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap();
+    assert_eq!((miss, hit), (2, 0));
+    assert!(t_hit < t_miss, "hit {t_hit} ns < miss {t_miss} ns");
+}
+
+#[test]
+fn fsr_isc_walks_the_path_one_level_at_a_time() {
+    let mut s = filled(0, false);
+    // A Read of the mailbox before any path was bound.
+    let mut out = vec![0u8; s.ss];
+    assert_eq!(io(&mut s.dev, opcode::READ, s.cap, DataBuf::FromDevice(&mut out), 1), Status::SEQUENCE_ERROR);
+    // Hostile path blocks: none, not UTF-8, relative, thousands of components, an over-long name.
+    let deep = "/a".repeat(2000);
+    let long = format!("/{}", "x".repeat(3000));
+    for bad in [&b""[..], b"\xff\xfe", b"relative/x", deep.as_bytes(), long.as_bytes()] {
+        let mut b = vec![OP_FSR as u8];
+        b.extend_from_slice(bad);
+        b.push(0);
+        assert!(b.len() <= s.ss);
+        assert_eq!(invoke(&mut s, 0, &b).map(|r| r.0), Err(Status::INVALID_FIELD), "{}", String::from_utf8_lossy(bad));
+    }
+    let mut nul_less = vec![b'/'; s.ss];
+    nul_less[0] = OP_FSR as u8;
+    assert_eq!(io(&mut s.dev, opcode::WRITE, s.cap, DataBuf::ToDevice(&nul_less), 1), Status::INVALID_FIELD, "no terminating NUL");
+    let path = "/a/b/c/d/e/f/deep.bin";
+    let mut block = vec![OP_FSR as u8];
+    block.extend_from_slice(path.as_bytes());
+    block.push(0);
+    let (op, size, ino, reads, t_fsr) = invoke(&mut s, 0, &block).unwrap();
+    assert_eq!((op, size, ino), (OP_FSR, 9000, common::debugfs_inode(&s.img.img, path)));
+    // 7 directories (root..f): each needs its inode-table block (shared here) and its directory block.
+    assert!((8..=15).contains(&reads), "{reads} reads for 7 levels");
+    let head = head_lba(&s, path);
+    let (_, _, _, nice_reads, t_nice) = invoke(&mut s, head, &[OP_LOCATE as u8]).unwrap();
+    assert!(nice_reads == 2 && t_nice < t_fsr, "NICE {t_nice} ns ({nice_reads} reads) vs FSR {t_fsr} ns ({reads} reads)");
+    // Unknown paths, relative paths and a directory are refused.
+    for bad in ["/a/nope", "a/b", "/a/b"] {
+        let mut b = vec![OP_FSR as u8];
+        b.extend_from_slice(bad.as_bytes());
+        b.push(0);
+        assert_eq!(invoke(&mut s, 0, &b).map(|r| r.0), Err(Status::INVALID_FIELD), "{bad}");
+    }
+    // FSR's mailbox takes only FSR, and FSR is not bound to a file's head.
+    assert_eq!(invoke(&mut s, 0, &[OP_CRC32 as u8]).map(|r| r.0), Err(Status::INVALID_FIELD));
+    assert_eq!(invoke(&mut s, head, &block).map(|r| r.0), Err(Status::INVALID_FIELD));
+}
+
+#[test]
+fn random_overwrites_through_gc_break_links_that_are_detected_and_repaired() {
+    let mut s = filled(0, true);
+    let files = regular_files(&s);
+    let heads: Vec<u64> = files.iter().map(|(p, _)| head_lba(&s, p)).collect();
+    // Link every file (the first invocation learns and writes the lists).
+    for (h, (p, d)) in heads.iter().zip(&files) {
+        assert_eq!(invoke(&mut s, *h, &[OP_CRC32 as u8]).unwrap().3, u64::from(crc32fast::hash(d)), "{p}");
+    }
+    assert_eq!(stat(&s.dev, "link_mismatches"), 0, "fresh lists have no stale links");
+    // Random overwrites of the junk and free space, three times the capacity: GC moves the file system's pages.
+    let img_lbas = (s.img.bytes.len() / s.ss) as u64;
+    let free = s.cap - img_lbas;
+    let chunk = vec![0x77u8; 16 * s.ss];
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..(3 * s.cap / 16) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let lba = img_lbas + (x % (free - 16)) / 16 * 16;
+        assert!(io(&mut s.dev, opcode::WRITE, lba, DataBuf::ToDevice(&chunk), 16).is_success());
+    }
+    assert!(s.dev.report().ftl.stats.gc_runs > 0, "GC ran");
+    for round in 0..2 {
+        let before = stat(&s.dev, "link_mismatches");
+        for (h, (p, d)) in heads.iter().zip(&files) {
+            let (_, size, _, crc, _) = invoke(&mut s, *h, &[OP_CRC32 as u8]).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!((size, crc), (d.len() as u64, u64::from(crc32fast::hash(d))), "round {round}: {p}");
+        }
+        let found = stat(&s.dev, "link_mismatches") - before;
+        if round == 0 {
+            assert!(found > 0, "GC moved linked pages: stale PPN links were detected");
+            assert!(stat(&s.dev, "list_rebuilds") > 0, "files whose every link went stale had their list rebuilt");
+        } else {
+            assert_eq!(found, 0, "vulnerable links are not followed again, rebuilt lists are fresh");
+        }
+    }
+}
+
+#[test]
+fn files_whose_inodes_arrive_before_their_data_are_linked_once_the_data_is_written() {
+    let img = common::make_image("");
+    let mut dev = device(0);
+    let ss = dev.lba_bytes() as usize;
+    let cap = dev.namespace().lbas / 2;
+    let per = 65536 / ss;
+    let chunks: Vec<Vec<u8>> = img.bytes.chunks(65536).map(<[u8]>::to_vec).collect();
+    let split = chunks.len() / 8; // the inode tables, not yet most of the data
+    for (i, c) in chunks.iter().enumerate() {
+        if i == split {
+            // An invocation in between makes the firmware learn now: it sees inodes whose data is not written yet.
+            let mut out = vec![0u8; ss];
+            assert_eq!(io(&mut dev, opcode::READ, cap + 1, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
+        }
+        assert!(io(&mut dev, opcode::WRITE, (i * per) as u64, DataBuf::ToDevice(c), (c.len() / ss) as u32).is_success());
+    }
+    let mut s = Setup { dev, cap, ss, img };
+    for (path, content) in regular_files(&s) {
+        let head = head_lba(&s, &path);
+        let (_, size, _, crc, _) = invoke(&mut s, head, &[OP_CRC32 as u8]).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!((size, crc), (content.len() as u64, u64::from(crc32fast::hash(&content))), "{path}");
+    }
+}

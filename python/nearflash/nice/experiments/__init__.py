@@ -1,0 +1,14 @@
+"""NICE's paper figures: ``nearflash experiment nice <name>|all [--quick] [--set key=value]``.
+
+Each experiment writes JSON + Markdown + PNG with our numbers beside the paper's (see ``nearflash.experiment``);
+``nearflash experiment nice --help`` lists the ``--set`` keys each reads."""
+
+from __future__ import annotations
+
+from nearflash.nice.experiments import fig12, fig14
+
+EXPERIMENTS = {
+    "fig12": ("Fig. 12: file locating, NICE vs HOST-ISC vs FSR-ISC, FTL-cache hit and miss, path depth 1-20",
+              fig12.run_fig12),
+    "fig14": ("Figs. 14-15: NNS latency and throughput vs D with NICE-K, against the host CPU", fig14.run_fig14),
+}

@@ -1,0 +1,88 @@
+"""What NICE's experiments share: a real ext4 image made by Debian's mke2fs written into a shrunk nice-zu7eg
+device through ordinary Writes, the `nice` firmware attached, and invocations at hyper-addresses timed in virtual
+time (`Device.now_ns`)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nearflash.device import Device
+from nearflash.experiment import Experiment
+
+PRESET = "nice-zu7eg"
+#: The preset's geometry shrunk in blocks only (channels, ways, NAND and controller timings unchanged), so that a
+#: memory device holding a few tens of MiB builds in a moment: 128 planes x 32 blocks x 16 pages of 4 KiB = 256 MiB.
+SHRINK = {"blocks_per_plane": 32, "pages_per_block": 16, "over_provisioning": 25}
+OP_CRC32, OP_KNN, OP_LOCATE, OP_FSR = 1, 3, 4, 5
+
+
+def make_image(root: Path, size_mib: int) -> bytes:
+    """`mke2fs -t ext4 -b 4096 -d root` into a `size_mib` image; its bytes."""
+    img = root.parent / "fs.img"
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-d", str(root), str(img), f"{size_mib}M"],
+                   check=True, capture_output=True)
+    return img.read_bytes()
+
+
+def debugfs(img: Path, cmds: list[str]) -> list[str]:
+    """Answers of `debugfs` (Debian e2fsprogs) to each command on the image, in order."""
+    with tempfile.NamedTemporaryFile("w", suffix=".cmds", delete=False) as f:
+        f.write("\n".join(cmds) + "\n")
+    try:
+        out = subprocess.run(["debugfs", "-f", f.name, str(img)], check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+    parts = out.split("debugfs: ")[1:]
+    return [p.split("\n", 1)[1] if "\n" in p else "" for p in parts]
+
+
+def device(image: bytes, cache_pages: int, exp: Experiment | None = None) -> Device:
+    """A fresh shrunk nice-zu7eg device with the `nice` firmware, the image written through ordinary Writes."""
+    dev = Device(None, preset=PRESET, **SHRINK)
+    dev.attach("nice", ftl_cache_pages=cache_pages)
+    bs = dev.lba_bytes
+    pad = (-len(image)) % bs
+    buf = np.frombuffer(image + b"\0" * pad, dtype=np.uint8)
+    for off in range(0, buf.size, 1 << 20):
+        dev.write(off // bs, buf[off : off + (1 << 20)])
+    dev.flush()
+    if exp is not None and not any("shrunk" in n for n in exp.notes):
+        exp.note(f"device: {PRESET} shrunk in blocks only ({SHRINK}); the ext4 image is made by mke2fs -d and copied "
+                 "in with ordinary 1 MiB Writes, as dd would; the firmware learns the layout from those writes")
+    return dev
+
+
+def cap(dev: Device) -> int:
+    """The capacity C (the firmware advertises 2C)."""
+    return dev.lbas // 2
+
+
+def timed_read(dev: Device, lba: int, n: int = 1) -> tuple[np.ndarray, int]:
+    """A synchronous Read and its latency (virtual ns)."""
+    t0 = dev.now_ns
+    out = dev.read(lba, n)
+    return out, dev.now_ns - t0
+
+
+def invoke(dev: Device, at: int, block: bytes) -> tuple[dict[str, Any], int, int]:
+    """NICE_Write `block` at hyper-address C + `at`, then NICE_Read there: (result, write ns, read ns)."""
+    bs = dev.lba_bytes
+    w = dev.write(cap(dev) + at, np.frombuffer(block + b"\0" * (bs - len(block)), dtype=np.uint8))
+    out, r = timed_read(dev, cap(dev) + at)
+    op, size, inode, value = struct.unpack_from("<IQIQ", out.tobytes(), 0)
+    return {"op": op, "size": size, "inode": inode, "value": value, "raw": out.tobytes()}, w, r
+
+
+def fsr_block(path: str) -> bytes:
+    return bytes([OP_FSR]) + path.encode() + b"\0"
+
+
+def nice_ext(dev: Device) -> dict[str, Any]:
+    return dict(dev.report().extensions["nice"])
