@@ -268,3 +268,14 @@ def test_in_storage_answers_equal_the_host_path():
             assert agent.run(dev, spec, ext, page, accelerate=True)["encoded"] == host["encoded"]
     finally:
         dev.close()
+
+
+def test_hardware_counters_count_or_say_they_cannot():
+    from nearflash.issd import counters
+
+    result, counts = counters.count(lambda: sum(range(100_000)))
+    assert result == sum(range(100_000))
+    if counts is None:
+        assert not counters.available()
+    else:  # a PMU: a Python loop of 1e5 additions takes well over 1e5 instructions
+        assert counters.available() and counts["instructions"] > 100_000 and counts["cycles"] > 0
