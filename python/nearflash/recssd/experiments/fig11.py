@@ -98,7 +98,9 @@ def run_fig11(exp: Experiment, opts: Options) -> None:
              "table's registration descriptor; Caffe2's 8-bit SLS keeps a scale and bias per row instead), summed in "
              "fp32 by the firmware, which loads whole words and converts each element (dequant_element_instructions, "
              "assumed 2). The baseline reads one 4 KiB block per lookup whatever the width; in the naive one-row-per-"
-             "page layout a narrower row saves only the firmware's page-side loads, so the gain moves little. The "
+             "page layout a narrower row saves the firmware's page-side loads (half or a quarter of a word per "
+             "element), so the gain rises with quantisation, as the paper's Fig. 11a; how much rests on that assumed "
+             "word-load model. The "
              "error column is max |pooled at this precision - pooled fp32| over one batch of the first table, per "
              "lookup and per unit of the table's value bound (DLRM's sqrt(1/rows)).")
     exp.note("Speed-up = mean baseline latency / mean NDP latency over the same batches; p5-p95 are of the per-batch "
