@@ -279,3 +279,16 @@ def test_hardware_counters_count_or_say_they_cannot():
         assert not counters.available()
     else:  # a PMU: a Python loop of 1e5 additions takes well over 1e5 instructions
         assert counters.available() and counts["instructions"] > 100_000 and counts["cycles"] > 0
+
+
+def test_instructions_are_counted_under_valgrind():
+    from nearflash.issd import characterise
+
+    with pytest.raises(ValueError, match="unknown kernel"):
+        characterise.count_instructions("sort", 1000, 1)
+    if not characterise.valgrind_available():
+        assert characterise.count_instructions("linear_regression", 100_000, 1) is None
+        pytest.skip("valgrind is not installed")
+    instructions, nbytes = characterise.count_instructions("linear_regression", 200_000, 1)
+    assert 190_000 < nbytes < 220_000
+    assert 1.0 < instructions / nbytes < 100.0  # a few instructions per 2-byte point, not the interpreter's millions
