@@ -194,3 +194,13 @@ def test_instructions_are_counted_under_valgrind():
     instructions, nbytes = characterise.count_instructions("linear_regression", 200_000, 1)
     assert 190_000 < nbytes < 220_000
     assert 1.0 < instructions / nbytes < 100.0  # a few instructions per 2-byte point, not the interpreter's millions
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [((10, 0, 2, 4, 1), InvalidArgument), ((10, 3, 1, 4, 1), InvalidArgument), ((10, 3, 2, 300, 1), InvalidArgument),
+     ((-1, 3, 2, 4, 1), OverflowError), (("10", 3, 2, 4, 1), TypeError)],
+)
+def test_labelled_records_refuse_bad_shapes(args, error):
+    with pytest.raises(error):
+        data.labelled_records(*args)
