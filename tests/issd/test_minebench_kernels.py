@@ -47,6 +47,7 @@ def test_naive_bayes_trains_and_classifies_like_numpy():
         ({"attributes": 2, "classes": 2, "values": 4, "colour": 1}, "bad kernel spec"),
         ({"attributes": -1, "classes": 2, "values": 4}, "bad kernel spec"),
         ({"attributes": "2", "classes": 2, "values": 4}, "bad kernel spec"),
+        ({"attributes": 1000, "classes": 256, "values": 256}, "counts per chunk"),
     ],
 )
 def test_naive_bayes_refuses_bad_parameters(params, message):
@@ -164,7 +165,8 @@ def test_in_storage_answers_equal_the_host_path():
             ext = agent.write_input(dev, slba, pages, page)
             slba += len(pages) // dev.lba_bytes
             host = kernels.run(spec, pages, page)
-            for strategy, kw in [("in_storage", {}), ("conventional", {}), ("dynamic", {"chunk_pages": 4})]:
+            for strategy, kw in [("in_storage", {}), ("conventional", {}), ("static", {"fraction": 0.5}),
+                                 ("dynamic", {"chunk_pages": 4})]:
                 out = agent.run(dev, spec, ext, page, strategy, **kw)
                 assert out["encoded"] == host["encoded"], (spec["kernel"], strategy)
             assert agent.run(dev, spec, ext, page, accelerate=True)["encoded"] == host["encoded"]

@@ -9,6 +9,17 @@ use serde::{Deserialize, Serialize};
 pub const MAX_ATTRIBUTES: usize = 1024;
 /// Largest class count accepted (labels are one byte).
 pub const MAX_CLASSES: usize = 256;
+/// Largest count table a Map task may build (entries of 8 bytes: 32 MiB), so that a spec cannot ask every chunk
+/// for gigabytes (1024 attributes x 256 values x 256 classes would be 512 MiB).
+pub const MAX_TABLE_ENTRIES: usize = 1 << 22;
+
+/// Checks that a kernel's count table of `entries` stays within [`MAX_TABLE_ENTRIES`].
+pub fn check_table(entries: usize, what: &str) -> Result<()> {
+    if entries > MAX_TABLE_ENTRIES {
+        return Err(invalid(format!("{what} needs {entries} counts per chunk, over the {MAX_TABLE_ENTRIES} allowed")));
+    }
+    Ok(())
+}
 
 /// The shape of a labelled-record input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -107,6 +107,7 @@ impl NaiveBayesKernel {
         if !(1..=256).contains(&v) {
             return Err(invalid(format!("values must be 1..=256, got {v}")));
         }
+        super::labelled::check_table(c * a * v + c.max(c * c), "naive_bayes (classes x attributes x values)")?;
         let model = match &params.model {
             None => None,
             Some(m) => {
@@ -264,6 +265,8 @@ mod tests {
         assert!(NaiveBayesKernel::new(&NaiveBayesParams { values: 257, ..params(None) }, layout).is_err());
         assert!(NaiveBayesKernel::new(&NaiveBayesParams { classes: 1, ..params(None) }, layout).is_err());
         assert!(NaiveBayesKernel::new(&NaiveBayesParams { attributes: 0, ..params(None) }, layout).is_err());
+        let huge = NaiveBayesParams { attributes: 1000, classes: 256, values: 256, model: None };
+        assert!(NaiveBayesKernel::new(&huge, PageLayout::new(8192).unwrap()).is_err(), "table too large");
         let short = NaiveBayesModel { class_counts: vec![1, 1], counts: vec![0; 11] };
         assert!(NaiveBayesKernel::new(&params(Some(short)), layout).is_err());
         let k = NaiveBayesKernel::new(&params(None), layout).unwrap();

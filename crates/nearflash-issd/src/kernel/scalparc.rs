@@ -143,6 +143,7 @@ pub struct ScalParcKernel {
 impl ScalParcKernel {
     pub fn new(params: &ScalParcParams, layout: PageLayout) -> Result<Self> {
         let shape = Shape::new(params.attributes, params.classes, layout)?;
+        super::labelled::check_table(params.attributes * LEVELS * params.classes, "scalparc (attributes x 256 x classes)")?;
         if let Some(s) = params.path.iter().find(|s| s.attribute >= params.attributes) {
             return Err(invalid(format!("path tests attribute {} of {}", s.attribute, params.attributes)));
         }
@@ -296,6 +297,8 @@ mod tests {
         let p = |path| ScalParcParams { attributes: 2, classes: 2, path };
         assert!(ScalParcKernel::new(&p(vec![PathStep { attribute: 2, threshold: 0, left: true }]), layout).is_err());
         assert!(ScalParcKernel::new(&ScalParcParams { classes: 300, ..p(vec![]) }, layout).is_err());
+        let huge = ScalParcParams { attributes: 1000, classes: 256, path: vec![] };
+        assert!(ScalParcKernel::new(&huge, PageLayout::new(8192).unwrap()).is_err(), "table too large");
         assert!(ScalParcKernel::new(&ScalParcParams { attributes: 100, ..p(vec![]) }, layout).is_err(), "records do not fit");
         let k = ScalParcKernel::new(&p(vec![]), layout).unwrap();
         assert!(k.finish(Partial::Tally(Tally::zeros(4))).is_err());
