@@ -12,7 +12,8 @@
 //! paper's contract; the artifact host sorts with `sorted(pairs, key=embedding id)`). Ties keep any order. Bytes
 //! after the last pair (padding to whole LBAs) are ignored. The firmware DMAs the payload into a 1 MiB config
 //! buffer and accumulates results in a 1 MiB scratchpad returned as at most 256 sectors of 4 KiB
-//! (artifact `TRANS_CONFIG_SIZE`, `MAX_EMBEDDING_RESULT_PAGES`); only fp32 (attributeSize 4) sums exist.
+//! (artifact `TRANS_CONFIG_SIZE`, `MAX_EMBEDDING_RESULT_PAGES`); rows are stored as fp32, fp16 or int8
+//! (attributeSize 4, 2, 1; `crate::quant`), sums are fp32.
 //!
 //! Pairing: both commands carry SLBA = table start LBA + request id, with table starts multiples of 1,000 and
 //! request ids below 1,000 so the FTL splits them with `/` and `%` (artifact `nvme_io_cmd.c`; the host uses the
@@ -46,7 +47,7 @@ pub enum WireError {
     /// The payload ends before the header or the announced pairs.
     #[error("config truncated: {needed} bytes needed, {got} present")]
     Truncated { needed: u64, got: usize },
-    /// attributeSize is not 4 (only fp32 sum is implemented).
+    /// attributeSize is not 4 (fp32), 2 (fp16) or 1 (int8).
     #[error("attribute size {0} B is unsupported (4 fp32, 2 fp16 or 1 int8)")]
     UnsupportedAttributeSize(u32),
     /// embeddingLength is zero.

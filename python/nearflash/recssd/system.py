@@ -261,7 +261,7 @@ class EmbeddingBag:
 
     def __call__(self, input: Any, offsets: Any = None, per_sample_weights: Any = None) -> np.ndarray:
         if per_sample_weights is not None:
-            raise NotImplementedError("RecSSD's firmware only sums (attributeSize 4, fp32); per-sample weights are unsupported")
+            raise NotImplementedError("RecSSD's firmware only sums (fp32 sums of fp32, fp16 or int8 rows); per-sample weights are unsupported")
         idx = as_numpy(input)
         if idx.ndim == 2:
             if offsets is not None:
