@@ -139,6 +139,8 @@ def inputs():
     t = data.pack_lines(data.text(30_000, seed=9), 1024)
     pts = data.pack_records(data.regression_points(5000, seed=1), 2, 1024)
     cl = data.cluster_points(2000, 2, 3, seed=1)
+    lab = data.labelled_records(2000, 4, 3, 256, seed=1)
+    lab16 = data.labelled_records(2000, 4, 3, 16, seed=1)
     return {
         "scan": (kernels.spec("scan", conditions=[{"field": "l_partkey", "max": 20_000}]), li),
         "filter_sum": (kernels.spec("filter_sum"), li),
@@ -150,6 +152,10 @@ def inputs():
         "kmeans": (kernels.spec("kmeans", dim=2, centroids=cl[:3].tolist()), data.pack_records(cl, 8, 1024)),
         "col_scan": col(kernels.spec("scan", conditions=[{"field": "l_partkey", "max": 20_000}])),
         "col_filter_sum": col(kernels.spec("filter_sum")),
+        "scalparc": (kernels.spec("scalparc", attributes=4, classes=3), data.pack_records(lab, 5, 1024)),
+        "hop": (kernels.spec("hop", grid=8, lo=0, hi=1000, threshold=3),
+                data.pack_records(data.cluster_points(2000, 3, 4, seed=2), 12, 1024)),
+        "naive_bayes": (kernels.spec("naive_bayes", attributes=4, classes=3, values=16), data.pack_records(lab16, 5, 1024)),
     }
 
 

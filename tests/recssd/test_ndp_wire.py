@@ -27,7 +27,7 @@ def test_payload_layout_is_header_then_result_input_pairs_sorted_by_input():
         ((4, 32, 2, 2, 0, 0, 9, 0, 8), "sorted by input id"),
         ((4, 32, 2, 1, 0, 2, 5), "not below resultEmbeddings"),
         ((4, 32, 2, 1, 0, 0, 100), "outside the table"),
-        ((2, 32, 2, 0, 0), "only 4-byte fp32"),
+        ((3, 32, 2, 0, 0), "4 fp32, 2 fp16 or 1 int8"),
         ((4, 0, 2, 0, 0), "embedding length"),
         ((4, 32, 8193, 0, 0), "result sectors"),
         ((4, 32, 1, 3, 0, 0, 1), "truncated"),

@@ -86,7 +86,7 @@ SMOKE = {
     "fig8": {"batches": "1,2"},
     "fig9": {"models": "NCF", "batches": "2", "n": "1"},
     "fig10": {"models": "RM3", "ks": "2", "batches": "2", "budget": "2000", "warm_lookups": "200"},
-    "fig11": {"batch": "2", "dims": "16,32", "tables": "1,2", "lookups": "10,20"},
+    "fig11": {"batch": "2", "dims": "16,32", "tables": "1,2", "lookups": "10,20", "precisions": "fp32,fp16,int8"},
     "calibrate": {"loads": "60", "accesses": "48", "budget": "2000"},
 }
 

@@ -7,7 +7,7 @@
 //!
 //! * `filter_sum` (TPC-H Q6): a scan whose predicate and sum touch a handful of columns per record; scan's costs.
 //! * `col_scan`, `col_filter_sum` (columnar pages, beyond the paper): scan's costs per byte of the columns read.
-//! * `grep`, `word_count`, `histogram`: host CPB and IPB from Table 1; on the FMC processor (in-order, CPI 1,
+//! * `grep`, `word_count`, `histogram`, `scalparc`, `hop`, `naive_bayes`: host CPB and IPB from Table 1; on the FMC processor (in-order, CPI 1,
 //!   [`CPI_EMBEDDED`]) the same instructions take IPB cycles; the paper gives no stream-processor mapping for
 //!   them, so "accelerated" runs at the processor's CPB (no gain) and the stream ops are zero.
 
@@ -91,7 +91,7 @@ pub fn default_costs(kernel: &str) -> Result<KernelCosts> {
         // assumed: per byte of the columns read, a columnar page costs what a row page does (the predicate and
         // projection touch every byte read); `nearflash experiment issd columnar` measures the host ratio
         "scan" | "filter_sum" | "col_scan" | "col_filter_sum" => Ok((&SCAN).into()),
-        "grep" | "word_count" | "histogram" => from_table1(kernel),
+        "grep" | "word_count" | "histogram" | "scalparc" | "hop" | "naive_bayes" => from_table1(kernel),
         other => Err(invalid(format!("no costs for kernel {other:?}"))),
     }
 }

@@ -11,6 +11,9 @@
 //!   plus uniform noise of ±24, clamped.
 //! * cluster points: `dim` i32 LE coordinates; `clusters` centres uniform on [0, 1000)^dim (Phoenix k-means'
 //!   grid), each point a random centre plus uniform noise of ±60 per axis, clamped to [0, 999].
+//! * labelled records (naive_bayes, scalparc): `attributes` u8 values then a u8 class; the class is uniform, each
+//!   (class, attribute) has a centre uniform on 0..values, and a value is its centre plus uniform noise of
+//!   ±values/4 (at least ±1), clamped to 0..values: classes overlap, so neither classifier is perfect.
 
 use crate::error::{invalid, Result};
 use crate::lineitem::generate::compact_text_pool;
@@ -121,6 +124,30 @@ pub fn cluster_points(n: usize, dim: usize, clusters: usize, seed: u64) -> Resul
     }))
 }
 
+/// `n` labelled records of `attributes` values in `0..values` and a class in `0..classes`.
+pub fn labelled_records(n: usize, attributes: usize, classes: usize, values: usize, seed: u64) -> Result<Vec<u8>> {
+    use crate::kernel::labelled::{MAX_ATTRIBUTES, MAX_CLASSES};
+    if !(1..=MAX_ATTRIBUTES).contains(&attributes) || !(2..=MAX_CLASSES).contains(&classes) || !(1..=256).contains(&values)
+    {
+        return Err(invalid(format!(
+            "labelled records need 1..={MAX_ATTRIBUTES} attributes, 2..={MAX_CLASSES} classes and 1..=256 values, got \
+             {attributes}, {classes}, {values}"
+        )));
+    }
+    let mut rng = block_rng(seed, usize::MAX);
+    let centres: Vec<i32> = (0..classes * attributes).map(|_| rng.gen_range(0..values as i32)).collect();
+    let spread = (values as i32 / 4).max(1);
+    Ok(blocks(n, attributes + 1, seed, |rng, _, out| {
+        for rec in out.chunks_exact_mut(attributes + 1) {
+            let c = rng.gen_range(0..classes);
+            for (a, v) in rec[..attributes].iter_mut().enumerate() {
+                *v = (centres[c * attributes + a] + rng.gen_range(-spread..=spread)).clamp(0, values as i32 - 1) as u8;
+            }
+            rec[attributes] = c as u8;
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +185,18 @@ mod tests {
             assert!((0..KMEANS_GRID).contains(&i32::from_le_bytes([v[0], v[1], v[2], v[3]])));
         }
         assert!(cluster_points(10, 0, 4, 9).is_err());
+    }
+
+    #[test]
+    fn labelled_records_stay_in_range() {
+        let r = labelled_records(10_000, 5, 3, 16, 4).unwrap();
+        assert_eq!(r.len(), 60_000);
+        assert_eq!(r, labelled_records(10_000, 5, 3, 16, 4).unwrap());
+        for rec in r.chunks_exact(6) {
+            assert!(rec[..5].iter().all(|&v| v < 16) && rec[5] < 3);
+        }
+        assert!(labelled_records(1, 0, 2, 16, 1).is_err());
+        assert!(labelled_records(1, 2, 1, 16, 1).is_err());
+        assert!(labelled_records(1, 2, 2, 257, 1).is_err());
     }
 }

@@ -15,7 +15,7 @@ use nearflash_issd::kernel::{run_chunked, run_parallel, run_serial, Kernel, Kern
 use nearflash_issd::lineitem::{generate_pages, generate_records, CommentPool, Field, FieldKind, LineitemSpec};
 use nearflash_issd::model::{self, EnergyParams, Fig7Config, KernelProfile, SystemConfig};
 use nearflash_issd::{datagen, pages, Chunk, PageLayout};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -148,6 +148,20 @@ fn cluster_points(
     rows_array(py, ints, dim)
 }
 
+/// `n` labelled records (attributes u8 values then a u8 class) as an (n, attributes + 1) uint8 array.
+#[pyfunction]
+fn labelled_records(
+    py: Python<'_>,
+    n: usize,
+    attributes: usize,
+    classes: usize,
+    values: usize,
+    seed: u64,
+) -> PyResult<Bound<'_, PyArray2<u8>>> {
+    let v = py.allow_threads(|| datagen::labelled_records(n, attributes, classes, values, seed)).map_err(fail)?;
+    rows_array(py, v, attributes + 1)
+}
+
 // ---- kernels ----
 
 pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict>> {
@@ -199,6 +213,44 @@ pub(crate) fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<
             d.set_item("counts", PyArray1::from_slice(py, &c.counts))?;
             d.set_item("sse", c.sse)?;
             d.set_item("moved", c.moved)?;
+        }
+        Output::NaiveBayes(o) => {
+            let (a, c, v) = (o.attributes, o.classes, o.values);
+            d.set_item("attributes", a)?;
+            d.set_item("classes", c)?;
+            d.set_item("values", v)?;
+            if o.confusion.is_empty() {
+                d.set_item("class_counts", PyArray1::from_slice(py, &o.model.class_counts))?;
+                d.set_item("counts", PyArray1::from_slice(py, &o.model.counts).reshape([c, a, v])?)?;
+                d.set_item("confusion", py.None())?;
+            } else {
+                d.set_item("confusion", rows_array(py, o.confusion.clone(), c)?)?;
+            }
+        }
+        Output::Split(o) => {
+            d.set_item("class_counts", PyArray1::from_slice(py, &o.class_counts))?;
+            d.set_item("node_gini", o.node_gini)?;
+            let splits: Vec<Option<(u8, f64)>> = o.splits.iter().map(|s| s.map(|s| (s.threshold, s.gini))).collect();
+            d.set_item("splits", splits)?;
+            d.set_item("best", o.best)?;
+            d.set_item("left_counts", PyArray1::from_slice(py, &o.left_counts))?;
+        }
+        Output::Halos(o) => {
+            d.set_item("grid", o.grid)?;
+            d.set_item("particles", o.particles)?;
+            d.set_item("outside", o.outside)?;
+            d.set_item("below", o.below)?;
+            let groups = PyList::empty(py);
+            for g in &o.groups {
+                let gd = PyDict::new(py);
+                gd.set_item("peak", g.peak)?;
+                gd.set_item("peak_count", g.peak_count)?;
+                gd.set_item("cells", g.cells)?;
+                gd.set_item("particles", g.particles)?;
+                gd.set_item("sum", g.sum.to_vec())?;
+                groups.append(gd)?;
+            }
+            d.set_item("groups", groups)?;
         }
     }
     d.set_item("encoded", PyBytes::new(py, &out.encode()))?;
@@ -399,6 +451,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(regression_points, &sub)?)?;
     sub.add_function(wrap_pyfunction!(pixels, &sub)?)?;
     sub.add_function(wrap_pyfunction!(cluster_points, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(labelled_records, &sub)?)?;
     sub.add_function(wrap_pyfunction!(kernel_names, &sub)?)?;
     sub.add_function(wrap_pyfunction!(run, &sub)?)?;
     sub.add_function(wrap_pyfunction!(map_chunk, &sub)?)?;

@@ -167,7 +167,7 @@ pub fn plan_round_robin<P: FlashPort>(
     for (ready, k, g, issue, from_flash) in arrivals {
         let r = &mut pending[which[k]];
         let handled = if from_flash { port.ftl_core(issue, costs.page_sched()) } else { issue };
-        let instructions = costs.translate(r.req.rows_on_page(g), r.req.layout().dim());
+        let instructions = costs.translate_as(r.req.rows_on_page(g), r.req.layout().dim(), r.req.layout().attribute_bytes());
         let end = port.ftl_core(ready.max(handled), instructions);
         let dur = costs.ns(instructions).ceil() as u64;
         let plan = r.plan.as_mut().expect("initialised above");

@@ -59,16 +59,27 @@ impl FirmwareCosts {
             + result_elements as f64 * self.stalls(0.0, p.zero_element_stores)
     }
 
-    /// Translation of one flash page: extract `rows` rows of `dim` elements, copy each into the cache, add each
-    /// into its result slot.
+    /// Translation of one flash page: extract `rows` rows of `dim` fp32 elements, copy each into the cache, add
+    /// each into its result slot.
     pub fn translate(&self, rows: usize, dim: u32) -> f64 {
+        self.translate_as(rows, dim, 4)
+    }
+
+    /// [`translate`](Self::translate) for elements stored with `attribute_bytes` (4 fp32, 2 fp16, 1 int8): the two
+    /// page-side loads per element read `attribute_bytes / 4` of a word each (the firmware loads whole words and
+    /// unpacks them), the result's load and the two stores stay fp32, and each narrow element costs
+    /// `dequant_element_instructions` to convert.
+    pub fn translate_as(&self, rows: usize, dim: u32, attribute_bytes: u32) -> f64 {
         let p = &self.p;
         let (rows, dim) = (rows as f64, f64::from(dim));
+        let narrow = 1.0 - f64::from(attribute_bytes.clamp(1, 4)) / 4.0;
+        let loads = (p.translate_element_loads - 2.0 * narrow).max(0.0);
+        let convert = if attribute_bytes < 4 { p.dequant_element_instructions } else { 0.0 };
         p.translate_page_instructions
             + rows * (p.translate_row_instructions + self.stalls(p.translate_row_loads, p.translate_row_stores))
             + rows
                 * dim
-                * (p.translate_element_instructions + self.stalls(p.translate_element_loads, p.translate_element_stores))
+                * (p.translate_element_instructions + convert + self.stalls(loads, p.translate_element_stores))
     }
 
     /// Returning one result sector (DMA set-up and bookkeeping).
@@ -102,6 +113,10 @@ mod tests {
         let page = c.ns(c.page_sched());
         assert!((0.3..1.0).contains(&(page / c.ns(per_row_64))), "{page}");
         assert!(c.config(100, 10, 0, 32, 32 * 8) > c.config(10, 10, 0, 32, 32 * 8));
+        // narrower stored elements read fewer words from the page: int8 < fp16 < fp32, each still > 0
+        let (f32_, f16_, i8_) = (c.translate_as(1, 64, 4), c.translate_as(1, 64, 2), c.translate_as(1, 64, 1));
+        assert_eq!(f32_, c.translate(1, 64));
+        assert!(i8_ < f16_ && f16_ < f32_ && i8_ > 0.5 * f32_, "{i8_} {f16_} {f32_}");
         assert!(c.config(10, 1, 5, 32, 0) > c.config(10, 1, 0, 32, 0));
     }
 }

@@ -55,6 +55,8 @@ pub fn read_f32s(bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+use crate::quant::ElementFormat;
+
 /// A table's geometry on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableLayout {
@@ -65,6 +67,9 @@ pub struct TableLayout {
     lba_bytes: u32,
     page_bytes: u32,
     placement: Placement,
+    /// Bits of the int8 scale (0 for the float formats), see [`crate::quant`].
+    #[serde(default)]
+    int8_scale_bits: u32,
 }
 
 /// A row's address.
@@ -111,7 +116,7 @@ impl TableLayout {
         if placement == Placement::Packed && u64::from(page_bytes) % row_bytes != 0 {
             return Err(LayoutError::RowStraddlesPages { row_bytes, page_bytes: u64::from(page_bytes) });
         }
-        let layout = Self { start_lba, rows, dim, attribute_bytes, lba_bytes, page_bytes, placement };
+        let layout = Self { start_lba, rows, dim, attribute_bytes, lba_bytes, page_bytes, placement, int8_scale_bits: 0 };
         if !start_lba.is_multiple_of(layout.lbas_per_page()) {
             return Err(LayoutError::UnalignedStart { start_lba, lbas_per_page: layout.lbas_per_page() });
         }
@@ -121,6 +126,21 @@ impl TableLayout {
             .and_then(|n| n.checked_add(start_lba))
             .ok_or(LayoutError::Overflow)?;
         Ok(layout)
+    }
+
+    /// The same table with int8 elements of `scale` (see [`crate::quant`]); an error for other widths.
+    pub fn with_int8_scale(mut self, scale: f32) -> Result<Self, LayoutError> {
+        ElementFormat::new(self.attribute_bytes, scale).map_err(LayoutError::Geometry)?;
+        if self.attribute_bytes != 1 {
+            return Err(LayoutError::Geometry(format!("a scale given for {}-B elements", self.attribute_bytes)));
+        }
+        self.int8_scale_bits = scale.to_bits();
+        Ok(self)
+    }
+
+    /// How the elements are stored.
+    pub fn format(&self) -> Result<ElementFormat, LayoutError> {
+        ElementFormat::new(self.attribute_bytes, f32::from_bits(self.int8_scale_bits)).map_err(LayoutError::Geometry)
     }
 
     /// First LBA of the table.
@@ -209,10 +229,12 @@ impl TableLayout {
         first..(first + self.rows_per_page()).min(self.rows)
     }
 
-    /// Writes the bytes of table page `page` (fp32 little-endian rows per the placement, zero padding) into
-    /// `out` (`page_bytes` long): what the device stores, and what a flash read returns.
+    /// Writes the bytes of table page `page` (rows in the layout's element format, little-endian, per the
+    /// placement, zero padding) into `out` (`page_bytes` long): what the device stores, and what a flash read
+    /// returns.
     pub fn render_page(&self, table: &crate::sls::TableView<'_>, page: u64, out: &mut [u8]) -> Result<(), LayoutError> {
-        if self.attribute_bytes != 4 || table.dim() != self.dim as usize || table.rows() as u64 != self.rows {
+        let format = self.format()?;
+        if table.dim() != self.dim as usize || table.rows() as u64 != self.rows {
             return Err(LayoutError::Geometry(format!(
                 "table of {} x {} fp32 does not match layout of {} x {} x {} B",
                 table.rows(),
@@ -235,10 +257,7 @@ impl TableLayout {
         out.fill(0);
         let row_bytes = self.row_bytes() as usize;
         for (k, r) in self.rows_on_page(page).enumerate() {
-            let dst = &mut out[k * row_bytes..(k + 1) * row_bytes];
-            for (d, v) in dst.chunks_exact_mut(4).zip(table.row(r as usize)) {
-                d.copy_from_slice(&v.to_le_bytes());
-            }
+            format.encode_row(table.row(r as usize), &mut out[k * row_bytes..(k + 1) * row_bytes]);
         }
         Ok(())
     }

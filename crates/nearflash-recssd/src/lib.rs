@@ -34,6 +34,7 @@ pub mod ndp_wire;
 pub mod page_buffer;
 pub mod params;
 pub mod partition;
+pub mod quant;
 pub mod rowgen;
 pub mod seeds;
 pub mod sls;

@@ -38,7 +38,7 @@ pub fn is_ndp(sqe: &Sqe) -> bool {
 pub enum NdpFault {
     /// The config payload is shorter than its header or its pairs.
     ConfigTruncated = 1,
-    /// attributeSize is not 4 (only fp32 sums are implemented).
+    /// attributeSize is not 4 (fp32), 2 (fp16) or 1 (int8).
     UnsupportedAttribute = 2,
     /// embeddingLength does not match the table, or is zero.
     DimensionMismatch = 3,
@@ -100,7 +100,7 @@ impl NdpFault {
     pub fn describe(self) -> &'static str {
         match self {
             NdpFault::ConfigTruncated => "config payload truncated",
-            NdpFault::UnsupportedAttribute => "attribute size is not 4 (only fp32 sums are implemented)",
+            NdpFault::UnsupportedAttribute => "attribute size is not 4 (fp32), 2 (fp16) or 1 (int8)",
             NdpFault::DimensionMismatch => "embedding length does not match the table",
             NdpFault::NoResults => "config has no result embeddings",
             NdpFault::ConfigTooLarge => "config exceeds the 1 MiB config buffer",

@@ -15,7 +15,7 @@
 //! two sectors (row size not dividing 4 KiB) holds both sectors back (the artifact counts only the first), and
 //! page groups never include cache-hit pairs (the artifact's per-page start index can point at one).
 
-use crate::layout::{read_f32s, PageGroups, TableLayout};
+use crate::layout::{PageGroups, TableLayout};
 use crate::ndp_wire::{NdpConfig, WireError, WireLimits};
 use crate::sls::{add_row, RowSource};
 use crate::ssd_cache::{CacheError, SsdEmbeddingCache};
@@ -161,10 +161,11 @@ impl SlsRequest {
             )));
         }
         let layout = self.layout;
-        let row_bytes = layout.dim() as usize * 4;
+        let format = layout.format().map_err(|e| ExecError::Mismatch(e.to_string()))?;
+        let row_bytes = layout.row_bytes() as usize;
         self.translate_with(g, cache, |input, row| {
             let at = layout.locate(u64::from(input)).map_err(|e| ExecError::Mismatch(e.to_string()))?.byte_in_page as usize;
-            read_f32s(&page[at..at + row_bytes], row);
+            format.decode_row(&page[at..at + row_bytes], row);
             Ok(())
         })
     }

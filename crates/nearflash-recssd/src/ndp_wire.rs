@@ -12,7 +12,8 @@
 //! paper's contract; the artifact host sorts with `sorted(pairs, key=embedding id)`). Ties keep any order. Bytes
 //! after the last pair (padding to whole LBAs) are ignored. The firmware DMAs the payload into a 1 MiB config
 //! buffer and accumulates results in a 1 MiB scratchpad returned as at most 256 sectors of 4 KiB
-//! (artifact `TRANS_CONFIG_SIZE`, `MAX_EMBEDDING_RESULT_PAGES`); only fp32 (attributeSize 4) sums exist.
+//! (artifact `TRANS_CONFIG_SIZE`, `MAX_EMBEDDING_RESULT_PAGES`); rows are stored as fp32, fp16 or int8
+//! (attributeSize 4, 2, 1; `crate::quant`), sums are fp32.
 //!
 //! Pairing: both commands carry SLBA = table start LBA + request id, with table starts multiples of 1,000 and
 //! request ids below 1,000 so the FTL splits them with `/` and `%` (artifact `nvme_io_cmd.c`; the host uses the
@@ -46,8 +47,8 @@ pub enum WireError {
     /// The payload ends before the header or the announced pairs.
     #[error("config truncated: {needed} bytes needed, {got} present")]
     Truncated { needed: u64, got: usize },
-    /// attributeSize is not 4 (only fp32 sum is implemented).
-    #[error("attribute size {0} B is unsupported (only 4-byte fp32 sums)")]
+    /// attributeSize is not 4 (fp32), 2 (fp16) or 1 (int8).
+    #[error("attribute size {0} B is unsupported (4 fp32, 2 fp16 or 1 int8)")]
     UnsupportedAttributeSize(u32),
     /// embeddingLength is zero.
     #[error("embedding length must be >= 1")]
@@ -114,7 +115,7 @@ impl Default for WireLimits {
 /// A decoded config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NdpConfig {
-    /// Bytes per element (4).
+    /// Bytes per stored element (4 fp32, 2 fp16, 1 int8; results are fp32).
     pub attribute_size: u32,
     /// Elements per row.
     pub embedding_length: u32,
@@ -157,9 +158,15 @@ impl NdpConfig {
         self.encoded_len().div_ceil(lba_bytes.max(1))
     }
 
-    /// Bytes of one result row.
+    /// Bytes of one result row: results are fp32 sums whatever the stored element width.
     pub fn row_bytes(&self) -> u64 {
-        u64::from(self.attribute_size) * u64::from(self.embedding_length)
+        u64::from(FP32_ATTRIBUTE_BYTES) * u64::from(self.embedding_length)
+    }
+
+    /// The same request on rows stored with `attribute_size`-byte elements (see [`crate::quant`]).
+    pub fn with_attribute_size(mut self, attribute_size: u32) -> Self {
+        self.attribute_size = attribute_size;
+        self
     }
 
     /// Result sectors the read returns: `ceil(results x row / sector)`.
@@ -217,7 +224,7 @@ impl NdpConfig {
 
     /// Checks the config against the firmware's limits and a table of `table_rows` rows.
     pub fn validate(&self, limits: &WireLimits, table_rows: u64) -> Result<(), WireError> {
-        if self.attribute_size != FP32_ATTRIBUTE_BYTES {
+        if !matches!(self.attribute_size, 1 | 2 | 4) {
             return Err(WireError::UnsupportedAttributeSize(self.attribute_size));
         }
         if self.embedding_length == 0 {
@@ -322,8 +329,8 @@ mod tests {
         let mut c = example();
         c.pairs[3].result = 2;
         assert!(matches!(v(&c, 100), WireError::ResultBeyondRange { position: 3, result: 2, results: 2 }));
-        let c = NdpConfig { attribute_size: 2, ..example() };
-        assert_eq!(v(&c, 100), WireError::UnsupportedAttributeSize(2));
+        let c = NdpConfig { attribute_size: 3, ..example() };
+        assert_eq!(v(&c, 100), WireError::UnsupportedAttributeSize(3));
         let c = NdpConfig { embedding_length: 0, ..example() };
         assert_eq!(v(&c, 100), WireError::ZeroEmbeddingLength);
         // 8,193 results x 128 B = 257 sectors > 256; 8,192 fits exactly.

@@ -78,6 +78,8 @@ nearflash_core::ext_params! {
         translate_element_loads: Count = 3, "count", "RecSSD artifact translatePage: page -> cache copy, page -> sum, result read";
         /// Uncached stores per element (cache, result).
         translate_element_stores: Count = 2, "count", "RecSSD artifact translatePage: cache entry and result slot writes";
+        /// Instructions per stored fp16 / int8 element translated, converting it to fp32 before the add.
+        dequant_element_instructions: Real = 2, "instructions", "assumed: one VCVT on the A9's VFPv3 with the half-precision extension (fp16), or a convert and a multiply by the table's scale (int8); the artifact sums fp32 only";
         /// Stores per fp32 element of the result scratchpad zeroed at config time.
         zero_element_stores: Count = 1, "count", "RecSSD artifact ConfigureTransBufEntry: 'Zero out results pages'";
         /// Firmware per result sector returned (DMA descriptor, counters).

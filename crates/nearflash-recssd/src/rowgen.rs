@@ -6,6 +6,7 @@
 //! initialisation (artifact `create_emb`: `np.random.uniform(-sqrt(1/n), sqrt(1/n))`), quantised to 2^-24 of the
 //! range. They are not the artifact's numbers (it draws from one global numpy stream); the distribution is.
 
+use crate::quant::ElementFormat;
 use crate::seeds::{splitmix64, stream_seed};
 use crate::sls::{RowSource, SlsError};
 use rayon::prelude::*;
@@ -19,6 +20,8 @@ pub struct GeneratedTable {
     rows: usize,
     dim: usize,
     bound: f32,
+    /// Rows are the values their stored form decodes to (fp32: the generated values).
+    format: ElementFormat,
 }
 
 impl GeneratedTable {
@@ -33,7 +36,18 @@ impl GeneratedTable {
         if dim == 0 || rows.checked_mul(dim).is_none() || !bound.is_finite() {
             return Err(SlsError::TableShape { len: 0, rows, dim });
         }
-        Ok(Self { seed, table_id, base: stream_seed(seed, u64::from(table_id)), rows, dim, bound })
+        Ok(Self { seed, table_id, base: stream_seed(seed, u64::from(table_id)), rows, dim, bound, format: ElementFormat::F32 })
+    }
+
+    /// The same table stored in `format`: rows are what their stored form decodes to.
+    pub fn with_format(mut self, format: ElementFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// The int8 scale of this table (its bound maps to 127).
+    pub fn int8_scale(&self) -> f32 {
+        ElementFormat::int8_scale_for(self.bound)
     }
 
     /// The model seed the rows derive from.
@@ -60,6 +74,7 @@ impl GeneratedTable {
             let h = splitmix64(self.base ^ splitmix64(start.wrapping_add(c as u64)));
             *o = (h >> 40) as f32 * scale - self.bound;
         }
+        self.format.round_trip(out);
     }
 
     /// Rows `rows` gathered into a `rows.len() x dim` row-major buffer.

@@ -45,7 +45,8 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 impl TableDescriptor {
-    /// The descriptor bytes: magic, table id, placement, start LBA, rows, dim, attribute bytes, source, seed.
+    /// The descriptor bytes: magic, table id, placement, start LBA, rows, dim, attribute bytes, source, the int8
+    /// scale (f32 bits at 44, 0 for fp32 / fp16), seed.
     pub fn encode(&self) -> [u8; DESCRIPTOR_BYTES] {
         let mut b = [0u8; DESCRIPTOR_BYTES];
         b[..8].copy_from_slice(MAGIC);
@@ -65,6 +66,7 @@ impl TableDescriptor {
         b[32..36].copy_from_slice(&l.dim().to_le_bytes());
         b[36..40].copy_from_slice(&l.attribute_bytes().to_le_bytes());
         b[40..44].copy_from_slice(&source.to_le_bytes());
+        b[44..48].copy_from_slice(&l.format().map_or(0.0, |f| f.scale()).to_bits().to_le_bytes());
         b[48..56].copy_from_slice(&seed.to_le_bytes());
         b
     }
@@ -94,8 +96,13 @@ impl TableDescriptor {
             1 => RowData::Generated { seed: u64_at(bytes, 48) },
             _ => return Err(NdpFault::BadTable),
         };
-        if layout.attribute_bytes() != 4 || layout.rows() == 0 || layout.rows() > u64::from(u32::MAX) {
-            return Err(NdpFault::BadTable); // fp32 only; ids travel as u32 in configs
+        let layout = match layout.attribute_bytes() {
+            1 => layout.with_int8_scale(f32::from_bits(u32_at(bytes, 44))).map_err(|_| NdpFault::BadTable)?,
+            2 | 4 if u32_at(bytes, 44) == 0 => layout,
+            _ => return Err(NdpFault::BadTable), // fp32, fp16 or int8 (crate::quant)
+        };
+        if layout.rows() == 0 || layout.rows() > u64::from(u32::MAX) {
+            return Err(NdpFault::BadTable); // ids travel as u32 in configs
         }
         Ok(Self { table_id: u32_at(bytes, 8), layout, data })
     }
@@ -105,7 +112,8 @@ impl TableDescriptor {
         match self.data {
             RowData::Stored => None,
             RowData::Generated { seed } => {
-                GeneratedTable::new(seed, self.table_id, self.layout.rows() as usize, self.layout.dim() as usize).ok()
+                let g = GeneratedTable::new(seed, self.table_id, self.layout.rows() as usize, self.layout.dim() as usize);
+                Some(g.ok()?.with_format(self.layout.format().ok()?))
             }
         }
     }
@@ -204,6 +212,28 @@ mod tests {
         let mut odd = desc(1, 0, 10, RowData::Stored).encode();
         odd[32..36].copy_from_slice(&48u32.to_le_bytes()); // packed 192-B rows straddle pages
         assert!(TableDescriptor::decode(&odd, 4096, 16384).is_err());
+    }
+
+    #[test]
+    fn quantised_descriptors_carry_their_format() {
+        let l = |bytes| TableLayout::new(0, 1000, 32, bytes, 4096, 16384, Placement::Packed).unwrap();
+        let i8 = TableDescriptor { table_id: 2, layout: l(1).with_int8_scale(0.25).unwrap(), data: RowData::Generated { seed: 4 } };
+        let f16 = TableDescriptor { table_id: 3, layout: l(2), data: RowData::Stored };
+        for d in [i8, f16] {
+            let back = TableDescriptor::decode(&d.encode(), 4096, 16384).unwrap();
+            assert_eq!(back, d);
+            assert_eq!(back.layout.format(), d.layout.format());
+        }
+        assert_eq!(i8.generator().unwrap().with_format(crate::quant::ElementFormat::F32).gather(&[1]).unwrap().len(), 32);
+        let mut no_scale = i8.encode();
+        no_scale[44..48].fill(0);
+        assert_eq!(TableDescriptor::decode(&no_scale, 4096, 16384), Err(NdpFault::BadTable));
+        let mut scaled_f16 = f16.encode();
+        scaled_f16[44..48].copy_from_slice(&1.0f32.to_bits().to_le_bytes());
+        assert_eq!(TableDescriptor::decode(&scaled_f16, 4096, 16384), Err(NdpFault::BadTable));
+        let mut three = f16.encode();
+        three[36..40].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(TableDescriptor::decode(&three, 4096, 16384), Err(NdpFault::BadTable));
     }
 
     #[test]

@@ -45,8 +45,8 @@ fn three_paths_agree_with_the_reference_on_adversarial_bags() {
     let (rows, dim) = (3000usize, 32usize);
     let tables = [values(rows, dim, 1), values(rows, 64, 2)];
     let specs = vec![
-        TableSpec { rows: rows as u64, dim: dim as u32, data: TableData::Values(tables[0].clone()) },
-        TableSpec { rows: rows as u64, dim: 64, data: TableData::Values(tables[1].clone()) },
+        TableSpec { rows: rows as u64, dim: dim as u32, data: TableData::Values(tables[0].clone()), attribute_bytes: 4 },
+        TableSpec { rows: rows as u64, dim: 64, data: TableData::Values(tables[1].clone()), attribute_bytes: 4 },
     ];
     let mut h = host(&mut dev, specs, Placement::Packed);
     // Empty bags, repeated ids, ids on page boundaries (128 rows of dim 32 per page; 64 of dim 64), a bag
@@ -79,7 +79,7 @@ fn batches_run_sequentially_and_pipelined_with_the_same_results() {
     let data: Vec<Vec<f32>> = (0..3).map(|t| values(2048, dim, t)).collect();
     let specs = data
         .iter()
-        .map(|v| TableSpec { rows: 2048, dim: dim as u32, data: TableData::Values(v.clone()) })
+        .map(|v| TableSpec { rows: 2048, dim: dim as u32, data: TableData::Values(v.clone()), attribute_bytes: 4 })
         .collect();
     let mut h = host(&mut dev, specs, Placement::OneRowPerPage);
     let batches: Vec<Batch> = (0..6u64)
@@ -114,7 +114,7 @@ fn ndp_is_faster_than_one_read_per_row_for_strided_ids_and_page_buffer_helps_seq
     // Generated (timing-only) tables on a device that stores nothing: 700K rows of dim 64 (the artifact's
     // microbenchmark), batch of 4 x 80 lookups.
     let mut dev = device(false, serde_json::json!({}));
-    let spec = TableSpec { rows: 700_000, dim: 64, data: TableData::Generated { seed: 5 } };
+    let spec = TableSpec { rows: 700_000, dim: 64, data: TableData::Generated { seed: 5 }, attribute_bytes: 4 };
     let mut h = host(&mut dev, vec![spec], Placement::Packed);
     let offsets: Vec<u64> = (0..4).map(|b| b * 80).collect();
     let time = |h: &mut RecHost, dev: &mut Device, ids: &Vec<u64>, path| {
@@ -140,7 +140,7 @@ fn raw(dev: &mut Device, sqe: Sqe, data: DataBuf<'_>) -> (Status, Option<NdpFaul
 #[test]
 fn bad_requests_complete_with_clear_statuses() {
     let mut dev = device(true, serde_json::json!({"pending_entries": 2}));
-    let spec = TableSpec { rows: 1000, dim: 32, data: TableData::Values(values(1000, 32, 0)) };
+    let spec = TableSpec { rows: 1000, dim: 32, data: TableData::Values(values(1000, 32, 0)), attribute_bytes: 4 };
     let h = host(&mut dev, vec![spec], Placement::Packed);
     let start = h.tables.tables[0].layout.start_lba();
     let payload = |c: &NdpConfig| {
@@ -197,4 +197,57 @@ fn bad_requests_complete_with_clear_statuses() {
     plain.create_queue_pair(1, 8).unwrap();
     let b = payload(&good);
     assert_eq!(raw(&mut plain, config_sqe(0, 1, 1), DataBuf::ToDevice(&b)).0, Status::INVALID_FIELD);
+}
+
+/// Fig. 11a: rows stored as fp16 and int8 (stored and generated tables). Every path sums the values the stored
+/// rows decode to, within the format's precision of the fp32 sums; narrower rows take fewer pages and cost the
+/// FTL core less per row.
+#[test]
+fn quantised_rows_sum_within_tolerance_of_fp32() {
+    let (rows, dim) = (3000usize, 32usize);
+    let fp32: Vec<f32> = values(rows, dim, 4).iter().map(|v| v * 1.013 + 0.001).collect(); // not fp16-exact
+    let indices: Vec<u64> = (0..400).map(|i| (i * 37 % rows) as u64).collect();
+    let offsets: Vec<u64> = (0..20).map(|b| b * 20).collect();
+    let tv = TableView::new(&fp32, rows, dim).unwrap();
+    let want = embedding_bag_sum(&tv, &indices, &offsets, None, false).unwrap();
+    let max = fp32.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let mut ndp_ns = Vec::new();
+    for (bytes, per_element) in [(4u32, 0.0f32), (2, max / 1024.0), (1, max / 127.0 / 2.0)] {
+        let mut dev = device(true, serde_json::json!({"ssd_cache": false}));
+        let specs = vec![
+            TableSpec { rows: rows as u64, dim: dim as u32, data: TableData::Values(fp32.clone()), attribute_bytes: bytes },
+            TableSpec { rows: 100_000, dim: dim as u32, data: TableData::Generated { seed: 9 }, attribute_bytes: bytes },
+        ];
+        let mut h = host(&mut dev, specs, Placement::Packed);
+        assert_eq!(h.tables.tables[0].layout.row_bytes(), u64::from(bytes) * dim as u64);
+        let t0 = dev.now();
+        let (ndp, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Ndp).unwrap();
+        ndp_ns.push(dev.now() - t0);
+        let (base, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Baseline).unwrap();
+        let (dram, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Dram).unwrap();
+        assert!(close(&ndp, &dram) && close(&base, &dram), "{bytes} B: paths disagree");
+        let tol = 20.0 * per_element * 1.01 + 1e-4; // 20 rows per bag, each element off by at most per_element
+        for (g, w) in dram.iter().zip(&want) {
+            assert!((g - w).abs() <= tol, "{bytes} B: {g} vs fp32 {w} (tolerance {tol})");
+        }
+        if bytes < 4 {
+            assert!(dram.iter().zip(&want).any(|(g, w)| g != w), "{bytes} B rows really are narrower");
+        }
+        // generated tables: the firmware regenerates and quantises rows as the host does
+        let gi: Vec<u64> = indices.iter().map(|i| i * 31 % 100_000).collect();
+        let (gn, _) = h.sls(&mut dev, 1, gi.clone(), &offsets, SlsPath::Ndp).unwrap();
+        let (gd, _) = h.sls(&mut dev, 1, gi, &offsets, SlsPath::Dram).unwrap();
+        assert!(close(&gn, &gd), "{bytes} B generated: NDP and DRAM disagree");
+    }
+    assert!(ndp_ns[2] < ndp_ns[1] && ndp_ns[1] < ndp_ns[0], "narrower rows translate faster: {ndp_ns:?}");
+}
+
+#[test]
+fn bad_element_widths_are_refused_before_anything_is_written() {
+    let mut dev = device(true, serde_json::json!({}));
+    for bytes in [0u32, 3, 8] {
+        let spec = TableSpec { rows: 100, dim: 32, data: TableData::Values(values(100, 32, 0)), attribute_bytes: bytes };
+        let err = DeviceTables::place(&mut dev, vec![spec], Placement::Packed, &RecssdParams::default(), 1).unwrap_err();
+        assert!(err.to_string().contains("attribute_bytes"), "{err}");
+    }
 }

@@ -28,6 +28,12 @@ def cluster_points(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
     return _issd.cluster_points(n, dim, clusters, seed)
 
 
+def labelled_records(n: int, attributes: int, classes: int, values: int, seed: int) -> np.ndarray:
+    """(n, attributes + 1) uint8 labelled records (naive_bayes, scalparc): attribute values in ``0..values`` around
+    a per-(class, attribute) centre (noise of +-values/4), then the class label in ``0..classes``."""
+    return _issd.labelled_records(n, attributes, classes, values, seed)
+
+
 def pack_records(records: np.ndarray, record_size: int, page_size: int) -> np.ndarray:
     """Packs records (any array whose bytes are whole records) into pages."""
     flat = np.ascontiguousarray(records).reshape(-1).view(np.uint8)

@@ -11,6 +11,12 @@ visible. Outputs are dicts with a ``kind`` and kind-specific fields:
 * ``histogram``: ``counts`` (3, 256) for r, g, b
 * ``regression``: ``n, sx, sy, sxx, syy, sxy``, ``slope``, ``intercept`` (None when undefined)
 * ``clusters`` (kmeans): ``centroids`` (k, dim), ``counts``, ``sse``, ``moved``
+* ``naive_bayes``: ``attributes``, ``classes``, ``values``; training: ``class_counts`` (C,), ``counts``
+  (C, attributes, values), ``confusion`` None; classification: ``confusion`` (C, C) of (true, predicted)
+* ``split`` (scalparc): ``class_counts``, ``node_gini``, ``splits`` [(threshold, gini) or None per attribute],
+  ``best`` (attribute or None), ``left_counts`` (class counts of ``value <= threshold`` under the best split)
+* ``halos`` (hop): ``grid``, ``particles``, ``outside``, ``below``, ``groups`` [{peak, peak_count, cells,
+  particles, sum}] by peak cell
 
 Every output also carries ``encoded`` (the bytes sent to the host); :func:`run` adds ``chunks``,
 ``input_bytes``, ``partial_bytes``, ``output_bytes`` and ``alpha`` (= partial_bytes / input_bytes)."""
@@ -37,6 +43,10 @@ def spec(kernel: str, **params: Any) -> dict:
     * ``grep``: ``pattern``, ``regex`` (bool). ``string_match``: ``keys``, ``locate`` (bool).
     * ``word_count``: ``top`` (int or None). ``histogram``, ``linear_regression``: none.
     * ``kmeans``: ``dim``, ``centroids`` [[int] * dim].
+    * ``naive_bayes``: ``attributes``, ``classes``, ``values``, ``model`` ({class_counts, counts} of a training
+      run, flattened) to classify; without it, train.
+    * ``scalparc``: ``attributes``, ``classes``, ``path`` [{attribute, threshold, left}] from the root.
+    * ``hop``: ``grid`` (cells per axis, 1..64), ``lo``, ``hi`` (the cube), ``threshold`` (particles per cell).
     """
     if kernel not in KERNEL_NAMES:
         raise ValueError(f"unknown kernel {kernel!r}; known: {KERNEL_NAMES}")

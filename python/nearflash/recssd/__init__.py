@@ -12,7 +12,7 @@ from nearflash.recssd.embeddings import (
 )
 from nearflash.recssd.inputs import fixed_offsets, locality_batches, microbenchmark_ids, uniform_batch
 from nearflash.recssd.models import MODEL_NAMES, SPECS, Batch, FlopCount, ModelSpec, RecModel, build_model
-from nearflash.recssd.system import PATHS, EmbeddingBag, InferenceResult, RecSSD, parameters
+from nearflash.recssd.system import PATHS, PRECISIONS, EmbeddingBag, InferenceResult, RecSSD, parameters
 
 __all__ = [
     "MODEL_NAMES",
@@ -22,6 +22,7 @@ __all__ = [
     "EmbeddingBag",
     "InferenceResult",
     "PATHS",
+    "PRECISIONS",
     "RecSSD",
     "parameters",
     "EmbeddingLookup",

@@ -121,6 +121,10 @@ def _delta(after: Any, before: Any) -> Any:
     return after
 
 
+#: Stored element width of each precision (the wire's attributeSize).
+PRECISIONS = {"fp32": 4, "fp16": 2, "int8": 1}
+
+
 class RecSSD:
     """A model's tables on a device with the RecSSD firmware, and the host library driving it.
 
@@ -131,6 +135,9 @@ class RecSSD:
         placement: ``"packed"`` (rows back to back, the artifact's firmware) or ``"one_row_per_page"`` (the
             paper's end-to-end assumption, §5).
         params: RecSSD parameter overrides (see ``parameters()``), applied to the firmware and the host library.
+        precision: how rows are stored (Fig. 11a): ``"fp32"`` (the artifact's), ``"fp16"`` or ``"int8"`` (symmetric,
+            one scale per table mapping its largest magnitude to 127). Sums are fp32; every path (dram, baseline,
+            ndp) sums the values the stored rows decode to.
     """
 
     def __init__(
@@ -141,7 +148,11 @@ class RecSSD:
         seed: int = 0,
         placement: str = "packed",
         params: dict[str, Any] | None = None,
+        precision: str = "fp32",
     ):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+        self.precision = precision
         self.device = device
         self.params = dict(params or {})
         try:
@@ -167,7 +178,7 @@ class RecSSD:
         # Set-up commands (table writes, registrations) go through the SDK's synchronous queue.
         setup_queue = device._sync()
         self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params),
-                             setup_queue=setup_queue)
+                             setup_queue=setup_queue, attribute_bytes=PRECISIONS[precision])
 
     @property
     def tables(self) -> list[dict[str, Any]]:
@@ -250,7 +261,7 @@ class EmbeddingBag:
 
     def __call__(self, input: Any, offsets: Any = None, per_sample_weights: Any = None) -> np.ndarray:
         if per_sample_weights is not None:
-            raise NotImplementedError("RecSSD's firmware only sums (attributeSize 4, fp32); per-sample weights are unsupported")
+            raise NotImplementedError("RecSSD's firmware only sums (fp32 sums of fp32, fp16 or int8 rows); per-sample weights are unsupported")
         idx = as_numpy(input)
         if idx.ndim == 2:
             if offsets is not None:

@@ -9,15 +9,20 @@
 pub mod columnar;
 pub mod grep;
 pub mod histogram;
+pub mod hop;
 pub mod kmeans;
+pub mod labelled;
 pub mod linreg;
+pub mod naive_bayes;
 pub mod output;
 pub mod partial;
 pub mod run;
+pub mod scalparc;
 pub mod scan;
 pub mod selection;
 pub mod spec;
 pub mod string_match;
+pub mod tally;
 pub mod word_count;
 
 pub use output::Output;

@@ -2,8 +2,11 @@
 //! byte encoding, so the host-link transfer (the paper's alpha x beta x D) is charged on real bytes.
 
 use super::histogram::Histogram;
+use super::hop::HaloOutput;
 use super::kmeans::KMeansStep;
 use super::linreg::RegressionOutput;
+use super::naive_bayes::NaiveBayesOutput;
+use super::scalparc::SplitOutput;
 use super::scan::Aggregate;
 use super::selection::SelectionOutput;
 use super::string_match::Matches;
@@ -55,4 +58,7 @@ outputs! {
     Histogram(Histogram) = 5, "histogram";
     Regression(RegressionOutput) = 6, "regression";
     Clusters(KMeansStep) = 7, "clusters";
+    NaiveBayes(NaiveBayesOutput) = 8, "naive_bayes";
+    Split(SplitOutput) = 9, "split";
+    Halos(HaloOutput) = 10, "halos";
 }

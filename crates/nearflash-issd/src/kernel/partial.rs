@@ -3,11 +3,13 @@
 //! device charges the bytes that would really move: the paper's reduction factor alpha is measured, not assumed.
 
 use super::histogram::Histogram;
+use super::hop::CellTable;
 use super::kmeans::ClusterSums;
 use super::linreg::RegressionSums;
 use super::scan::Aggregate;
 use super::selection::Selection;
 use super::string_match::Matches;
+use super::tally::Tally;
 use super::word_count::WordCounts;
 use crate::codec::{Body, Reader, Writer};
 use crate::error::{IssdError, Result};
@@ -76,6 +78,8 @@ partials! {
     Histogram(Histogram) = 5, "histogram";
     Regression(RegressionSums) = 6, "regression";
     Clusters(ClusterSums) = 7, "clusters";
+    Tally(Tally) = 8, "tally";
+    Cells(CellTable) = 9, "cells";
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@
 use super::columnar::{ColFilterSumParams, ColScanParams, ColumnarKernel};
 use super::grep::{GrepKernel, GrepParams};
 use super::histogram::{HistogramKernel, HistogramParams};
+use super::hop::{HopKernel, HopParams};
 use super::kmeans::{KMeansKernel, KMeansParams};
 use super::linreg::{LinearRegressionKernel, LinearRegressionParams};
+use super::naive_bayes::{NaiveBayesKernel, NaiveBayesParams};
+use super::scalparc::{ScalParcKernel, ScalParcParams};
 use super::scan::{FilterSumKernel, FilterSumParams, ScanKernel, ScanParams};
 use super::string_match::{StringMatchKernel, StringMatchParams};
 use super::word_count::{WordCountKernel, WordCountParams};
@@ -28,6 +31,9 @@ pub const KERNEL_NAMES: &[&str] =
     "kmeans",
     "col_scan",
     "col_filter_sum",
+    "scalparc",
+    "hop",
+    "naive_bayes",
 ];
 
 /// A kernel and its parameters.
@@ -47,6 +53,10 @@ pub enum KernelSpec {
     ColScan(ColScanParams),
     /// `filter_sum` over columnar pages (beyond the paper).
     ColFilterSum(ColFilterSumParams),
+    #[serde(rename = "scalparc")]
+    ScalParc(ScalParcParams),
+    Hop(HopParams),
+    NaiveBayes(NaiveBayesParams),
 }
 
 impl KernelSpec {
@@ -72,6 +82,9 @@ impl KernelSpec {
             KernelSpec::KMeans(_) => "kmeans",
             KernelSpec::ColScan(_) => "col_scan",
             KernelSpec::ColFilterSum(_) => "col_filter_sum",
+            KernelSpec::ScalParc(_) => "scalparc",
+            KernelSpec::Hop(_) => "hop",
+            KernelSpec::NaiveBayes(_) => "naive_bayes",
         }
     }
 
@@ -96,6 +109,9 @@ impl KernelSpec {
             KernelSpec::LinearRegression(p) => Box::new(LinearRegressionKernel::new(p, layout)?),
             KernelSpec::KMeans(p) => Box::new(KMeansKernel::new(p, layout)?),
             KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_) => Box::new(self.build_columnar(layout)?),
+            KernelSpec::ScalParc(p) => Box::new(ScalParcKernel::new(p, layout)?),
+            KernelSpec::Hop(p) => Box::new(HopKernel::new(p, layout)?),
+            KernelSpec::NaiveBayes(p) => Box::new(NaiveBayesKernel::new(p, layout)?),
         })
     }
 }
@@ -118,6 +134,9 @@ mod tests {
             r#"{"kernel":"kmeans","dim":2,"centroids":[[0,0],[5,5]]}"#,
             r#"{"kernel":"col_scan","rows":10}"#,
             r#"{"kernel":"col_filter_sum","rows":10}"#,
+            r#"{"kernel":"scalparc","attributes":4,"classes":2}"#,
+            r#"{"kernel":"hop","grid":8,"lo":0,"hi":1000}"#,
+            r#"{"kernel":"naive_bayes","attributes":4,"classes":2,"values":16}"#,
         ];
         for (body, name) in bodies.iter().zip(KERNEL_NAMES) {
             let spec = KernelSpec::from_json(body).unwrap();

@@ -74,9 +74,10 @@ impl Host {
 impl Host {
     /// Places `tables` (a list of `(rows, dim, values or None, seed)`; values: a float32 `rows x dim` array to
     /// store, None to generate rows from `seed`) on `device` (which must have the "recssd" extension attached)
-    /// with `placement` ("packed" or "one_row_per_page"), registers them, and creates the worker queues.
+    /// with `placement` ("packed" or "one_row_per_page"), registers them, and creates the worker queues. Rows are
+    /// stored with `attribute_bytes`-byte elements: 4 fp32, 2 fp16, 1 int8 (Fig. 11a).
     #[new]
-    #[pyo3(signature = (device, tables, placement = "packed", params = "{}", setup_queue = 1))]
+    #[pyo3(signature = (device, tables, placement = "packed", params = "{}", setup_queue = 1, attribute_bytes = 4))]
     fn new(
         py: Python<'_>,
         device: Py<PyDevice>,
@@ -84,6 +85,7 @@ impl Host {
         placement: &str,
         params: &str,
         setup_queue: u16,
+        attribute_bytes: u32,
     ) -> PyResult<Self> {
         let placement = super::placement(placement)?;
         let overrides: serde_json::Value = serde_json::from_str(params).map_err(err)?;
@@ -98,7 +100,7 @@ impl Host {
                 }
                 None => TableData::Generated { seed },
             };
-            specs.push(TableSpec { rows, dim, data });
+            specs.push(TableSpec { rows, dim, data, attribute_bytes });
         }
         let inner = {
             let mut guard = device.borrow_mut(py);
@@ -207,6 +209,8 @@ impl Host {
             d.set_item("pages", t.layout.pages())?;
             d.set_item("placement", format!("{:?}", t.layout.placement()))?;
             d.set_item("stored", t.stored)?;
+            d.set_item("attribute_bytes", t.layout.attribute_bytes())?;
+            d.set_item("int8_scale", t.layout.format().map_or(0.0, |f| f.scale()))?;
             list.append(d)?;
         }
         Ok(list)

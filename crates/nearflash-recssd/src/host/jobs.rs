@@ -417,7 +417,8 @@ fn read_row(env: &mut Env<'_>, t: &DeviceTable, row: u64, qid: u16) -> Result<(u
         env.dev.submit(qid, sqe, DataBuf::FromDevice(&mut block))?;
         let at = loc.byte_in_lba as usize;
         let mut values = vec![0.0f32; dim];
-        read_f32s(&block[at..at + dim * 4], &mut values);
+        let format = t.layout.format().map_err(HostError::invalid)?;
+        format.decode_row(&block[at..at + t.layout.row_bytes() as usize], &mut values);
         Ok((cid, values.into()))
     } else {
         env.dev.submit(qid, sqe, DataBuf::None)?;
@@ -437,7 +438,7 @@ fn chunk_requests(
     let limits = WireLimits::default();
     let bounds = bag_bounds(offsets, indices.len(), false).map_err(HostError::invalid)?;
     let bags = bounds.len() - 1;
-    let row_bytes = table.layout.row_bytes() as usize;
+    let row_bytes = table.layout.dim() as usize * 4; // results are fp32 sums
     let max_bags = (limits.max_result_sectors * limits.result_sector_bytes / row_bytes).max(1);
     let max_pairs = (limits.config_buffer_bytes - HEADER_BYTES) / PAIR_BYTES;
     let mut chunks = Vec::new();
@@ -460,7 +461,8 @@ fn chunk_requests(
             .collect::<Result<_, _>>()?;
         let offs: Vec<u32> = (first..last).map(|b| (bounds[b] - bounds[first]) as u32).collect();
         let cfg = NdpConfig::from_bags(table.id, table.layout.dim(), &ids, &offs)
-            .map_err(HostError::invalid)?;
+            .map_err(HostError::invalid)?
+            .with_attribute_size(table.layout.attribute_bytes());
         let mut payload = cfg.encode().map_err(HostError::invalid)?;
         payload.resize(payload.len().div_ceil(lba_bytes) * lba_bytes, 0);
         let sectors = cfg.result_sectors(lba_bytes) as u32;

@@ -10,6 +10,7 @@
 use super::HostError;
 use crate::layout::{Placement, TableLayout};
 use crate::params::RecssdParams;
+use crate::quant::ElementFormat;
 use crate::rowgen::GeneratedTable;
 use crate::sls::{RowSource, TableView};
 use crate::table_dir::{RowData, TableDescriptor, DESCRIPTOR_BYTES};
@@ -71,6 +72,9 @@ pub struct TableSpec {
     pub rows: u64,
     pub dim: u32,
     pub data: TableData,
+    /// Stored element width: 4 fp32, 2 fp16, 1 int8 (see [`crate::quant`]; int8 takes the scale that maps the
+    /// table's largest magnitude to 127). The host's copy holds the values the stored rows decode to.
+    pub attribute_bytes: u32,
 }
 
 /// A table on the device.
@@ -109,23 +113,34 @@ impl DeviceTables {
         let mut tables = Vec::with_capacity(specs.len());
         for (id, spec) in specs.into_iter().enumerate() {
             let id = u32::try_from(id).map_err(|_| HostError::Invalid("too many tables".into()))?;
-            let layout =
-                TableLayout::new(start, spec.rows, spec.dim, 4, lba_bytes, page_bytes, placement).map_err(|e| {
-                    HostError::Invalid(format!("table {id}: {e}"))
-                })?;
-            start = layout.end_lba().div_ceil(modulus) * modulus;
+            let bad = |e: String| HostError::Invalid(format!("table {id}: {e}"));
+            if !matches!(spec.attribute_bytes, 1 | 2 | 4) {
+                return Err(bad(format!("attribute_bytes {} is not 4 (fp32), 2 (fp16) or 1 (int8)", spec.attribute_bytes)));
+            }
+            let mut layout = TableLayout::new(start, spec.rows, spec.dim, spec.attribute_bytes, lba_bytes, page_bytes, placement)
+                .map_err(|e| bad(e.to_string()))?;
             let (rows, dim) = (spec.rows as usize, spec.dim as usize);
             let (host_rows, stored) = match spec.data {
-                TableData::Values(v) => {
-                    TableView::new(&v, rows, dim).map_err(|e| HostError::Invalid(format!("table {id}: {e}")))?;
+                TableData::Values(mut v) => {
+                    TableView::new(&v, rows, dim).map_err(|e| bad(e.to_string()))?;
+                    if spec.attribute_bytes == 1 {
+                        let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                        layout = layout.with_int8_scale(ElementFormat::int8_scale_for(max)).map_err(|e| bad(e.to_string()))?;
+                    }
+                    let format = layout.format().map_err(|e| bad(e.to_string()))?;
+                    v.chunks_mut(dim).for_each(|r| format.round_trip(r));
                     (HostRows::Array(Arc::new(v), rows, dim), true)
                 }
                 TableData::Generated { seed } => {
-                    let g = GeneratedTable::new(seed, id, rows, dim)
-                        .map_err(|e| HostError::Invalid(format!("table {id}: {e}")))?;
-                    (HostRows::Generated(g), false)
+                    let g = GeneratedTable::new(seed, id, rows, dim).map_err(|e| bad(e.to_string()))?;
+                    if spec.attribute_bytes == 1 {
+                        layout = layout.with_int8_scale(g.int8_scale()).map_err(|e| bad(e.to_string()))?;
+                    }
+                    let format = layout.format().map_err(|e| bad(e.to_string()))?;
+                    (HostRows::Generated(g.with_format(format)), false)
                 }
             };
+            start = layout.end_lba().div_ceil(modulus) * modulus;
             tables.push(DeviceTable { id, layout, rows: host_rows, stored });
         }
         let end = tables.last().map_or(0, |t| t.layout.end_lba());

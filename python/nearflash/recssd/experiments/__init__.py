@@ -3,7 +3,7 @@
 Each experiment writes JSON + Markdown + PNG with our numbers beside the paper's (see ``nearflash.experiment``).
 ``--set`` options (each experiment reads the ones it uses; `nearflash experiment recssd --help` lists them with their defaults): ``models=RM1,WND``, ``batches=1,8,64``, ``batch=64``,
 ``n=<measured batches>``, ``warm_lookups=<per table>`` (Figs. 6, 10), ``ks=0,1,2`` (Fig. 10), ``dims=``,
-``tables=``, ``lookups=``, ``base=RM3`` (Fig. 11), ``loads=``, ``accesses=`` (calibrate)."""
+``tables=``, ``lookups=``, ``precisions=fp32,fp16,int8``, ``base=RM3`` (Fig. 11), ``loads=``, ``accesses=`` (calibrate)."""
 
 from __future__ import annotations
 

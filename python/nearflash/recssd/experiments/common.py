@@ -73,12 +73,15 @@ def model_setup(
     params: dict[str, Any] | None = None,
     seed: int = 0,
     exp: Experiment | None = None,
+    precision: str = "fp32",
 ) -> ModelSetup:
-    """``name``'s model (or a custom ``spec`` built like it) with generated tables on a fresh device."""
+    """``name``'s model (or a custom ``spec`` built like it) with generated tables (rows stored at ``precision``)
+    on a fresh device."""
     spec = spec or SPECS[name]
     model = build_model(name, seed=seed) if spec is SPECS.get(name) else _custom_model(name, spec, seed)
     dev = device_for(spec.tables, placement, exp)
-    return ModelSetup(name, spec, model, RecSSD(dev, list(spec.tables), seed=seed, placement=placement, params=params))
+    return ModelSetup(name, spec, model, RecSSD(dev, list(spec.tables), seed=seed, placement=placement, params=params,
+                                                       precision=precision))
 
 
 def _custom_model(base: str, spec: ModelSpec, seed: int) -> RecModel:
