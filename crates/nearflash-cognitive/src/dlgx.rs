@@ -44,7 +44,8 @@ pub struct DeployedGraph {
 /// What a task cost, for the report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskCost {
-    pub pages_read: u64,
+    pub weight_pages: u64,
+    pub graph_pages: u64,
     pub npe_cycles: f64,
     pub gse_cycles: f64,
 }
@@ -115,7 +116,7 @@ fn read_layer(
         for (ch, ppns) in m.ppns.iter().enumerate() {
             let mut buf = if pages.is_some() { vec![0u8; ps] } else { Vec::new() };
             let r = ctx.read_page(ppns[idx], &mut buf, ready)?;
-            cost.pages_read += 1;
+            cost.weight_pages += 1;
             if idx == lo {
                 first = first.max(r.done);
             }
@@ -176,7 +177,7 @@ pub fn search(
         (Err(_), None) => return Err(Status::INVALID_FIELD),
     };
     let cycles = st.neighbour_steps as f64 * neighbour_cycles;
-    cost.pages_read += st.pages_read;
+    cost.graph_pages += st.pages_read;
     cost.gse_cycles += cycles;
     Ok((ctx.compute(gse_unit, 0, reads_done, cycles), ids, st))
 }

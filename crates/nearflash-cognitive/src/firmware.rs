@@ -55,7 +55,8 @@ pub struct FirmwareStats {
     pub analyses: u64,
     pub ssd_reads: u64,
     pub ssd_writes: u64,
-    pub weight_and_graph_pages_read: u64,
+    pub weight_pages_read: u64,
+    pub graph_pages_read: u64,
     pub pages_programmed: u64,
     pub blocks_erased: u64,
     pub npe_cycles: f64,
@@ -289,7 +290,8 @@ impl CognitiveFirmware {
     }
 
     fn account(&mut self, c: &TaskCost) {
-        self.stats.weight_and_graph_pages_read += c.pages_read;
+        self.stats.weight_pages_read += c.weight_pages;
+        self.stats.graph_pages_read += c.graph_pages;
         self.stats.npe_cycles += c.npe_cycles;
         self.stats.gse_cycles += c.gse_cycles;
     }

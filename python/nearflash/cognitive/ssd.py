@@ -40,8 +40,9 @@ class CognitiveSSD:
         self._qid = device.queue(depth=4).qid
         self.index: Optional[DlgIndex] = None
         self.layout: Optional[str] = None
-        #: Device time (ns) of the last call's commands, from first submission to last completion.
+        #: Device time (ns) of the last call's commands, from first submission to last completion, and per command.
         self.last_latency_ns = 0
+        self.last_times: dict[str, int] = {}
 
     # --- the wire ----------------------------------------------------------------------------------------------
     def _command(self, name: str, address: int, dw12: int, data: np.ndarray, to_device: bool) -> int:
@@ -57,6 +58,7 @@ class CognitiveSSD:
             raise InvalidArgument(f"{name}: completion lost")
         if (c[1], c[2]) != (0, 0):
             raise NvmeError(c[1], c[2], name)
+        self.last_times[name] = self.last_times.get(name, 0) + c[4] - start
         return c[4] - start
 
     # --- deployment --------------------------------------------------------------------------------------------
@@ -83,6 +85,7 @@ class CognitiveSSD:
         if not isinstance(model, _native.cognitive.Model):
             raise InvalidArgument(f"model: a nearflash.cognitive model or a path, got {type(model).__name__}")
         index = DlgIndex(database, model, calibration=calibration, k=k, seed=seed)
+        self.last_times = {}
         m, i = _native.cognitive.compile_deployment(self.device.native, index.qmodel, model, index.graph, layout, seed)
         t = self._command("DLG_config", 0, CONFIG_MODEL, np.frombuffer(m, dtype=np.uint8).copy(), True)
         t += self._command("DLG_config", 0, CONFIG_INSTRUCTIONS, np.frombuffer(i, dtype=np.uint8).copy(), True)
@@ -101,7 +104,7 @@ class CognitiveSSD:
         also seeds the GSE's fallback draws as the host pipeline's query index does."""
         index = self._deployed()
         imgs = _images(images, index.model.input_bytes)
-        self.last_latency_ns = 0
+        self.last_latency_ns, self.last_times = 0, {}
         for off in range(0, len(imgs), BATCH):
             batch = np.ascontiguousarray(imgs[off : off + BATCH]).reshape(-1).copy()
             self.last_latency_ns += self._command("DLG_hashing", off, index.bits, batch, True)
