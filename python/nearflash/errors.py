@@ -23,6 +23,7 @@ STATUS_NAMES = {
     (1, 0x0C): "Invalid Queue Deletion",
     (2, 0x80): "Write Fault",
     (2, 0x81): "Unrecovered Read Error",
+    (2, 0x86): "Access Denied",
 }
 
 

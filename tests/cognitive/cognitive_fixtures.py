@@ -34,3 +34,14 @@ def index(fmnist, model):
     from nearflash.cognitive import DlgIndex
 
     return DlgIndex(fmnist[0], model, calibration=500)
+
+
+#: A small Cosmos+ (4 channels x 2 ways, 64 blocks of 32 pages per plane) with `reserved` blocks per plane for DLG-x.
+SMALL = dict(channels=4, chips_per_channel=2, blocks_per_plane=64, pages_per_block=32, over_provisioning=25,
+             write_buffer="1MiB")
+
+
+def small_device(reserved: int = 8):
+    from nearflash import Device
+
+    return Device(None, "cosmos-plus", ext_reserved_blocks=reserved, **SMALL)

@@ -39,38 +39,38 @@ pub struct Entry {
     pub code: u64,
 }
 
-/// The graph, its codes and a layout: addresses and bytes of its pages.
-#[derive(Debug, Clone)]
-pub struct GraphPages<'a> {
+/// What reading a laid-out graph needs (the firmware holds no neighbour lists): layout, vertex count, K, code width
+/// and page size. Decodes records from page bytes and locates a vertex's page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFormat {
     pub layout: GraphLayout,
-    pub graph: &'a KnnGraph,
-    pub codes: &'a [u64],
+    pub vertices: usize,
+    pub k: usize,
     pub code_bytes: usize,
     pub page_size: usize,
 }
 
-impl<'a> GraphPages<'a> {
+impl PageFormat {
     /// Checks the sizes (Eq. 6 for two-hop: `K^2 (W_hash + W_id) < S_page`, and the whole record must fit).
-    pub fn new(layout: GraphLayout, graph: &'a KnnGraph, codes: &'a [u64], bits: u32, page_size: usize) -> Result<Self> {
-        if graph.len() != codes.len() {
-            return Err(CognitiveError::invalid("codes", format!("{} codes for a graph of {} vertices", codes.len(), graph.len())));
-        }
+    pub fn new(layout: GraphLayout, vertices: usize, k: usize, bits: u32, page_size: usize) -> Result<Self> {
         if !(1..=64).contains(&bits) {
             return Err(CognitiveError::invalid("bits", format!("{bits}; 1 to 64 allowed")));
         }
+        if k == 0 || vertices == 0 {
+            return Err(CognitiveError::invalid("graph", format!("{vertices} vertices of {k} neighbours; both must be positive")));
+        }
         let code_bytes = (bits as usize).div_ceil(8);
-        let p = GraphPages { layout, graph, codes, code_bytes, page_size };
-        let k = graph.k;
+        let f = PageFormat { layout, vertices, k, code_bytes, page_size };
         if layout == GraphLayout::TwoHop && k * k * (code_bytes + 4) >= page_size {
             return Err(CognitiveError::NoSpace(format!(
                 "Eq. 6: K^2 x (W_hash + W_id) = {} B is not below S_page = {page_size} B (K = {k}, {bits}-bit codes)",
                 k * k * (code_bytes + 4)
             )));
         }
-        if p.record_bytes() > page_size {
-            return Err(CognitiveError::NoSpace(format!("a {}-byte record does not fit a {page_size}-byte page", p.record_bytes())));
+        if f.record_bytes() > page_size {
+            return Err(CognitiveError::NoSpace(format!("a {}-byte record does not fit a {page_size}-byte page", f.record_bytes())));
         }
-        Ok(p)
+        Ok(f)
     }
 
     pub fn entry_bytes(&self) -> usize {
@@ -79,10 +79,9 @@ impl<'a> GraphPages<'a> {
 
     /// Entries of one vertex's record.
     pub fn record_entries(&self) -> usize {
-        let k = self.graph.k;
         match self.layout {
-            GraphLayout::Plain => 1 + k,
-            GraphLayout::TwoHop => 1 + k + k * k,
+            GraphLayout::Plain => 1 + self.k,
+            GraphLayout::TwoHop => 1 + self.k + self.k * self.k,
         }
     }
 
@@ -100,12 +99,91 @@ impl<'a> GraphPages<'a> {
 
     /// Pages of the whole graph.
     pub fn pages(&self) -> usize {
-        self.graph.len().div_ceil(self.records_per_page())
+        self.vertices.div_ceil(self.records_per_page())
     }
 
     /// Page index (within the graph region) holding vertex `v`'s record.
     pub fn page_of(&self, v: u32) -> usize {
         v as usize / self.records_per_page()
+    }
+
+    /// Decodes vertex `v`'s record from its page's bytes (entries in record order).
+    pub fn decode_record(&self, page: &[u8], v: u32) -> Result<Vec<Entry>> {
+        if page.len() != self.page_size {
+            return Err(CognitiveError::invalid("page", format!("{} bytes; pages are {}", page.len(), self.page_size)));
+        }
+        if v as usize >= self.vertices {
+            return Err(CognitiveError::invalid("vertex", format!("{v}; the graph has {} vertices", self.vertices)));
+        }
+        let slot = v as usize % self.records_per_page();
+        let eb = self.entry_bytes();
+        let start = slot * self.record_bytes();
+        let rec = &page[start..start + self.record_bytes()];
+        let entries: Vec<Entry> = rec
+            .chunks_exact(eb)
+            .map(|c| {
+                let mut code = [0u8; 8];
+                code[..self.code_bytes].copy_from_slice(&c[4..]);
+                Entry { id: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), code: u64::from_le_bytes(code) }
+            })
+            .collect();
+        if entries[0].id != v {
+            return Err(CognitiveError::bad_file("graph page", format!("record slot {slot} holds vertex {}, not {v}", entries[0].id)));
+        }
+        if let Some(e) = entries.iter().find(|e| e.id as usize >= self.vertices) {
+            return Err(CognitiveError::bad_file("graph page", format!("vertex id {} beyond the {} vertices", e.id, self.vertices)));
+        }
+        Ok(entries)
+    }
+}
+
+/// The graph, its codes and a layout: addresses and bytes of its pages.
+#[derive(Debug, Clone)]
+pub struct GraphPages<'a> {
+    pub layout: GraphLayout,
+    pub graph: &'a KnnGraph,
+    pub codes: &'a [u64],
+    pub code_bytes: usize,
+    pub page_size: usize,
+}
+
+impl<'a> GraphPages<'a> {
+    /// Checks the sizes (see [`PageFormat::new`]).
+    pub fn new(layout: GraphLayout, graph: &'a KnnGraph, codes: &'a [u64], bits: u32, page_size: usize) -> Result<Self> {
+        if graph.len() != codes.len() {
+            return Err(CognitiveError::invalid("codes", format!("{} codes for a graph of {} vertices", codes.len(), graph.len())));
+        }
+        let f = PageFormat::new(layout, graph.len(), graph.k, bits, page_size)?;
+        Ok(GraphPages { layout, graph, codes, code_bytes: f.code_bytes, page_size })
+    }
+
+    /// What reading these pages needs.
+    pub fn format(&self) -> PageFormat {
+        PageFormat { layout: self.layout, vertices: self.graph.len(), k: self.graph.k, code_bytes: self.code_bytes, page_size: self.page_size }
+    }
+
+    pub fn entry_bytes(&self) -> usize {
+        self.format().entry_bytes()
+    }
+
+    pub fn record_entries(&self) -> usize {
+        self.format().record_entries()
+    }
+
+    pub fn record_bytes(&self) -> usize {
+        self.format().record_bytes()
+    }
+
+    pub fn records_per_page(&self) -> usize {
+        self.format().records_per_page()
+    }
+
+    pub fn pages(&self) -> usize {
+        self.format().pages()
+    }
+
+    pub fn page_of(&self, v: u32) -> usize {
+        self.format().page_of(v)
     }
 
     fn put(&self, out: &mut Vec<u8>, id: u32) {
@@ -137,30 +215,9 @@ impl<'a> GraphPages<'a> {
         Ok(out)
     }
 
-    /// Decodes vertex `v`'s record from its page's bytes (entries in record order).
+    /// Decodes vertex `v`'s record from its page's bytes.
     pub fn decode_record(&self, page: &[u8], v: u32) -> Result<Vec<Entry>> {
-        if page.len() != self.page_size {
-            return Err(CognitiveError::invalid("page", format!("{} bytes; pages are {}", page.len(), self.page_size)));
-        }
-        let slot = v as usize % self.records_per_page();
-        let eb = self.entry_bytes();
-        let start = slot * self.record_bytes();
-        let rec = &page[start..start + self.record_bytes()];
-        let entries: Vec<Entry> = rec
-            .chunks_exact(eb)
-            .map(|c| {
-                let mut code = [0u8; 8];
-                code[..self.code_bytes].copy_from_slice(&c[4..]);
-                Entry { id: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), code: u64::from_le_bytes(code) }
-            })
-            .collect();
-        if entries[0].id != v {
-            return Err(CognitiveError::bad_file("graph page", format!("record slot {slot} holds vertex {}, not {v}", entries[0].id)));
-        }
-        if let Some(e) = entries.iter().find(|e| e.id as usize >= self.graph.len()) {
-            return Err(CognitiveError::bad_file("graph page", format!("vertex id {} beyond the {} vertices", e.id, self.graph.len())));
-        }
-        Ok(entries)
+        self.format().decode_record(page, v)
     }
 }
 

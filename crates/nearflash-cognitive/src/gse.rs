@@ -5,7 +5,7 @@
 //! read again. Counts pages read and vertices evaluated, the inputs of the GSE timing.
 
 use crate::error::{CognitiveError, Result};
-use crate::graph_pages::{Entry, GraphLayout, GraphPages};
+use crate::graph_pages::{Entry, GraphLayout, GraphPages, PageFormat};
 use crate::knn::hamming;
 use crate::params::CognitiveParams;
 use rand::{Rng, SeedableRng};
@@ -20,6 +20,24 @@ pub trait PageSource {
 impl PageSource for GraphPages<'_> {
     fn read(&mut self, page: usize) -> Result<Vec<u8>> {
         self.page_bytes(page)
+    }
+}
+
+/// Every page of a layout generated once, as the compiler writes them to flash (worth it for the plain layout,
+/// whose pages hold 63 records each; two-hop pages hold one record and are cheap to generate on demand).
+#[derive(Debug, Clone)]
+pub struct PageImage(pub Vec<Vec<u8>>);
+
+impl PageImage {
+    pub fn build(layout: &GraphPages) -> Result<PageImage> {
+        use rayon::prelude::*;
+        Ok(PageImage((0..layout.pages()).into_par_iter().map(|i| layout.page_bytes(i)).collect::<Result<_>>()?))
+    }
+}
+
+impl PageSource for &PageImage {
+    fn read(&mut self, page: usize) -> Result<Vec<u8>> {
+        self.0.get(page).cloned().ok_or_else(|| CognitiveError::invalid("page", format!("{page}; the image has {} pages", self.0.len())))
     }
 }
 
@@ -148,7 +166,7 @@ pub fn entry_vertices(codes: &[u64], count: usize, seed: u64) -> Vec<Entry> {
 /// Searches the top-`t` vertices nearest to `query`, starting from `entries`. `seed` picks further random vertices
 /// if the reachable part of the graph runs out before the termination counter fires.
 pub fn search(
-    layout: &GraphPages,
+    layout: &PageFormat,
     src: &mut dyn PageSource,
     entries: &[Entry],
     query: u64,
@@ -156,7 +174,7 @@ pub fn search(
     cfg: &SearchConfig,
     seed: u64,
 ) -> Result<(Vec<u32>, SearchStats)> {
-    let n = layout.graph.len();
+    let n = layout.vertices;
     if t == 0 || t > n {
         return Err(CognitiveError::invalid("T", format!("{t}; 1 to {n} (the database size) allowed")));
     }
@@ -181,7 +199,7 @@ pub fn search(
     let mut slots = Slots { pages: VecDeque::new(), cap: cfg.page_slots.max(1) };
     let mut st = SearchStats::default();
     let mut seeded = 0usize;
-    let k = layout.graph.k;
+    let k = layout.k;
     for e in entries {
         if (e.id as usize) < n && !visited[e.id as usize] {
             visited[e.id as usize] = true;
@@ -289,7 +307,7 @@ mod tests {
             let entries = entry_vertices(&codes, cfg.initial_vertices, 1);
             for qi in 0..20 {
                 let query = codes[qi * 7] ^ 0b101;
-                let (ids, st) = search(&lay, &mut gp, &entries, query, 50, &cfg, qi as u64).unwrap();
+                let (ids, st) = search(&lay.format(), &mut gp, &entries, query, 50, &cfg, qi as u64).unwrap();
                 assert_eq!(ids.len(), 50);
                 let mut u = ids.clone();
                 u.sort_unstable();
@@ -314,17 +332,17 @@ mod tests {
         let mut gp = GraphPages::new(GraphLayout::Plain, &g, &codes, 48, 16384).unwrap();
         let lay = gp.clone();
         let e = entry_vertices(&codes, 8, 1);
-        assert!(search(&lay, &mut gp, &e, 0, 0, &cfg, 0).is_err());
-        assert!(search(&lay, &mut gp, &e, 0, 201, &cfg, 0).is_err());
+        assert!(search(&lay.format(), &mut gp, &e, 0, 0, &cfg, 0).is_err());
+        assert!(search(&lay.format(), &mut gp, &e, 0, 201, &cfg, 0).is_err());
         assert!(brute_force(&codes, 0, 0).is_err());
-        let a = search(&lay, &mut gp, &e, 77, 30, &cfg, 5).unwrap();
-        let b = search(&lay, &mut gp, &e, 77, 30, &cfg, 5).unwrap();
+        let a = search(&lay.format(), &mut gp, &e, 77, 30, &cfg, 5).unwrap();
+        let b = search(&lay.format(), &mut gp, &e, 77, 30, &cfg, 5).unwrap();
         assert_eq!(a, b);
         // no entries at all: the search draws random vertices from flash and still answers
-        let (ids, st) = search(&lay, &mut gp, &[], 77, 30, &cfg, 5).unwrap();
+        let (ids, st) = search(&lay.format(), &mut gp, &[], 77, 30, &cfg, 5).unwrap();
         assert_eq!(ids.len(), 30);
         assert!(st.pages_read > 0);
         let cfg2 = SearchConfig { d_block: 10, ..cfg };
-        assert!(search(&lay, &mut gp, &e, 0, 150, &cfg2, 0).is_err(), "threshold beyond the buffer");
+        assert!(search(&lay.format(), &mut gp, &e, 0, 150, &cfg2, 0).is_err(), "threshold beyond the buffer");
     }
 }

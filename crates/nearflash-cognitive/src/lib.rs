@@ -19,3 +19,8 @@ pub mod weight_layout;
 pub mod wire;
 pub mod instr;
 pub mod retrieval;
+pub mod analysis;
+pub mod area;
+pub mod dlgx;
+pub mod firmware;
+pub mod package;

@@ -42,6 +42,20 @@ nearflash_core::ext_params! {
         gse_page_slots: Count = 16, "count", "paper Sec. 4.3: the weight buffer (256 KB) holds neighbour data = 16 pages of 16 KB";
         /// Flash page read (array to register), used for timing the page reads counted by the search.
         t_read: Time = 60, "us", "cosmos-plus preset t_read (assumed there: MLC tR 50-80 us)";
+        // --- runtime on the controller cores (firmware extension) ---------------------------------------------------
+        /// How the runtime waits for DLG-x: A blocks the firmware until the task ends, B rings DLG-x's doorbell and
+        /// polls its status between ordinary commands.
+        method: Choice["A", "B"] = "B", "choice", "paper Sec. 3.2 and Table 2: Method B keeps normal I/O bandwidth, so it is the runtime's choice";
+        /// Interval at which the Method B firmware polls DLG-x's status register.
+        poll_interval: Time = 10, "us", "assumed: a status poll per pass of the firmware's main loop, about ten 1-us NVMe command handlings";
+        /// Controller instructions of one status poll (Method B).
+        poll_instructions: Real = 100, "instructions", "assumed: an uncached MMIO read and a branch on the A9";
+        /// Controller instructions to decode a DLG command and dispatch it to DLG-x (task scheduler + configurator).
+        dispatch_instructions: Real = 2000, "instructions", "assumed: session lookup, instruction-buffer pointer set-up and doorbell, about as long as a read's firmware path";
+        /// Task sessions (hash codes of DLG_hashing kept for DLG_index / DLG_analysis), oldest dropped first.
+        sessions: Count = 64, "count", "assumed: DLG-x's query-hash registers and the runtime's session table; enough for a queue of 64 queries";
+        /// DLG-x power while busy, above idle.
+        dlgx_active_power: Power = 3, "W", "paper Table 6: Cognitive SSD 17 W idle, 20 W active";
         // --- DLG library opcodes (Table 1) --------------------------------------------------------------------------
         op_hashing: Count = 0xC0, "count", "paper Table 1: DLG_hashing";
         op_index: Count = 0xC1, "count", "paper Table 1: DLG_index";

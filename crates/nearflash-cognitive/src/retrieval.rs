@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::fmnist::Split;
 use crate::graph_pages::{GraphLayout, GraphPages};
-use crate::gse::{brute_force, entry_vertices, precision, search, SearchConfig};
+use crate::gse::{brute_force, entry_vertices, precision, search, PageImage, SearchConfig};
 use crate::knn::KnnGraph;
 use crate::model::{pack_code, Model};
 use crate::quant::QModel;
@@ -60,6 +60,7 @@ pub fn precision_at(
     let plain = GraphPages::new(GraphLayout::Plain, graph, db_codes, bits, page_size)?;
     let two = GraphPages::new(GraphLayout::TwoHop, graph, db_codes, bits, page_size)?;
     let entries = entry_vertices(db_codes, cfg.initial_vertices, 1);
+    let plain_image = PageImage::build(&plain)?;
     ts.iter()
         .map(|&t| {
             let per: Vec<[f64; 9]> = (0..q_codes.len())
@@ -70,8 +71,8 @@ pub fn precision_at(
                     let mut bf_set = vec![false; db_codes.len()];
                     bf.iter().for_each(|&v| bf_set[v as usize] = true);
                     let recall = |ids: &[u32]| ids.iter().filter(|&&v| bf_set[v as usize]).count() as f64 / t as f64;
-                    let (p_ids, p_st) = search(&plain, &mut plain.clone(), &entries, code, t, cfg, i as u64)?;
-                    let (h_ids, h_st) = search(&two, &mut two.clone(), &entries, code, t, cfg, i as u64)?;
+                    let (p_ids, p_st) = search(&plain.format(), &mut &plain_image, &entries, code, t, cfg, i as u64)?;
+                    let (h_ids, h_st) = search(&two.format(), &mut two.clone(), &entries, code, t, cfg, i as u64)?;
                     Ok([
                         precision(&bf, db_labels, label),
                         precision(&p_ids, db_labels, label),

@@ -13,7 +13,7 @@ use nearflash_cognitive::network::{fashion_hash_cnn, hash_alexnet, Network};
 use nearflash_cognitive::params::CognitiveParams;
 use nearflash_cognitive::quant::QModel as RsQModel;
 use nearflash_cognitive::wire::{ConfigTarget, DlgCommand};
-use nearflash_cognitive::{npe, retrieval};
+use nearflash_cognitive::{analysis, area, npe, package, retrieval};
 use nearflash_core::config::ExtParams;
 use nearflash_core::nvme::{Sqe, SQE_BYTES};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -157,6 +157,20 @@ impl QModel {
         let s = split_of(&images, self.inner.network.input.iter().product())?;
         Ok(py.allow_threads(|| retrieval::hash_int8(&self.inner, &s)).map_err(err)?.into_pyarray(py))
     }
+    /// Class of each image by the int8 body and `model`'s float classifier head (what `DLG_analysis` returns).
+    fn classify<'py>(&self, py: Python<'py>, images: PyReadonlyArray2<'_, u8>, model: PyRef<'_, Model>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let s = split_of(&images, self.inner.network.input.iter().product())?;
+        let head = match &model.inner.network.classifier {
+            Some(l) if model.inner.network == self.inner.network => model.inner.weights.get(&l.label()),
+            _ => None,
+        }
+        .ok_or_else(|| err("model: the network this model was quantised from, with a classifier"))?;
+        let head = package::Head { weight: head.weight.clone(), bias: head.bias.clone() };
+        let v = py
+            .allow_threads(|| (0..s.len()).map(|i| analysis::classify_int8(&self.inner, &head, s.image(i))).collect::<nearflash_cognitive::Result<Vec<u8>>>())
+            .map_err(err)?;
+        Ok(v.into_pyarray(py))
+    }
     /// Dequantised hash-layer pre-activations, (n, bits).
     fn forward<'py>(&self, py: Python<'py>, images: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let s = split_of(&images, self.inner.network.input.iter().product())?;
@@ -188,6 +202,8 @@ pub struct Graph {
     bits: u32,
     /// The GSE's entry vertices (compiled with the graph, kept on chip).
     entries: Vec<Entry>,
+    /// The plain layout's pages, generated on first use.
+    plain_image: std::sync::OnceLock<gse::PageImage>,
 }
 
 #[pymethods]
@@ -202,7 +218,7 @@ impl Graph {
         }
         let inner = py.allow_threads(|| knn::build(&codes, bits, k, seed)).map_err(err)?;
         let entries = gse::entry_vertices(&codes, CognitiveParams::default().initial_vertices as usize, seed);
-        Ok(Graph { inner, codes, bits, entries })
+        Ok(Graph { inner, codes, bits, entries, plain_image: std::sync::OnceLock::new() })
     }
     fn __len__(&self) -> usize {
         self.inner.len()
@@ -234,7 +250,18 @@ impl Graph {
         let p = params_from(params)?;
         let gp = GraphPages::new(GraphLayout::parse(layout).map_err(err)?, &self.inner, &self.codes, self.bits, p.page_size as usize).map_err(err)?;
         let cfg = SearchConfig::from_params(&p);
-        let (ids, st) = py.allow_threads(|| gse::search(&gp, &mut gp.clone(), &self.entries, query, t, &cfg, seed)).map_err(err)?;
+        let (ids, st) = py
+            .allow_threads(|| {
+                if gp.layout == GraphLayout::Plain && gp.page_size == CognitiveParams::default().page_size as usize {
+                    if self.plain_image.get().is_none() {
+                        let _ = self.plain_image.set(gse::PageImage::build(&gp)?);
+                    }
+                    gse::search(&gp.format(), &mut self.plain_image.get().expect("set above"), &self.entries, query, t, &cfg, seed)
+                } else {
+                    gse::search(&gp.format(), &mut gp.clone(), &self.entries, query, t, &cfg, seed)
+                }
+            })
+            .map_err(err)?;
         let stats = [("pages_read", st.pages_read), ("evaluated", st.evaluated), ("neighbour_steps", st.neighbour_steps), ("expansions", st.expansions)];
         Ok((ids.into_pyarray(py), stats.into_iter().collect()))
     }
@@ -261,6 +288,49 @@ impl Graph {
             .map_err(err)?;
         to_python(py, &rows)
     }
+}
+
+/// Compiles a deployment for `device` (the DLG-x compiler, on the host): the model payload (descriptor and weight
+/// pages) and the instruction payload (instructions with the weights' physical addresses, and the graph's pages in
+/// `layout` if a graph is given), for the two `DLG_config` calls. Raises if the model or graph does not fit the
+/// device's reserved area.
+#[pyfunction]
+#[pyo3(signature = (device, qmodel, model, graph=None, layout="two_hop", seed=1))]
+fn compile_deployment<'py>(
+    py: Python<'py>,
+    mut device: PyRefMut<'_, crate::device::PyDevice>,
+    qmodel: PyRef<'_, QModel>,
+    model: PyRef<'_, Model>,
+    graph: Option<PyRef<'_, Graph>>,
+    layout: &str,
+    seed: u64,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let dev = crate::device::device_mut(&mut device)?;
+    let area = area::DlgArea::of(dev.config()).map_err(err)?;
+    if qmodel.inner.network != model.inner.network {
+        return Err(err("model: not the network qmodel was quantised from"));
+    }
+    let head = match &model.inner.network.classifier {
+        Some(l) => model.inner.weights.get(&l.label()),
+        None => None,
+    };
+    let layout = GraphLayout::parse(layout).map_err(err)?;
+    let q = &qmodel.inner;
+    let graph: Option<&Graph> = graph.as_deref();
+    let (m, i) = py
+        .allow_threads(|| -> nearflash_cognitive::Result<_> {
+            let m = package::encode_model(q, head, &area)?;
+            let i = match graph {
+                None => package::encode_instructions(q, &area, None)?,
+                Some(g) => {
+                    let gp = GraphPages::new(layout, &g.inner, &g.codes, g.bits, area.geo.page_size as usize)?;
+                    package::encode_instructions(q, &area, Some((&gp, g.bits, &g.entries, seed)))?
+                }
+            };
+            Ok((m, i))
+        })
+        .map_err(err)?;
+    Ok((PyBytes::new(py, &m), PyBytes::new(py, &i)))
 }
 
 /// Brute-force top-`t` ids by Hamming distance (ties by id).
@@ -348,6 +418,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(encode_command, &sub)?)?;
     sub.add_function(wrap_pyfunction!(decode_command, &sub)?)?;
     sub.add_function(wrap_pyfunction!(shipped_model_path, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(compile_deployment, &sub)?)?;
     sub.add_class::<Model>()?;
     sub.add_class::<QModel>()?;
     sub.add_class::<Graph>()?;

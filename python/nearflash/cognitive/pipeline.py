@@ -79,6 +79,10 @@ class DlgIndex:
         """Class of each image (``DLG_analysis``)."""
         return self.model.classify(_images(images, self.model.input_bytes))
 
+    def classify_int8(self, images: Any) -> np.ndarray:
+        """Class of each image by the int8 body and the float classifier head: what ``DLG_analysis`` computes."""
+        return self.qmodel.classify(_images(images, self.model.input_bytes), self.model)
+
     def search(self, images: Any, t: int, layout: str = "two_hop", params: Optional[dict[str, float]] = None) -> SearchResult:
         """Top-``t`` database ids per image by graph search (``DLG_index``)."""
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 1 <= t <= len(self):

@@ -1,13 +1,15 @@
 """Cognitive SSD's paper tables: ``nearflash experiment cognitive <name>|all [--quick] [--set key=value]``.
 
-``--set`` options: ``db=<database images>`` and ``queries=<query images>`` (table3), ``ts=200,400,...``."""
+``nearflash experiment cognitive --help`` lists each experiment's ``--set`` keys (db, queries, ts, ...)."""
 
 from __future__ import annotations
 
-from nearflash.cognitive.experiments import table3, table5
+from nearflash.cognitive.experiments import fig9, table3, table5
 
 EXPERIMENTS = {
     "table3": ("Table 3 and Sec. 4.3: precision@T and flash pages per query, plain vs two-hop layout, on Fashion-MNIST",
                table3.run_table3),
+    "fig9": ("Fig. 9: DLG-x graph search (device) vs brute force and CPU graph search (measured), recall and precision",
+             fig9.run_fig9),
     "table5": ("Table 5 and Eqs. 2-4: DLG-x hashing latency (NPE model) beside the host CPU measured", table5.run_table5),
 }

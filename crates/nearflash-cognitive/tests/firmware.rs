@@ -1,0 +1,212 @@
+//! The DLG-x firmware extension through the device's command interface: a model and graph deployed with
+//! DLG_config answer DLG_hashing / DLG_index / DLG_analysis exactly as the host pipeline does, with weights and
+//! graph pages read from flash; hostile commands get NVMe statuses and change nothing; Method A blocks ordinary
+//! I/O while DLG-x works and Method B does not.
+
+use nearflash_cognitive::analysis::classify_int8;
+use nearflash_cognitive::area::DlgArea;
+use nearflash_cognitive::firmware::{CognitiveFirmware, ACCESS_DENIED};
+use nearflash_cognitive::graph_pages::{GraphLayout, GraphPages};
+use nearflash_cognitive::gse::{self, SearchConfig};
+use nearflash_cognitive::knn;
+use nearflash_cognitive::model::Model;
+use nearflash_cognitive::network::fashion_hash_cnn;
+use nearflash_cognitive::package::{encode_instructions, encode_model, Head};
+use nearflash_cognitive::params::CognitiveParams;
+use nearflash_cognitive::quant::QModel;
+use nearflash_cognitive::wire::{ConfigTarget, DlgCommand};
+use nearflash_core::config::load_preset;
+use nearflash_core::ext::{DataBuf, Status};
+use nearflash_core::nvme::{opcode, Sqe};
+use nearflash_core::{Device, DeviceOptions};
+
+const BITS: u32 = 48;
+
+fn device(method: &str, reserved: &str) -> Device {
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in [
+        ("channels", "4"),
+        ("chips_per_channel", "2"),
+        ("blocks_per_plane", "64"),
+        ("pages_per_block", "32"),
+        ("ext_reserved_blocks", reserved),
+        ("write_buffer", "1MiB"),
+        ("over_provisioning", "25"),
+    ] {
+        t.set(k, v).unwrap();
+    }
+    let mut dev = Device::memory(t, DeviceOptions::default()).unwrap();
+    dev.attach(Box::new(CognitiveFirmware::new(serde_json::json!({ "method": method })))).unwrap();
+    dev.create_queue_pair(1, 64).unwrap();
+    dev.create_queue_pair(2, 64).unwrap();
+    dev
+}
+
+fn images(n: usize, salt: u32) -> Vec<Vec<u8>> {
+    (0..n as u32).map(|s| (0..784u32).map(|i| ((i * 31 + (s + salt) * 97 + (i / 28) * s) % 251) as u8).collect()).collect()
+}
+
+struct Host {
+    model: Model,
+    q: QModel,
+    db: Vec<u64>,
+    graph: knn::KnnGraph,
+    entries: Vec<nearflash_cognitive::graph_pages::Entry>,
+}
+
+fn host(n: usize) -> Host {
+    let model = Model::random(fashion_hash_cnn(BITS as usize), 7).unwrap();
+    let cal = images(20, 1000);
+    let q = QModel::quantise(&model, &cal.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+    let db: Vec<u64> = images(n, 0).iter().map(|im| q.hash(im).unwrap()).collect();
+    let graph = knn::build(&db, BITS, 25, 1).unwrap();
+    let entries = gse::entry_vertices(&db, 32, 1);
+    Host { model, q, db, graph, entries }
+}
+
+fn cmd(dev: &mut Device, qid: u16, c: DlgCommand, data: DataBuf<'_>) -> nearflash_core::Done {
+    dev.execute(qid, c.encode(0, 1).unwrap(), data).unwrap()
+}
+
+fn deploy(dev: &mut Device, h: &Host, layout: GraphLayout) -> (Status, Status) {
+    let area = DlgArea::of(dev.config()).unwrap();
+    let head = &h.model.weights["classifier"];
+    let m = encode_model(&h.q, Some(head), &area).unwrap();
+    let gp = GraphPages::new(layout, &h.graph, &h.db, BITS, 16384).unwrap();
+    let i = encode_instructions(&h.q, &area, Some((&gp, BITS, &h.entries, 5))).unwrap();
+    let a = cmd(dev, 1, DlgCommand::Config { address: 0, size: m.len() as u32, target: ConfigTarget::Model }, DataBuf::ToDevice(&m)).status;
+    let b = cmd(dev, 1, DlgCommand::Config { address: 0, size: i.len() as u32, target: ConfigTarget::Instructions }, DataBuf::ToDevice(&i)).status;
+    (a, b)
+}
+
+fn hash(dev: &mut Device, address: u32, imgs: &[Vec<u8>]) -> nearflash_core::Done {
+    let flat = imgs.concat();
+    cmd(dev, 1, DlgCommand::Hashing { address, size: flat.len() as u32, bits: BITS }, DataBuf::ToDevice(&flat))
+}
+
+fn index(dev: &mut Device, address: u32, n: usize, t: u32) -> (Status, Vec<u32>) {
+    let mut out = vec![0u8; 4 * t as usize * n];
+    let d = cmd(dev, 1, DlgCommand::Index { address, size: out.len() as u32, t }, DataBuf::FromDevice(&mut out));
+    (d.status, out.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+}
+
+#[test]
+fn device_answers_as_the_host_pipeline() {
+    let h = host(300);
+    for layout in [GraphLayout::TwoHop, GraphLayout::Plain] {
+        let mut dev = device("B", "8");
+        assert_eq!(deploy(&mut dev, &h, layout), (Status::SUCCESS, Status::SUCCESS));
+        let qs = images(6, 5000);
+        assert!(hash(&mut dev, 64, &qs).status.is_success());
+        // hash codes (DLG_analysis 1) equal the host's int8 codes
+        let mut codes = vec![0u8; 8 * qs.len()];
+        let d = cmd(&mut dev, 1, DlgCommand::Analysis { address: 64, size: codes.len() as u32, user: 1 }, DataBuf::FromDevice(&mut codes));
+        assert!(d.status.is_success());
+        let want: Vec<u64> = qs.iter().map(|im| h.q.hash(im).unwrap()).collect();
+        let got: Vec<u64> = codes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, want);
+        // classes (DLG_analysis 0) equal the host's int8 classifier
+        let mut classes = vec![0u8; qs.len()];
+        assert!(cmd(&mut dev, 1, DlgCommand::Analysis { address: 64, size: qs.len() as u32, user: 0 }, DataBuf::FromDevice(&mut classes)).status.is_success());
+        let w = &h.model.weights["classifier"];
+        let head = Head { weight: w.weight.clone(), bias: w.bias.clone() };
+        assert_eq!(classes, qs.iter().map(|im| classify_int8(&h.q, &head, im).unwrap()).collect::<Vec<_>>());
+        // top-T ids (DLG_index) equal the host's graph search over the same pages
+        let (st, ids) = index(&mut dev, 64, qs.len(), 20);
+        assert!(st.is_success(), "{st}");
+        let gp = GraphPages::new(layout, &h.graph, &h.db, BITS, 16384).unwrap();
+        let cfg = SearchConfig::from_params(&CognitiveParams::default());
+        for (j, code) in want.iter().enumerate() {
+            let (host_ids, _) = gse::search(&gp.format(), &mut gp.clone(), &h.entries, *code, 20, &cfg, 5 + 64 + j as u64).unwrap();
+            assert_eq!(ids[j * 20..(j + 1) * 20], host_ids[..], "{layout:?} query {j}");
+        }
+        let r = dev.report();
+        let ext = &r.extensions["cognitive"]["stats"];
+        assert!(ext["weight_pages_read"].as_u64().unwrap() > 0 && ext["graph_pages_read"].as_u64().unwrap() > 0, "pages came from flash: {ext}");
+        dev.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn hostile_commands_get_statuses_and_change_nothing() {
+    let h = host(200);
+    let mut dev = device("B", "8");
+    // nothing deployed yet
+    assert_eq!(hash(&mut dev, 0, &images(1, 9)).status, Status::SEQUENCE_ERROR);
+    assert_eq!(deploy(&mut dev, &h, GraphLayout::TwoHop), (Status::SUCCESS, Status::SUCCESS));
+    // DLG_index without its DLG_hashing session
+    assert_eq!(index(&mut dev, 4096, 1, 10).0, Status::SEQUENCE_ERROR);
+    assert!(hash(&mut dev, 0, &images(2, 9)).status.is_success());
+    // T = 0 (the wire refuses it), T above the database, a result buffer of the wrong size
+    let sqe = Sqe { opcode: 0xC1, cdw10: 0, cdw11: 8, cdw12: 0, nsid: 1, ..Sqe::default() };
+    assert_eq!(dev.execute(1, sqe, DataBuf::None).unwrap().status, Status::INVALID_FIELD);
+    assert_eq!(index(&mut dev, 0, 2, 201).0, Status::INVALID_FIELD);
+    let mut small = vec![0u8; 8];
+    assert_eq!(cmd(&mut dev, 1, DlgCommand::Index { address: 0, size: 8, t: 10 }, DataBuf::FromDevice(&mut small)).status, Status::INVALID_FIELD);
+    // image bytes that are not whole images, a code length the model does not make
+    let odd = vec![1u8; 700];
+    assert_eq!(cmd(&mut dev, 1, DlgCommand::Hashing { address: 1, size: 700, bits: BITS }, DataBuf::ToDevice(&odd)).status, Status::INVALID_FIELD);
+    let one = images(1, 3).concat();
+    assert_eq!(cmd(&mut dev, 1, DlgCommand::Hashing { address: 1, size: 784, bits: 32 }, DataBuf::ToDevice(&one)).status, Status::INVALID_FIELD);
+    // a damaged model payload is refused and the deployed model still answers
+    let area = DlgArea::of(dev.config()).unwrap();
+    let mut m = encode_model(&h.q, None, &area).unwrap();
+    m[20] ^= 0xFF;
+    let st = cmd(&mut dev, 1, DlgCommand::Config { address: 0, size: m.len() as u32, target: ConfigTarget::Model }, DataBuf::ToDevice(&m)).status;
+    assert_eq!(st, Status::INVALID_FIELD);
+    let (st, ids) = index(&mut dev, 0, 2, 10);
+    assert!(st.is_success() && ids.len() == 20);
+    // a database that does not fit the reserved area
+    let big = host(4000);
+    let m = encode_model(&big.q, None, &area).unwrap();
+    assert!(cmd(&mut dev, 1, DlgCommand::Config { address: 0, size: m.len() as u32, target: ConfigTarget::Model }, DataBuf::ToDevice(&m)).status.is_success());
+    let gp = GraphPages::new(GraphLayout::TwoHop, &big.graph, &big.db, BITS, 16384).unwrap();
+    assert!(encode_instructions(&big.q, &area, Some((&gp, BITS, &big.entries, 1))).is_err(), "the compiler refuses it");
+    // SSD_write into an FTL-owned block: Access Denied; into the DLG area: written and read back
+    let page = vec![0xABu8; 16384];
+    let st = cmd(&mut dev, 1, DlgCommand::SsdWrite { address: 0, size: 16384 }, DataBuf::ToDevice(&page)).status;
+    assert_eq!(st, ACCESS_DENIED);
+    let beyond = dev.config().physical_pages() as u32;
+    assert_eq!(cmd(&mut dev, 1, DlgCommand::SsdWrite { address: beyond, size: 16384 }, DataBuf::ToDevice(&page)).status, Status::LBA_OUT_OF_RANGE);
+    let free = area.ppn(area.data_area().page(3, area.data_area().pages_per_channel() - 32).unwrap()).unwrap() as u32;
+    assert!(cmd(&mut dev, 1, DlgCommand::SsdWrite { address: free, size: 16384 }, DataBuf::ToDevice(&page)).status.is_success());
+    let mut back = vec![0u8; 100];
+    assert!(cmd(&mut dev, 1, DlgCommand::SsdRead { address: free, size: 100 }, DataBuf::FromDevice(&mut back)).status.is_success());
+    assert!(back.iter().all(|&b| b == 0xAB));
+    assert_eq!(cmd(&mut dev, 1, DlgCommand::SsdRead { address: 0, size: 100 }, DataBuf::FromDevice(&mut back)).status, ACCESS_DENIED);
+    dev.check_consistency().unwrap();
+}
+
+/// Latency of a 64 KiB read submitted just after a DLG_hashing task starts. The read's LBAs (16-31: page groups
+/// 4-7, way 1 of every channel under CWDP) are on dies that hold no weights, so only the runtime's waiting can
+/// delay it (the weight pages keep way 0's dies busy: reads there wait for DLG-x under either method).
+fn read_during_hashing(method: &str) -> (u64, u64) {
+    let h = host(100);
+    let mut dev = device(method, "8");
+    deploy(&mut dev, &h, GraphLayout::TwoHop);
+    let data = vec![7u8; 128 * 1024];
+    let w = dev.execute(2, Sqe::rw(opcode::WRITE, 0, 0, 32), DataBuf::ToDevice(&data)).unwrap();
+    assert!(w.status.is_success());
+    let fl = Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() };
+    dev.execute(2, fl, DataBuf::None).unwrap();
+    dev.advance_to(dev.horizon());
+    let imgs = images(16, 1).concat();
+    let c = DlgCommand::Hashing { address: 0, size: imgs.len() as u32, bits: BITS }.encode(1, 1).unwrap();
+    let t0 = dev.now();
+    dev.submit(1, c, DataBuf::ToDevice(&imgs)).unwrap();
+    dev.advance_to(t0 + 500_000); // the runtime has dispatched the task
+    let mut out = vec![0u8; 64 * 1024];
+    let r = dev.execute(2, Sqe::rw(opcode::READ, 0, 16, 16), DataBuf::FromDevice(&mut out)).unwrap();
+    assert!(r.status.is_success());
+    let hashing = dev.wait(1).unwrap();
+    (r.latency_ns, hashing.time - t0 - 500_000)
+}
+
+#[test]
+fn method_a_blocks_ordinary_reads_and_method_b_does_not() {
+    let (read_a, task_a) = read_during_hashing("A");
+    let (read_b, task_b) = read_during_hashing("B");
+    assert!(read_a as f64 > 0.5 * task_a as f64, "A: the read waits for the task ({read_a} of {task_a} ns)");
+    assert!(read_b * 5 < read_a, "B: the read goes between polls ({read_b} vs {read_a} ns)");
+    assert!(task_b as f64 <= task_a as f64 * 1.2, "{task_b} vs {task_a}");
+}
