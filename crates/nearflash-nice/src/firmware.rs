@@ -23,6 +23,9 @@ use crate::chain::FileChain;
 use crate::knn::{knn, knn_timing, KnnParams, Width};
 use crate::learner::{Learnt, Learner};
 use crate::oob_list::{self, PageCache};
+use crate::sched::{instructions_for, Fetcher, NiceParams, Sequencer, SharedPages};
+use nearflash_core::config::ExtParams;
+use nearflash_core::device::OpClass;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{UnitHandle, UnitSpec};
@@ -46,6 +49,8 @@ pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
 const KNN_PJ_PER_CYCLE: f64 = 5.0;
 /// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
 const KNN_STATIC_MW: f64 = 50.0;
+/// Energy per Cortex-R5 cycle, assumed: ~30 mW dynamic at 533 MHz (16 nm RPU), ~56 pJ per cycle.
+const R5_PJ_PER_CYCLE: f64 = 56.0;
 
 /// A parsed NICE_Write block.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +138,23 @@ pub struct NiceFirmware {
     retry: BTreeSet<(usize, u32)>,
     cache: PageCache,
     stats: ListStats,
+    params: NiceParams,
+    r5_unit: Option<UnitHandle>,
+    /// Sectors read by requests in flight, shared with others (`shared_reads`).
+    shared: SharedPages,
+    sched: SchedStats,
+}
+
+/// Counters of the firmware kernel, reported.
+#[derive(Debug, Clone, Copy, Default)]
+struct SchedStats {
+    isc_flash_sectors: u64,
+    isc_shared_sectors: u64,
+    host_reads: u64,
+    host_flash_sectors: u64,
+    host_shared_sectors: u64,
+    /// A53 time spent spinning on flash and FPGA (polling only), ns.
+    polling_ns: u64,
 }
 
 /// Counters of the OOB list, reported.
@@ -157,7 +179,17 @@ impl NiceFirmware {
 
     /// A firmware keeping `pages` metadata pages in its DRAM cache (0: every lookup reads flash).
     pub fn with_cache(pages: usize) -> Self {
+        Self::with_params(NiceParams { ftl_cache_pages: pages as u64, ..NiceParams::default() })
+    }
+
+    /// A firmware with these parameters.
+    pub fn with_params(params: NiceParams) -> Self {
+        let pages = params.ftl_cache_pages as usize;
         NiceFirmware {
+            shared: SharedPages::new(params.shared_buffer_pages as usize),
+            params,
+            r5_unit: None,
+            sched: SchedStats::default(),
             capacity: 0,
             sector: 0,
             learner: None,
@@ -322,12 +354,40 @@ impl NiceFirmware {
                     if found.size > MAX_ISC_BYTES {
                         return Err(Status::INVALID_FIELD);
                     }
-                    let (pages, done, st) = oob_list::stream(ctx, chain, *partition, t)?;
+                    let p = &self.params;
+                    let polling_core = (self.invocations % u64::from(ctx.controller_cores().max(1))) as u32;
+                    let seq = match self.r5_unit {
+                        Some(unit) if p.coroutines() => Sequencer::R5 { unit, cores: p.r5_cores as u32, cycles: p.r5_page_cycles },
+                        _ => Sequencer::A53 { core: polling_core, instructions: ctx.config().controller.fw_page_instructions.0 },
+                    };
+                    let shared = p.shared_reads.then_some(&mut self.shared);
+                    let mut fetch = Fetcher::new(seq, shared, t);
+                    let (pages, read_done, st) = oob_list::stream(ctx, chain, *partition, t, &mut fetch)?;
                     self.stats.stream_page_reads += st.page_reads;
                     self.stats.link_mismatches += st.mismatches;
                     self.stats.rebuilds += u64::from(st.rebuilt);
+                    self.sched.isc_flash_sectors += fetch.read.len() as u64;
+                    self.sched.isc_shared_sectors += fetch.shared_hits;
+                    let issued_until = fetch.last_issue();
                     let bytes = found.assemble(&pages, self.sector as usize);
-                    self.compute(ctx, &job, &bytes, out.len(), (t, done), &mut tail)?
+                    let coroutines = self.params.coroutines();
+                    // Coroutines: the R5 tells the A53 the transfers are done (task queue); polling: the core spins.
+                    let resumed = if coroutines { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
+                    let (value, mut done) = Self::compute((self.knn_unit, &self.knn_params), ctx, &job, &bytes, out.len(), (t, resumed), &mut tail)?;
+                    let on_fpga = matches!(job, Job::Knn { .. });
+                    if coroutines && on_fpga {
+                        done = ctx.firmware(done, self.params.irq_wake_instructions);
+                    } else if !coroutines {
+                        // Run to completion: the core that issued the transfers spins until the data (and, for an
+                        // FPGA op, the accelerator's status register) says done.
+                        let until = if on_fpga { done } else { read_done };
+                        let spin = until.saturating_sub(issued_until);
+                        let spun = ctx.firmware_on(polling_core, issued_until, instructions_for(ctx, spin));
+                        self.sched.polling_ns += spin;
+                        done = done.max(spun);
+                    }
+                    fetch.hold_until(done);
+                    (value, done)
                 };
                 let res = result_block(op, found.size, found.inode, value, &tail);
                 out.fill(0);
@@ -340,23 +400,23 @@ impl NiceFirmware {
     }
 
     /// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
-    fn compute(&self, ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+    fn compute((knn_unit, knn_params): (Option<UnitHandle>, &KnnParams), ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
         Ok(match job {
             Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
             Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
             Job::Knn { width, dim, k, query } => {
                 // A file that is not whole vectors of this shape is refused, never truncated.
-                let best = knn(bytes, *dim, *width, query, *k, &self.knn_params).map_err(|_| Status::INVALID_FIELD)?;
+                let best = knn(bytes, *dim, *width, query, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
                 if out_len < 24 + 12 * best.len() {
                     return Err(Status::INVALID_FIELD);
                 }
                 let n = (bytes.len() / (dim * width.bytes())) as u64;
-                let timing = knn_timing(n, *dim, *width, *k, &self.knn_params);
+                let timing = knn_timing(n, *dim, *width, *k, knn_params);
                 // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
                 // flash reads, so it may start as late as one stream time before the last page lands.
-                let stream_ns = (timing.stream_cycles / self.knn_params.clock * 1e9) as Time;
+                let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as Time;
                 let start = done.saturating_sub(stream_ns).max(issued);
-                let done = ctx.compute(self.knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
+                let done = ctx.compute(knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
                 for (d, i) in &best {
                     tail.extend_from_slice(&d.to_le_bytes());
                     tail.extend_from_slice(&i.to_le_bytes());
@@ -365,6 +425,20 @@ impl NiceFirmware {
             }
             Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),
         })
+    }
+
+    /// An ordinary Read served by the firmware kernel (shared reads on).
+    fn host_read(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<Time, Status> {
+        ctx.account_as(OpClass::Read, u64::from(sqe.nlb()) * ctx.lba_bytes());
+        match crate::host_read::serve(ctx, sqe, data, &mut self.shared) {
+            Ok(s) => {
+                self.sched.host_reads += 1;
+                self.sched.host_flash_sectors += s.flash_sectors;
+                self.sched.host_shared_sectors += s.shared_sectors;
+                Ok(s.done)
+            }
+            Err((st, _)) => Err(st),
+        }
     }
 
     /// FSR-ISC: the mailbox at the hyper-address of LBA 0. Write binds a path; Read walks it from the root inode
@@ -446,9 +520,17 @@ impl Extension for NiceFirmware {
         self.capacity = ctx.lbas();
         self.sector = ctx.geometry().sector_size;
         ctx.advertise_lbas(2 * self.capacity)?;
-        for op in [opcode::READ, opcode::WRITE] {
-            ctx.intercept(Intercept::LbaFrom { opcode: op, first_lba: self.capacity })?;
-        }
+        // With shared reads the firmware kernel serves ordinary Reads too (it must see both to share a NAND read).
+        let first_read = if self.params.shared_reads { 0 } else { self.capacity };
+        ctx.intercept(Intercept::LbaFrom { opcode: opcode::READ, first_lba: first_read })?;
+        ctx.intercept(Intercept::LbaFrom { opcode: opcode::WRITE, first_lba: self.capacity })?;
+        self.r5_unit = Some(ctx.add_units(&UnitSpec {
+            name: "nice.r5".into(),
+            count: self.params.r5_cores as u32,
+            freq_hz: self.params.r5_clock,
+            pj_per_cycle: R5_PJ_PER_CYCLE,
+            static_mw: 0.0,
+        })?);
         ctx.observe();
         self.knn_unit = Some(ctx.add_units(&UnitSpec {
             name: "nice.knn".into(),
@@ -462,6 +544,12 @@ impl Extension for NiceFirmware {
     }
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        if sqe.opcode == opcode::READ && sqe.slba() < self.capacity {
+            return match self.host_read(ctx, sqe, data) {
+                Ok(done) => ExtCompletion::ok(done),
+                Err(s) => ExtCompletion::failed(s, ctx.start),
+            };
+        }
         self.invocations += 1;
         match self.run(ctx, sqe, data) {
             Ok(done) => ExtCompletion::ok(done),
@@ -475,6 +563,7 @@ impl Extension for NiceFirmware {
     fn observe(&mut self, event: &HostEvent) {
         let (HostEvent::Write { slba, nlb } | HostEvent::Trim { slba, nlb }) = *event;
         self.cache.invalidate(slba, slba + nlb);
+        self.shared.invalidate(slba, slba + nlb);
         if let HostEvent::Write { slba, nlb } = *event {
             self.mark_written(slba, slba + nlb);
             if self.pending.len() >= MAX_PENDING {
@@ -549,6 +638,14 @@ impl Extension for NiceFirmware {
             "fsr_flash_reads": self.stats.fsr_reads,
             "ftl_cache_hits": self.cache.hits,
             "ftl_cache_misses": self.cache.misses,
+            "scheduling": self.params.scheduling,
+            "shared_reads": self.params.shared_reads,
+            "isc_flash_sectors": self.sched.isc_flash_sectors,
+            "isc_shared_sectors": self.sched.isc_shared_sectors,
+            "host_reads_served": self.sched.host_reads,
+            "host_flash_sectors": self.sched.host_flash_sectors,
+            "host_shared_sectors": self.sched.host_shared_sectors,
+            "polling_ns": self.sched.polling_ns,
         })
     }
 }
@@ -557,23 +654,12 @@ inventory::submit! {
     nearflash_core::ext::Registration {
         name: NAME,
         about: "NICE (Wang et al.): hyper-addressed in-storage computing on files of a real ext4 file system",
-        build: |overrides, _cfg| {
-            let bad = |why: String| nearflash_core::SimError::Config(format!("nice: {why}"));
-            let mut pages = DEFAULT_FTL_CACHE_PAGES;
-            match overrides {
-                serde_json::Value::Null => {}
-                serde_json::Value::Object(m) => {
-                    for (k, v) in m {
-                        match (k.as_str(), v.as_u64()) {
-                            ("ftl_cache_pages", Some(n)) if n <= 1 << 20 => pages = n as usize,
-                            ("ftl_cache_pages", _) => return Err(bad(format!("ftl_cache_pages must be an integer 0..=1048576, got {v}"))),
-                            _ => return Err(bad(format!("unknown parameter {k:?}; the only one is ftl_cache_pages"))),
-                        }
-                    }
-                }
-                other => return Err(bad(format!("parameters must be a JSON object, got {other}"))),
-            }
-            Ok(Box::new(NiceFirmware::with_cache(pages)))
+        build: |overrides, cfg| {
+            let bad = |e: nearflash_core::config::ParamError| nearflash_core::SimError::Config(format!("nice: {e}"));
+            // Resolved against the device's preset now, so that bad overrides fail before anything is attached.
+            let mut p = NiceParams::from_section(cfg.ext.get(NAME).and_then(|v| v.as_table())).map_err(bad)?;
+            p.apply_json_object(overrides, &[]).map_err(bad)?;
+            Ok(Box::new(NiceFirmware::with_params(p)))
         },
     }
 }

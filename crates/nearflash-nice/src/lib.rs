@@ -14,6 +14,8 @@
 //!   hyper-addresses.
 //! * [`knn`]: NICE-K, exact integer KNN as the FPGA pipelines compute it, and its timing.
 //! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing.
+//! * [`sched`]: the firmware kernel's timing (coroutines on A53 + R5 vs polling, ISC priority, shared reads);
+//!   [`host_read`]: ordinary Reads served by it.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
 
 pub mod chain;
@@ -23,12 +25,14 @@ pub mod firmware;
 pub mod fsr;
 pub mod ext4;
 pub mod host;
+pub mod host_read;
 pub mod knn;
 pub mod learner;
 pub mod oob;
 pub mod oob_list;
 pub mod partition;
 pub mod reader;
+pub mod sched;
 pub mod source;
 
 pub use error::{NiceError, Result};

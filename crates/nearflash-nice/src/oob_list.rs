@@ -23,6 +23,7 @@ use crate::chain::{FileChain, Mapping, PageReader};
 use crate::ext4::{resolve_extents, Inode};
 use crate::learner::{FileLayout, Learner};
 use crate::oob::{chain_records, OobRecord, OOB_RECORD_BYTES};
+use crate::sched::Fetcher;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{ExecCtx, Status};
 use nearflash_core::ext::SPARE_BYTES;
@@ -212,8 +213,9 @@ fn write_records(ctx: &mut ExecCtx<'_>, lbas: &[u64], recs: &[OobRecord], t: Tim
 }
 
 /// The device's mapping and flash as the chain sees them; reads are timed from `t` and their data kept.
-struct DeviceView<'a, 'b> {
+struct DeviceView<'a, 'b, 'f, 's> {
     ctx: &'a mut ExecCtx<'b>,
+    fetch: &'f mut Fetcher<'s>,
     t: Time,
     done: Time,
     /// Physical sector -> LBA of pages read through the mapping (the walk asks for them by PSA).
@@ -234,15 +236,15 @@ impl Mapping for Snapshot {
     }
 }
 
-impl PageReader for DeviceView<'_, '_> {
+impl PageReader for DeviceView<'_, '_, '_, '_> {
     fn read_oob(&mut self, psa: u64) -> Option<OobRecord> {
         let ss = self.ctx.lba_bytes() as usize;
         let spp = u64::from(self.ctx.geometry().sectors_per_page);
         self.reads += 1;
         if let Some(&lba) = self.current.get(&psa) {
             let mut buf = vec![0u8; ss];
-            match self.ctx.flash_read(lba, 1, self.t, &mut buf) {
-                Ok(r) => self.done = self.done.max(r.done),
+            match self.fetch.read(self.ctx, lba, self.t, &mut buf) {
+                Ok(done) => self.done = self.done.max(done),
                 Err(e) => {
                     self.error = Some(e);
                     return None;
@@ -274,8 +276,9 @@ pub struct StreamStats {
 }
 
 /// Streams the file of `chain` (in partition `partition`) by its OOB links: its bytes (whole sectors), when done,
-/// and what it cost. A file whose every link turned out stale gets its list rebuilt in the spare bytes.
-pub fn stream(ctx: &mut ExecCtx<'_>, chain: &mut FileChain, partition: u8, t: Time) -> Result<(Vec<u8>, Time, StreamStats), Status> {
+/// and what it cost. A file whose every link turned out stale gets its list rebuilt in the spare bytes. The pages
+/// are read through `fetch` (who issues them, in what windows, shared with other requests: `sched.rs`).
+pub fn stream(ctx: &mut ExecCtx<'_>, chain: &mut FileChain, partition: u8, t: Time, fetch: &mut Fetcher<'_>) -> Result<(Vec<u8>, Time, StreamStats), Status> {
     let mut map = HashMap::new();
     let mut current = HashMap::new();
     for &l in &chain.lpns {
@@ -285,7 +288,7 @@ pub fn stream(ctx: &mut ExecCtx<'_>, chain: &mut FileChain, partition: u8, t: Ti
     }
     let map = Snapshot(map);
     let ss = ctx.lba_bytes() as usize;
-    let mut view = DeviceView { ctx, t, done: t, data: BTreeMap::new(), current, error: None, reads: 0 };
+    let mut view = DeviceView { ctx, fetch, t, done: t, data: BTreeMap::new(), current, error: None, reads: 0 };
     let walk = chain.walk(&map, &mut view);
     let (data, read_done, error) = (std::mem::take(&mut view.data), view.done, view.error);
     if let Some(e) = error {
