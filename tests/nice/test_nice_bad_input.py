@@ -132,7 +132,8 @@ def test_an_unreadable_inode_sector_fails_the_read_and_returns_nothing(fs):
 
 
 @pytest.mark.parametrize("params", [{"ftl_cache_pages": -1}, {"ftl_cache_pages": "many"}, {"ftl_cache_pages": 2**21},
-                                    {"cache": 4}])
+                                    {"cache": 4}, {"scheduling": "fifo"}, {"scheduling": 1}, {"shared_reads": "yes"},
+                                    {"r5_cores": 3}, {"r5_clock": 0}, {"shared_buffer_pages": 1.5}])
 def test_firmware_parameters_out_of_range_are_refused_and_nothing_is_attached(params):
     from nearflash.errors import ConfigError
 

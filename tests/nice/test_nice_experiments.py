@@ -42,3 +42,16 @@ def test_fig12_nice_needs_two_reads_at_any_depth_and_fsr_one_more_per_level(tmp_
         assert miss["nice_ns"] < miss["fsr_ns"] and miss["nice_ns"] < miss["host_ns"], (d, miss)
         assert hit["nice_ns"] < hit["fsr_ns"], (d, hit)
     assert pts["miss/12"]["fsr_ns"] / pts["miss/12"]["nice_ns"] > pts["miss/4"]["fsr_ns"] / pts["miss/4"]["nice_ns"]
+
+
+def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(tmp_path):
+    title, run = EXPERIMENTS["fig13"]
+    exp = Experiment("nice", "fig13", title, tmp_path)
+    run(exp, Options(quick=True, seed=1, extra={"isc_iops": "0,8000", "bench_mib": "16"}))
+    pts = exp.data["points"]
+    co0, co, po0, po = (pts[f"8T/{s}/{r}"] for s in ("coroutine", "polling") for r in (0, 8000))
+    assert co0["mb_per_s"] == po0["mb_per_s"], "without ISC load the two firmwares serve reads alike"
+    assert co["polling_ms"] == 0 and po["polling_ms"] > 0
+    loss_co, loss_po = 1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"]
+    assert loss_po > loss_co + 0.2, (loss_co, loss_po)
+    assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"

@@ -333,7 +333,16 @@ impl NiceFirmware {
                 };
                 Ok(ctx.from_host(t, src.len() as u64))
             }
-            (opcode::READ, DataBuf::FromDevice(out)) => {
+            (opcode::READ, data @ (DataBuf::FromDevice(_) | DataBuf::None)) => {
+                // A timing-only Read (no host buffer) runs the op all the same; its result is dropped.
+                let mut scratch = Vec::new();
+                let out: &mut [u8] = match data {
+                    DataBuf::FromDevice(b) => b,
+                    _ => {
+                        scratch.resize(sqe.nlb() as usize * self.sector as usize, 0);
+                        &mut scratch
+                    }
+                };
                 let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
                 let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
                 let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
