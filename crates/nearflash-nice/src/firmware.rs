@@ -20,7 +20,9 @@
 //! nearest first as (squared L2 distance u64, vector index u32).
 
 use crate::chain::FileChain;
+use crate::cnn::{network_timing, CnnParams};
 use crate::knn::{knn, knn_timing, KnnParams, Width};
+use crate::lenet::{self, LeNet};
 use crate::learner::{Learnt, Learner};
 use crate::oob_list::{self, PageCache};
 use crate::sched::{instructions_for, Fetcher, NiceParams, Sequencer, SharedPages};
@@ -42,6 +44,9 @@ pub const OP_LOCATE: u32 = 4;
 /// The FSR-ISC baseline (in-storage path walk from the root): bound at the hyper-address of LBA 0 (never a file's
 /// first page), the block is [5, absolute path bytes, 0]; the result's value is the flash reads of the walk.
 pub const OP_FSR: u32 = 5;
+/// NICE-C LeNet-5 (`lenet.rs`): the block is [6, 7 pad bytes, first sector of the weights file (u64)]; the bound file
+/// holds 28x28 u8 images; the result's value is the image count, followed by one class byte per image.
+pub const OP_LENET: u32 = 6;
 /// Metadata pages the firmware keeps in DRAM by default (the paper's FTL cache), assumed: 1024 x 4 KiB = 4 MiB of
 /// the 8 GB DDR4.
 pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
@@ -49,8 +54,20 @@ pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
 const KNN_PJ_PER_CYCLE: f64 = 5.0;
 /// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
 const KNN_STATIC_MW: f64 = 50.0;
+/// Energy per NICE-C PE per cycle, assumed: an 8-bit DSP48 MAC with its operand registers at 16 nm, ~2 pJ.
+const CNN_PJ_PER_CYCLE: f64 = 2.0;
+/// Static power of the NICE-C IP core, assumed: a PE array of 256 DSPs and its buffers, 150 mW.
+const CNN_STATIC_MW: f64 = 150.0;
 /// Energy per Cortex-R5 cycle, assumed: ~30 mW dynamic at 533 MHz (16 nm RPU), ~56 pJ per cycle.
 const R5_PJ_PER_CYCLE: f64 = 56.0;
+
+/// The FPGA units an op may run on, with their parameters.
+struct Units<'a> {
+    knn: Option<UnitHandle>,
+    knn_params: &'a KnnParams,
+    cnn: Option<UnitHandle>,
+    cnn_params: &'a CnnParams,
+}
 
 /// A parsed NICE_Write block.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +77,8 @@ enum Job {
     Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
     Locate,
     Fsr { path: String },
+    /// NICE-C LeNet-5 over the bound file's 28x28 images; weights in the file whose first sector is `weights_head`.
+    Cnn { weights_head: u64 },
 }
 
 impl Job {
@@ -68,6 +87,7 @@ impl Job {
             OP_CRC32 => Some(Job::Crc),
             OP_SUM => Some(Job::Sum),
             OP_LOCATE => Some(Job::Locate),
+            OP_LENET => Some(Job::Cnn { weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) }),
             OP_FSR => {
                 let rest = b.get(1..)?;
                 let end = rest.iter().position(|&c| c == 0)?;
@@ -94,6 +114,7 @@ impl Job {
         match u32::from(b[0]) {
             OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
             OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
+            OP_LENET => 16,
             _ => 1,
         }
     }
@@ -120,6 +141,8 @@ pub struct NiceFirmware {
     ops: BTreeMap<u64, Vec<u8>>,
     knn_unit: Option<UnitHandle>,
     knn_params: KnnParams,
+    cnn_unit: Option<UnitHandle>,
+    cnn_params: CnnParams,
     /// Every range ever written (merged; start -> end): what a reopened device re-learns from flash.
     written: BTreeMap<u64, u64>,
     invocations: u64,
@@ -197,6 +220,8 @@ impl NiceFirmware {
             ops: BTreeMap::new(),
             knn_unit: None,
             knn_params: KnnParams::default(),
+            cnn_unit: None,
+            cnn_params: CnnParams::default(),
             written: BTreeMap::new(),
             invocations: 0,
             refused: 0,
@@ -345,45 +370,36 @@ impl NiceFirmware {
                 };
                 let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
                 let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
-                let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
                 // Two flash reads at most: the head page (its OOB names the inode) and the inode's sector.
-                let (found, t) = oob_list::locate(ctx, learner, &mut self.cache, head, t)?;
-                self.stats.located += 1;
-                self.stats.locate_reads += u64::from(found.flash_reads);
-                self.stats.locate_reads_max = self.stats.locate_reads_max.max(found.flash_reads);
-                let (chain, partition) = self.chains.get_mut(&head).ok_or(Status::INVALID_FIELD)?;
-                if chain.lpns != found.lbas || chain.inode != found.inode {
-                    // The inode on flash is not the file the list was written for (changed under the firmware).
-                    return Err(Status::INVALID_FIELD);
-                }
+                let (found, t) = self.locate_checked(ctx, head, t)?;
                 let mut tail = Vec::new();
                 let (value, done) = if job == Job::Locate {
                     (u64::from(found.flash_reads), t)
                 } else {
-                    if found.size > MAX_ISC_BYTES {
-                        return Err(Status::INVALID_FIELD);
-                    }
                     let p = &self.params;
                     let polling_core = (self.invocations % u64::from(ctx.controller_cores().max(1))) as u32;
                     let seq = match self.r5_unit {
                         Some(unit) if p.coroutines() => Sequencer::R5 { unit, cores: p.r5_cores as u32, cycles: p.r5_page_cycles },
                         _ => Sequencer::A53 { core: polling_core, instructions: ctx.config().controller.fw_page_instructions.0 },
                     };
-                    let shared = p.shared_reads.then_some(&mut self.shared);
-                    let mut fetch = Fetcher::new(seq, shared, t);
-                    let (pages, read_done, st) = oob_list::stream(ctx, chain, *partition, t, &mut fetch)?;
-                    self.stats.stream_page_reads += st.page_reads;
-                    self.stats.link_mismatches += st.mismatches;
-                    self.stats.rebuilds += u64::from(st.rebuilt);
-                    self.sched.isc_flash_sectors += fetch.read.len() as u64;
-                    self.sched.isc_shared_sectors += fetch.shared_hits;
-                    let issued_until = fetch.last_issue();
-                    let bytes = found.assemble(&pages, self.sector as usize);
+                    let (bytes, mut read_done, mut issued_until, mut read) = self.load(ctx, head, &found, t, seq)?;
+                    // NICE-C also streams its weights file (located the same way), issued with the input's pages.
+                    let weights = match job {
+                        Job::Cnn { weights_head } => {
+                            let (wf, wt) = self.locate_checked(ctx, weights_head, t)?;
+                            let (w, wd, wi, wr) = self.load(ctx, weights_head, &wf, wt, seq)?;
+                            (read_done, issued_until) = (read_done.max(wd), issued_until.max(wi));
+                            read.extend(wr);
+                            Some(w)
+                        }
+                        _ => None,
+                    };
                     let coroutines = self.params.coroutines();
                     // Coroutines: the R5 tells the A53 the transfers are done (task queue); polling: the core spins.
                     let resumed = if coroutines { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
-                    let (value, mut done) = Self::compute((self.knn_unit, &self.knn_params), ctx, &job, &bytes, out.len(), (t, resumed), &mut tail)?;
-                    let on_fpga = matches!(job, Job::Knn { .. });
+                    let units = Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
+                    let (value, mut done) = Self::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
+                    let on_fpga = matches!(job, Job::Knn { .. } | Job::Cnn { .. });
                     if coroutines && on_fpga {
                         done = ctx.firmware(done, self.params.irq_wake_instructions);
                     } else if !coroutines {
@@ -395,7 +411,9 @@ impl NiceFirmware {
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
                     }
-                    fetch.hold_until(done);
+                    if self.params.shared_reads {
+                        self.shared.hold_all(read, done);
+                    }
                     (value, done)
                 };
                 let res = result_block(op, found.size, found.inode, value, &tail);
@@ -408,8 +426,48 @@ impl NiceFirmware {
         }
     }
 
+    /// Locates the file whose first sector is `head` from its OOB (two flash reads at most) and checks that the
+    /// inode on flash is the file its list was written for.
+    fn locate_checked(&mut self, ctx: &mut ExecCtx<'_>, head: u64, t: Time) -> Result<(oob_list::Located, Time), Status> {
+        if !self.chains.contains_key(&head) {
+            return Err(Status::INVALID_FIELD);
+        }
+        let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
+        let (found, t) = oob_list::locate(ctx, learner, &mut self.cache, head, t)?;
+        self.stats.located += 1;
+        self.stats.locate_reads += u64::from(found.flash_reads);
+        self.stats.locate_reads_max = self.stats.locate_reads_max.max(found.flash_reads);
+        let (chain, _) = self.chains.get(&head).ok_or(Status::INVALID_FIELD)?;
+        if chain.lpns != found.lbas || chain.inode != found.inode {
+            // The inode on flash is not the file the list was written for (changed under the firmware).
+            return Err(Status::INVALID_FIELD);
+        }
+        Ok((found, t))
+    }
+
+    /// Streams a located file by its OOB list through the kernel's sequencer and the shared buffer: (its bytes, when
+    /// the last page landed, when the last page was issued, the sectors read from NAND for others to share).
+    #[allow(clippy::type_complexity)]
+    fn load(&mut self, ctx: &mut ExecCtx<'_>, head: u64, found: &oob_list::Located, t: Time, seq: Sequencer) -> Result<(Vec<u8>, Time, Time, Vec<(u64, Time, Vec<u8>)>), Status> {
+        if found.size > MAX_ISC_BYTES {
+            return Err(Status::INVALID_FIELD);
+        }
+        let (chain, partition) = self.chains.get_mut(&head).ok_or(Status::INVALID_FIELD)?;
+        let shared = self.params.shared_reads.then_some(&mut self.shared);
+        let mut fetch = Fetcher::new(seq, shared, t);
+        let (pages, read_done, st) = oob_list::stream(ctx, chain, *partition, t, &mut fetch)?;
+        self.stats.stream_page_reads += st.page_reads;
+        self.stats.link_mismatches += st.mismatches;
+        self.stats.rebuilds += u64::from(st.rebuilt);
+        self.sched.isc_flash_sectors += fetch.read.len() as u64;
+        self.sched.isc_shared_sectors += fetch.shared_hits;
+        let issued = fetch.last_issue();
+        Ok((found.assemble(&pages, self.sector as usize), read_done, issued, std::mem::take(&mut fetch.read)))
+    }
+
     /// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
-    fn compute((knn_unit, knn_params): (Option<UnitHandle>, &KnnParams), ctx: &mut ExecCtx<'_>, job: &Job, bytes: &[u8], out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+    fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, weights): (&[u8], Option<&[u8]>), out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+        let (knn_unit, knn_params) = (u.knn, u.knn_params);
         Ok(match job {
             Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
             Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
@@ -431,6 +489,26 @@ impl NiceFirmware {
                     tail.extend_from_slice(&i.to_le_bytes());
                 }
                 (best.len() as u64, done)
+            }
+            Job::Cnn { .. } => {
+                // NICE-C: LeNet-5 over every 28x28 image of the file, weights from the weights file.
+                let net = LeNet::from_bytes(weights.ok_or(Status::INTERNAL_ERROR)?).map_err(|_| Status::INVALID_FIELD)?;
+                if bytes.is_empty() || bytes.len() % lenet::IMAGE_BYTES != 0 {
+                    return Err(Status::INVALID_FIELD);
+                }
+                let n = bytes.len() / lenet::IMAGE_BYTES;
+                if out_len < 24 + n {
+                    return Err(Status::INVALID_FIELD);
+                }
+                for img in bytes.chunks_exact(lenet::IMAGE_BYTES) {
+                    tail.push(net.classify(img).map_err(|_| Status::INTERNAL_ERROR)?);
+                }
+                let (shape, layers) = lenet::layers();
+                let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
+                // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them
+                // over AXI (charged in the timing's per-layer load).
+                let done = ctx.compute(u.cnn.ok_or(Status::INTERNAL_ERROR)?, 0, done, timing.cycles);
+                (n as u64, done)
             }
             Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),
         })
@@ -533,6 +611,13 @@ impl Extension for NiceFirmware {
         let first_read = if self.params.shared_reads { 0 } else { self.capacity };
         ctx.intercept(Intercept::LbaFrom { opcode: opcode::READ, first_lba: first_read })?;
         ctx.intercept(Intercept::LbaFrom { opcode: opcode::WRITE, first_lba: self.capacity })?;
+        self.cnn_unit = Some(ctx.add_units(&UnitSpec {
+            name: "nice.cnn".into(),
+            count: 1,
+            freq_hz: self.cnn_params.clock,
+            pj_per_cycle: CNN_PJ_PER_CYCLE * self.cnn_params.pe_count,
+            static_mw: CNN_STATIC_MW,
+        })?);
         self.r5_unit = Some(ctx.add_units(&UnitSpec {
             name: "nice.r5".into(),
             count: self.params.r5_cores as u32,

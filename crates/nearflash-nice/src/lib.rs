@@ -13,7 +13,7 @@
 //! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
 //!   hyper-addresses.
 //! * [`knn`]: NICE-K, exact integer KNN as the FPGA pipelines compute it, and its timing.
-//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing.
+//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing; [`lenet`]: LeNet-5 with weights from a file.
 //! * [`sched`]: the firmware kernel's timing (coroutines on A53 + R5 vs polling, ISC priority, shared reads);
 //!   [`host_read`]: ordinary Reads served by it.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
@@ -28,6 +28,7 @@ pub mod host;
 pub mod host_read;
 pub mod knn;
 pub mod learner;
+pub mod lenet;
 pub mod oob;
 pub mod oob_list;
 pub mod partition;

@@ -111,6 +111,13 @@ impl SharedPages {
         }
     }
 
+    /// Holds every (LBA, landed, bytes) a request read until `release` (its completion).
+    pub fn hold_all(&mut self, read: Vec<(u64, Time, Vec<u8>)>, release: Time) {
+        for (lba, landed, bytes) in read {
+            self.hold(lba, landed, release, Some(bytes));
+        }
+    }
+
     /// Drops copies released before `now` (no request issued later can use them).
     pub fn prune(&mut self, now: Time) {
         if self.held.len() > 1024 {
@@ -181,15 +188,6 @@ impl<'s> Fetcher<'s> {
     /// When the last page transaction was issued (a polling core spins from then on).
     pub fn last_issue(&self) -> Time {
         self.last_issue
-    }
-
-    /// Holds what this request read until `release` (its completion), for others to share.
-    pub fn hold_until(self, release: Time) {
-        if let Some(s) = self.shared {
-            for (lba, landed, bytes) in self.read {
-                s.hold(lba, landed, release, Some(bytes));
-            }
-        }
     }
 }
 

@@ -1,0 +1,75 @@
+"""NICE-C in storage (op 6): LeNet-5 over a file of Fashion-MNIST images with its weights in another file of the same
+ext4 image; the classes equal the numpy reference, and wrong invocations are refused with nothing returned."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nearflash.errors import NvmeError
+from nearflash.nice import lenet
+from nearflash.nice.experiments.common import cap, debugfs, device, invoke
+
+pytestmark = pytest.mark.skipif(shutil.which("mke2fs") is None or not Path("/usr/share/datasets/fashion-mnist").exists(),
+                                reason="needs Debian's e2fsprogs and dataset-fashion-mnist (scripts/env.sh)")
+OP_LENET = 6
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lenet")
+    root = tmp / "root"
+    root.mkdir()
+    wts = lenet.train(seed=3, n_train=500)
+    imgs = lenet.images("test")[:24]
+    (root / "w.bin").write_bytes(lenet.weight_bytes(wts))
+    (root / "imgs.bin").write_bytes(imgs.tobytes())
+    (root / "odd.bin").write_bytes(bytes(range(250)) * 4)
+    img = tmp / "fs.img"
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-d", str(root), str(img), "8M"], check=True)
+    heads = {p: int(debugfs(img, [f"blocks /{p}"])[0].split()[0]) for p in ("w.bin", "imgs.bin", "odd.bin")}
+    dev = device(img.read_bytes(), 1024)
+    return dev, heads, wts, imgs
+
+
+def block(weights_head: int) -> bytes:
+    return bytes([OP_LENET]) + bytes(7) + struct.pack("<Q", weights_head)
+
+
+def test_in_storage_lenet_equals_numpy(setup):
+    dev, heads, wts, imgs = setup
+    r, _, t_read = invoke(dev, heads["imgs.bin"], block(heads["w.bin"]))
+    assert (r["op"], r["value"], r["size"]) == (OP_LENET, len(imgs), imgs.nbytes)
+    got = np.frombuffer(r["raw"], dtype=np.uint8, count=len(imgs), offset=24)
+    ref = lenet.logits(wts, imgs)
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-4 * np.abs(top2).max()
+    assert clear.sum() >= len(imgs) - 1
+    assert np.array_equal(got[clear], ref.argmax(1)[clear])
+    assert t_read > 0
+    assert dev.report().extensions["nice"]["isc_flash_sectors"] > 0
+
+
+@pytest.mark.parametrize("case", ["weights not a file head", "weights of the wrong size", "images not 28x28",
+                                  "truncated block"])
+def test_wrong_lenet_invocations_are_refused(setup, case):
+    dev, heads, _, _ = setup
+    bs = dev.lba_bytes
+    target, blk = {
+        "weights not a file head": (heads["imgs.bin"], block(heads["w.bin"] + 1)),
+        "weights of the wrong size": (heads["imgs.bin"], block(heads["imgs.bin"])),
+        "images not 28x28": (heads["odd.bin"], block(heads["w.bin"])),
+        "truncated block": (heads["imgs.bin"], bytes([OP_LENET, 0, 0])),
+    }[case]
+    # A one-byte-short block is padded with zeros by the write (weights head 0: no file's head).
+    with pytest.raises(NvmeError):
+        invoke(dev, target, blk)
+    before = bytes(dev.read(0, 4))
+    with pytest.raises(NvmeError):
+        dev.read(cap(dev) + target, 1)
+    assert bytes(dev.read(0, 4)) == before and bs == 4096
