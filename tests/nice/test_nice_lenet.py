@@ -38,14 +38,14 @@ def setup(tmp_path_factory):
 
 
 def block(weights_head: int) -> bytes:
-    return bytes([OP_LENET]) + bytes(7) + struct.pack("<Q", weights_head)
+    return bytes([OP_LENET, 0]) + bytes(6) + struct.pack("<Q", weights_head)
 
 
 def test_in_storage_lenet_equals_numpy(setup):
     dev, heads, wts, imgs = setup
     r, _, t_read = invoke(dev, heads["imgs.bin"], block(heads["w.bin"]))
     assert (r["op"], r["value"], r["size"]) == (OP_LENET, len(imgs), imgs.nbytes)
-    got = np.frombuffer(r["raw"], dtype=np.uint8, count=len(imgs), offset=24)
+    got = np.frombuffer(r["raw"], dtype="<u2", count=len(imgs), offset=24)
     ref = lenet.logits(wts, imgs)
     top2 = np.sort(ref, axis=1)[:, -2:]
     clear = top2[:, 1] - top2[:, 0] > 1e-4 * np.abs(top2).max()
@@ -56,7 +56,7 @@ def test_in_storage_lenet_equals_numpy(setup):
 
 
 @pytest.mark.parametrize("case", ["weights not a file head", "weights of the wrong size", "images not 28x28",
-                                  "truncated block"])
+                                  "truncated block", "unknown network"])
 def test_wrong_lenet_invocations_are_refused(setup, case):
     dev, heads, _, _ = setup
     bs = dev.lba_bytes
@@ -65,7 +65,13 @@ def test_wrong_lenet_invocations_are_refused(setup, case):
         "weights of the wrong size": (heads["imgs.bin"], block(heads["imgs.bin"])),
         "images not 28x28": (heads["odd.bin"], block(heads["w.bin"])),
         "truncated block": (heads["imgs.bin"], bytes([OP_LENET, 0, 0])),
+        "unknown network": (heads["imgs.bin"], bytes([OP_LENET, 7]) + bytes(6) + struct.pack("<Q", heads["w.bin"])),
     }[case]
+    if case == "unknown network":
+        # Refused at NICE_Write already: nothing is bound.
+        with pytest.raises(NvmeError):
+            dev.write(cap(dev) + target, np.frombuffer(blk + bytes(bs - len(blk)), dtype=np.uint8))
+        return
     # A one-byte-short block is padded with zeros by the write (weights head 0: no file's head).
     with pytest.raises(NvmeError):
         invoke(dev, target, blk)

@@ -22,7 +22,6 @@
 use crate::chain::FileChain;
 use crate::cnn::{network_timing, CnnParams};
 use crate::knn::{knn, knn_timing, KnnParams, Width};
-use crate::lenet::{self, LeNet};
 use crate::learner::{Learnt, Learner};
 use crate::oob_list::{self, PageCache};
 use crate::sched::{instructions_for, Fetcher, NiceParams, Sequencer, SharedPages};
@@ -44,9 +43,10 @@ pub const OP_LOCATE: u32 = 4;
 /// The FSR-ISC baseline (in-storage path walk from the root): bound at the hyper-address of LBA 0 (never a file's
 /// first page), the block is [5, absolute path bytes, 0]; the result's value is the flash reads of the walk.
 pub const OP_FSR: u32 = 5;
-/// NICE-C LeNet-5 (`lenet.rs`): the block is [6, 7 pad bytes, first sector of the weights file (u64)]; the bound file
-/// holds 28x28 u8 images; the result's value is the image count, followed by one class byte per image.
-pub const OP_LENET: u32 = 6;
+/// NICE-C (`cnn_net.rs`): the block is [6, network (0 LeNet-5, 1 MobileNetV2), 6 pad bytes, first sector of the
+/// weights file (u64)]; the bound file holds u8 images in the network's CHW shape; the result's value is the image
+/// count, followed by each image's class (u16).
+pub const OP_CNN: u32 = 6;
 /// Metadata pages the firmware keeps in DRAM by default (the paper's FTL cache), assumed: 1024 x 4 KiB = 4 MiB of
 /// the 8 GB DDR4.
 pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
@@ -77,8 +77,9 @@ enum Job {
     Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
     Locate,
     Fsr { path: String },
-    /// NICE-C LeNet-5 over the bound file's 28x28 images; weights in the file whose first sector is `weights_head`.
-    Cnn { weights_head: u64 },
+    /// NICE-C network `net` (`cnn_net::named`) over the bound file's images; weights in the file whose first sector
+    /// is `weights_head`.
+    Cnn { net: u8, weights_head: u64 },
 }
 
 impl Job {
@@ -87,7 +88,11 @@ impl Job {
             OP_CRC32 => Some(Job::Crc),
             OP_SUM => Some(Job::Sum),
             OP_LOCATE => Some(Job::Locate),
-            OP_LENET => Some(Job::Cnn { weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) }),
+            OP_CNN => {
+                let net = *b.get(1)?;
+                crate::cnn_net::named(net)?;
+                Some(Job::Cnn { net, weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) })
+            }
             OP_FSR => {
                 let rest = b.get(1..)?;
                 let end = rest.iter().position(|&c| c == 0)?;
@@ -114,7 +119,7 @@ impl Job {
         match u32::from(b[0]) {
             OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
             OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
-            OP_LENET => 16,
+            OP_CNN => 16,
             _ => 1,
         }
     }
@@ -385,7 +390,7 @@ impl NiceFirmware {
                     let (bytes, mut read_done, mut issued_until, mut read) = self.load(ctx, head, &found, t, seq)?;
                     // NICE-C also streams its weights file (located the same way), issued with the input's pages.
                     let weights = match job {
-                        Job::Cnn { weights_head } => {
+                        Job::Cnn { weights_head, .. } => {
                             let (wf, wt) = self.locate_checked(ctx, weights_head, t)?;
                             let (w, wd, wi, wr) = self.load(ctx, weights_head, &wf, wt, seq)?;
                             (read_done, issued_until) = (read_done.max(wd), issued_until.max(wi));
@@ -490,20 +495,23 @@ impl NiceFirmware {
                 }
                 (best.len() as u64, done)
             }
-            Job::Cnn { .. } => {
-                // NICE-C: LeNet-5 over every 28x28 image of the file, weights from the weights file.
-                let net = LeNet::from_bytes(weights.ok_or(Status::INTERNAL_ERROR)?).map_err(|_| Status::INVALID_FIELD)?;
-                if bytes.is_empty() || bytes.len() % lenet::IMAGE_BYTES != 0 {
+            Job::Cnn { net, .. } => {
+                // NICE-C: the network over every image of the file, weights from the weights file.
+                let (shape, layers) = crate::cnn_net::named(*net).ok_or(Status::INTERNAL_ERROR)?;
+                let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers).map_err(|_| Status::INVALID_FIELD)?;
+                let frame = shape.0 * shape.1 * shape.2;
+                if bytes.is_empty() || bytes.len() % frame != 0 {
                     return Err(Status::INVALID_FIELD);
                 }
-                let n = bytes.len() / lenet::IMAGE_BYTES;
-                if out_len < 24 + n {
+                let n = bytes.len() / frame;
+                if out_len < 24 + 2 * n {
                     return Err(Status::INVALID_FIELD);
                 }
-                for img in bytes.chunks_exact(lenet::IMAGE_BYTES) {
-                    tail.push(net.classify(img).map_err(|_| Status::INTERNAL_ERROR)?);
+                for img in bytes.chunks_exact(frame) {
+                    let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
+                    let logits = crate::cnn_net::forward(shape, &layers, &params, &x).map_err(|_| Status::INTERNAL_ERROR)?;
+                    tail.extend_from_slice(&(crate::cnn_net::argmax(&logits) as u16).to_le_bytes());
                 }
-                let (shape, layers) = lenet::layers();
                 let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
                 // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them
                 // over AXI (charged in the timing's per-layer load).

@@ -6,7 +6,7 @@
 //! conv2 16x6x5x5 + 16, fc1 120x400 + 120, fc2 84x120 + 84, fc3 10x84 + 10: 61,706 floats, 246,824 bytes.
 //! Pixels enter as value / 255.
 
-use crate::cnn::{activate, conv2d, max_pool, Act, ConvSpec, Layer, Shape};
+use crate::cnn::{Act, Layer, Shape};
 use crate::error::{invalid, Result};
 
 /// Image side and bytes per image (one u8 per pixel).
@@ -14,8 +14,6 @@ pub const SIDE: usize = 28;
 pub const IMAGE_BYTES: usize = SIDE * SIDE;
 /// Classes (Fashion-MNIST's ten).
 pub const CLASSES: usize = 10;
-/// (name, weights, biases) of each parameterised layer, in file order.
-const TENSORS: [(usize, usize); 5] = [(6 * 25, 6), (16 * 6 * 25, 16), (120 * 400, 120), (84 * 120, 84), (10 * 84, 10)];
 /// Floats in the weights file.
 pub const PARAMS: usize = 150 + 6 + 2400 + 16 + 48000 + 120 + 10080 + 84 + 840 + 10;
 pub const WEIGHT_BYTES: usize = 4 * PARAMS;
@@ -41,31 +39,14 @@ pub fn layers() -> (Shape, Vec<Layer>) {
 /// LeNet-5 with its weights.
 #[derive(Debug, Clone)]
 pub struct LeNet {
-    /// (weights, biases) per parameterised layer, in file order.
-    t: Vec<(Vec<f32>, Vec<f32>)>,
-}
-
-fn linear(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f32> {
-    b.iter().enumerate().map(|(o, &bo)| bo + w[o * x.len()..(o + 1) * x.len()].iter().zip(x).map(|(a, b)| a * b).sum::<f32>()).collect()
+    params: Vec<f32>,
 }
 
 impl LeNet {
     /// Parses a weights file (exactly [`WEIGHT_BYTES`] bytes of finite f32).
     pub fn from_bytes(b: &[u8]) -> Result<Self> {
-        if b.len() != WEIGHT_BYTES {
-            return Err(invalid(format!("LeNet weights: {} bytes, expected {WEIGHT_BYTES}", b.len())));
-        }
-        let all: Vec<f32> = b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
-        if all.iter().any(|v| !v.is_finite()) {
-            return Err(invalid("LeNet weights: a value is not finite"));
-        }
-        let mut at = 0;
-        let mut t = Vec::new();
-        for (w, bias) in TENSORS {
-            t.push((all[at..at + w].to_vec(), all[at + w..at + w + bias].to_vec()));
-            at += w + bias;
-        }
-        Ok(LeNet { t })
+        let (shape, l) = layers();
+        Ok(LeNet { params: crate::cnn_net::parse_params(b, shape, &l)? })
     }
 
     /// The ten logits of one image (784 pixels, row-major).
@@ -73,33 +54,14 @@ impl LeNet {
         if img.len() != IMAGE_BYTES {
             return Err(invalid(format!("LeNet input: {} bytes, expected {IMAGE_BYTES}", img.len())));
         }
+        let (shape, l) = layers();
         let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
-        let conv = |x: &[f32], s: Shape, i: usize, out: usize, pad: usize| {
-            conv2d(x, s, &self.t[i].0, &self.t[i].1, ConvSpec { out, k: 5, stride: 1, pad, groups: 1 })
-        };
-        let (mut y, s) = conv(&x, (1, SIDE, SIDE), 0, 6, 2)?;
-        activate(&mut y, Act::Relu);
-        let (y, s) = max_pool(&y, s, 2, 2)?;
-        let (mut y, s) = conv(&y, s, 1, 16, 0)?;
-        activate(&mut y, Act::Relu);
-        let (y, _) = max_pool(&y, s, 2, 2)?;
-        let mut y = linear(&y, &self.t[2].0, &self.t[2].1);
-        activate(&mut y, Act::Relu);
-        let mut y = linear(&y, &self.t[3].0, &self.t[3].1);
-        activate(&mut y, Act::Relu);
-        Ok(linear(&y, &self.t[4].0, &self.t[4].1))
+        crate::cnn_net::forward(shape, &l, &self.params, &x)
     }
 
     /// The predicted class of one image (the first of equal largest logits).
     pub fn classify(&self, img: &[u8]) -> Result<u8> {
-        let l = self.logits(img)?;
-        let mut best = 0;
-        for (i, v) in l.iter().enumerate() {
-            if *v > l[best] {
-                best = i;
-            }
-        }
-        Ok(best as u8)
+        Ok(crate::cnn_net::argmax(&self.logits(img)?) as u8)
     }
 }
 

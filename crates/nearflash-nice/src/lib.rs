@@ -20,6 +20,7 @@
 
 pub mod chain;
 pub mod cnn;
+pub mod cnn_net;
 pub mod error;
 pub mod firmware;
 pub mod fsr;

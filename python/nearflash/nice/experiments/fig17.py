@@ -31,7 +31,7 @@ from nearflash.nice.experiments.common import (OP_LOCATE, cap, debugfs, device, 
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.recssd.experiments.common import option
 
-OP_LENET = 6
+OP_CNN, NET_LENET = 6, 0
 #: Paper Sec. V-D: FSR-C / NICE latency for LeNet, and the transfer's share of the CPU's latency (lower bound).
 PAPER_FSR_RATIO = 2.0
 PAPER_HOST_TRANSFER_SHARE = 0.9
@@ -74,7 +74,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         nj_per_instr = _param(dev, "energy.host_cpu_per_instruction")
         idle_w = sum(_param(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
                                                            "host_io_static", "ssd_static")) / 1e3
-        block = bytes([OP_LENET]) + bytes(7) + struct.pack("<Q", w_head)
+        block = bytes([OP_CNN, NET_LENET]) + bytes(6) + struct.pack("<Q", w_head)
         # Locating, FSR-ISC vs NICE, for the two files (after a first call: metadata cached, as NICE's runs are).
         extra_fsr = 0
         for p in (f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"):
@@ -86,7 +86,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             h = head(f"{DIR}/images_{b}.bin")
             invoke(dev, h, block)  # warm: learning and linking are paid once, before measuring
             (r, t_w, t_r), nice_j = _window(dev, lambda: invoke(dev, h, block))
-            got = np.frombuffer(r["raw"], dtype=np.uint8, count=r["value"], offset=24)
+            got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
             want = ref[:b].argmax(1)
             top2 = np.sort(ref[:b], axis=1)[:, -2:]
             clear = (top2[:, 1] - top2[:, 0]) > 1e-4 * np.abs(top2).max()

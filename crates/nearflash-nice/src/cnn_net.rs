@@ -1,0 +1,161 @@
+//! A whole network's forward pass over a weights file: the layers of [`crate::cnn`] run one after another with
+//! their parameters taken in order from one flat f32 array (per convolution or linear layer: weights, then one
+//! bias per output; an inverted residual holds its expand (if any), depthwise and project convolutions in that
+//! order). NICE-C's in-storage ops load this array from a weights file of the ext4 image.
+
+use crate::cnn::{activate, conv2d, layer_cost, max_pool, Act, ConvSpec, Layer, Shape};
+use crate::error::{invalid, Result};
+
+/// The networks NICE-C's op runs, by id: 0 LeNet-5 on (1, 28, 28), 1 MobileNetV2 on (3, 224, 224).
+pub fn named(net: u8) -> Option<(Shape, Vec<Layer>)> {
+    match net {
+        0 => Some(crate::lenet::layers()),
+        1 => Some(crate::cnn::mobilenet_v2()),
+        _ => None,
+    }
+}
+
+/// The convolutions an inverted residual is made of (expand only when t > 1).
+fn ir_parts(c: usize, expand: usize, out: usize, stride: usize) -> Vec<(ConvSpec, Option<Act>)> {
+    let hidden = c * expand.max(1);
+    let mut v = Vec::new();
+    if expand > 1 {
+        v.push((ConvSpec { out: hidden, k: 1, stride: 1, pad: 0, groups: 1 }, Some(Act::Relu6)));
+    }
+    v.push((ConvSpec { out: hidden, k: 3, stride, pad: 1, groups: hidden }, Some(Act::Relu6)));
+    v.push((ConvSpec { out, k: 1, stride: 1, pad: 0, groups: 1 }, None));
+    v
+}
+
+/// f32 parameters (weights and biases) of the network on `input`.
+pub fn param_count(input: Shape, layers: &[Layer]) -> Result<usize> {
+    let mut s = input;
+    let mut n = 0usize;
+    for l in layers {
+        let (ns, _, w) = layer_cost(l, s)?;
+        n += w as usize;
+        n += match *l {
+            Layer::Conv { out, .. } | Layer::Linear { out } => out,
+            Layer::InvertedResidual { expand, out, stride } => ir_parts(s.0, expand, out, stride).iter().map(|p| p.0.out).sum(),
+            _ => 0,
+        };
+        s = ns;
+    }
+    Ok(n)
+}
+
+/// A weights file's parameters (little-endian f32, exactly [`param_count`] of them, all finite).
+pub fn parse_params(b: &[u8], input: Shape, layers: &[Layer]) -> Result<Vec<f32>> {
+    let n = param_count(input, layers)?;
+    if b.len() != 4 * n {
+        return Err(invalid(format!("weights: {} bytes, the network needs {}", b.len(), 4 * n)));
+    }
+    let p: Vec<f32> = b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+    if p.iter().any(|v| !v.is_finite()) {
+        return Err(invalid("weights: a value is not finite"));
+    }
+    Ok(p)
+}
+
+/// Takes the next `n` parameters.
+fn take<'a>(p: &'a [f32], at: &mut usize, n: usize) -> Result<&'a [f32]> {
+    let s = p.get(*at..*at + n).ok_or_else(|| invalid("weights: fewer parameters than the network needs"))?;
+    *at += n;
+    Ok(s)
+}
+
+fn conv(x: &[f32], s: Shape, spec: ConvSpec, p: &[f32], at: &mut usize) -> Result<(Vec<f32>, Shape)> {
+    let w = (s.0 / spec.groups) * spec.k * spec.k * spec.out;
+    let wts = take(p, at, w)?;
+    let bias = take(p, at, spec.out)?;
+    conv2d(x, s, wts, bias, spec)
+}
+
+/// The network's output (logits) for one input tensor `x` of shape `input`; `params` must hold exactly
+/// [`param_count`] values.
+pub fn forward(input: Shape, layers: &[Layer], params: &[f32], x: &[f32]) -> Result<Vec<f32>> {
+    if params.len() != param_count(input, layers)? {
+        return Err(invalid(format!("weights: {} parameters, the network has {}", params.len(), param_count(input, layers)?)));
+    }
+    if x.len() != input.0 * input.1 * input.2 {
+        return Err(invalid("input length does not match its shape"));
+    }
+    let (mut y, mut s, mut at) = (x.to_vec(), input, 0usize);
+    for l in layers {
+        (y, s) = match *l {
+            Layer::Conv { out, k, stride, pad, groups } => conv(&y, s, ConvSpec { out, k, stride, pad, groups }, params, &mut at)?,
+            Layer::MaxPool { k, stride } => max_pool(&y, s, k, stride)?,
+            Layer::GlobalAvgPool => {
+                let hw = (s.1 * s.2) as f32;
+                (y.chunks(s.1 * s.2).map(|c| c.iter().sum::<f32>() / hw).collect(), (s.0, 1, 1))
+            }
+            Layer::Linear { out } => {
+                let n = y.len();
+                let w = take(params, &mut at, n * out)?;
+                let b = take(params, &mut at, out)?;
+                let z = b.iter().enumerate().map(|(o, &bo)| bo + w[o * n..(o + 1) * n].iter().zip(&y).map(|(a, c)| a * c).sum::<f32>()).collect();
+                (z, (out, 1, 1))
+            }
+            Layer::Act(a) => {
+                activate(&mut y, a);
+                (y, s)
+            }
+            Layer::InvertedResidual { expand, out, stride } => {
+                let (mut z, mut zs) = (y.clone(), s);
+                for (spec, act) in ir_parts(s.0, expand, out, stride) {
+                    (z, zs) = conv(&z, zs, spec, params, &mut at)?;
+                    if let Some(a) = act {
+                        activate(&mut z, a);
+                    }
+                }
+                if stride == 1 && s.0 == out {
+                    for (a, b) in z.iter_mut().zip(&y) {
+                        *a += b;
+                    }
+                }
+                (z, zs)
+            }
+        };
+    }
+    Ok(y)
+}
+
+/// The index of the largest value (the first of equals).
+pub fn argmax(v: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cnn::mobilenet_v2;
+
+    #[test]
+    fn parameter_counts_and_a_small_residual_network_by_hand() {
+        let (shape, l) = mobilenet_v2();
+        let n = param_count(shape, &l).unwrap();
+        assert!((3.4e6..3.6e6).contains(&(n as f64)), "{n}");
+        // One inverted residual with t = 1 on 2 channels: depthwise 3x3 (identity kernels) + pointwise identity
+        // (+ residual) doubles the input.
+        let layers = [Layer::InvertedResidual { expand: 1, out: 2, stride: 1 }];
+        let mut p = Vec::new();
+        for _ in 0..2 {
+            p.extend([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+        }
+        p.extend([0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(p.len(), param_count((2, 2, 2), &layers).unwrap());
+        let x = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 5.5, 0.25];
+        let y = forward((2, 2, 2), &layers, &p, &x).unwrap();
+        // ReLU6 after the depthwise clamps 0..6; the project is linear; the residual adds the input.
+        assert_eq!(y, x.iter().map(|v| v + v.clamp(0.0, 6.0)).collect::<Vec<_>>());
+        assert!(forward((2, 2, 2), &layers, &p[1..], &x).is_err());
+        assert!(forward((2, 2, 2), &layers, &p, &x[1..]).is_err());
+        assert_eq!(argmax(&[1.0, 3.0, 3.0, 2.0]), 1);
+    }
+}
