@@ -86,3 +86,29 @@ def fsr_block(path: str) -> bytes:
 
 def nice_ext(dev: Device) -> dict[str, Any]:
     return dict(dev.report().extensions["nice"])
+
+
+#: Host CPU instructions per multiply-accumulate (4-lane NEON), assumed.
+HOST_INSTR_PER_MAC = 0.25
+
+
+def param_value(dev: Device, path: str) -> float:
+    """A preset parameter's number in its declared unit (e.g. "energy.ssd_static" -> 1500.0, mW)."""
+    return float(dev.param(path).split()[0])
+
+
+def measured(dev: Device, fn):
+    """Runs fn() in a fresh measurement window: (its result, joules the device's ledger charged in that window:
+    NAND, channels, ECC, DRAM, link, controller and R5 instructions, FPGA units, and the static power of the SSD and
+    the host over the window)."""
+    dev.reset_stats()
+    r = fn()
+    return r, dev.report().total_energy_j
+
+
+def host_compute_j(dev: Device, macs: float, compute_ns: float) -> float:
+    """The host CPU's energy for `macs` multiply-accumulates taking `compute_ns`: its instructions (HOST_INSTR_PER_MAC
+    each) x the preset's host_cpu_per_instruction, plus the host's and the idle SSD's static power over that time."""
+    idle_w = sum(param_value(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
+                                                           "host_io_static", "ssd_static")) / 1e3
+    return macs * HOST_INSTR_PER_MAC * param_value(dev, "energy.host_cpu_per_instruction") * 1e-9 + compute_ns * 1e-9 * idle_w

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from nearflash.experiment import Experiment, Options
-from nearflash.nice.experiments.common import OP_KNN, debugfs, device, invoke, make_image
+from nearflash.nice.experiments.common import (OP_KNN, debugfs, device, host_compute_j, invoke, make_image,
+                                               measured)
 from nearflash.recssd.experiments.common import option
 
 #: Paper Sec. V-D: host CPU / NICE latency over D.
@@ -77,27 +78,36 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
             q = rng.integers(-2000, 2000, d).astype(np.int64)
             block = bytes([OP_KNN, bits]) + struct.pack("<HHH", d, K, 0) + q.astype("<i4").tobytes()
             invoke(dev, head, block)  # warm: learning and linking are paid once, before measuring
-            r, t_w, t_r = invoke(dev, head, block)
+            (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, head, block))
             got = np.frombuffer(r["raw"], dtype=np.dtype([("d", "<u8"), ("i", "<u4")]), count=r["value"], offset=24)
             dist = ((m.astype(np.int64) - q) ** 2).sum(axis=1)
             want = np.lexsort((np.arange(n), dist))[:K]
             assert np.array_equal(got["i"].astype(np.int64), want), f"NICE-K differs from numpy at D={d}"
             nice_ns = t_w + t_r
-            read_ns = _host_read_ns(dev, queue, head, -(-m.nbytes // 4096))
+            read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, head, -(-m.nbytes // 4096)))
             host_ns = read_ns + _host_compute_ns(n, d, rate)
+            host_j = read_j + host_compute_j(dev, n * d, _host_compute_ns(n, d, rate))
             key = f"{bits}/{d}"
-            data[key] = {"nice_ns": nice_ns, "host_ns": host_ns, "host_read_ns": read_ns,
+            data[key] = {"nice_ns": nice_ns, "host_ns": host_ns, "host_read_ns": read_ns, "nice_j": nice_j,
+                         "host_j": host_j,
                          "host_compute_ns": _host_compute_ns(n, d, rate), "nice_qps": 1e9 / nice_ns,
                          "host_qps_uncached": 1e9 / host_ns, "host_qps_cached": 1e9 / _host_compute_ns(n, d, rate)}
             rows.append([bits, d, n, nice_ns / 1e3, host_ns / 1e3, host_ns / nice_ns, 1e9 / nice_ns,
-                         1e9 / _host_compute_ns(n, d, rate)])
+                         1e9 / _host_compute_ns(n, d, rate), nice_j * 1e3, host_j * 1e3])
         dev.close()
     exp.table(f"NNS over N = {n} vectors, K = {K}: latency (us) and queries per second",
-              ["bits", "D", "N", "NICE", "HOST-ISC (CPU)", "CPU/NICE", "NICE QPS", "CPU QPS (file cached)"], rows)
+              ["bits", "D", "N", "NICE", "HOST-ISC (CPU)", "CPU/NICE", "NICE QPS", "CPU QPS (file cached)", "NICE mJ",
+               "CPU mJ"], rows)
     exp.record("points", data)
     ratios = [data[k]["host_ns"] / data[k]["nice_ns"] for k in data]
     exp.compare("host CPU / NICE latency, smallest over D", min(ratios), PAPER_CPU_RATIO[0], "x")
     exp.compare("host CPU / NICE latency, largest over D", max(ratios), PAPER_CPU_RATIO[1], "x")
+    energy = [data[k]["host_j"] / data[k]["nice_j"] for k in data]
+    exp.compare("host CPU / NICE energy per query, smallest over D", min(energy), None, "x",
+                "Fig. 15(b): the paper plots energy efficiency without a CPU number")
+    exp.compare("host CPU / NICE energy per query, largest over D", max(energy), None, "x")
+    exp.note("energy per query: NICE's and the host reads' from the device's ledger over each window (SSD and host "
+             "static power included); the host's compute as instructions x 0.44 nJ plus static power (common.py)")
     exp.note("both sides are bound by the same flash bandwidth here (NICE-K also by its 3.2 GB/s AXI stream): the "
              "paper's 8.3-12.6x needs a host whose KNN runs an order of magnitude below the storage's streaming rate; "
              "--set host_macs_per_ns=... shows the sensitivity")

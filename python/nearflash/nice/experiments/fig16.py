@@ -18,9 +18,10 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.nice import mobilenet, mobilenet_v2_timing
-from nearflash.nice.experiments.common import OP_LOCATE, debugfs, device, fsr_block, invoke, make_image
+from nearflash.nice.experiments.common import (OP_LOCATE, debugfs, device, fsr_block, host_compute_j, invoke,
+                                               make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
-from nearflash.nice.experiments.fig17 import HOST_INSTR_PER_MAC, OP_CNN, _param, _window
+from nearflash.nice.experiments.fig17 import OP_CNN
 from nearflash.recssd.experiments.common import option
 
 NET_MOBILENET = 1
@@ -51,9 +52,6 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
         w_head = head(f"{DIR}/weights.bin")
         dev = device(image, 1024, exp)
         queue = dev.queue(depth=64)
-        nj_per_instr = _param(dev, "energy.host_cpu_per_instruction")
-        idle_w = sum(_param(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
-                                                           "host_io_static", "ssd_static")) / 1e3
         block = bytes([OP_CNN, NET_MOBILENET]) + bytes(6) + struct.pack("<Q", w_head)
         extra_fsr = 0
         for p in (f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"):
@@ -64,7 +62,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
         ref = {}
         for b in exp.steps(batches):
             h = head(f"{DIR}/images_{b}.bin")
-            (r, t_w, t_r), nice_j = _window(dev, lambda: invoke(dev, h, block))
+            (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, h, block))
             got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
             for i in range(b):
                 if i not in ref:
@@ -73,11 +71,11 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
                 if top2[1] - top2[0] > 1e-4 * np.abs(top2).max():
                     assert got[i] == ref[i].argmax(), f"NICE-C MobileNetV2 differs from numpy on image {i}"
             nice_ns = t_w + t_r
-            read_ns, read_j = _window(dev, lambda: _host_read_ns(dev, queue, h, -(-b * mobilenet.IMAGE_BYTES // 4096))
+            read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, h, -(-b * mobilenet.IMAGE_BYTES // 4096))
                                       + _host_read_ns(dev, queue, w_head, -(-len(wbytes) // 4096)))
             compute_ns = b * macs / rate
             host_ns = read_ns + compute_ns
-            host_j = read_j + b * macs * HOST_INSTR_PER_MAC * nj_per_instr * 1e-9 + compute_ns * 1e-9 * idle_w
+            host_j = read_j + host_compute_j(dev, b * macs, compute_ns)
             fsr_ns = nice_ns + extra_fsr
             data[str(b)] = {"nice_ns": nice_ns, "fsr_ns": fsr_ns, "host_ns": host_ns, "host_read_ns": read_ns,
                             "host_compute_ns": compute_ns, "nice_j": nice_j, "host_j": host_j}

@@ -26,8 +26,8 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.nice import lenet
-from nearflash.nice.experiments.common import (OP_LOCATE, cap, debugfs, device, fsr_block, invoke, make_image,
-                                               timed_read)
+from nearflash.nice.experiments.common import (OP_LOCATE, debugfs, device, fsr_block, host_compute_j, invoke,
+                                               make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.recssd.experiments.common import option
 
@@ -35,20 +35,7 @@ OP_CNN, NET_LENET = 6, 0
 #: Paper Sec. V-D: FSR-C / NICE latency for LeNet, and the transfer's share of the CPU's latency (lower bound).
 PAPER_FSR_RATIO = 2.0
 PAPER_HOST_TRANSFER_SHARE = 0.9
-#: Host CPU instructions per multiply-accumulate (4-lane NEON), assumed.
-HOST_INSTR_PER_MAC = 0.25
 DIR = "/data/fashion/lenet"
-
-
-def _param(dev, path: str) -> float:
-    return float(dev.param(path).split()[0])
-
-
-def _window(dev, fn):
-    """Runs fn() in a fresh measurement window: (its result, joules the ledger charged in that window)."""
-    dev.reset_stats()
-    r = fn()
-    return r, dev.report().total_energy_j
 
 
 def run_fig17(exp: Experiment, opts: Options) -> None:
@@ -71,9 +58,6 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         w_head = head(f"{DIR}/weights.bin")
         dev = device(image, 1024, exp)
         queue = dev.queue(depth=64)
-        nj_per_instr = _param(dev, "energy.host_cpu_per_instruction")
-        idle_w = sum(_param(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
-                                                           "host_io_static", "ssd_static")) / 1e3
         block = bytes([OP_CNN, NET_LENET]) + bytes(6) + struct.pack("<Q", w_head)
         # Locating, FSR-ISC vs NICE, for the two files (after a first call: metadata cached, as NICE's runs are).
         extra_fsr = 0
@@ -85,7 +69,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         for b in exp.steps(batches):
             h = head(f"{DIR}/images_{b}.bin")
             invoke(dev, h, block)  # warm: learning and linking are paid once, before measuring
-            (r, t_w, t_r), nice_j = _window(dev, lambda: invoke(dev, h, block))
+            (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, h, block))
             got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
             want = ref[:b].argmax(1)
             top2 = np.sort(ref[:b], axis=1)[:, -2:]
@@ -93,11 +77,11 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             assert r["value"] == b and np.array_equal(got[clear], want[clear]), f"NICE-C differs from numpy at batch {b}"
             nice_ns = t_w + t_r
             sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-lenet.WEIGHT_BYTES // 4096)
-            read_ns, read_j = _window(dev, lambda: _host_read_ns(dev, queue, h, -(-b * lenet.IMAGE_BYTES // 4096))
+            read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, h, -(-b * lenet.IMAGE_BYTES // 4096))
                                       + _host_read_ns(dev, queue, w_head, -(-lenet.WEIGHT_BYTES // 4096)))
             compute_ns = b * lenet.MACS_PER_IMAGE / rate
             host_ns = read_ns + compute_ns
-            host_j = read_j + b * lenet.MACS_PER_IMAGE * HOST_INSTR_PER_MAC * nj_per_instr * 1e-9 + compute_ns * 1e-9 * idle_w
+            host_j = read_j + host_compute_j(dev, b * lenet.MACS_PER_IMAGE, compute_ns)
             fsr_ns = nice_ns + extra_fsr
             acc = float((got == labels[:b]).mean())
             data[str(b)] = {"nice_ns": nice_ns, "fsr_ns": fsr_ns, "host_ns": host_ns, "host_read_ns": read_ns,
