@@ -18,6 +18,12 @@
 //! k (u16), 2 pad bytes, query as dim i32]; the file is an embedding matrix of that width. Result: op (u32), file
 //! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
 //! nearest first as (squared L2 distance u64, vector index u32).
+//! 6 = NICE-C (`OP_CNN`): a network (LeNet-5 or MobileNetV2) over the file's images with its weights from another
+//! file, on the declared FPGA unit `nice.cnn`; the result's tail is one u16 class per image.
+//!
+//! The pages of an invocation are streamed by the firmware kernel (`sched.rs`): the R5 issues them and interrupts
+//! wake the A53 (coroutine scheduling), or one A53 core issues them and spins (polling); with `shared_reads` the
+//! kernel also serves ordinary Reads (`host_read.rs`) so that requests in flight share NAND reads.
 
 use crate::chain::FileChain;
 use crate::cnn::{network_timing, CnnParams};
