@@ -55,6 +55,28 @@ def test_in_storage_lenet_equals_numpy(setup):
     assert dev.report().extensions["nice"]["isc_flash_sectors"] > 0
 
 
+def test_host_library_runs_lenet_by_path(setup):
+    from nearflash.nice.host import NiceHost
+
+    dev, _, wts, imgs = setup
+    h = NiceHost(dev)
+    h.open("/imgs.bin")
+    h.open("/w.bin")
+    h.nice_write("/imgs.bin", "cnn", weights="/w.bin", net="lenet5")
+    r = h.nice_read("/imgs.bin")
+    ref = lenet.logits(wts, imgs)
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-4 * np.abs(top2).max()
+    assert np.array_equal(r["classes"][clear], ref.argmax(1)[clear])
+    from nearflash._native import InvalidArgument
+    with pytest.raises(InvalidArgument):
+        h.nice_write("/imgs.bin", "cnn", weights="/w.bin", net="resnet")
+    with pytest.raises(InvalidArgument):
+        h.nice_write("/imgs.bin", "cnn", weights="/not-open.bin")
+    with pytest.raises(InvalidArgument):
+        h.nice_write("/imgs.bin", "cnn", weights=None)
+
+
 @pytest.mark.parametrize("case", ["weights not a file head", "weights of the wrong size", "images not 28x28",
                                   "truncated block", "unknown network"])
 def test_wrong_lenet_invocations_are_refused(setup, case):

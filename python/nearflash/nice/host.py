@@ -19,7 +19,9 @@ from nearflash.errors import NvmeError
 
 from . import lookup_via
 
-OPS = {"crc32": 1, "sum": 2, "knn": 3}
+OPS = {"crc32": 1, "sum": 2, "knn": 3, "cnn": 6}
+#: NICE-C networks (op 'cnn'): id and CHW input shape.
+NETWORKS = {"lenet5": (0, (1, 28, 28)), "mobilenet_v2": (1, (3, 224, 224))}
 
 
 class NiceHost:
@@ -76,11 +78,23 @@ class NiceHost:
                    0x0C: "no NICE_Write bound an op to it"}.get(e.sc if e.sct == 0 else -1, e.status)
             raise NvmeError(e.sct, e.sc, f"{what} {path} at hyper-address {lba}: {why}") from e
 
-    def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16) -> int:
-        """Binds in-storage op `op` to the open file: 'crc32', 'sum', or 'knn' (NICE-K: the file is an int16/int32
-        embedding matrix of len(query) columns; `k` nearest by squared L2). Returns the latency in ns."""
+    def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16,
+                   weights: str | None = None, net: str = "lenet5") -> int:
+        """Binds in-storage op `op` to the open file: 'crc32', 'sum', 'knn' (NICE-K: the file is an int16/int32
+        embedding matrix of len(query) columns; `k` nearest by squared L2), or 'cnn' (NICE-C: the file holds u8
+        images of network `net`'s CHW shape, `weights` is the open file of its f32 parameters). Returns the latency
+        in ns."""
         if op not in OPS:
             raise InvalidArgument(f"op must be one of {sorted(OPS)}, got {op!r}")
+        if op == "cnn":
+            if net not in NETWORKS:
+                raise InvalidArgument(f"net must be one of {sorted(NETWORKS)}, got {net!r}")
+            if not isinstance(weights, str):
+                raise InvalidArgument(f"weights must be the path of an open weights file, got {weights!r}")
+            block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
+            block[:16] = np.frombuffer(bytes([OPS[op], NETWORKS[net][0]]) + bytes(6)
+                                       + struct.pack("<Q", self._head(weights)), dtype=np.uint8)
+            return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
         block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
         block[0] = OPS[op]
         if op == "knn":
@@ -100,11 +114,13 @@ class NiceHost:
 
     def nice_read(self, path: str) -> dict[str, Any]:
         """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
-        (distance, index) rows nearest first."""
+        (distance, index) rows nearest first; for 'cnn', `classes`: one per image."""
         out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, 1)))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
         r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
         if op == OPS["knn"]:
             rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=value, offset=24)
             r["neighbours"] = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+        if op == OPS["cnn"]:
+            r["classes"] = np.frombuffer(out, dtype="<u2", count=value, offset=24).astype(np.int64)
         return r
