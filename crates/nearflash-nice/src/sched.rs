@@ -69,8 +69,6 @@ struct Held {
 pub struct SharedPages {
     capacity: usize,
     held: BTreeMap<u64, Held>,
-    /// Sectors served from the buffer instead of the NAND, by requests that wanted bytes or not.
-    pub shared: u64,
 }
 
 impl SharedPages {
@@ -85,7 +83,6 @@ impl SharedPages {
         if h.release < t || (want_bytes && h.bytes.is_none()) {
             return None;
         }
-        self.shared += 1;
         Some((h.landed, if want_bytes { h.bytes.clone() } else { None }))
     }
 
@@ -151,7 +148,8 @@ pub enum Sequencer {
     A53 { core: u32, instructions: f64 },
 }
 
-/// Reads an ISC request's sectors: through the shared buffer, issued by its sequencer. Keeps what it read so that the request can hold it for others when it completes.
+/// Reads an ISC request's sectors: through the shared buffer, issued by its sequencer. Keeps what it read, which
+/// the request holds for others when it completes (`SharedPages::hold_all`).
 pub struct Fetcher<'s> {
     pub seq: Sequencer,
     pub shared: Option<&'s mut SharedPages>,
