@@ -26,8 +26,9 @@
 //! kernel also serves ordinary Reads (`host_read.rs`) so that requests in flight share NAND reads.
 
 use crate::chain::FileChain;
-use crate::cnn::{network_timing, CnnParams};
-use crate::knn::{knn, knn_timing, KnnParams, Width};
+use crate::cnn::CnnParams;
+use crate::knn::KnnParams;
+use crate::ops::{self, result_block, Job};
 use crate::learner::{Learnt, Learner};
 use crate::oob_list::{self, PageCache};
 use crate::sched::{instructions_for, Fetcher, NiceParams, Sequencer, SharedPages};
@@ -67,76 +68,11 @@ const CNN_STATIC_MW: f64 = 150.0;
 /// Energy per Cortex-R5 cycle, assumed: ~30 mW dynamic at 533 MHz (16 nm RPU), ~56 pJ per cycle.
 const R5_PJ_PER_CYCLE: f64 = 56.0;
 
-/// The FPGA units an op may run on, with their parameters.
-struct Units<'a> {
-    knn: Option<UnitHandle>,
-    knn_params: &'a KnnParams,
-    cnn: Option<UnitHandle>,
-    cnn_params: &'a CnnParams,
-}
-
-/// A parsed NICE_Write block.
-#[derive(Debug, Clone, PartialEq)]
-enum Job {
-    Crc,
-    Sum,
-    Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
-    Locate,
-    Fsr { path: String },
-    /// NICE-C network `net` (`cnn_net::named`) over the bound file's images; weights in the file whose first sector
-    /// is `weights_head`.
-    Cnn { net: u8, weights_head: u64 },
-}
-
-impl Job {
-    fn parse(b: &[u8]) -> Option<Job> {
-        match u32::from(*b.first()?) {
-            OP_CRC32 => Some(Job::Crc),
-            OP_SUM => Some(Job::Sum),
-            OP_LOCATE => Some(Job::Locate),
-            OP_CNN => {
-                let net = *b.get(1)?;
-                crate::cnn_net::named(net)?;
-                Some(Job::Cnn { net, weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) })
-            }
-            OP_FSR => {
-                let rest = b.get(1..)?;
-                let end = rest.iter().position(|&c| c == 0)?;
-                let path = std::str::from_utf8(&rest[..end]).ok()?;
-                path.starts_with('/').then(|| Job::Fsr { path: path.to_string() })
-            }
-            OP_KNN => {
-                let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
-                let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
-                let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
-                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K {
-                    return None;
-                }
-                let q = b.get(8..8 + 4 * dim)?;
-                let query = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
-                Some(Job::Knn { width, dim, k, query })
-            }
-            _ => None,
-        }
-    }
-
-    /// The bytes of the block that define the job (what is saved).
-    fn block_len(b: &[u8]) -> usize {
-        match u32::from(b[0]) {
-            OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
-            OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
-            OP_CNN => 16,
-            _ => 1,
-        }
-    }
-}
 /// Firmware instructions per sector fed to the learner (parsing metadata on the A53), assumed: a few hundred
 /// instructions of bounded parsing per 4 KiB block.
 const LEARN_INSTR_PER_SECTOR: f64 = 400.0;
 /// Firmware instructions per invocation (decode hyper-address, hash-table lookup), assumed.
 const INVOKE_INSTR: f64 = 2_000.0;
-/// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
-const OP_INSTR_PER_BYTE: f64 = 2.0;
 /// Largest file an op processes, assumed: a 1 GiB staging buffer of the 8 GB DDR4 (a sparse file's size can exceed
 /// its data by far; holes are materialised as zeros).
 const MAX_ISC_BYTES: u64 = 1 << 30;
@@ -408,8 +344,8 @@ impl NiceFirmware {
                     let coroutines = self.params.coroutines();
                     // Coroutines: the R5 tells the A53 the transfers are done (task queue); polling: the core spins.
                     let resumed = if coroutines { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
-                    let units = Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
-                    let (value, mut done) = Self::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
+                    let units = ops::Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
+                    let (value, mut done) = ops::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
                     let on_fpga = matches!(job, Job::Knn { .. } | Job::Cnn { .. });
                     if coroutines && on_fpga {
                         done = ctx.firmware(done, self.params.irq_wake_instructions);
@@ -476,58 +412,6 @@ impl NiceFirmware {
         Ok((found.assemble(&pages, self.sector as usize), read_done, issued, std::mem::take(&mut fetch.read)))
     }
 
-    /// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
-    fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, weights): (&[u8], Option<&[u8]>), out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
-        let (knn_unit, knn_params) = (u.knn, u.knn_params);
-        Ok(match job {
-            Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
-            Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
-            Job::Knn { width, dim, k, query } => {
-                // A file that is not whole vectors of this shape is refused, never truncated.
-                let best = knn(bytes, *dim, *width, query, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
-                if out_len < 24 + 12 * best.len() {
-                    return Err(Status::INVALID_FIELD);
-                }
-                let n = (bytes.len() / (dim * width.bytes())) as u64;
-                let timing = knn_timing(n, *dim, *width, *k, knn_params);
-                // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
-                // flash reads, so it may start as late as one stream time before the last page lands.
-                let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as Time;
-                let start = done.saturating_sub(stream_ns).max(issued);
-                let done = ctx.compute(knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
-                for (d, i) in &best {
-                    tail.extend_from_slice(&d.to_le_bytes());
-                    tail.extend_from_slice(&i.to_le_bytes());
-                }
-                (best.len() as u64, done)
-            }
-            Job::Cnn { net, .. } => {
-                // NICE-C: the network over every image of the file, weights from the weights file.
-                let (shape, layers) = crate::cnn_net::named(*net).ok_or(Status::INTERNAL_ERROR)?;
-                let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers).map_err(|_| Status::INVALID_FIELD)?;
-                let frame = shape.0 * shape.1 * shape.2;
-                if bytes.is_empty() || bytes.len() % frame != 0 {
-                    return Err(Status::INVALID_FIELD);
-                }
-                let n = bytes.len() / frame;
-                if out_len < 24 + 2 * n {
-                    return Err(Status::INVALID_FIELD);
-                }
-                for img in bytes.chunks_exact(frame) {
-                    let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
-                    let logits = crate::cnn_net::forward(shape, &layers, &params, &x).map_err(|_| Status::INTERNAL_ERROR)?;
-                    tail.extend_from_slice(&(crate::cnn_net::argmax(&logits) as u16).to_le_bytes());
-                }
-                let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
-                // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them
-                // over AXI (charged in the timing's per-layer load).
-                let done = ctx.compute(u.cnn.ok_or(Status::INTERNAL_ERROR)?, 0, done, timing.cycles);
-                (n as u64, done)
-            }
-            Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),
-        })
-    }
-
     /// An ordinary Read served by the firmware kernel (shared reads on).
     fn host_read(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<Time, Status> {
         ctx.account_as(OpClass::Read, u64::from(sqe.nlb()) * ctx.lba_bytes());
@@ -572,17 +456,6 @@ impl NiceFirmware {
             _ => Err(Status::INVALID_FIELD),
         }
     }
-}
-
-/// The result block of a NICE_Read: op, file size, inode, value, then the op's tail.
-fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u8]) -> Vec<u8> {
-    let mut res = Vec::with_capacity(24 + tail.len());
-    res.extend_from_slice(&op.to_le_bytes());
-    res.extend_from_slice(&size.to_le_bytes());
-    res.extend_from_slice(&inode.to_le_bytes());
-    res.extend_from_slice(&value.to_le_bytes());
-    res.extend_from_slice(tail);
-    res
 }
 
 impl Default for NiceFirmware {

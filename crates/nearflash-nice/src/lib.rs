@@ -16,6 +16,7 @@
 //! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing; [`lenet`]: LeNet-5 with weights from a file.
 //! * [`sched`]: the firmware kernel's timing (coroutines on A53 + R5 vs polling, ISC priority, shared reads);
 //!   [`host_read`]: ordinary Reads served by it.
+//! * [`ops`]: the ops a NICE_Write binds (CRC-32, byte sum, NICE-K, NICE-C) and their timing.
 //! * [`chain`]: locating a file in two flash reads, streaming it by OOB links, GC repair of stale links.
 
 pub mod chain;
@@ -32,6 +33,7 @@ pub mod learner;
 pub mod lenet;
 pub mod oob;
 pub mod oob_list;
+pub mod ops;
 pub mod partition;
 pub mod reader;
 pub mod sched;

@@ -1,0 +1,138 @@
+//! The ops an invocation runs over a file's bytes (what a NICE_Write block binds): parsing the block, and running
+//! CRC-32 / byte sum on the A53, NICE-K on `nice.knn` and NICE-C on `nice.cnn`, with their timing.
+
+use crate::cnn::{network_timing, CnnParams};
+use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_LOCATE, OP_SUM};
+use crate::knn::{knn, knn_timing, KnnParams, Width};
+use nearflash_core::engine::Time;
+use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
+
+/// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
+const OP_INSTR_PER_BYTE: f64 = 2.0;
+
+/// The FPGA units an op may run on, with their parameters.
+pub(crate) struct Units<'a> {
+    pub knn: Option<UnitHandle>,
+    pub knn_params: &'a KnnParams,
+    pub cnn: Option<UnitHandle>,
+    pub cnn_params: &'a CnnParams,
+}
+
+/// A parsed NICE_Write block.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Job {
+    Crc,
+    Sum,
+    Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
+    Locate,
+    Fsr { path: String },
+    /// NICE-C network `net` (`cnn_net::named`) over the bound file's images; weights in the file whose first sector
+    /// is `weights_head`.
+    Cnn { net: u8, weights_head: u64 },
+}
+
+impl Job {
+    pub(crate) fn parse(b: &[u8]) -> Option<Job> {
+        match u32::from(*b.first()?) {
+            OP_CRC32 => Some(Job::Crc),
+            OP_SUM => Some(Job::Sum),
+            OP_LOCATE => Some(Job::Locate),
+            OP_CNN => {
+                let net = *b.get(1)?;
+                crate::cnn_net::named(net)?;
+                Some(Job::Cnn { net, weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) })
+            }
+            OP_FSR => {
+                let rest = b.get(1..)?;
+                let end = rest.iter().position(|&c| c == 0)?;
+                let path = std::str::from_utf8(&rest[..end]).ok()?;
+                path.starts_with('/').then(|| Job::Fsr { path: path.to_string() })
+            }
+            OP_KNN => {
+                let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
+                let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
+                let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
+                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K {
+                    return None;
+                }
+                let q = b.get(8..8 + 4 * dim)?;
+                let query = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                Some(Job::Knn { width, dim, k, query })
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes of the block that define the job (what is saved).
+    pub(crate) fn block_len(b: &[u8]) -> usize {
+        match u32::from(b[0]) {
+            OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
+            OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
+            OP_CNN => 16,
+            _ => 1,
+        }
+    }
+}
+
+/// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
+pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, weights): (&[u8], Option<&[u8]>), out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
+    let (knn_unit, knn_params) = (u.knn, u.knn_params);
+    Ok(match job {
+        Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+        Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
+        Job::Knn { width, dim, k, query } => {
+            // A file that is not whole vectors of this shape is refused, never truncated.
+            let best = knn(bytes, *dim, *width, query, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
+            if out_len < 24 + 12 * best.len() {
+                return Err(Status::INVALID_FIELD);
+            }
+            let n = (bytes.len() / (dim * width.bytes())) as u64;
+            let timing = knn_timing(n, *dim, *width, *k, knn_params);
+            // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
+            // flash reads, so it may start as late as one stream time before the last page lands.
+            let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as Time;
+            let start = done.saturating_sub(stream_ns).max(issued);
+            let done = ctx.compute(knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
+            for (d, i) in &best {
+                tail.extend_from_slice(&d.to_le_bytes());
+                tail.extend_from_slice(&i.to_le_bytes());
+            }
+            (best.len() as u64, done)
+        }
+        Job::Cnn { net, .. } => {
+            // NICE-C: the network over every image of the file, weights from the weights file.
+            let (shape, layers) = crate::cnn_net::named(*net).ok_or(Status::INTERNAL_ERROR)?;
+            let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers).map_err(|_| Status::INVALID_FIELD)?;
+            let frame = shape.0 * shape.1 * shape.2;
+            if bytes.is_empty() || bytes.len() % frame != 0 {
+                return Err(Status::INVALID_FIELD);
+            }
+            let n = bytes.len() / frame;
+            if out_len < 24 + 2 * n {
+                return Err(Status::INVALID_FIELD);
+            }
+            for img in bytes.chunks_exact(frame) {
+                let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
+                let logits = crate::cnn_net::forward(shape, &layers, &params, &x).map_err(|_| Status::INTERNAL_ERROR)?;
+                tail.extend_from_slice(&(crate::cnn_net::argmax(&logits) as u16).to_le_bytes());
+            }
+            let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
+            // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them
+            // over AXI (charged in the timing's per-layer load).
+            let done = ctx.compute(u.cnn.ok_or(Status::INTERNAL_ERROR)?, 0, done, timing.cycles);
+            (n as u64, done)
+        }
+        Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),
+    })
+}
+
+/// The result block of a NICE_Read: op, file size, inode, value, then the op's tail.
+pub(crate) fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u8]) -> Vec<u8> {
+    let mut res = Vec::with_capacity(24 + tail.len());
+    res.extend_from_slice(&op.to_le_bytes());
+    res.extend_from_slice(&size.to_le_bytes());
+    res.extend_from_slice(&inode.to_le_bytes());
+    res.extend_from_slice(&value.to_le_bytes());
+    res.extend_from_slice(tail);
+    res
+}
