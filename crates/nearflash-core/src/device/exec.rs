@@ -228,6 +228,15 @@ impl ExecCtx<'_> {
         self.physical_read(ppn, xfer_bytes, &mut [], ready)
     }
 
+    /// As `sense_page`, with the page register's content copied into `out` (a page long) for logic beside the die
+    /// (NDSearch's SiN units compute on it); only `xfer_bytes` cross the channel and are ECC-decoded.
+    pub fn sense_page_into(&mut self, ppn: u64, xfer_bytes: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+        if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
+            return Err(Status::INVALID_FIELD);
+        }
+        self.physical_read(ppn, xfer_bytes, out, ready)
+    }
+
     fn physical_read(&mut self, ppn: u64, xfer: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
         let addr = self.page_addr(ppn)?;
         let page = match self.core.ftl.read_page_data(ppn, out) {
