@@ -194,8 +194,3 @@ mod tests {
     }
 }
 
-/// The saved-state form: `encode`'s blob up to the neighbour array.
-pub fn strip_vectors(blob: &[u8]) -> Result<Vec<u8>, NdError> {
-    let d = decode(blob)?;
-    Ok(blob[..blob.len() - d.vectors.len()].to_vec())
-}
