@@ -52,6 +52,8 @@ pub struct Stats {
     /// Distances measured (needed + speculative) and `<Search Page>` commands (one per page read).
     pub distances: u64,
     pub search_page_commands: u64,
+    /// Multi-plane read operations (one per page row of a LUN in an iteration).
+    pub multi_plane_reads: u64,
     pub shared_pages: u64,
     pub tuple_bytes: u64,
     pub rejected: u64,
@@ -298,32 +300,42 @@ impl SearSsd {
         let planes = l.geometry.planes_per_lun as u32;
         let ppb = l.geometry.pages_per_block as u32;
         let mut out = HashMap::with_capacity(all.len());
-        let mut page = vec![0u8; l.geometry.page_bytes];
+        let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; l.geometry.page_bytes]; planes as usize];
         let mut scratch_q: Vec<f32> = Vec::new();
         let mut scratch_v: Vec<f32> = Vec::new();
         let mut gathered = start;
+        let geo = self.nand.as_ref().expect("attached");
         for w in allocate(&all, l) {
-            for g in &w.pages {
-                let ppn = ppn_of(self.nand.as_ref().expect("attached"), l, w.lun, g.plane, g.page);
-                // The Allocator's command to the LUN, encoded as the paper gives it and decoded by the LUN's Acc CTR.
-                let blk = l.physical(g.pairs[0].vertex).2;
-                let row = SearchPage::row_address(blk, g.plane, g.page % ppb, planes, ppb).map_err(|_| Status::INTERNAL_ERROR)?;
-                let cmd = SearchPage { metric: dep.metric, row, dim_code, dtype: dep.dtype, shared: g.shared() };
-                let cmd = SearchPage::decode(cmd.encode().map_err(|_| Status::INTERNAL_ERROR)?).map_err(|_| Status::INTERNAL_ERROR)?;
-                let tuples = (g.pairs.len() as f64 * p.tuple_bytes) as u64;
-                let r = ctx.sense_page_into(ppn, tuples.min(page.len() as u64), &mut page, start)?;
-                let member = w.lun * planes + g.plane;
-                let done = ctx.compute(units.sin, member, r.done, g.pairs.len() as f64 * mac_cycles);
-                gathered = gathered.max(done);
-                for pr in &g.pairs {
-                    let off = (pr.vertex as usize % l.vpp) * vb;
-                    let q = &queries[pr.query as usize * vb..(pr.query as usize + 1) * vb];
-                    let d = measure_one(cmd.metric, cmd.dtype, q, &page[off..off + vb], &mut scratch_q, &mut scratch_v);
-                    out.insert((pr.query, dep.order[pr.vertex as usize]), d);
+            // One multi-plane read per page row of the LUN: the row's planes are sensed together.
+            for row in w.pages.chunk_by(|a, b| a.page == b.page) {
+                let mut ppns = Vec::with_capacity(row.len());
+                let mut xfer = Vec::with_capacity(row.len());
+                let mut cmds = Vec::with_capacity(row.len());
+                for g in row {
+                    ppns.push(ppn_of(geo, l, w.lun, g.plane, g.page));
+                    // The Allocator's command to the LUN, encoded as the paper gives it and decoded by its Acc CTR.
+                    let blk = l.physical(g.pairs[0].vertex).2;
+                    let r = SearchPage::row_address(blk, g.plane, g.page % ppb, planes, ppb).map_err(|_| Status::INTERNAL_ERROR)?;
+                    let cmd = SearchPage { metric: dep.metric, row: r, dim_code, dtype: dep.dtype, shared: g.shared() };
+                    cmds.push(SearchPage::decode(cmd.encode().map_err(|_| Status::INTERNAL_ERROR)?).map_err(|_| Status::INTERNAL_ERROR)?);
+                    xfer.push(((g.pairs.len() as f64 * p.tuple_bytes) as u64).min(l.geometry.page_bytes as u64));
                 }
-                self.stats.search_page_commands += 1;
-                self.stats.shared_pages += u64::from(cmd.shared);
-                self.stats.tuple_bytes += tuples;
+                let reads = ctx.sense_planes_into(&ppns, &xfer, &mut bufs[..row.len()], start)?;
+                for (((g, cmd), page), read) in row.iter().zip(&cmds).zip(&bufs).zip(&reads) {
+                    let member = w.lun * planes + g.plane;
+                    let done = ctx.compute(units.sin, member, read.done, g.pairs.len() as f64 * mac_cycles);
+                    gathered = gathered.max(done);
+                    for pr in &g.pairs {
+                        let off = (pr.vertex as usize % l.vpp) * vb;
+                        let q = &queries[pr.query as usize * vb..(pr.query as usize + 1) * vb];
+                        let d = measure_one(cmd.metric, cmd.dtype, q, &page[off..off + vb], &mut scratch_q, &mut scratch_v);
+                        out.insert((pr.query, dep.order[pr.vertex as usize]), d);
+                    }
+                    self.stats.search_page_commands += 1;
+                    self.stats.shared_pages += u64::from(cmd.shared);
+                }
+                self.stats.multi_plane_reads += 1;
+                self.stats.tuple_bytes += xfer.iter().sum::<u64>();
             }
         }
         self.stats.distances += all.len() as u64;
