@@ -42,6 +42,11 @@ def test_batch_sweep_grows(tmp_path):
     assert rows[1][1] > rows[0][1]
 
 
+def test_ecc_failures_slow_the_search(tmp_path):
+    rows = _run(tmp_path, "fig18", n="1500", queries="128")["tables"][0]["rows"]
+    assert rows[1][3] > rows[0][3] and rows[1][5] > 1.05  # more soft decodes, slower
+
+
 def test_unknown_dataset_is_refused(tmp_path):
     with pytest.raises(ValueError, match="dataset"):
         _run(tmp_path, "fig13", datasets="mnist-digits")

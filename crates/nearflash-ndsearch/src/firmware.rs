@@ -54,6 +54,8 @@ pub struct Stats {
     pub search_page_commands: u64,
     /// Multi-plane read operations (one per page row of a LUN in an iteration).
     pub multi_plane_reads: u64,
+    /// Pages whose hard decode beside the plane failed and were soft-decoded by the FTL.
+    pub soft_decodes: u64,
     pub shared_pages: u64,
     pub tuple_bytes: u64,
     pub rejected: u64,
@@ -305,6 +307,8 @@ impl SearSsd {
         let mut scratch_v: Vec<f32> = Vec::new();
         let mut gathered = start;
         let geo = self.nand.as_ref().expect("attached");
+        let c = &ctx.config().controller;
+        let soft_instructions = ctx.config().ecc.t_soft_decode.0 as f64 * c.core_freq.0 / c.cpi.0 / 1e9;
         for w in allocate(&all, l) {
             // One multi-plane read per page row of the LUN: the row's planes are sensed together.
             for row in w.pages.chunk_by(|a, b| a.page == b.page) {
@@ -323,7 +327,14 @@ impl SearSsd {
                 let reads = ctx.sense_planes_into(&ppns, &xfer, &mut bufs[..row.len()], start)?;
                 for (((g, cmd), page), read) in row.iter().zip(&cmds).zip(&bufs).zip(&reads) {
                     let member = w.lun * planes + g.plane;
-                    let done = ctx.compute(units.sin, member, read.done, g.pairs.len() as f64 * mac_cycles);
+                    // Hard-decision LDPC beside the plane fails with `ecc_fail_probability`; the page then goes to
+                    // the FTL's soft decoder on a controller core (NDSearch Sec. IV-C.5, VII-B) before the MACs.
+                    let mut ready = read.done;
+                    if p.ecc_fail_probability > 0.0 && rand::Rng::gen_bool(ctx.rng(), p.ecc_fail_probability) {
+                        ready = ctx.firmware(ready, soft_instructions);
+                        self.stats.soft_decodes += 1;
+                    }
+                    let done = ctx.compute(units.sin, member, ready, g.pairs.len() as f64 * mac_cycles);
                     gathered = gathered.max(done);
                     for pr in &g.pairs {
                         let off = (pr.vertex as usize % l.vpp) * vb;

@@ -16,12 +16,14 @@ from nearflash.recssd.experiments.common import option
 #: NDSearch Sec. VII-B: on the in-memory data sets (glove-100, fashion-mnist) up to 5.06x the CPU (hnswlib on
 #: 2 x Xeon Gold 6254, 36 cores).
 PAPER_IN_MEMORY_SPEEDUP = 5.06
+#: NDSearch Fig. 18: a 30% hard-decision failure probability slows the search by 1.23-1.66x against 1%.
+PAPER_ECC30_SLOWDOWN = (1.23, 1.66)
 #: NDSearch Fig. 19: the gain grows with the batch up to ~4096 queries, then falls.
 PAPER_BEST_BATCH = 4096
 
 
-def _device_search(ix, q, k: int, ef: int, batch: int, hi, hd) -> tuple[float, dict]:
-    dev = device(batch=batch)
+def _device_search(ix, q, k: int, ef: int, batch: int, hi, hd, **params) -> tuple[float, dict]:
+    dev = device(batch=batch, **params)
     dep = ix.deploy(dev, reorder="degree")
     dev.reset_stats()
     dd, di = dep.search(q, k, ef=ef)
@@ -104,3 +106,36 @@ def run_fig19(exp: Experiment, opts: Options) -> None:
     ax.legend(fontsize=8)
     exp.note("Larger batches share more pages per iteration (dynamic allocating) and keep more LUNs busy; "
              "the paper's fall beyond 4096 comes from sub-batching of its on-chip buffers, which we do not model.")
+
+
+def run_fig18(exp: Experiment, opts: Options) -> None:
+    names, n, nq, ef = sizes(opts)
+    probs = option(opts, "ecc_fail", [0.01, 0.3], [0.01, 0.05, 0.1, 0.3])
+    rows, data = [], {}
+    for name in exp.steps(names):
+        base, q = load(name, n, nq, opts.seed)
+        ix, _ = build(name, base)
+        hd, hi = ix.search(q, 10, ef=ef)
+        qps = {}
+        for p in probs:
+            qps[p], dev = _device_search(ix, q, 10, ef, nq, hi, hd, ecc_fail_probability=p)
+            fw = dev["firmware"]
+            rows.append([name, p, qps[p], fw["soft_decodes"], fw["search_page_commands"], qps[probs[0]] / qps[p]])
+            data[f"{name}/{p}"] = {"qps": qps[p], **dev}
+        lo, hi_ = min(probs), max(probs)
+        exp.compare(f"{name}: slowdown at {hi_:.0%} vs {lo:.0%} hard-decode failures", qps[lo] / qps[hi_],
+                    sum(PAPER_ECC30_SLOWDOWN) / 2, "x", "paper: 1.23-1.66x (30% vs 1%)")
+    exp.table("hard-decision ECC failure sweep (device)", ["dataset", "failure probability", "device QPS",
+                                                           "soft decodes", "page reads", "slowdown vs first"], rows)
+    exp.record("runs", data)
+    fig, ax = exp.figure("fig18_ecc")
+    for name in names:
+        rs = [r for r in rows if r[0] == name]
+        ax.plot([r[1] for r in rs], [r[5] for r in rs], "o-", label=f"{name} (ours)")
+    ax.axhspan(*PAPER_ECC30_SLOWDOWN, color="grey", alpha=0.3, label="paper at 30%: 1.23-1.66x")
+    ax.set_xlabel("hard-decision LDPC failure probability")
+    ax.set_ylabel("slowdown")
+    ax.set_title("Fig. 18: ECC failures (soft decode on the FTL, ~10 us)")
+    ax.legend(fontsize=8)
+    exp.note("A failed hard decode beside the plane sends the page to the FTL's soft decoder: tSoftDecode (preset, "
+             "10 us) of controller-core time before the MACs, drawn per page read from the firmware's seeded stream.")
