@@ -6,6 +6,8 @@
 
 pub mod allocate;
 pub mod command;
+pub mod deploy;
+pub mod firmware;
 pub mod distance;
 pub mod graph;
 mod hnsw;

@@ -102,7 +102,7 @@ pub struct IterationTime {
 }
 
 /// Cycles of the bitonic merge of an `ef`-list with `new` candidates.
-fn bitonic_ops(ef: usize, new: usize) -> f64 {
+pub fn bitonic_ops(ef: usize, new: usize) -> f64 {
     let m = (ef + new).max(2).next_power_of_two() as f64;
     m * m.log2() * m.log2() / 2.0
 }

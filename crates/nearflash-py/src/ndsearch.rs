@@ -11,7 +11,11 @@ use nearflash_ndsearch::luncsr::Geometry;
 use nearflash_ndsearch::study::{run_batch, Reorder};
 use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
 use pyo3::types::PyDict;
-use crate::errors::{host_io_err, ImageError};
+use crate::device::{device_mut, PyDevice};
+use crate::errors::{host_io_err, to_py as to_py_core, ImageError};
+use nearflash_core::nvme::{DataBuf, Sqe, Status};
+use nearflash_ndsearch::deploy::encode;
+use nearflash_ndsearch::firmware;
 use nearflash_ndsearch::{Dtype, Index as RsIndex, Kind, Metric, NdError, Params, Rows};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -232,6 +236,121 @@ fn searssd_batch<'py>(
     Ok((to_python(py, &rep)?, rows_array(py, d, k)?, rows_array(py, i, k)?))
 }
 
+
+fn reorder_of(reorder: &str, seed: u64) -> PyResult<Reorder> {
+    Ok(match reorder {
+        "none" => Reorder::None,
+        "degree" => Reorder::DegreeBfs,
+        "random" => Reorder::RandomBfs(seed),
+        other => return Err(err(format!("reorder must be 'none', 'degree' or 'random', not {other:?}"))),
+    })
+}
+
+/// The attached SearSSD firmware's device, or a clear error where the device has none.
+fn searssd_device(dev: &mut PyDevice) -> PyResult<&mut nearflash_core::Device> {
+    let d = device_mut(dev)?;
+    if !d.extensions().iter().any(|n| n == firmware::NAME) {
+        return Err(err(format!(
+            "the device has no '{}' firmware: attach it first (device.attach('{}')), with ftl.ext_reserved_blocks > 0",
+            firmware::NAME,
+            firmware::NAME
+        )));
+    }
+    Ok(d)
+}
+
+fn nvme(what: &str, s: Status) -> PyErr {
+    to_py_core(nearflash_core::SimError::Nvme { command: what.to_string(), status: s.to_string(), sct: s.sct, sc: s.sc })
+}
+
+/// Runs a vendor command; a failed status raises `NvmeError` (via `to_py`) naming `what`.
+fn vendor(d: &mut nearflash_core::Device, qid: u16, op: u8, data: DataBuf<'_>, what: &str) -> PyResult<nearflash_core::Done> {
+    let done = d.execute(qid, Sqe { opcode: op, nsid: 1, ..Sqe::default() }, data).map_err(to_py_core)?;
+    if !done.status.is_success() {
+        return Err(nvme(what, done.status));
+    }
+    Ok(done)
+}
+
+/// Deploys `index` onto the device's SearSSD firmware (LUNCSR in controller DRAM, vectors in the reserved blocks):
+/// (vectors deployed, latency ns). An index the reserved area cannot hold raises `InvalidArgument`.
+#[pyfunction]
+#[pyo3(signature = (dev, qid, index, reorder = "degree", seed = 0))]
+fn device_deploy(py: Python<'_>, dev: &mut PyDevice, qid: u16, index: &PyIndex, reorder: &str, seed: u64) -> PyResult<(u32, u64)> {
+    let reorder = reorder_of(reorder, seed)?;
+    let d = searssd_device(dev)?;
+    let blob = py.allow_threads(|| encode(&index.inner, reorder)).map_err(nd_err)?;
+    let done = d.execute(qid, Sqe { opcode: firmware::OP_DEPLOY, nsid: 1, ..Sqe::default() }, DataBuf::ToDevice(&blob)).map_err(to_py_core)?;
+    if done.status == Status::CAPACITY_EXCEEDED {
+        let reserved = d.config().ftl.ext_reserved_blocks.map_or(0, |c| c.0);
+        return Err(err(format!(
+            "the index ({} vectors of {} B) does not fit the device's extension-reserved blocks ({reserved} per plane, \
+             ftl.ext_reserved_blocks): raise it or deploy a smaller index",
+            index.inner.len(),
+            index.inner.params().dim * index.inner.params().dtype.bytes()
+        )));
+    }
+    if !done.status.is_success() {
+        return Err(nvme("ndsearch deploy", done.status));
+    }
+    Ok((done.dw0, done.latency_ns))
+}
+
+/// Searches the deployed index in the device: (D, I, latency ns, batches). Entry vertices come from the host
+/// index's upper layers (HNSW) or its medoid (Vamana); layer 0 is searched in the SSD.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn device_search<'py>(
+    py: Python<'py>,
+    dev: &mut PyDevice,
+    qid: u16,
+    index: &PyIndex,
+    q: &Bound<'py, PyAny>,
+    k: usize,
+    ef: usize,
+) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>, u64, u32)> {
+    let p = *index.inner.params();
+    let mut rows = rows_of(q, p.dtype, p.dim, "q")?;
+    let nq = index.inner.prepare(&mut rows, "q").map_err(nd_err)?;
+    if k == 0 || k > index.inner.len() {
+        return Err(err(format!("k must be in 1..={}, not {k}", index.inner.len())));
+    }
+    if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
+        return Err(err(format!("ef must be in 1..={}, not {ef}", nearflash_ndsearch::index::MAX_EF)));
+    }
+    if nq == 0 || nq > u32::MAX as usize {
+        return Err(err("q must hold at least one row".to_string()));
+    }
+    let d = searssd_device(dev)?;
+    let ix = &index.inner;
+    let req = py.allow_threads(|| {
+        let mut r = Vec::with_capacity(12 + nq * (4 + p.dim * p.dtype.bytes()));
+        for w in [k as u32, ef as u32, nq as u32] {
+            r.extend_from_slice(&w.to_le_bytes());
+        }
+        for i in 0..nq {
+            r.extend_from_slice(&ix.entry_for(rows.row(i, p.dim)).expect("k <= len").to_le_bytes());
+        }
+        match &rows {
+            Rows::F32(v) => v.iter().for_each(|x| r.extend_from_slice(&x.to_le_bytes())),
+            Rows::U8(v) => r.extend_from_slice(v),
+            Rows::I8(v) => v.iter().for_each(|&x| r.push(x as u8)),
+        }
+        r
+    });
+    let s = vendor(d, qid, firmware::OP_SEARCH, DataBuf::ToDevice(&req), "ndsearch search")?;
+    let mut out = vec![0u8; nq * k * 8];
+    let r = vendor(d, qid, firmware::OP_RESULTS, DataBuf::FromDevice(&mut out), "ndsearch results")?;
+    let mut dist = Vec::with_capacity(nq * k);
+    let mut ids = Vec::with_capacity(nq * k);
+    for c in out.chunks_exact(8) {
+        let id = u32::from_le_bytes(c[..4].try_into().unwrap());
+        ids.push(if id == u32::MAX { -1 } else { i64::from(id) });
+        dist.push(f32::from_le_bytes(c[4..].try_into().unwrap()));
+    }
+    Ok((rows_array(py, dist, k)?, rows_array(py, ids, k)?, s.latency_ns + r.latency_ns, s.dw0))
+}
+
 /// SearSSD's parameters: (name, default, unit, source) of each.
 #[pyfunction]
 fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -243,6 +362,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_class::<PyIndex>()?;
     sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
     sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -12,5 +12,6 @@ from nearflash.ndsearch.datasets import (
 )
 from nearflash.ndsearch.index import Index
 from nearflash.ndsearch import searssd
+from nearflash.ndsearch.searssd import Deployment, deploy
 
-__all__ = ["SYNTHETIC", "Index", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]
+__all__ = ["SYNTHETIC", "Deployment", "Index", "deploy", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]

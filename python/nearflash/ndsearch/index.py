@@ -128,6 +128,13 @@ class Index:
             threads = _int("threads", threads, 1, 1024)
         return self._ix.search(q, k, ef, threads)
 
+    def deploy(self, device, reorder: str = "degree", seed: int = 0):
+        """Deploys the index onto ``device``'s SearSSD firmware; returns a ``searssd.Deployment`` whose ``search``
+        has this method's call shape and returns the same ids and distances."""
+        from nearflash.ndsearch.searssd import deploy
+
+        return deploy(self, device, reorder, seed)
+
     def save(self, path: str | os.PathLike) -> None:
         """Writes the index (header, version, checksum) to ``path``."""
         self._ix.save(Path(path))

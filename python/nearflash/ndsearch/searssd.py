@@ -44,3 +44,53 @@ def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", d
     return _native.ndsearch.searssd_batch(index._ix, q, k, ef, reorder, bool(dynamic),
                                           None if params is None else json.dumps(params), geometry,
                                           _int("seed", seed, 0))
+
+
+class Deployment:
+    """An index deployed onto a device's SearSSD firmware (extension ``ndsearch``): layer 0 as LUNCSR in the
+    controller's DRAM, the vectors programmed by physical address into the extension-reserved blocks. ``search``
+    has the host ``Index.search``'s call shape and returns exactly its ids and distances (same graph, entry vertex
+    and ``ef``); the entry vertices come from the host index's upper layers (HNSW) or medoid (Vamana), layer 0 is
+    searched inside the SSD in lock-step batches of the firmware's ``batch`` parameter."""
+
+    def __init__(self, index: Index, device, reorder: str = "degree", seed: int = 0):
+        from nearflash.device import Device
+
+        if not isinstance(index, Index):
+            raise InvalidArgument(f"index must be a nearflash.ndsearch.Index, not {type(index).__name__}")
+        if not isinstance(device, Device):
+            raise InvalidArgument(f"device must be a nearflash.Device, not {type(device).__name__}")
+        if reorder not in REORDERS:
+            raise InvalidArgument(f"reorder must be one of {REORDERS}, not {reorder!r}")
+        if index.ntotal == 0:
+            raise InvalidArgument("the index is empty: add vectors before deploying it")
+        self.index = index
+        self.device = device
+        self.reorder = reorder
+        self.vectors, self.deploy_ns = _native.ndsearch.device_deploy(
+            device.native, device._sync(), index._ix, reorder, _int("seed", seed, 0))
+        self.last_latency_ns = 0
+        self.last_batches = 0
+
+    def search(self, q, k: int, ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest deployed vectors of each row of ``q`` (list size ``ef``, default ``max(k, 64)``):
+        ``(D, I)`` as the host search returns them. The device time of the search is ``last_latency_ns``."""
+        q = self.index._rows("q", q)
+        k = _int("k", k, 1)
+        if k > self.index.ntotal:
+            raise InvalidArgument(f"k={k} is larger than the index ({self.index.ntotal} vectors)")
+        ef = max(k, 64) if ef is None else _int("ef", ef, 1)
+        if q.shape[0] == 0:
+            raise InvalidArgument("q must hold at least one row")
+        D, I, self.last_latency_ns, self.last_batches = _native.ndsearch.device_search(
+            self.device.native, self.device._sync(), self.index._ix, q, k, ef)
+        return D, I
+
+    def __repr__(self) -> str:
+        return f"Deployment({self.vectors} vectors, reorder={self.reorder!r}, on {self.device!r})"
+
+
+def deploy(index: Index, device, reorder: str = "degree", seed: int = 0) -> Deployment:
+    """Deploys ``index`` onto ``device`` (which must have the ``ndsearch`` extension attached and
+    ``ftl.ext_reserved_blocks`` large enough); see :class:`Deployment`."""
+    return Deployment(index, device, reorder, seed)

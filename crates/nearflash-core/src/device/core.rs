@@ -382,18 +382,38 @@ impl DeviceCore {
     /// Senses page `ppn` (at offset `page` of `die`) and moves `xfer_bytes` of it to the controller, with the ECC
     /// outcome of those bytes (bit errors sampled with the block's wear, plus any injected into its sectors).
     pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, ready: Time) -> (Time, EccOutcome) {
-        let outcome = if xfer_bytes == 0 {
-            EccOutcome::Corrected
-        } else {
-            let spp = u64::from(self.nand.geo.sectors_per_page);
-            let injected = (0..spp).map(|s| self.ftl.injected_errors(ppn * spp + s)).max().unwrap_or(0);
-            let pe = self.ftl.erase_count_of(ppn);
-            let cws = self.nand.ecc.codewords(xfer_bytes);
-            let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
-            self.nand.ecc.decode(injected.max(sampled))
-        };
+        let outcome = self.ecc_outcome(ppn, xfer_bytes);
         let done = self.nand.read(&mut self.res, &mut self.ledger, ready, die, page, &[xfer_bytes], outcome);
         (done, outcome)
+    }
+
+    /// The ECC outcome of moving `xfer_bytes` of page `ppn` (bit errors sampled with the block's wear, plus any
+    /// injected into its sectors).
+    fn ecc_outcome(&mut self, ppn: u64, xfer_bytes: u64) -> EccOutcome {
+        if xfer_bytes == 0 {
+            return EccOutcome::Corrected;
+        }
+        let spp = u64::from(self.nand.geo.sectors_per_page);
+        let injected = (0..spp).map(|s| self.ftl.injected_errors(ppn * spp + s)).max().unwrap_or(0);
+        let pe = self.ftl.erase_count_of(ppn);
+        let cws = self.nand.ecc.codewords(xfer_bytes);
+        let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+        self.nand.ecc.decode(injected.max(sampled))
+    }
+
+    /// One multi-plane read of pages `ppns` (offset `page` of `die`, one per plane), moving `xfer[i]` of each: the
+    /// planes are sensed together, and the worst plane's ECC outcome (retries, soft decode) holds up the operation.
+    pub(crate) fn read_planes_timed(&mut self, die: u32, page: u32, ppns: &[u64], xfer: &[u64], ready: Time) -> (Time, Vec<EccOutcome>) {
+        let outcomes: Vec<EccOutcome> = ppns.iter().zip(xfer).map(|(&p, &x)| self.ecc_outcome(p, x)).collect();
+        let rank = |o: &EccOutcome| match *o {
+            EccOutcome::Corrected => (0, 0),
+            EccOutcome::Retried(n) => (1, n),
+            EccOutcome::SoftDecoded(n) => (2, n),
+            EccOutcome::Uncorrectable(n) => (3, n),
+        };
+        let worst = outcomes.iter().copied().max_by_key(rank).unwrap_or(EccOutcome::Corrected);
+        let done = self.nand.read(&mut self.res, &mut self.ledger, ready, die, page, xfer, worst);
+        (done, outcomes)
     }
 
     /// Moves a page of data from controller DRAM to `die` and programs it at offset `page`; returns when tPROG ends.

@@ -228,6 +228,47 @@ impl ExecCtx<'_> {
         self.physical_read(ppn, xfer_bytes, &mut [], ready)
     }
 
+    /// As `sense_page`, with the page register's content copied into `out` (a page long) for logic beside the die
+    /// (NDSearch's SiN units compute on it); only `xfer_bytes` cross the channel and are ECC-decoded.
+    pub fn sense_page_into(&mut self, ppn: u64, xfer_bytes: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+        if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
+            return Err(Status::INVALID_FIELD);
+        }
+        self.physical_read(ppn, xfer_bytes, out, ready)
+    }
+
+    /// A multi-plane `sense_page_into`: pages `ppns` must sit at the same page offset of one die, in different
+    /// planes; they are sensed in one operation, each moving `xfer_bytes[i]` over the channel, with its content in
+    /// `outs[i]` (a page long each). Any uncorrectable page fails the whole read (no data returned).
+    pub fn sense_planes_into(&mut self, ppns: &[u64], xfer_bytes: &[u64], outs: &mut [Vec<u8>], ready: Time) -> Result<Vec<PageRead>, Status> {
+        let page_size = u64::from(self.core.nand.geo.page_size);
+        if ppns.is_empty() || ppns.len() != xfer_bytes.len() || ppns.len() != outs.len() || xfer_bytes.iter().any(|&x| x > page_size) {
+            return Err(Status::INVALID_FIELD);
+        }
+        let addrs = ppns.iter().map(|&p| self.page_addr(p)).collect::<Result<Vec<_>, _>>()?;
+        let a0 = addrs[0];
+        for (i, a) in addrs.iter().enumerate() {
+            if a.die != a0.die || a.page != a0.page || addrs[..i].iter().any(|b| b.plane == a.plane) {
+                return Err(Status::INVALID_FIELD);
+            }
+        }
+        let mut pages = Vec::with_capacity(ppns.len());
+        for (&ppn, out) in ppns.iter().zip(outs.iter_mut()) {
+            match self.core.ftl.read_page_data(ppn, out) {
+                Ok(Ok(p)) => pages.push(p),
+                Ok(Err(e)) => return Err(phys_status(e)),
+                Err(_) => return Err(Status::INTERNAL_ERROR),
+            }
+        }
+        let (done, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, ready);
+        if ecc.iter().any(|e| !e.is_ok()) || pages.iter().any(|p| p.corrupt != 0) {
+            self.core.media_errors += 1;
+            outs.iter_mut().for_each(|o| o.fill(0));
+            return Err(Status::UNRECOVERED_READ_ERROR);
+        }
+        Ok(addrs.into_iter().zip(ecc).zip(pages).map(|((addr, ecc), page)| PageRead { done, addr, ecc, page }).collect())
+    }
+
     fn physical_read(&mut self, ppn: u64, xfer: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
         let addr = self.page_addr(ppn)?;
         let page = match self.core.ftl.read_page_data(ppn, out) {

@@ -1,0 +1,19 @@
+"""NDSearch's paper figures: ``nearflash experiment ndsearch <name>|all [--quick] [--set key=value]``.
+
+Each writes JSON + Markdown + PNG with our numbers beside the paper's (see ``nearflash.experiment``);
+``nearflash experiment ndsearch --help`` lists the ``--set`` keys each reads (datasets, n, queries, ef, ...)."""
+
+from __future__ import annotations
+
+from nearflash.ndsearch.experiments import scheduling, throughput
+
+EXPERIMENTS = {
+    "fig13": ("Fig. 13: SearSSD throughput on the device vs CPU in-memory search measured in the same run",
+              throughput.run_fig13),
+    "fig14": ("Fig. 14: page access ratio with and without degree-ascending BFS reordering (random BFS beside)",
+              scheduling.run_fig14),
+    "fig15": ("Fig. 15: dynamic allocating and speculative searching: page accesses and speed-up",
+              scheduling.run_fig15),
+    "fig18": ("Fig. 18: hard-decision ECC failure sweep (soft decode on the FTL) on the device", throughput.run_fig18),
+    "fig19": ("Fig. 19: batch-size sweep of SearSSD on the device", throughput.run_fig19),
+}

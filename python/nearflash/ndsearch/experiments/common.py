@@ -1,0 +1,85 @@
+"""Shared set-up of NDSearch's experiments: the data sets (Fashion-MNIST from Debian's ``dataset-fashion-mnist``,
+seeded synthetic sets), the HNSW index, exact ground truth, and a SearSSD device (the ``searssd`` preset with
+fewer blocks per plane, so the memory device stays small; every LUN, plane, page size and timing is the preset's)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from nearflash.device import Device
+from nearflash.experiment import Options
+from nearflash.ndsearch.datasets import cached_ground_truth, fashion_mnist, synthetic
+from nearflash.ndsearch.index import Index
+from nearflash.recssd.experiments.common import option
+
+#: Data sets the experiments know: (dim, metric, dtype).
+DATASETS = {
+    "fashion-mnist": (784, "l2", "uint8"),
+    "sift-like": (128, "l2", "uint8"),
+    "glove-100-like": (100, "cosine", "float32"),
+}
+
+#: The searssd preset's geometry with 24 blocks per plane (the full 512 would make a 512 GB image; the search
+#: touches only the reserved blocks): 256 LUNs x 2 planes x 2 reserved blocks x 128 pages x 16 KiB = 2 GiB of
+#: vertex pages, 2.6M Fashion-MNIST vectors.
+DEVICE = dict(blocks_per_plane=24, over_provisioning=40, ext_reserved_blocks=2)
+
+
+def load(name: str, n: int, nq: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` base vectors and ``nq`` queries of data set ``name``."""
+    if name not in DATASETS:
+        raise ValueError(f"dataset must be one of {sorted(DATASETS)}, not {name!r}")
+    if name == "fashion-mnist":
+        base, q = fashion_mnist()
+        if nq > len(q):
+            q = np.concatenate([q] * (-(-nq // len(q))))  # repeated test images for batches beyond 10,000
+        return base[:n], q[:nq]
+    return synthetic(name, n, seed=seed), synthetic(name, nq, seed=seed, queries=True)
+
+
+def build(name: str, base: np.ndarray, R: int = 16, ef_construction: int = 100) -> tuple[Index, float]:
+    """The HNSW index of ``base`` and its build time (s)."""
+    dim, metric, dtype = DATASETS[name]
+    ix = Index(dim, metric, kind="hnsw", R=R, ef_construction=ef_construction, dtype=dtype)
+    t = time.perf_counter()
+    ix.add(base.astype(dtype, copy=False))
+    return ix, time.perf_counter() - t
+
+
+def truth(name: str, base: np.ndarray, q: np.ndarray, seed: int) -> np.ndarray:
+    _, metric, _ = DATASETS[name]
+    _, ids = cached_ground_truth(f"{name}-{len(base)}-{len(q)}-{seed}", base, q, 10, metric)
+    return ids
+
+
+def device(**params) -> Device:
+    """A SearSSD device with the firmware attached (``params``: its parameters, e.g. ``batch``)."""
+    dev = Device(None, preset="searssd", overrides=DEVICE)
+    dev.attach("ndsearch", **params)
+    return dev
+
+
+def host_qps(ix: Index, q: np.ndarray, k: int, ef: int, threads: int, repeats: int = 3) -> float:
+    """Queries per second of the host search (best of ``repeats``, wall clock)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        ix.search(q, k, ef=ef, threads=threads)
+        best = min(best, time.perf_counter() - t)
+    return len(q) / best
+
+
+def sizes(opts: Options) -> tuple[list[str], int, int, int]:
+    """(data sets, base vectors, queries, ef) from the options."""
+    names = option(opts, "datasets", ["sift-like"], ["fashion-mnist", "sift-like"])
+    n = option(opts, "n", 3000, 20000)
+    nq = option(opts, "queries", 256, 2048)
+    ef = option(opts, "ef", 32, 32)
+    return names, n, nq, ef
+
+
+def cpus() -> int:
+    return len(os.sched_getaffinity(0))
