@@ -19,6 +19,9 @@ from nearflash.recssd.experiments.common import option
 PAPER_IN_MEMORY_SPEEDUP = 5.06
 #: NDSearch Fig. 18: a 30% hard-decision failure probability slows the search by 1.23-1.66x against 1%.
 PAPER_ECC30_SLOWDOWN = (1.23, 1.66)
+#: NDSearch Fig. 17: NAND reads take 24-38% of SearSSD's time, the FPGA sort at most 12%.
+PAPER_NAND_SHARE = (0.24, 0.38)
+PAPER_SORT_SHARE_MAX = 0.12
 #: NDSearch Fig. 19: the gain grows with the batch up to ~4096 queries, then falls.
 PAPER_BEST_BATCH = 4096
 
@@ -153,3 +156,38 @@ def run_fig18(exp: Experiment, opts: Options) -> None:
     ax.legend(fontsize=8)
     exp.note("A failed hard decode beside the plane sends the page to the FTL's soft decoder: tSoftDecode (preset, "
              "10 us) of controller-core time before the MACs, drawn per page read from the firmware's seeded stream.")
+
+
+def run_fig17(exp: Experiment, opts: Options) -> None:
+    names, n, nq, ef = sizes(opts)
+    rows, data = [], {}
+    for name in exp.steps(names):
+        base, q = load(name, n, nq, opts.seed)
+        ix, _ = build(name, base)
+        hd, hi = ix.search(q, 10, ef=ef)
+        qps, dev = _device_search(ix, q, 10, ef, nq, hi, hd)
+        fw = dev["firmware"]
+        parts = {"allocating (Vgenerator + Allocator)": fw["allocating_ns"],
+                 "searching (multi-plane sense + MACs + tuples)": fw["searching_ns"],
+                 "sorting (PCIe link + FPGA bitonic)": fw["sorting_ns"]}
+        total = dev["latency_ns"]
+        for part, ns in parts.items():
+            rows.append([name, part, ns, ns / total])
+        data[name] = {"qps": qps, "parts_ns": parts, **dev}
+        exp.compare(f"{name}: searching share (NAND reads and the SiN units)", parts[list(parts)[1]] / total,
+                    sum(PAPER_NAND_SHARE) / 2, "fraction", "paper: NAND reads 24-38%")
+        exp.compare(f"{name}: FPGA sort share", parts[list(parts)[2]] / total, PAPER_SORT_SHARE_MAX, "fraction",
+                    "paper: at most 12%")
+    exp.table("time breakdown of one batch on the device (stage busy time / batch time; allocating overlaps the "
+              "previous sort, so shares need not add to 1)", ["dataset", "stage", "ns", "share"], rows)
+    exp.record("runs", data)
+    fig, ax = exp.figure("fig17_breakdown")
+    for i, name in enumerate(names):
+        left = 0.0
+        for j, r in enumerate(r for r in rows if r[0] == name):
+            ax.barh(i, r[3], left=left, color=f"C{j}", label=r[1] if i == 0 else None)
+            left += r[3]
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("share of the batch time")
+    ax.set_title("Fig. 17: time breakdown (paper: NAND 24-38%, sort <= 12%)")
+    ax.legend(fontsize=7)
