@@ -351,6 +351,42 @@ fn device_search<'py>(
     Ok((rows_array(py, dist, k)?, rows_array(py, ids, k)?, s.latency_ns + r.latency_ns, s.dw0))
 }
 
+/// The host search's trace in lock-step iterations (equal results): per iteration, the (query, vertex) pairs whose
+/// vectors were measured, as two uint32 arrays - what a CPU + SSD search must read.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn lockstep_trace<'py>(
+    py: Python<'py>,
+    index: &PyIndex,
+    q: &Bound<'py, PyAny>,
+    k: usize,
+    ef: usize,
+) -> PyResult<Vec<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)>> {
+    let p = *index.inner.params();
+    let mut rows = rows_of(q, p.dtype, p.dim, "q")?;
+    let nq = index.inner.prepare(&mut rows, "q").map_err(nd_err)?;
+    if k == 0 || k > index.inner.len() || ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
+        return Err(err(format!("k must be in 1..={} and ef in 1..={}", index.inner.len(), nearflash_ndsearch::index::MAX_EF)));
+    }
+    let ix = &index.inner;
+    let ls = py.allow_threads(|| {
+        let entries: Vec<u32> = (0..nq).map(|i| ix.entry_for(rows.row(i, p.dim)).expect("k <= len")).collect();
+        let cfg = nearflash_ndsearch::lockstep::LockstepConfig { k, ef, speculate: 0 };
+        nearflash_ndsearch::lockstep::lockstep_search(&entries, cfg, |v, f| ix.layer0().for_each(v, f), |qi, v| {
+            ix.distance_to(rows.row(qi as usize, p.dim), v)
+        })
+    });
+    Ok(ls
+        .iterations
+        .iter()
+        .map(|it| {
+            let qs: Vec<u32> = it.pairs.iter().map(|p| p.query).collect();
+            let vs: Vec<u32> = it.pairs.iter().map(|p| p.vertex).collect();
+            (qs.into_pyarray(py), vs.into_pyarray(py))
+        })
+        .collect())
+}
+
 /// SearSSD's parameters: (name, default, unit, source) of each.
 #[pyfunction]
 fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -364,6 +400,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(lockstep_trace, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ from nearflash.ndsearch.datasets import (
     synthetic,
 )
 from nearflash.ndsearch.index import Index
-from nearflash.ndsearch import searssd
+from nearflash.ndsearch import diskann, searssd
 from nearflash.ndsearch.searssd import Deployment, deploy
 
-__all__ = ["SYNTHETIC", "Deployment", "Index", "deploy", "cached_ground_truth", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]
+__all__ = ["SYNTHETIC", "Deployment", "Index", "cached_ground_truth", "deploy", "diskann", "fashion_mnist", "ground_truth", "recall_at", "searssd", "synthetic"]

@@ -14,6 +14,7 @@ EXPERIMENTS = {
               scheduling.run_fig14),
     "fig15": ("Fig. 15: dynamic allocating and speculative searching: page accesses and speed-up",
               scheduling.run_fig15),
+    "fig17": ("Fig. 17: time breakdown of a SearSSD batch on the device", throughput.run_fig17),
     "fig18": ("Fig. 18: hard-decision ECC failure sweep (soft decode on the FTL) on the device", throughput.run_fig18),
     "fig19": ("Fig. 19: batch-size sweep of SearSSD on the device", throughput.run_fig19),
 }

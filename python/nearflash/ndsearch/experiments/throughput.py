@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from nearflash.experiment import Experiment, Options
-from nearflash.ndsearch import searssd
+from nearflash.device import Device
+from nearflash.ndsearch import diskann, searssd
 from nearflash.ndsearch.datasets import recall_at
-from nearflash.ndsearch.experiments.common import build, cpus, device, host_qps, load, sizes, truth
+from nearflash.ndsearch.experiments.common import DEVICE, build, cpus, device, host_qps, load, sizes, truth
 from nearflash.recssd.experiments.common import option
 
 #: NDSearch Sec. VII-B: on the in-memory data sets (glove-100, fashion-mnist) up to 5.06x the CPU (hnswlib on
@@ -18,6 +19,9 @@ from nearflash.recssd.experiments.common import option
 PAPER_IN_MEMORY_SPEEDUP = 5.06
 #: NDSearch Fig. 18: a 30% hard-decision failure probability slows the search by 1.23-1.66x against 1%.
 PAPER_ECC30_SLOWDOWN = (1.23, 1.66)
+#: NDSearch Fig. 17: NAND reads take 24-38% of SearSSD's time, the FPGA sort at most 12%.
+PAPER_NAND_SHARE = (0.24, 0.38)
+PAPER_SORT_SHARE_MAX = 0.12
 #: NDSearch Fig. 19: the gain grows with the batch up to ~4096 queries, then falls.
 PAPER_BEST_BATCH = 4096
 
@@ -49,21 +53,32 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         dev_qps, dev = _device_search(ix, q, 10, ef, nq, hi, hd)
         rep, _, _ = searssd.batch(ix, q, 10, ef, reorder="degree", dynamic=True, params={"batch": nq})
         rec = recall_at(hi, gt, 10)
-        rows.append([name, n, nq, ef, rec, cpu1, cpun, dev_qps, rep["qps"], dev_qps / cpun, dev_qps / cpu1])
+        # CPU + SSD: the same search with the nodes read from a plain SSD of the same geometry.
+        plain = Device(None, preset="searssd", overrides=DEVICE)
+        npb = diskann.write_layout(ix, base, plain)
+        disk = diskann.search_io(ix, q, 10, ef, plain, npb, cache_nodes=max(1, n // 100))
+        disk_qps = nq / max(disk.io_ns * 1e-9, nq / cpun)  # reads and the CPU's distances overlap at best
+        rows.append([name, n, nq, ef, rec, cpu1, cpun, disk_qps, disk.ios_per_query(nq), dev_qps, rep["qps"],
+                     dev_qps / cpun, dev_qps / disk_qps])
         data[name] = {"n": n, "queries": nq, "ef": ef, "recall@10": rec, "build_s": build_s, "cpu_qps_1": cpu1,
-                      f"cpu_qps_{threads}": cpun, "searssd_device_qps": dev_qps, "searssd_model_qps": rep["qps"], **dev}
+                      f"cpu_qps_{threads}": cpun, "searssd_device_qps": dev_qps, "searssd_model_qps": rep["qps"],
+                      "cpu_ssd_qps": disk_qps, "cpu_ssd": disk.__dict__, **dev}
+        exp.compare(f"{name}: SearSSD (device) / CPU + SSD (DiskANN-style)", dev_qps / disk_qps, None, "x",
+                    f"{disk.ios_per_query(nq):.0f} reads per query, {npb} nodes per 4 KiB block, 1% of nodes cached")
         exp.compare(f"{name}: SearSSD (device) / CPU in-memory, {threads} threads", dev_qps / cpun,
                     PAPER_IN_MEMORY_SPEEDUP, "x", "paper: up to, against 36 Xeon cores; ours against this machine")
         exp.compare(f"{name}: SearSSD device QPS / model QPS", dev_qps / rep["qps"], 1.0, "x",
                     "firmware on the device vs the closed-form model (timing.rs)")
     exp.table("throughput of one batch", ["dataset", "n", "queries", "ef", "recall@10", "CPU 1 thread QPS",
-                                          f"CPU {threads} threads QPS", "SearSSD device QPS", "SearSSD model QPS",
-                                          f"device / CPU {threads}t", "device / CPU 1t"], rows)
+                                          f"CPU {threads} threads QPS", "CPU + SSD QPS", "CPU + SSD reads per query",
+                                          "SearSSD device QPS", "SearSSD model QPS", f"device / CPU {threads}t",
+                                          "device / CPU + SSD"], rows)
     exp.record("runs", data)
     fig, ax = exp.figure("fig13_throughput")
     x = np.arange(len(rows))
-    for j, (label, col) in enumerate((("CPU 1 thread", 5), (f"CPU {threads} threads", 6), ("SearSSD (device)", 7))):
-        ax.bar(x + (j - 1) * 0.27, [r[col] for r in rows], 0.27, label=label)
+    for j, (label, col) in enumerate((("CPU 1 thread", 5), (f"CPU {threads} threads", 6), ("CPU + SSD", 7),
+                                      ("SearSSD (device)", 9))):
+        ax.bar(x + (j - 1.5) * 0.2, [r[col] for r in rows], 0.2, label=label)
     ax.set_yscale("log")
     ax.set_xticks(x, [r[0] for r in rows])
     ax.set_ylabel("queries per second")
@@ -72,8 +87,10 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
     exp.note("CPU figures are wall clock on this (shared, small) machine, SearSSD's are device time of the "
              "emulated SSD; the paper's CPU is 36 Xeon cores, so the ratio to the paper's is indicative only.")
     exp.note("Entry vertices come from the HNSW upper layers on the host (a few greedy steps per query); layer 0 "
-             "is searched inside the device. CPU + SSD (DiskANN-style), DeepStore and SmartSSD-only baselines are "
-             "not built yet.")
+             "is searched inside the device. CPU + SSD: `nearflash.ndsearch.diskann` (DiskANN's node layout on a plain "
+             "SSD of the same geometry, beam width 1, no PQ, 1% of nodes cached, all queries' reads in flight "
+             "together, the CPU's distance time overlapped with the reads). DeepStore and SmartSSD-only baselines "
+             "are not built yet.")
 
 
 def run_fig19(exp: Experiment, opts: Options) -> None:
@@ -139,3 +156,38 @@ def run_fig18(exp: Experiment, opts: Options) -> None:
     ax.legend(fontsize=8)
     exp.note("A failed hard decode beside the plane sends the page to the FTL's soft decoder: tSoftDecode (preset, "
              "10 us) of controller-core time before the MACs, drawn per page read from the firmware's seeded stream.")
+
+
+def run_fig17(exp: Experiment, opts: Options) -> None:
+    names, n, nq, ef = sizes(opts)
+    rows, data = [], {}
+    for name in exp.steps(names):
+        base, q = load(name, n, nq, opts.seed)
+        ix, _ = build(name, base)
+        hd, hi = ix.search(q, 10, ef=ef)
+        qps, dev = _device_search(ix, q, 10, ef, nq, hi, hd)
+        fw = dev["firmware"]
+        parts = {"allocating (Vgenerator + Allocator)": fw["allocating_ns"],
+                 "searching (multi-plane sense + MACs + tuples)": fw["searching_ns"],
+                 "sorting (PCIe link + FPGA bitonic)": fw["sorting_ns"]}
+        total = dev["latency_ns"]
+        for part, ns in parts.items():
+            rows.append([name, part, ns, ns / total])
+        data[name] = {"qps": qps, "parts_ns": parts, **dev}
+        exp.compare(f"{name}: searching share (NAND reads and the SiN units)", parts[list(parts)[1]] / total,
+                    sum(PAPER_NAND_SHARE) / 2, "fraction", "paper: NAND reads 24-38%")
+        exp.compare(f"{name}: FPGA sort share", parts[list(parts)[2]] / total, PAPER_SORT_SHARE_MAX, "fraction",
+                    "paper: at most 12%")
+    exp.table("time breakdown of one batch on the device (stage busy time / batch time; allocating overlaps the "
+              "previous sort, so shares need not add to 1)", ["dataset", "stage", "ns", "share"], rows)
+    exp.record("runs", data)
+    fig, ax = exp.figure("fig17_breakdown")
+    for i, name in enumerate(names):
+        left = 0.0
+        for j, r in enumerate(r for r in rows if r[0] == name):
+            ax.barh(i, r[3], left=left, color=f"C{j}", label=r[1] if i == 0 else None)
+            left += r[3]
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("share of the batch time")
+    ax.set_title("Fig. 17: time breakdown (paper: NAND 24-38%, sort <= 12%)")
+    ax.legend(fontsize=7)
