@@ -363,3 +363,20 @@ fn random_operation_sequences_match_the_model() {
     }
     assert_eq!(total, 6 * 500);
 }
+
+/// Every input the `device_model` fuzzer once failed on (`fuzz/regressions/device_model`) passes the model check.
+#[test]
+fn device_model_fuzz_regressions_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/device_model");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("regressions folder").map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        // As the fuzz target: long inputs are cut.
+        let bytes = &bytes[..bytes.len().min(4 * 400)];
+        if let Err(e) = super::model_check::ModelCheck::run(bytes) {
+            panic!("{}: {e}", f.display());
+        }
+    }
+}

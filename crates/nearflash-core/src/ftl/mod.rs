@@ -276,21 +276,26 @@ impl Ftl {
         Ok(ftl)
     }
 
-    /// Open blocks found in the table become host frontiers (one per plane); extra ones are closed.
+    /// Open blocks found in the table become the plane's frontiers again (host first, then GC); extra ones are
+    /// closed. Resuming both matters: a closed partial block holds its free pages until it is collected, so
+    /// closing the GC frontier at every reopen cost a free block each time, and a few reopens in a row left GC
+    /// with none to move into (found by the device_model fuzzer).
     fn adopt_open_blocks(&mut self) {
         for id in 0..self.blocks.info.len() as u32 {
             let b = self.blocks.info[id as usize];
             if b.state != BlockState::Open {
                 continue;
             }
-            let plane = self.geo.plane_of_block(id);
-            let fr = &mut self.host[plane as usize];
-            if fr.block == NO_BLOCK && b.pages_written < self.geo.pages_per_block {
-                fr.block = id;
-                fr.page = b.pages_written;
-                fr.reset_page();
-            } else {
-                self.blocks.info[id as usize].state = BlockState::Full;
+            let plane = self.geo.plane_of_block(id) as usize;
+            let resumable = b.pages_written < self.geo.pages_per_block;
+            let fr = [&mut self.host[plane], &mut self.gc[plane]].into_iter().find(|fr| fr.block == NO_BLOCK);
+            match fr {
+                Some(fr) if resumable => {
+                    fr.block = id;
+                    fr.page = b.pages_written;
+                    fr.reset_page();
+                }
+                _ => self.blocks.info[id as usize].state = BlockState::Full,
             }
         }
     }
