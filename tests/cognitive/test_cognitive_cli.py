@@ -57,3 +57,19 @@ def test_experiments_quick(tmp_path, capsys, name):
     assert out["comparisons"] and (tmp_path / "cognitive" / f"{name}.md").exists()
     if name == "table3":
         assert out["comparisons"][0]["ours"] >= 99.0  # int8 vs float bits equal
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
+def test_table2_methods_order_bandwidth(tmp_path):
+    # Method A (the runtime blocked while DLG-x runs) must lose more of the I/O bandwidth than Method B (polling),
+    # and both less than or equal to the peak with DLG-x idle.
+    argv = ["experiment", "cognitive", "table2", "--quick", "--out", str(tmp_path),
+            "--set", "workloads=randread"]
+    assert main(argv) == 0
+    bw = json.loads((tmp_path / "cognitive" / "table2.json").read_text())["data"]["bandwidth"]["randread"]
+    assert 0 < bw["A"] < bw["B"] <= bw["peak"] * 1.001
+    assert bw["tasks_A"] >= 1 and bw["tasks_B"] >= 1
+    with pytest.raises(ValueError, match="workloads: 'scan'"):
+        main(["experiment", "cognitive", "table2", "--quick", "--out", str(tmp_path / "bad"),
+              "--set", "workloads=read,scan"])
+    assert not (tmp_path / "bad" / "cognitive" / "table2.json").exists()

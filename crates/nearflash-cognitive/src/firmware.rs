@@ -236,9 +236,19 @@ impl CognitiveFirmware {
         self.stats.dlgx_busy_ns += finished.saturating_sub(dispatched);
         let busy = finished.saturating_sub(dispatched) as f64;
         if self.params.method == "A" {
-            // The runtime is blocked: no controller core handles anything else until DLG-x is done.
-            let instructions = busy / self.ns_per_instruction;
-            (0..ctx.controller_cores()).map(|c| ctx.firmware_on(c, dispatched, instructions)).max().unwrap_or(finished).max(finished)
+            // The runtime is blocked: no controller core handles anything else until DLG-x is done. The wait is
+            // booked in 1-us slices so that it fills every gap a core has in that interval (one long booking would
+            // be placed after the core's next short job and leave the interval free).
+            let slice = (1000.0 / self.ns_per_instruction).max(1.0);
+            let mut seen = finished;
+            for c in 0..ctx.controller_cores() {
+                let mut at = dispatched;
+                while at < finished {
+                    seen = seen.max(ctx.firmware_on(c, at, slice));
+                    at += 1000;
+                }
+            }
+            seen
         } else {
             let step = self.params.poll_interval.max(1.0);
             let polls = (busy / step).ceil().max(1.0) as u64;

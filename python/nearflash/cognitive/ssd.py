@@ -61,6 +61,21 @@ class CognitiveSSD:
         self.last_times[name] = self.last_times.get(name, 0) + c[4] - start
         return c[4] - start
 
+    @property
+    def qid(self) -> int:
+        """The I/O queue the DLG library's commands go through."""
+        return self._qid
+
+    def submit_hashing(self, images: Any, address: int = 0) -> int:
+        """Submits one ``DLG_hashing`` of ``images`` without waiting (for load generators); returns its command id.
+        Its completion is reaped on :attr:`qid` (``device.native.reap(ssd.qid)``)."""
+        index = self._deployed()
+        batch = np.ascontiguousarray(_images(images, index.model.input_bytes)).reshape(-1).copy()
+        dev = self.device.native
+        cid = dev.next_cid(self._qid)
+        dev.submit_raw(self._qid, encode_command("DLG_hashing", address, int(batch.size), index.bits, cid), batch, True)
+        return cid
+
     # --- deployment --------------------------------------------------------------------------------------------
     def deploy(
         self,

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
-from nearflash.cognitive.experiments import fig9, table3, table5
+from nearflash.cognitive.experiments import fig9, table2, table3, table5
 
 EXPERIMENTS = {
+    "table2": ("Table 2: fio-like 128 KiB I/O bandwidth while DLG-x hashes, Method A (blocking) vs B (polling) vs peak",
+               table2.run_table2),
     "table3": ("Table 3 and Sec. 4.3: precision@T and flash pages per query, plain vs two-hop layout, on Fashion-MNIST",
                table3.run_table3),
     "fig9": ("Fig. 9: DLG-x graph search (device) vs brute force and CPU graph search (measured), recall and precision",
