@@ -78,3 +78,47 @@ def test_steps_feed_the_progress_hook():
     exp.on_progress = lambda done, total: seen.append((done, total))
     assert list(exp.steps(["a", "b", "c"])) == ["a", "b", "c"]
     assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def _run_numbers(exp, opts):  # reads every key itself (the scan follows calls only within the system's package)
+    option(opts, "sizes", [1, 2], [1, 2, 4])
+    opts.extra.get("depth", 3 if opts.quick else 30)
+    opts.extra.get("rate", 2.5)
+    opts.extra.get("offset", 0)
+    opts.extra.get("name", "fig")
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("depth=abc", "--set depth=abc: expected an integer > 0 (default 30)"),
+        ("depth=-5", "expected an integer > 0"),
+        ("depth=0", "expected an integer > 0"),
+        ("depth=1e30", "expected an integer"),
+        ("sizes=1,x", "--set sizes=1,x: expected integers > 0"),
+        ("sizes=", "expected integers"),
+        ("rate=nan", "expected a finite number > 0"),
+        ("rate=inf", "expected a finite number > 0"),
+        ("offset=zero", "expected an integer (default 0)"),
+    ],
+)
+def test_values_that_do_not_fit_the_default_are_refused_before_running(monkeypatch, capsys, tmp_path, setting, message):
+    import nearflash.experiment as experiment
+
+    ran = []
+    monkeypatch.setattr(experiment, "load_experiments",
+                        lambda system: {"fake": ("fake", _run_numbers)})
+    monkeypatch.setattr(experiment.Experiment, "write", lambda self: ran.append(1) or {})
+    assert cli.main(["experiment", "demo", "fake", "--out", str(tmp_path), "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert not ran
+
+
+def test_values_that_fit_the_default_run(monkeypatch, tmp_path):
+    import nearflash.experiment as experiment
+
+    monkeypatch.setattr(experiment, "load_experiments",
+                        lambda system: {"fake": ("fake", _run_numbers)})
+    for setting in ("depth=7", "sizes=3,5", "rate=0.5", "offset=-3", "name=anything"):
+        assert cli.main(["experiment", "demo", "fake", "--out", str(tmp_path), "--set", setting]) == 0, setting

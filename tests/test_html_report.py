@@ -87,6 +87,23 @@ def test_report_of_an_empty_or_missing_directory(tmp_path, capsys):
     assert "no such output directory" in capsys.readouterr().err
 
 
+def test_report_writes_nothing_into_a_directory_without_results(tmp_path, capsys):
+    (tmp_path / "cat.jpg").write_bytes(b"meow")
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "no experiment results" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cat.jpg"]
+
+
+def test_report_names_damaged_result_files_and_unwritable_destinations(tmp_path, capsys):
+    _experiment(tmp_path, "issd", "fig7")
+    (tmp_path / "issd" / "fig9.json").write_text('{"system": "issd", "experiment": "fig9", "compar')  # cut short
+    assert cli.main(["report", str(tmp_path)]) == 0
+    assert "skipped" in capsys.readouterr().err and "fig9.json" in (tmp_path / "report.html").read_text()
+    assert cli.main(["report", str(tmp_path), "--html", str(tmp_path / "no" / "such" / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "--html" in err and "Traceback" not in err
+
+
 def test_deviation():
     assert deviation(3.0, 4.0) == -0.25 and deviation(1.0, None) is None and deviation(None, 2.0) is None
     assert deviation(1.0, 0.0) is None

@@ -246,7 +246,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 def cmd_experiment(a: argparse.Namespace) -> int:
     from nearflash.experiment import Experiment, Options, load_experiments
-    from nearflash.experiment_options import check_keys, help_text
+    from nearflash.experiment_options import check_keys, check_values, help_text
 
     if a.help or a.system is None or a.name is None:
         text, rc = help_text(a.system, a.parser.format_help())
@@ -263,7 +263,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         print(f"error: unknown experiment {unknown[0]!r}; {a.system} has: {', '.join(exps)}", file=sys.stderr)
         return 2
     extra = _ReadTracking(parse_set(a.set))
-    bad = check_keys(a.system, names, list(extra), exps)
+    bad = check_keys(a.system, names, list(extra), exps) or check_values(a.system, names, parse_set(a.set), exps)
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2
@@ -293,8 +293,20 @@ def cmd_report(a: argparse.Namespace) -> int:
     if not Path(a.out).is_dir():
         print(f"error: no such output directory: {a.out}", file=sys.stderr)
         return 2
-    path = write(a.out, a.html)
-    print(f"wrote {path} ({len(find_results(Path(a.out)))} experiments)")
+    unreadable: list[Path] = []
+    found = find_results(Path(a.out), unreadable)
+    for p in unreadable:
+        print(f"warning: skipped {p}: not readable as JSON (damaged or cut short)", file=sys.stderr)
+    if not found:  # nothing to show: write no page into a directory that holds no results
+        print(f"error: no experiment results under {a.out} (run `nearflash experiment SYSTEM all --out {a.out}`)",
+              file=sys.stderr)
+        return 2
+    try:
+        path = write(a.out, a.html)
+    except OSError as e:
+        print(f"error: --html {a.html or Path(a.out) / 'report.html'}: cannot write it ({e.strerror})", file=sys.stderr)
+        return 2
+    print(f"wrote {path} ({len(found)} experiments)")
     return 0
 
 

@@ -37,6 +37,17 @@ def _as_u8(data: Any) -> np.ndarray:
     return np.frombuffer(memoryview(data), dtype=np.uint8)
 
 
+def _out_view(out: Any, size: int) -> np.ndarray:
+    """A uint8 view of the caller's `out` that data read into lands in: a read-only or non-contiguous array (which
+    would be read into a copy, leaving `out` untouched) or one under `size` bytes is refused."""
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise InvalidArgument("out must be a writable array (it is read-only)")
+    view = _as_u8(out)
+    if view.size < size or not np.shares_memory(view, out):
+        raise InvalidArgument(f"out must be a contiguous array of at least {size} bytes")
+    return view
+
+
 #: The files of a device image (any of them marks a directory as an image).
 IMAGE_FILES = ("state.json", "nearflash.toml", "l2p.bin", "oob.bin", "data.bin", "checkpoint.bin", "trim.log")
 
@@ -269,11 +280,7 @@ class Device:
         size = nblocks * self.lba_bytes
         if out is None:
             out = np.empty(size, dtype=np.uint8)
-        if isinstance(out, np.ndarray) and not out.flags.writeable:
-            raise InvalidArgument("out must be a writable array (it is read-only)")
-        view = _as_u8(out)
-        if view.size < size or not np.shares_memory(view, out):
-            raise InvalidArgument(f"out must be a contiguous array of at least {size} bytes")
+        view = _out_view(out, size)
         step = self._dev.max_lbas_per_command
         for off in range(0, nblocks, step):
             n = min(step, nblocks - off)
@@ -324,6 +331,9 @@ class Device:
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
     def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
         """A new I/O queue pair for asynchronous submission."""
+        depth = _count("depth", depth, 1)
+        if qid is not None:
+            qid = _count("qid", qid, 1, self._limit("max_queues"))
         if depth + 1 > self._limit("max_queue_depth"):
             raise InvalidArgument(f"queue depth {depth} exceeds the device's maximum of {self._limit('max_queue_depth') - 1}")
         free = self._free_qids()
@@ -348,7 +358,7 @@ class Device:
 
     def inject_errors(self, lba: int, bits: int) -> None:
         """Injects `bits` raw bit errors into the worst codeword of the stored copy of `lba`."""
-        self._dev.inject_errors(lba, bits)
+        self._dev.inject_errors(_count("lba", lba, 0), _count("bits", bits, 0, 2**32 - 1))
 
     def verify(self) -> None:
         """Checks the FTL's invariants; raises ImageError if the mapping and the OOB area disagree."""
@@ -356,7 +366,7 @@ class Device:
 
     def advance(self, ns: int) -> None:
         """Lets `ns` of host think time pass."""
-        self._dev.advance(ns)
+        self._dev.advance(_count("ns", ns, 0, 2**64 - 1))
 
     def report(self) -> Report:
         return Report.from_json(self._dev.report_json())
@@ -409,10 +419,9 @@ class Queue:
         command completes."""
         lba = _count("lba", lba, 0)
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
-        if out is not None and isinstance(out, np.ndarray) and not out.flags.writeable:
-            raise InvalidArgument("out must be a writable array (it is read-only)")
+        view = None if out is None else _out_view(out, nblocks * self.dev.lba_bytes)
         cid = self.dev._dev.next_cid(self.qid)
-        self.dev._dev.submit_read(self.qid, cid, lba, nblocks, None if out is None else _as_u8(out))
+        self.dev._dev.submit_read(self.qid, cid, lba, nblocks, view)
         self._pending[cid] = ("read", lba)
         return cid
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import math
 import pkgutil
 import textwrap
 import types
@@ -257,3 +258,51 @@ def check_keys(system: str, names: list[str], given: list[str],
     which = names[0] if len(names) == 1 else "all"
     return (f"--set {', '.join(bad)}: not read by {system} {which} (options it reads: {', '.join(allowed) or 'none'}; "
             f"nearflash experiment {system} --help lists their defaults)")
+
+
+def _numbers(text: str, kind: type) -> Optional[list[float]]:
+    """The comma-separated numbers of `text` as `kind` (int or float), or None if one does not parse or is not
+    finite."""
+    out = []
+    for part in text.split(","):
+        try:
+            v = kind(part.strip())
+        except ValueError:
+            return None
+        if not math.isfinite(v):
+            return None
+        out.append(v)
+    return out
+
+
+def _kind(default: str) -> Optional[type]:
+    """int or float when every element of a shown default is one (`16_384`, `4,8,16`, `22.8`), else None."""
+    for kind in (int, float):
+        if _numbers(default, kind) is not None:
+            return kind
+    return None
+
+
+def check_values(system: str, names: list[str], given: dict[str, Any],
+                 experiments: dict[str, tuple[str, Callable[..., Any]]]) -> Optional[str]:
+    """An error naming a `--set` value that does not fit its key's default (an integer, a number, a comma list of
+    them; positive when the defaults are), or None. Checked before a run so that a typo is not a traceback minutes
+    in. Keys whose defaults are not plain numbers (paths, names, code) are left to the experiment."""
+    defaults: dict[str, list[str]] = {}
+    for n in names:
+        for o in scan(experiments[n][1], f"nearflash.{system}").options.values():
+            defaults.setdefault(o.key, []).extend([o.full, o.quick])
+    for key, raw in given.items():
+        shown = defaults.get(key)
+        kinds = {_kind(d) for d in shown} if shown else {None}
+        if None in kinds:
+            continue
+        kind = float if float in kinds else int
+        values = _numbers(str(raw), kind)
+        positive = all(v > 0 for d in shown for v in (_numbers(d, kind) or [0]))
+        what = ("integers" if kind is int else "numbers") if any("," in d for d in shown) else \
+            ("an integer" if kind is int else "a finite number")
+        if values is None or (positive and any(v <= 0 for v in values)):
+            return (f"--set {key}={raw}: expected {what}{' > 0' if positive else ''} "
+                    f"(default {shown[0]}{', comma-separated' if 'integers' in what or 'numbers' in what else ''})")
+    return None

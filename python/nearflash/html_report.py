@@ -47,14 +47,17 @@ def deviation(ours: Optional[float], paper: Optional[float]) -> Optional[float]:
     return (ours - paper) / abs(paper)
 
 
-def find_results(out: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Every experiment JSON under `out` (files with 'system', 'experiment' and 'comparisons'), sorted."""
+def find_results(out: Path, unreadable: Optional[list[Path]] = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Every experiment JSON under `out` (files with 'system', 'experiment' and 'comparisons'), sorted. JSON files
+    that cannot be read or parsed (a run killed while writing) are skipped and appended to `unreadable`."""
     found = []
     for p in sorted(out.rglob("*.json")):
         try:
             d = json.loads(p.read_text())
         except (OSError, ValueError, UnicodeDecodeError):
-            continue  # not an experiment's output (or damaged): skipped, listed on the page
+            if unreadable is not None:
+                unreadable.append(p)
+            continue
         if isinstance(d, dict) and {"system", "experiment", "comparisons"} <= d.keys():
             found.append((p, d))
     return found
@@ -120,7 +123,8 @@ def render(out: Path | str, dest: Path | str | None = None) -> str:
     """The page's HTML for the results under `out`; image paths relative to `dest`'s folder (default `out`)."""
     out = Path(out)
     base = Path(dest).parent if dest is not None else out
-    results = find_results(out)
+    unreadable: list[Path] = []
+    results = find_results(out, unreadable)
     systems: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for p, d in results:
         systems.setdefault(str(d["system"]), []).append((p, d))
@@ -130,6 +134,9 @@ def render(out: Path | str, dest: Path | str | None = None) -> str:
             f"<p class='meta'>{len(results)} experiments, {n_cmp} comparisons with the papers, {n_fit} of them "
             f"fitted (calibrated: agreement there is by construction, <span class='tag'>fitted</span>). Deviation = "
             f"(ours - paper) / paper; beyond {FLAG_DEVIATION:.0%} in <span class='far'>red</span>.</p>"]
+    if unreadable:
+        body.append("<p class='far'>Skipped, not readable as JSON (damaged or cut short): "
+                    + ", ".join(f"<code>{html.escape(str(p.relative_to(out)))}</code>" for p in unreadable) + "</p>")
     if not results:
         body.append("<p>No experiment results found (run <code>nearflash experiment SYSTEM all</code>).</p>")
     body.append("<nav><ul>" + "".join(f"<li><a href='#{html.escape(s)}'>{html.escape(s)}</a></li>" for s in systems)

@@ -11,7 +11,7 @@ from nearflash.recssd import RecSSD, sls_reference
 from conftest import SMALL
 
 
-@pytest.mark.parametrize("how", ["write", "trim"])
+@pytest.mark.parametrize("how", ["write", "trim", "write_zeroes"])
 def test_ssd_cache_drops_rows_the_host_overwrote(how):
     dev = nearflash.Device(None, preset="cosmos-plus", stack="polled", **SMALL)
     rng = np.random.default_rng(5)
@@ -27,6 +27,9 @@ def test_ssd_cache_drops_rows_the_host_overwrote(how):
         dev.write(start, new[:128].tobytes())
     else:
         new[:128] = 0.0
-        dev.trim(start, 16384 // dev.lba_bytes)
+        if how == "trim":
+            dev.trim(start, 16384 // dev.lba_bytes)
+        else:
+            dev.write_zeroes(start, 16384 // dev.lba_bytes)
     np.testing.assert_allclose(system.sls(0, idx, off, "ndp"), sls_reference(new, idx, off), rtol=1e-5, atol=1e-3)
     assert system.firmware_report()["stats"]["cache_rows_invalidated"] >= 64

@@ -156,3 +156,79 @@ def test_experiment_set_keys_nobody_reads_are_reported(tmp_path, monkeypatch, ca
 def test_count_parameters_must_be_whole_numbers_a_u32_holds(value):
     with pytest.raises(nearflash.ConfigError, match=r"(?s)whole number.*nand\.channels"):
         Device(None, **{**TINY, "channels": value}, materialise=False)
+
+
+# --- found in the rel3 audit -------------------------------------------------------------------------------------------
+def test_queue_read_into_a_non_contiguous_array_is_refused_not_read_into_a_copy(dev):
+    dev.write(0, pattern(0, 1, dev.lba_bytes))
+    q = dev.queue(4)
+    strided = np.zeros(2 * dev.lba_bytes, dtype=np.uint8)[::2]
+    with pytest.raises(nearflash.InvalidArgument, match="contiguous"):
+        q.submit_read(0, 1, strided)
+    with pytest.raises(nearflash.InvalidArgument, match="contiguous"):
+        q.submit_read(0, 2, np.zeros(dev.lba_bytes, dtype=np.uint8))
+    assert q.in_flight == 0
+    out = bytearray(dev.lba_bytes)  # any writable buffer the data can land in still works
+    q.submit_read(0, 1, out)
+    q.wait_all()
+    assert bytes(out) == pattern(0, 1, dev.lba_bytes).tobytes()
+
+
+@pytest.mark.parametrize(
+    "call, needle",
+    [
+        (lambda d: d.queue(0), "depth"),
+        (lambda d: d.queue(-1), "depth"),
+        (lambda d: d.queue(1.5), "depth"),
+        (lambda d: d.queue(4, qid=-1), "qid"),
+        (lambda d: d.queue(4, qid=2**40), "qid"),
+        (lambda d: d.inject_errors(-1, 3), "lba"),
+        (lambda d: d.inject_errors(0, 2**40), "bits"),
+        (lambda d: d.advance(-1), "ns"),
+        (lambda d: d.advance(2**70), "ns"),
+        (lambda d: d.native.advance(2**64 - 1), "overflows"),
+    ],
+)
+def test_counts_name_the_argument_instead_of_an_integer_conversion_error(dev, call, needle):
+    dev.advance(1)  # the clock is past 0, so that the largest u64 overflows it
+    with pytest.raises(nearflash.InvalidArgument, match=needle):
+        call(dev)
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"rw": "randrw", "rwmixread": float("nan")}, "read fraction"),
+        ({"rw": "randrw", "rwmixread": 1.5}, "read fraction"),
+        ({"span": (2**64 - 1, 10)}, "span"),
+        ({"span": (2**63, 2**63)}, "span"),
+    ],
+)
+def test_bench_from_python_refuses_what_the_cli_refuses(kwargs, needle):
+    with Device(None, **TINY, materialise=False) as d:
+        with pytest.raises(nearflash.ConfigError, match=needle):
+            d.bench(ios=10, **kwargs)
+
+
+def test_bench_progress_exceptions_stop_the_run_and_are_raised():
+    with Device(None, **TINY, materialise=False) as d:
+        with pytest.raises(TypeError, match="progress"):
+            d.bench(ios=10, progress=3)
+        calls = []
+
+        def interrupt(done, total):
+            calls.append(done)
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            d.bench(rw="read", iodepth=1, ios=10_000, progress=interrupt)
+        assert len(calls) == 1
+        assert d.bench(ios=100)["ios"] == 100  # the device is usable afterwards
+
+
+def test_precondition_bounds_its_arguments():
+    with Device(None, **TINY, materialise=False) as d:
+        for args in [(float("nan"),), (1.5,), (0.5, "random", float("nan")), (0.5, "random", 1e12)]:
+            with pytest.raises(nearflash.ConfigError, match="precondition"):
+                d.precondition(*args)
+        d.precondition(0.5, "random", 1.0)

@@ -101,8 +101,8 @@ struct Job {
 }
 
 /// Runs `w` on `dev` (which keeps its state; statistics are reset first). `progress(done, total)` is called now
-/// and then.
-pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64)>) -> Result<BenchResult> {
+/// and then; an error from it stops the run (after the commands in flight complete) and is returned.
+pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>) -> Result<BenchResult> {
     let lba = dev.lba_bytes();
     if w.block_size == 0 || !w.block_size.is_multiple_of(lba) {
         return Err(SimError::Config(format!("block size {} is not a multiple of the {lba} B LBA", w.block_size)));
@@ -114,8 +114,13 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     if w.queue_depth == 0 || w.jobs == 0 || w.ios == 0 {
         return Err(SimError::Config("queue depth, jobs and I/O count must be positive".into()));
     }
+    if let Pattern::RandRw(f) = w.pattern {
+        if !(0.0..=1.0).contains(&f) {
+            return Err(SimError::Config(format!("read fraction {f} of randrw must be in [0, 1]")));
+        }
+    }
     let (start, len) = w.span.unwrap_or((0, dev.namespace().lbas));
-    if start + len > dev.namespace().lbas || len < nlb * u64::from(w.jobs) {
+    if start.checked_add(len).is_none_or(|end| end > dev.namespace().lbas) || len < nlb * u64::from(w.jobs) {
         return Err(SimError::Config(format!("span {start}+{len} does not fit {} jobs of {nlb}-block I/Os", w.jobs)));
     }
     let mut jobs = Vec::new();
@@ -168,7 +173,14 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
         issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
         if done.is_multiple_of(every) {
             if let Some(p) = progress.as_deref_mut() {
-                p(done, total);
+                if let Err(e) = p(done, total) {
+                    for jb in &jobs {
+                        while dev.next_completion_time(jb.qid).is_some() {
+                            dev.wait(jb.qid);
+                        }
+                    }
+                    return Err(e);
+                }
             }
         }
     }

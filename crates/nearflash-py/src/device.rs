@@ -12,6 +12,7 @@ use nearflash_core::image::Durability;
 use nearflash_core::nvme::{opcode, pages, Sqe, SQE_BYTES};
 use nearflash_core::{Device, DeviceOptions, SimError};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
@@ -162,7 +163,7 @@ impl PyDevice {
     /// Moves the host clock forward by `ns` (think time).
     fn advance(&mut self, ns: u64) -> PyResult<()> {
         let d = device_mut(self)?;
-        let t = d.now() + ns;
+        let t = d.now().checked_add(ns).ok_or_else(|| invalid(format!("advance by {ns} ns overflows the clock")))?;
         d.advance_to(t);
         Ok(())
     }
@@ -374,17 +375,29 @@ impl PyDevice {
             pattern = Pattern::RandRw(read_fraction);
         }
         let w = Workload { pattern, block_size, queue_depth, jobs, ios, span, seed, data };
+        if let Some(p) = &progress {
+            if !p.bind(py).is_callable() {
+                return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
+            }
+        }
         let d = device_mut(self)?;
+        // An exception from `progress` (KeyboardInterrupt included) stops the run and is raised as itself.
+        let mut raised: Option<PyErr> = None;
         let result = py.allow_threads(|| {
             let mut cb = |done: u64, total: u64| {
                 if let Some(p) = &progress {
-                    Python::with_gil(|py| {
-                        let _ = p.call1(py, (done, total));
-                    });
+                    if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
+                        raised = Some(e);
+                        return Err(SimError::InvalidArgument("the progress callback raised".into()));
+                    }
                 }
+                Ok(())
             };
             bench::run(d, &w, Some(&mut cb))
         });
+        if let Some(e) = raised {
+            return Err(e);
+        }
         let r = result.map_err(to_py)?;
         Ok(serde_json::to_string(&r).expect("bench result serializes"))
     }

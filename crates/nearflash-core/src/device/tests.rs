@@ -380,3 +380,26 @@ fn device_model_fuzz_regressions_pass() {
         }
     }
 }
+
+#[test]
+fn bench_refuses_wrapping_spans_and_read_fractions_outside_0_1_and_stops_when_progress_fails() {
+    let mut dev = dev_with(&small(&[]), false);
+    let base = Workload { pattern: Pattern::RandRead, block_size: 4096, queue_depth: 4, jobs: 1, ios: 1000, span: None, seed: 7, data: false };
+    for span in [(u64::MAX, 10), (1 << 63, 1 << 63)] {
+        let w = Workload { span: Some(span), ..base.clone() };
+        assert!(matches!(run(&mut dev, &w, None), Err(SimError::Config(m)) if m.contains("span")), "span {span:?}");
+    }
+    for f in [f64::NAN, -0.1, 2.0] {
+        let w = Workload { pattern: Pattern::RandRw(f), ..base.clone() };
+        assert!(matches!(run(&mut dev, &w, None), Err(SimError::Config(m)) if m.contains("read fraction")), "{f}");
+    }
+    let mut calls = 0;
+    let mut stop = |_: u64, _: u64| -> Result<()> {
+        calls += 1;
+        Err(SimError::InvalidArgument("interrupted".into()))
+    };
+    assert!(matches!(run(&mut dev, &base, Some(&mut stop)), Err(SimError::InvalidArgument(m)) if m == "interrupted"));
+    assert_eq!(calls, 1, "the run stops at the first failed progress call");
+    // the queues were drained: the next run starts cleanly
+    assert_eq!(run(&mut dev, &base, None).unwrap().ios, 1000);
+}

@@ -19,6 +19,10 @@ pub enum FillPattern {
     Random,
 }
 
+/// Most random rewrites (x the filled sectors) a precondition may ask for. Assumed: steady state comes after a few
+/// (SNIA PTS uses 2x the capacity); the bound turns a mistyped huge value into an error rather than a run of days.
+pub const MAX_OVERWRITE: f64 = 64.0;
+
 impl std::str::FromStr for FillPattern {
     type Err = SimError;
     fn from_str(s: &str) -> Result<Self> {
@@ -33,9 +37,9 @@ impl std::str::FromStr for FillPattern {
 impl Ftl {
     /// Fills `fraction` of the logical space; with `Random`, then overwrites `overwrite x filled` random sectors.
     pub fn precondition(&mut self, fraction: f64, pattern: FillPattern, overwrite: f64, seed: u64) -> Result<()> {
-        if !(0.0..=1.0).contains(&fraction) || !overwrite.is_finite() || overwrite < 0.0 {
+        if !(0.0..=1.0).contains(&fraction) || !(0.0..=MAX_OVERWRITE).contains(&overwrite) {
             return Err(SimError::Config(format!(
-                "precondition fraction {fraction} must be in [0, 1] and overwrite {overwrite} non-negative"
+                "precondition fraction {fraction} must be in [0, 1] and overwrite {overwrite} in [0, {MAX_OVERWRITE}]"
             )));
         }
         if self.blocks.info.iter().any(|b| !matches!(b.state, BlockState::Free | BlockState::Reserved)) || !self.buffered.is_empty() {

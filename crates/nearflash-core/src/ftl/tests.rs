@@ -204,6 +204,12 @@ fn precondition_fills_fast_and_consistently() {
         }
         assert!(ftl.precondition(0.5, pattern, 0.0, 5).is_err(), "second precondition must be refused");
     }
+    let mut ftl = memory_ftl(&small_config(&[]));
+    for (fraction, overwrite) in [(f64::NAN, 1.0), (1.5, 1.0), (0.5, f64::NAN), (0.5, -1.0), (0.5, 1e12)] {
+        let e = ftl.precondition(fraction, FillPattern::Random, overwrite, 5).unwrap_err();
+        assert!(e.to_string().contains("precondition fraction"), "{e}");
+    }
+    assert_eq!(ftl.occupancy(), 0.0, "a refused precondition writes nothing");
 }
 
 #[test]
