@@ -103,6 +103,12 @@ def test_huge_log_page_is_refused_not_an_abort(dev):
         dev.native.log_page(2, 2**40)
 
 
+@pytest.mark.parametrize("lid, nbytes, word", [(2, -1, "bytes"), (2, 0, "bytes"), (-1, 512, "id"), (256, 512, "id")])
+def test_negative_or_out_of_range_log_page_arguments_are_named(dev, lid, nbytes, word):
+    with pytest.raises(nearflash.InvalidArgument, match=f"log page {word}"):
+        dev.native.log_page(lid, nbytes)
+
+
 # --- item 7: clear errors ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [0, -5])
 def test_trim_of_no_blocks_names_the_argument(dev, n):

@@ -314,10 +314,15 @@ impl PyDevice {
     }
 
     /// A log page (Get Log Page), `bytes` long.
-    fn log_page(&mut self, lid: u8, bytes: usize) -> PyResult<Vec<u8>> {
-        if bytes == 0 || bytes > MAX_LOG_PAGE_BYTES {
-            return Err(invalid(format!("log page bytes {bytes}: allowed 1 to {MAX_LOG_PAGE_BYTES}")));
-        }
+    fn log_page(&mut self, lid: i64, bytes: i64) -> PyResult<Vec<u8>> {
+        // Signed on purpose: a negative or huge argument is named here, not an OverflowError from the conversion.
+        let Ok(lid) = u8::try_from(lid) else {
+            return Err(invalid(format!("log page id {lid}: allowed 0 to 255")));
+        };
+        let bytes = match usize::try_from(bytes) {
+            Ok(b) if (1..=MAX_LOG_PAGE_BYTES).contains(&b) => b,
+            _ => return Err(invalid(format!("log page bytes {bytes}: allowed 1 to {MAX_LOG_PAGE_BYTES}"))),
+        };
         let d = device_mut(self)?;
         let mut page = vec![0u8; bytes.max(4)];
         let dwords = (page.len() / 4 - 1) as u32;
@@ -336,7 +341,7 @@ impl PyDevice {
 
     /// The vendor statistics log page's JSON (the report, fetched over the NVMe interface).
     fn stats_log(&mut self) -> PyResult<String> {
-        let raw = self.log_page(pages::LOG_VENDOR_STATS, 1 << 20)?;
+        let raw = self.log_page(i64::from(pages::LOG_VENDOR_STATS), 1 << 20)?;
         let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
         Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
     }
