@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from nearflash import _native
-from nearflash.errors import InvalidArgument, NvmeError, check
+from nearflash.errors import InvalidArgument, NvmeError, check, status_name
 from nearflash.report import Report
 
 #: Depth of the queue the synchronous helpers use (capped at the device's maximum).
@@ -207,6 +207,36 @@ class Device:
             "host_write_commands": u128(80),
             "media_errors": u128(160),
         }
+
+    def error_log(self) -> list[dict[str, Any]]:
+        """The device's Error Information log (Get Log Page 0x01), newest first: one dict per failed command with
+        ``error_count``, ``sqid``, ``cid``, ``status`` (its name), ``sct``, ``sc``, ``lba`` (None where the command
+        addresses none), ``byte`` (of the command holding the offending field, or None) and ``reason`` (the
+        firmware's words from vendor log 0xC1, or None)."""
+        page = bytes(self._dev.log_page(0x01, 64 * 64))
+        reasons = {r["error_count"]: r for r in json.loads(bytes(self._dev.log_page(0xC1, 1 << 16)).rstrip(b"\0") or b"[]")}
+        out = []
+        for o in range(0, len(page), 64):
+            e = page[o : o + 64]
+            count = int.from_bytes(e[0:8], "little")
+            if count == 0:
+                break
+            field = int.from_bytes(e[12:14], "little") >> 1
+            sct, sc = (field >> 8) & 0x7, field & 0xFF
+            location = int.from_bytes(e[14:16], "little")
+            why = reasons.get(count, {})
+            out.append({
+                "error_count": count,
+                "sqid": int.from_bytes(e[8:10], "little"),
+                "cid": int.from_bytes(e[10:12], "little"),
+                "status": status_name(sct, sc),
+                "sct": sct,
+                "sc": sc,
+                "lba": why.get("lba"),
+                "byte": None if location == 0xFFFF else location,
+                "reason": why.get("reason"),
+            })
+        return out
 
     @staticmethod
     def repair(path: os.PathLike | str) -> dict[str, Any]:

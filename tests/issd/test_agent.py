@@ -185,8 +185,25 @@ def test_bad_descriptors_complete_with_nvme_errors(dev, placed):
     with pytest.raises(nearflash.NvmeError) as e:
         agent.run(dev, kernels.spec("scan"), placed["extents"]["text"], PAGE)
     assert e.value.sct == 1 and e.value.sc >= 0xC0, "a command-specific status of the Agent"
+    # ... and says why: the host library read the reason from the device's error log (Get Log Page 0x01 / 0xC1)
+    assert re.search(r"run \(map: .+\)", str(e.value)), str(e.value)
+    newest = dev.error_log()[0]
+    assert (newest["sct"], newest["sc"]) == (e.value.sct, e.value.sc) and newest["reason"].startswith("map: ")
+    assert newest["reason"] in str(e.value) and newest["lba"] is None
     with pytest.raises(ValueError):
         agent.run(dev, kernels.spec("scan"), placed["extents"]["text"], PAGE, "teleport")
+
+
+def test_error_log_names_the_field_of_a_bad_command(dev):
+    assert raw(dev, LOAD, np.zeros(64, np.uint8), True, cdw10=1000, cdw11=64)[:2] == (0, 0x02)
+    newest = dev.error_log()[0]
+    assert newest["status"] == "Invalid Field in Command"
+    assert newest["byte"] == 40 and "slot 1000 (CDW10) does not exist" in newest["reason"]
+    before = newest["error_count"]
+    lba = dev.lbas + 3  # a raw Read past the end (the SDK's read refuses it before any command)
+    assert raw(dev, 0x02, np.zeros(dev.lba_bytes, np.uint8), False, cdw10=lba & 0xFFFFFFFF, cdw11=lba >> 32)[:2] == (0, 0x80)
+    newest = dev.error_log()[0]
+    assert newest["error_count"] == before + 1 and newest["lba"] == lba and newest["reason"] is None
 
 
 def test_agent_parameters_and_attach_errors():

@@ -4,7 +4,7 @@ use super::Device;
 use crate::nvme::DataBuf;
 use crate::engine::Time;
 use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
-use crate::nvme::{decode_admin, AdminCommand, Sqe, Status};
+use crate::nvme::{self, decode_admin, AdminCommand, Sqe, Status};
 
 impl Device {
     pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
@@ -43,6 +43,24 @@ impl Device {
                 (Status::SUCCESS, 0, done)
             }
         }
+    }
+
+    /// What the device said about command `cid` on `sqid` that failed, read as a host library does: Get Log Page
+    /// 0xC1 (error reasons) on the admin queue. `None` if the device kept no reason for it.
+    pub fn error_reason(&mut self, sqid: u16, cid: u16) -> Option<String> {
+        let mut page = vec![0u8; nvme::ERROR_LOG_ENTRIES * 1024];
+        let dwords = (page.len() / 4 - 1) as u32;
+        let sqe = Sqe { opcode: nvme::opcode::ADMIN_GET_LOG_PAGE, cdw10: u32::from(pages::LOG_VENDOR_ERROR_REASONS) | (dwords << 16), ..Sqe::default() };
+        let done = self.execute(0, sqe, DataBuf::FromDevice(&mut page)).ok()?;
+        if !done.status.is_success() {
+            return None;
+        }
+        let end = page.iter().position(|&b| b == 0).unwrap_or(page.len());
+        let rows: serde_json::Value = serde_json::from_slice(&page[..end]).ok()?;
+        rows.as_array()?
+            .iter()
+            .find(|r| r["sqid"] == sqid && r["cid"] == cid)
+            .and_then(|r| r["reason"].as_str().map(str::to_owned))
     }
 
     fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Status> {
@@ -91,6 +109,8 @@ impl Device {
                     media_errors: c.media_errors,
                 }))
             }
+            pages::LOG_ERROR_INFO => Ok(self.errors.page()),
+            pages::LOG_VENDOR_ERROR_REASONS => Ok(self.errors.reasons_page()),
             pages::LOG_VENDOR_STATS => Ok(self.report().to_json().into_bytes()),
             _ => Err(Status::INVALID_LOG_PAGE),
         }

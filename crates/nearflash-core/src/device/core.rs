@@ -28,6 +28,8 @@ pub struct DeviceCore {
     pub(crate) media_errors: u64,
     /// A simulator fault met while executing the current command (reported as an error, not a device status).
     pub(crate) fault: Option<crate::error::SimError>,
+    /// Why the current command failed, as the firmware explained it (`ExecCtx::explain`); goes to the error log.
+    pub(crate) error_detail: Option<crate::nvme::ErrorDetail>,
     /// Completion times of recent page programs: until a program ends, its data is still served from the
     /// write buffer in DRAM.
     programming: IntMap<u64, Time>,
@@ -134,6 +136,7 @@ impl DeviceCore {
             ecc_rng: rng_stream(seed, "ecc"),
             media_errors: 0,
             fault: None,
+            error_detail: None,
             programming: IntMap::default(),
             last_program: 0,
             scratch: ReadScratch::default(),

@@ -100,6 +100,14 @@ impl ExecCtx<'_> {
         self.accounted_as = Some((class, bytes));
     }
 
+    /// Says why this command fails: the reason (and the byte of the command holding the offending field, e.g. 40
+    /// for CDW10) goes into the Error Information log with the command's status, where a host library reads it
+    /// (`Device::error_reason`). Returns `status`, for `return Err(ctx.explain(..))`-style use.
+    pub fn explain(&mut self, status: Status, byte: Option<u8>, reason: impl Into<String>) -> Status {
+        self.core.error_detail = Some(crate::nvme::ErrorDetail { byte, reason: reason.into() });
+        status
+    }
+
     pub fn config(&self) -> &DeviceConfig {
         &self.core.cfg
     }

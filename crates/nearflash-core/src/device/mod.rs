@@ -27,7 +27,7 @@ use ext::{AttachSnapshot, Declared};
 use crate::error::{Result, SimError};
 use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
-use crate::nvme::{self, decode_io, Completion, IoCommand, Namespace, QueueSet, Sqe, Status};
+use crate::nvme::{self, decode_io, Completion, ErrorLog, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
 use std::path::Path;
 
@@ -59,6 +59,8 @@ pub struct Done {
     /// Host-visible latency.
     pub latency_ns: u64,
     pub completed_at: Time,
+    /// The command identifier it ran under (to find it in the error log).
+    pub cid: u16,
 }
 
 struct InFlight {
@@ -92,6 +94,8 @@ pub struct Device {
     next_cid: u16,
     /// Ranges the Dataset Management command being executed deallocated (for observing extensions).
     last_trims: Vec<(u64, u32)>,
+    /// Failed commands (Get Log Page 0x01 and 0xC1).
+    errors: ErrorLog,
 }
 
 impl Device {
@@ -157,6 +161,7 @@ impl Device {
             recovery: None,
             next_cid: 0,
             last_trims: Vec::new(),
+            errors: ErrorLog::default(),
         }
     }
 
@@ -338,6 +343,12 @@ impl Device {
         } else {
             self.exec_io(&sqe, data, t_fetched)
         };
+        let detail = self.core.error_detail.take();
+        if !status.is_success() {
+            let lba = (sqid != 0 && matches!(sqe.opcode, nvme::opcode::READ | nvme::opcode::WRITE | nvme::opcode::WRITE_ZEROES))
+                .then(|| sqe.slba());
+            self.errors.record(sqid, sqe.cid, status, lba, detail);
+        }
         let c = &mut self.core;
         let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + latency;
         let t_app = c.host.complete_path(&mut c.res, t_cqe);
@@ -407,7 +418,7 @@ impl Device {
             return Err(e);
         }
         let c = self.wait(sqid).ok_or_else(|| SimError::InvalidArgument("completion lost".into()))?;
-        Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time })
+        Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time, cid: c.cqe.cid })
     }
 
     fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {

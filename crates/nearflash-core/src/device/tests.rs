@@ -3,7 +3,7 @@
 use super::*;
 use crate::bench::{run, Pattern, Workload};
 use crate::config::load_preset;
-use crate::nvme::opcode;
+use crate::nvme::{opcode, pages};
 
 fn device(overrides: &[(&str, &str)], materialise: bool) -> Device {
     let mut t = load_preset("cosmos-plus").unwrap();
@@ -402,4 +402,36 @@ fn bench_refuses_wrapping_spans_and_read_fractions_outside_0_1_and_stops_when_pr
     assert_eq!(calls, 1, "the run stops at the first failed progress call");
     // the queues were drained: the next run starts cleanly
     assert_eq!(run(&mut dev, &base, None).unwrap().ios, 1000);
+}
+
+#[test]
+fn failed_commands_are_kept_in_the_error_information_log() {
+    let mut dev = device(&[], false);
+    dev.create_queue_pair(1, 16).unwrap();
+    let get_log = |dev: &mut Device, lid: u8, bytes: usize| {
+        let mut page = vec![0u8; bytes];
+        let sqe = Sqe { opcode: opcode::ADMIN_GET_LOG_PAGE, cdw10: u32::from(lid) | (((bytes / 4 - 1) as u32) << 16), ..Sqe::default() };
+        assert!(dev.execute(0, sqe, DataBuf::FromDevice(&mut page)).unwrap().status.is_success());
+        page
+    };
+    assert!(get_log(&mut dev, pages::LOG_ERROR_INFO, 64).iter().all(|&b| b == 0), "no error yet");
+    let lbas = dev.namespace().lbas;
+    let mut out = vec![0u8; dev.lba_bytes() as usize];
+    let bad = dev.execute(1, Sqe::rw(opcode::READ, 0, lbas + 5, 1), DataBuf::FromDevice(&mut out)).unwrap();
+    assert_eq!(bad.status, Status::LBA_OUT_OF_RANGE);
+    let unknown = dev.execute(1, Sqe { opcode: 0xF1, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    assert_eq!(unknown.status, Status::INVALID_OPCODE);
+    let log = get_log(&mut dev, pages::LOG_ERROR_INFO, nvme::ERROR_LOG_ENTRIES * nvme::ERROR_ENTRY_BYTES);
+    let (newest, older) = (&log[0..64], &log[64..128]);
+    assert_eq!(u64::from_le_bytes(newest[0..8].try_into().unwrap()), 2, "error count");
+    assert_eq!(u16::from_le_bytes([newest[10], newest[11]]), unknown.cid);
+    assert_eq!(u16::from_le_bytes([newest[12], newest[13]]) >> 1 & 0xFF, 0x01);
+    assert_eq!(u16::from_le_bytes([older[8], older[9]]), 1, "submission queue");
+    assert_eq!(u64::from_le_bytes(older[16..24].try_into().unwrap()), lbas + 5, "the LBA");
+    // the controller says how many entries it keeps, and the reasons page parses (no reason for these two)
+    let mut id = vec![0u8; 4096];
+    let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, cdw10: u32::from(pages::CNS_CONTROLLER), ..Sqe::default() };
+    dev.execute(0, sqe, DataBuf::FromDevice(&mut id)).unwrap();
+    assert_eq!(usize::from(id[262]) + 1, nvme::ERROR_LOG_ENTRIES);
+    assert_eq!(dev.error_reason(1, bad.cid), None);
 }

@@ -2,7 +2,10 @@
 //! gives, so that tools reading real drives read these too.
 
 /// Log page identifiers.
+pub const LOG_ERROR_INFO: u8 = 0x01;
 pub const LOG_SMART: u8 = 0x02;
+/// Vendor-specific log page: each entry of the Error Information log with its LBA and reason, as UTF-8 JSON.
+pub const LOG_VENDOR_ERROR_REASONS: u8 = 0xC1;
 /// Vendor-specific log page: the device statistics as UTF-8 JSON (same content as the SDK's report).
 pub const LOG_VENDOR_STATS: u8 = 0xCA;
 
@@ -41,6 +44,7 @@ pub fn identify_controller(id: &ControllerIdentity) -> Vec<u8> {
     b[77] = (id.mdts_bytes / 4096).max(1).ilog2() as u8;
     b[80..84].copy_from_slice(&0x0001_0400u32.to_le_bytes()); // VER 1.4
     b[258] = 0x02; // AERL
+    b[262] = (super::error_log::ERROR_LOG_ENTRIES - 1) as u8; // ELPE (0's based)
     b[512] = 0x66; // SQES: 64-byte entries
     b[513] = 0x44; // CQES: 16-byte entries
     b[514..516].copy_from_slice(&(id.max_queue_entries.min(65535) as u16).to_le_bytes()); // MAXCMD

@@ -77,6 +77,11 @@ pub struct IssdExtension {
 
 type Step = std::result::Result<(u32, Time), (Status, Time)>;
 
+/// Bytes of the 64-byte command where its dwords start (the error log's Parameter Error Location).
+const CDW10: u8 = 40;
+const CDW11: u8 = 44;
+const CDW12: u8 = 48;
+
 impl IssdExtension {
     /// An Agent whose parameters are the preset's `[ext.issd]` section overridden by `overrides` (a JSON object,
     /// see [`AgentParams::apply_json`]); checked now against the defaults, applied when attached.
@@ -92,10 +97,16 @@ impl IssdExtension {
 
     fn load(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Step {
         let t = ctx.start;
-        let DataBuf::ToDevice(buf) = data else { return Err((Status::INVALID_FIELD, t)) };
+        let DataBuf::ToDevice(buf) = data else {
+            return Err((ctx.explain(Status::INVALID_FIELD, None, "LOAD carries a descriptor from the host"), t));
+        };
         let (slot, len) = (sqe.cdw10 as usize, sqe.cdw11 as usize);
-        if slot >= self.slots.len() || len == 0 || len > descriptor::MAX_DESCRIPTOR_BYTES {
-            return Err((Status::INVALID_FIELD, t));
+        if slot >= self.slots.len() {
+            return Err((ctx.explain(Status::INVALID_FIELD, Some(CDW10), self.no_slot(slot)), t));
+        }
+        if len == 0 || len > descriptor::MAX_DESCRIPTOR_BYTES {
+            let why = format!("descriptor length {len} (CDW11) is not in 1..={}", descriptor::MAX_DESCRIPTOR_BYTES);
+            return Err((ctx.explain(Status::INVALID_FIELD, Some(CDW11), why), t));
         }
         if buf.len() < len {
             return Err((Status::DATA_TRANSFER_ERROR, t));
@@ -103,21 +114,29 @@ impl IssdExtension {
         let arrived = ctx.from_host(t, len as u64);
         let p = &self.params;
         let parsed = ctx.firmware(arrived, p.load_instructions + p.load_instructions_per_byte * len as f64);
-        let desc = JobDescriptor::decode(&buf[..len]).map_err(|_| (Status::INVALID_FIELD, parsed))?;
+        let invalid = |ctx: &mut ExecCtx<'_>, what: &str, e: String| {
+            (ctx.explain(Status::INVALID_FIELD, None, format!("{what}: {e}")), parsed)
+        };
+        let desc = JobDescriptor::decode(&buf[..len]).map_err(|e| invalid(ctx, "descriptor", e.to_string()))?;
         let flash_page = u64::from(ctx.geometry().page_size);
         if desc.extents.iter().any(|e| e.slba + u64::from(e.nlb) > ctx.lbas()) {
             return Err((Status::LBA_OUT_OF_RANGE, parsed));
         }
-        desc.check_device(ctx.lbas(), ctx.lba_bytes(), flash_page).map_err(|_| (Status::INVALID_FIELD, parsed))?;
+        desc.check_device(ctx.lbas(), ctx.lba_bytes(), flash_page).map_err(|e| invalid(ctx, "descriptor", e.to_string()))?;
         if desc.accelerate && self.units.is_some_and(|u| u.sp.is_none()) {
-            return Err((Status::INVALID_FIELD, parsed));
+            let why = "the job asks for the stream processor, and this device has none (ext.issd.stream_processors = 0)";
+            return Err((ctx.explain(Status::INVALID_FIELD, None, why), parsed));
         }
-        let layout = PageLayout::new(desc.page_size as usize).map_err(|_| (Status::INVALID_FIELD, parsed))?;
-        let kernel = desc.spec.build(layout).map_err(|_| (Status::INVALID_FIELD, parsed))?;
-        let costs = self.params.costs.of(&desc.spec).map_err(|_| (Status::INVALID_FIELD, parsed))?;
+        let layout = PageLayout::new(desc.page_size as usize).map_err(|e| invalid(ctx, "page layout", e.to_string()))?;
+        let kernel = desc.spec.build(layout).map_err(|e| invalid(ctx, desc.spec.name(), e.to_string()))?;
+        let costs = self.params.costs.of(&desc.spec).map_err(|e| invalid(ctx, "kernel costs", e.to_string()))?;
         self.slots[slot] = Some(Job { desc, kernel, costs, result: None });
         self.stats.loads += 1;
         Ok((slot as u32, parsed))
+    }
+
+    fn no_slot(&self, slot: usize) -> String {
+        format!("slot {slot} (CDW10) does not exist: the Agent has {} slots", self.slots.len())
     }
 
     fn run(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Step {
@@ -125,12 +144,17 @@ impl IssdExtension {
         let out: &mut [u8] = match data {
             DataBuf::FromDevice(b) => b,
             DataBuf::None => &mut [],
-            DataBuf::ToDevice(_) => return Err((Status::INVALID_FIELD, t)),
+            DataBuf::ToDevice(_) => {
+                return Err((ctx.explain(Status::INVALID_FIELD, None, "RUN returns its result to the host"), t))
+            }
         };
         let units = self.units.ok_or((Status::INTERNAL_ERROR, t))?;
-        let job = match self.slots.get_mut(sqe.cdw10 as usize) {
-            None => return Err((Status::INVALID_FIELD, t)),
-            Some(None) => return Err((Status::SEQUENCE_ERROR, t)),
+        let slot = sqe.cdw10 as usize;
+        let why_empty = format!("slot {slot} holds no job: LOAD one first");
+        let no_slot = self.no_slot(slot);
+        let job = match self.slots.get_mut(slot) {
+            None => return Err((ctx.explain(Status::INVALID_FIELD, Some(CDW10), no_slot), t)),
+            Some(None) => return Err((ctx.explain(Status::SEQUENCE_ERROR, Some(CDW10), why_empty), t)),
             Some(Some(j)) => j,
         };
         let jc = JobContext { job: &job.desc, kernel: job.kernel.as_ref(), costs: job.costs, params: &self.params, units };
@@ -163,15 +187,22 @@ impl IssdExtension {
 
     fn fetch(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Step {
         let t = ctx.start;
-        let DataBuf::FromDevice(out) = data else { return Err((Status::INVALID_FIELD, t)) };
-        let result = match self.slots.get(sqe.cdw10 as usize) {
-            None => return Err((Status::INVALID_FIELD, t)),
+        let DataBuf::FromDevice(out) = data else {
+            return Err((ctx.explain(Status::INVALID_FIELD, None, "FETCH returns a result to the host"), t));
+        };
+        let slot = sqe.cdw10 as usize;
+        let result = match self.slots.get(slot) {
+            None => return Err((ctx.explain(Status::INVALID_FIELD, Some(CDW10), self.no_slot(slot)), t)),
             Some(Some(Job { result: Some(r), .. })) => r,
-            Some(_) => return Err((Status::SEQUENCE_ERROR, t)),
+            Some(_) => {
+                let why = format!("slot {slot} has no result: RUN its job first");
+                return Err((ctx.explain(Status::SEQUENCE_ERROR, Some(CDW10), why), t));
+            }
         };
         let offset = u64::from(sqe.cdw12) | (u64::from(sqe.cdw13) << 32);
         let Some(rest) = usize::try_from(offset).ok().and_then(|o| result.get(o..)) else {
-            return Err((Status::INVALID_FIELD, t));
+            let why = format!("offset {offset} (CDW12-13) is past the {}-byte result", result.len());
+            return Err((ctx.explain(Status::INVALID_FIELD, Some(CDW12), why), t));
         };
         let n = rest.len().min(out.len());
         out[..n].copy_from_slice(&rest[..n]);

@@ -121,7 +121,8 @@ pub struct JobContext<'a> {
 }
 
 /// Cuts the input into units and assigns each to a queue: one per channel, plus the SSD CPUs' (last).
-fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Result<Vec<VecDeque<Unit>>, Status> {
+/// Errors: why the extents do not fit a columnar job.
+fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Result<Vec<VecDeque<Unit>>, String> {
     let geo = ctx.geometry().clone();
     let per = u64::from(job.page_size) / ctx.lba_bytes();
     let mut queues: Vec<VecDeque<Unit>> = vec![VecDeque::new(); geo.channels as usize + 1];
@@ -138,7 +139,7 @@ fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Resul
         let pages: Vec<u64> =
             job.extents.iter().flat_map(|e| (0..u64::from(e.nlb) / per).map(move |p| e.slba + p * per)).collect();
         if ncol == 0 || pages.len() % ncol != 0 {
-            return Err(KERNEL_FAILED);
+            return Err(format!("{} pages are not a whole number of row groups of {ncol} columns", pages.len()));
         }
         let groups = pages.len() / ncol;
         for g in 0..groups {
@@ -166,23 +167,29 @@ fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Resul
     Ok(queues)
 }
 
+/// [`KERNEL_FAILED`], with the kernel's reason in the device's error log.
+fn failed(ctx: &mut ExecCtx<'_>, stage: &str, why: impl std::fmt::Display) -> Status {
+    ctx.explain(KERNEL_FAILED, None, format!("{stage}: {why}"))
+}
+
 /// Runs a job from `start`; errors are the NVMe status the RUN command completes with.
 pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Result<JobOutcome, Status> {
     let columns = match &jc.job.spec {
         KernelSpec::ColScan(_) | KernelSpec::ColFilterSum(_) => {
-            let layout = crate::PageLayout::new(jc.job.page_size as usize).map_err(|_| KERNEL_FAILED)?;
-            let k = jc.job.spec.build_columnar(layout).map_err(|_| KERNEL_FAILED)?;
+            let layout = crate::PageLayout::new(jc.job.page_size as usize).map_err(|e| failed(ctx, "page layout", e))?;
+            let k = jc.job.spec.build_columnar(layout).map_err(|e| failed(ctx, jc.job.spec.name(), e))?;
             // every row group of the table, one page per named column: anything else would drop rows silently
-            let groups = crate::lineitem::ColumnarLayout::new(k.rows(), layout.page_size(), 1).map_err(|_| KERNEL_FAILED)?.groups();
+            let groups = crate::lineitem::ColumnarLayout::new(k.rows(), layout.page_size(), 1).map_err(|e| failed(ctx, "columnar layout", e))?.groups();
             let pages: u64 = jc.job.extents.iter().map(|e| u64::from(e.nlb)).sum::<u64>() * ctx.lba_bytes() / u64::from(jc.job.page_size);
             if jc.job.first_page != 0 || pages != groups * k.columns().len() as u64 {
-                return Err(KERNEL_FAILED);
+                let why = format!("{pages} pages from page {}: a columnar job covers its {groups} row groups x {} columns from page 0", jc.job.first_page, k.columns().len());
+                return Err(failed(ctx, jc.job.spec.name(), why));
             }
             Some(k.columns().len())
         }
         _ => None,
     };
-    let queues = plan(ctx, jc.job, columns)?;
+    let queues = plan(ctx, jc.job, columns).map_err(|why| failed(ctx, "columnar extents", why))?;
     let cpu_queue = queues.len() - 1;
     let read_ahead = jc.params.fmc_read_ahead as usize;
     let lba_bytes = ctx.lba_bytes();
@@ -216,7 +223,7 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
             stats.flash_reads += 1;
         }
         stats.input_bytes += bytes;
-        let partial = jc.kernel.map(Chunk::new(unit.first_page, &buf)).map_err(|_| KERNEL_FAILED)?;
+        let partial = jc.kernel.map(Chunk::new(unit.first_page, &buf)).map_err(|e| failed(ctx, "map", e))?;
         let plen = partial.encoded_len() as u64;
         let cycles = bytes as f64 * jc.costs.cpb_map(jc.job.accelerate && q != cpu_queue);
         let mapped = if q == cpu_queue {
@@ -231,7 +238,7 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
         // (c) partial to DRAM and back to an SSD CPU, (d) Reduce
         let in_dram = ctx.dram(mapped, 2 * plen);
         let reduced = ctx.firmware(in_dram, plen as f64 * jc.costs.cpb_ssd_cpu / ctrl_cpi);
-        jc.kernel.merge(&mut acc, partial).map_err(|_| KERNEL_FAILED)?;
+        jc.kernel.merge(&mut acc, partial).map_err(|e| failed(ctx, "reduce", e))?;
         stats.partial_bytes += plen;
         produced.push((reduced, plen));
         last = last.max(reduced);
@@ -245,7 +252,7 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
     }
     let result = match jc.job.result {
         ResultKind::Partial => acc.encode(),
-        ResultKind::Output => jc.kernel.finish(acc).map_err(|_| KERNEL_FAILED)?.encode(),
+        ResultKind::Output => jc.kernel.finish(acc).map_err(|e| failed(ctx, "finish", e))?.encode(),
     };
     stats.result_bytes = result.len() as u64;
     let streams = matches!(jc.job.spec, KernelSpec::Scan(_) | KernelSpec::Grep(_) | KernelSpec::ColScan(_));

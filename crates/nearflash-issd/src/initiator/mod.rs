@@ -22,11 +22,11 @@ pub use schedule::Strategy;
 
 use crate::agent::{AgentParams, Extent, JobDescriptor, ResultKind};
 use crate::costs::CostTable;
-use crate::error::{device_error, invalid, Result};
+use crate::error::{device_error, invalid, IssdError, Result};
 use crate::kernel::{KernelSpec, Output};
 use nearflash_core::nvme::DataBuf;
 use nearflash_core::engine::Time;
-use nearflash_core::nvme::{opcode, Sqe};
+use nearflash_core::nvme::{opcode, Completion, Sqe, Status};
 use nearflash_core::Device;
 
 /// An input on the device: its block runs and how it is paged.
@@ -179,7 +179,7 @@ impl<'d> Initiator<'d> {
         let flush = Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() };
         let done = self.dev.execute(self.qid, flush, DataBuf::None)?;
         if !done.status.is_success() {
-            return Err(device_error("flush", done.status));
+            return Err(self.failed("flush", done.cid, done.status));
         }
         let nlb = u32::try_from(data.len() / lba).map_err(|_| invalid("input larger than 2^32 blocks"))?;
         Ok(Input { extents: vec![Extent { slba, nlb }], page_size })
@@ -188,10 +188,25 @@ impl<'d> Initiator<'d> {
     /// Waits for the next completion and fails on an error status.
     fn reap_ok(&mut self, what: &str) -> Result<nearflash_core::nvme::Completion> {
         let c = self.dev.wait(self.qid).ok_or_else(|| invalid(format!("{what}: completion lost")))?;
-        if !c.cqe.status().is_success() {
-            return Err(device_error(what, c.cqe.status()));
-        }
+        self.ok(&c, what)?;
         Ok(c)
+    }
+
+    /// Fails with the command's status, and the reason the device logged for it, unless `c` succeeded.
+    pub(crate) fn ok(&mut self, c: &Completion, what: &str) -> Result<()> {
+        match c.cqe.status() {
+            s if s.is_success() => Ok(()),
+            s => Err(self.failed(what, c.cqe.cid, s)),
+        }
+    }
+
+    /// The error of command `cid` that completed with `status`, with the reason the device logged for it (read
+    /// from the Error Information log, as a host library does).
+    fn failed(&mut self, what: &str, cid: u16, status: Status) -> IssdError {
+        match self.dev.error_reason(self.qid, cid) {
+            Some(reason) => device_error(format!("{what} ({reason})"), status),
+            None => device_error(what, status),
+        }
     }
 
     /// Runs a job with a strategy.
@@ -273,7 +288,10 @@ impl<'d> Initiator<'d> {
         };
         let done = self.dev.execute(self.qid, sqe, DataBuf::FromDevice(&mut rest))?;
         if !done.status.is_success() || done.dw0 as usize != rest.len() {
-            return Err(device_error("fetch", done.status));
+            return Err(match done.status.is_success() {
+                true => device_error("fetch", done.status),
+                false => self.failed("fetch", done.cid, done.status),
+            });
         }
         out.extend_from_slice(&rest);
         Ok(())

@@ -14,10 +14,9 @@ use super::balance::{Balancer, Work};
 use super::host::HostSide;
 use super::{Initiator, Job, JobRun};
 use crate::agent::{Extent, ResultKind};
-use crate::error::{device_error, invalid, Result};
+use crate::error::{invalid, Result};
 use crate::kernel::Partial;
 use nearflash_core::engine::Time;
-use nearflash_core::nvme::Completion;
 use std::collections::VecDeque;
 
 /// How a job's input is split between the device and the host.
@@ -205,10 +204,10 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
         let c = ini.dev.wait(ini.qid).ok_or_else(|| invalid("completion lost"))?;
         end = end.max(c.time);
         if let Some(j) = dev.iter_mut().find(|j| j.load == Some(c.cqe.cid)) {
-            ok(&c, "load")?;
+            ini.ok(&c, "load")?;
             j.load = None;
         } else if let Some(i) = dev.iter().position(|j| j.run == c.cqe.cid) {
-            ok(&c, "run")?;
+            ini.ok(&c, "run")?;
             let DevJob { bytes, mut buf, .. } = dev.remove(i).ok_or_else(|| invalid("device job lost"))?;
             let total = c.cqe.dw0 as usize;
             if total > buf.len() {
@@ -236,14 +235,6 @@ pub(super) fn run_split(ini: &mut Initiator<'_>, job: &Job, strategy: Strategy) 
         start,
         end: end.max(host.cpu_done),
     })
-}
-
-fn ok(c: &Completion, what: &str) -> Result<()> {
-    if c.cqe.status().is_success() {
-        Ok(())
-    } else {
-        Err(device_error(what, c.cqe.status()))
-    }
 }
 
 /// LOADs one share for the device into Agent slot `slot` and RUNs it (its merged partial comes back).

@@ -219,3 +219,30 @@ fn fmc_bound_and_link_bound_points_agree_with_eq_1() {
     let (mean, max) = error_summary(&pts);
     assert!(mean <= max && max < 0.1);
 }
+
+#[test]
+fn failed_commands_say_which_field_in_the_error_log() {
+    let (mut dev, _) = small_device(Fig7Config::Issd400);
+    dev.create_queue_pair(1, 32).unwrap();
+    let good = desc(r#"{"kernel":"scan"}"#, vec![Extent { slba: 0, nlb: 8 }]).encode();
+    let bad_regex = desc(r#"{"kernel":"grep","pattern":"(","regex":true}"#, vec![Extent { slba: 0, nlb: 8 }]).encode();
+    let cases: [(Sqe, &[u8], Status, &str); 4] = [
+        (Sqe { cdw10: 99, ..load_sqe(good.len()) }, &good, Status::INVALID_FIELD, "slot 99 (CDW10) does not exist"),
+        (load_sqe(0), &good, Status::INVALID_FIELD, "descriptor length 0 (CDW11)"),
+        (load_sqe(40), &[0xAB; 40], Status::INVALID_FIELD, "descriptor:"),
+        (load_sqe(bad_regex.len()), &bad_regex, Status::INVALID_FIELD, "grep:"),
+    ];
+    for (sqe, data, status, said) in cases {
+        let d = dev.execute(1, sqe, DataBuf::ToDevice(data)).unwrap();
+        assert_eq!(d.status, status);
+        let reason = dev.error_reason(1, d.cid).expect("a reason is logged");
+        assert!(reason.contains(said), "{reason:?} does not say {said:?}");
+    }
+    let d = dev.execute(1, RUN, DataBuf::None).unwrap();
+    assert_eq!(d.status, Status::SEQUENCE_ERROR);
+    assert!(dev.error_reason(1, d.cid).unwrap().contains("LOAD one first"));
+    // a command that succeeds leaves no reason behind for the next failure to inherit
+    let ok = dev.execute(1, load_sqe(good.len()), DataBuf::ToDevice(&good)).unwrap();
+    assert!(ok.status.is_success());
+    assert_eq!(dev.error_reason(1, ok.cid), None);
+}
