@@ -186,3 +186,15 @@ def test_cli_serves_a_device_image(tmp_path):
         finally:
             p.terminate()
             p.wait(timeout=10)
+
+
+def test_cli_bad_arguments(tmp_path, capsys):
+    from nearflash.cli import main
+
+    assert main(["cognitive", "serve", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port: 70000" in capsys.readouterr().err
+    assert main(["cognitive", "serve", str(tmp_path), "--db", "0"]) == 2
+    assert "--db: 0" in capsys.readouterr().err
+    (tmp_path / "x.npy").write_bytes(b"not npy")
+    assert main(["cognitive", "serve", str(tmp_path), "--database", str(tmp_path / "x.npy")]) == 2
+    assert "not a readable .npy" in capsys.readouterr().err

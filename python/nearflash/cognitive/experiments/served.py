@@ -17,6 +17,7 @@ import numpy as np
 from nearflash.cognitive.data import fashion_mnist
 from nearflash.cognitive.experiments.setup import deployed
 from nearflash.cognitive.serve import make_server
+from nearflash.errors import NearflashError
 from nearflash.experiment import Experiment, Options
 
 PERCENTILES = (50, 90, 95, 99)
@@ -49,7 +50,7 @@ def ab_run(url: str, body: Path, n: int, c: int) -> dict[str, float]:
 
 def run_served(exp: Experiment, opts: Options) -> None:
     if shutil.which("ab") is None:
-        raise RuntimeError("ApacheBench (`ab`, Debian apache2-utils) is needed for this experiment")
+        raise NearflashError("experiment cognitive served: ApacheBench (`ab`, Debian apache2-utils) is not installed")
     db_n = int(opts.extra.get("db", 2000 if opts.quick else 10000))
     n = int(opts.extra.get("requests", 100 if opts.quick else 1000))
     conc = int(opts.extra.get("concurrency", 4 if opts.quick else 8))
