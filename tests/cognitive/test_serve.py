@@ -89,6 +89,7 @@ def test_answers_equal_the_direct_call_in_every_format(fmnist, server):
         ("/search?t=-3", bytes(784), 400, "not a whole number"),
         ("/search?t=1e3", bytes(784), 400, "not a whole number"),
         ("/search?t=", bytes(784), 400, "not a whole number"),
+        ("/search?t=%C2%B2", bytes(784), 400, "not a whole number"),  # a superscript two: isdigit() but not int()
         ("/search?t=1&t=2", bytes(784), 400, "more than once"),
         ("/search", bytes(784), 400, "t: missing"),
         ("/search?t=10", npy(np.zeros((28, 28), np.float32)), 400, "dtype float32"),
@@ -123,8 +124,9 @@ def test_methods_lengths_and_the_server_survives(fmnist, server):
     assert head.startswith("HTTP/1.1 411") and "Content-Length: required" in head
     status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": str(MAX_BODY + 1)})
     assert status == 413 and "at most" in ans["error"]
-    status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": "lots"})
-    assert status == 400 and "Content-Length" in ans["error"]
+    for bad in ("lots", "\u00b2", "-1"):
+        status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": bad})
+        assert status == 400 and "Content-Length" in ans["error"]
     # still answering, the deployment intact
     img = fmnist[2][7]
     status, ans, _ = request(server, "POST", "/search?t=7", img.tobytes())

@@ -39,6 +39,11 @@ NPY_MAGIC = b"\x93NUMPY"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+def whole_number(s: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes superscripts and other scripts' digits, which ``int`` refuses)."""
+    return s.isascii() and s.isdigit()
+
+
 class BadRequest(Exception):
     """A request the service refuses: HTTP ``status`` and a message for the client."""
 
@@ -87,7 +92,7 @@ def parse_t(query: str, database: int) -> int:
     if len(values) > 1:
         raise BadRequest(400, "t: given more than once")
     s = values[0].strip()
-    if not s.isdigit():  # also refuses signs, blanks and non-ASCII digits
+    if not whole_number(s):  # also refuses signs, blanks, exponents and non-ASCII digits
         raise BadRequest(400, f"t: {values[0]!r} is not a whole number; T from 1 to {database}")
     t = int(s)
     if not 1 <= t <= database:
@@ -167,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
         if length is None:
             self.close_connection = True
             raise BadRequest(411, "Content-Length: required (send the image as the body)")
-        if not length.strip().isdigit():
+        if not whole_number(length.strip()):
             self.close_connection = True
             raise BadRequest(400, f"Content-Length: {length!r} is not a whole number")
         n = int(length)
