@@ -28,7 +28,7 @@ DB = 300
 def server(fmnist, model):
     ssd = CognitiveSSD(small_device(reserved=2))
     ssd.deploy(model, fmnist[0][:DB], calibration=200)
-    srv = make_server(ssd, "127.0.0.1", 0)
+    srv = make_server(ssd, "127.0.0.1", 0, timeout=1.0)
     th = threading.Thread(target=srv.serve_forever, daemon=True)
     th.start()
     yield srv
@@ -127,6 +127,20 @@ def test_methods_lengths_and_the_server_survives(fmnist, server):
     for bad in ("lots", "\u00b2", "-1"):
         status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": bad})
         assert status == 400 and "Content-Length" in ans["error"]
+    # a body shorter than announced: the client stops (408 after the timeout) or hangs up (400)
+    with socket.create_connection(server.server_address[:2], timeout=10) as s:
+        s.sendall(b"POST /search?t=5 HTTP/1.1\r\nHost: x\r\nContent-Length: 784\r\n\r\n" + bytes(100))
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 408") and b"not all of the 784 bytes" in got
+    with socket.create_connection(server.server_address[:2], timeout=10) as s:
+        s.sendall(b"POST /search?t=5 HTTP/1.1\r\nHost: x\r\nContent-Length: 784\r\n\r\n" + bytes(100))
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 400") and b"ended after 100 of the 784 bytes" in got
     # still answering, the deployment intact
     img = fmnist[2][7]
     status, ans, _ = request(server, "POST", "/search?t=7", img.tobytes())

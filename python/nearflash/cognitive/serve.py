@@ -17,7 +17,7 @@ Endpoints:
 
 Bad input gets a JSON ``{"error": ...}`` naming what was wrong: 400 (wrong body size or format, T missing, not an
 integer, 0, or above the database size), 404 (unknown path), 405 (wrong method; ``Allow`` names the right one), 411
-(no Content-Length), 413 (body above :data:`MAX_BODY`). An unexpected exception answers 500 and the server goes on.
+(no Content-Length), 413 (body above :data:`MAX_BODY`), 408 (the body stops coming for ``timeout`` seconds). An unexpected exception answers 500 and the server goes on.
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     service: RetrievalService  # set on the subclass made by make_server
     verbose = False
+    #: Seconds a connection may stay silent (socket timeout): a client that stops sending holds a thread no longer.
+    timeout: float = 10.0
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's name)
         if self.verbose:
@@ -179,7 +181,15 @@ class Handler(BaseHTTPRequestHandler):
         if n > MAX_BODY:
             self.close_connection = True  # the body is not read
             raise BadRequest(413, f"body: {n} bytes; at most {MAX_BODY}")
-        return self.rfile.read(n)
+        try:
+            body = self.rfile.read(n)
+        except TimeoutError:
+            self.close_connection = True
+            raise BadRequest(408, f"body: not all of the {n} bytes of Content-Length came within {self.timeout} s") from None
+        if len(body) < n:
+            self.close_connection = True
+            raise BadRequest(400, f"body: the connection ended after {len(body)} of the {n} bytes of Content-Length")
+        return body
 
     def _handle(self, method: str) -> None:
         try:
@@ -222,11 +232,15 @@ class Handler(BaseHTTPRequestHandler):
         self._handle("HEAD")
 
 
-def make_server(ssd: Any, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False) -> ThreadingHTTPServer:
+def make_server(ssd: Any, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False,
+                timeout: float = 10.0) -> ThreadingHTTPServer:
     """An HTTP server (not yet serving) for the deployed ``ssd``; port 0 picks a free port
-    (``server.server_address``). Call ``serve_forever()`` (in a thread if need be) and ``shutdown()``."""
+    (``server.server_address``). Call ``serve_forever()`` (in a thread if need be) and ``shutdown()``. ``timeout``:
+    seconds a connection may stay silent before it is answered 408 or dropped."""
+    if not timeout > 0:
+        raise ValueError(f"timeout: {timeout}; seconds above 0")
     service = RetrievalService(ssd)
-    handler = type("CognitiveHandler", (Handler,), {"service": service, "verbose": verbose})
+    handler = type("CognitiveHandler", (Handler,), {"service": service, "verbose": verbose, "timeout": timeout})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.service = service  # type: ignore[attr-defined]
