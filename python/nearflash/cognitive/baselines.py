@@ -40,6 +40,9 @@ PARAMS: dict[str, Param] = {
                                       "reaches"),
     "gpu_pcie_latency_s": Param(10e-6, "s", "assumed: a cudaMemcpy call with DMA set-up, per transfer (weights + "
                                             "image in, code out: 2)"),
+    "cpu_alexnet_hash_s": Param(0.114, "s", "paper Table 5: CPU hashing 114 ms on 2x Xeon E5-2630 (first model group, "
+                                            "taken as Hash-AlexNet; labels lost). Used for Hash-AlexNet only: our "
+                                            "executor takes Fashion-sized images"),
     "fpga_clock": Param(100e6, "Hz", "paper Sec. 5.3/5.5: the FPGA boards run at 100 MHz"),
     "fpga_ddr_bw": Param(12.8e9, "B/s", "ZC706 (UG954): PL DDR3 SODIMM, 64 bits at 1600 MT/s"),
     "fpga_pcie_bw": Param(1.6e9, "B/s", "ZC706 (UG954): PCIe Gen2 x4 = 2 GB/s after 8b/10b; 80% of it after TLP "
