@@ -103,3 +103,68 @@ def test_bad_construction(fmnist, model):
         ssd.deploy(model, fmnist[0][:DB], layout="three_hop")
     with pytest.raises(InvalidArgument, match="database"):
         ssd.deploy(model, None)
+
+
+def safetensors_model(network: dict, seed: int = 1) -> bytes:
+    """A safetensors model file of `network` (the layer list JSON) with random float weights, written by hand so that
+    layer lists the trainer would never make can be tried."""
+    import json
+    import struct
+
+    rng = np.random.default_rng(seed)
+    tensors, blobs, off = {}, [], 0
+    for layer in network["body"] + [network["classifier"]]:
+        if layer["type"] == "conv":
+            shapes = [[layer["out_ch"], layer["in_ch"], layer["kernel"], layer["kernel"]], [layer["out_ch"]]]
+        elif layer["type"] == "fc":
+            shapes = [[layer["outputs"], layer["inputs"]], [layer["outputs"]]]
+        else:
+            continue
+        for suffix, shape in zip(("weight", "bias"), shapes):
+            b = (rng.standard_normal(int(np.prod(shape))).astype("<f4") * 0.1).tobytes()
+            tensors[f"{layer['name']}.{suffix}"] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
+            blobs.append(b)
+            off += len(b)
+    header = json.dumps({"__metadata__": {"network": json.dumps(network)}, **tensors}).encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + b"".join(blobs)
+
+
+def net_with(first: dict, flat: int) -> dict:
+    return {"input": [1, 28, 28], "body": [first, {"type": "relu"}, {"type": "flatten"},
+                                           {"type": "fc", "name": "hash", "inputs": flat, "outputs": 48}],
+            "classifier": {"type": "fc", "name": "cls", "inputs": 48, "outputs": 10}}
+
+
+def test_a_model_the_compiler_cannot_map_is_refused_naming_the_layer(fmnist, deployed, tmp_path):
+    """A 17x17 kernel does not fit DLG-x's 4-bit kernel field: deploy names the layer; nothing on the device changes.
+    A layer kind DLG-x has no unit for is refused when the model is read, naming it."""
+    from nearflash.cognitive import load_model
+
+    qs = fmnist[2]
+    before = deployed.search(qs[:3], 10)
+    big = tmp_path / "k17.safetensors"
+    big.write_bytes(safetensors_model(net_with({"type": "conv", "name": "wide", "in_ch": 1, "out_ch": 4, "kernel": 17,
+                                                "stride": 1, "pad": 0}, 4 * 12 * 12)))
+    with pytest.raises(InvalidArgument, match=r"wide.*kernel and stride up to 15"):
+        deployed.deploy(str(big), fmnist[0][:DB], calibration=50)
+    lstm = tmp_path / "lstm.safetensors"
+    net = net_with({"type": "conv", "name": "c", "in_ch": 1, "out_ch": 4, "kernel": 5, "stride": 1, "pad": 0}, 4 * 24 * 24)
+    net["body"].insert(1, {"type": "lstm", "name": "rnn", "hidden": 8})
+    lstm.write_bytes(safetensors_model(net))
+    with pytest.raises(InvalidArgument, match="lstm"):
+        load_model(str(lstm))
+    assert (deployed.search(qs[:3], 10) == before).all()
+    deployed.device.verify()
+
+
+def test_index_without_a_hashing_session_is_a_sequence_error(fmnist, deployed):
+    before = deployed.search(fmnist[2][:3], 10)
+    with pytest.raises(NvmeError) as e:
+        deployed._command("DLG_index", 0x7777, 10, np.zeros(40, dtype=np.uint8), False)  # no DLG_hashing at 0x7777
+    assert (e.value.sct, e.value.sc) == (0, 0x0C)
+    with pytest.raises(NvmeError) as e:
+        deployed._command("DLG_analysis", 0x7777, 1, np.zeros(8, dtype=np.uint8), False)
+    assert (e.value.sct, e.value.sc) == (0, 0x0C)
+    assert (deployed.search(fmnist[2][:3], 10) == before).all()
+    deployed.device.verify()

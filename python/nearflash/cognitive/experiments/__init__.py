@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from nearflash.cognitive.experiments import fig9, table2, table3, table5
+from nearflash.cognitive.experiments import fig9, fig11, served, table2, table3, table5
 
 EXPERIMENTS = {
     "table2": ("Table 2: fio-like 128 KiB I/O bandwidth while DLG-x hashes, Method A (blocking) vs B (polling) vs peak",
@@ -13,5 +13,9 @@ EXPERIMENTS = {
                table3.run_table3),
     "fig9": ("Fig. 9: DLG-x graph search (device) vs brute force and CPU graph search (measured), recall and precision",
              fig9.run_fig9),
+    "fig11": ("Fig. 11 and Table 6: latency and QPS vs T, Cognitive SSD vs B-CPU/B-GPU/B-FPGA/B-DLG-x (modelled), "
+              "energy per query and QPS/W from Table 6's powers", fig11.run_fig11),
     "table5": ("Table 5 and Eqs. 2-4: DLG-x hashing latency (NPE model) beside the host CPU measured", table5.run_table5),
+    "served": ("Served mode: ApacheBench on the HTTP endpoint (requests/s, latency percentiles) beside the direct call",
+               served.run_served),
 }

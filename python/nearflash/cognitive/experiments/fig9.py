@@ -9,26 +9,12 @@ import time
 import numpy as np
 
 from nearflash.cognitive.data import fashion_mnist
-from nearflash.cognitive.experiments.setup import deployed
+from nearflash.cognitive.experiments.setup import deployed, read_ms
 from nearflash.experiment import Experiment, Options
 
 #: Fig. 9 (CIFAR-10): speed-up of DLG-x graph search over brute force and over CPU graph search, range over T.
 PAPER_VS_BRUTE = (111.51, 90.22)
 PAPER_VS_CPU_GRAPH = (37.12, 36.73)
-
-
-def page_read_ms(device) -> float:
-    """Latency of one 16 KiB read of stored data through the host's kernel stack on `device` (mean of 8)."""
-    page = 4 * device.lba_bytes
-    device.write(0, np.arange(8 * page, dtype=np.uint64).astype(np.uint8))
-    device.flush()
-    device.advance(10_000_000)
-    ns = []
-    for i in range(8):
-        t0 = device.now_ns
-        device.read(4 * i, 4)
-        ns.append(device.now_ns - t0)
-    return float(np.mean(ns)) / 1e6
 
 
 def run_fig9(exp: Experiment, opts: Options) -> None:
@@ -41,7 +27,7 @@ def run_fig9(exp: Experiment, opts: Options) -> None:
     ssd, labels = deployed(db_n, seed=opts.seed)
     qs, q_labels = fashion_mnist("test", q_n)
     index = ssd.index
-    read_ms = page_read_ms(ssd.device)
+    read_ms_page = read_ms(ssd.device, 16384)
     rows = []
     for t in exp.steps(ts):
         before = ssd.report()["stats"]["graph_pages_read"]
@@ -57,7 +43,7 @@ def run_fig9(exp: Experiment, opts: Options) -> None:
         found = [index.graph.search(c, t, "plain", index.seed + i) for i, c in enumerate(codes)]
         cpu_ms = (time.perf_counter() - t0) / q_n * 1e3
         cpu = [f[0] for f in found]
-        cpu_ssd_ms = cpu_ms + float(np.mean([f[1]["pages_read"] for f in found])) * read_ms
+        cpu_ssd_ms = cpu_ms + float(np.mean([f[1]["pages_read"] for f in found])) * read_ms_page
         recall = float(np.mean([len(np.intersect1d(a, b)) / t for a, b in zip(ids, bf)]))
         prec = lambda res: 100 * float(np.mean([(labels[r] == q).mean() for r, q in zip(res, q_labels)]))  # noqa: E731
         rows.append([t, dlgx_ms, pages, bf_ms, cpu_ms, cpu_ssd_ms, bf_ms / dlgx_ms, cpu_ms / dlgx_ms, cpu_ssd_ms / dlgx_ms,
@@ -73,7 +59,7 @@ def run_fig9(exp: Experiment, opts: Options) -> None:
                 f"ours: mean over T; paper CIFAR-10 {PAPER_VS_CPU_GRAPH[1]}-{PAPER_VS_CPU_GRAPH[0]}x")
     exp.compare("speed-up of DLG-x graph search over CPU graph search, pages read from the SSD",
                 float(np.mean([r[8] for r in rows])), float(np.mean(PAPER_VS_CPU_GRAPH)), "x",
-                f"CPU time + plain-layout pages x {read_ms:.3f} ms (one 16 KiB read through the kernel stack, measured on "
+                f"CPU time + plain-layout pages x {read_ms_page:.3f} ms (one 16 KiB read through the kernel stack, measured on "
                 "the same device model)")
     exp.compare("graph search recall vs brute force top-T", float(np.mean([r[9] for r in rows])), None, "%", "mean over T")
     exp.record("sizes", {"database": db_n, "queries": q_n})

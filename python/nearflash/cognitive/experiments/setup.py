@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nearflash import Device
 from nearflash.cognitive.data import fashion_mnist, load_model
 from nearflash.cognitive.ssd import CognitiveSSD
@@ -30,3 +32,18 @@ def deployed(db_n: int, layout: str = "two_hop", method: str = "B", seed: int = 
     ssd = CognitiveSSD(device(db_n, **overrides), method=method)
     ssd.deploy(load_model(), db, layout=layout, calibration=min(1000, db_n), seed=seed)
     return ssd, labels
+
+
+def read_ms(device: Device, nbytes: int, repeat: int = 8) -> float:
+    """Latency (ms) of reading `nbytes` of stored data through the host's kernel stack on `device` (one read command
+    of whole blocks; mean of `repeat` reads of different places)."""
+    blocks = -(-int(nbytes) // device.lba_bytes)
+    device.write(0, np.arange(repeat * blocks * device.lba_bytes, dtype=np.uint64).astype(np.uint8))
+    device.flush()
+    device.advance(10_000_000)
+    ns = []
+    for i in range(repeat):
+        t0 = device.now_ns
+        device.read(blocks * i, blocks)
+        ns.append(device.now_ns - t0)
+    return float(np.mean(ns)) / 1e6

@@ -1,0 +1,216 @@
+"""Served mode (`nearflash cognitive serve`): answers over HTTP equal `CognitiveSSD.search`; ApacheBench on the
+loopback gets only 200s; hostile requests get 400/404/405/411/413 with a message naming what was wrong, and the
+server keeps answering."""
+
+import http.client
+import io
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from nearflash.cognitive import CognitiveSSD
+from nearflash.cognitive.serve import MAX_BODY, make_server
+
+from cognitive_fixtures import fmnist, model, small_device  # noqa: F401  (fixtures)
+
+DB = 300
+
+
+@pytest.fixture(scope="module")
+def server(fmnist, model):
+    ssd = CognitiveSSD(small_device(reserved=2))
+    ssd.deploy(model, fmnist[0][:DB], calibration=200)
+    srv = make_server(ssd, "127.0.0.1", 0, timeout=1.0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def request(srv, method, path, body=None, headers=None):
+    c = http.client.HTTPConnection(*srv.server_address[:2], timeout=10)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b"null"), r
+    finally:
+        c.close()
+
+
+def npy(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def png(a, mode="L"):
+    from PIL import Image
+
+    b = io.BytesIO()
+    Image.fromarray(a).convert(mode).save(b, format="PNG")
+    return b.getvalue()
+
+
+def test_answers_equal_the_direct_call_in_every_format(fmnist, server):
+    qs = fmnist[2]
+    ssd = server.service.ssd
+    for i, t in [(0, 1), (1, 10), (2, 50), (3, DB)]:
+        img = qs[i]
+        direct = ssd.search(img[None, :], t)[0].tolist()
+        for body in (img.tobytes(), npy(img.reshape(28, 28)), npy(img[None, :]), png(img.reshape(28, 28))):
+            status, ans, _ = request(server, "POST", f"/search?t={t}", body)
+            assert status == 200, ans
+            assert ans["ids"] == direct and ans["t"] == t
+            assert ans["device_latency_us"] > 0 and ans["wall_ms"] > 0
+            assert set(ans["device_times_us"]) == {"DLG_hashing", "DLG_index"}
+    status, st, _ = request(server, "GET", "/stats")
+    assert status == 200 and st["searches"] >= 16 and st["database"] == DB
+    assert st["extension"]["queries"] >= 16 and st["mean_device_latency_us"] > 0
+
+
+@pytest.mark.parametrize(
+    "path,body,status,match",
+    [
+        ("/search?t=10", bytes(783), 400, "783 bytes"),
+        ("/search?t=10", bytes(785), 400, "785 bytes"),
+        ("/search?t=10", b"", 400, "0 bytes"),
+        ("/search?t=0", bytes(784), 400, "t: 0"),
+        (f"/search?t={DB + 1}", bytes(784), 400, f"t: {DB + 1}; T from 1 to {DB}"),
+        ("/search?t=ten", bytes(784), 400, "'ten' is not a whole number"),
+        ("/search?t=-3", bytes(784), 400, "not a whole number"),
+        ("/search?t=1e3", bytes(784), 400, "not a whole number"),
+        ("/search?t=", bytes(784), 400, "not a whole number"),
+        ("/search?t=%C2%B2", bytes(784), 400, "not a whole number"),  # a superscript two: isdigit() but not int()
+        ("/search?t=1&t=2", bytes(784), 400, "more than once"),
+        ("/search", bytes(784), 400, "t: missing"),
+        ("/search?t=10", npy(np.zeros((28, 28), np.float32)), 400, "dtype float32"),
+        ("/search?t=10", npy(np.zeros((27, 28), np.uint8)), 400, r"shape \(27, 28\)"),
+        ("/search?t=10", npy(np.zeros((2, 784), np.uint8)), 400, r"shape \(2, 784\)"),
+        ("/search?t=10", npy(np.zeros((28, 28), np.uint8))[:-5], 400, "damaged .npy"),
+        ("/search?t=10", b"\x93NUMPY\x01\x00garbage", 400, "damaged .npy"),
+        ("/search?t=10", png(np.zeros((28, 28), np.uint8), "RGB"), 400, "mode RGB"),
+        ("/search?t=10", png(np.zeros((32, 28), np.uint8)), 400, "28x32 .png"),
+        ("/search?t=10", png(np.zeros((28, 28), np.uint8))[:40], 400, "damaged .png"),
+        ("/nope", None, 404, "/nope: no such endpoint"),
+        ("/", None, 404, "no such endpoint"),
+    ],
+)
+def test_hostile_requests(server, path, body, status, match):
+    got, ans, _ = request(server, "POST", path, body)
+    assert got == status and re.search(match, ans["error"]), ans
+
+
+def test_methods_lengths_and_the_server_survives(fmnist, server):
+    for method, path, allow in [("GET", "/search?t=5", "POST"), ("PUT", "/search?t=5", "POST"),
+                                ("DELETE", "/stats", "GET"), ("POST", "/stats", "GET")]:
+        status, ans, r = request(server, method, path, b"x")
+        assert status == 405 and r.getheader("Allow") == allow and allow in ans["error"]
+    # no Content-Length: a raw request, since http.client always sends one
+    with socket.create_connection(server.server_address[:2], timeout=10) as s:
+        s.sendall(b"POST /search?t=5 HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = b""
+        while chunk := s.recv(4096):  # the server closes the connection after the answer
+            head += chunk
+        head = head.decode()
+    assert head.startswith("HTTP/1.1 411") and "Content-Length: required" in head
+    status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": str(MAX_BODY + 1)})
+    assert status == 413 and "at most" in ans["error"]
+    for bad in ("lots", "\u00b2", "-1"):
+        status, ans, _ = request(server, "POST", "/search?t=5", None, {"Content-Length": bad})
+        assert status == 400 and "Content-Length" in ans["error"]
+    # a body shorter than announced: the client stops (408 after the timeout) or hangs up (400)
+    with socket.create_connection(server.server_address[:2], timeout=10) as s:
+        s.sendall(b"POST /search?t=5 HTTP/1.1\r\nHost: x\r\nContent-Length: 784\r\n\r\n" + bytes(100))
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 408") and b"not all of the 784 bytes" in got
+    with socket.create_connection(server.server_address[:2], timeout=10) as s:
+        s.sendall(b"POST /search?t=5 HTTP/1.1\r\nHost: x\r\nContent-Length: 784\r\n\r\n" + bytes(100))
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 400") and b"ended after 100 of the 784 bytes" in got
+    # still answering, the deployment intact
+    img = fmnist[2][7]
+    status, ans, _ = request(server, "POST", "/search?t=7", img.tobytes())
+    assert status == 200 and ans["ids"] == server.service.ssd.search(img[None, :], 7)[0].tolist()
+    status, st, _ = request(server, "GET", "/stats")
+    assert st["by_status"]["405"] >= 4 and st["by_status"]["411"] >= 1 and st["by_status"]["413"] >= 1
+
+
+def test_apachebench_load_on_the_loopback(fmnist, server, tmp_path):
+    if shutil.which("ab") is None:
+        pytest.skip("ApacheBench (`ab`, Debian apache2-utils) is not installed")
+    img = fmnist[2][11]
+    f = tmp_path / "q.bin"
+    f.write_bytes(img.tobytes())
+    before = server.service.stats()["searches"]
+    host, port = server.server_address[:2]
+    r = subprocess.run(["ab", "-q", "-l", "-n", "200", "-c", "4", "-s", "10", "-p", str(f), "-T", "application/octet-stream",
+                        f"http://{host}:{port}/search?t=20"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"Complete requests:\s+200", r.stdout) and re.search(r"Failed requests:\s+0", r.stdout)
+    assert "Non-2xx" not in r.stdout
+    assert float(re.search(r"Requests per second:\s+([0-9.]+)", r.stdout).group(1)) > 0
+    assert server.service.stats()["searches"] == before + 200
+    status, ans, _ = request(server, "POST", "/search?t=20", img.tobytes())
+    assert ans["ids"] == server.service.ssd.search(img[None, :], 20)[0].tolist()
+
+
+def test_cli_serves_a_device_image(tmp_path):
+    """`nearflash cognitive serve DEVICE --port 0` on an image made by `nearflash create` answers; a missing image is
+    a clear error."""
+    from cognitive_fixtures import DATA, SMALL
+
+    if not DATA.exists():
+        pytest.skip("dataset-fashion-mnist is not installed (scripts/env.sh installs it)")
+    img_dir = tmp_path / "dev"
+    sets = [a for k, v in {**SMALL, "ext_reserved_blocks": 2}.items() for a in ("--set", f"{k}={v}")]
+    subprocess.run([sys.executable, "-m", "nearflash.cli", "create", str(img_dir), *sets], check=True, timeout=60,
+                   capture_output=True)
+    bad = subprocess.run([sys.executable, "-m", "nearflash.cli", "cognitive", "serve", str(tmp_path / "none")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "error" in bad.stderr
+    with subprocess.Popen([sys.executable, "-m", "nearflash.cli", "cognitive", "serve", str(img_dir), "--port", "0",
+                           "--db", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        try:
+            line = p.stdout.readline()
+            m = re.search(r"http://([0-9.]+):(\d+)/", line)
+            assert m, line + (p.stderr.read() if p.poll() is not None else "")
+            c = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=10)
+            try:
+                c.request("POST", "/search?t=3", body=bytes(784))
+                r = c.getresponse()
+                ans = json.loads(r.read())
+                assert r.status == 200 and len(ans["ids"]) == 3
+                c.request("POST", "/search?t=201", body=bytes(784))
+                r = c.getresponse()
+                assert r.status == 400 and "T from 1 to 200" in json.loads(r.read())["error"]
+            finally:
+                c.close()
+        finally:
+            p.terminate()
+            p.wait(timeout=10)
+
+
+def test_cli_bad_arguments(tmp_path, capsys):
+    from nearflash.cli import main
+
+    assert main(["cognitive", "serve", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port: 70000" in capsys.readouterr().err
+    assert main(["cognitive", "serve", str(tmp_path), "--db", "0"]) == 2
+    assert "--db: 0" in capsys.readouterr().err
+    (tmp_path / "x.npy").write_bytes(b"not npy")
+    assert main(["cognitive", "serve", str(tmp_path), "--database", str(tmp_path / "x.npy")]) == 2
+    assert "not a readable .npy" in capsys.readouterr().err
