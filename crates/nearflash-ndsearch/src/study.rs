@@ -164,7 +164,6 @@ pub fn run_batch_as(
         rep.trace_length += it.pairs.len();
         rep.speculative += it.speculative.len();
         rep.page_reads += t.page_reads;
-        rep.read_ops += t.read_ops;
         times.push(t);
     }
     if !dynamic {
@@ -177,6 +176,7 @@ pub fn run_batch_as(
                 .max(1);
             let more = t.page_reads as f64 / shared as f64;
             t.searching *= more;
+            t.read_ops = (t.read_ops as f64 * more).round() as usize;
             if variant.design != Design::SearSsd {
                 // pages cross the NAND interfaces (and the link) once per read
                 t.nand_io_bytes *= more;
@@ -191,6 +191,7 @@ pub fn run_batch_as(
         rep.searching_ns += t.searching;
         rep.gathering_ns += t.gathering;
         rep.sorting_ns += t.sorting;
+        rep.read_ops += t.read_ops;
         rep.nand_io_bytes += t.nand_io_bytes;
         rep.link_bytes += t.link_bytes;
     }
