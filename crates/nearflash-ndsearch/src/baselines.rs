@@ -16,11 +16,11 @@
 //! chips or channels: "the same budget with NDSEARCH"). Within a unit the stages (sensing, page transfer, compute)
 //! are pipelined: the unit takes its slowest stage's total plus the other stages' time for one page.
 //!
-//! Energy (Fig. 20): SearSSD's Table I powers x the busy time of the stage they serve (Vgenerator/Allocator buffers
-//! and control x allocating, the LUN accelerators' MACs, queues, buffers and LDPC x searching, the FPGA x sorting);
-//! DeepStore's accelerators, with the same budget, are charged the same powers; the SmartSSD FPGA its power over the
-//! whole batch; every design also pays the SSD's background power over the batch, each page sense, and each byte on
-//! the NAND interfaces and the FPGA link (`BaselineParams`).
+//! Energy (Fig. 20, `batch_energy_pj`): Table I powers x busy time as the firmware's units charge them
+//! (Vgenerator/Allocator buffers and control x allocating, the distance units x their MACs' busy time, the FPGA x
+//! sorting); DeepStore's accelerators, with the same budget, are charged the same powers; the SmartSSD FPGA its power
+//! over traversal, distances and sort; every design also pays the SSD's static power over the batch, each page
+//! sense, and each byte on the NAND interfaces and the FPGA link (`BaselineParams`, the searssd preset's values).
 
 use serde::Serialize;
 
@@ -39,11 +39,11 @@ nearflash_core::ext_params! {
         /// Element MACs per FPGA cycle for the SmartSSD-only design's distances.
         smartssd_lanes: Int = 256 in 1..=65536, "count", "assumed: 256 8-bit MACs per cycle at fpga_clock (the KU15P has 1,968 DSP slices; the sorter and the link logic take the rest)";
         /// The SSD's own power (controller cores, DRAM, NAND background) while a batch runs, reads excluded.
-        p_ssd: Power = 8, "W", "assumed: a data-centre NVMe SSD's active power (Samsung 983 DCT class, which the paper models), charged alike to every in-SSD design";
+        p_ssd: Power = 154, "mW", "the searssd preset's energy.ssd_static (iSSD Fig. 10: SSD DRAM 154 mW; NDSearch gives none), charged alike to every in-SSD design";
         /// Energy of one page sense (tR).
-        e_page_sense: Energy = 5, "uJ", "assumed: ~25 mA array read current at 3.3 V for tR 60 us (datasheet-typical ICC of a page read)";
+        e_page_sense: Energy = 6.62, "uJ", "the searssd preset's energy.nand_read_page (iSSD Fig. 10: 3.31 uJ per 8 KiB, scaled to 16 KiB)";
         /// Energy per byte on a NAND interface (die to chip accelerator, or over the channel).
-        e_nand_io: EnergyPerByte = 20, "pJ/B", "assumed: NV-DDR2 I/O at 1.8 V VCCQ, ~2.5 pJ/bit";
+        e_nand_io: EnergyPerByte = 50, "pJ/B", "the searssd preset's energy.channel_per_byte (assumed there: NAND I/O at 1.2-1.8 V)";
         /// Energy per byte on the private PCIe 3.0 x4 link to the FPGA.
         e_link: EnergyPerByte = 40, "pJ/B", "assumed: ~5 pJ/bit for a PCIe 3.0 SerDes link";
         /// CPU power per core running the host search (energy of the CPU baseline).
@@ -193,30 +193,45 @@ pub fn iteration_time(
     t
 }
 
-/// Energy of a batch (pJ) from its summed stage times (ns), total time (ns), page senses and bytes moved.
-#[allow(clippy::too_many_arguments)]
-pub fn batch_energy_pj(
-    design: Design,
-    p: &SearssdParams,
-    b: &BaselineParams,
-    allocating_ns: f64,
-    searching_ns: f64,
-    sorting_ns: f64,
-    total_ns: f64,
-    page_reads: usize,
-    nand_io_bytes: f64,
-    link_bytes: f64,
-) -> f64 {
+/// What a batch did, for its energy: stage times (ns), page senses, distances computed, bytes moved.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchWork {
+    pub allocating_ns: f64,
+    pub sorting_ns: f64,
+    pub total_ns: f64,
+    pub page_reads: usize,
+    pub pairs: usize,
+    pub dim: usize,
+    /// Planes of the flash (SearSSD has one MAC group per plane).
+    pub planes: usize,
+    pub nand_io_bytes: f64,
+    pub link_bytes: f64,
+}
+
+/// Energy of a batch (pJ). Logic is charged per busy time, as the firmware's units are: the Vgenerator/Allocator
+/// buffers and control over allocating, the distance units (Table I's MACs, queues, output buffers and LDPC) over
+/// their MACs' busy time (the same work on the same MAC budget for SearSSD and DeepStore), the FPGA over the sort
+/// (and, SmartSSD-only, its distances); plus the SSD's static power over the batch, page senses and bytes moved.
+pub fn batch_energy_pj(design: Design, p: &SearssdParams, b: &BaselineParams, w: &BatchWork) -> f64 {
     // mW x ns = pJ
+    let fpga_ns_per_cycle = 1e9 / p.fpga_clock;
     let logic = match design {
-        Design::SmartSsdOnly => p.p_fpga * total_ns,
+        Design::SmartSsdOnly => {
+            let distances = w.pairs as f64 * (w.dim as f64 / b.smartssd_lanes as f64).ceil() * fpga_ns_per_cycle;
+            p.p_fpga * (w.allocating_ns + distances + w.sorting_ns)
+        }
         _ => {
-            (p.p_vgen_buffer + p.p_alloc_buffer + p.p_control) * allocating_ns
-                + (p.p_mac + p.p_query_queue + p.p_vaddr_queue + p.p_output_buffer + p.p_ldpc) * searching_ns
-                + p.p_fpga * sorting_ns
+            let (macs, clock) = match design {
+                Design::SearSsd => ((p.macs_per_group as usize * w.planes) as f64, p.logic_clock),
+                _ => (b.ds_mac_budget as f64, b.ds_clock),
+            };
+            let mac_busy_ns = w.pairs as f64 * (w.dim as f64 / p.mac_lanes as f64).ceil() / macs.max(1.0) * 1e9 / clock;
+            (p.p_vgen_buffer + p.p_alloc_buffer + p.p_control) * w.allocating_ns
+                + (p.p_mac + p.p_query_queue + p.p_vaddr_queue + p.p_output_buffer + p.p_ldpc) * mac_busy_ns
+                + p.p_fpga * w.sorting_ns
         }
     };
-    logic + b.p_ssd * total_ns + b.e_page_sense * page_reads as f64 + b.e_nand_io * nand_io_bytes + b.e_link * link_bytes
+    logic + b.p_ssd * w.total_ns + b.e_page_sense * w.page_reads as f64 + b.e_nand_io * w.nand_io_bytes + b.e_link * w.link_bytes
 }
 
 #[cfg(test)]
@@ -261,7 +276,10 @@ mod tests {
         // all read the same pages
         assert!([cp, c, smart].iter().all(|x| x.page_reads == s.page_reads));
         let e = |d, x: IterationTime| {
-            batch_energy_pj(d, &p, &b, x.allocating, x.searching, x.sorting, total(x), x.page_reads, x.nand_io_bytes, x.link_bytes)
+            let w = BatchWork {
+                allocating_ns: x.allocating, sorting_ns: x.sorting, total_ns: total(x), page_reads: x.page_reads,
+                pairs: pairs.len(), dim: 128, planes: 2 * g.luns, nand_io_bytes: x.nand_io_bytes, link_bytes: x.link_bytes };
+            batch_energy_pj(d, &p, &b, &w)
         };
         assert!(e(Design::SearSsd, s) < e(Design::DsCp, cp) && e(Design::DsCp, cp) < e(Design::SmartSsdOnly, smart));
     }

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::allocate::{allocate, page_reads_per_query, LunWork, Pair};
-use crate::baselines::{batch_energy_pj, BaselineParams, Design};
+use crate::baselines::{batch_energy_pj, BaselineParams, BatchWork, Design};
 use crate::distance::Rows;
 use crate::index::Index;
 use crate::lockstep::{lockstep_search, LockstepConfig};
@@ -198,9 +198,18 @@ pub fn run_batch_as(
     rep.total_ns = batch_time(&times);
     rep.qps = if rep.total_ns > 0.0 { nq as f64 / (rep.total_ns * 1e-9) } else { 0.0 };
     rep.design = variant.design.name();
-    let pj = batch_energy_pj(
-        variant.design, params, baseline, rep.allocating_ns, rep.searching_ns, rep.sorting_ns, rep.total_ns,
-        rep.page_reads, rep.nand_io_bytes, rep.link_bytes);
+    let work = BatchWork {
+        allocating_ns: rep.allocating_ns,
+        sorting_ns: rep.sorting_ns,
+        total_ns: rep.total_ns,
+        page_reads: rep.page_reads,
+        pairs: rep.trace_length + rep.speculative,
+        dim,
+        planes: geometry.luns * geometry.planes_per_lun,
+        nand_io_bytes: rep.nand_io_bytes,
+        link_bytes: rep.link_bytes,
+    };
+    let pj = batch_energy_pj(variant.design, params, baseline, &work);
     rep.energy_j = pj * 1e-12;
     rep.queries_per_joule = if rep.energy_j > 0.0 { nq as f64 / rep.energy_j } else { 0.0 };
     rep.ids = ls.results.iter().map(|r| r.iter().map(|c| c.id).collect()).collect();
