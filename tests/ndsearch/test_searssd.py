@@ -88,6 +88,7 @@ def test_baselines_equal_the_host_search_and_are_slower(setup):
     ({"design": "deepstore"}, "design must be one of"),
     ({"design": 3}, "design must be one of"),
     ({"baseline": [1]}, "baseline must be a dict"),
+    ({"multiplane": "no"}, "multiplane must be True or False"),
     ({"baseline": {"no_such": 1}}, "no_such"),
     ({"baseline": {"ds_mac_budget": 0}}, "ds_mac_budget"),
     ({"baseline": {"p_ssd": "hot"}}, "p_ssd"),

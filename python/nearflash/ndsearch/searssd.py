@@ -56,6 +56,8 @@ def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", d
         raise InvalidArgument("geometry must be a dict")
     if design not in DESIGNS:
         raise InvalidArgument(f"design must be one of {DESIGNS}, not {design!r}")
+    if not isinstance(multiplane, (bool, np.bool_)):
+        raise InvalidArgument(f"multiplane must be True or False, not {multiplane!r}")
     if baseline is not None and not isinstance(baseline, dict):
         raise InvalidArgument("baseline must be a dict of parameter name -> value")
     return _native.ndsearch.searssd_batch(index._ix, q, k, ef, reorder, bool(dynamic),
