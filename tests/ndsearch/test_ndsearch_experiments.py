@@ -50,3 +50,27 @@ def test_ecc_failures_slow_the_search(tmp_path):
 def test_unknown_dataset_is_refused(tmp_path):
     with pytest.raises(ValueError, match="dataset"):
         _run(tmp_path, "fig13", datasets="mnist-digits")
+
+
+def test_baselines_in_fig13_are_slower_than_searssd(tmp_path):
+    data = _run(tmp_path, "fig13", n="1500", queries="128")
+    run = data["data"]["runs"]["sift-like"]
+    base = run["baselines_model_qps"]
+    assert run["searssd_model_qps"] > base["ds-cp"] > base["ds-c"]
+    assert run["searssd_model_qps"] > base["smartssd-only"]
+    assert any("DS-cp" in c["metric"] and c["paper"] == 2.81 for c in data["comparisons"])
+
+
+def test_ablation_steps_add_up(tmp_path):
+    rows = _run(tmp_path, "fig16", n="1500", queries="128")["tables"][0]["rows"]
+    over_bare = [r[3] for r in rows[:4]]  # bare, + reordering, + multi-plane, + dynamic allocating
+    assert over_bare[0] == 1.0 and over_bare[1] >= 1.0 and over_bare[2] > over_bare[1] and over_bare[3] > 2 * over_bare[2]
+    assert rows[2][5] < rows[1][5]  # multi-plane mapping: fewer read operations
+
+
+def test_energy_efficiency_favours_searssd(tmp_path):
+    rows = _run(tmp_path, "fig20", n="1500", queries="128")["tables"][0]["rows"]
+    qpj = {r[1].split(" (")[0]: r[4] for r in rows}
+    assert qpj["SearSSD"] == max(v for k, v in qpj.items() if not k.startswith("SearSSD on"))
+    assert qpj["SearSSD on the device"] > qpj["DS-cp"]
+    assert qpj["DS-cp"] > qpj["SmartSSD-only"] and all(r[5] >= 1.0 for r in rows if "device" not in r[1])

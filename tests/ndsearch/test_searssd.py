@@ -59,3 +59,41 @@ def test_bad_arguments(setup):
         searssd.batch(ix, q, k=5000)
     with pytest.raises(InvalidArgument, match="index"):
         searssd.batch("not an index", q)
+
+
+def test_baselines_equal_the_host_search_and_are_slower(setup):
+    ix, q = setup
+    hd, hi = ix.search(q, 10, ef=32)
+    geom = dict(GEOM, luns=64)  # 8 channels: more channel bandwidth than the FPGA link
+    reps = {}
+    for d in searssd.DESIGNS:
+        rep, dd, di = searssd.batch(ix, q, 10, 32, geometry=geom, design=d)
+        assert np.array_equal(di, hi) and np.array_equal(dd, hd), d
+        assert rep["design"] == d and rep["energy_j"] > 0
+        reps[d] = rep
+    assert len({r["page_reads"] for r in reps.values()}) == 1  # same trace and allocation for every placement
+    assert reps["searssd"]["qps"] > reps["ds-cp"]["qps"] > reps["ds-c"]["qps"]
+    assert reps["ds-cp"]["qps"] > reps["smartssd-only"]["qps"]
+    assert reps["searssd"]["queries_per_joule"] > reps["ds-cp"]["queries_per_joule"]
+    single, _, si = searssd.batch(ix, q, 10, 32, geometry=geom, multiplane=False)
+    assert np.array_equal(si, hi) and single["read_ops"] > reps["searssd"]["read_ops"]
+    # a costlier page sense costs the page-moving designs energy, not time
+    dear, _, _ = searssd.batch(ix, q, 10, 32, geometry=geom, design="ds-c", baseline={"e_page_sense": 50})
+    assert dear["energy_j"] > reps["ds-c"]["energy_j"] and dear["total_ns"] == reps["ds-c"]["total_ns"]
+    ps = {p[0]: p for p in searssd.baseline_parameters()}
+    assert ps["ds_mac_budget"][1].split()[0] == "1024" and all(p[3] for p in ps.values())
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"design": "deepstore"}, "design must be one of"),
+    ({"design": 3}, "design must be one of"),
+    ({"baseline": [1]}, "baseline must be a dict"),
+    ({"multiplane": "no"}, "multiplane must be True or False"),
+    ({"baseline": {"no_such": 1}}, "no_such"),
+    ({"baseline": {"ds_mac_budget": 0}}, "ds_mac_budget"),
+    ({"baseline": {"p_ssd": "hot"}}, "p_ssd"),
+])
+def test_bad_baseline_arguments_are_refused(setup, kw, match):
+    ix, q = setup
+    with pytest.raises(InvalidArgument, match=match):
+        searssd.batch(ix, q, 10, 32, geometry=GEOM, **kw)

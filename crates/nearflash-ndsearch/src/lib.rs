@@ -5,6 +5,7 @@
 //! graph and search code, so that the in-storage search returns what the host search returns.
 
 pub mod allocate;
+pub mod baselines;
 pub mod command;
 pub mod deploy;
 pub mod firmware;

@@ -6,13 +6,14 @@
 
 use serde::Serialize;
 
-use crate::allocate::{allocate, page_reads_per_query, Pair};
+use crate::allocate::{allocate, page_reads_per_query, LunWork, Pair};
+use crate::baselines::{batch_energy_pj, BaselineParams, BatchWork, Design};
 use crate::distance::Rows;
 use crate::index::Index;
 use crate::lockstep::{lockstep_search, LockstepConfig};
 use crate::luncsr::{Geometry, LunCsr};
 use crate::reorder::{bandwidth, degree_ascending_bfs, positions, random_bfs, relabel, Order};
-use crate::timing::{batch_time, iteration_time, FlashTiming, IterationTime, SearssdParams};
+use crate::timing::{batch_time, FlashTiming, IterationTime, SearssdParams};
 use crate::NdError;
 
 /// Vertex numbering on flash.
@@ -21,6 +22,28 @@ pub enum Reorder {
     None,
     DegreeBfs,
     RandomBfs(u64),
+}
+
+/// Where the distances are computed and whether page rows go out as multi-plane reads (Fig. 16's "mp").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub design: Design,
+    pub multiplane: bool,
+}
+
+impl Default for Variant {
+    fn default() -> Self {
+        Variant { design: Design::SearSsd, multiplane: true }
+    }
+}
+
+/// Without multi-plane reads every plane's page is its own read: each page group gets its own row.
+fn single_plane(work: &mut [LunWork], planes: usize) {
+    for w in work {
+        for g in &mut w.pages {
+            g.page = g.page * planes as u32 + g.plane;
+        }
+    }
 }
 
 /// What a batch did and took.
@@ -45,6 +68,12 @@ pub struct BatchReport {
     pub sorting_ns: f64,
     pub total_ns: f64,
     pub qps: f64,
+    /// Design timed (`baselines::Design::name`), bytes over NAND interfaces and the FPGA link, energy.
+    pub design: &'static str,
+    pub nand_io_bytes: f64,
+    pub link_bytes: f64,
+    pub energy_j: f64,
+    pub queries_per_joule: f64,
     /// Result ids (original numbering), `k` per query.
     #[serde(skip)]
     pub ids: Vec<Vec<u32>>,
@@ -64,6 +93,25 @@ pub fn run_batch(
     geometry: Geometry,
     params: &SearssdParams,
     flash: &FlashTiming,
+) -> Result<BatchReport, NdError> {
+    run_batch_as(index, queries, k, ef, reorder, dynamic, geometry, params, flash, Variant::default(), &BaselineParams::default())
+}
+
+/// `run_batch` with the distances placed as `variant.design` says (the same trace and allocation; see
+/// `baselines`), with or without multi-plane reads, and the baselines' parameters `baseline`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_batch_as(
+    index: &Index,
+    queries: Rows,
+    k: usize,
+    ef: usize,
+    reorder: Reorder,
+    dynamic: bool,
+    geometry: Geometry,
+    params: &SearssdParams,
+    flash: &FlashTiming,
+    variant: Variant,
+    baseline: &BaselineParams,
 ) -> Result<BatchReport, NdError> {
     let mut queries = queries;
     let nq = index.prepare(&mut queries, "q")?;
@@ -101,18 +149,21 @@ pub fn run_batch(
     let mut times: Vec<IterationTime> = Vec::with_capacity(ls.iterations.len());
     for it in &ls.iterations {
         let all: Vec<Pair> = it.pairs.iter().chain(&it.speculative).copied().collect();
-        let work = allocate(&all, &layout);
+        let mut work = allocate(&all, &layout);
+        if !variant.multiplane {
+            single_plane(&mut work, geometry.planes_per_lun);
+        }
         let mut new_per_query = vec![0usize; nq];
         it.pairs.iter().for_each(|p| new_per_query[p.query as usize] += 1);
         let live: Vec<usize> = new_per_query.into_iter().filter(|&m| m > 0).collect();
-        let mut t = iteration_time(params, flash, &work, it.live, &live, dim, ef.max(k));
+        let mut t = crate::baselines::iteration_time(
+            variant.design, params, baseline, flash, &work, it.live, &live, dim, ef.max(k), geometry.luns, geometry.page_bytes);
         if !dynamic {
             t.page_reads = page_reads_per_query(&all, &layout);
         }
         rep.trace_length += it.pairs.len();
         rep.speculative += it.speculative.len();
         rep.page_reads += t.page_reads;
-        rep.read_ops += t.read_ops;
         times.push(t);
     }
     if !dynamic {
@@ -123,7 +174,14 @@ pub fn run_batch(
                 .map(|w| w.pages.len())
                 .sum::<usize>()
                 .max(1);
-            t.searching *= t.page_reads as f64 / shared as f64;
+            let more = t.page_reads as f64 / shared as f64;
+            t.searching *= more;
+            t.read_ops = (t.read_ops as f64 * more).round() as usize;
+            if variant.design != Design::SearSsd {
+                // pages cross the NAND interfaces (and the link) once per read
+                t.nand_io_bytes *= more;
+                t.link_bytes *= more;
+            }
         }
     }
     rep.speculation_used = ls.speculation_used();
@@ -133,9 +191,27 @@ pub fn run_batch(
         rep.searching_ns += t.searching;
         rep.gathering_ns += t.gathering;
         rep.sorting_ns += t.sorting;
+        rep.read_ops += t.read_ops;
+        rep.nand_io_bytes += t.nand_io_bytes;
+        rep.link_bytes += t.link_bytes;
     }
     rep.total_ns = batch_time(&times);
     rep.qps = if rep.total_ns > 0.0 { nq as f64 / (rep.total_ns * 1e-9) } else { 0.0 };
+    rep.design = variant.design.name();
+    let work = BatchWork {
+        allocating_ns: rep.allocating_ns,
+        sorting_ns: rep.sorting_ns,
+        total_ns: rep.total_ns,
+        page_reads: rep.page_reads,
+        pairs: rep.trace_length + rep.speculative,
+        dim,
+        planes: geometry.luns * geometry.planes_per_lun,
+        nand_io_bytes: rep.nand_io_bytes,
+        link_bytes: rep.link_bytes,
+    };
+    let pj = batch_energy_pj(variant.design, params, baseline, &work);
+    rep.energy_j = pj * 1e-12;
+    rep.queries_per_joule = if rep.energy_j > 0.0 { nq as f64 / rep.energy_j } else { 0.0 };
     rep.ids = ls.results.iter().map(|r| r.iter().map(|c| c.id).collect()).collect();
     rep.distances = ls.results.iter().map(|r| r.iter().map(|c| c.d).collect()).collect();
     Ok(rep)

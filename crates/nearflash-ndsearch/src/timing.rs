@@ -99,6 +99,10 @@ pub struct IterationTime {
     /// Page reads (each plane's page counted) and multi-plane read operations.
     pub page_reads: usize,
     pub read_ops: usize,
+    /// Bytes that left the dies over NAND interfaces (tuples here; pages in the baselines) and bytes over the
+    /// FPGA link (energy, `baselines::batch_energy_pj`).
+    pub nand_io_bytes: f64,
+    pub link_bytes: f64,
 }
 
 /// Cycles of the bitonic merge of an `ef`-list with `new` candidates.
@@ -143,8 +147,9 @@ pub fn iteration_time(
     let gathering = per_channel.iter().map(|&n| n as f64 * p.tuple_bytes / f.channel_bytes_per_s * 1e9).fold(0.0, f64::max);
     let link = |bytes: f64| bytes / p.fpga_link * 1e9;
     let sort_cycles: f64 = new_per_query.iter().map(|&m| bitonic_ops(ef, m)).sum::<f64>() / p.sort_lanes as f64;
-    let sorting = link(pairs as f64 * p.tuple_bytes) + sort_cycles / (p.fpga_clock / 1e9) + link((live * ef) as f64 * 8.0);
-    IterationTime { allocating, searching, gathering, sorting, page_reads, read_ops }
+    let (tuples, results) = (pairs as f64 * p.tuple_bytes, (live * ef) as f64 * 8.0);
+    let sorting = link(tuples) + sort_cycles / (p.fpga_clock / 1e9) + link(results);
+    IterationTime { allocating, searching, gathering, sorting, page_reads, read_ops, nand_io_bytes: tuples, link_bytes: tuples + results }
 }
 
 /// Batch time (ns) of a sequence of iterations with allocating overlapped by the previous sort.

@@ -118,3 +118,43 @@ fn a_modelled_batch_returns_the_host_results_and_scheduling_helps() {
     assert!(spec.speculative > 0 && spec.speculation_used > 0);
     assert!(run_batch(&ix, Rows::F32(q), 0, 32, Reorder::None, true, g, &p, &f).is_err());
 }
+
+#[test]
+fn baselines_return_the_host_results_and_are_ordered_against_searssd() {
+    use nearflash_ndsearch::baselines::{BaselineParams, Design};
+    use nearflash_ndsearch::study::{run_batch_as, Reorder, Variant};
+    use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
+    let dim = 64;
+    let g = Geometry { luns: 32, planes_per_lun: 2, blocks_per_plane: 64, pages_per_block: 16, page_bytes: 4096 };
+    let (p, b, f) = (SearssdParams::default(), BaselineParams::default(), FlashTiming::SEARSSD);
+    for (kind, seed) in [(Kind::Hnsw, 3u64), (Kind::Vamana, 8)] {
+        let (ix, q) = index(kind, 4000, dim, seed);
+        let (hd, hi) = ix.search(Rows::F32(q.clone()), 10, 32).unwrap();
+        let run = |design, dynamic| {
+            let v = Variant { design, multiplane: true };
+            run_batch_as(&ix, Rows::F32(q.clone()), 10, 32, Reorder::DegreeBfs, dynamic, g, &p, &f, v, &b).unwrap()
+        };
+        let reps: Vec<_> = Design::ALL.iter().map(|&d| run(d, true)).collect();
+        for rep in &reps {
+            let ids: Vec<i64> = rep.ids.iter().flatten().map(|&v| v as i64).collect();
+            let ds: Vec<f32> = rep.distances.iter().flatten().copied().collect();
+            assert_eq!(ids, hi, "{}", rep.design);
+            assert_eq!(ds, hd, "{}", rep.design);
+            // the same trace and pages for every placement
+            assert_eq!((rep.trace_length, rep.page_reads), (reps[0].trace_length, reps[0].page_reads));
+        }
+        let [s, cp, c, smart] = [0, 1, 2, 3].map(|i| &reps[i]);
+        assert!(s.total_ns < cp.total_ns, "SearSSD {} vs DS-cp {}", s.total_ns, cp.total_ns);
+        assert!(cp.total_ns < c.total_ns, "DS-cp {} vs DS-c {}", cp.total_ns, c.total_ns);
+        assert!(cp.total_ns < smart.total_ns, "DS-cp {} vs SmartSSD-only {}", cp.total_ns, smart.total_ns);
+        assert!(s.queries_per_joule > cp.queries_per_joule && cp.queries_per_joule > smart.queries_per_joule);
+        assert!(s.nand_io_bytes < cp.nand_io_bytes && smart.link_bytes > s.link_bytes);
+        // without dynamic allocating the baselines move more pages and take longer
+        let cp_static = run(Design::DsCp, false);
+        assert!(cp_static.page_reads > cp.page_reads && cp_static.total_ns > cp.total_ns);
+        // single-plane reads (Fig. 16's bare machine) take more read operations and no less time
+        let sp = run_batch_as(&ix, Rows::F32(q.clone()), 10, 32, Reorder::DegreeBfs, true, g, &p, &f,
+                              Variant { design: Design::SearSsd, multiplane: false }, &b).unwrap();
+        assert!(sp.read_ops > s.read_ops && sp.total_ns >= s.total_ns && sp.ids == s.ids);
+    }
+}

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use crate::convert::{err, rows_array, to_python};
 use nearflash_core::config::ExtParams;
 use nearflash_ndsearch::luncsr::Geometry;
-use nearflash_ndsearch::study::{run_batch, Reorder};
+use nearflash_ndsearch::baselines::{BaselineParams, Design};
+use nearflash_ndsearch::study::{run_batch_as, Reorder, Variant};
 use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
 use pyo3::types::PyDict;
 use crate::device::{device_mut, PyDevice};
@@ -197,7 +198,7 @@ fn geometry(g: Option<&Bound<'_, PyDict>>) -> PyResult<Geometry> {
 
 /// One lock-step SearSSD batch modelled on the host: (report dict, distances nq x k, ids nq x k).
 #[pyfunction]
-#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0))]
+#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0, design = "searssd", multiplane = true, baseline = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn searssd_batch<'py>(
     py: Python<'py>,
@@ -210,6 +211,9 @@ fn searssd_batch<'py>(
     params: Option<&str>,
     geometry: Option<&Bound<'py, PyDict>>,
     seed: u64,
+    design: &str,
+    multiplane: bool,
+    baseline: Option<&str>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
     let p = *index.inner.params();
     let rows = rows_of(q, p.dtype, p.dim, "q")?;
@@ -224,12 +228,22 @@ fn searssd_batch<'py>(
         let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
         sp.apply_json_object(&v, &[]).map_err(err)?;
     }
+    let design = Design::parse(design).ok_or_else(|| {
+        let names: Vec<&str> = Design::ALL.iter().map(|d| d.name()).collect();
+        err(format!("design must be one of {names:?}, not {design:?}"))
+    })?;
+    let mut bp = BaselineParams::default();
+    if let Some(js) = baseline {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        bp.apply_json_object(&v, &[]).map_err(err)?;
+    }
+    let variant = Variant { design, multiplane };
     let g = self::geometry(geometry)?;
     if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
         return Err(err(format!("ef must be in 1..={}, not {ef}", nearflash_ndsearch::index::MAX_EF)));
     }
     let rep = py
-        .allow_threads(|| run_batch(&index.inner, rows, k, ef, reorder, dynamic, g, &sp, &FlashTiming::SEARSSD))
+        .allow_threads(|| run_batch_as(&index.inner, rows, k, ef, reorder, dynamic, g, &sp, &FlashTiming::SEARSSD, variant, &bp))
         .map_err(nd_err)?;
     let d: Vec<f32> = rep.distances.iter().flat_map(|r| r.iter().copied().chain(std::iter::repeat(f32::INFINITY)).take(k)).collect();
     let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| v as i64).chain(std::iter::repeat(-1)).take(k)).collect();
@@ -393,11 +407,18 @@ fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'stat
     SearssdParams::DOCS.to_vec()
 }
 
+/// (name, default, unit, source) of every baseline (DeepStore, SmartSSD-only) and energy parameter.
+#[pyfunction]
+fn baseline_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    BaselineParams::DOCS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "ndsearch")?;
     sub.add_class::<PyIndex>()?;
     sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
     sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(baseline_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(lockstep_trace, &sub)?)?;

@@ -16,6 +16,9 @@ from nearflash.errors import InvalidArgument
 from nearflash.ndsearch.index import Index, _int
 
 REORDERS = ("none", "degree", "random")
+#: Where the distances are computed (``batch(design=...)``): SearSSD beside each LUN, DeepStore's chip-level
+#: (DS-cp) and channel-level (DS-c) accelerators, or the SmartSSD's FPGA for everything (SmartSSD-only).
+DESIGNS = ("searssd", "ds-cp", "ds-c", "smartssd-only")
 
 
 def parameters() -> list[tuple[str, str, str, str]]:
@@ -23,11 +26,21 @@ def parameters() -> list[tuple[str, str, str, str]]:
     return _native.ndsearch.searssd_parameters()
 
 
+def baseline_parameters() -> list[tuple[str, str, str, str]]:
+    """(name, default, unit, source) of every baseline (DeepStore, SmartSSD-only) and energy parameter."""
+    return _native.ndsearch.baseline_parameters()
+
+
 def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", dynamic: bool = True,
-          params: dict | None = None, geometry: dict | None = None, seed: int = 0) -> tuple[dict, np.ndarray, np.ndarray]:
+          params: dict | None = None, geometry: dict | None = None, seed: int = 0, design: str = "searssd",
+          multiplane: bool = True, baseline: dict | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
     """Models one batch of queries ``q``: ``(report, D, I)``. ``params`` overrides SearSSD parameters (numbers in
     their declared units, e.g. ``{"speculate": 4, "ecc_fail_probability": 0.1}``); ``geometry`` overrides the
-    flash geometry (``luns``, ``planes_per_lun``, ``blocks_per_plane``, ``pages_per_block``, ``page_bytes``)."""
+    flash geometry (``luns``, ``planes_per_lun``, ``blocks_per_plane``, ``pages_per_block``, ``page_bytes``).
+    ``design`` (one of :data:`DESIGNS`) places the distances elsewhere on the same trace and allocation (the
+    paper's baselines); ``multiplane=False`` reads every plane's page on its own (Fig. 16's bare machine);
+    ``baseline`` overrides :func:`baseline_parameters`. The report's ``energy_j`` / ``queries_per_joule`` charge
+    Table I powers x busy time plus page senses and bytes moved."""
     if not isinstance(index, Index):
         raise InvalidArgument(f"index must be a nearflash.ndsearch.Index, not {type(index).__name__}")
     if reorder not in REORDERS:
@@ -41,9 +54,16 @@ def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", d
         raise InvalidArgument("params must be a dict of parameter name -> value")
     if geometry is not None and not isinstance(geometry, dict):
         raise InvalidArgument("geometry must be a dict")
+    if design not in DESIGNS:
+        raise InvalidArgument(f"design must be one of {DESIGNS}, not {design!r}")
+    if not isinstance(multiplane, (bool, np.bool_)):
+        raise InvalidArgument(f"multiplane must be True or False, not {multiplane!r}")
+    if baseline is not None and not isinstance(baseline, dict):
+        raise InvalidArgument("baseline must be a dict of parameter name -> value")
     return _native.ndsearch.searssd_batch(index._ix, q, k, ef, reorder, bool(dynamic),
                                           None if params is None else json.dumps(params), geometry,
-                                          _int("seed", seed, 0))
+                                          _int("seed", seed, 0), design, bool(multiplane),
+                                          None if baseline is None else json.dumps(baseline))
 
 
 class Deployment:

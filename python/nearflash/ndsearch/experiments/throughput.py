@@ -11,6 +11,7 @@ from nearflash.experiment import Experiment, Options
 from nearflash.device import Device
 from nearflash.ndsearch import diskann, searssd
 from nearflash.ndsearch.datasets import recall_at
+from nearflash.ndsearch.experiments.baselines import baseline_notes, compare_designs, designs
 from nearflash.ndsearch.experiments.common import DEVICE, build, cpus, device, host_qps, load, sizes, truth
 from nearflash.recssd.experiments.common import option
 
@@ -51,18 +52,21 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         cpu1 = host_qps(ix, q, 10, ef, 1, repeats)
         cpun = host_qps(ix, q, 10, ef, threads, repeats)
         dev_qps, dev = _device_search(ix, q, 10, ef, nq, hi, hd)
-        rep, _, _ = searssd.batch(ix, q, 10, ef, reorder="degree", dynamic=True, params={"batch": nq})
+        reps = designs(ix, q, ef, nq, hi, hd, name)
+        rep = reps["searssd"]
         rec = recall_at(hi, gt, 10)
         # CPU + SSD: the same search with the nodes read from a plain SSD of the same geometry.
         plain = Device(None, preset="searssd", overrides=DEVICE)
         npb = diskann.write_layout(ix, base, plain)
         disk = diskann.search_io(ix, q, 10, ef, plain, npb, cache_nodes=max(1, n // 100))
         disk_qps = nq / max(disk.io_ns * 1e-9, nq / cpun)  # reads and the CPU's distances overlap at best
-        rows.append([name, n, nq, ef, rec, cpu1, cpun, disk_qps, disk.ios_per_query(nq), dev_qps, rep["qps"],
-                     dev_qps / cpun, dev_qps / disk_qps])
+        rows.append([name, n, nq, ef, rec, cpu1, cpun, disk_qps, disk.ios_per_query(nq), reps["smartssd-only"]["qps"],
+                     reps["ds-c"]["qps"], reps["ds-cp"]["qps"], dev_qps, rep["qps"], dev_qps / cpun, dev_qps / disk_qps])
         data[name] = {"n": n, "queries": nq, "ef": ef, "recall@10": rec, "build_s": build_s, "cpu_qps_1": cpu1,
                       f"cpu_qps_{threads}": cpun, "searssd_device_qps": dev_qps, "searssd_model_qps": rep["qps"],
-                      "cpu_ssd_qps": disk_qps, "cpu_ssd": disk.__dict__, **dev}
+                      "cpu_ssd_qps": disk_qps, "cpu_ssd": disk.__dict__,
+                      "baselines_model_qps": {d: r["qps"] for d, r in reps.items() if d != "searssd"}, **dev}
+        compare_designs(exp, name, reps)
         exp.compare(f"{name}: SearSSD (device) / CPU + SSD (DiskANN-style)", dev_qps / disk_qps, None, "x",
                     f"{disk.ios_per_query(nq):.0f} reads per query, {npb} nodes per 4 KiB block, 1% of nodes cached")
         exp.compare(f"{name}: SearSSD (device) / CPU in-memory, {threads} threads", dev_qps / cpun,
@@ -71,26 +75,30 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
                     "firmware on the device vs the closed-form model (timing.rs)")
     exp.table("throughput of one batch", ["dataset", "n", "queries", "ef", "recall@10", "CPU 1 thread QPS",
                                           f"CPU {threads} threads QPS", "CPU + SSD QPS", "CPU + SSD reads per query",
+                                          "SmartSSD-only model QPS", "DS-c model QPS", "DS-cp model QPS",
                                           "SearSSD device QPS", "SearSSD model QPS", f"device / CPU {threads}t",
                                           "device / CPU + SSD"], rows)
     exp.record("runs", data)
     fig, ax = exp.figure("fig13_throughput")
     x = np.arange(len(rows))
-    for j, (label, col) in enumerate((("CPU 1 thread", 5), (f"CPU {threads} threads", 6), ("CPU + SSD", 7),
-                                      ("SearSSD (device)", 9))):
-        ax.bar(x + (j - 1.5) * 0.2, [r[col] for r in rows], 0.2, label=label)
+    bars = (("CPU 1 thread", 5), (f"CPU {threads} threads", 6), ("CPU + SSD", 7), ("SmartSSD-only", 9),
+            ("DS-c", 10), ("DS-cp", 11), ("SearSSD (device)", 12))
+    w = 0.8 / len(bars)
+    for j, (label, col) in enumerate(bars):
+        ax.bar(x + (j - (len(bars) - 1) / 2) * w, [r[col] for r in rows], w, label=label)
     ax.set_yscale("log")
     ax.set_xticks(x, [r[0] for r in rows])
     ax.set_ylabel("queries per second")
-    ax.set_title(f"Fig. 13: throughput (paper: SearSSD up to {PAPER_IN_MEMORY_SPEEDUP}x CPU in memory)")
-    ax.legend(fontsize=8)
+    ax.set_title(f"Fig. 13: throughput (paper: SearSSD up to {PAPER_IN_MEMORY_SPEEDUP}x CPU in memory, "
+                 "2.9x DS-cp, 7.4x SmartSSD-only)", fontsize=8)
+    ax.legend(fontsize=7)
     exp.note("CPU figures are wall clock on this (shared, small) machine, SearSSD's are device time of the "
              "emulated SSD; the paper's CPU is 36 Xeon cores, so the ratio to the paper's is indicative only.")
     exp.note("Entry vertices come from the HNSW upper layers on the host (a few greedy steps per query); layer 0 "
              "is searched inside the device. CPU + SSD: `nearflash.ndsearch.diskann` (DiskANN's node layout on a plain "
              "SSD of the same geometry, beam width 1, no PQ, 1% of nodes cached, all queries' reads in flight "
-             "together, the CPU's distance time overlapped with the reads). DeepStore and SmartSSD-only baselines "
-             "are not built yet.")
+             "together, the CPU's distance time overlapped with the reads).")
+    baseline_notes(exp)
 
 
 def run_fig19(exp: Experiment, opts: Options) -> None:
