@@ -453,10 +453,12 @@ impl DeviceConfig {
         let h = &self.host;
         let gpu_positive = [h.gpu_cores.map(|v| v.0 as f64), h.gpu_freq.map(|v| v.0), h.gpu_ops_per_core_cycle.map(|v| v.0)];
         let gpu_fractions = [h.gpu_compute_efficiency.map(|v| v.0), h.gpu_memory_efficiency.map(|v| v.0)];
-        if gpu_positive.iter().flatten().any(|v| !(*v > 0.0)) || gpu_fractions.iter().flatten().any(|v| !(*v > 0.0 && *v <= 1.0)) {
+        // Written so that NaN fails too.
+        let positive = |v: &f64| v.partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater);
+        if !gpu_positive.iter().flatten().all(positive) || !gpu_fractions.iter().flatten().all(|v| positive(v) && *v <= 1.0) {
             return bad("host.gpu_cores, gpu_freq and gpu_ops_per_core_cycle must be positive, gpu_*_efficiency in (0, 1]".into());
         }
-        if self.energy.host_gpu_active.is_some_and(|p| !(p.0 >= 0.0)) {
+        if self.energy.host_gpu_active.is_some_and(|p| p.0.is_nan() || p.0 < 0.0) {
             return bad("energy.host_gpu_active must not be negative".into());
         }
         if self.link_bandwidth().0 <= 0.0 {
