@@ -72,3 +72,10 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
     loss_co, loss_po = 1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"]
     assert loss_po > loss_co + 0.2, (loss_co, loss_po)
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
+
+
+def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):
+    title, run = EXPERIMENTS["fig14"]
+    exp = Experiment("nice", "fig14", title, tmp_path)
+    with pytest.raises(ValueError, match="gpu_batch"):
+        run(exp, Options(quick=True, seed=1, extra={"gpu_batch": "0"}))

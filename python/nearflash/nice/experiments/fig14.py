@@ -64,6 +64,8 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
     n = option(opts, "n", 2048, 16384)
     rate = option(opts, "host_macs_per_ns", HOST_MACS_PER_NS, HOST_MACS_PER_NS)
     gpu_q = option(opts, "gpu_batch", GPU_QUERY_BATCH, GPU_QUERY_BATCH)
+    if gpu_q < 1:
+        raise ValueError(f"gpu_batch={gpu_q}: the GPU's queries per batch must be at least 1")
     rng = np.random.default_rng(opts.seed)
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as tmp:
