@@ -26,6 +26,23 @@ def test_experiments_write_json_markdown_and_png(tmp_path, name):
     data = json.loads(paths["json"].read_text())
     assert data["comparisons"] and all(c["ours"] is not None for c in data["comparisons"])
     assert "paper" in paths["markdown"].read_text()
+    if name in ("fig14", "fig16", "fig17"):
+        pts = exp.data["points"]
+        for key, p in pts.items():
+            # The GPU baseline reads the same file through the kernel as the CPU does, then copies and computes.
+            assert p["gpu_ns"] == pytest.approx(p["host_read_ns"] + p["gpu_copy_ns"] + p["gpu_compute_ns"]), key
+            assert p["gpu_copy_ns"] > 0 and p["gpu_compute_ns"] > 0 and p["gpu_j"] > 0 and p["nice_j"] > 0, key
+        gpu_metrics = [c for c in data["comparisons"] if "GPU" in c["metric"] and c["paper"] is not None]
+        assert gpu_metrics, "the GPU series stands beside the paper's GPU factors"
+    if name == "fig14":
+        for p in exp.data["points"].values():
+            assert p["gpu_qps_batched"] > 1e9 / p["gpu_ns"], "a batch of queries amortises the file read"
+    if name == "fig17":
+        t = [exp.data["points"][b]["gpu_ns"] for b in ("1", "16", "64")]
+        assert t[0] < t[1] < t[2], t
+    if name == "fig16":
+        p = exp.data["points"]["1"]
+        assert p["deepdive_ns"] - p["host_read_ns"] == pytest.approx(1e9 / (47.4 * 0.34)), "16.1 images/s"
 
 
 def test_fig12_nice_needs_two_reads_at_any_depth_and_fsr_one_more_per_level(tmp_path):
@@ -55,3 +72,10 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
     loss_co, loss_po = 1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"]
     assert loss_po > loss_co + 0.2, (loss_co, loss_po)
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
+
+
+def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):
+    title, run = EXPERIMENTS["fig14"]
+    exp = Experiment("nice", "fig14", title, tmp_path)
+    with pytest.raises(ValueError, match="gpu_batch"):
+        run(exp, Options(quick=True, seed=1, extra={"gpu_batch": "0"}))

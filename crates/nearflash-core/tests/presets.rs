@@ -271,3 +271,25 @@ fn docs_carry_each_presets_limits_and_assumptions() {
     }
     assert!(problems.is_empty(), "docs/presets.md is out of step with the presets:\n{}", problems.join("\n"));
 }
+
+#[test]
+fn nice_zu7eg_describes_the_jetson_nx_gpu_and_other_presets_none() {
+    let cfg = device("nice-zu7eg");
+    let h = &cfg.host;
+    assert_eq!(h.gpu_cores.map(|c| c.0), Some(384), "NICE Sec. V-A: 384-core Volta GPU");
+    assert_close("GPU clock (NICE Sec. V-C: 1.1 GHz)", h.gpu_freq.unwrap().0, 1.1e9, 1e-12);
+    assert_eq!(h.gpu_launch.map(|t| t.0), Some(10_000));
+    assert_close("GPU busy power", cfg.energy.host_gpu_active.unwrap().0, 6000.0, 1e-12);
+    for name in ["cosmos-plus", "searssd", "issd", "samsung-970pro"] {
+        let c = device(name);
+        assert!(c.host.gpu_cores.is_none() && c.energy.host_gpu_active.is_none(), "{name}");
+    }
+    for (key, value) in [("host.gpu_compute_efficiency", "1.5"), ("host.gpu_memory_efficiency", "0"), ("host.gpu_cores", "0"),
+        ("host.gpu_freq", "0"), ("host.gpu_ops_per_core_cycle", "-2"), ("energy.host_gpu_active", "-1")]
+    {
+        let mut tree = load_preset("nice-zu7eg").unwrap();
+        tree.set(key, value).unwrap();
+        let e = DeviceConfig::from_tree(&tree).expect_err(&format!("{key}={value} must be refused")).to_string();
+        assert!(e.contains(key.split('.').next_back().unwrap().split('_').next().unwrap()), "{e}");
+    }
+}

@@ -27,6 +27,39 @@ fn ir_parts(c: usize, expand: usize, out: usize, stride: usize) -> Vec<(ConvSpec
     v
 }
 
+/// One kernel of a network as a general-purpose processor (the host's GPU) runs it, per image: its multiply-adds
+/// (0 for pools and activations), weights, and input and output elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelCost {
+    pub macs: u64,
+    pub weights: u64,
+    pub inputs: u64,
+    pub outputs: u64,
+}
+
+/// The network's kernels in order: one per convolution, linear, pool or activation layer; an inverted residual is
+/// its two or three convolutions (activations fused), as a framework launches them.
+pub fn kernels(input: Shape, layers: &[Layer]) -> Result<Vec<KernelCost>> {
+    let elems = |s: Shape| (s.0 * s.1 * s.2) as u64;
+    let mut out = Vec::new();
+    let mut s = input;
+    for l in layers {
+        let parts = match *l {
+            Layer::InvertedResidual { expand, out, stride } => ir_parts(s.0, expand, out, stride)
+                .into_iter()
+                .map(|(c, _)| Layer::Conv { out: c.out, k: c.k, stride: c.stride, pad: c.pad, groups: c.groups })
+                .collect(),
+            _ => vec![l.clone()],
+        };
+        for p in &parts {
+            let (ns, macs, weights) = layer_cost(p, s)?;
+            out.push(KernelCost { macs, weights, inputs: elems(s), outputs: elems(ns) });
+            s = ns;
+        }
+    }
+    Ok(out)
+}
+
 /// f32 parameters (weights and biases) of the network on `input`.
 pub fn param_count(input: Shape, layers: &[Layer]) -> Result<usize> {
     let mut s = input;
@@ -135,6 +168,21 @@ pub fn argmax(v: &[f32]) -> usize {
 mod tests {
     use super::*;
     use crate::cnn::mobilenet_v2;
+
+    #[test]
+    fn kernels_split_inverted_residuals_and_keep_the_network_totals() {
+        let (shape, layers) = mobilenet_v2();
+        let ks = kernels(shape, &layers).unwrap();
+        let t = crate::cnn::network_timing(shape, &layers, 1, &crate::cnn::CnnParams::default()).unwrap();
+        assert_eq!(ks.iter().map(|k| k.macs).sum::<u64>(), t.macs);
+        assert_eq!(ks.iter().map(|k| k.weights).sum::<u64>(), t.weights);
+        // 17 inverted residuals: the first (t = 1) has 2 convolutions, the other 16 have 3; plus the stem conv,
+        // 2 activations, the 1x1 head conv, the pool and the classifier.
+        assert_eq!(ks.len(), 2 + 16 * 3 + 6);
+        assert_eq!(ks[0], KernelCost { macs: 32 * 112 * 112 * 27, weights: 32 * 27, inputs: 3 * 224 * 224, outputs: 32 * 112 * 112 });
+        // Each kernel reads what the one before it wrote.
+        assert!(ks.windows(2).all(|w| w[0].outputs == w[1].inputs));
+    }
 
     #[test]
     fn parameter_counts_and_a_small_residual_network_by_hand() {

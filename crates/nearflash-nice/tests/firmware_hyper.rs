@@ -3,7 +3,7 @@
 
 mod common;
 
-use nearflash_core::config::load_preset;
+use common::fw::{head_lba, io, tree, Setup};
 use nearflash_core::ext::{DataBuf, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
@@ -11,70 +11,13 @@ use nearflash_nice::firmware::{NiceFirmware, OP_CRC32, OP_SUM};
 use nearflash_nice::reader::Ext4Reader;
 use nearflash_nice::source::MemDisk;
 
-fn tree() -> nearflash_core::config::ConfigTree {
-    // NICE's board (4 KiB pages, 416 B OOB, quad A53), shrunk to a few MiB so that tests stay fast.
-    let mut t = load_preset("nice-zu7eg").unwrap();
-    for (k, v) in [("channels", "2"), ("chips_per_channel", "1"), ("blocks_per_plane", "96"), ("pages_per_block", "64"), ("over_provisioning", "25"), ("write_buffer", "256KiB")] {
-        t.set(k, v).unwrap();
-    }
-    t
-}
-
-fn device() -> Device {
-    let mut dev = Device::memory(tree(), DeviceOptions::default()).unwrap();
-    dev.attach(Box::new(NiceFirmware::new())).unwrap();
-    dev.create_queue_pair(1, 64).unwrap();
-    dev
-}
-
-fn io(dev: &mut Device, op: u8, lba: u64, data: DataBuf<'_>, nlb: u32) -> Status {
-    dev.execute(1, Sqe::rw(op, 1, lba, nlb), data).unwrap().status
-}
-
-struct Setup {
-    dev: Device,
-    cap: u64,
-    ss: usize,
-    img: common::Image,
-}
-
-/// Writes the image through the block interface in 64 KiB chunks, in file order, as `dd` would.
 fn filled() -> Setup {
-    let img = common::make_image("");
-    let mut dev = device();
-    let ss = dev.lba_bytes() as usize;
-    let cap = dev.namespace().lbas / 2;
-    assert!((img.bytes.len() / ss) as u64 <= cap, "the image fits the device");
-    for (i, chunk) in img.bytes.chunks(65536).enumerate() {
-        let st = io(&mut dev, opcode::WRITE, (i * 65536 / ss) as u64, DataBuf::ToDevice(chunk), (chunk.len() / ss) as u32);
-        assert!(st.is_success(), "{st}");
-    }
-    Setup { dev, cap, ss, img }
+    common::fw::filled(NiceFirmware::new(), false)
 }
 
-fn head_lba(s: &Setup, path: &str) -> u64 {
-    let mut disk = MemDisk::from_image(s.ss as u32, &s.img.bytes);
-    let mut fs = Ext4Reader::open(&mut disk, 0).unwrap();
-    let (ino, _) = fs.lookup(path).unwrap();
-    let inode = fs.inode(ino).unwrap();
-    fs.file_lbas(&inode).unwrap()[0]
-}
-
+/// NICE_Write of `op` then NICE_Read at C + `head`: (op, size, inode, value).
 fn invoke(s: &mut Setup, head: u64, op: u32) -> Result<(u32, u64, u32, u64), Status> {
-    let mut cmd = vec![0u8; s.ss];
-    cmd[0] = op as u8;
-    let st = io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1);
-    if !st.is_success() {
-        return Err(st);
-    }
-    let mut out = vec![0u8; s.ss];
-    let st = io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1);
-    if !st.is_success() {
-        return Err(st);
-    }
-    let u32_at = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(out[o..o + 8].try_into().unwrap());
-    Ok((u32_at(0), u64_at(4), u32_at(12), u64_at(16)))
+    common::fw::invoke(s, head, &[op as u8]).map(|(op, size, ino, value, _)| (op, size, ino, value))
 }
 
 #[test]
@@ -129,12 +72,8 @@ fn state_survives_close_and_reopen() {
         let mut dev = Device::create(&path, tree(), DeviceOptions::default()).unwrap();
         dev.attach(Box::new(NiceFirmware::new())).unwrap();
         dev.create_queue_pair(1, 64).unwrap();
-        let ss = dev.lba_bytes() as usize;
-        let cap = dev.namespace().lbas / 2;
-        for (i, chunk) in img.bytes.chunks(65536).enumerate() {
-            assert!(io(&mut dev, opcode::WRITE, (i * 65536 / ss) as u64, DataBuf::ToDevice(chunk), (chunk.len() / ss) as u32).is_success());
-        }
-        let mut s = Setup { dev, cap, ss, img };
+        let mut s = common::fw::fill(dev, img, false);
+        let (ss, cap) = (s.ss, s.cap);
         head = head_lba(&s, "/emb/vectors.bin");
         let mut cmd = vec![0u8; ss];
         cmd[0] = OP_CRC32 as u8;

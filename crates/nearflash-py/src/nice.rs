@@ -177,6 +177,21 @@ fn mobilenet_v2_timing<'py>(py: Python<'py>, batch: usize, params: Option<&str>)
     to_python(py, &serde_json::json!({"macs": t.macs, "weights": t.weights, "cycles": t.cycles, "seconds": t.seconds}))
 }
 
+/// The kernels a GPU runs for one image of a NICE-C network ("lenet5" or "mobilenet_v2"): per kernel its
+/// multiply-adds, weights, input and output elements.
+#[pyfunction]
+fn network_kernels<'py>(py: Python<'py>, net: &str) -> PyResult<Bound<'py, PyAny>> {
+    let id = match net {
+        "lenet5" => 0,
+        "mobilenet_v2" => 1,
+        o => return Err(err(format!("net {o:?}: expected \"lenet5\" or \"mobilenet_v2\""))),
+    };
+    let (shape, layers) = nearflash_nice::cnn_net::named(id).expect("ids 0 and 1 are named networks");
+    let ks = nearflash_nice::cnn_net::kernels(shape, &layers).map_err(to_py)?;
+    let v: Vec<_> = ks.iter().map(|k| serde_json::json!({"macs": k.macs, "weights": k.weights, "inputs": k.inputs, "outputs": k.outputs})).collect();
+    to_python(py, &serde_json::Value::Array(v))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "nice")?;
     sub.add_function(wrap_pyfunction!(learn_image, &sub)?)?;
@@ -185,6 +200,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(knn_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(knn_timing, &sub)?)?;
     sub.add_function(wrap_pyfunction!(mobilenet_v2_timing, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(network_kernels, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -67,4 +67,10 @@ def mobilenet_v2_timing(batch: int, params: dict[str, Any] | None = None) -> dic
     return _n.mobilenet_v2_timing(batch, _params(params))
 
 
-__all__ = ["knn", "knn_timing", "learn_image", "lookup", "mobilenet_v2_timing"]
+def network_kernels(net: str) -> list[dict[str, int]]:
+    """The kernels a GPU runs for one image of NICE-C's network `net` ("lenet5" or "mobilenet_v2"), in order: each
+    one's multiply-adds (0 for pools and activations), weights, input and output elements."""
+    return _n.network_kernels(net)
+
+
+__all__ = ["knn", "knn_timing", "learn_image", "lookup", "mobilenet_v2_timing", "network_kernels"]

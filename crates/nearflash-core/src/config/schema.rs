@@ -154,6 +154,23 @@ pub struct HostConfig {
     pub cpu_cores: Count,
     pub cpu_freq: Hertz,
     pub dram_bandwidth: BytesPerSec,
+    /// An integrated GPU sharing the host DRAM (optional; NICE's Jetson NX): CUDA cores, clock, floating-point
+    /// operations per core per cycle (2 = one FMA), the fractions of peak compute and DRAM bandwidth its kernels
+    /// reach, the cost of one kernel launch and of one copy call. Read by experiments' GPU baselines only.
+    #[serde(default)]
+    pub gpu_cores: Option<Count>,
+    #[serde(default)]
+    pub gpu_freq: Option<Hertz>,
+    #[serde(default)]
+    pub gpu_ops_per_core_cycle: Option<Real>,
+    #[serde(default)]
+    pub gpu_compute_efficiency: Option<Real>,
+    #[serde(default)]
+    pub gpu_memory_efficiency: Option<Real>,
+    #[serde(default)]
+    pub gpu_launch: Option<Nanos>,
+    #[serde(default)]
+    pub gpu_copy_call: Option<Nanos>,
 }
 
 /// Per-event energies and static powers.
@@ -174,6 +191,9 @@ pub struct EnergyConfig {
     pub host_dram_static: MilliWatts,
     pub host_chipset_static: MilliWatts,
     pub host_io_static: MilliWatts,
+    /// Power of the host's integrated GPU while a kernel or copy runs (optional, with `host.gpu_*`).
+    #[serde(default)]
+    pub host_gpu_active: Option<MilliWatts>,
 }
 
 /// NVMe interface limits.
@@ -429,6 +449,17 @@ impl DeviceConfig {
         }
         if self.controller.dram_bandwidth.0 <= 0.0 || self.host.dram_bandwidth.0 <= 0.0 {
             return bad("DRAM bandwidths must be positive".into());
+        }
+        let h = &self.host;
+        let gpu_positive = [h.gpu_cores.map(|v| v.0 as f64), h.gpu_freq.map(|v| v.0), h.gpu_ops_per_core_cycle.map(|v| v.0)];
+        let gpu_fractions = [h.gpu_compute_efficiency.map(|v| v.0), h.gpu_memory_efficiency.map(|v| v.0)];
+        // Written so that NaN fails too.
+        let positive = |v: &f64| v.partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater);
+        if !gpu_positive.iter().flatten().all(positive) || !gpu_fractions.iter().flatten().all(|v| positive(v) && *v <= 1.0) {
+            return bad("host.gpu_cores, gpu_freq and gpu_ops_per_core_cycle must be positive, gpu_*_efficiency in (0, 1]".into());
+        }
+        if self.energy.host_gpu_active.is_some_and(|p| p.0.is_nan() || p.0 < 0.0) {
+            return bad("energy.host_gpu_active must not be negative".into());
         }
         if self.link_bandwidth().0 <= 0.0 {
             return bad("the host link bandwidth must be positive".into());

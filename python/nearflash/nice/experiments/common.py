@@ -106,9 +106,33 @@ def measured(dev: Device, fn):
     return r, dev.report().total_energy_j
 
 
+def idle_w(dev: Device) -> float:
+    """Watts the host (DRAM, SoC, I/O) and the idle SSD draw while the host computes (preset `[energy]`, mW)."""
+    return sum(param_value(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
+                                                         "host_io_static", "ssd_static")) / 1e3
+
+
 def host_compute_j(dev: Device, macs: float, compute_ns: float) -> float:
     """The host CPU's energy for `macs` multiply-accumulates taking `compute_ns`: its instructions (HOST_INSTR_PER_MAC
     each) x the preset's host_cpu_per_instruction, plus the host's and the idle SSD's static power over that time."""
-    idle_w = sum(param_value(dev, f"energy.{k}") for k in ("host_dram_static", "host_chipset_static",
-                                                           "host_io_static", "ssd_static")) / 1e3
-    return macs * HOST_INSTR_PER_MAC * param_value(dev, "energy.host_cpu_per_instruction") * 1e-9 + compute_ns * 1e-9 * idle_w
+    return macs * HOST_INSTR_PER_MAC * param_value(dev, "energy.host_cpu_per_instruction") * 1e-9 + compute_ns * 1e-9 * idle_w(dev)
+
+
+def host_gpu_j(dev: Device, gpu, busy_ns: float) -> float:
+    """The host GPU's energy for `busy_ns` of copies and kernels (`nearflash.nice.gpu.Gpu`): its active power
+    (`energy.host_gpu_active`) plus the host's and the idle SSD's static power over that time."""
+    return busy_ns * 1e-9 * (gpu.active_w + idle_w(dev))
+
+
+#: The paper's headline (abstract): NICE's latency is 43.5x (9.32x) lower than the Jetson NX's CPU (GPU) on
+#: average over its experiments.
+PAPER_HEADLINE_CPU, PAPER_HEADLINE_GPU = 43.5, 9.32
+
+
+def compare_headline(exp: Experiment, cpu_over_nice: list[float], gpu_over_nice: list[float]) -> None:
+    """This figure's mean CPU / NICE and GPU / NICE latency beside the paper's headline averages."""
+    note = "paper: average over all its experiments (abstract); ours: mean over this figure's points"
+    exp.compare("CPU / NICE latency, mean (headline)", sum(cpu_over_nice) / len(cpu_over_nice), PAPER_HEADLINE_CPU,
+                "x", note)
+    exp.compare("GPU / NICE latency, mean (headline)", sum(gpu_over_nice) / len(gpu_over_nice), PAPER_HEADLINE_GPU,
+                "x", note)

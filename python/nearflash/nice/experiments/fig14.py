@@ -5,7 +5,10 @@ NX CPU's (N = 400M..6.4B embeddings, K = 128); its throughput falls behind the G
 Same device, same run: an ext4 image holding one int16 (and int32) embedding file per D, written through ordinary
 Writes. NICE: NICE_Write (op 3 with the query) + NICE_Read at the file's hyper-address; the firmware streams the file
 from flash by its OOB list into the NICE-K unit. HOST-ISC: the host reads the file through the modelled kernel stack
-(256 KiB Reads, all in flight at once) and computes the exact KNN on its CPU (modelled rate below). Every in-storage answer
+(256 KiB Reads, all in flight at once) and computes the exact KNN on its CPU (modelled rate below). HOST-GPU: the
+same read, then the NX's Volta GPU (`nearflash.nice.gpu`, preset `host.gpu_*`) copies the file in and runs Faiss-style
+distance and top-K kernels; its throughput uses batched queries (the file re-read per batch: the paper's corpora of
+3-1600 GB do not fit the NX's 8 GB). Every in-storage answer
 is checked against a numpy brute force on the same file. Our N is far below the paper's (a device built in memory);
 the ratios, not the absolute times, are what compare."""
 
@@ -19,12 +22,18 @@ from pathlib import Path
 import numpy as np
 
 from nearflash.experiment import Experiment, Options
-from nearflash.nice.experiments.common import (OP_KNN, debugfs, device, host_compute_j, invoke, make_image,
-                                               measured)
+from nearflash.nice.experiments.common import (OP_KNN, compare_headline, debugfs, device, host_compute_j,
+                                               host_gpu_j, invoke, make_image, measured)
+from nearflash.nice.gpu import Gpu
 from nearflash.recssd.experiments.common import option
 
 #: Paper Sec. V-D: host CPU / NICE latency over D.
 PAPER_CPU_RATIO = (8.3, 12.6)
+#: Paper Sec. V-D: GPU / NICE latency over D, and NICE's QPS per watt over the GPU's (Fig. 15(b)).
+PAPER_GPU_RATIO = (6.4, 27.4)
+PAPER_GPU_QPS_PER_W = (4.12, 14.5)
+#: Queries per GPU batch for Fig. 15's throughput, assumed ("all competitors utilize batched queries"; no size given).
+GPU_QUERY_BATCH = 256
 #: Host CPU distance rate, assumed: 6 Carmel cores x 4 int32 NEON lanes x 1.9 GHz x 50% efficiency = 22.8
 #: multiply-adds per ns (Jetson Xavier NX module spec for cores and clock; efficiency assumed).
 HOST_MACS_PER_NS = 6 * 4 * 1.9 * 0.5
@@ -54,6 +63,9 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
     widths = option(opts, "bits", [16], [16, 32])
     n = option(opts, "n", 2048, 16384)
     rate = option(opts, "host_macs_per_ns", HOST_MACS_PER_NS, HOST_MACS_PER_NS)
+    gpu_q = option(opts, "gpu_batch", GPU_QUERY_BATCH, GPU_QUERY_BATCH)
+    if gpu_q < 1:
+        raise ValueError(f"gpu_batch={gpu_q}: the GPU's queries per batch must be at least 1")
     rng = np.random.default_rng(opts.seed)
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,6 +83,7 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
         img = Path(tmp) / "fs.img"
         dev = device(image, 1024, exp)
         queue = dev.queue(depth=64)
+        gpu = Gpu.from_device(dev)
         for (bits, d) in exp.steps(list(mats)):
             m = mats[(bits, d)]
             path = f"/emb_{bits}_{d}.bin"
@@ -87,21 +100,45 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
             read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, head, -(-m.nbytes // 4096)))
             host_ns = read_ns + _host_compute_ns(n, d, rate)
             host_j = read_j + host_compute_j(dev, n * d, _host_compute_ns(n, d, rate))
+            g1, gq = gpu.knn(n, d, bits // 8, K), gpu.knn(n, d, bits // 8, K, gpu_q)
+            gpu_ns, gpu_j = read_ns + g1["total_ns"], read_j + host_gpu_j(dev, gpu, g1["total_ns"])
+            gpu_qps = gpu_q * 1e9 / (read_ns + gq["total_ns"])
+            gpu_qpw = gpu_q / (read_j + host_gpu_j(dev, gpu, gq["total_ns"]))
             key = f"{bits}/{d}"
             data[key] = {"nice_ns": nice_ns, "host_ns": host_ns, "host_read_ns": read_ns, "nice_j": nice_j,
-                         "host_j": host_j,
+                         "host_j": host_j, "gpu_ns": gpu_ns, "gpu_j": gpu_j, "gpu_copy_ns": g1["copy_ns"],
+                         "gpu_compute_ns": g1["compute_ns"], "gpu_qps_batched": gpu_qps, "gpu_qps_per_w": gpu_qpw,
+                         "nice_qps_per_w": 1 / nice_j,
                          "host_compute_ns": _host_compute_ns(n, d, rate), "nice_qps": 1e9 / nice_ns,
                          "host_qps_uncached": 1e9 / host_ns, "host_qps_cached": 1e9 / _host_compute_ns(n, d, rate)}
-            rows.append([bits, d, n, nice_ns / 1e3, host_ns / 1e3, host_ns / nice_ns, 1e9 / nice_ns,
-                         1e9 / _host_compute_ns(n, d, rate), nice_j * 1e3, host_j * 1e3])
+            rows.append([bits, d, n, nice_ns / 1e3, host_ns / 1e3, gpu_ns / 1e3, host_ns / nice_ns, gpu_ns / nice_ns,
+                         1e9 / nice_ns, 1e9 / _host_compute_ns(n, d, rate), gpu_qps, nice_j * 1e3, host_j * 1e3,
+                         gpu_j * 1e3, gpu_j / nice_j, (1 / nice_j) / gpu_qpw])
         dev.close()
     exp.table(f"NNS over N = {n} vectors, K = {K}: latency (us) and queries per second",
-              ["bits", "D", "N", "NICE", "HOST-ISC (CPU)", "CPU/NICE", "NICE QPS", "CPU QPS (file cached)", "NICE mJ",
-               "CPU mJ"], rows)
+              ["bits", "D", "N", "NICE", "HOST-ISC (CPU)", "HOST-GPU", "CPU/NICE", "GPU/NICE", "NICE QPS",
+               "CPU QPS (file cached)", f"GPU QPS (batch {gpu_q})", "NICE mJ", "CPU mJ", "GPU mJ",
+               "NICE/GPU QPS/W (1 query)", f"NICE/GPU QPS/W (GPU batch {gpu_q})"], rows)
     exp.record("points", data)
     ratios = [data[k]["host_ns"] / data[k]["nice_ns"] for k in data]
     exp.compare("host CPU / NICE latency, smallest over D", min(ratios), PAPER_CPU_RATIO[0], "x")
     exp.compare("host CPU / NICE latency, largest over D", max(ratios), PAPER_CPU_RATIO[1], "x")
+    gpu_r = [data[k]["gpu_ns"] / data[k]["nice_ns"] for k in data]
+    exp.compare("host GPU / NICE latency, smallest over D", min(gpu_r), PAPER_GPU_RATIO[0], "x")
+    exp.compare("host GPU / NICE latency, largest over D", max(gpu_r), PAPER_GPU_RATIO[1], "x")
+    one = [data[k]["gpu_j"] / data[k]["nice_j"] for k in data]
+    batched = [data[k]["nice_qps_per_w"] / data[k]["gpu_qps_per_w"] for k in data]
+    like = "both one query per pass over the file (NICE-K's op 3 takes one query)"
+    exp.compare("NICE / GPU queries per joule (QPS/W), one query per pass, smallest over D", min(one),
+                PAPER_GPU_QPS_PER_W[0], "x", like)
+    exp.compare("NICE / GPU queries per joule (QPS/W), one query per pass, largest over D", max(one),
+                PAPER_GPU_QPS_PER_W[1], "x", like)
+    exp.compare(f"NICE / GPU queries per joule (QPS/W), GPU batched {gpu_q}, smallest over D", min(batched),
+                PAPER_GPU_QPS_PER_W[0], "x", "the paper batches every competitor; NICE-K here answers one query per "
+                "pass, so the GPU's batch amortises the file read NICE repeats")
+    exp.compare(f"NICE / GPU queries per joule (QPS/W), GPU batched {gpu_q}, largest over D", max(batched),
+                PAPER_GPU_QPS_PER_W[1], "x")
+    compare_headline(exp, ratios, gpu_r)
     energy = [data[k]["host_j"] / data[k]["nice_j"] for k in data]
     exp.compare("host CPU / NICE energy per query, smallest over D", min(energy), None, "x",
                 "Fig. 15(b): the paper plots energy efficiency without a CPU number")
@@ -114,6 +151,10 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
     exp.note(f"N = {n} vectors per file (paper: 400M-6.4B); host CPU rate {rate:.1f} MAC/ns and "
              f"{HOST_SELECT_NS_PER_VECTOR} ns/vector selection are assumed host constants; NICE-K's clock, lanes and "
              "selectors are the crate's assumed KnnParams (docs/nice.md)")
+    exp.note(f"HOST-GPU: the same file read, then the roofline GPU model (nearflash.nice.gpu; preset host.gpu_*: "
+             f"{gpu.ops_per_ns:.0f} op/ns sustained, {gpu.bytes_per_ns:.1f} B/ns of shared LPDDR4x, "
+             f"{gpu.launch_ns / 1e3:.0f} us per launch, {gpu.active_w:.0f} W busy); its QPS and QPS/W use batches "
+             f"of {gpu_q} queries (--set gpu_batch=), the file re-read per batch")
     exp.note("throughput (Fig. 15) is one query stream: NICE re-streams the file from flash per query; the host's "
              "'cached' QPS assumes the file stays in its page cache (compute only)")
     fig, axes = exp.figure("fig14", 11, 4.2, ncols=2)
@@ -121,8 +162,11 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
         axes[0].plot(dims, [data[f"{bits}/{d}"]["nice_ns"] / 1e3 for d in dims], marker="o", label=f"NICE {bits}-bit")
         axes[0].plot(dims, [data[f"{bits}/{d}"]["host_ns"] / 1e3 for d in dims], marker="s", label=f"CPU {bits}-bit")
         axes[1].plot(dims, [data[f"{bits}/{d}"]["nice_qps"] for d in dims], marker="o", label=f"NICE {bits}-bit")
+        axes[0].plot(dims, [data[f"{bits}/{d}"]["gpu_ns"] / 1e3 for d in dims], marker="^", label=f"GPU {bits}-bit")
         axes[1].plot(dims, [data[f"{bits}/{d}"]["host_qps_cached"] for d in dims], marker="s",
                      label=f"CPU cached {bits}-bit")
+        axes[1].plot(dims, [data[f"{bits}/{d}"]["gpu_qps_batched"] for d in dims], marker="^",
+                     label=f"GPU batch {gpu_q} {bits}-bit")
     lo = [data[f"{widths[0]}/{d}"]["nice_ns"] / 1e3 for d in dims]
     axes[0].fill_between(dims, [v * PAPER_CPU_RATIO[0] for v in lo], [v * PAPER_CPU_RATIO[1] for v in lo],
                          alpha=0.2, color="grey", label="paper: CPU = 8.3-12.6x NICE")

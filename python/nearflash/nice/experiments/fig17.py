@@ -11,6 +11,8 @@ regression) under /data/fashion/lenet (depth 4), written through ordinary Writes
   walk (op 5) minus NICE's locate (op 4), both measured on the same device.
 * HOST-CPU: the host reads the images and the weights through the kernel (256 KiB Reads, up to 64 in flight) and
   runs LeNet on its CPU at the Fig. 14 rate (22.8 MAC/ns, assumed).
+* HOST-GPU: the same reads, then the NX's GPU (`nearflash.nice.gpu`: LeNet's kernels in f32 as a roofline, kernel
+  launches, unified-memory copies; preset `host.gpu_*`), its energy the GPU's active power plus static power.
 Energy (joules per batch, the paper's power figures as parameters x busy time): NICE and the host's reads from the
 device's energy ledger over each measurement window (device static power, NAND, link, controller, R5, NICE-C, and the
 host's static power while it waits); the host's compute as its instructions (one per 4 MACs, NEON, assumed) x the
@@ -25,16 +27,19 @@ from pathlib import Path
 import numpy as np
 
 from nearflash.experiment import Experiment, Options
-from nearflash.nice import lenet
-from nearflash.nice.experiments.common import (OP_LOCATE, debugfs, device, fsr_block, host_compute_j, invoke,
-                                               make_image, measured)
+from nearflash.nice import lenet, network_kernels
+from nearflash.nice.experiments.common import (OP_LOCATE, compare_headline, debugfs, device, fsr_block,
+                                               host_compute_j, host_gpu_j, invoke, make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
+from nearflash.nice.gpu import Gpu
 from nearflash.recssd.experiments.common import option
 
 OP_CNN, NET_LENET = 6, 0
 #: Paper Sec. V-D: FSR-C / NICE latency for LeNet, and the transfer's share of the CPU's latency (lower bound).
 PAPER_FSR_RATIO = 2.0
 PAPER_HOST_TRANSFER_SHARE = 0.9
+#: Paper Sec. V-D: GPU / NICE latency for LeNet over batch sizes.
+PAPER_GPU_RATIO = (2.4, 19.0)
 DIR = "/data/fashion/lenet"
 
 
@@ -58,6 +63,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         w_head = head(f"{DIR}/weights.bin")
         dev = device(image, 1024, exp)
         queue = dev.queue(depth=64)
+        gpu, kernels = Gpu.from_device(dev), network_kernels("lenet5")
         block = bytes([OP_CNN, NET_LENET]) + bytes(6) + struct.pack("<Q", w_head)
         # Locating, FSR-ISC vs NICE, for the two files (after a first call: metadata cached, as NICE's runs are).
         extra_fsr = 0
@@ -82,17 +88,21 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             compute_ns = b * lenet.MACS_PER_IMAGE / rate
             host_ns = read_ns + compute_ns
             host_j = read_j + host_compute_j(dev, b * lenet.MACS_PER_IMAGE, compute_ns)
+            g = gpu.cnn(kernels, b, lenet.IMAGE_BYTES)
+            gpu_ns, gpu_j = read_ns + g["total_ns"], read_j + host_gpu_j(dev, gpu, g["total_ns"])
             fsr_ns = nice_ns + extra_fsr
             acc = float((got == labels[:b]).mean())
             data[str(b)] = {"nice_ns": nice_ns, "fsr_ns": fsr_ns, "host_ns": host_ns, "host_read_ns": read_ns,
                             "host_compute_ns": compute_ns, "nice_j": nice_j, "host_j": host_j, "accuracy": acc,
-                            "sectors": sectors}
-            rows.append([b, nice_ns / 1e3, fsr_ns / 1e3, host_ns / 1e3, read_ns / host_ns, host_ns / nice_ns,
-                         nice_j * 1e3, host_j * 1e3, acc])
+                            "sectors": sectors, "gpu_ns": gpu_ns, "gpu_j": gpu_j, "gpu_copy_ns": g["copy_ns"],
+                            "gpu_compute_ns": g["compute_ns"]}
+            rows.append([b, nice_ns / 1e3, fsr_ns / 1e3, host_ns / 1e3, gpu_ns / 1e3, read_ns / host_ns,
+                         read_ns / gpu_ns, host_ns / nice_ns, gpu_ns / nice_ns, nice_j * 1e3, host_j * 1e3,
+                         gpu_j * 1e3, acc])
         dev.close()
     exp.table("LeNet-5 on Fashion-MNIST test images: latency per batch (us), energy per batch (mJ)",
-              ["batch", "NICE", "FSR-C", "HOST-CPU", "host transfer share", "CPU/NICE", "NICE mJ", "CPU mJ",
-               "accuracy"], rows)
+              ["batch", "NICE", "FSR-C", "HOST-CPU", "HOST-GPU", "CPU transfer share", "GPU transfer share",
+               "CPU/NICE", "GPU/NICE", "NICE mJ", "CPU mJ", "GPU mJ", "accuracy"], rows)
     exp.record("points", data)
     big = data[str(max(batches))]
     exp.compare("FSR-C / NICE latency, largest batch", big["fsr_ns"] / big["nice_ns"], PAPER_FSR_RATIO, "x")
@@ -102,18 +112,30 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
                 PAPER_HOST_TRANSFER_SHARE, "", "paper: 'over 90%'")
     exp.compare("CPU / NICE latency, largest batch", big["host_ns"] / big["nice_ns"], None, "x")
     exp.compare("CPU / NICE energy, largest batch", big["host_j"] / big["nice_j"], None, "x")
+    pts = [data[str(b)] for b in batches]
+    gpu_r = [p["gpu_ns"] / p["nice_ns"] for p in pts]
+    exp.compare("GPU / NICE latency, smallest over batches", min(gpu_r), PAPER_GPU_RATIO[0], "x")
+    exp.compare("GPU / NICE latency, largest over batches", max(gpu_r), PAPER_GPU_RATIO[1], "x")
+    exp.compare("host transfer share of GPU latency, largest batch", big["host_read_ns"] / big["gpu_ns"],
+                PAPER_HOST_TRANSFER_SHARE, "", "paper: 'over 90%' for CPU and GPU")
+    exp.compare("GPU / NICE energy, largest batch", big["gpu_j"] / big["nice_j"], None, "x")
+    compare_headline(exp, [p["host_ns"] / p["nice_ns"] for p in pts], gpu_r)
     exp.note("weights: random convolutions and hidden layers, last layer fitted by ridge regression on "
              "Fashion-MNIST training images (nearflash.nice.lenet), so the accuracy (~70%) is not the paper's concern; "
              "every in-storage class equals numpy's wherever the top two logits are not a near-tie")
     exp.note("FSR-C = NICE + (FSR-ISC path walk - NICE locate) for the images and the weights file at depth 4, "
              "metadata cached; the paper's 2x also reflects its FSR's heavier per-level cost (Fig. 12 notes)")
-    exp.note("no GPU model: the paper's GPU and DeepDive columns are not reproduced")
+    exp.note(f"HOST-GPU: the host's reads as HOST-CPU, then {len(kernels) + 1} kernels per batch on the roofline GPU "
+             "model (nearflash.nice.gpu, preset host.gpu_*) plus the unified-memory copies")
+    exp.note("no DeepDive model: the paper gives only its 0.34 W and 'very high' latency (docs/nice.md)")
     fig, axes = exp.figure("fig17", 11, 4.2, ncols=2)
-    for key, label, m in (("nice_ns", "NICE", "o"), ("fsr_ns", "FSR-C", "^"), ("host_ns", "HOST-CPU", "s")):
+    for key, label, m in (("nice_ns", "NICE", "o"), ("fsr_ns", "FSR-C", "^"), ("host_ns", "HOST-CPU", "s"),
+                          ("gpu_ns", "HOST-GPU", "D")):
         axes[0].plot(batches, [data[str(b)][key] / 1e3 for b in batches], marker=m, label=label)
     axes[0].set(title="Fig. 17(a): LeNet latency", xlabel="batch", ylabel="latency (us)", xscale="log", yscale="log")
     axes[1].plot(batches, [b / data[str(b)]["nice_j"] for b in batches], marker="o", label="NICE")
     axes[1].plot(batches, [b / data[str(b)]["host_j"] for b in batches], marker="s", label="HOST-CPU")
+    axes[1].plot(batches, [b / data[str(b)]["gpu_j"] for b in batches], marker="D", label="HOST-GPU")
     axes[1].set(title="Fig. 17(b): LeNet images per joule", xlabel="batch", ylabel="images / J", xscale="log",
                 yscale="log")
     for ax in axes:
