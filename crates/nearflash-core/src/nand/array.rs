@@ -177,6 +177,20 @@ impl DataOutWaits {
     }
 }
 
+/// The last read booked on a die under `mqsim_tsu`: a read of another plane at the same page offset that arrives
+/// before its command is sent joins it as one multi-plane read (MQSim's `TSU_Base::issue_command_to_chip` gathers
+/// every queued transaction of the die at that offset, whichever request it belongs to).
+#[derive(Clone, Copy)]
+struct QueuedRead {
+    page: u32,
+    /// Planes of the die (bit per plane) the command reads.
+    planes: u32,
+    command: Time,
+    sensed: Time,
+    /// End of the last data-out, when the die is free again.
+    end: Time,
+}
+
 /// The flash array's resources and the rules for occupying them.
 pub struct NandArray {
     pub geo: Geometry,
@@ -190,6 +204,10 @@ pub struct NandArray {
     e: Energies,
     /// Per channel, where data-outs wait (only kept under `mqsim_tsu`).
     waits: Vec<DataOutWaits>,
+    /// Per die, the last read booked (only kept under `mqsim_tsu`).
+    queued: Vec<Option<QueuedRead>>,
+    /// Command start, sensing end and data-out end of the latest plain read (set under `mqsim_tsu`).
+    issued: (Time, Time, Time),
     pub stats: NandStats,
 }
 
@@ -218,6 +236,8 @@ impl NandArray {
             },
             timing: NandTiming::from_config(cfg),
             waits: (0..geo.channels).map(|_| DataOutWaits::default()).collect(),
+            queued: vec![None; geo.dies() as usize],
+            issued: (0, 0, 0),
             ecc: EccModel::from_config(cfg),
             geo,
             stats: NandStats::default(),
@@ -237,9 +257,41 @@ impl NandArray {
         xfer: &[u64],
         outcome: EccOutcome,
     ) -> Time {
+        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, outcome)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// As [`read`](Self::read), naming the die's planes read (`plane_mask`, bit per plane; 0 = not known): under
+    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset.
+    pub fn read_on_planes(
+        &mut self,
+        res: &mut Resources,
+        ledger: &mut EnergyLedger,
+        ready: Time,
+        die: u32,
+        page: u32,
+        plane_mask: u32,
+        xfer: &[u64],
+        outcome: EccOutcome,
+    ) -> Time {
         let planes = xfer.len() as u64;
         let bytes: u64 = xfer.iter().sum();
-        let mut done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+        let joined = if matches!(outcome, EccOutcome::Corrected) {
+            self.join_queued(res, ready, die, page, plane_mask, bytes)
+        } else {
+            None
+        };
+        let mut done = match joined {
+            Some(done) => done,
+            None => {
+                let done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+                if self.timing.data_outs_first {
+                    let (command, sensed, end) = self.issued;
+                    self.queued[die as usize] = Some(QueuedRead { page, planes: plane_mask, command, sensed, end });
+                }
+                done
+            }
+        };
         for _ in 0..outcome.retries() {
             done = self.sense_and_transfer(res, done, die, page, planes, bytes);
         }
@@ -259,6 +311,36 @@ impl NandArray {
         ledger.charge(self.acc.bus, self.e.bus_byte * (bytes * attempts) as f64);
         ledger.charge(self.acc.ecc, self.e.ecc_byte * (bytes * attempts) as f64);
         done
+    }
+
+    /// Under `mqsim_tsu`, a read of planes `mask` at offset `page` of `die` that arrives while the die's last read
+    /// (same offset, other planes) still waits for its command joins that command: no sensing of its own, its
+    /// data-out follows the other's, and the die is held until it ends. Returns the decode end, or None when it
+    /// cannot join (the command was already sent, another offset or plane, or the die is booked after it). The
+    /// joined command keeps the single-plane command time (MQSim's two-plane command is t_DBSY + 6 t_WC longer,
+    /// about 0.6 us).
+    fn join_queued(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, mask: u32, bytes: u64) -> Option<Time> {
+        let t = &self.timing;
+        if !t.data_outs_first || !t.multi_plane || mask == 0 || bytes == 0 {
+            return None;
+        }
+        let q = self.queued[die as usize]?;
+        if q.page != page || q.planes & mask != 0 || q.planes == 0 || q.command < ready {
+            return None;
+        }
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let x = t.xfer(bytes);
+        let xs = res.timeline(ch).find(q.end, x);
+        if !res.timeline(d).is_free(q.end, xs + x) {
+            return None;
+        }
+        res.timeline_mut(d).commit(q.end, xs + x);
+        res.timeline_mut(ch).commit(xs, xs + x);
+        let chn = self.geo.channel_of_die(die) as usize;
+        self.waits[chn].insert(q.sensed, xs + x);
+        self.queued[die as usize] = Some(QueuedRead { planes: q.planes | mask, end: xs + x, ..q });
+        Some(self.decode(res, die, xs, xs + x, bytes))
     }
 
     /// One sensing of `planes` pages and the transfer and decode of `bytes`; returns the decode end.
@@ -356,6 +438,7 @@ impl NandArray {
         }
         if t.data_outs_first {
             self.waits[chn].insert(sensed, xfer_end);
+            self.issued = (sensed.saturating_sub(t_r + cmd), sensed, xfer_end);
         }
         self.decode(res, die, xfer_start, xfer_end, bytes)
     }
@@ -572,6 +655,37 @@ mod tests {
         assert_eq!(q2, f + c + tr + 2 * x + c + tr + x, "mqsim_tsu: the command waits for the waiting page");
         let (_, _, q3) = run("interleave").0;
         assert!(q3 <= q && q <= q2);
+    }
+
+    #[test]
+    fn mqsim_tsu_joins_a_queued_read_of_another_plane_into_one_multi_plane_read() {
+        // Die 0: a read of page 0 keeps the die busy; a read of page 2, plane 0, queues behind it; a read of page 2,
+        // plane 1, arrives while that one still waits for its command. MQSim's scheduler sends both planes in one
+        // command: one tR, the second data-out right after the first.
+        let run = |policy: &str, mask: u32, third_ready: Time| {
+            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
+            let t = n.timing.clone();
+            let b = 16384;
+            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], EccOutcome::Corrected);
+            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], EccOutcome::Corrected);
+            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], EccOutcome::Corrected);
+            let (c, x) = (t.t_cmd, t.xfer(b));
+            let tr = |p: u32| t.t_read(n.geo.page_type(p));
+            assert_eq!(first, c + tr(0) + x);
+            assert_eq!(second, first + c + tr(2) + x);
+            (second, third, c + tr(2) + x, x)
+        };
+        let (second, third, one, x) = run("mqsim_tsu", 2, 1000);
+        assert_eq!(third, second + x, "joined: shares the sensing, its data-out follows");
+        let (second, third, ..) = run("data_first", 2, 1000);
+        assert_eq!(third, second + one, "data_first: a read of its own after the queued one");
+        let (second, third, ..) = run("mqsim_tsu", 0, 1000);
+        assert_eq!(third, second + one, "planes not named: no join");
+        let (second, third, ..) = run("mqsim_tsu", 1, 1000);
+        assert_eq!(third, second + one, "same plane: no join");
+        // 200 us: after the second read's command (sent when the first read ends, at about 142 us).
+        let (second, third, ..) = run("mqsim_tsu", 2, 200_000);
+        assert_eq!(third, second + one, "the command was sent before the read arrived: no join");
     }
 
     #[test]
