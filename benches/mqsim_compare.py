@@ -134,7 +134,7 @@ class Setting:
 
 
 #: nearflash's channel arbitration in the aligned runs (set by --arbitration).
-ARBITRATION = "data_first"
+ARBITRATION = "mqsim_tsu"
 
 
 def alignment(p: dict[str, Any]) -> list[Setting]:
@@ -178,8 +178,9 @@ def alignment(p: dict[str, Any]) -> list[Setting]:
             "nand.channel_arbitration",
             ARBITRATION,
             "MQSim serves waiting data-outs before it sends a new command and books command cycles on the channel "
-            "(NVM_PHY_ONFI_NVDDR2::Execute_simulator_event); data_first is that policy (--arbitration interleave "
-            "keeps nearflash's default to show the difference)",
+            "(NVM_PHY_ONFI_NVDDR2::Execute_simulator_event), and its scheduler sends a command only on a "
+            "channel-idle event, when no data-out waits (TSU_Base::handle_channel_idle_signal); mqsim_tsu is that "
+            "policy (--arbitration data_first books the command cycles only, interleave keeps nearflash's default)",
         ),
     ]
     return s
@@ -733,8 +734,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds one MQSim run may take")
     ap.add_argument("--keep", type=Path, help="keep MQSim's input and output files under this folder")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
-    ap.add_argument("--arbitration", choices=["data_first", "interleave"], default="data_first",
-                    help="nearflash's nand.channel_arbitration in the aligned runs (data_first is MQSim's policy)")
+    ap.add_argument("--arbitration", choices=["mqsim_tsu", "data_first", "interleave"], default="mqsim_tsu",
+                    help="nearflash's nand.channel_arbitration in the aligned runs (mqsim_tsu is MQSim's policy)")
     args = ap.parse_args(argv)
     global ARBITRATION
     ARBITRATION = args.arbitration

@@ -70,6 +70,16 @@ def test_bad_overrides_are_config_errors():
         Device(None, over_provisioning="0%")
 
 
+def test_channel_arbitration_values_are_named_in_errors(small):
+    with pytest.raises(nearflash.ConfigError, match="expected interleave, data_first or mqsim_tsu"):
+        Device(None, channel_arbitration="fifo")
+    with pytest.raises(nearflash.ConfigError, match="nand.cache_read = false"):
+        Device(None, channel_arbitration="mqsim_tsu")
+    with Device(None, channel_arbitration="mqsim_tsu", cache_read=False, **small) as dev:
+        dev.write(0, b"\x5a" * dev.lba_bytes * 8)
+        assert bytes(dev.read(0, 8)) == b"\x5a" * dev.lba_bytes * 8
+
+
 def test_async_queue_completes_in_virtual_time_order(small):
     with Device(None, materialise=False, **small) as dev:
         dev.precondition(1.0)

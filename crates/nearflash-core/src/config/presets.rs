@@ -48,4 +48,23 @@ mod tests {
             assert_eq!(tree.meta("name"), Some(name), "{name}: meta.name must match the preset name");
         }
     }
+
+    #[test]
+    fn channel_arbitration_values_are_checked() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut tree = load_preset("cosmos-plus").unwrap();
+            for (k, v) in pairs {
+                tree.set(k, v).unwrap();
+            }
+            DeviceConfig::from_tree(&tree).map(|_| ()).map_err(|e| e.to_string())
+        };
+        for ok in ["interleave", "data_first"] {
+            with(&[("nand.channel_arbitration", ok)]).unwrap();
+        }
+        with(&[("nand.channel_arbitration", "mqsim_tsu"), ("nand.cache_read", "false")]).unwrap();
+        let e = with(&[("nand.channel_arbitration", "mqsim_tsu")]).unwrap_err();
+        assert!(e.contains("nand.cache_read = false"), "{e}");
+        let e = with(&[("nand.channel_arbitration", "round_robin")]).unwrap_err();
+        assert!(e.contains("\"round_robin\"") && e.contains("interleave, data_first or mqsim_tsu"), "{e}");
+    }
 }

@@ -415,8 +415,18 @@ impl DeviceConfig {
                  few for the GC reserve"
             ));
         }
-        if !matches!(n.channel_arbitration.0.as_str(), "interleave" | "data_first") {
-            return bad(format!("nand.channel_arbitration {:?}: expected interleave or data_first", n.channel_arbitration.0));
+        if !matches!(n.channel_arbitration.0.as_str(), "interleave" | "data_first" | "mqsim_tsu") {
+            return bad(format!(
+                "nand.channel_arbitration {:?}: expected interleave, data_first or mqsim_tsu",
+                n.channel_arbitration.0
+            ));
+        }
+        if n.channel_arbitration.0 == "mqsim_tsu" && n.cache_read.0 {
+            return bad(
+                "nand.channel_arbitration mqsim_tsu models MQSim's scheduler, which has no cache read: set \
+                 nand.cache_read = false"
+                    .into(),
+            );
         }
         if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
             return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));

@@ -286,7 +286,10 @@ impl DeviceCore {
             let cws = self.nand.ecc.codewords(xfer.iter().sum());
             let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
             let outcome = self.nand.ecc.decode(worst.max(sampled));
-            let done = self.nand.read(&mut self.res, &mut self.ledger, issue, die, a0.page, xfer, outcome);
+            let ppd = geo.planes_per_die;
+            // Planes of the die read (bit per plane; 0, "not known", past 32 planes).
+            let mask = if ppd > 32 { 0 } else { group.iter().fold(0u32, |m, &g| m | 1 << (geo.page_addr(page_reads[g].0).plane % ppd)) };
+            let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, issue, die, a0.page, mask, xfer, outcome);
             ok &= outcome.is_ok();
             for &g in group.iter() {
                 let (_, first, n) = page_reads[g];

@@ -28,8 +28,13 @@ pub struct NandTiming {
     pub t_soft_decode: u64,
     pub cache_read: bool,
     pub multi_plane: bool,
-    /// `nand.channel_arbitration = data_first`: read command cycles are booked on the channel (MQSim's order).
+    /// `nand.channel_arbitration = data_first` or `mqsim_tsu`: read command cycles are booked on the channel
+    /// (MQSim's order).
     pub commands_on_bus: bool,
+    /// `nand.channel_arbitration = mqsim_tsu`: a read command is sent only while no data-out waits for the channel
+    /// (MQSim's transaction scheduler issues on channel-idle events, after the PHY has drained its waiting
+    /// data-outs).
+    pub data_outs_first: bool,
 }
 
 impl NandTiming {
@@ -61,7 +66,8 @@ impl NandTiming {
             t_soft_decode: cfg.ecc.t_soft_decode.0,
             cache_read: n.cache_read.0,
             multi_plane: n.multi_plane.0,
-            commands_on_bus: n.channel_arbitration.0 == "data_first",
+            commands_on_bus: matches!(n.channel_arbitration.0.as_str(), "data_first" | "mqsim_tsu"),
+            data_outs_first: n.channel_arbitration.0 == "mqsim_tsu",
         }
     }
 
@@ -120,6 +126,71 @@ struct Energies {
     ecc_byte: f64,
 }
 
+/// Spans of one channel during which a sensed page waits for, or is in, its data-out (`mqsim_tsu`): merged,
+/// disjoint `[start, end)` spans keyed by start. A read command is sent only outside them.
+#[derive(Default)]
+struct DataOutWaits {
+    spans: std::collections::BTreeMap<Time, Time>,
+}
+
+impl DataOutWaits {
+    /// Spans that ended this long before the newest one are dropped (assumed: no read is issued that far in the
+    /// past of the channel's latest data-out; a query before it sees the channel as free of waiting data-outs).
+    const KEEP_NS: Time = 100_000_000;
+
+    /// Earliest start at or after `from` of `dur` ns that overlaps no span.
+    fn first_free(&self, from: Time, dur: u64) -> Time {
+        let mut t = from;
+        // The span starting last before the window's end overlaps it iff it ends after the window's start (the
+        // spans are disjoint, so no earlier one can).
+        while let Some((_, &e)) = self.spans.range(..t + dur.max(1)).next_back() {
+            if e <= t {
+                break;
+            }
+            t = e;
+        }
+        t
+    }
+
+    /// Marks `[start, end)`, merging it with the spans it touches.
+    fn insert(&mut self, start: Time, end: Time) {
+        if end <= start {
+            return;
+        }
+        let (mut a, mut b) = (start, end);
+        while let Some((&s, &e)) = self.spans.range(..=b).next_back() {
+            if e < a {
+                break;
+            }
+            self.spans.remove(&s);
+            a = a.min(s);
+            b = b.max(e);
+        }
+        self.spans.insert(a, b);
+        let horizon = b.saturating_sub(Self::KEEP_NS);
+        while let Some((&s, &e)) = self.spans.first_key_value() {
+            if e >= horizon {
+                break;
+            }
+            self.spans.remove(&s);
+        }
+    }
+}
+
+/// The last read booked on a die under `mqsim_tsu`: a read of another plane at the same page offset that arrives
+/// before its command is sent joins it as one multi-plane read (MQSim's `TSU_Base::issue_command_to_chip` gathers
+/// every queued transaction of the die at that offset, whichever request it belongs to).
+#[derive(Clone, Copy)]
+struct QueuedRead {
+    page: u32,
+    /// Planes of the die (bit per plane) the command reads.
+    planes: u32,
+    command: Time,
+    sensed: Time,
+    /// End of the last data-out, when the die is free again.
+    end: Time,
+}
+
 /// The flash array's resources and the rules for occupying them.
 pub struct NandArray {
     pub geo: Geometry,
@@ -131,6 +202,12 @@ pub struct NandArray {
     ecc_engine: GroupId,
     acc: Accounts,
     e: Energies,
+    /// Per channel, where data-outs wait (only kept under `mqsim_tsu`).
+    waits: Vec<DataOutWaits>,
+    /// Per die, the last read booked (only kept under `mqsim_tsu`).
+    queued: Vec<Option<QueuedRead>>,
+    /// Command start, sensing end and data-out end of the latest plain read (set under `mqsim_tsu`).
+    issued: (Time, Time, Time),
     pub stats: NandStats,
 }
 
@@ -158,6 +235,9 @@ impl NandArray {
                 ecc_byte: en.ecc_per_byte.0,
             },
             timing: NandTiming::from_config(cfg),
+            waits: (0..geo.channels).map(|_| DataOutWaits::default()).collect(),
+            queued: vec![None; geo.dies() as usize],
+            issued: (0, 0, 0),
             ecc: EccModel::from_config(cfg),
             geo,
             stats: NandStats::default(),
@@ -177,9 +257,41 @@ impl NandArray {
         xfer: &[u64],
         outcome: EccOutcome,
     ) -> Time {
+        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, outcome)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// As [`read`](Self::read), naming the die's planes read (`plane_mask`, bit per plane; 0 = not known): under
+    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset.
+    pub fn read_on_planes(
+        &mut self,
+        res: &mut Resources,
+        ledger: &mut EnergyLedger,
+        ready: Time,
+        die: u32,
+        page: u32,
+        plane_mask: u32,
+        xfer: &[u64],
+        outcome: EccOutcome,
+    ) -> Time {
         let planes = xfer.len() as u64;
         let bytes: u64 = xfer.iter().sum();
-        let mut done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+        let joined = if matches!(outcome, EccOutcome::Corrected) {
+            self.join_queued(res, ready, die, page, plane_mask, bytes)
+        } else {
+            None
+        };
+        let mut done = match joined {
+            Some(done) => done,
+            None => {
+                let done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+                if self.timing.data_outs_first {
+                    let (command, sensed, end) = self.issued;
+                    self.queued[die as usize] = Some(QueuedRead { page, planes: plane_mask, command, sensed, end });
+                }
+                done
+            }
+        };
         for _ in 0..outcome.retries() {
             done = self.sense_and_transfer(res, done, die, page, planes, bytes);
         }
@@ -201,6 +313,36 @@ impl NandArray {
         done
     }
 
+    /// Under `mqsim_tsu`, a read of planes `mask` at offset `page` of `die` that arrives while the die's last read
+    /// (same offset, other planes) still waits for its command joins that command: no sensing of its own, its
+    /// data-out follows the other's, and the die is held until it ends. Returns the decode end, or None when it
+    /// cannot join (the command was already sent, another offset or plane, or the die is booked after it). The
+    /// joined command keeps the single-plane command time (MQSim's two-plane command is t_DBSY + 6 t_WC longer,
+    /// about 0.6 us).
+    fn join_queued(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, mask: u32, bytes: u64) -> Option<Time> {
+        let t = &self.timing;
+        if !t.data_outs_first || !t.multi_plane || mask == 0 || bytes == 0 {
+            return None;
+        }
+        let q = self.queued[die as usize]?;
+        if q.page != page || q.planes & mask != 0 || q.planes == 0 || q.command < ready {
+            return None;
+        }
+        let ch = res.member(self.channel, self.geo.channel_of_die(die));
+        let d = res.member(self.die, die);
+        let x = t.xfer(bytes);
+        let xs = res.timeline(ch).find(q.end, x);
+        if !res.timeline(d).is_free(q.end, xs + x) {
+            return None;
+        }
+        res.timeline_mut(d).commit(q.end, xs + x);
+        res.timeline_mut(ch).commit(xs, xs + x);
+        let chn = self.geo.channel_of_die(die) as usize;
+        self.waits[chn].insert(q.sensed, xs + x);
+        self.queued[die as usize] = Some(QueuedRead { planes: q.planes | mask, end: xs + x, ..q });
+        Some(self.decode(res, die, xs, xs + x, bytes))
+    }
+
     /// One sensing of `planes` pages and the transfer and decode of `bytes`; returns the decode end.
     fn sense_and_transfer(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, planes: u64, bytes: u64) -> Time {
         let t = &self.timing;
@@ -216,12 +358,33 @@ impl NandArray {
         // burst of another die block the command for a whole page transfer). Find a start at which the die stays
         // free until the data has left it; the holds only grow, so the loop ends.
         let (xfer_start, xfer_end);
+        let sensed;
         // A read finding its die idle is a plain page read; one queued behind earlier work on the die is issued as
         // a cache read (ONFI 31h), so that its sensing overlaps the previous page's data-out.
         // With data_first arbitration (MQSim) the command cycles take a slot on the channel of their own, found at
         // or after `from`: a new read waits for the data-outs already booked there.
+        // With mqsim_tsu the slot must also lie outside every span in which a sensed page waits for its data-out:
+        // MQSim's PHY serves the waiting data-outs whenever the channel frees, and its transaction scheduler sends
+        // a new command only on the channel-idle event that follows, when none is left.
         let on_bus = t.commands_on_bus;
-        let command_slot = |res: &Resources, from: Time| if on_bus { res.timeline(ch).find(from, cmd) } else { from };
+        let chn = self.geo.channel_of_die(die) as usize;
+        let waits = if t.data_outs_first { Some(&self.waits[chn]) } else { None };
+        let command_slot = |res: &Resources, from: Time| {
+            if !on_bus {
+                return from;
+            }
+            let mut c = res.timeline(ch).find(from, cmd);
+            if let Some(w) = waits {
+                loop {
+                    let free = w.first_free(c, cmd);
+                    if free == c {
+                        break;
+                    }
+                    c = res.timeline(ch).find(free, cmd);
+                }
+            }
+            c
+        };
         let pipelined = t.cache_read && res.timeline(d).find(ready, 1) > ready;
         if pipelined {
             let (mut hold_die, mut hold_reg) = (cmd + t_r + t.t_cache_xfer, t.t_cache_xfer + x);
@@ -242,6 +405,7 @@ impl NandArray {
                         res.timeline_mut(ch).commit(c, c + cmd);
                     }
                     (xfer_start, xfer_end) = (xs, xs + x);
+                    sensed = m + t.t_cache_xfer;
                     break;
                 }
                 hold_die = hold_die.max(need_die);
@@ -266,10 +430,15 @@ impl NandArray {
                         res.timeline_mut(ch).commit(c, c + cmd);
                     }
                     (xfer_start, xfer_end) = (xs, xs + x);
+                    sensed = c + cmd + t_r;
                     break;
                 }
                 hold = need;
             }
+        }
+        if t.data_outs_first {
+            self.waits[chn].insert(sensed, xfer_end);
+            self.issued = (sensed.saturating_sub(t_r + cmd), sensed, xfer_end);
         }
         self.decode(res, die, xfer_start, xfer_end, bytes)
     }
@@ -457,6 +626,89 @@ mod tests {
         assert_eq!(f2, f, "an idle channel takes the command at once");
         assert_eq!(s2, f + t.t_cmd + t.t_read(0) + t.xfer(16384), "the command waits for the data-out");
         assert!(s2 > s);
+    }
+
+    #[test]
+    fn mqsim_tsu_sends_no_command_while_a_sensed_page_waits() {
+        // Channel 0 (dies 8, 16, 24 on it). Die 16's read is booked first and puts its 16 KiB data-out at
+        // [F + cmd + tR, + X). Die 8's read senses X/2 before that data-out starts: its page cannot fit in the gap
+        // and waits until [F + cmd + tR + X, + X). Die 24's read arrives while that page waits, the channel idle.
+        let run = |policy: &str| {
+            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
+            let t = n.timing.clone();
+            let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(16384));
+            let f = 2 * x;
+            let a = n.read(&mut res, &mut led, f, 16, 0, &[16384], EccOutcome::Corrected);
+            let b = n.read(&mut res, &mut led, f - x / 2, 8, 0, &[16384], EccOutcome::Corrected);
+            let waiting_from = f - x / 2 + c + tr;
+            let q = n.read(&mut res, &mut led, waiting_from + 1000, 24, 0, &[16384], EccOutcome::Corrected);
+            ((a, b, q), (c, tr, x, f))
+        };
+        let ((a, b, q), (c, tr, x, f)) = run("data_first");
+        assert_eq!(a, f + c + tr + x);
+        assert_eq!(b, f + c + tr + 2 * x, "the page waits behind the booked data-out");
+        assert_eq!(q, f + c + tr + 3 * x, "data_first: the command slips into the idle channel, its page queues");
+        let ((a2, b2, q2), _) = run("mqsim_tsu");
+        assert_eq!((a2, b2), (a, b));
+        // MQSim: the scheduler issues only on a channel-idle event with no data-out waiting, i.e. once die 8's
+        // page has left: command at f + c + tr + 2x, then tR and the transfer.
+        assert_eq!(q2, f + c + tr + 2 * x + c + tr + x, "mqsim_tsu: the command waits for the waiting page");
+        let (_, _, q3) = run("interleave").0;
+        assert!(q3 <= q && q <= q2);
+    }
+
+    #[test]
+    fn mqsim_tsu_joins_a_queued_read_of_another_plane_into_one_multi_plane_read() {
+        // Die 0: a read of page 0 keeps the die busy; a read of page 2, plane 0, queues behind it; a read of page 2,
+        // plane 1, arrives while that one still waits for its command. MQSim's scheduler sends both planes in one
+        // command: one tR, the second data-out right after the first.
+        let run = |policy: &str, mask: u32, third_ready: Time| {
+            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
+            let t = n.timing.clone();
+            let b = 16384;
+            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], EccOutcome::Corrected);
+            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], EccOutcome::Corrected);
+            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], EccOutcome::Corrected);
+            let (c, x) = (t.t_cmd, t.xfer(b));
+            let tr = |p: u32| t.t_read(n.geo.page_type(p));
+            assert_eq!(first, c + tr(0) + x);
+            assert_eq!(second, first + c + tr(2) + x);
+            (second, third, c + tr(2) + x, x)
+        };
+        let (second, third, one, x) = run("mqsim_tsu", 2, 1000);
+        assert_eq!(third, second + x, "joined: shares the sensing, its data-out follows");
+        let (second, third, ..) = run("data_first", 2, 1000);
+        assert_eq!(third, second + one, "data_first: a read of its own after the queued one");
+        let (second, third, ..) = run("mqsim_tsu", 0, 1000);
+        assert_eq!(third, second + one, "planes not named: no join");
+        let (second, third, ..) = run("mqsim_tsu", 1, 1000);
+        assert_eq!(third, second + one, "same plane: no join");
+        // 200 us: after the second read's command (sent when the first read ends, at about 142 us).
+        let (second, third, ..) = run("mqsim_tsu", 2, 200_000);
+        assert_eq!(third, second + one, "the command was sent before the read arrived: no join");
+    }
+
+    #[test]
+    fn data_out_waits_merge_and_find_gaps() {
+        let mut w = DataOutWaits::default();
+        w.insert(100, 200);
+        w.insert(300, 400);
+        assert_eq!(w.first_free(0, 100), 0, "fits before the first span");
+        assert_eq!(w.first_free(50, 60), 200, "overlaps [100, 200), fits after it");
+        assert_eq!(w.first_free(0, 101), 400, "overlaps [100, 200), then does not fit before [300, 400)");
+        assert_eq!(w.first_free(150, 10), 200);
+        assert_eq!(w.first_free(200, 100), 200, "fits exactly between the spans");
+        assert_eq!(w.first_free(200, 101), 400);
+        w.insert(190, 310); // joins both
+        assert_eq!(w.spans.len(), 1);
+        assert_eq!(w.first_free(120, 1), 400);
+        w.insert(400, 410); // adjacent: merged
+        assert_eq!(w.spans.iter().next(), Some((&100, &410)));
+        w.insert(50, 50); // empty: ignored
+        assert_eq!(w.spans.len(), 1);
+        // Old spans are dropped once a span ends far enough after them.
+        w.insert(DataOutWaits::KEEP_NS + 1000, DataOutWaits::KEEP_NS + 2000);
+        assert_eq!(w.spans.len(), 1);
     }
 
     #[test]
