@@ -152,8 +152,11 @@ fn deployed_from(g: &NandGeometry, reserved: usize, state: &[u8]) -> Result<Depl
 impl SearSsd {
     fn deploy(&mut self, ctx: &mut ExecCtx<'_>, blob: &[u8]) -> Result<Time, Status> {
         let geo = self.nand.clone().expect("attached");
-        let d = decode(blob).map_err(|_| Status::INVALID_FIELD)?;
-        let layout = layout_for(&geo, self.reserved, &d)?;
+        let d = decode(blob).map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("DEPLOY: the index does not decode: {e}")))?;
+        let layout = layout_for(&geo, self.reserved, &d).map_err(|s| {
+            let why = format!("DEPLOY: {} vectors and their graph do not fit the {} reserved blocks per plane", d.order.len(), self.reserved);
+            ctx.explain(s, None, why)
+        })?;
         let mut t = ctx.from_host(ctx.start, blob.len() as u64);
         // The previous deployment's blocks are erased only now that the new one is known to fit.
         if let Some(old) = self.deployed.take() {
@@ -185,23 +188,36 @@ impl SearSsd {
     }
 
     fn search(&mut self, ctx: &mut ExecCtx<'_>, req: &[u8]) -> Result<(u32, Time), Status> {
-        let dep = self.deployed.as_ref().ok_or(Status::SEQUENCE_ERROR)?;
+        let Some(dep) = self.deployed.as_ref() else {
+            return Err(ctx.explain(Status::SEQUENCE_ERROR, None, "SEARCH before any DEPLOY: no index on the device"));
+        };
         let word = |i: usize| req.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
-        let (k, ef, nq) = (word(0).ok_or(Status::INVALID_FIELD)?, word(1).ok_or(Status::INVALID_FIELD)?, word(2).ok_or(Status::INVALID_FIELD)?);
+        let (Some(k), Some(ef), Some(nq)) = (word(0), word(1), word(2)) else {
+            return Err(ctx.explain(Status::INVALID_FIELD, None, format!("SEARCH request of {} bytes: shorter than its 12-byte header", req.len())));
+        };
         let n = dep.order.len();
         let vb = dep.dim * dep.dtype.bytes();
-        if k == 0 || k > n || ef == 0 || ef > crate::index::MAX_EF || nq == 0 {
-            return Err(Status::INVALID_FIELD);
-        }
-        if req.len() as u128 != 12 + nq as u128 * (4 + vb as u128) {
-            return Err(Status::INVALID_FIELD);
+        let bad = if k == 0 || k > n {
+            Some(format!("k = {k}: expected 1..={n} (the deployed vectors)"))
+        } else if ef == 0 || ef > crate::index::MAX_EF {
+            Some(format!("ef = {ef}: expected 1..={}", crate::index::MAX_EF))
+        } else if nq == 0 {
+            Some("no queries (nq = 0)".to_string())
+        } else if req.len() as u128 != 12 + nq as u128 * (4 + vb as u128) {
+            Some(format!("{} bytes: {nq} queries of {} dims ({vb} B each) with entry points take {}", req.len(), dep.dim, 12 + nq as u128 * (4 + vb as u128)))
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            return Err(ctx.explain(Status::INVALID_FIELD, None, format!("SEARCH: {why}")));
         }
         let entries: Vec<u32> = (0..nq).map(|i| word(3 + i).unwrap() as u32).collect();
         let queries = &req[12 + 4 * nq..];
-        if entries.iter().any(|&e| e as usize >= n)
-            || (dep.dtype == Dtype::F32 && queries.chunks_exact(4).any(|c| !f32::from_le_bytes(c.try_into().unwrap()).is_finite()))
-        {
-            return Err(Status::INVALID_FIELD);
+        if let Some(e) = entries.iter().find(|&&e| e as usize >= n) {
+            return Err(ctx.explain(Status::INVALID_FIELD, None, format!("SEARCH: entry point {e} is not one of the {n} vertices")));
+        }
+        if dep.dtype == Dtype::F32 && queries.chunks_exact(4).any(|c| !f32::from_le_bytes(c.try_into().unwrap()).is_finite()) {
+            return Err(ctx.explain(Status::INVALID_FIELD, None, "SEARCH: a query holds NaN or infinity"));
         }
         let mut t = ctx.from_host(ctx.start, req.len() as u64);
         let mut results = Vec::with_capacity(nq * k * 8);
@@ -449,14 +465,17 @@ impl Extension for SearSsd {
             (OP_DEPLOY, DataBuf::ToDevice(blob)) => self.deploy(ctx, blob).map(|t| (self.deployed_len() as u32, t)),
             (OP_SEARCH, DataBuf::ToDevice(req)) => self.search(ctx, req),
             (OP_RESULTS, DataBuf::FromDevice(out)) => {
-                if out.len() != self.results.len() || self.results.is_empty() {
-                    Err(Status::INVALID_FIELD)
+                if self.results.is_empty() {
+                    Err(ctx.explain(Status::SEQUENCE_ERROR, None, "RESULTS before a SEARCH: no results to return"))
+                } else if out.len() != self.results.len() {
+                    let why = format!("RESULTS into {} bytes: the last SEARCH returned {}", out.len(), self.results.len());
+                    Err(ctx.explain(Status::INVALID_FIELD, None, why))
                 } else {
                     out.copy_from_slice(&self.results);
                     Ok((0, ctx.to_host(ctx.start, out.len() as u64)))
                 }
             }
-            _ => Err(Status::INVALID_FIELD),
+            _ => Err(ctx.explain(Status::INVALID_FIELD, None, "wrong data direction: DEPLOY and SEARCH carry data to the device, RESULTS from it")),
         };
         match r {
             Ok((dw0, done)) => ExtCompletion { status: Status::SUCCESS, dw0, done },

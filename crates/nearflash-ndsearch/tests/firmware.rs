@@ -117,10 +117,19 @@ fn bad_requests_are_refused_and_change_nothing() {
     let (ix, q) = index(Kind::Hnsw, Metric::L2, 400, 8, 3);
     let mut dev = device(1, serde_json::Value::Null);
     let req = request(&ix, &q, 10, 16);
+    // each refusal says why in the device's error log
+    let said = |dev: &mut Device, d: &nearflash_core::Done, words: &str| {
+        let reason = dev.error_reason(1, d.cid).unwrap_or_default();
+        assert!(reason.contains(words), "{reason:?} does not say {words:?}");
+    };
     // search before deploy
-    assert_eq!(cmd(&mut dev, OP_SEARCH, DataBuf::ToDevice(&req)).status, Status::SEQUENCE_ERROR);
+    let d = cmd(&mut dev, OP_SEARCH, DataBuf::ToDevice(&req));
+    assert_eq!(d.status, Status::SEQUENCE_ERROR);
+    said(&mut dev, &d, "before any DEPLOY");
     let blob = encode(&ix, Reorder::DegreeBfs).unwrap();
-    assert_eq!(cmd(&mut dev, OP_DEPLOY, DataBuf::ToDevice(&blob[..blob.len() - 1])).status, Status::INVALID_FIELD);
+    let d = cmd(&mut dev, OP_DEPLOY, DataBuf::ToDevice(&blob[..blob.len() - 1]));
+    assert_eq!(d.status, Status::INVALID_FIELD);
+    said(&mut dev, &d, "does not decode");
     assert_eq!(cmd(&mut dev, OP_DEPLOY, DataBuf::ToDevice(&blob)).status, Status::SUCCESS);
     let good = search(&mut dev, &req, 30, 10);
     // k beyond the index, ef 0, truncated, entry out of range, NaN query
@@ -133,13 +142,18 @@ fn bad_requests_are_refused_and_change_nothing() {
     let mut nan = req.clone();
     let at = nan.len() - 4;
     nan[at..].copy_from_slice(&f32::NAN.to_le_bytes());
-    for bad in [&bad_k, &bad_ef, &bad_entry, &nan, &req[..req.len() - 2].to_vec()] {
-        assert_eq!(cmd(&mut dev, OP_SEARCH, DataBuf::ToDevice(bad)).status, Status::INVALID_FIELD);
+    let truncated = req[..req.len() - 2].to_vec();
+    let cases = [(&bad_k, "k = 401"), (&bad_ef, "ef = 0"), (&bad_entry, "entry point 400"), (&nan, "NaN"), (&truncated, "queries of 8 dims")];
+    for (bad, words) in cases {
+        let d = cmd(&mut dev, OP_SEARCH, DataBuf::ToDevice(bad));
+        assert_eq!(d.status, Status::INVALID_FIELD);
+        said(&mut dev, &d, words);
     }
     // too large for the reserved area (1 block per plane, 16 x 256 B vectors per page): refused, the old deployment still answers the same
     let (big, _) = index(Kind::Hnsw, Metric::L2, 4500, 64, 4);
     let d = cmd(&mut dev, OP_DEPLOY, DataBuf::ToDevice(&encode(&big, Reorder::None).unwrap()));
     assert_eq!(d.status, Status::CAPACITY_EXCEEDED);
+    said(&mut dev, &d, "do not fit");
     assert_eq!(search(&mut dev, &req, 30, 10), good);
     // redeploy (erases and reprograms) and search again
     assert_eq!(cmd(&mut dev, OP_DEPLOY, DataBuf::ToDevice(&blob)).status, Status::SUCCESS);

@@ -281,7 +281,7 @@ fn nvme(what: &str, s: Status) -> PyErr {
 fn vendor(d: &mut nearflash_core::Device, qid: u16, op: u8, data: DataBuf<'_>, what: &str) -> PyResult<nearflash_core::Done> {
     let done = d.execute(qid, Sqe { opcode: op, nsid: 1, ..Sqe::default() }, data).map_err(to_py_core)?;
     if !done.status.is_success() {
-        return Err(nvme(what, done.status));
+        return Err(nvme(&d.explained(what, qid, done.cid), done.status));
     }
     Ok(done)
 }
@@ -305,7 +305,7 @@ fn device_deploy(py: Python<'_>, dev: &mut PyDevice, qid: u16, index: &PyIndex, 
         )));
     }
     if !done.status.is_success() {
-        return Err(nvme("ndsearch deploy", done.status));
+        return Err(nvme(&d.explained("ndsearch deploy", qid, done.cid), done.status));
     }
     Ok((done.dw0, done.latency_ns))
 }

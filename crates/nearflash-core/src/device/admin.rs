@@ -63,6 +63,15 @@ impl Device {
             .and_then(|r| r["reason"].as_str().map(str::to_owned))
     }
 
+    /// `what`, followed by the device's reason for failed command `cid` on `sqid` in brackets where it gave one: the
+    /// name a host library puts on the error it raises.
+    pub fn explained(&mut self, what: &str, sqid: u16, cid: u16) -> String {
+        match self.error_reason(sqid, cid) {
+            Some(reason) => format!("{what} ({reason})"),
+            None => what.to_owned(),
+        }
+    }
+
     fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Status> {
         let cfg = &self.core.cfg;
         match cns {

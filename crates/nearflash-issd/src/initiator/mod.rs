@@ -203,10 +203,7 @@ impl<'d> Initiator<'d> {
     /// The error of command `cid` that completed with `status`, with the reason the device logged for it (read
     /// from the Error Information log, as a host library does).
     fn failed(&mut self, what: &str, cid: u16, status: Status) -> IssdError {
-        match self.dev.error_reason(self.qid, cid) {
-            Some(reason) => device_error(format!("{what} ({reason})"), status),
-            None => device_error(what, status),
-        }
+        device_error(self.dev.explained(what, self.qid, cid), status)
     }
 
     /// Runs a job with a strategy.
