@@ -238,6 +238,10 @@ class Device:
             })
         return out
 
+    def error_reason(self, sqid: int, cid: int) -> Optional[str]:
+        """The device's reason for failed command ``cid`` on queue ``sqid`` (from :meth:`error_log`), or None."""
+        return next((e["reason"] for e in self.error_log() if (e["sqid"], e["cid"]) == (sqid, cid)), None)
+
     @staticmethod
     def repair(path: os.PathLike | str) -> dict[str, Any]:
         """Repairs a damaged image in place (it must not be open). Returns what it did and what it could not

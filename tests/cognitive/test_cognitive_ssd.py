@@ -163,6 +163,7 @@ def test_index_without_a_hashing_session_is_a_sequence_error(fmnist, deployed):
     with pytest.raises(NvmeError) as e:
         deployed._command("DLG_index", 0x7777, 10, np.zeros(40, dtype=np.uint8), False)  # no DLG_hashing at 0x7777
     assert (e.value.sct, e.value.sc) == (0, 0x0C)
+    assert "DLG_index (index without hashing session)" in str(e.value), "the device's reason, read from its error log"
     with pytest.raises(NvmeError) as e:
         deployed._command("DLG_analysis", 0x7777, 1, np.zeros(8, dtype=np.uint8), False)
     assert (e.value.sct, e.value.sc) == (0, 0x0C)

@@ -426,7 +426,10 @@ impl CognitiveFirmware {
     }
 
     fn run(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<Time, Fault> {
-        let cmd = DlgCommand::decode(sqe).map_err(|e| (e.status, "bad_command"))?;
+        let cmd = DlgCommand::decode(sqe).map_err(|e| {
+            ctx.explain(e.status, None, e.what);
+            (e.status, "bad_command")
+        })?;
         self.stats.configs += u64::from(matches!(cmd, DlgCommand::Config { .. }));
         match cmd {
             DlgCommand::Config { size, target, .. } => self.config(ctx, target, size, data),
@@ -476,6 +479,10 @@ impl Extension for CognitiveFirmware {
             Ok(done) => ExtCompletion::ok(done),
             Err((status, why)) => {
                 *self.faults.entry(why.to_string()).or_default() += 1;
+                // the fault's tag in words, unless the command decoder already said more (`bad_command`)
+                if why != "bad_command" {
+                    ctx.explain(status, None, why.replace('_', " "));
+                }
                 ExtCompletion::failed(status, ctx.start)
             }
         }

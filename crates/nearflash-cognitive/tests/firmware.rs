@@ -139,8 +139,13 @@ fn hostile_commands_get_statuses_and_change_nothing() {
     assert!(hash(&mut dev, 0, &images(2, 9)).status.is_success());
     // T = 0 (the wire refuses it), T above the database, a result buffer of the wrong size
     let sqe = Sqe { opcode: 0xC1, cdw10: 0, cdw11: 8, cdw12: 0, nsid: 1, ..Sqe::default() };
-    assert_eq!(dev.execute(1, sqe, DataBuf::None).unwrap().status, Status::INVALID_FIELD);
-    assert_eq!(index(&mut dev, 0, 2, 201).0, Status::INVALID_FIELD);
+    let t0 = dev.execute(1, sqe, DataBuf::None).unwrap();
+    assert_eq!(t0.status, Status::INVALID_FIELD);
+    assert!(dev.error_reason(1, t0.cid).is_some_and(|r| !r.is_empty() && r != "bad command"), "the wire decoder's words");
+    let mut out = vec![0u8; 4 * 201 * 2];
+    let d = cmd(&mut dev, 1, DlgCommand::Index { address: 0, size: out.len() as u32, t: 201 }, DataBuf::FromDevice(&mut out));
+    assert_eq!(d.status, Status::INVALID_FIELD);
+    assert_eq!(dev.error_reason(1, d.cid).as_deref(), Some("t out of range"), "the refusal's reason is in the error log");
     let mut small = vec![0u8; 8];
     assert_eq!(cmd(&mut dev, 1, DlgCommand::Index { address: 0, size: 8, t: 10 }, DataBuf::FromDevice(&mut small)).status, Status::INVALID_FIELD);
     // image bytes that are not whole images, a code length the model does not make

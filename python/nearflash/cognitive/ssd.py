@@ -57,7 +57,8 @@ class CognitiveSSD:
         if c is None:
             raise InvalidArgument(f"{name}: completion lost")
         if (c[1], c[2]) != (0, 0):
-            raise NvmeError(c[1], c[2], name)
+            why = self.device.error_reason(self._qid, cid)
+            raise NvmeError(c[1], c[2], f"{name} ({why})" if why else name)
         self.last_times[name] = self.last_times.get(name, 0) + c[4] - start
         return c[4] - start
 
