@@ -240,7 +240,8 @@ class Device:
 
     def error_reason(self, sqid: int, cid: int) -> Optional[str]:
         """The device's reason for failed command ``cid`` on queue ``sqid`` (from :meth:`error_log`), or None."""
-        return next((e["reason"] for e in self.error_log() if (e["sqid"], e["cid"]) == (sqid, cid)), None)
+        key = (_count("sqid", sqid, 0, 0xFFFF), _count("cid", cid, 0, 0xFFFF))
+        return next((e["reason"] for e in self.error_log() if (e["sqid"], e["cid"]) == key), None)
 
     @staticmethod
     def repair(path: os.PathLike | str) -> dict[str, Any]:

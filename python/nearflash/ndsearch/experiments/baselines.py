@@ -11,7 +11,7 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import searssd
-from nearflash.ndsearch.experiments.common import build, cpus, device, host_qps, load, sizes
+from nearflash.ndsearch.experiments.common import build, cpus, device_search, grouped_bars, host_qps, load, sizes
 from nearflash.recssd.experiments.common import option
 
 #: NDSearch Sec. VII-B (Fig. 13): SearSSD up to 2.9x DeepStore (2.81x HNSW, 2.94x DiskANN over DS-cp) and 7.4x
@@ -104,13 +104,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
                                                              "page reads", "read operations", "over CPU"], rows)
     exp.record("runs", data)
     fig, ax = exp.figure("fig16_ablation")
-    for i, name in enumerate(names):
-        rs = [r for r in rows if r[0] == name]
-        x = np.arange(len(rs))
-        ax.bar(x + i * 0.8 / len(names), [r[3] for r in rs], 0.8 / len(names), label=name)
-        if i == 0:
-            ax.set_xticks(x + 0.4 - 0.4 / len(names), [r[1].split(" (")[0] for r in rs], rotation=25, ha="right",
-                          fontsize=7)
+    grouped_bars(ax, rows, names, 3, 25)
     ax.axhline(PAPER_ABLATION_TOTAL, color="k", ls="--", lw=1, label=f"paper: all = {PAPER_ABLATION_TOTAL}x bare")
     ax.set_yscale("log")
     ax.set_ylabel("throughput over bare SearSSD")
@@ -128,12 +122,7 @@ def device_energy(ix, q, ef: int, nq: int, hi: np.ndarray, hd: np.ndarray, name:
     """SearSSD on the emulated device: (QPS, SSD-side energy in J, energy by part). The platform's energy model
     charges NAND reads, the flash bus, ECC, controller cores, SSD static power and the firmware's units (Table I
     power x busy cycles); the host's parts are left out, as for the modelled designs."""
-    dev = device(batch=nq)
-    dep = ix.deploy(dev, reorder="degree")
-    dev.reset_stats()
-    dd, di = dep.search(q, 10, ef=ef)
-    if not (np.array_equal(di, hi) and np.array_equal(dd, hd)):
-        raise AssertionError(f"{name}: the device's results differ from the host search's")
+    dev, dep = device_search(ix, q, ef, nq, hi, hd, name)
     parts = {k: v for k, v in dev.report().energy_j.items() if not k.startswith("host")}
     return nq / (dep.last_latency_ns * 1e-9), sum(parts.values()), parts
 
@@ -176,13 +165,7 @@ def run_energy(exp: Experiment, opts: Options) -> None:
                                                         "queries per joule", "SearSSD over it"], rows)
     exp.record("runs", data)
     fig, ax = exp.figure("fig20_energy")
-    for i, name in enumerate(names):
-        rs = [r for r in rows if r[0] == name]
-        x = np.arange(len(rs))
-        ax.bar(x + i * 0.8 / len(names), [r[4] for r in rs], 0.8 / len(names), label=name)
-        if i == 0:
-            ax.set_xticks(x + 0.4 - 0.4 / len(names), [r[1].split(" (")[0] for r in rs], rotation=20, ha="right",
-                          fontsize=7)
+    grouped_bars(ax, rows, names, 4, 20)
     ax.set_yscale("log")
     ax.set_ylabel("queries per joule")
     ax.set_title("Fig. 20: energy efficiency (paper: SearSSD 178.68x CPU, 30.06x SmartSSD-only, 3.48x DS-cp)")

@@ -83,3 +83,29 @@ def sizes(opts: Options) -> tuple[list[str], int, int, int]:
 
 def cpus() -> int:
     return len(os.sched_getaffinity(0))
+
+
+def device_search(ix: Index, q: np.ndarray, ef: int, nq: int, hi: np.ndarray, hd: np.ndarray, name: str):
+    """Deploys `ix` on a fresh SearSSD device (batch `nq`, degree reordering) and searches `q` there (k = 10) in a
+    new measurement window; the device must return the host search's ids `hi` and distances `hd`. Returns
+    (device, deployment)."""
+    dev = device(batch=nq)
+    dep = ix.deploy(dev, reorder="degree")
+    dev.reset_stats()
+    dd, di = dep.search(q, 10, ef=ef)
+    if not (np.array_equal(di, hi) and np.array_equal(dd, hd)):
+        raise AssertionError(f"{name}: the device's results differ from the host search's")
+    return dev, dep
+
+
+def grouped_bars(ax, rows: list, names: list[str], column: int, rotation: int) -> None:
+    """One bar per row of `rows` (dataset name first, configuration second), grouped by configuration and coloured
+    by dataset, the bar height from `column`."""
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        rs = [r for r in rows if r[0] == name]
+        x = np.arange(len(rs))
+        ax.bar(x + i * width, [r[column] for r in rs], width, label=name)
+        if i == 0:
+            ax.set_xticks(x + 0.4 - width / 2, [r[1].split(" (")[0] for r in rs], rotation=rotation, ha="right",
+                          fontsize=7)
