@@ -6,7 +6,9 @@
 //! NPE timing per layer (Eqs. 2-4 for the cycles): a layer's weight pages are requested when the previous layer
 //! starts computing (the ping-pong bank fills while the other is used); it starts when its first row of pages (one
 //! page per channel) is in, runs its compute cycles, and cannot end before its last page is in plus one kernel's
-//! compute. GSE timing: the next page to read is known only after the previous expansion's distances, so the reads
+//! compute. Weight reads share the channels with ordinary I/O by the I/O scheduler's turns ([`ChannelShare`]):
+//! each of DLG-x's back-to-back weight pages on a channel leaves the channel free for
+//! `io_pages_between_weight_reads` ordinary page transfers first. GSE timing: the next page to read is known only after the previous expansion's distances, so the reads
 //! of one query are sequential; the per-neighbour cycles follow on the GSE.
 
 use crate::error::CognitiveError;
@@ -14,6 +16,7 @@ use crate::graph_pages::{Entry, PageFormat};
 use crate::gse::{self, PageSource, SearchConfig, SearchStats};
 use crate::npe::LayerTiming;
 use crate::package::{gather_tensors, ModelDescriptor};
+use crate::params::CognitiveParams;
 use crate::quant::QModel;
 use crate::weight_layout::WeightLayout;
 use nearflash_core::engine::Time;
@@ -50,6 +53,34 @@ pub struct TaskCost {
     pub gse_cycles: f64,
 }
 
+/// The I/O scheduler's turns on a channel between DLG-x's weight stream and ordinary I/O (Method B's sharing, paper
+/// Sec. 3.1.3). Commands are booked when submitted, so ordinary I/O submitted while a task runs cannot delay the
+/// task's reads already booked; the turn is therefore left free in advance: a weight read that follows another on
+/// its channel starts sensing so that its transfer comes `free_ns` after the previous one's end. A stream that runs
+/// alone is slowed by that much per back-to-back page (the price of not knowing what ordinary I/O will arrive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelShare {
+    /// Channel time left to ordinary I/O between two back-to-back weight pages.
+    pub free_ns: Time,
+    /// The page's sensing (t_read), overlapped with that free time.
+    pub sense_ns: Time,
+}
+
+impl ChannelShare {
+    pub fn from_params(p: &CognitiveParams) -> ChannelShare {
+        let xfer_s = p.page_size / p.channel_bw;
+        ChannelShare { free_ns: (p.io_pages_between_weight_reads * xfer_s * 1e9).round() as Time, sense_ns: p.t_read.round() as Time }
+    }
+
+    /// When a weight read wanted at `ready` may start, the previous one on its channel having ended at `last`.
+    pub fn ready(&self, last: Option<Time>, ready: Time) -> Time {
+        match last {
+            Some(last) if self.free_ns > 0 => ready.max((last + self.free_ns).saturating_sub(self.sense_ns)),
+            _ => ready,
+        }
+    }
+}
+
 fn weighted_index(timing: &[LayerTiming], i: usize) -> usize {
     timing[..i].iter().filter(|t| t.weight_bytes > 0.0).count()
 }
@@ -63,11 +94,13 @@ pub fn hash(
     m: &DeployedModel,
     npe: UnitHandle,
     cycle_ns: f64,
+    share: ChannelShare,
     images: &[&[u8]],
     ready: Time,
     cost: &mut TaskCost,
 ) -> Result<(Time, Vec<(Vec<i32>, Vec<f32>)>), Status> {
     let ps = ctx.geometry().page_size as usize;
+    let mut last: Vec<Option<Time>> = vec![None; m.ppns.len()];
     let mut pages: Vec<Vec<Vec<u8>>> = m.ppns.iter().map(|ch| vec![Vec::new(); ch.len()]).collect();
     let mut t = ready;
     let mut model: Option<QModel> = None;
@@ -77,7 +110,7 @@ pub fn hash(
         for (i, lt) in m.timing.iter().enumerate() {
             let (start, done) = if lt.weight_bytes > 0.0 {
                 let wi = weighted_index(&m.timing, i);
-                let (first, last) = read_layer(ctx, m, wi, prev_start, model.is_none().then_some(&mut pages), ps, cost)?;
+                let (first, last) = read_layer(ctx, m, wi, prev_start, (share, &mut last), model.is_none().then_some(&mut pages), ps, cost)?;
                 let start = t.max(first);
                 let computed = ctx.compute(npe, 0, start, lt.compute_cycles);
                 let out_ch = m.skeleton.layers[wi].bias.len().max(1) as f64;
@@ -98,24 +131,29 @@ pub fn hash(
     Ok((t, out))
 }
 
-/// Reads weighted layer `wi`'s pages on every channel from `ready` (into `pages` when given). Returns when the
-/// first row (one page per channel) and the last page are in.
+/// Reads weighted layer `wi`'s pages on every channel from `ready` (into `pages` when given), each channel's reads
+/// taking turns with ordinary I/O after the previous weight read on it (`turns`: the share and each channel's last
+/// weight read's end). Returns when the first row (one page per channel) and the last page are in.
+#[allow(clippy::too_many_arguments)]
 fn read_layer(
     ctx: &mut ExecCtx<'_>,
     m: &DeployedModel,
     wi: usize,
     ready: Time,
+    turns: (ChannelShare, &mut [Option<Time>]),
     mut pages: Option<&mut Vec<Vec<Vec<u8>>>>,
     ps: usize,
     cost: &mut TaskCost,
 ) -> Result<(Time, Time), Status> {
     let ks = &m.layout.layers[wi].kernels;
     let (lo, hi) = (ks[0].page, ks.iter().map(|k| k.page + k.pages).max().unwrap_or(ks[0].page + 1));
+    let (share, channel_last) = turns;
     let (mut first, mut last) = (ready, ready);
     for idx in lo..hi {
         for (ch, ppns) in m.ppns.iter().enumerate() {
             let mut buf = if pages.is_some() { vec![0u8; ps] } else { Vec::new() };
-            let r = ctx.read_page(ppns[idx], &mut buf, ready)?;
+            let r = ctx.read_page(ppns[idx], &mut buf, share.ready(channel_last[ch], ready))?;
+            channel_last[ch] = Some(r.done);
             cost.weight_pages += 1;
             if idx == lo {
                 first = first.max(r.done);

@@ -43,6 +43,9 @@ nearflash_core::ext_params! {
         /// Flash page read (array to register), used for timing the page reads counted by the search.
         t_read: Time = 60, "us", "cosmos-plus preset t_read (assumed there: MLC tR 50-80 us)";
         // --- runtime on the controller cores (firmware extension) ---------------------------------------------------
+        /// Ordinary I/O page transfers the I/O scheduler lets through a channel between two of DLG-x's back-to-back
+        /// weight-page reads on it (DLG-x senses its next page meanwhile); 0: DLG-x's weight stream goes first.
+        io_pages_between_weight_reads: Count = 1, "count", "paper Sec. 3.1.3: the I/O scheduler 'dispatches I/O requests to the basic firmware or the DLG-x' on shared channels, policy not given; assumed: one page each in turn, as a NAND controller serving two queues round robin";
         /// How the runtime waits for DLG-x: A blocks the firmware until the task ends, B rings DLG-x's doorbell and
         /// polls its status between ordinary commands.
         method: Choice["A", "B"] = "B", "choice", "paper Sec. 3.2 and Table 2: Method B keeps normal I/O bandwidth, so it is the runtime's choice";

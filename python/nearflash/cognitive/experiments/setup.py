@@ -26,10 +26,11 @@ def device(db_items: int, **overrides: Any) -> Device:
     return Device(None, "cosmos-plus", ext_reserved_blocks=r, **{**GEOMETRY, **overrides})
 
 
-def deployed(db_n: int, layout: str = "two_hop", method: str = "B", seed: int = 1, **overrides: Any):
-    """(CognitiveSSD with the shipped model and `db_n` train images deployed, db labels)."""
+def deployed(db_n: int, layout: str = "two_hop", method: str = "B", seed: int = 1, params: Any = None, **overrides: Any):
+    """(CognitiveSSD with the shipped model and `db_n` train images deployed, db labels); `params` overrides the
+    extension's parameters by name, `overrides` the device's."""
     db, labels = fashion_mnist("train", db_n)
-    ssd = CognitiveSSD(device(db_n, **overrides), method=method)
+    ssd = CognitiveSSD(device(db_n, **overrides), method=method, **(params or {}))
     ssd.deploy(load_model(), db, layout=layout, calibration=min(1000, db_n), seed=seed)
     return ssd, labels
 
