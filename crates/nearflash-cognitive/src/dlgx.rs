@@ -88,17 +88,17 @@ fn weighted_index(timing: &[LayerTiming], i: usize) -> usize {
 /// Runs the NPE over `images` (each the model's input size) from `ready`. The weights are read from flash for
 /// every image (DLG-x keeps none of them on chip between queries); the first image's reads also return the bytes
 /// the int8 executor computes with. Returns when the last image's hash layer is done, and per image the hash
-/// layer's int32 accumulators and real values.
+/// layer's int32 accumulators and real values. The clock and the I/O scheduler's turns come from `params`.
 pub fn hash(
     ctx: &mut ExecCtx<'_>,
     m: &DeployedModel,
     npe: UnitHandle,
-    cycle_ns: f64,
-    share: ChannelShare,
+    params: &CognitiveParams,
     images: &[&[u8]],
     ready: Time,
     cost: &mut TaskCost,
 ) -> Result<(Time, Vec<(Vec<i32>, Vec<f32>)>), Status> {
+    let (cycle_ns, share) = (params.cycle_ns(), ChannelShare::from_params(params));
     let ps = ctx.geometry().page_size as usize;
     let mut last: Vec<Option<Time>> = vec![None; m.ppns.len()];
     let mut pages: Vec<Vec<Vec<u8>>> = m.ppns.iter().map(|ch| vec![Vec::new(); ch.len()]).collect();

@@ -280,7 +280,7 @@ impl CognitiveFirmware {
         let images: Vec<&[u8]> = bytes.chunks(input).collect();
         let mut cost = TaskCost::default();
         let m = self.model.as_ref().expect("checked above");
-        let (finished, out) = dlgx::hash(ctx, m, npe, self.params.cycle_ns(), dlgx::ChannelShare::from_params(&self.params), &images, dispatched, &mut cost).map_err(|s| (s, "weight_read_failed"))?;
+        let (finished, out) = dlgx::hash(ctx, m, npe, &self.params, &images, dispatched, &mut cost).map_err(|s| (s, "weight_read_failed"))?;
         let codes = out.iter().map(|(acc, _)| acc.iter().enumerate().filter(|(_, &a)| a >= 0).fold(0u64, |c, (i, _)| c | (1 << i))).collect();
         self.stats.hashed_images += images.len() as u64;
         self.account(&cost);
