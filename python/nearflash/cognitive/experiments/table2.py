@@ -22,6 +22,9 @@ PAPER = {
 }
 BLOCK = 128 * 1024
 REGION = 512 * 1024 * 1024
+#: Database items deployed: Table 2's DLG-x only hashes, so the graph just has to exist (the weights and their
+#: layout do not depend on it).
+DB_ITEMS = 100
 #: The runs of one workload: (method, firmware parameters).
 MODES = {"peak": ("B", {}), "A": ("A", {}), "B": ("B", {}), "B_stream_first": ("B", {"io_pages_between_weight_reads": 0})}
 
@@ -97,7 +100,7 @@ def run_table2(exp: Experiment, opts: Options) -> None:
     for w in exp.steps(workloads):
         got, load = {}, {}
         for mode, (method, params) in MODES.items():
-            ssd, _ = deployed(300, method=method, seed=opts.seed, params=params)
+            ssd, _ = deployed(DB_ITEMS, method=method, seed=opts.seed, params=params)
             if "read" in w:  # the region the reads touch is written first (timing only), as fio's file is
                 fio_like(ssd, "write", int(REGION / 400e6 * 1e9), depth, None, 50_000, opts.seed)
                 ssd.device.flush()
