@@ -17,7 +17,9 @@
 //!
 //! Method A: the runtime blocks every controller core from dispatch until DLG-x finishes (no ordinary command is
 //! handled meanwhile). Method B: it rings DLG-x's doorbell and polls its status every `poll_interval`, so ordinary
-//! commands run between polls; both share the flash channels with ordinary I/O.
+//! commands run between polls; both share the flash channels with ordinary I/O, DLG-x's back-to-back weight reads
+//! taking turns with it on each channel (the I/O scheduler's `io_pages_between_weight_reads`,
+//! [`crate::dlgx::ChannelShare`]).
 
 use crate::area::DlgArea;
 use crate::dlgx::{self, DeployedGraph, DeployedModel, TaskCost};
