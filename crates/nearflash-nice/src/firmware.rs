@@ -18,6 +18,9 @@
 //! k (u16), 2 pad bytes, query as dim i32]; the file is an embedding matrix of that width. Result: op (u32), file
 //! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
 //! nearest first as (squared L2 distance u64, vector index u32).
+//! 7 = NICE-K over a batch of queries in one pass over the file (`OP_KNN_BATCH`): [7, width bits, dim (u16),
+//! k (u16), queries (u16, 1..=`max_queries`), queries x dim i32]; value = the number of queries, then each query's
+//! neighbours in turn (min(K, N) pairs each).
 //! 6 = NICE-C (`OP_CNN`): a network (LeNet-5 or MobileNetV2) over the file's images with its weights from another
 //! file, on the declared FPGA unit `nice.cnn`; the result's tail is one u16 class per image.
 //!
@@ -54,6 +57,8 @@ pub const OP_FSR: u32 = 5;
 /// weights file (u64)]; the bound file holds u8 images in the network's CHW shape; the result's value is the image
 /// count, followed by each image's class (u16).
 pub const OP_CNN: u32 = 6;
+/// NICE-K over a batch of queries sharing one pass over the file (`knn::knn_batch`).
+pub const OP_KNN_BATCH: u32 = 7;
 /// Metadata pages the firmware keeps in DRAM by default (the paper's FTL cache), assumed: 1024 x 4 KiB = 4 MiB of
 /// the 8 GB DDR4.
 pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
@@ -301,6 +306,10 @@ impl NiceFirmware {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
                 match Job::parse(src).ok_or(Status::INVALID_FIELD)? {
                     Job::Fsr { .. } => return Err(Status::INVALID_FIELD),
+                    // More queries than the unit's query buffer holds.
+                    Job::Knn { queries, .. } if crate::knn::check_batch(queries.len(), &self.knn_params).is_err() => {
+                        return Err(Status::INVALID_FIELD)
+                    }
                     _ => self.ops.insert(head, src[..Job::block_len(src)].to_vec()),
                 };
                 Ok(ctx.from_host(t, src.len() as u64))
@@ -515,7 +524,7 @@ impl Extension for NiceFirmware {
         ctx.observe();
         self.knn_unit = Some(ctx.add_units(&UnitSpec {
             name: "nice.knn".into(),
-            count: 1,
+            count: self.knn_params.query_units as u32,
             freq_hz: self.knn_params.clock,
             pj_per_cycle: KNN_PJ_PER_CYCLE,
             static_mw: KNN_STATIC_MW,
