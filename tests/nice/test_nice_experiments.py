@@ -37,6 +37,8 @@ def test_experiments_write_json_markdown_and_png(tmp_path, name):
     if name == "fig14":
         for p in exp.data["points"].values():
             assert p["gpu_qps_batched"] > 1e9 / p["gpu_ns"], "a batch of queries amortises the file read"
+            # NICE-K's op 7: 256 queries share one pass (answers checked against numpy inside the experiment).
+            assert p["nice_qps_batched"] > 10 * p["nice_qps"] and p["nice_qps_per_w_batched"] > 10 * p["nice_qps_per_w"]
     if name == "fig17":
         t = [exp.data["points"][b]["gpu_ns"] for b in ("1", "16", "64")]
         assert t[0] < t[1] < t[2], t
@@ -79,3 +81,5 @@ def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):
     exp = Experiment("nice", "fig14", title, tmp_path)
     with pytest.raises(ValueError, match="gpu_batch"):
         run(exp, Options(quick=True, seed=1, extra={"gpu_batch": "0"}))
+    with pytest.raises(ValueError, match="nice_batch=257"):
+        run(exp, Options(quick=True, seed=1, extra={"nice_batch": "257"}))

@@ -99,12 +99,15 @@ class NiceHost:
             block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
             block[:16] = np.frombuffer(bytes([OPS[op], NETWORKS[net][0]]) + bytes(6)
                                        + struct.pack("<Q", self._head(weights)), dtype=np.uint8)
-            return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
-        self._batch.pop(path, None)
+            ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            self._batch.pop(path, None)
+            return ns
         if op != "knn":
             block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
             block[0] = OPS[op]
-            return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            self._batch.pop(path, None)  # only once the device took the new op
+            return ns
         q = np.asarray(query)
         batch = q.ndim == 2
         if q.ndim not in (1, 2) or not np.issubdtype(q.dtype, np.integer) or q.size == 0:
@@ -129,6 +132,8 @@ class NiceHost:
         ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
         if batch:
             self._batch[path] = (-(-(24 + 12 * n * k) // self.dev.lba_bytes), k, dim * bits // 8)
+        else:
+            self._batch.pop(path, None)
         return ns
 
     def nice_read(self, path: str) -> dict[str, Any]:
