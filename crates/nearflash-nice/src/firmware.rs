@@ -350,22 +350,36 @@ impl NiceFirmware {
                         }
                         _ => None,
                     };
-                    let coroutines = self.params.coroutines();
-                    // Coroutines: the R5 tells the A53 the transfers are done (task queue); polling: the core spins.
-                    let resumed = if coroutines { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
+                    let (coroutines, interrupts) = (self.params.coroutines(), self.params.interrupts());
+                    // The R5's "transfers done": a task-queue message waking the coroutine (interrupts), or seen by
+                    // the core that polls (below).
+                    let resumed = if coroutines && interrupts { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
                     let units = ops::Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
                     let (value, mut done) = ops::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
                     let on_fpga = matches!(job, Job::Knn { .. } | Job::Cnn { .. });
-                    if coroutines && on_fpga {
-                        done = ctx.firmware(done, self.params.irq_wake_instructions);
-                    } else if !coroutines {
-                        // Run to completion: the core that issued the transfers spins until the data (and, for an
-                        // FPGA op, the accelerator's status register) says done.
-                        let until = if on_fpga { done } else { read_done };
-                        let spin = until.saturating_sub(issued_until);
-                        let spun = ctx.firmware_on(polling_core, issued_until, instructions_for(ctx, spin));
+                    // Who waits. Polling wake-up: one A53 core spins until the data (and, for an FPGA op, the
+                    // accelerator's status register) says done, from the hand-off to the R5 (coroutines) or from its
+                    // last own page transaction (run to completion). Interrupts: coroutines wait on no core; run to
+                    // completion spins on its transfers only and sleeps through the accelerator.
+                    let spin_until = match (interrupts, coroutines) {
+                        (true, true) => None,
+                        (true, false) => Some(read_done),
+                        (false, _) => Some(if on_fpga { done } else { read_done }),
+                    };
+                    if let Some(until) = spin_until {
+                        let from = if coroutines { t } else { issued_until };
+                        let spin = until.saturating_sub(from);
+                        let spun = ctx.firmware_on(polling_core, from, instructions_for(ctx, spin));
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
+                    }
+                    if interrupts && on_fpga {
+                        // The FPGA's completion interrupt wakes the coroutine (any core) or the sleeping core.
+                        done = if coroutines {
+                            ctx.firmware(done, self.params.irq_wake_instructions)
+                        } else {
+                            ctx.firmware_on(polling_core, done, self.params.irq_wake_instructions)
+                        };
                     }
                     if self.params.shared_reads {
                         self.shared.hold_all(read, done);
