@@ -76,6 +76,12 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
 
 
+def test_fig13_refuses_an_unknown_wake_up_naming_it(tmp_path):
+    title, run = EXPERIMENTS["fig13"]
+    with pytest.raises(ValueError, match="wake='sometimes'"):
+        run(Experiment("nice", "fig13", title, tmp_path), Options(quick=True, seed=1, extra={"wake": "sometimes"}))
+
+
 def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):
     title, run = EXPERIMENTS["fig14"]
     exp = Experiment("nice", "fig14", title, tmp_path)
