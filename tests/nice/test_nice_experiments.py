@@ -42,6 +42,10 @@ def test_experiments_write_json_markdown_and_png(tmp_path, name):
     if name == "fig17":
         t = [exp.data["points"][b]["gpu_ns"] for b in ("1", "16", "64")]
         assert t[0] < t[1] < t[2], t
+        acc = exp.data["accuracy"]
+        # The trained weights through NICE-C in storage: the float model's classes, its accuracy.
+        assert acc["in_storage_images"] == 512 and acc["in_storage_agrees_with_float"] >= 0.99, acc
+        assert acc["in_storage"] > 0.85 and abs(acc["in_storage"] - acc["float_numpy"]) <= 0.01, acc
     if name == "fig16":
         p = exp.data["points"]["1"]
         assert p["deepdive_ns"] - p["host_read_ns"] == pytest.approx(1e9 / (47.4 * 0.34)), "16.1 images/s"
