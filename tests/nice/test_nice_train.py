@@ -26,21 +26,21 @@ def test_train_small_is_reproducible_and_loads(tmp_path, capsys):
     outs = []
     for i in range(2):
         p = tmp_path / f"w{i}.f32"
-        assert main(["nice", "train", "--out", str(p), "--epochs", "1", "--limit", "400"]) == 0
+        assert main(["nice", "train", "--out", str(p), "--epochs", "1", "--limit", "256"]) == 0
         summary = json.loads(capsys.readouterr().out)
-        assert summary["train_images"] == 400 and summary["bytes"] == lenet.WEIGHT_BYTES
+        assert summary["train_images"] == 256 and summary["bytes"] == lenet.WEIGHT_BYTES
         # The crate's f32 kernels (NICE-C in storage) classify as candle did, up to near-ties.
         assert abs(summary["test_accuracy_nice_kernels"] - summary["test_accuracy"]) <= 0.005
         assert lenet.record(p) == summary
         outs.append(p)
     assert outs[0].read_bytes() == outs[1].read_bytes(), "same seed, same weights"
     a = lenet.load(outs[0])
-    imgs, labels = lenet.images("test")[:400], lenet.labels("test")[:400]
+    imgs, labels = lenet.images("test")[:256], lenet.labels("test")[:256]
     assert lenet.accuracy(a, imgs, labels) == pytest.approx(summary["test_accuracy"], abs=0.005)
     assert main(["nice", "train", "--out", str(tmp_path / "x"), "--epochs", "0"]) == 2
     assert "epochs" in capsys.readouterr().err
     assert main(["nice", "train", "--out", str(tmp_path / "x"), "--limit", "-3"]) == 2
     assert not (tmp_path / "x").exists()
     other = tmp_path / "other.f32"
-    assert main(["nice", "train", "--out", str(other), "--epochs", "1", "--limit", "400", "--seed", "2"]) == 0
+    assert main(["nice", "train", "--out", str(other), "--epochs", "1", "--limit", "256", "--seed", "2"]) == 0
     assert not np.array_equal(lenet.load(other)[0][0], a[0][0]), "another seed, other weights"
