@@ -64,7 +64,8 @@ pub const OP_KNN_BATCH: u32 = 7;
 pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
 /// Energy per NICE-K unit cycle, assumed: a few DSP48 MACs and a comparator chain at 16 nm, ~5 pJ per cycle.
 const KNN_PJ_PER_CYCLE: f64 = 5.0;
-/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
+/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW, for the whole core (its `query_units`
+/// members share it, so a batch adds dynamic energy only).
 const KNN_STATIC_MW: f64 = 50.0;
 /// Energy per NICE-C PE per cycle, assumed: an 8-bit DSP48 MAC with its operand registers at 16 nm, ~2 pJ.
 const CNN_PJ_PER_CYCLE: f64 = 2.0;
@@ -541,7 +542,7 @@ impl Extension for NiceFirmware {
             count: self.knn_params.query_units as u32,
             freq_hz: self.knn_params.clock,
             pj_per_cycle: KNN_PJ_PER_CYCLE,
-            static_mw: KNN_STATIC_MW,
+            static_mw: KNN_STATIC_MW / self.knn_params.query_units,
         })?);
         self.learner = Some(Learner::new(self.capacity, self.sector).map_err(|e| nearflash_core::SimError::Config(format!("nice: {e}")))?);
         Ok(())
