@@ -448,6 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
     from nearflash.cognitive.cli import add_parser as add_cognitive
 
     add_cognitive(sub)
+    from nearflash.nice.cli import add_parser as add_nice
+
+    add_nice(sub)
     return p
 
 

@@ -37,9 +37,15 @@ def test_experiments_write_json_markdown_and_png(tmp_path, name):
     if name == "fig14":
         for p in exp.data["points"].values():
             assert p["gpu_qps_batched"] > 1e9 / p["gpu_ns"], "a batch of queries amortises the file read"
+            # NICE-K's op 7: 256 queries share one pass (answers checked against numpy inside the experiment).
+            assert p["nice_qps_batched"] > 10 * p["nice_qps"] and p["nice_qps_per_w_batched"] > 10 * p["nice_qps_per_w"]
     if name == "fig17":
         t = [exp.data["points"][b]["gpu_ns"] for b in ("1", "16", "64")]
         assert t[0] < t[1] < t[2], t
+        acc = exp.data["accuracy"]
+        # The trained weights through NICE-C in storage: the float model's classes, its accuracy.
+        assert acc["in_storage_images"] == 512 and acc["in_storage_agrees_with_float"] >= 0.99, acc
+        assert acc["in_storage"] > 0.85 and abs(acc["in_storage"] - acc["float_numpy"]) <= 0.01, acc
     if name == "fig16":
         p = exp.data["points"]["1"]
         assert p["deepdive_ns"] - p["host_read_ns"] == pytest.approx(1e9 / (47.4 * 0.34)), "16.1 images/s"
@@ -74,8 +80,16 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
 
 
+def test_fig13_refuses_an_unknown_wake_up_naming_it(tmp_path):
+    title, run = EXPERIMENTS["fig13"]
+    with pytest.raises(ValueError, match="wake='sometimes'"):
+        run(Experiment("nice", "fig13", title, tmp_path), Options(quick=True, seed=1, extra={"wake": "sometimes"}))
+
+
 def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):
     title, run = EXPERIMENTS["fig14"]
     exp = Experiment("nice", "fig14", title, tmp_path)
     with pytest.raises(ValueError, match="gpu_batch"):
         run(exp, Options(quick=True, seed=1, extra={"gpu_batch": "0"}))
+    with pytest.raises(ValueError, match="nice_batch=257"):
+        run(exp, Options(quick=True, seed=1, extra={"nice_batch": "257"}))

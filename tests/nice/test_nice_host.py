@@ -81,3 +81,28 @@ def test_nice_k_in_storage_equals_a_numpy_brute_force(setup):
     for bad in [dict(query=[1.5] * 12, k=3), dict(query=q, k=0), dict(query=q, k=3, bits=8), dict(query=[2**40] * 12, k=3)]:
         with pytest.raises(InvalidArgument):
             h.nice_write("/d/emb.bin", "knn", **bad)
+
+
+def test_a_batch_of_queries_in_one_pass_equals_numpy_per_query_and_bad_batches_are_refused(setup):
+    from nearflash.errors import NvmeError
+
+    dev, files = setup
+    emb = np.frombuffer(files["/d/emb.bin"], dtype="<i2").reshape(-1, 12).astype(np.int64)
+    qs = np.random.default_rng(9).integers(-3000, 3000, size=(40, 12))
+    h = NiceHost(dev)
+    h.open("/d/emb.bin")
+    h.nice_write("/d/emb.bin", "knn", query=qs, k=25, bits=16)
+    r = h.nice_read("/d/emb.bin")
+    assert r["op"] == 7 and r["value"] == 40 and r["neighbours"].shape == (40, 25, 2)
+    for q, got in zip(qs, r["neighbours"]):
+        d = ((emb - q) ** 2).sum(axis=1)
+        order = np.lexsort((np.arange(len(d)), d))[:25]
+        assert got[:, 1].tolist() == order.tolist() and got[:, 0].tolist() == d[order].tolist()
+    before = dev.read(0, 1024).tobytes()
+    with pytest.raises(InvalidArgument, match="non-empty"):
+        h.nice_write("/d/emb.bin", "knn", query=np.zeros((0, 12), dtype=np.int64), k=5)
+    with pytest.raises(NvmeError, match="NICE_Write /d/emb.bin"):  # 257 > the unit's 256-query buffer
+        h.nice_write("/d/emb.bin", "knn", query=np.zeros((257, 12), dtype=np.int64), k=5)
+    assert dev.read(0, 1024).tobytes() == before, "the image is intact"
+    # The batch bound before the refusals is still bound.
+    assert h.nice_read("/d/emb.bin")["value"] == 40

@@ -25,7 +25,7 @@ def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lenet")
     root = tmp / "root"
     root.mkdir()
-    wts = lenet.train(seed=3, n_train=500)
+    wts = lenet.load()
     imgs = lenet.images("test")[:24]
     (root / "w.bin").write_bytes(lenet.weight_bytes(wts))
     (root / "imgs.bin").write_bytes(imgs.tobytes())
@@ -101,3 +101,17 @@ def test_wrong_lenet_invocations_are_refused(setup, case):
     with pytest.raises(NvmeError):
         dev.read(cap(dev) + target, 1)
     assert bytes(dev.read(0, 4)) == before and bs == 4096
+
+
+def test_the_shipped_weights_are_trained_and_their_record_holds():
+    wts = lenet.load()
+    rec = lenet.record()
+    assert rec["network"] == "lenet5" and rec["train_images"] == 60000 and rec["bytes"] == lenet.WEIGHT_BYTES
+    assert rec["trainer"].startswith("nearflash-nice-train")
+    n = 2000
+    acc = lenet.accuracy(wts, lenet.images("test")[:n], lenet.labels("test")[:n])
+    # Trained, not fitted: far above the ridge-fitted last layer's ~70%, near the record's full-test figure.
+    assert acc > 0.85 and abs(acc - rec["test_accuracy"]) < 0.03, (acc, rec["test_accuracy"])
+    assert rec["test_accuracy_nice_kernels"] == pytest.approx(rec["test_accuracy"], abs=0.002)
+    with pytest.raises(ValueError, match="bytes"):
+        lenet.load(__file__)  # not a weights file

@@ -4,55 +4,27 @@
 //! from a seeded permutation. Lin et al. (CVPRW'15): the hash layer's sigmoid feeds the classifier, trained with
 //! cross-entropy only.
 
-use candle_core::{DType, Device, Tensor, Var, D};
-use candle_nn::{Optimizer, ParamsAdamW};
-use nearflash_cognitive::fmnist::{self, Part, Split, PIXELS};
+use candle_core::{Device, Tensor, Var};
 use nearflash_cognitive::model::{Model, Weights};
 use nearflash_cognitive::network::{fashion_hash_cnn, Layer, Network};
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use nearflash_cognitive_train::{accuracy, fit, load_splits, main_with, number, parse_args, Common};
 use std::collections::HashMap;
-use std::time::Instant;
 
-struct Args {
-    out: String,
-    bits: usize,
-    epochs: usize,
-    batch: usize,
-    lr: f64,
-    seed: u64,
-    limit: usize,
-    data: Option<String>,
-}
+const NAME: &str = "nearflash-cognitive-train";
+const USAGE: &str = "--out PATH [--bits 48] [--epochs 3] [--batch 64] [--lr 0.001] [--seed 1] [--limit N] [--data DIR]";
 
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args { out: String::new(), bits: 48, epochs: 3, batch: 64, lr: 1e-3, seed: 1, limit: 0, data: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let mut v = || it.next().ok_or_else(|| format!("{k} needs a value"));
-        let num = |s: String, what: &str| s.parse::<f64>().map_err(|_| format!("{what}: {s:?} is not a number"));
-        match k.as_str() {
-            "--out" => a.out = v()?,
-            "--bits" => a.bits = num(v()?, "--bits")? as usize,
-            "--epochs" => a.epochs = num(v()?, "--epochs")? as usize,
-            "--batch" => a.batch = num(v()?, "--batch")? as usize,
-            "--lr" => a.lr = num(v()?, "--lr")?,
-            "--seed" => a.seed = num(v()?, "--seed")? as u64,
-            "--limit" => a.limit = num(v()?, "--limit")? as usize,
-            "--data" => a.data = Some(v()?),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+fn args() -> Result<(Common, usize), String> {
+    let mut bits = 48usize;
+    let a = parse_args(std::env::args().skip(1), 3, |k, v| {
+        Ok(k == "--bits" && {
+            bits = number(&v, "--bits")? as usize;
+            true
+        })
+    })?;
+    if !(1..=64).contains(&bits) {
+        return Err(format!("--bits {bits}: 1 to 64 allowed"));
     }
-    if a.out.is_empty() {
-        return Err("--out PATH is required".into());
-    }
-    if !(1..=64).contains(&a.bits) {
-        return Err(format!("--bits {}: 1 to 64 allowed", a.bits));
-    }
-    if a.epochs == 0 || a.batch == 0 || !(a.lr > 0.0 && a.lr < 1.0) {
-        return Err("--epochs and --batch must be positive, --lr in (0, 1)".into());
-    }
-    Ok(a)
+    Ok((a, bits))
 }
 
 type Params = HashMap<String, (Var, Var)>;
@@ -81,39 +53,10 @@ fn forward(net: &Network, p: &Params, x: &Tensor) -> candle_core::Result<(Tensor
     Ok((x, logits))
 }
 
-fn batch(split: &Split, idx: &[usize], dev: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let mut px = Vec::with_capacity(idx.len() * PIXELS);
-    for &i in idx {
-        px.extend(split.image(i).iter().map(|&v| v as f32 / 255.0));
-    }
-    let labels: Vec<u32> = idx.iter().map(|&i| split.labels[i] as u32).collect();
-    Ok((Tensor::from_vec(px, (idx.len(), 1, 28, 28), dev)?, Tensor::from_vec(labels, idx.len(), dev)?))
-}
-
-fn accuracy(net: &Network, p: &Params, split: &Split, dev: &Device) -> candle_core::Result<f64> {
-    let mut right = 0usize;
-    let all: Vec<usize> = (0..split.len()).collect();
-    for chunk in all.chunks(500) {
-        let (x, y) = batch(split, chunk, dev)?;
-        let (_, logits) = forward(net, p, &x)?;
-        let pred = logits.argmax(D::Minus1)?;
-        right += pred.eq(&y)?.to_dtype(DType::U32)?.sum_all()?.to_scalar::<u32>()? as usize;
-    }
-    Ok(right as f64 / split.len() as f64)
-}
-
-fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run((a, bits): (Common, usize)) -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::Cpu;
-    let dir = a.data.clone().map_or_else(fmnist::default_dir, Into::into);
-    let mut train = fmnist::load(&dir, Part::Train)?;
-    if a.limit > 0 {
-        train = train.head(a.limit);
-    }
-    let mut test = fmnist::load(&dir, Part::Test)?;
-    if a.limit > 0 {
-        test = test.head(a.limit); // a quick run is judged on as many test images
-    }
-    let net = fashion_hash_cnn(a.bits);
+    let (train, test) = load_splits(&a)?;
+    let net = fashion_hash_cnn(bits);
     let init = Model::random(net.clone(), a.seed)?;
     let mut params = Params::new();
     for l in net.weighted() {
@@ -124,25 +67,9 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         params.insert(l.label(), (wv, bv));
     }
     let vars: Vec<Var> = params.values().flat_map(|(w, b)| [w.clone(), b.clone()]).collect();
-    let mut opt = candle_nn::AdamW::new(vars, ParamsAdamW { lr: a.lr, weight_decay: 0.0, ..Default::default() })?;
-    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(a.seed);
-    let t0 = Instant::now();
-    for epoch in 0..a.epochs {
-        let mut order: Vec<usize> = (0..train.len()).collect();
-        order.shuffle(&mut rng);
-        let (mut loss_sum, mut n) = (0.0f64, 0usize);
-        for chunk in order.chunks(a.batch) {
-            let (x, y) = batch(&train, chunk, &dev)?;
-            let (_, logits) = forward(&net, &params, &x)?;
-            let loss = candle_nn::loss::cross_entropy(&logits, &y)?;
-            opt.backward_step(&loss)?;
-            loss_sum += loss.to_scalar::<f32>()? as f64;
-            n += 1;
-        }
-        eprintln!("epoch {} loss {:.4} ({:.0} s)", epoch + 1, loss_sum / n as f64, t0.elapsed().as_secs_f64());
-    }
-    let train_s = t0.elapsed().as_secs_f64();
-    let acc = accuracy(&net, &params, &test, &dev)?;
+    let logits = |x: &Tensor| Ok(forward(&net, &params, x)?.1);
+    let train_s = fit(vars, &train, &a, &dev, logits)?;
+    let acc = accuracy(&test, &dev, logits)?;
     let mut weights = HashMap::new();
     for (name, (w, b)) in &params {
         let weight = w.as_tensor().flatten_all()?.to_vec1::<f32>()?;
@@ -168,7 +95,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{{\"out\": {:?}, \"bits\": {}, \"epochs\": {}, \"train_images\": {}, \"train_seconds\": {train_s:.1}, \"test_accuracy\": {acc:.4}}}",
         a.out,
-        a.bits,
+        bits,
         a.epochs,
         train.len()
     );
@@ -176,15 +103,5 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() {
-    let a = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("nearflash-cognitive-train: {e}\nusage: --out PATH [--bits 48] [--epochs 3] [--batch 64] [--lr 0.001] [--seed 1] [--limit N] [--data DIR]");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(a) {
-        eprintln!("nearflash-cognitive-train: {e}");
-        std::process::exit(1);
-    }
+    main_with(NAME, USAGE, args, run);
 }

@@ -18,6 +18,9 @@
 //! k (u16), 2 pad bytes, query as dim i32]; the file is an embedding matrix of that width. Result: op (u32), file
 //! size (u64), inode (u32), value (u64: CRC, sum, or the number of neighbours), then for NICE-K the neighbours
 //! nearest first as (squared L2 distance u64, vector index u32).
+//! 7 = NICE-K over a batch of queries in one pass over the file (`OP_KNN_BATCH`): [7, width bits, dim (u16),
+//! k (u16), queries (u16, 1..=`max_queries`), queries x dim i32]; value = the number of queries, then each query's
+//! neighbours in turn (min(K, N) pairs each).
 //! 6 = NICE-C (`OP_CNN`): a network (LeNet-5 or MobileNetV2) over the file's images with its weights from another
 //! file, on the declared FPGA unit `nice.cnn`; the result's tail is one u16 class per image.
 //!
@@ -54,12 +57,15 @@ pub const OP_FSR: u32 = 5;
 /// weights file (u64)]; the bound file holds u8 images in the network's CHW shape; the result's value is the image
 /// count, followed by each image's class (u16).
 pub const OP_CNN: u32 = 6;
+/// NICE-K over a batch of queries sharing one pass over the file (`knn::knn_batch`).
+pub const OP_KNN_BATCH: u32 = 7;
 /// Metadata pages the firmware keeps in DRAM by default (the paper's FTL cache), assumed: 1024 x 4 KiB = 4 MiB of
 /// the 8 GB DDR4.
 pub const DEFAULT_FTL_CACHE_PAGES: usize = 1024;
 /// Energy per NICE-K unit cycle, assumed: a few DSP48 MACs and a comparator chain at 16 nm, ~5 pJ per cycle.
 const KNN_PJ_PER_CYCLE: f64 = 5.0;
-/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW.
+/// Static power of the NICE-K IP core, assumed: a small PL region, 50 mW, for the whole core (its `query_units`
+/// members share it, so a batch adds dynamic energy only).
 const KNN_STATIC_MW: f64 = 50.0;
 /// Energy per NICE-C PE per cycle, assumed: an 8-bit DSP48 MAC with its operand registers at 16 nm, ~2 pJ.
 const CNN_PJ_PER_CYCLE: f64 = 2.0;
@@ -301,6 +307,10 @@ impl NiceFirmware {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
                 match Job::parse(src).ok_or(Status::INVALID_FIELD)? {
                     Job::Fsr { .. } => return Err(Status::INVALID_FIELD),
+                    // More queries than the unit's query buffer holds.
+                    Job::Knn { queries, .. } if crate::knn::check_batch(queries.len(), &self.knn_params).is_err() => {
+                        return Err(Status::INVALID_FIELD)
+                    }
                     _ => self.ops.insert(head, src[..Job::block_len(src)].to_vec()),
                 };
                 Ok(ctx.from_host(t, src.len() as u64))
@@ -341,22 +351,36 @@ impl NiceFirmware {
                         }
                         _ => None,
                     };
-                    let coroutines = self.params.coroutines();
-                    // Coroutines: the R5 tells the A53 the transfers are done (task queue); polling: the core spins.
-                    let resumed = if coroutines { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
+                    let (coroutines, interrupts) = (self.params.coroutines(), self.params.interrupts());
+                    // The R5's "transfers done": a task-queue message waking the coroutine (interrupts), or seen by
+                    // the core that polls (below).
+                    let resumed = if coroutines && interrupts { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
                     let units = ops::Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
                     let (value, mut done) = ops::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
                     let on_fpga = matches!(job, Job::Knn { .. } | Job::Cnn { .. });
-                    if coroutines && on_fpga {
-                        done = ctx.firmware(done, self.params.irq_wake_instructions);
-                    } else if !coroutines {
-                        // Run to completion: the core that issued the transfers spins until the data (and, for an
-                        // FPGA op, the accelerator's status register) says done.
-                        let until = if on_fpga { done } else { read_done };
-                        let spin = until.saturating_sub(issued_until);
-                        let spun = ctx.firmware_on(polling_core, issued_until, instructions_for(ctx, spin));
+                    // Who waits. Polling wake-up: one A53 core spins until the data (and, for an FPGA op, the
+                    // accelerator's status register) says done, from the hand-off to the R5 (coroutines) or from its
+                    // last own page transaction (run to completion). Interrupts: coroutines wait on no core; run to
+                    // completion spins on its transfers only and sleeps through the accelerator.
+                    let spin_until = match (interrupts, coroutines) {
+                        (true, true) => None,
+                        (true, false) => Some(read_done),
+                        (false, _) => Some(if on_fpga { done } else { read_done }),
+                    };
+                    if let Some(until) = spin_until {
+                        let from = if coroutines { t } else { issued_until };
+                        let spin = until.saturating_sub(from);
+                        let spun = ctx.firmware_on(polling_core, from, instructions_for(ctx, spin));
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
+                    }
+                    if interrupts && on_fpga {
+                        // The FPGA's completion interrupt wakes the coroutine (any core) or the sleeping core.
+                        done = if coroutines {
+                            ctx.firmware(done, self.params.irq_wake_instructions)
+                        } else {
+                            ctx.firmware_on(polling_core, done, self.params.irq_wake_instructions)
+                        };
                     }
                     if self.params.shared_reads {
                         self.shared.hold_all(read, done);
@@ -515,10 +539,10 @@ impl Extension for NiceFirmware {
         ctx.observe();
         self.knn_unit = Some(ctx.add_units(&UnitSpec {
             name: "nice.knn".into(),
-            count: 1,
+            count: self.knn_params.query_units as u32,
             freq_hz: self.knn_params.clock,
             pj_per_cycle: KNN_PJ_PER_CYCLE,
-            static_mw: KNN_STATIC_MW,
+            static_mw: KNN_STATIC_MW / self.knn_params.query_units,
         })?);
         self.learner = Some(Learner::new(self.capacity, self.sector).map_err(|e| nearflash_core::SimError::Config(format!("nice: {e}")))?);
         Ok(())

@@ -26,6 +26,11 @@ nearflash_core::ext_params! {
         axi_bytes_per_cycle: Bytes = 16, "B", "Xilinx UG1085: Zynq UltraScale+ PS-PL high-performance AXI ports are 128 bits wide";
         /// Stages of a multiplier before the adder tree.
         mul_stages: Count = 3, "count", "assumed: a pipelined DSP48 multiply";
+        /// Distance units (each with its own top-K selector) per pipeline, each serving one query of a batch: the
+        /// queries of a batch share one pass of the stream, `query_units` of them at a time on each vector.
+        query_units: Count = 8, "count", "assumed: NICE does not describe its batching; 16 lanes x 4 pipelines x 8 units = 512 DSP48E2 multipliers, with NICE-C's 256 PEs within the ZU7EG's 1728 (Xilinx DS891)";
+        /// Queries one batched invocation may carry (the on-chip query buffer and per-query top-K state).
+        max_queries: Count = 256, "count", "assumed: 256 queries x D <= 64 x 4 B = 64 KiB of query buffer plus 256 x 4 selectors x K = 128 x 12 B = 1.5 MiB of top-K state fit the ZU7EG's 4.75 MB of BRAM + UltraRAM (Xilinx DS891); the batch Fig. 15's GPU uses";
     }
 }
 
@@ -95,9 +100,24 @@ impl Selector {
 
 /// The K nearest vectors to `query` (squared L2 distance, vector index), nearest first.
 pub fn knn(data: &[u8], dim: usize, width: Width, query: &[i64], k: usize, p: &KnnParams) -> Result<Vec<(u64, u32)>> {
+    Ok(knn_batch(data, dim, width, &[query.to_vec()], k, p)?.remove(0))
+}
+
+/// Checks a batch's size against the query buffer (`max_queries`).
+pub fn check_batch(queries: usize, p: &KnnParams) -> Result<()> {
+    if queries == 0 || queries as f64 > p.max_queries {
+        return Err(invalid(format!("queries {queries}: 1..={} allowed (the query buffer, max_queries)", p.max_queries)));
+    }
+    Ok(())
+}
+
+/// The K nearest vectors to each of `queries`, in one pass over the file: every vector is decoded once and each
+/// query's distance unit and selectors see it (as [`knn`] per query, the same answers).
+pub fn knn_batch(data: &[u8], dim: usize, width: Width, queries: &[Vec<i64>], k: usize, p: &KnnParams) -> Result<Vec<Vec<(u64, u32)>>> {
     let n = vector_count(data, dim, width)?;
-    if query.len() != dim {
-        return Err(invalid(format!("query has {} values, dim is {dim}", query.len())));
+    check_batch(queries.len(), p)?;
+    if let Some(q) = queries.iter().find(|q| q.len() != dim) {
+        return Err(invalid(format!("query has {} values, dim is {dim}", q.len())));
     }
     if k == 0 || k > MAX_K {
         return Err(invalid(format!("k {k}: 1..={MAX_K} allowed")));
@@ -108,23 +128,33 @@ pub fn knn(data: &[u8], dim: usize, width: Width, query: &[i64], k: usize, p: &K
     let lanes = p.lanes.max(1.0) as usize;
     let s = p.selectors.max(1.0) as usize;
     let w = width.bytes();
-    let mut sel = vec![Selector { k, best: Vec::with_capacity(k + 1) }; s];
+    let mut sel = vec![vec![Selector { k, best: Vec::with_capacity(k + 1) }; s]; queries.len()];
+    let (mut row, mut partial) = (vec![0i64; dim], vec![0u64; lanes]);
     for i in 0..n {
-        let row = &data[i * dim * w..(i + 1) * dim * w];
-        // Dimension-partitioned: lane j accumulates dimensions j, j + lanes, ...; the adder tree sums the lanes.
-        let mut partial = vec![0u64; lanes];
-        for d in 0..dim {
-            let diff = element(&row[d * w..], width) - query[d];
-            partial[d % lanes] = partial[d % lanes].wrapping_add(diff.unsigned_abs().wrapping_mul(diff.unsigned_abs()));
+        for (d, v) in row.iter_mut().enumerate() {
+            *v = element(&data[(i * dim + d) * w..], width);
         }
-        let dist = partial.iter().fold(0u64, |a, &b| a.wrapping_add(b));
-        sel[i % s].push((dist, i as u32));
+        for (query, sel) in queries.iter().zip(sel.iter_mut()) {
+            // Dimension-partitioned: lane j accumulates dimensions j, j + lanes, ...; the adder tree sums the lanes.
+            partial.fill(0);
+            for d in 0..dim {
+                let diff = (row[d] - query[d]).unsigned_abs();
+                partial[d % lanes] = partial[d % lanes].wrapping_add(diff.wrapping_mul(diff));
+            }
+            let dist = partial.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+            sel[i % s].push((dist, i as u32));
+        }
     }
-    let mut merged = Selector { k, best: Vec::with_capacity(k + 1) };
-    for c in sel.into_iter().flat_map(|s| s.best) {
-        merged.push(c);
-    }
-    Ok(merged.best)
+    Ok(sel
+        .into_iter()
+        .map(|sel| {
+            let mut merged = Selector { k, best: Vec::with_capacity(k + 1) };
+            for c in sel.into_iter().flat_map(|s| s.best) {
+                merged.push(c);
+            }
+            merged.best
+        })
+        .collect())
 }
 
 /// Cycle counts of one NICE-K query.
@@ -145,14 +175,22 @@ pub fn selector_latency(k: usize) -> f64 {
 
 /// Timing of a query over `n` vectors of `dim` elements.
 pub fn knn_timing(n: u64, dim: usize, width: Width, k: usize, p: &KnnParams) -> KnnTiming {
+    knn_batch_timing(n, dim, width, k, 1, p)
+}
+
+/// Timing of `queries` queries answered in one pass over `n` vectors: the stream is read once; each pipeline's
+/// `query_units` distance units take a vector's queries `query_units` at a time (ceil(queries / query_units)
+/// rounds per vector), and each unit's merge selector merges its queries' K-lists one query after another.
+pub fn knn_batch_timing(n: u64, dim: usize, width: Width, k: usize, queries: usize, p: &KnnParams) -> KnnTiming {
     let lanes = p.lanes.max(1.0);
     let s = p.selectors.max(1.0);
-    let per_vector = (dim as f64 / lanes).ceil();
+    let rounds = (queries.max(1) as f64 / p.query_units.max(1.0)).ceil();
+    let per_vector = (dim as f64 / lanes).ceil() * rounds;
     let distance_cycles = (n as f64 / s).ceil() * per_vector + p.mul_stages + lanes.log2().ceil();
     let stream_cycles = (n as f64 * dim as f64 * width.bytes() as f64 / p.axi_bytes_per_cycle).ceil();
     let selector_cycles = selector_latency(k);
-    // The merge pass feeds every selector's K survivors through one selector.
-    let merge_cycles = if s > 1.0 { s * k as f64 + selector_latency(k) } else { 0.0 };
+    // The merge pass feeds every selector's K survivors through one selector, per query of a unit.
+    let merge_cycles = if s > 1.0 { rounds * s * k as f64 + selector_latency(k) } else { 0.0 };
     let total_cycles = distance_cycles.max(stream_cycles) + selector_cycles + merge_cycles;
     KnnTiming { distance_cycles, stream_cycles, selector_cycles, merge_cycles, total_cycles, seconds: total_cycles / p.clock }
 }
@@ -162,7 +200,7 @@ impl KnnParams {
     pub fn from_json(v: &serde_json::Value) -> Result<Self> {
         let mut p = KnnParams::default();
         p.apply_json_object(v, &[]).map_err(|e: ParamError| invalid(format!("NICE-K {e}")))?;
-        if p.clock <= 0.0 || p.lanes < 1.0 || p.selectors < 1.0 || p.axi_bytes_per_cycle <= 0.0 {
+        if p.clock <= 0.0 || p.lanes < 1.0 || p.selectors < 1.0 || p.axi_bytes_per_cycle <= 0.0 || p.query_units < 1.0 || p.max_queries < 1.0 {
             return Err(invalid("NICE-K parameters must be positive"));
         }
         Ok(p)
@@ -208,6 +246,54 @@ mod tests {
             let p = KnnParams { lanes: f64::from(lanes), selectors: f64::from(sel), ..KnnParams::default() };
             prop_assert_eq!(knn(&data, dim, w, &q, k, &p).unwrap(), brute(&data, dim, w, &q, k));
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn a_batch_equals_brute_force_per_query(dim in 4usize..=64, n in 1usize..300, k in 1usize..=128, wide: bool, seed: u64, q in 1usize..12) {
+            let w = if wide { Width::I32 } else { Width::I16 };
+            let mut x = seed | 1;
+            let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let data: Vec<u8> = (0..n * dim).flat_map(|_| {
+                let v = (next() % 9) as i64 - 4;
+                if wide { (v as i32 * 1000).to_le_bytes().to_vec() } else { (v as i16).to_le_bytes().to_vec() }
+            }).collect();
+            let qs: Vec<Vec<i64>> = (0..q).map(|_| (0..dim).map(|_| ((next() % 9) as i64 - 4) * if wide { 1000 } else { 1 }).collect()).collect();
+            let got = knn_batch(&data, dim, w, &qs, k, &KnnParams::default()).unwrap();
+            prop_assert_eq!(got.len(), q);
+            for (g, qv) in got.iter().zip(&qs) {
+                prop_assert_eq!(g, &brute(&data, dim, w, qv, k));
+            }
+        }
+    }
+
+    #[test]
+    fn batches_of_no_queries_or_more_than_the_buffer_are_refused() {
+        let p = KnnParams { max_queries: 3.0, ..KnnParams::default() };
+        let q = vec![0i64; 4];
+        assert!(knn_batch(&[0; 16], 4, Width::I16, &[], 1, &p).unwrap_err().to_string().contains("queries 0"));
+        let four = vec![q.clone(); 4];
+        assert!(knn_batch(&[0; 16], 4, Width::I16, &four, 1, &p).unwrap_err().to_string().contains("max_queries"));
+        assert_eq!(knn_batch(&[0; 16], 4, Width::I16, &four[..3], 1, &p).unwrap().len(), 3);
+        assert!(knn_batch(&[0; 16], 4, Width::I16, &[q.clone(), vec![0; 3]], 1, &p).is_err(), "a short query");
+        assert!(KnnParams::from_json(&serde_json::json!({"query_units": 0})).is_err());
+    }
+
+    #[test]
+    fn a_batch_shares_the_stream_and_takes_its_queries_query_units_at_a_time() {
+        let p = KnnParams::default();
+        let one = knn_timing(1 << 16, 16, Width::I16, 128, &p);
+        assert_eq!(knn_batch_timing(1 << 16, 16, Width::I16, 128, 1, &p), one);
+        // Up to query_units queries: the same distance and stream cycles as one.
+        let eight = knn_batch_timing(1 << 16, 16, Width::I16, 128, 8, &p);
+        assert_eq!((eight.distance_cycles, eight.stream_cycles), (one.distance_cycles, one.stream_cycles));
+        // 256 queries: 32 rounds per vector (distance bound now), the stream still read once.
+        let full = knn_batch_timing(1 << 16, 16, Width::I16, 128, 256, &p);
+        assert_eq!(full.stream_cycles, one.stream_cycles);
+        assert_eq!(full.distance_cycles - p.mul_stages - 4.0, 32.0 * f64::from(1 << 14));
+        assert_eq!(full.merge_cycles, 32.0 * 4.0 * 128.0 + 135.0);
+        assert!(full.total_cycles < 256.0 * one.total_cycles / 4.0, "far cheaper than 256 passes");
     }
 
     #[test]

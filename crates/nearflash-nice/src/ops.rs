@@ -2,8 +2,8 @@
 //! CRC-32 / byte sum on the A53, NICE-K on `nice.knn` and NICE-C on `nice.cnn`, with their timing.
 
 use crate::cnn::{network_timing, CnnParams};
-use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_LOCATE, OP_SUM};
-use crate::knn::{knn, knn_timing, KnnParams, Width};
+use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_KNN_BATCH, OP_LOCATE, OP_SUM};
+use crate::knn::{knn_batch, knn_batch_timing, KnnParams, Width};
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
 
@@ -23,7 +23,8 @@ pub(crate) struct Units<'a> {
 pub(crate) enum Job {
     Crc,
     Sum,
-    Knn { width: Width, dim: usize, k: usize, query: Vec<i64> },
+    /// NICE-K: one query (op 3) or a batch answered in one pass over the file (op 7, `batch`).
+    Knn { width: Width, dim: usize, k: usize, queries: Vec<Vec<i64>>, batch: bool },
     Locate,
     Fsr { path: String },
     /// NICE-C network `net` (`cnn_net::named`) over the bound file's images; weights in the file whose first sector
@@ -48,16 +49,19 @@ impl Job {
                 let path = std::str::from_utf8(&rest[..end]).ok()?;
                 path.starts_with('/').then(|| Job::Fsr { path: path.to_string() })
             }
-            OP_KNN => {
+            op @ (OP_KNN | OP_KNN_BATCH) => {
                 let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
                 let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
                 let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
-                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K {
+                let batch = op == OP_KNN_BATCH;
+                // Op 7 counts its queries in bytes 6..8 (0 is refused); op 3 carries one.
+                let n = if batch { usize::from(u16::from_le_bytes(b.get(6..8)?.try_into().ok()?)) } else { 1 };
+                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K || n == 0 {
                     return None;
                 }
-                let q = b.get(8..8 + 4 * dim)?;
-                let query = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
-                Some(Job::Knn { width, dim, k, query })
+                let q = b.get(8..8 + 4 * dim * n)?;
+                let values: Vec<i64> = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                Some(Job::Knn { width, dim, k, queries: values.chunks(dim).map(<[i64]>::to_vec).collect(), batch })
             }
             _ => None,
         }
@@ -67,6 +71,7 @@ impl Job {
     pub(crate) fn block_len(b: &[u8]) -> usize {
         match u32::from(b[0]) {
             OP_KNN => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])),
+            OP_KNN_BATCH => 8 + 4 * usize::from(u16::from_le_bytes([b[2], b[3]])) * usize::from(u16::from_le_bytes([b[6], b[7]])),
             OP_FSR => 2 + b[1..].iter().position(|&c| c == 0).unwrap_or(0),
             OP_CNN => 16,
             _ => 1,
@@ -74,30 +79,35 @@ impl Job {
     }
 }
 
-/// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail`.
+/// Runs a bound op over a file's bytes: (result value, when done); NICE-K appends its neighbours to `tail` (a
+/// batch: each query's in turn).
 pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, weights): (&[u8], Option<&[u8]>), out_len: usize, (issued, done): (Time, Time), tail: &mut Vec<u8>) -> Result<(u64, Time), Status> {
     let (knn_unit, knn_params) = (u.knn, u.knn_params);
     Ok(match job {
         Job::Crc => (u64::from(crc32fast::hash(bytes)), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
         Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
-        Job::Knn { width, dim, k, query } => {
+        Job::Knn { width, dim, k, queries, batch } => {
             // A file that is not whole vectors of this shape is refused, never truncated.
-            let best = knn(bytes, *dim, *width, query, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
-            if out_len < 24 + 12 * best.len() {
+            let best = knn_batch(bytes, *dim, *width, queries, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
+            let pairs: usize = best.iter().map(Vec::len).sum();
+            if out_len < 24 + 12 * pairs {
                 return Err(Status::INVALID_FIELD);
             }
             let n = (bytes.len() / (dim * width.bytes())) as u64;
-            let timing = knn_timing(n, *dim, *width, *k, knn_params);
+            let timing = knn_batch_timing(n, *dim, *width, *k, queries.len(), knn_params);
             // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
             // flash reads, so it may start as late as one stream time before the last page lands.
             let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as Time;
             let start = done.saturating_sub(stream_ns).max(issued);
-            let done = ctx.compute(knn_unit.ok_or(Status::INTERNAL_ERROR)?, 0, start, timing.total_cycles).max(done);
-            for (d, i) in &best {
+            // Each busy query unit (one per query, up to `query_units`) is charged the pass's cycles.
+            let unit = knn_unit.ok_or(Status::INTERNAL_ERROR)?;
+            let busy = queries.len().min(knn_params.query_units.max(1.0) as usize) as u32;
+            let done = (0..busy).map(|lane| ctx.compute(unit, lane, start, timing.total_cycles)).max().unwrap_or(start).max(done);
+            for (d, i) in best.iter().flatten() {
                 tail.extend_from_slice(&d.to_le_bytes());
                 tail.extend_from_slice(&i.to_le_bytes());
             }
-            (best.len() as u64, done)
+            (if *batch { queries.len() as u64 } else { pairs as u64 }, done)
         }
         Job::Cnn { net, .. } => {
             // NICE-C: the network over every image of the file, weights from the weights file.

@@ -10,6 +10,11 @@
 //!   (round-robin over the cores), which issues every page transaction itself (`fw_page_instructions` each, one
 //!   after another) and then spins on the flash and the FPGA until the result is there: the core is booked for the
 //!   whole span, so ordinary I/O loses it.
+//! * **Wake-up** (`wake`, a separate choice): with interrupts the R5's "transfers done" costs the A53
+//!   `handoff_instructions` and the FPGA's completion `irq_wake_instructions`, and no core waits; with polling one
+//!   A53 core spins (booked, `polling_ns`) until the data and the accelerator are done. Coroutines with polling
+//!   spin from the hand-off to the R5; run to completion with interrupts spins on the transfers it issued and
+//!   sleeps through the accelerator, the interrupt waking that core.
 //! * **ISC priority**: an ISC request's page reads are all issued as soon as it is located (the paper prioritises
 //!   ISC requests). The device books each command when it is submitted, so a request cannot overtake work already
 //!   booked for earlier ones; a switch that withheld ISC pages for later turns only made both sides slower in
@@ -44,12 +49,25 @@ nearflash_core::ext_params! {
         handoff_instructions: Real = 600, "instructions", "assumed: an inter-processor-interrupt handler, a task-queue pop and a context switch";
         /// A53 instructions to take the FPGA's completion interrupt and resume the coroutine.
         irq_wake_instructions: Real = 1200, "instructions", "assumed: GIC interrupt entry/exit, status-register read, a context switch";
+        /// How a waiting request learns that its transfers and its accelerator are done: interrupts (the R5's
+        /// task-queue message, the FPGA's completion interrupt) or one A53 core polling their status; "auto" is
+        /// interrupts with coroutines and polling with run-to-completion (Fig. 13's two firmwares).
+        wake: Choice["auto", "interrupt", "polling"] = "auto", "choice", "NICE Sec. IV-C: 'an interrupt-based wake-up mechanism to release computing resources in the main A53 processor'; polling is the alternative it argues against";
     }
 }
 
 impl NiceParams {
     pub fn coroutines(&self) -> bool {
         self.scheduling == "coroutine"
+    }
+
+    /// Whether waits end by interrupt (else an A53 core polls).
+    pub fn interrupts(&self) -> bool {
+        match self.wake.as_str() {
+            "interrupt" => true,
+            "polling" => false,
+            _ => self.coroutines(),
+        }
     }
 }
 

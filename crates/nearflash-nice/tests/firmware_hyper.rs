@@ -140,6 +140,92 @@ fn nice_k_over_an_embedding_file_equals_a_brute_force_reference() {
     assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
 }
 
+/// The k nearest rows of an i16 embedding file to `query`, by sorting every distance.
+fn brute_i16(content: &[u8], dim: usize, query: &[i32], k: usize) -> Vec<(u64, u32)> {
+    let mut all: Vec<(u64, u32)> = content
+        .chunks(2 * dim)
+        .enumerate()
+        .map(|(i, row)| {
+            let d: i64 = row.chunks(2).zip(query).map(|(c, &q)| (i64::from(i16::from_le_bytes([c[0], c[1]])) - i64::from(q)).pow(2)).sum();
+            (d as u64, i as u32)
+        })
+        .collect();
+    all.sort();
+    all.truncate(k);
+    all
+}
+
+/// A NICE-K block: op 3 (one query) or op 7 (a batch, `n` in bytes 6..8), padded to whole sectors.
+fn knn_block(op: u32, dim: usize, k: usize, queries: &[Vec<i32>], n: u16, ss: usize) -> Vec<u8> {
+    let mut b = vec![op as u8, 16];
+    b.extend_from_slice(&(dim as u16).to_le_bytes());
+    b.extend_from_slice(&(k as u16).to_le_bytes());
+    b.extend_from_slice(&n.to_le_bytes());
+    b.extend(queries.iter().flatten().flat_map(|q| q.to_le_bytes()));
+    b.resize(b.len().div_ceil(ss) * ss, 0);
+    b
+}
+
+#[test]
+fn a_batch_of_queries_shares_one_pass_and_each_answer_equals_the_brute_force() {
+    use nearflash_nice::firmware::{OP_KNN, OP_KNN_BATCH};
+    let mut s = filled();
+    let content = s.img.files.iter().find(|(p, _)| p == "/emb/vectors.bin").unwrap().1.clone();
+    let head = head_lba(&s, "/emb/vectors.bin");
+    let (dim, k, n) = (10usize, 32usize, 20usize);
+    let queries: Vec<Vec<i32>> = (0..n as i32).map(|q| (0..dim as i32).map(|i| (i * 977 + q * 3331) % 9000 - 4500).collect()).collect();
+    let read = |s: &mut Setup, sectors: u32| {
+        let mut out = vec![0u8; sectors as usize * s.ss];
+        let d = s.dev.execute(1, Sqe::rw(opcode::READ, 1, s.cap + head, sectors), DataBuf::FromDevice(&mut out)).unwrap();
+        (d.status, d.latency_ns, out)
+    };
+    // One query per pass (op 3), n times.
+    let mut single_ns = 0u64;
+    for q in &queries {
+        let b = knn_block(OP_KNN, dim, k, std::slice::from_ref(q), 0, s.ss);
+        assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&b), 1).is_success());
+        let (st, ns, _) = read(&mut s, 1);
+        assert!(st.is_success());
+        single_ns += ns;
+    }
+    // The batch (op 7): one NICE_Write of two sectors, one NICE_Read of the n answers.
+    let b = knn_block(OP_KNN_BATCH, dim, k, &queries, n as u16, s.ss);
+    let sectors = (b.len() / s.ss) as u32;
+    assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&b), sectors).is_success());
+    let out_sectors = (24 + 12 * n * k).div_ceil(s.ss) as u32;
+    let (st, batch_ns, out) = read(&mut s, out_sectors);
+    assert!(st.is_success(), "{st}");
+    assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), n as u64, "value = the number of queries");
+    for (qi, q) in queries.iter().enumerate() {
+        let got: Vec<(u64, u32)> = (0..k)
+            .map(|j| {
+                let o = 24 + 12 * (qi * k + j);
+                (u64::from_le_bytes(out[o..o + 8].try_into().unwrap()), u32::from_le_bytes(out[o + 8..o + 12].try_into().unwrap()))
+            })
+            .collect();
+        assert_eq!(got, brute_i16(&content, dim, q, k), "query {qi}");
+    }
+    assert!(batch_ns * 4 < single_ns, "one pass for {n} queries ({batch_ns} ns) vs {n} passes ({single_ns} ns)");
+    // The answers do not fit a one-sector Read: refused, nothing returned.
+    assert_eq!(read(&mut s, 1).0, Status::INVALID_FIELD);
+    // No queries, and more than the query buffer holds (max_queries 256), are refused at NICE_Write; the op bound
+    // before stays bound and the file is untouched.
+    let crc_before = invoke(&mut s, head, OP_CRC32).unwrap().3;
+    for (count, qs) in [(0u16, vec![]), (257, vec![queries[0].clone(); 257])] {
+        let b = knn_block(OP_KNN_BATCH, dim, k, &qs, count, s.ss);
+        let sectors = (b.len() / s.ss) as u32;
+        assert_eq!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&b), sectors), Status::INVALID_FIELD, "{count} queries");
+    }
+    // A batch whose block is shorter than its count says is refused too.
+    let mut short = knn_block(OP_KNN_BATCH, dim, k, &queries[..2], 200, s.ss);
+    short.truncate(s.ss);
+    assert_eq!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&short), 1), Status::INVALID_FIELD);
+    let (st, _, out) = read(&mut s, 1);
+    assert!(st.is_success());
+    assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), crc_before, "CRC still bound, file unchanged");
+    assert_eq!(crc_before, u64::from(crc32fast::hash(&content)));
+}
+
 #[test]
 fn every_file_is_processed_correctly_after_gc_moved_its_pages() {
     let mut s = filled();

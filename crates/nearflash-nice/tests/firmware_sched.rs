@@ -212,3 +212,34 @@ fn polling_firmware_holds_the_a53_cores_and_coroutines_free_them() {
     assert_eq!(a, b);
 }
 
+
+#[test]
+fn wake_up_is_a_choice_apart_from_the_scheduler() {
+    let img = common::make_image("");
+    let mut co = setup(&img, serde_json::json!({}));
+    let mut co_poll = setup(&img, serde_json::json!({"wake": "polling"}));
+    let mut poll = setup(&img, serde_json::json!({"scheduling": "polling"}));
+    let mut poll_irq = setup(&img, serde_json::json!({"scheduling": "polling", "wake": "interrupt"}));
+    let (io_co, _) = mixed(&mut co, 8, 2_000_000, 16);
+    let (io_co_poll, _) = mixed(&mut co_poll, 8, 2_000_000, 16);
+    mixed(&mut poll, 8, 2_000_000, 16);
+    mixed(&mut poll_irq, 8, 2_000_000, 16);
+    // Coroutines whose waits are polled book an A53 core per request: ordinary Reads lose cores as with polling.
+    assert_eq!(ext(&co, "polling_ns"), 0);
+    assert!(ext(&co_poll, "polling_ns") > 0);
+    assert!(io_co_poll > 1.5 * io_co, "polled waits hold the cores: {io_co_poll} vs {io_co} ns");
+    // Run to completion woken by the FPGA's interrupt spins on its transfers only, not through NICE-K's compute.
+    assert!(ext(&poll_irq, "polling_ns") > 0 && ext(&poll_irq, "polling_ns") < ext(&poll, "polling_ns"));
+    // All four answer the same.
+    let head = lbas(&co, VECTORS)[0];
+    let mut outs = Vec::new();
+    for s in [&mut co, &mut co_poll, &mut poll, &mut poll_irq] {
+        let mut b = vec![Vec::new()];
+        let h = s.cap + head;
+        reads_together(s, &[(h, 1)], &mut b);
+        outs.push(b);
+    }
+    assert!(outs.windows(2).all(|w| w[0] == w[1]));
+    let mut p = NiceParams::default();
+    assert!(p.apply_json_object(&serde_json::json!({"wake": "sometimes"}), &[]).is_err(), "an unknown wake-up");
+}

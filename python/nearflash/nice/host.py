@@ -20,6 +20,8 @@ from nearflash.errors import NvmeError
 from . import lookup_via
 
 OPS = {"crc32": 1, "sum": 2, "knn": 3, "cnn": 6}
+#: NICE-K over a batch of queries in one pass (what 'knn' binds when `query` is 2-D).
+OP_KNN_BATCH = 7
 #: NICE-C networks (op 'cnn'): id and CHW input shape.
 NETWORKS = {"lenet5": (0, (1, 28, 28)), "mobilenet_v2": (1, (3, 224, 224))}
 
@@ -34,6 +36,8 @@ class NiceHost:
         self.heads: dict[str, int] = {}
         #: The sectors the last `open` read, in order.
         self.last_open_reads: list[int] = []
+        #: Per file with a batched NICE-K bound: (sectors its NICE_Read needs, k, bytes per vector).
+        self._batch: dict[str, tuple[int, int, int]] = {}
 
     def _read_sector(self, lba: int) -> bytes:
         """One sector through the device's ordinary Read (the file system's blocks below C only)."""
@@ -81,7 +85,8 @@ class NiceHost:
     def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16,
                    weights: str | None = None, net: str = "lenet5") -> int:
         """Binds in-storage op `op` to the open file: 'crc32', 'sum', 'knn' (NICE-K: the file is an int16/int32
-        embedding matrix of len(query) columns; `k` nearest by squared L2), or 'cnn' (NICE-C: the file holds u8
+        embedding matrix of len(query) columns; `k` nearest by squared L2; a 2-D `query`, one query per row, is a
+        batch answered in one pass over the file, op 7), or 'cnn' (NICE-C: the file holds u8
         images of network `net`'s CHW shape, `weights` is the open file of its f32 parameters). Returns the latency
         in ns."""
         if op not in OPS:
@@ -94,33 +99,57 @@ class NiceHost:
             block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
             block[:16] = np.frombuffer(bytes([OPS[op], NETWORKS[net][0]]) + bytes(6)
                                        + struct.pack("<Q", self._head(weights)), dtype=np.uint8)
-            return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
-        block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
-        block[0] = OPS[op]
-        if op == "knn":
-            q = np.asarray(query)
-            if q.ndim != 1 or not 1 <= q.size <= (self.dev.lba_bytes - 8) // 4 or not np.issubdtype(q.dtype, np.integer):
-                raise InvalidArgument(f"query must be 1..{(self.dev.lba_bytes - 8) // 4} integers, got {q.shape} of {q.dtype}")
-            if not isinstance(k, int) or not 1 <= k <= (self.dev.lba_bytes - 24) // 12:
-                raise InvalidArgument(f"k must be an int in 1..{(self.dev.lba_bytes - 24) // 12}, got {k!r}")
-            if bits not in (16, 32):
-                raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
-            if np.any(q < -(2**31)) or np.any(q >= 2**31):
-                raise InvalidArgument("query values must fit in 32 bits")
-            block[1] = bits
-            block[2:8] = np.frombuffer(struct.pack("<HHH", q.size, k, 0), dtype=np.uint8)
-            block[8 : 8 + 4 * q.size] = np.frombuffer(q.astype("<i4").tobytes(), dtype=np.uint8)
-        return self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            self._batch.pop(path, None)
+            return ns
+        if op != "knn":
+            block = np.zeros(self.dev.lba_bytes, dtype=np.uint8)
+            block[0] = OPS[op]
+            ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+            self._batch.pop(path, None)  # only once the device took the new op
+            return ns
+        q = np.asarray(query)
+        batch = q.ndim == 2
+        if q.ndim not in (1, 2) or not np.issubdtype(q.dtype, np.integer) or q.size == 0:
+            raise InvalidArgument(f"query must be a non-empty 1-D (one query) or 2-D (a batch, one per row) integer "
+                                  f"array, got {q.shape} of {q.dtype}")
+        dim, n = q.shape[-1], (q.shape[0] if batch else 1)
+        if not 1 <= dim <= 1024 or n > 0xFFFF or (not batch and dim > (self.dev.lba_bytes - 8) // 4):
+            raise InvalidArgument(f"query: {dim} values per query and {n} queries; 1..1024 values (one sector's worth "
+                                  f"for a single query) and at most 65535 queries")
+        k_max = 4096 if batch else (self.dev.lba_bytes - 24) // 12
+        if not isinstance(k, int) or not 1 <= k <= k_max:
+            raise InvalidArgument(f"k must be an int in 1..{k_max}, got {k!r}")
+        if bits not in (16, 32):
+            raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
+        if np.any(q < -(2**31)) or np.any(q >= 2**31):
+            raise InvalidArgument("query values must fit in 32 bits")
+        head = bytes([OP_KNN_BATCH if batch else OPS[op], bits]) + struct.pack("<HHH", dim, k, n if batch else 0)
+        raw = head + q.astype("<i4").tobytes()
+        sectors = -(-len(raw) // self.dev.lba_bytes)
+        block = np.zeros(sectors * self.dev.lba_bytes, dtype=np.uint8)
+        block[: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        ns = self._io(path, "NICE_Write", lambda lba: self.dev.write(lba, block))
+        if batch:
+            self._batch[path] = (-(-(24 + 12 * n * k) // self.dev.lba_bytes), k, dim * bits // 8)
+        else:
+            self._batch.pop(path, None)
+        return ns
 
     def nice_read(self, path: str) -> dict[str, Any]:
         """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
-        (distance, index) rows nearest first; for 'cnn', `classes`: one per image."""
-        out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, 1)))
+        (distance, index) rows nearest first (a batch: one such array per query, shape (queries, min(k, N), 2));
+        for 'cnn', `classes`: one per image."""
+        sectors, k, row = self._batch.get(path, (1, 0, 0))
+        out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, sectors)))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
         r: dict[str, Any] = {"op": op, "size": size, "inode": inode, "value": value}
-        if op == OPS["knn"]:
-            rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=value, offset=24)
-            r["neighbours"] = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+        if op in (OPS["knn"], OP_KNN_BATCH):
+            per = min(k, size // row) if op == OP_KNN_BATCH else value
+            count = per * value if op == OP_KNN_BATCH else value
+            rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=count, offset=24)
+            pairs = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+            r["neighbours"] = pairs.reshape(value, per, 2) if op == OP_KNN_BATCH else pairs
         if op == OPS["cnn"]:
             r["classes"] = np.frombuffer(out, dtype="<u2", count=value, offset=24).astype(np.int64)
         return r

@@ -1,13 +1,14 @@
 """LeNet-5 on Fashion-MNIST for NICE-C: the images and labels (Debian's ``dataset-fashion-mnist``), weights in the
 firmware's file layout (``crates/nearflash-nice/src/lenet.rs``), and a numpy reference of the forward pass.
 
-Weights: the convolutions and the first two linear layers are random (He-scaled, seeded); the last linear layer is
-fitted by ridge regression (closed form) on the 84 features of a few thousand training images. That is "quickly
-trained", enough for an accuracy well above chance, and needs no deep-learning framework."""
+Weights: every layer trained with candle by ``nearflash nice train`` (``crates/nearflash-cognitive-train``, binary
+``nearflash-nice-train``: AdamW, seeded) and shipped as ``lenet5_fashion.f32`` (the firmware's file format) with its
+training record ``lenet5_fashion.f32.json``; ``load()`` reads them."""
 
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,8 @@ WEIGHT_BYTES = 4 * sum(int(np.prod(s)) + b for s, b in SHAPES)
 IMAGE_BYTES = 28 * 28
 #: Multiply-accumulates of one image (conv1 117,600 + conv2 240,000 + fc 48,000 + 10,080 + 840).
 MACS_PER_IMAGE = 6 * 28 * 28 * 25 + 16 * 10 * 10 * 150 + 400 * 120 + 120 * 84 + 84 * 10
+#: The shipped weights (``nearflash nice train --out`` this path, default options) and their training record.
+SHIPPED = Path(__file__).with_name("lenet5_fashion.f32")
 
 
 def labels(split: str = "test", root: Path | str = FASHION_DIR) -> np.ndarray:
@@ -64,21 +67,32 @@ def logits(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> np.nda
     return features(wts, imgs) @ wts[4][0].T + wts[4][1]
 
 
-def train(seed: int = 1, n_train: int = 4000, ridge: float = 1e-2) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Random LeNet-5 weights with the last layer fitted to `n_train` training images; float32 values."""
-    rng = np.random.default_rng(seed)
-    wts = []
+def load(path: Path | str = SHIPPED) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (weights, biases) of each layer from a weights file (f32 values as float64 arrays)."""
+    raw = Path(path).read_bytes()
+    if len(raw) != WEIGHT_BYTES:
+        raise ValueError(f"{path}: {len(raw)} bytes, LeNet-5's weights file has {WEIGHT_BYTES}")
+    flat = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+    if not np.isfinite(flat).all():
+        raise ValueError(f"{path}: a weight is not finite")
+    out, at = [], 0
     for shape, nb in SHAPES:
-        fan_in = int(np.prod(shape[1:]))
-        wts.append(((rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32).astype(np.float64),
-                    np.zeros(nb)))
-    x, y = images("train")[:n_train], labels("train")[:n_train]
-    f = np.concatenate([np.concatenate([features(wts, x[i:i + 1000]) for i in range(0, len(x), 1000)]),
-                        np.ones((len(x), 1))], axis=1)
-    target = np.eye(10)[y]
-    sol = np.linalg.solve(f.T @ f + ridge * len(x) * np.eye(f.shape[1]), f.T @ target)
-    wts[4] = (sol[:-1].T.copy(), sol[-1].copy())
-    return [(w.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)) for w, b in wts]
+        n = int(np.prod(shape))
+        out.append((flat[at : at + n].reshape(shape), flat[at + n : at + n + nb]))
+        at += n + nb
+    return out
+
+
+def record(path: Path | str = SHIPPED) -> dict:
+    """The training record written beside a weights file (trainer, seed, epochs, accuracies)."""
+    return json.loads(Path(f"{path}.json").read_text())
+
+
+def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_: np.ndarray) -> float:
+    """Fraction of `imgs` whose largest numpy logit is the label (in chunks of 1,000 images)."""
+    right = sum(int((logits(wts, imgs[i : i + 1000]).argmax(1) == labels_[i : i + 1000]).sum())
+                for i in range(0, len(imgs), 1000))
+    return right / max(len(imgs), 1)
 
 
 def weight_bytes(wts: list[tuple[np.ndarray, np.ndarray]]) -> bytes:

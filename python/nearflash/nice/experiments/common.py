@@ -20,7 +20,7 @@ PRESET = "nice-zu7eg"
 #: The preset's geometry shrunk in blocks only (channels, ways, NAND and controller timings unchanged), so that a
 #: memory device holding a few tens of MiB builds in a moment: 128 planes x 32 blocks x 16 pages of 4 KiB = 256 MiB.
 SHRINK = {"blocks_per_plane": 32, "pages_per_block": 16, "over_provisioning": 25}
-OP_CRC32, OP_KNN, OP_LOCATE, OP_FSR = 1, 3, 4, 5
+OP_CRC32, OP_KNN, OP_LOCATE, OP_FSR, OP_KNN_BATCH = 1, 3, 4, 5, 7
 
 
 def make_image(root: Path, size_mib: int) -> bytes:
@@ -71,11 +71,12 @@ def timed_read(dev: Device, lba: int, n: int = 1) -> tuple[np.ndarray, int]:
     return out, dev.now_ns - t0
 
 
-def invoke(dev: Device, at: int, block: bytes) -> tuple[dict[str, Any], int, int]:
-    """NICE_Write `block` at hyper-address C + `at`, then NICE_Read there: (result, write ns, read ns)."""
+def invoke(dev: Device, at: int, block: bytes, read_sectors: int = 1) -> tuple[dict[str, Any], int, int]:
+    """NICE_Write `block` (padded to whole sectors) at hyper-address C + `at`, then a NICE_Read of `read_sectors`
+    there: (result, write ns, read ns)."""
     bs = dev.lba_bytes
-    w = dev.write(cap(dev) + at, np.frombuffer(block + b"\0" * (bs - len(block)), dtype=np.uint8))
-    out, r = timed_read(dev, cap(dev) + at)
+    w = dev.write(cap(dev) + at, np.frombuffer(block + b"\0" * ((-len(block)) % bs), dtype=np.uint8))
+    out, r = timed_read(dev, cap(dev) + at, read_sectors)
     op, size, inode, value = struct.unpack_from("<IQIQ", out.tobytes(), 0)
     return {"op": op, "size": size, "inode": inode, "value": value, "raw": out.tobytes()}, w, r
 

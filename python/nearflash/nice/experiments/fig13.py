@@ -45,10 +45,10 @@ def _runs(blocks: list[int], n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _device(image: bytes, scheduling: str, threads: int) -> Device:
+def _device(image: bytes, scheduling: str, threads: int, wake: str = "auto") -> Device:
     # One queue per benchmark thread plus the ISC issuer's (the preset's 16 covers the paper's 16T16Q alone).
     dev = Device(None, preset=PRESET, max_queues=max(16, threads + 1), **SHRINK)
-    dev.attach("nice", scheduling=scheduling)
+    dev.attach("nice", scheduling=scheduling, wake=wake)
     bs = dev.lba_bytes
     buf = np.frombuffer(image + b"\0" * ((-len(image)) % bs), dtype=np.uint8)
     for off in range(0, buf.size, 1 << 20):
@@ -125,6 +125,10 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
     file_kib = option(opts, "isc_file_kib", 256, 256)
     isc_depth = option(opts, "isc_depth", 16, 16)
     step_ns = int(option(opts, "step_us", 20.0, 20.0) * 1000)
+    # Wake-up of both firmwares (auto: interrupts with coroutines, polling with run to completion, the paper's pair).
+    wake = option(opts, "wake", "auto", "auto")
+    if wake not in ("auto", "interrupt", "polling"):
+        raise ValueError(f"wake={wake!r}: auto, interrupt or polling")
     d = 16
     rng = np.random.default_rng(opts.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,7 +147,7 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         points, rows = {}, []
         for threads in modes:
             for sched in ("coroutine", "polling"):
-                dev = _device(image, sched, threads)
+                dev = _device(image, sched, threads, wake)
                 for rate in exp.steps(rates):
                     r = _run(dev, runs, head, block, threads, rate, bench_mib << 20, isc_depth, step_ns)
                     points[f"{threads}T/{sched}/{rate}"] = r
@@ -169,6 +173,8 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
                     f"{co * 1e3:.0f} us vs {po * 1e3:.0f} us (paper: 20.78 ms vs 19.5 ms)")
     exp.note(f"device: {PRESET} shrunk in blocks only ({SHRINK}); the benchmark file and the embedding file are "
              "on a mke2fs image copied in with ordinary Writes; the benchmark reads bench_mib (paper: 615 MB)")
+    exp.note(f"wake-up: {wake} (--set wake=interrupt|polling applies one to both firmwares; auto is interrupts with "
+             "coroutines and polling with run to completion)")
     exp.note("the paper gives no ISC task or rates; ours is NICE-K over a small file so that ISC requests are "
              "short and many, and each is issued as it comes due (up to isc_depth in flight)")
     fig, axes = exp.figure("fig13", 5.5 * len(modes), 4.2, ncols=len(modes))
