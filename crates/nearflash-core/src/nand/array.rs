@@ -542,7 +542,7 @@ mod tests {
     use super::*;
     use crate::config::{load_preset, DeviceConfig};
 
-    fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
+    pub(super) fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
         let mut tree = load_preset("cosmos-plus").unwrap();
         for (k, v) in overrides {
             tree.set(k, v).unwrap();

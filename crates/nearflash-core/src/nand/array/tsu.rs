@@ -330,3 +330,85 @@ impl NandArray {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::setup;
+    use super::*;
+
+    /// Queues `reads` (ready, die, page, plane) of `bytes` each under `mqsim_tsu`, runs every event and returns
+    /// each read's decode end, with the array.
+    fn run(reads: &[(Time, u32, u32, u32)], bytes: u64) -> (Vec<Time>, NandArray) {
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", "mqsim_tsu")]);
+        let tokens: Vec<u64> =
+            reads.iter().map(|&(at, die, page, plane)| n.queue_read(at, die, page, plane, bytes, EccOutcome::Corrected)).collect();
+        while n.step_reads(&mut res, &mut led) {}
+        let fin: std::collections::HashMap<u64, Time> = n.take_finished_reads().into_iter().collect();
+        (tokens.iter().map(|t| fin[t]).collect(), n)
+    }
+
+    #[test]
+    fn a_read_queued_on_its_die_is_sent_after_pages_sensed_while_it_waited() {
+        // Channel 0 holds dies 0 and 8. Read 1 occupies die 0 until D1 = c + tR + x; read 2 for die 0 arrives
+        // meanwhile and waits in the die's queue; read 3 for die 8 arrives later, at x/2, and its page is sensed
+        // during read 1's data-out. MQSim decides read 2's command when the channel frees at D1: read 3's waiting
+        // page goes out first, then read 2's command.
+        let policy = [("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", "mqsim_tsu")];
+        let (mut n, mut res, mut led) = setup(&policy);
+        let t = n.timing.clone();
+        let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(4096));
+        assert!(x / 2 > c && c > 0);
+        let reads = [(0, 0, 0, 0), (1000, 0, 0, 1), (x / 2, 8, 0, 0)];
+        let d1 = c + tr + x;
+        let (done, _) = run(&reads, 4096);
+        assert_eq!(done[0], d1);
+        assert_eq!(done[2], d1 + x, "read 3's page waited for read 1's data-out only");
+        assert_eq!(done[1], d1 + x + c + tr + x, "read 2's command after read 3's data-out");
+        // Booked at submission (the synchronous path), read 2 took the channel at D1, before read 3's data-out.
+        let booked: Vec<Time> =
+            reads.iter().map(|&(at, die, page, _)| n.read(&mut res, &mut led, at, die, page, &[4096], EccOutcome::Corrected)).collect();
+        assert_eq!(booked[1], d1 + c + tr + x);
+        assert_ne!(booked[1], done[1]);
+    }
+
+    #[test]
+    fn a_freed_channel_serves_its_dies_round_robin_not_in_arrival_order() {
+        // Dies 0, 8 and 16 share channel 0. Read 1 (die 8) takes the channel at 0; reads for die 0 (at 1 ns) and die
+        // 16 (at 2 ns) arrive while its command is on the bus. When the command ends the walk resumes after die
+        // 8: die 16 is sent before die 0, though it arrived later.
+        let (done, n) = run(&[(0, 8, 0, 0), (1, 0, 0, 0), (2, 16, 0, 0)], 4096);
+        let t = &n.timing;
+        let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(4096));
+        assert_eq!(done[0], c + tr + x);
+        assert_eq!(done[2], c + tr + 2 * x, "die 16: command at c, page waits for read 1's data-out");
+        assert_eq!(done[1], c + tr + 3 * x, "die 0: command at 2c, page after die 16's");
+        assert_eq!(n.stats.read_ops, 3);
+    }
+
+    #[test]
+    fn one_command_reads_every_queued_page_of_the_die_at_the_first_pages_offset() {
+        // Die 0 is busy with page 0; then page 2 plane 0, page 4 plane 1 and page 2 plane 1 queue behind it. The
+        // next command reads page 2 on both planes (one tR, two data-outs); page 4 follows with a command of its own.
+        let (done, n) = run(&[(0, 0, 0, 0), (10, 0, 2, 0), (20, 0, 4, 1), (30, 0, 2, 1)], 16384);
+        let t = &n.timing;
+        let (c, x) = (t.t_cmd, t.xfer(16384));
+        let tr = |p: u32| t.t_read(n.geo.page_type(p));
+        assert_eq!(done[0], c + tr(0) + x);
+        assert_eq!(done[1], done[0] + 2 * c + tr(2) + x, "two-plane command: two command times, one tR");
+        assert_eq!(done[3], done[1] + x, "the second plane's data-out follows");
+        assert_eq!(done[2], done[3] + c + tr(4) + x);
+        assert_eq!((n.stats.read_ops, n.stats.multi_plane_reads, n.stats.pages_read), (3, 1, 4));
+    }
+
+    #[test]
+    fn reads_wait_for_flash_work_booked_on_the_timelines() {
+        // A program booked on die 0 (synchronous path) holds the die: a queued read is sent when it ends.
+        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", "mqsim_tsu")]);
+        let p = n.program(&mut res, &mut led, 0, 0, 0, 1, 16384);
+        let tok = n.queue_read(0, 0, 2, 0, 4096, EccOutcome::Corrected);
+        while n.step_reads(&mut res, &mut led) {}
+        let fin = n.take_finished_reads();
+        let t = &n.timing;
+        assert_eq!(fin, vec![(tok, p + t.t_cmd + t.t_read(n.geo.page_type(2)) + t.xfer(4096))]);
+    }
+}
