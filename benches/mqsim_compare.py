@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -98,8 +99,11 @@ MQSIM_GC_MIN = 28
 TLP_PAYLOAD, TLP_OVERHEAD = 128, 28
 #: Response-time log period, ns. MQSim's own IOPS and bandwidth divide by the simulated time in *whole seconds*
 #: (integer division in IO_Flow_Base::Report_results_in_XML: infinite below 1 s, up to 2x high below 2 s), so the
-#: end time is taken from the log instead: its last line is at most one period (plus one completion gap) early.
-LOG_PERIOD_NS = 1_000_000
+#: end time is taken from the log instead. MQSim writes a line at the first completion more than one period after
+#: the last line, holding the mean response time (whole us) of the requests completed since: with a 1 ns period
+#: that is a line per completion (completions less than 1 ns apart share one, their mean), which gives the
+#: response-time percentiles MQSim does not report, and the last line is the last completion.
+LOG_PERIOD_NS = 1
 
 
 def channel_encoding(bytes_per_s: float) -> tuple[int, int, float]:
@@ -495,7 +499,7 @@ def run_mqsim(binary: Path, dev_xml: str, wl_xml: str, workdir: Path, timeout: f
         raise RuntimeError(f"no Host.IO_Flow in {out}")
     a = {e.tag: e.text for e in flow}
     requests = float(a["Request_Count"])
-    end_s = simulated_end_s(workdir / "workload.IO_Flow.No_0.log")
+    end_s, samples = response_log(workdir / "workload.IO_Flow.No_0.log")
     lo = min((k for k in marks if k >= 5), default=None)
     hi = max(marks, default=None)
     speed = None
@@ -508,6 +512,9 @@ def run_mqsim(binary: Path, dev_xml: str, wl_xml: str, workdir: Path, timeout: f
         "mean_us": float(a["Device_Response_Time"]),
         "min_us": float(a["Min_Device_Response_Time"]),
         "max_us": float(a["Max_Device_Response_Time"]),
+        "p50_us": percentile(samples, 0.50),
+        "p99_us": percentile(samples, 0.99),
+        "log_lines": len(samples),
         "mqsim_reported_iops": a["IOPS"],
         "ios": requests,
         "simulated_s": end_s,
@@ -517,17 +524,28 @@ def run_mqsim(binary: Path, dev_xml: str, wl_xml: str, workdir: Path, timeout: f
     }
 
 
-def simulated_end_s(log: Path) -> float:
-    """The last time stamp (us) of MQSim's response-time log, in seconds."""
+def response_log(log: Path) -> tuple[float, list[int]]:
+    """MQSim's response-time log (see LOG_PERIOD_NS): the last time stamp in seconds, and the response times (us)
+    of its lines."""
     last = None
+    samples: list[int] = []
     with open(log) as f:
         next(f)  # header
         for line in f:
             if line.strip():
                 last = line
+                samples.append(int(line.split()[1]))
     if last is None:
         raise RuntimeError(f"{log} has no samples: the run was shorter than one logging period")
-    return float(last.split()[0]) * 1e-6
+    return float(last.split()[0]) * 1e-6, samples
+
+
+def percentile(values: list[int], q: float) -> Optional[float]:
+    """Nearest-rank `q` quantile (the smallest value with at least a fraction q of the values at or below it)."""
+    if not values:
+        return None
+    v = sorted(values)
+    return float(v[min(len(v), max(1, math.ceil(q * len(v)))) - 1])
 
 
 def median_by(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -572,7 +590,8 @@ def markdown(result: dict[str, Any]) -> str:
             if "ratios" in w:
                 q = w["ratios"]
                 lines.append(
-                    f"| | aligned / MQSim | {_g(q['iops'], 3)} | {_g(q['bandwidth'], 3)} | {_g(q['mean_latency'], 3)} | | | | | "
+                    f"| | aligned / MQSim | {_g(q['iops'], 3)} | {_g(q['bandwidth'], 3)} | {_g(q['mean_latency'], 3)} | "
+                    f"{_g(q.get('p50_latency'), 3)} | {_g(q.get('p99_latency'), 3)} | | | "
                     f"{_g(q['sim_speed'], 3)} |"
                 )
         lines.append("")
@@ -583,14 +602,15 @@ def markdown(result: dict[str, Any]) -> str:
                 lines.append(f"- *{w['workload']['name']}*: MQSim aborted: `{w['mqsim_error']}`.")
         if pr.get("qd_sweep"):
             lines += ["", "### 4K random reads by queue depth (aligned nearflash vs MQSim)", "",
-                      "| QD | nearflash IOPS | nearflash mean us | nearflash p99 us | MQSim IOPS | MQSim mean us | IOPS ratio |",
-                      "|---|---|---|---|---|---|---|"]
+                      "| QD | IOPS nearflash / MQSim | mean us | p50 us | p99 us | ratios IOPS / p50 / p99 |",
+                      "|---|---|---|---|---|---|"]
             for row in pr["qd_sweep"]:
-                n, m = row["nearflash"], row.get("MQSim")
+                n, m = row["nearflash"], row.get("MQSim") or {}
+                q = ratios(n, m) if m else {}
+                pair = lambda k: f"{_g(n.get(k))} / {_g(m.get(k))}"  # noqa: E731
                 lines.append(
-                    f"| {row['qd']} | {_g(n['iops'])} | {_g(n['mean_us'])} | {_g(n['p99_us'])} | "
-                    f"{_g(m['iops']) if m else '-'} | {_g(m['mean_us']) if m else '-'} | "
-                    f"{_g(n['iops'] / m['iops'], 3) if m else '-'} |"
+                    f"| {row['qd']} | {pair('iops')} | {pair('mean_us')} | {pair('p50_us')} | {pair('p99_us')} | "
+                    f"{_g(q.get('iops'), 3)} / {_g(q.get('p50_latency'), 3)} / {_g(q.get('p99_latency'), 3)} |"
                 )
         lines += ["", "### nearflash overrides for the aligned run", "", "| parameter | value | why |", "|---|---|---|"]
         lines += [f"| `{s['key']}` | {s['value']} | {s['reason']} |" for s in pr["alignment"]]
@@ -619,8 +639,8 @@ MODEL_DIFFERENCES = [
     "Write buffer: MQSim's data cache acknowledges a write once it is in DRAM but throttles write-back to one page per "
     "plane in flight (back-pressure buffer); nearflash acknowledges once buffered and blocks only when the whole "
     "buffer waits for programs.",
-    "Latency statistics: MQSim reports mean, minimum and maximum device response time (whole microseconds); "
-    "percentiles are nearflash's only. MQSim's IOPS divide all generated requests by the simulated time of the last "
+    "Latency statistics: MQSim reports mean, minimum and maximum device response time (whole microseconds); its "
+    "p50 and p99 here come from its response-time log written at every completion (LOG_PERIOD_NS). MQSim's IOPS divide all generated requests by the simulated time of the last "
     "event; nearflash's by the window from the first submission to the last completion.",
     "GC granularity: MQSim enqueues one victim's moves per block allocation below its threshold; nearflash (incremental "
     "pacing) moves a few victim pages per host page written below its threshold, until its stop threshold is reached.",
@@ -649,10 +669,13 @@ def nearflash_runs(preset: str, overrides: dict[str, Any], w: Workload, repeats:
 
 
 def ratios(a: dict[str, Any], m: dict[str, Any]) -> dict[str, Optional[float]]:
+    rel = lambda k: a[k] / m[k] if m.get(k) and a.get(k) is not None else None  # noqa: E731
     return {
         "iops": a["iops"] / m["iops"],
         "bandwidth": a["bandwidth_MBps"] / m["bandwidth_MBps"],
-        "mean_latency": a["mean_us"] / m["mean_us"] if m["mean_us"] else None,
+        "mean_latency": rel("mean_us"),
+        "p50_latency": rel("p50_us"),
+        "p99_latency": rel("p99_us"),
         "sim_speed": a["sim_ios_per_s"] / m["sim_ios_per_s"] if m.get("sim_ios_per_s") else None,
     }
 
@@ -674,8 +697,9 @@ def qd_sweep(preset: str, ov: dict[str, Any], aligned: dict[str, Any], mqsim: Op
             except (RuntimeError, TimeoutError) as e:
                 row["mqsim_error"] = str(e).strip().splitlines()[-1]
         n, m = row["nearflash"], row.get("MQSim")
-        print(f"    QD{qd:<4} nearflash {n['iops']:>10,.0f} IOPS {n['mean_us']:>8.1f} us"
-              + (f" | MQSim {m['iops']:>10,.0f} IOPS {m['mean_us']:>8.1f} us" if m else ""), flush=True)
+        print(f"    QD{qd:<4} nearflash {n['iops']:>10,.0f} IOPS {n['mean_us']:>8.1f} us p50 {_g(n['p50_us'])} p99 {_g(n['p99_us'])}"
+              + (f" | MQSim {m['iops']:>10,.0f} IOPS {m['mean_us']:>8.1f} us p50 {_g(m['p50_us'])} p99 {_g(m['p99_us'])}"
+                 if m else ""), flush=True)
         rows.append(row)
     return rows
 
@@ -713,7 +737,8 @@ def compare_preset(preset: str, mqsim: Optional[Path], quick: bool, repeats: int
                 print(f"    MQSim failed: {entry['mqsim_error']}", flush=True)
         for label, r in entry["results"].items():
             print(f"    {label:20} IOPS {r['iops']:>11,.0f}  {r['bandwidth_MBps']:>8.1f} MB/s  mean {r['mean_us']:>9.1f} us  "
-                  f"max {r['max_us']:>10.1f} us  speed {_g(r['sim_ios_per_s'])} I/O/s", flush=True)
+                  f"p50 {_g(r.get('p50_us'))} p99 {_g(r.get('p99_us'))} max {r['max_us']:>10.1f} us  "
+                  f"speed {_g(r['sim_ios_per_s'])} I/O/s", flush=True)
         out["workloads"].append(entry)
     if sweep:
         print(f"[{preset}] queue-depth sweep, 4K random reads", flush=True)

@@ -64,6 +64,9 @@ mod tests {
         with(&[("nand.channel_arbitration", "mqsim_tsu"), ("nand.cache_read", "false")]).unwrap();
         let e = with(&[("nand.channel_arbitration", "mqsim_tsu")]).unwrap_err();
         assert!(e.contains("nand.cache_read = false"), "{e}");
+        let e = with(&[("nand.channel_arbitration", "mqsim_tsu"), ("nand.cache_read", "false"), ("nand.dies_per_chip", "2")])
+            .unwrap_err();
+        assert!(e.contains("nand.dies_per_chip must be 1 (is 2"), "{e}");
         let e = with(&[("nand.channel_arbitration", "round_robin")]).unwrap_err();
         assert!(e.contains("\"round_robin\"") && e.contains("interleave, data_first or mqsim_tsu"), "{e}");
     }

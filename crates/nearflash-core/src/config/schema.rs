@@ -45,7 +45,8 @@ pub struct NandConfig {
     pub multi_plane: Flag,
     pub cache_read: Flag,
     /// interleave (a read's command cycles slip between data bursts, charged as latency) | data_first (MQSim: the
-    /// command cycles are booked on the channel, so a new read waits until no data-out is in progress).
+    /// command cycles are booked on the channel, so a new read waits until no data-out is in progress) | mqsim_tsu
+    /// (MQSim's transaction scheduler: host reads wait in per-die queues and are issued on channel-idle events).
     pub channel_arbitration: Choice,
     /// Rated program/erase cycles, used by the wear term of the bit-error model.
     pub endurance: Count,
@@ -427,6 +428,13 @@ impl DeviceConfig {
                  nand.cache_read = false"
                     .into(),
             );
+        }
+        if n.channel_arbitration.0 == "mqsim_tsu" && n.dies_per_chip.0 != 1 {
+            return bad(format!(
+                "nand.channel_arbitration mqsim_tsu issues per die as MQSim issues per chip, which MQSim lets work one \
+                 die at a time: nand.dies_per_chip must be 1 (is {}; count the dies as nand.chips_per_channel)",
+                n.dies_per_chip.0
+            ));
         }
         if !matches!(f.gc_policy.0.as_str(), "greedy" | "rga" | "random" | "fifo") {
             return bad(format!("ftl.gc_policy {:?}: expected greedy, rga, random or fifo", f.gc_policy.0));

@@ -37,6 +37,12 @@ pub struct DeviceCore {
     pub(crate) last_program: Time,
     /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing.
     scratch: ReadScratch,
+    /// Set while a host read executes under `mqsim_tsu`: `read_lbas` queues its pages on the array's issue queue
+    /// instead of booking them, and lists them in `deferred` as (token, index in `FlashRead::pages`).
+    pub(crate) defer_reads: bool,
+    pub(crate) deferred: Vec<(u64, usize)>,
+    /// The pages of the deferred host read just executed.
+    pub(crate) deferred_pages: Vec<PageDone>,
 }
 
 /// Working buffers of one `read_lbas` call.
@@ -140,6 +146,9 @@ impl DeviceCore {
             programming: IntMap::default(),
             last_program: 0,
             scratch: ReadScratch::default(),
+            defer_reads: false,
+            deferred: Vec::new(),
+            deferred_pages: Vec::new(),
             cfg,
         }
     }
@@ -176,6 +185,43 @@ impl DeviceCore {
         let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores);
         self.scratch = sc;
         r
+    }
+
+    /// The bytes to move per page of `group` (into `xfer`) and how the ECC decodes them together: the worst
+    /// injected or sampled error count of the group's sectors.
+    fn group_outcome(&mut self, page_reads: &[(u64, usize, u32)], group: &[usize], locs: &[Location], xfer: &mut Vec<u64>) -> EccOutcome {
+        let sector = u64::from(self.nand.geo.sector_size);
+        xfer.clear();
+        let mut worst = 0;
+        let mut pe = 0;
+        for &g in group {
+            let (ppn, first, n) = page_reads[g];
+            xfer.push(u64::from(n) * sector);
+            pe = pe.max(self.ftl.erase_count_of(ppn));
+            for loc in &locs[first..first + n as usize] {
+                if let Location::Flash(psa) = loc {
+                    worst = worst.max(self.ftl.injected_errors(*psa));
+                }
+            }
+        }
+        let cws = self.nand.ecc.codewords(xfer.iter().sum());
+        let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+        self.nand.ecc.decode(worst.max(sampled))
+    }
+
+    /// Moves the pages of a host read, each decoded at its `done`, through DRAM to the host as soon as each is
+    /// decoded; returns when the last has arrived (at least `fw`).
+    pub(crate) fn deliver_pages(&mut self, fw: Time, mut pages: Vec<PageDone>) -> Time {
+        pages.sort_by_key(|p| p.done);
+        let sector = u64::from(self.nand.geo.sector_size);
+        let mut done = fw;
+        for p in &pages {
+            let b = u64::from(p.sectors) * sector;
+            let in_dram = self.ctrl.dram(&mut self.res, &mut self.ledger, p.done, 2 * b);
+            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, in_dram, b));
+        }
+        self.recycle(pages);
+        done
     }
 
     /// Gives a spent `FlashRead::pages` back, so that the next read reuses its allocation.
@@ -247,8 +293,32 @@ impl DeviceCore {
         } else {
             self.ctrl.run(&mut self.res, &mut self.ledger, lookup_done, self.ctrl.fw_page * page_reads.len() as f64)
         };
-        // Multi-plane grouping: same die, same page offset, distinct planes, adjacent in the list.
         let geo = self.nand.geo.clone();
+        let ppd = geo.planes_per_die;
+        if self.defer_reads && self.nand.defers_reads() {
+            // mqsim_tsu: each page waits in its die's queue; the array decides when it is read (tokens in
+            // `deferred`, decode ends reported by the array).
+            for k in 0..page_reads.len() {
+                let a = geo.page_addr(page_reads[k].0);
+                let die = geo.die_of_plane(a.plane);
+                let outcome = self.group_outcome(page_reads, &[k], locs, &mut sc.xfer);
+                let bytes = sc.xfer[0];
+                let token = self.nand.queue_read(issue, die, a.page, a.plane % ppd, bytes, outcome);
+                ok &= outcome.is_ok();
+                let (_, first, n) = page_reads[k];
+                self.deferred.push((token, result.pages.len()));
+                result.pages.push(PageDone {
+                    lba: slba + first as u64,
+                    sectors: n,
+                    offset: first * sector as usize,
+                    channel: geo.channel_of_die(die),
+                    die,
+                    done: Time::MAX,
+                });
+            }
+            page_reads.clear();
+        }
+        // Multi-plane grouping: same die, same page offset, distinct planes, adjacent in the list.
         let mut k = 0;
         while k < page_reads.len() {
             let a0 = geo.page_addr(page_reads[k].0);
@@ -269,24 +339,8 @@ impl DeviceCore {
                     }
                 }
             }
-            let xfer = &mut sc.xfer;
-            xfer.clear();
-            let mut worst = 0;
-            let mut pe = 0;
-            for &g in group.iter() {
-                let (ppn, first, n) = page_reads[g];
-                xfer.push(u64::from(n) * sector);
-                pe = pe.max(self.ftl.erase_count_of(ppn));
-                for loc in &locs[first..first + n as usize] {
-                    if let Location::Flash(psa) = loc {
-                        worst = worst.max(self.ftl.injected_errors(*psa));
-                    }
-                }
-            }
-            let cws = self.nand.ecc.codewords(xfer.iter().sum());
-            let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
-            let outcome = self.nand.ecc.decode(worst.max(sampled));
-            let ppd = geo.planes_per_die;
+            let outcome = self.group_outcome(page_reads, group, locs, &mut sc.xfer);
+            let xfer = &sc.xfer;
             // Planes of the die read (bit per plane; 0, "not known", past 32 planes).
             let mask = if ppd > 32 { 0 } else { group.iter().fold(0u32, |m, &g| m | 1 << (geo.page_addr(page_reads[g].0).plane % ppd)) };
             let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, issue, die, a0.page, mask, xfer, outcome);

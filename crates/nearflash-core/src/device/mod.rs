@@ -69,6 +69,29 @@ struct InFlight {
     bytes: u64,
 }
 
+/// A host read whose pages wait in the array's issue queue (`mqsim_tsu`): completed when the last is decoded.
+struct DeferredRead {
+    sqid: u16,
+    cid: u16,
+    status: Status,
+    /// End of the firmware's work on the command.
+    fw: Time,
+    pages: Vec<PageDone>,
+    /// Pages not yet decoded.
+    left: usize,
+}
+
+/// Host reads waiting in the issue queue and where their pages' tokens point.
+#[derive(Default)]
+struct DeferredReads {
+    reads: IntMap<u64, DeferredRead>,
+    /// Token of a page read -> (read, index in its `pages`).
+    tokens: IntMap<u64, (u64, usize)>,
+    /// Deferred reads per submission queue.
+    per_queue: IntMap<u16, u32>,
+    next: u64,
+}
+
 /// An attached extension with what it declared and its own random stream.
 struct ExtSlot {
     ext: Box<dyn Extension>,
@@ -96,6 +119,7 @@ pub struct Device {
     last_trims: Vec<(u64, u32)>,
     /// Failed commands (Get Log Page 0x01 and 0xC1).
     errors: ErrorLog,
+    deferred: DeferredReads,
 }
 
 impl Device {
@@ -162,6 +186,7 @@ impl Device {
             next_cid: 0,
             last_trims: Vec::new(),
             errors: ErrorLog::default(),
+            deferred: DeferredReads::default(),
         }
     }
 
@@ -219,6 +244,7 @@ impl Device {
 
     /// Moves the host clock forward (think time); never backwards.
     pub fn advance_to(&mut self, t: Time) {
+        self.run_reads_until(|e| e <= t);
         if t > self.now {
             self.now = t;
             self.core.res.prune(t);
@@ -349,16 +375,68 @@ impl Device {
                 .then(|| sqe.slba());
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
-        let c = &mut self.core;
-        let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + latency;
-        let t_app = c.host.complete_path(&mut c.res, t_cqe);
-        self.queues.post(sqid, t_app, sqe.cid, status, dw0, 0);
+        if self.core.deferred.is_empty() {
+            self.post(sqid, sqe.cid, status, dw0, t_done);
+        } else {
+            self.defer(sqid, sqe.cid, status, t_done);
+        }
         self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
         // The command completes (Internal Error) so that the queue stays consistent, and the fault is the caller's
         // error: the simulation cannot be trusted past it.
         match self.core.fault.take() {
             Some(f) => Err(f),
             None => Ok(()),
+        }
+    }
+
+    /// Posts the completion of a command whose work ended at `t_done`.
+    fn post(&mut self, sqid: u16, cid: u16, status: Status, dw0: u32, t_done: Time) {
+        let c = &mut self.core;
+        let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + c.host.link_latency;
+        let t_app = c.host.complete_path(&mut c.res, t_cqe);
+        self.queues.post(sqid, t_app, cid, status, dw0, 0);
+    }
+
+    /// Keeps the read just executed (its pages in `core.deferred`, its firmware end `fw`) until its pages are read.
+    fn defer(&mut self, sqid: u16, cid: u16, status: Status, fw: Time) {
+        let d = &mut self.deferred;
+        let id = d.next;
+        d.next += 1;
+        let pages = std::mem::take(&mut self.core.deferred_pages);
+        for (token, idx) in self.core.deferred.drain(..) {
+            d.tokens.insert(token, (id, idx));
+        }
+        let left = pages.iter().filter(|p| p.done == Time::MAX).count();
+        d.reads.insert(id, DeferredRead { sqid, cid, status, fw, pages, left });
+        *d.per_queue.entry(sqid).or_default() += 1;
+    }
+
+    /// Processes the array's issue-queue events while `go(time of the next)` holds, completing the reads whose
+    /// pages are all decoded.
+    fn run_reads_until(&mut self, go: impl Fn(Time) -> bool) {
+        while self.core.nand.next_read_event().is_some_and(&go) {
+            self.step_read_event();
+        }
+    }
+
+    /// Processes the array's next issue-queue event and completes the reads it finishes.
+    fn step_read_event(&mut self) {
+        let c = &mut self.core;
+        c.nand.step_reads(&mut c.res, &mut c.ledger);
+        for (token, done) in c.nand.take_finished_reads() {
+            let Some((id, idx)) = self.deferred.tokens.remove(&token) else { continue };
+            let r = self.deferred.reads.get_mut(&id).expect("a token points to a deferred read");
+            r.pages[idx].done = done;
+            r.left -= 1;
+            if r.left > 0 {
+                continue;
+            }
+            let r = self.deferred.reads.remove(&id).expect("present");
+            if let Some(n) = self.deferred.per_queue.get_mut(&r.sqid) {
+                *n -= 1;
+            }
+            let t_done = self.core.deliver_pages(r.fw, r.pages);
+            self.post(r.sqid, r.cid, r.status, 0, t_done);
         }
     }
 
@@ -376,7 +454,18 @@ impl Device {
     }
 
     /// Time of the earliest pending completion on `sqid`'s completion queue.
-    pub fn next_completion_time(&self, sqid: u16) -> Option<Time> {
+    /// Under `mqsim_tsu` the array's issue queue is run up to that completion first (a command submitted later at
+    /// an earlier host time is queued on the array no earlier than the last event run).
+    pub fn next_completion_time(&mut self, sqid: u16) -> Option<Time> {
+        // Until no read of the queue is deferred, an event before its earliest posted completion may post an
+        // earlier one.
+        while self.deferred.per_queue.get(&sqid).is_some_and(|&n| n > 0) {
+            let posted = self.queues.next_time(sqid);
+            match self.core.nand.next_read_event() {
+                Some(e) if posted.is_none_or(|c| e < c) => self.step_read_event(),
+                _ => break,
+            }
+        }
         self.queues.next_time(sqid)
     }
 
@@ -389,7 +478,7 @@ impl Device {
 
     /// Waits for the next completion on `sqid`, moving the host clock to it.
     pub fn wait(&mut self, sqid: u16) -> Option<Completion> {
-        let t = self.queues.next_time(sqid)?;
+        let t = self.next_completion_time(sqid)?;
         self.advance_to(t);
         self.reap(sqid)
     }
@@ -549,22 +638,21 @@ impl Device {
         };
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
-        match c.read_lbas(slba, nlb, fw, out, true) {
-            Ok(r) => {
-                // Each page's data lands in DRAM and is DMA'd to the host as soon as it is decoded.
-                let mut pages = r.pages;
-                pages.sort_by_key(|p| p.done);
-                let sector = u64::from(c.nand.geo.sector_size);
-                let mut done = fw;
-                for p in &pages {
-                    let b = u64::from(p.sectors) * sector;
-                    let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, p.done, 2 * b);
-                    done = done.max(c.host.to_host(&mut c.res, &mut c.ledger, in_dram, b));
-                }
-                c.recycle(pages);
-                (Status::SUCCESS, done)
+        c.defer_reads = c.nand.defers_reads();
+        let r = c.read_lbas(slba, nlb, fw, out, true);
+        c.defer_reads = false;
+        match r {
+            Ok(r) if !c.deferred.is_empty() => {
+                // mqsim_tsu: completed when the array has read the pages (`Device::defer`).
+                c.deferred_pages = r.pages;
+                (Status::SUCCESS, fw)
             }
-            Err(s) => (s, fw),
+            Ok(r) => (Status::SUCCESS, c.deliver_pages(fw, r.pages)),
+            Err(s) => {
+                // Pages already queued are still read (the array's time is spent), the command fails now.
+                c.deferred.clear();
+                (s, fw)
+            }
         }
     }
 

@@ -14,6 +14,8 @@ use super::{EccModel, EccOutcome, Geometry};
 use crate::config::DeviceConfig;
 use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
 
+mod tsu;
+
 /// Array and bus timing, in ns.
 #[derive(Debug, Clone)]
 pub struct NandTiming {
@@ -208,6 +210,8 @@ pub struct NandArray {
     queued: Vec<Option<QueuedRead>>,
     /// Command start, sensing end and data-out end of the latest plain read (set under `mqsim_tsu`).
     issued: (Time, Time, Time),
+    /// The event-driven issue queue of host reads (only under `mqsim_tsu`).
+    tsu: Option<tsu::Tsu>,
     pub stats: NandStats,
 }
 
@@ -238,6 +242,8 @@ impl NandArray {
             waits: (0..geo.channels).map(|_| DataOutWaits::default()).collect(),
             queued: vec![None; geo.dies() as usize],
             issued: (0, 0, 0),
+            tsu: (cfg.nand.channel_arbitration.0 == "mqsim_tsu")
+                .then(|| tsu::Tsu::new(geo.dies(), geo.channels, |d| geo.channel_of_die(d))),
             ecc: EccModel::from_config(cfg),
             geo,
             stats: NandStats::default(),
@@ -536,7 +542,7 @@ mod tests {
     use super::*;
     use crate::config::{load_preset, DeviceConfig};
 
-    fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
+    pub(super) fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
         let mut tree = load_preset("cosmos-plus").unwrap();
         for (k, v) in overrides {
             tree.set(k, v).unwrap();
