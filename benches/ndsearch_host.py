@@ -2,12 +2,15 @@
 (60k x 784 base, 10k queries, float32, L2), both measured in this run with the same M and ef_construction: the
 recall@10 vs QPS curve of each over a sweep of ef, with one thread and with all threads, the QPS ratio (ours /
 hnswlib) at recall@10 = 0.95 (interpolated on each curve, log QPS linear in recall between the two bracketing
-points), and the build times side by side. Writes JSON, Markdown and a PNG plot.
+points), and the build times side by side. Writes JSON, Markdown and a PNG plot. ``--dataset fortunes-minilm``:
+the same on real sentence embeddings (all-MiniLM-L6-v2 of Debian's fortunes quotations, 13,083 x 384 float32
+base, 2,048 held-out queries, cosine; needs the ``embed`` extra, embedded once and cached).
 
 Not a test. Needs hnswlib, a dev-only dependency::
 
     .venv/bin/pip install hnswlib
-    .venv/bin/python benches/ndsearch_host.py [--quick] [--out DIR] [--M 16] [--ef-construction 200]
+    .venv/bin/python benches/ndsearch_host.py [--quick] [--dataset fashion-mnist|fortunes-minilm] [--out DIR]
+        [--M 16] [--ef-construction 200]
 
 ``--quick`` uses 20k base vectors and 1k queries. Ground truth is cached in ~/.cache/nearflash/ndsearch.
 """
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nearflash.ndsearch import Index, cached_ground_truth, fashion_mnist, recall_at
+from nearflash.ndsearch import Index, cached_ground_truth, fashion_mnist, fortunes_minilm, recall_at
 
 EFS = [10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256]
 TARGET = 0.95
@@ -70,7 +73,8 @@ def sweep(searches: dict, q: np.ndarray, truth: np.ndarray, repeats: int) -> dic
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="benches/results/ndsearch_host")
+    ap.add_argument("--dataset", choices=["fashion-mnist", "fortunes-minilm"], default="fashion-mnist")
+    ap.add_argument("--out", default=None, help="default: benches/results/ndsearch_host[_DATASET]")
     ap.add_argument("--M", type=int, default=16)
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=5)
@@ -79,23 +83,28 @@ def main() -> None:
         import hnswlib
     except ImportError:
         sys.exit("hnswlib is not installed: .venv/bin/pip install hnswlib (a dev-only dependency of this bench)")
-    base, q = fashion_mnist()
+    if args.dataset == "fashion-mnist":
+        base, q = fashion_mnist()
+        metric, key = "l2", "fmnist"
+    else:
+        base, q = fortunes_minilm()
+        metric, key = "cosine", "fortunes-minilm"
     if args.quick:
         base, q = base[:20000], q[:1000]
     base, q = base.astype(np.float32), q.astype(np.float32)
-    _, truth = cached_ground_truth(f"fmnist-{len(base)}-{len(q)}", base, q, 10, "l2")
+    _, truth = cached_ground_truth(f"{key}-{len(base)}-{len(q)}", base, q, 10, metric)
     nthreads = os.cpu_count() or 1
-    res: dict = {"dataset": "fashion-mnist", "n": len(base), "nq": len(q), "dim": base.shape[1], "M": args.M,
+    res: dict = {"dataset": args.dataset, "metric": metric, "n": len(base), "nq": len(q), "dim": base.shape[1], "M": args.M,
                  "ef_construction": args.ef_construction, "threads_all": nthreads, "hnswlib": hnswlib.__version__
                  if hasattr(hnswlib, "__version__") else "unknown", "curves": {}, "build_s": {}}
 
     t = time.perf_counter()
-    h = hnswlib.Index(space="l2", dim=base.shape[1])
+    h = hnswlib.Index(space=metric, dim=base.shape[1])
     h.init_index(max_elements=len(base), M=args.M, ef_construction=args.ef_construction, random_seed=100)
     h.add_items(base, np.arange(len(base)), num_threads=nthreads)
     res["build_s"]["hnswlib"] = time.perf_counter() - t
     t = time.perf_counter()
-    ours = Index(base.shape[1], "l2", kind="hnsw", R=args.M, ef_construction=args.ef_construction)
+    ours = Index(base.shape[1], metric, kind="hnsw", R=args.M, ef_construction=args.ef_construction)
     ours.add(base, threads=nthreads)
     res["build_s"]["nearflash"] = time.perf_counter() - t
     print(f"build ({nthreads} threads): hnswlib {res['build_s']['hnswlib']:.1f} s, "
@@ -127,7 +136,8 @@ def main() -> None:
               f"ratio {res[f'ratio_at_{TARGET}/{threads}'] and round(res[f'ratio_at_{TARGET}/{threads}'], 3)}; "
               f"CPU-time ratio {res[f'cpu_ratio_at_{TARGET}/{threads}'] and round(res[f'cpu_ratio_at_{TARGET}/{threads}'], 3)}; "
               f"geometric mean of per-ef ratios {res[f'geomean_per_ef_ratio/{threads}']:.3f}")
-    write(res, Path(args.out))
+    suffix = "" if args.dataset == "fashion-mnist" else "_" + args.dataset.replace("-", "_")
+    write(res, Path(args.out or f"benches/results/ndsearch_host{suffix}"))
 
 
 def write(res: dict, out: Path) -> None:

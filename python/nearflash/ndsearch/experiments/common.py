@@ -1,5 +1,5 @@
 """Shared set-up of NDSearch's experiments: the data sets (Fashion-MNIST from Debian's ``dataset-fashion-mnist``,
-seeded synthetic sets), the HNSW index, exact ground truth, and a SearSSD device (the ``searssd`` preset with
+seeded synthetic sets, MiniLM embeddings of Debian's ``fortunes``), the HNSW index, exact ground truth, and a SearSSD device (the ``searssd`` preset with
 fewer blocks per plane, so the memory device stays small; every LUN, plane, page size and timing is the preset's)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from nearflash.device import Device
 from nearflash.experiment import Options
-from nearflash.ndsearch.datasets import cached_ground_truth, fashion_mnist, synthetic
+from nearflash.ndsearch.datasets import FORTUNES_DIR, cached_ground_truth, fashion_mnist, fortunes_minilm, synthetic
 from nearflash.ndsearch.index import Index
 from nearflash.recssd.experiments.common import option
 
@@ -20,7 +20,20 @@ DATASETS = {
     "fashion-mnist": (784, "l2", "uint8"),
     "sift-like": (128, "l2", "uint8"),
     "glove-100-like": (100, "cosine", "float32"),
+    # all-MiniLM-L6-v2 sentence embeddings (unit vectors) of the fortunes quotations: 13,083 base, 2,048 queries.
+    "fortunes-minilm": (384, "cosine", "float32"),
 }
+
+
+def unavailable(name: str) -> str | None:
+    """Why data set ``name`` cannot be loaded on this machine (what to install), or None."""
+    if name == "fortunes-minilm":
+        from nearflash.ndsearch import minilm
+        if minilm.missing():
+            return minilm.missing()
+        if not FORTUNES_DIR.is_dir():
+            return "the Debian package 'fortunes' is not installed"
+    return None
 
 #: The searssd preset's geometry with 24 blocks per plane (the full 512 would make a 512 GB image; the search
 #: touches only the reserved blocks): 256 LUNs x 2 planes x 2 reserved blocks x 128 pages x 16 KiB = 2 GiB of
@@ -32,11 +45,11 @@ def load(name: str, n: int, nq: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     """``n`` base vectors and ``nq`` queries of data set ``name``."""
     if name not in DATASETS:
         raise ValueError(f"dataset must be one of {sorted(DATASETS)}, not {name!r}")
-    if name == "fashion-mnist":
-        base, q = fashion_mnist()
+    if name in ("fashion-mnist", "fortunes-minilm"):
+        base, q = fashion_mnist() if name == "fashion-mnist" else fortunes_minilm()
         if nq > len(q):
-            q = np.concatenate([q] * (-(-nq // len(q))))  # repeated test images for batches beyond 10,000
-        return base[:n], q[:nq]
+            q = np.concatenate([q] * (-(-nq // len(q))))  # repeated queries for batches beyond the held-out set
+        return base[:n], q[:nq]  # fortunes-minilm has 13,083 base vectors: a larger n gives all of them
     return synthetic(name, n, seed=seed), synthetic(name, nq, seed=seed, queries=True)
 
 
