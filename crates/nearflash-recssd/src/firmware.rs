@@ -155,7 +155,7 @@ impl RecssdFirmware {
     }
 
     fn key_of(&self, sqe: &Sqe) -> Result<(RequestKey, TableDescriptor), Refusal> {
-        let m = self.params.request_modulus as u64;
+        let m = self.params.request_modulus;
         let (table_start, request_id) = split_request_slba(sqe.slba(), m)
             .ok_or_else(|| (NdpFault::BadCommand, CDW10, format!("SLBA {}: the request modulus is 0", sqe.slba())))?;
         let table = *self.tables.get(table_start).ok_or_else(|| {
