@@ -144,3 +144,21 @@ def test_firmware_parameters_out_of_range_are_refused_and_nothing_is_attached(pa
     assert dev.lbas == lbas and "nice" not in dev.report().extensions, "nothing attached, capacity not doubled"
     dev.attach("nice", ftl_cache_pages=0)
     assert dev.report().extensions["nice"]["capacity_lbas"] * 2 == dev.lbas
+
+
+def test_a_refusal_carries_the_firmware_reason_from_the_error_log(fs):
+    dev, _ = fs
+    h = NiceHost(dev)
+    h.open("/other.txt")
+    with pytest.raises(NvmeError, match=r"NICE_Read /other.txt at hyper-address \d+: no NICE_Write bound an op to it "
+                                        r"\(device: NICE_Read of the file at LBA \d+ before a NICE_Write bound an op to it\)") as e:
+        h.nice_read("/other.txt")
+    assert (e.value.sct, e.value.sc) == (0, 0x0C)
+    # A NICE-K shape the file does not have: the firmware names the field and its allowed range.
+    with pytest.raises(NvmeError, match=r"NICE-K over a file of 13 bytes: .*not a whole number of 6-byte vectors") as e:
+        h.nice_write("/other.txt", "knn", query=np.zeros(3, dtype=np.int32), k=1)
+        h.nice_read("/other.txt")
+    entry = dev.error_log()[0]
+    assert entry["reason"] in str(e.value) and entry["status"] == "Invalid Field in Command"
+    h.nice_write("/other.txt", "sum")
+    assert h.nice_read("/other.txt")["value"] == sum(FILES["/other.txt"]), "nothing changed by the refusals"

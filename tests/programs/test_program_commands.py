@@ -220,3 +220,18 @@ def test_device_defined_fp32_sls_matches_numpy(dev):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(InvalidArgument):
         programs.device_program(dev, "no_such")
+
+
+def test_refusals_carry_the_device_reason_naming_the_field_and_its_range(dev):
+    slm = programs.identify(dev)["slm_bytes"]
+    cases = [
+        (lambda: programs.read_slm(dev, slm - 2, 4), rf"Memory Read \(SB \(CDW10-11\) {slm - 2} \+ 4 bytes: beyond the {slm}-byte SLM"),
+        (lambda: programs.activate(dev, 2), r"Program Activation Management \(PIND 2: no program is loaded there\)"),
+        (lambda: programs.create_range_set(dev, [(0, 8), (4, 8)]), r"memory ranges 0\.\.8 and 4\.\.12 overlap"),
+        (lambda: programs.delete_range_set(dev, 77), r"RSID 77 names no memory range set \(none exists\)"),
+        (lambda: programs.copy_to_slm(dev, 0, dev.lbas - 1, 2), r"source range 0: 2 blocks from LBA \d+: beyond the namespace"),
+    ]
+    for call, words in cases:
+        with pytest.raises(NvmeError, match=words):
+            call()
+    assert programs.identify(dev)["range_sets"] == 0, "the refusals changed nothing"

@@ -192,3 +192,17 @@ def test_every_parameter_is_documented():
     doc = (Path(__file__).parents[2] / "docs" / "recssd.md").read_text()
     missing = [name for name, *_ in rs.parameter_docs() if f"`{name}`" not in doc]
     assert not missing, f"docs/recssd.md lacks {missing}"
+
+
+def test_a_refused_table_registration_raises_the_device_reason(small_config):
+    from nearflash.errors import NvmeError
+
+    dev = nearflash.Device(None, preset="cosmos-plus", **small_config)
+    first = RecSSD(dev, [np.ones((100, 32), np.float32), np.full((100, 32), 2.0, np.float32)])
+    assert [t["start_lba"] for t in first.tables] == [0, 1000]
+    # A second library on the same device lays out a table over the first one's table 1: the firmware refuses
+    # to register it and says which tables overlap where.
+    with pytest.raises(NvmeError, match=r"registering table 0 \(table LBAs 0\.\.\d+ overlap table 1 at LBAs 1000\.\.\d+\)") as e:
+        RecSSD(dev, [np.ones((40_000, 32), np.float32)])
+    assert e.value.status == "Invalid Field in Command"
+    assert dev.error_log()[0]["reason"] in str(e.value)

@@ -82,6 +82,11 @@ const INVOKE_INSTR: f64 = 2_000.0;
 /// Largest file an op processes, assumed: a 1 GiB staging buffer of the 8 GB DDR4 (a sparse file's size can exceed
 /// its data by far; holes are materialised as zeros).
 const MAX_ISC_BYTES: u64 = 1 << 30;
+/// Byte of the command holding CDW10 (SLBA), for the error log.
+const CDW10: Option<u8> = Some(40);
+/// Why a hyper-addressed command with the wrong data direction is refused.
+const WRONG_DIRECTION: &str = "at a hyper-address a Write carries a NICE_Write block to the device and a Read returns the result";
+
 /// Bound on remembered dirty ranges before they are merged into one span.
 const MAX_PENDING: usize = 4096;
 
@@ -284,32 +289,44 @@ impl NiceFirmware {
         self.written.insert(a, b);
     }
 
-    fn head(&self, sqe: &Sqe) -> Result<u64, Status> {
-        let lba = sqe.slba().checked_sub(self.capacity).ok_or(Status::INVALID_FIELD)?;
-        let file = self.learner.as_ref().and_then(|l| l.file_at_head(lba)).ok_or(Status::INVALID_FIELD)?;
+    fn head(&self, ctx: &mut ExecCtx<'_>, sqe: &Sqe) -> Result<u64, Status> {
+        let c = self.capacity;
+        let Some(lba) = sqe.slba().checked_sub(c) else {
+            return Err(ctx.explain(Status::INVALID_FIELD, CDW10, format!("SLBA {}: hyper-addresses are {c}..{}", sqe.slba(), 2 * c)));
+        };
+        let Some(file) = self.learner.as_ref().and_then(|l| l.file_at_head(lba)) else {
+            let why = format!("SLBA {} = {c} + LBA {lba}: no file the firmware has learnt starts at LBA {lba} (the hyper-address is {c} + a file's first data block)", sqe.slba());
+            return Err(ctx.explain(Status::INVALID_FIELD, CDW10, why));
+        };
         if file.is_dir || !file.complete {
-            return Err(Status::INVALID_FIELD);
+            let what = if file.is_dir { "a directory" } else { "a file whose metadata is not all written yet" };
+            return Err(ctx.explain(Status::INVALID_FIELD, CDW10, format!("SLBA {} = {c} + LBA {lba}: LBA {lba} starts {what}, not a regular file", sqe.slba())));
         }
         Ok(lba)
     }
 
     fn run(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<Time, Status> {
         if sqe.slba().checked_add(u64::from(sqe.nlb())).is_none_or(|end| end > 2 * self.capacity) {
-            return Err(Status::LBA_OUT_OF_RANGE);
+            let why = format!("SLBA {} + NLB {}: beyond the {} advertised blocks (hyper-addresses are {}..{})", sqe.slba(), sqe.nlb(), 2 * self.capacity, self.capacity, 2 * self.capacity);
+            return Err(ctx.explain(Status::LBA_OUT_OF_RANGE, CDW10, why));
         }
         let t = ctx.firmware(ctx.start, INVOKE_INSTR);
         let t = self.learn(ctx, t);
         if sqe.slba() == self.capacity {
             return self.run_fsr(ctx, sqe, data, t);
         }
-        let head = self.head(sqe)?;
+        let head = self.head(ctx, sqe)?;
         match (sqe.opcode, data) {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
-                match Job::parse(src).ok_or(Status::INVALID_FIELD)? {
-                    Job::Fsr { .. } => return Err(Status::INVALID_FIELD),
+                match Job::parse(src).map_err(|why| ctx.explain(Status::INVALID_FIELD, None, why))? {
+                    Job::Fsr { .. } => {
+                        let why = format!("op id (block byte 0) = {OP_FSR} (FSR) binds only at the hyper-address of LBA 0 (SLBA {})", self.capacity);
+                        return Err(ctx.explain(Status::INVALID_FIELD, None, why));
+                    }
                     // More queries than the unit's query buffer holds.
                     Job::Knn { queries, .. } if crate::knn::check_batch(queries.len(), &self.knn_params).is_err() => {
-                        return Err(Status::INVALID_FIELD)
+                        let why = format!("NICE-K batch query count (block bytes 6..8) = {}: expected 1..={} (the query buffer, max_queries)", queries.len(), self.knn_params.max_queries);
+                        return Err(ctx.explain(Status::INVALID_FIELD, None, why));
                     }
                     _ => self.ops.insert(head, src[..Job::block_len(src)].to_vec()),
                 };
@@ -325,8 +342,10 @@ impl NiceFirmware {
                         &mut scratch
                     }
                 };
-                let block = self.ops.get(&head).ok_or(Status::SEQUENCE_ERROR)?;
-                let (op, job) = (u32::from(block[0]), Job::parse(block).ok_or(Status::INTERNAL_ERROR)?);
+                let Some(block) = self.ops.get(&head) else {
+                    return Err(ctx.explain(Status::SEQUENCE_ERROR, None, format!("NICE_Read of the file at LBA {head} before a NICE_Write bound an op to it")));
+                };
+                let (op, job) = (u32::from(block[0]), Job::parse(block).map_err(|_| Status::INTERNAL_ERROR)?);
                 // Two flash reads at most: the head page (its OOB names the inode) and the inode's sector.
                 let (found, t) = self.locate_checked(ctx, head, t)?;
                 let mut tail = Vec::new();
@@ -393,7 +412,7 @@ impl NiceFirmware {
                 out[..n].copy_from_slice(&res[..n]);
                 Ok(ctx.to_host(done, out.len() as u64))
             }
-            _ => Err(Status::INVALID_FIELD),
+            _ => Err(ctx.explain(Status::INVALID_FIELD, Some(0), WRONG_DIRECTION)),
         }
     }
 
@@ -401,7 +420,8 @@ impl NiceFirmware {
     /// inode on flash is the file its list was written for.
     fn locate_checked(&mut self, ctx: &mut ExecCtx<'_>, head: u64, t: Time) -> Result<(oob_list::Located, Time), Status> {
         if !self.chains.contains_key(&head) {
-            return Err(Status::INVALID_FIELD);
+            let why = format!("the file at LBA {head} has no OOB list yet: some of its pages are not written, or its inode number does not fit the 32-bit record");
+            return Err(ctx.explain(Status::INVALID_FIELD, None, why));
         }
         let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
         let (found, t) = oob_list::locate(ctx, learner, &mut self.cache, head, t)?;
@@ -411,7 +431,8 @@ impl NiceFirmware {
         let (chain, _) = self.chains.get(&head).ok_or(Status::INVALID_FIELD)?;
         if chain.lpns != found.lbas || chain.inode != found.inode {
             // The inode on flash is not the file the list was written for (changed under the firmware).
-            return Err(Status::INVALID_FIELD);
+            let why = format!("the file at LBA {head} changed under the firmware: inode {} on flash is not inode {} its list was written for", found.inode, chain.inode);
+            return Err(ctx.explain(Status::INVALID_FIELD, None, why));
         }
         Ok((found, t))
     }
@@ -421,7 +442,8 @@ impl NiceFirmware {
     #[allow(clippy::type_complexity)]
     fn load(&mut self, ctx: &mut ExecCtx<'_>, head: u64, found: &oob_list::Located, t: Time, seq: Sequencer) -> Result<(Vec<u8>, Time, Time, Vec<(u64, Time, Vec<u8>)>), Status> {
         if found.size > MAX_ISC_BYTES {
-            return Err(Status::INVALID_FIELD);
+            let why = format!("the file at LBA {head} holds {} bytes: ops take files of up to {MAX_ISC_BYTES} bytes (the staging buffer)", found.size);
+            return Err(ctx.explain(Status::INVALID_FIELD, None, why));
         }
         let (chain, partition) = self.chains.get_mut(&head).ok_or(Status::INVALID_FIELD)?;
         let shared = self.params.shared_reads.then_some(&mut self.shared);
@@ -458,14 +480,18 @@ impl NiceFirmware {
         match (sqe.opcode, data) {
             (opcode::WRITE, DataBuf::ToDevice(src)) => {
                 match Job::parse(src) {
-                    Some(Job::Fsr { .. }) => self.ops.insert(MAILBOX, src[..Job::block_len(src)].to_vec()),
-                    _ => return Err(Status::INVALID_FIELD),
+                    Ok(Job::Fsr { .. }) => self.ops.insert(MAILBOX, src[..Job::block_len(src)].to_vec()),
+                    Ok(_) => {
+                        let why = format!("op id (block byte 0) = {}: the hyper-address of LBA 0 takes only op {OP_FSR} (FSR: [5, absolute path, 0])", src[0]);
+                        return Err(ctx.explain(Status::INVALID_FIELD, None, why));
+                    }
+                    Err(why) => return Err(ctx.explain(Status::INVALID_FIELD, None, why)),
                 };
                 Ok(ctx.from_host(t, src.len() as u64))
             }
             (opcode::READ, DataBuf::FromDevice(out)) => {
-                let Some(Job::Fsr { path }) = self.ops.get(&MAILBOX).and_then(|b| Job::parse(b)) else {
-                    return Err(Status::SEQUENCE_ERROR);
+                let Some(Ok(Job::Fsr { path })) = self.ops.get(&MAILBOX).map(|b| Job::parse(b)) else {
+                    return Err(ctx.explain(Status::SEQUENCE_ERROR, None, "FSR Read before a NICE_Write bound a path at the hyper-address of LBA 0"));
                 };
                 let learner = self.learner.as_ref().ok_or(Status::INTERNAL_ERROR)?;
                 let (r, done) = crate::fsr::walk(ctx, learner, &mut self.cache, &path, t)?;
@@ -477,7 +503,7 @@ impl NiceFirmware {
                 out[..n].copy_from_slice(&res[..n]);
                 Ok(ctx.to_host(done, out.len() as u64))
             }
-            _ => Err(Status::INVALID_FIELD),
+            _ => Err(ctx.explain(Status::INVALID_FIELD, Some(0), WRONG_DIRECTION)),
         }
     }
 }
@@ -560,6 +586,15 @@ impl Extension for NiceFirmware {
             Ok(done) => ExtCompletion::ok(done),
             Err(s) => {
                 self.refused += 1;
+                // A failure from below (the file's pages, its OOB records or its metadata on flash) that no check
+                // of the firmware explained: say what the status means here.
+                if !ctx.is_explained() {
+                    let why = match s {
+                        Status::INVALID_FIELD => "the file's metadata or OOB records on flash are damaged or do not match the file",
+                        _ => "reading the file from flash failed",
+                    };
+                    ctx.explain(s, None, why);
+                }
                 ExtCompletion::failed(s, ctx.start)
             }
         }
@@ -612,7 +647,7 @@ impl Extension for NiceFirmware {
         for e in v["ops"].as_array().ok_or_else(|| bad("ops is not a list"))? {
             let head = e[0].as_u64().ok_or_else(|| bad("an op's head is not an integer"))?;
             let block: Option<Vec<u8>> = e[1].as_array().and_then(|a| a.iter().map(|x| x.as_u64().and_then(|x| u8::try_from(x).ok())).collect());
-            let block = block.filter(|b| Job::parse(b).is_some()).ok_or_else(|| bad("an op block does not parse"))?;
+            let block = block.filter(|b| Job::parse(b).is_ok()).ok_or_else(|| bad("an op block does not parse"))?;
             ops.insert(head, block);
         }
         self.ops = ops;

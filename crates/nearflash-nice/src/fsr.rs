@@ -62,8 +62,9 @@ impl BlockSource for Walker<'_, '_> {
 
 /// Walks `path` from the root of partition 0. Unknown or damaged paths: Invalid Field.
 pub fn walk(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, path: &str, t: Time) -> Result<(FsrResult, Time), Status> {
-    let sb = learner.superblock(0).ok_or(Status::INVALID_FIELD)?;
-    let start = learner.partition_start(0).ok_or(Status::INVALID_FIELD)?;
+    let no_fs = |ctx: &mut ExecCtx<'_>| ctx.explain(Status::INVALID_FIELD, None, "FSR: the firmware has learnt no ext4 file system in partition 0");
+    let Some(sb) = learner.superblock(0) else { return Err(no_fs(ctx)) };
+    let Some(start) = learner.partition_start(0) else { return Err(no_fs(ctx)) };
     let (bs, ss) = (u64::from(sb.block_size), ctx.lba_bytes());
     let sector = |byte: u64| start + byte / ss;
     let mut known: BTreeSet<u64> = (sector(1024)..=sector(2047)).collect();
@@ -80,6 +81,8 @@ pub fn walk(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, pat
     if let Some(e) = w.error {
         return Err(e);
     }
-    let (inode, size, levels) = found.ok_or(Status::INVALID_FIELD)?;
+    let Some((inode, size, levels)) = found else {
+        return Err(w.ctx.explain(Status::INVALID_FIELD, None, format!("FSR path {path:?}: no regular file of that path in partition 0")));
+    };
     Ok((FsrResult { inode, size, levels: levels as u32, flash_reads: w.reads }, w.t))
 }

@@ -22,13 +22,14 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
     let (slba, nlb) = (sqe.slba(), sqe.nlb());
     let ss = ctx.lba_bytes() as usize;
     if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > ctx.lbas()) {
-        return Err((Status::LBA_OUT_OF_RANGE, t));
+        let why = format!("Read of NLB {nlb} at SLBA {slba}: beyond the file system's {} blocks", ctx.lbas());
+        return Err((ctx.explain(Status::LBA_OUT_OF_RANGE, Some(40), why), t));
     }
     let bytes = nlb as usize * ss;
     let out: &mut [u8] = match data {
         DataBuf::FromDevice(b) if b.len() >= bytes => &mut b[..bytes],
         DataBuf::None => &mut [],
-        _ => return Err((Status::DATA_TRANSFER_ERROR, t)),
+        _ => return Err((ctx.explain(Status::DATA_TRANSFER_ERROR, Some(48), format!("Read of NLB {nlb}: the host buffer must hold {bytes} bytes")), t)),
     };
     let want = !out.is_empty();
     // The device charged fw_other for fetching and decoding the command; the rest of its read path is charged here.

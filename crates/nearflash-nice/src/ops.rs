@@ -33,37 +33,54 @@ pub(crate) enum Job {
 }
 
 impl Job {
-    pub(crate) fn parse(b: &[u8]) -> Option<Job> {
-        match u32::from(*b.first()?) {
-            OP_CRC32 => Some(Job::Crc),
-            OP_SUM => Some(Job::Sum),
-            OP_LOCATE => Some(Job::Locate),
+    /// Parses a NICE_Write block; a refusal names the byte of the block that is wrong and what it may hold.
+    pub(crate) fn parse(b: &[u8]) -> Result<Job, String> {
+        let short = |need: usize| format!("NICE_Write block of {} bytes: op {} needs {need}", b.len(), b[0]);
+        let Some(&op) = b.first() else { return Err("empty NICE_Write block: byte 0 is the op id".into()) };
+        match u32::from(op) {
+            OP_CRC32 => Ok(Job::Crc),
+            OP_SUM => Ok(Job::Sum),
+            OP_LOCATE => Ok(Job::Locate),
             OP_CNN => {
-                let net = *b.get(1)?;
-                crate::cnn_net::named(net)?;
-                Some(Job::Cnn { net, weights_head: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) })
+                let head = b.get(8..16).ok_or_else(|| short(16))?;
+                let net = b[1];
+                crate::cnn_net::named(net).ok_or_else(|| format!("NICE-C network (block byte 1) = {net}: expected 0 (LeNet-5) or 1 (MobileNetV2)"))?;
+                Ok(Job::Cnn { net, weights_head: u64::from_le_bytes(head.try_into().expect("8 bytes")) })
             }
             OP_FSR => {
-                let rest = b.get(1..)?;
-                let end = rest.iter().position(|&c| c == 0)?;
-                let path = std::str::from_utf8(&rest[..end]).ok()?;
-                path.starts_with('/').then(|| Job::Fsr { path: path.to_string() })
+                let rest = &b[1..];
+                let end = rest.iter().position(|&c| c == 0).ok_or("FSR path (block bytes 1..) has no terminating 0 byte")?;
+                let path = std::str::from_utf8(&rest[..end]).map_err(|_| "FSR path (block bytes 1..) is not UTF-8".to_string())?;
+                if !path.starts_with('/') {
+                    return Err(format!("FSR path {path:?} (block bytes 1..): expected an absolute path starting with '/'"));
+                }
+                Ok(Job::Fsr { path: path.to_string() })
             }
             op @ (OP_KNN | OP_KNN_BATCH) => {
-                let width = Width::from_bits(u32::from(*b.get(1)?)).ok()?;
-                let dim = usize::from(u16::from_le_bytes(b.get(2..4)?.try_into().ok()?));
-                let k = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
                 let batch = op == OP_KNN_BATCH;
-                // Op 7 counts its queries in bytes 6..8 (0 is refused); op 3 carries one.
-                let n = if batch { usize::from(u16::from_le_bytes(b.get(6..8)?.try_into().ok()?)) } else { 1 };
-                if dim == 0 || dim > crate::knn::MAX_DIM || k == 0 || k > crate::knn::MAX_K || n == 0 {
-                    return None;
+                let head = b.get(..8).ok_or_else(|| short(8))?;
+                let bits = head[1];
+                let width = Width::from_bits(u32::from(bits)).map_err(|_| format!("NICE-K width (block byte 1) = {bits} bits: expected 16 or 32"))?;
+                let dim = usize::from(u16::from_le_bytes([head[2], head[3]]));
+                let k = usize::from(u16::from_le_bytes([head[4], head[5]]));
+                if dim == 0 || dim > crate::knn::MAX_DIM {
+                    return Err(format!("NICE-K dim (block bytes 2..4) = {dim}: expected 1..={}", crate::knn::MAX_DIM));
                 }
-                let q = b.get(8..8 + 4 * dim * n)?;
+                if k == 0 || k > crate::knn::MAX_K {
+                    return Err(format!("NICE-K k (block bytes 4..6) = {k}: expected 1..={}", crate::knn::MAX_K));
+                }
+                // Op 7 counts its queries in bytes 6..8 (0 is refused); op 3 carries one.
+                let n = if batch { usize::from(u16::from_le_bytes([head[6], head[7]])) } else { 1 };
+                if n == 0 {
+                    return Err("NICE-K batch query count (block bytes 6..8) = 0: expected at least 1".into());
+                }
+                let q = b.get(8..8 + 4 * dim * n).ok_or_else(|| short(8 + 4 * dim * n))?;
                 let values: Vec<i64> = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
-                Some(Job::Knn { width, dim, k, queries: values.chunks(dim).map(<[i64]>::to_vec).collect(), batch })
+                Ok(Job::Knn { width, dim, k, queries: values.chunks(dim).map(<[i64]>::to_vec).collect(), batch })
             }
-            _ => None,
+            other => Err(format!(
+                "op id (block byte 0) = {other}: expected {OP_CRC32} (CRC-32), {OP_SUM} (sum), {OP_KNN} (NICE-K), {OP_KNN_BATCH} (NICE-K batch), {OP_LOCATE} (locate), {OP_CNN} (NICE-C), or {OP_FSR} (FSR) at the hyper-address of LBA 0"
+            )),
         }
     }
 
@@ -88,10 +105,12 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
         Job::Sum => (bytes.iter().map(|&b| u64::from(b)).sum(), ctx.firmware(done, OP_INSTR_PER_BYTE * bytes.len() as f64)),
         Job::Knn { width, dim, k, queries, batch } => {
             // A file that is not whole vectors of this shape is refused, never truncated.
-            let best = knn_batch(bytes, *dim, *width, queries, *k, knn_params).map_err(|_| Status::INVALID_FIELD)?;
+            let best = knn_batch(bytes, *dim, *width, queries, *k, knn_params)
+                .map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("NICE-K over a file of {} bytes: {e}", bytes.len())))?;
             let pairs: usize = best.iter().map(Vec::len).sum();
             if out_len < 24 + 12 * pairs {
-                return Err(Status::INVALID_FIELD);
+                let why = format!("NICE_Read of {out_len} bytes: the result of {pairs} neighbours takes {} (raise NLB)", 24 + 12 * pairs);
+                return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             let n = (bytes.len() / (dim * width.bytes())) as u64;
             let timing = knn_batch_timing(n, *dim, *width, *k, queries.len(), knn_params);
@@ -112,14 +131,17 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
         Job::Cnn { net, .. } => {
             // NICE-C: the network over every image of the file, weights from the weights file.
             let (shape, layers) = crate::cnn_net::named(*net).ok_or(Status::INTERNAL_ERROR)?;
-            let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers).map_err(|_| Status::INVALID_FIELD)?;
+            let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers)
+                .map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("NICE-C weights file: {e}")))?;
             let frame = shape.0 * shape.1 * shape.2;
             if bytes.is_empty() || bytes.len() % frame != 0 {
-                return Err(Status::INVALID_FIELD);
+                let why = format!("NICE-C input file of {} bytes: expected 1 or more whole images of {frame} bytes ({}x{}x{})", bytes.len(), shape.0, shape.1, shape.2);
+                return Err(ctx.explain(Status::INVALID_FIELD, None, why));
             }
             let n = bytes.len() / frame;
             if out_len < 24 + 2 * n {
-                return Err(Status::INVALID_FIELD);
+                let why = format!("NICE_Read of {out_len} bytes: the classes of {n} images take {} (raise NLB)", 24 + 2 * n);
+                return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             for img in bytes.chunks_exact(frame) {
                 let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::fw::{head_lba, io, tree, Setup};
+use common::fw::{head_lba, io, said, tree, Setup};
 use nearflash_core::ext::{DataBuf, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
@@ -16,8 +16,31 @@ fn filled() -> Setup {
 }
 
 /// NICE_Write of `op` then NICE_Read at C + `head`: (op, size, inode, value).
-fn invoke(s: &mut Setup, head: u64, op: u32) -> Result<(u32, u64, u32, u64), Status> {
-    common::fw::invoke(s, head, &[op as u8]).map(|(op, size, ino, value, _)| (op, size, ino, value))
+fn invoke(s: &mut Setup, head: u64, op: impl Block) -> Result<(u32, u64, u32, u64), Status> {
+    common::fw::invoke(s, head, &op.block()).map(|(op, size, ino, value, _)| (op, size, ino, value))
+}
+
+/// A NICE_Write block: an op id alone, or whole bytes.
+trait Block {
+    fn block(&self) -> Vec<u8>;
+}
+
+impl Block for u32 {
+    fn block(&self) -> Vec<u8> {
+        vec![*self as u8]
+    }
+}
+
+impl Block for &[u8] {
+    fn block(&self) -> Vec<u8> {
+        self.to_vec()
+    }
+}
+
+impl<const N: usize> Block for &[u8; N] {
+    fn block(&self) -> Vec<u8> {
+        self.to_vec()
+    }
 }
 
 #[test]
@@ -44,13 +67,31 @@ fn bad_invocations_are_refused_and_change_nothing() {
     let mut s = filled();
     let head = head_lba(&s, "/hello.txt");
     // Not a file's first page, a directory's block, a wrong op id, a Read before any NICE_Write.
+    // Each says why in the device's error log.
     assert_eq!(invoke(&mut s, head + 1, OP_CRC32), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, &format!("no file the firmware has learnt starts at LBA {}", head + 1));
     assert_eq!(invoke(&mut s, 0, OP_CRC32), Err(Status::INVALID_FIELD));
     assert_eq!(invoke(&mut s, head, 99), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "op id (block byte 0) = 99: expected 1 (CRC-32)");
+    assert_eq!(invoke(&mut s, head, &[3, 16, 0, 0, 1, 0][..]), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "NICE-K dim (block bytes 2..4) = 0: expected 1..=1024");
+    assert_eq!(invoke(&mut s, head, &[3, 8][..]), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "NICE-K width (block byte 1) = 8 bits: expected 16 or 32");
+    assert_eq!(invoke(&mut s, head, &[6, 9][..]), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "NICE-C network (block byte 1) = 9: expected 0 (LeNet-5) or 1 (MobileNetV2)");
+    assert_eq!(invoke(&mut s, head, &[5, b'/', 0][..]), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "binds only at the hyper-address of LBA 0");
     let mut out = vec![0u8; s.ss];
     assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::SEQUENCE_ERROR);
+    said(&mut s.dev, "before a NICE_Write bound an op to it");
     // Beyond the advertised 2C.
     assert_eq!(io(&mut s.dev, opcode::READ, 2 * s.cap, DataBuf::FromDevice(&mut out), 1), Status::LBA_OUT_OF_RANGE);
+    said(&mut s.dev, &format!("beyond the {} advertised blocks", 2 * s.cap));
+    // The FSR mailbox at the hyper-address of LBA 0: a path that is not there, a Read before any path.
+    assert_eq!(io(&mut s.dev, opcode::READ, s.cap, DataBuf::FromDevice(&mut out), 1), Status::SEQUENCE_ERROR);
+    said(&mut s.dev, "FSR Read before a NICE_Write bound a path");
+    assert_eq!(invoke(&mut s, 0, b"\x05/no/such/file\0"), Err(Status::INVALID_FIELD));
+    said(&mut s.dev, "FSR path \"/no/such/file\": no regular file of that path");
     // The image is intact.
     let n = s.img.bytes.len() / s.ss;
     let mut all = vec![0u8; n * s.ss];
@@ -138,6 +179,7 @@ fn nice_k_over_an_embedding_file_equals_a_brute_force_reference() {
     assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&cmd), 1).is_success());
     let mut out = vec![0xEEu8; s.ss];
     assert_eq!(io(&mut s.dev, opcode::READ, s.cap + head, DataBuf::FromDevice(&mut out), 1), Status::INVALID_FIELD);
+    said(&mut s.dev, "NICE-K over a file of 300000 bytes");
 }
 
 /// The k nearest rows of an i16 embedding file to `query`, by sorting every distance.
@@ -281,6 +323,8 @@ fn a_file_changed_after_nice_write_is_processed_as_it_is_now_and_a_corrupted_ino
     sector[at + 0x28..at + 0x28 + 12].fill(0xA5);
     assert!(io(&mut s.dev, opcode::WRITE, lba, DataBuf::ToDevice(&sector), 1).is_success());
     assert_eq!(invoke(&mut s, head, OP_CRC32), Err(Status::INVALID_FIELD));
+    let reason = common::fw::last_reason(&mut s.dev);
+    assert!(reason.contains(&format!("LBA {head}")) || reason.contains("damaged"), "{reason:?}");
     // Other files, whose inodes may share that block, are still served.
     let other = s.img.files.iter().find(|(p, _)| p == "/a/b/c/d/e/f/deep.bin").unwrap().1.clone();
     let h = head_lba(&s, "/a/b/c/d/e/f/deep.bin");

@@ -15,7 +15,7 @@ use crate::fixed;
 use crate::params::ProgramsParams;
 use crate::program::{self, Fault, Program};
 use crate::slm::{MemoryRange, Slm};
-use crate::status;
+use crate::status::{self, Refusal};
 use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitHandle};
@@ -88,9 +88,20 @@ pub struct ProgramsFirmware {
     sls_unit: Option<UnitHandle>,
 }
 
-fn err(status: Status, done: Time) -> ExtCompletion {
-    ExtCompletion::failed(status, done)
+/// Fails the command at `done` with `r`, its reason going into the error log.
+fn refuse(ctx: &mut ExecCtx<'_>, r: Refusal, done: Time) -> ExtCompletion {
+    ExtCompletion::failed(ctx.explain(r.status, r.byte, r.why), done)
 }
+
+/// Command bytes of the fields the firmware checks, for the error log's parameter location.
+const CDW2: u8 = 8;
+const CDW10: u8 = 40;
+const CDW11: u8 = 44;
+const CDW12: u8 = 48;
+const CDW14: u8 = 56;
+const CDW15: u8 = 60;
+/// Execute Program's data length (DPTR's lower dword, bytes 16..20).
+const DLEN: u8 = 16;
 
 impl ProgramsFirmware {
     pub fn new(overrides: serde_json::Value) -> Self {
@@ -118,9 +129,13 @@ impl ProgramsFirmware {
         pind >= self.first_fixed_pind() && usize::from(pind - self.first_fixed_pind()) < fixed::PROGRAMS.len()
     }
 
-    fn check_pind(&self, pind: u16) -> Result<(), Status> {
+    /// Checks program index `pind`, held at command byte `byte`.
+    fn check_pind(&self, pind: u16, byte: u8) -> Result<(), Refusal> {
         if pind == 0 || (u64::from(pind) > self.params.max_programs && !self.is_fixed(pind)) {
-            Err(status::INVALID_PROGRAM_INDEX)
+            let first = self.first_fixed_pind();
+            let last = first + fixed::PROGRAMS.len() as u16 - 1;
+            let why = format!("PIND {pind}: expected 1..={} (downloadable) or {first}..={last} (device-defined)", self.params.max_programs);
+            Err(Refusal::new(status::INVALID_PROGRAM_INDEX, Some(byte), why))
         } else {
             Ok(())
         }
@@ -132,17 +147,19 @@ impl ProgramsFirmware {
 
     fn load(&mut self, ctx: &mut ExecCtx<'_>, l: LoadProgram, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
-        if let Err(s) = self.check_pind(l.pind) {
-            return err(s, t);
+        if let Err(r) = self.check_pind(l.pind, CDW10) {
+            return refuse(ctx, r, t);
         }
         if self.is_fixed(l.pind) {
-            return err(status::PROGRAM_INDEX_NOT_DOWNLOADABLE, t);
+            let why = format!("PIND {}: a device-defined program (downloadable ones are 1..={})", l.pind, self.params.max_programs);
+            return refuse(ctx, Refusal::new(status::PROGRAM_INDEX_NOT_DOWNLOADABLE, Some(CDW10), why), t);
         }
         let active = matches!(self.slots.get(&l.pind), Some(Slot::Loaded { active: true, .. }));
+        let in_use = |pind: u16| Refusal::new(status::PROGRAM_IN_USE, Some(CDW10), format!("PIND {pind}: the program is active (deactivate it first)"));
         if l.unload {
             return match self.slots.get(&l.pind) {
-                None => err(status::NO_PROGRAM, t),
-                Some(_) if active => err(status::PROGRAM_IN_USE, t),
+                None => refuse(ctx, Refusal::new(status::NO_PROGRAM, Some(CDW10), format!("PIND {}: no program is loaded there", l.pind)), t),
+                Some(_) if active => refuse(ctx, in_use(l.pind), t),
                 Some(_) => {
                     self.slots.remove(&l.pind);
                     ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
@@ -150,29 +167,40 @@ impl ProgramsFirmware {
             };
         }
         if l.ptype != wire::PTYPE_EBPF_ELF {
-            return err(status::INVALID_PROGRAM_TYPE, t);
+            let why = format!("PTYPE (CDW10 bits 23:16) = {}: expected {} (eBPF ELF)", l.ptype, wire::PTYPE_EBPF_ELF);
+            return refuse(ctx, Refusal::new(status::INVALID_PROGRAM_TYPE, Some(CDW10), why), t);
         }
         if l.psize == 0 || f64::from(l.psize) > self.params.max_program_bytes {
-            return err(status::PROGRAM_TOO_BIG, t);
+            let why = format!("PSIZE (CDW11) = {}: expected 1..={} bytes", l.psize, self.params.max_program_bytes);
+            return refuse(ctx, Refusal::new(status::PROGRAM_TOO_BIG, Some(CDW11), why), t);
         }
         let chunk = match data {
             DataBuf::ToDevice(b) if b.len() >= l.numb as usize && l.numb > 0 => &b[..l.numb as usize],
-            _ => return err(Status::INVALID_FIELD, t),
+            _ => return refuse(ctx, Refusal::field(CDW14, format!("NUMB (CDW14) = {}: expected 1 or more bytes, all in the data buffer", l.numb)), t),
         };
         if u64::from(l.loff) + u64::from(l.numb) > u64::from(l.psize) {
-            return err(Status::INVALID_FIELD, t);
+            let why = format!("LOFF (CDW15) {} + NUMB {}: past PSIZE {} (expected LOFF + NUMB <= PSIZE)", l.loff, l.numb, l.psize);
+            return refuse(ctx, Refusal::field(CDW15, why), t);
         }
         if active {
-            return err(status::PROGRAM_IN_USE, t);
+            return refuse(ctx, in_use(l.pind), t);
         }
         let received = match self.slots.get(&l.pind) {
             Some(Slot::Loading { ptype, psize, pid, bytes }) if l.loff > 0 => {
-                if (*ptype, *psize, *pid) != (l.ptype, l.psize, l.pid) || bytes.len() != l.loff as usize {
-                    return err(Status::INVALID_FIELD, t);
+                if (*ptype, *psize, *pid) != (l.ptype, l.psize, l.pid) {
+                    let why = format!("PTYPE/PSIZE/PID ({}, {}, {}) differ from the download in progress at PIND {} ({ptype}, {psize}, {pid})", l.ptype, l.psize, l.pid, l.pind);
+                    return refuse(ctx, Refusal::field(CDW10, why), t);
+                }
+                if bytes.len() != l.loff as usize {
+                    let why = format!("LOFF (CDW15) = {}: expected {} (the bytes received so far)", l.loff, bytes.len());
+                    return refuse(ctx, Refusal::field(CDW15, why), t);
                 }
                 bytes.len()
             }
-            _ if l.loff > 0 => return err(Status::INVALID_FIELD, t),
+            _ if l.loff > 0 => {
+                let why = format!("LOFF (CDW15) = {}: expected 0 (no download in progress at PIND {})", l.loff, l.pind);
+                return refuse(ctx, Refusal::field(CDW15, why), t);
+            }
             _ => 0,
         };
         let arrived = ctx.from_host(t, u64::from(l.numb));
@@ -201,27 +229,30 @@ impl ProgramsFirmware {
                 }
                 self.stats.last_fault = Some(format!("load refused: {why}"));
                 let work = self.params.verify_instructions_per_instruction * (bytes.len() / 8) as f64;
-                err(status::INVALID_PROGRAM_DATA, ctx.firmware(arrived, work))
+                let done = ctx.firmware(arrived, work);
+                refuse(ctx, Refusal::new(status::INVALID_PROGRAM_DATA, None, format!("the program does not verify: {why}")), done)
             }
         }
     }
 
     fn activation(&mut self, ctx: &mut ExecCtx<'_>, pind: u16, activate: bool) -> ExtCompletion {
         let t = ctx.start;
-        if let Err(s) = self.check_pind(pind) {
-            return err(s, t);
+        if let Err(r) = self.check_pind(pind, CDW10) {
+            return refuse(ctx, r, t);
         }
         let room = (self.activated() as u64) < self.params.max_activated;
+        let max = self.params.max_activated;
         match self.slots.get_mut(&pind) {
             Some(Slot::Loaded { active, .. } | Slot::Fixed { active, .. }) => {
                 if activate && !*active && !room {
-                    return err(status::MAX_PROGRAMS_ACTIVATED, t);
+                    let why = format!("PIND {pind}: {max} programs are active already, the most allowed (deactivate one first)");
+                    return refuse(ctx, Refusal::new(status::MAX_PROGRAMS_ACTIVATED, Some(CDW10), why), t);
                 }
                 *active = activate;
                 self.stats.activations += u64::from(activate);
                 ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions))
             }
-            _ => err(status::NO_PROGRAM, t),
+            _ => refuse(ctx, Refusal::new(status::NO_PROGRAM, Some(CDW10), format!("PIND {pind}: no program is loaded there")), t),
         }
     }
 
@@ -230,25 +261,29 @@ impl ProgramsFirmware {
         match r {
             RangeSetManagement::Delete { rsid } => match self.slm.delete_set(rsid) {
                 Ok(()) => ExtCompletion::ok(ctx.firmware(t, self.params.management_instructions)),
-                Err(s) => err(s, t),
+                Err(r) => refuse(ctx, r, t),
             },
             RangeSetManagement::Create { numr } => {
                 if numr == 0 {
-                    return err(Status::INVALID_FIELD, t);
+                    return refuse(ctx, Refusal::field(CDW11, format!("NUMR (CDW11) = 0: expected 1..={} ranges", self.slm.max_ranges())), t);
                 }
                 if usize::from(numr) > self.slm.max_ranges() {
-                    return err(status::MAX_MEMORY_RANGES_EXCEEDED, t);
+                    let mut r = self.slm.too_many(usize::from(numr));
+                    r.byte = Some(CDW11);
+                    return refuse(ctx, r, t);
                 }
-                let DataBuf::ToDevice(b) = data else { return err(Status::INVALID_FIELD, t) };
+                let DataBuf::ToDevice(b) = data else {
+                    return refuse(ctx, Refusal::new(Status::INVALID_FIELD, None, "create carries its range descriptors to the device: no data given"), t);
+                };
                 let ranges = match MemoryRange::decode_all(b, usize::from(numr)) {
                     Ok(r) => r,
-                    Err(s) => return err(s, t),
+                    Err(r) => return refuse(ctx, r, t),
                 };
                 let bytes = (usize::from(numr) * wire::RANGE_DESCRIPTOR_BYTES) as u64;
                 let arrived = ctx.from_host(t, bytes);
                 match self.slm.create_set(ranges) {
                     Ok(rsid) => ExtCompletion { status: Status::SUCCESS, dw0: u32::from(rsid), done: ctx.firmware(arrived, self.params.management_instructions) },
-                    Err(s) => err(s, arrived),
+                    Err(r) => refuse(ctx, r, arrived),
                 }
             }
         }
@@ -256,40 +291,46 @@ impl ProgramsFirmware {
 
     fn execute_program(&mut self, ctx: &mut ExecCtx<'_>, e: ExecuteProgram, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
-        if let Err(s) = self.check_pind(e.pind) {
-            return err(s, t);
+        if let Err(r) = self.check_pind(e.pind, CDW2) {
+            return refuse(ctx, r, t);
         }
         let program = match self.slots.get(&e.pind) {
             Some(Slot::Loaded { program, active: true, .. }) => Some(program),
             Some(Slot::Fixed { active: true, .. }) => None,
-            Some(Slot::Loaded { .. } | Slot::Fixed { .. }) => return err(status::PROGRAM_NOT_ACTIVATED, t),
-            _ => return err(status::NO_PROGRAM, t),
+            Some(Slot::Loaded { .. } | Slot::Fixed { .. }) => {
+                let why = format!("PIND {}: the program is loaded but not active (activate it first)", e.pind);
+                return refuse(ctx, Refusal::new(status::PROGRAM_NOT_ACTIVATED, Some(CDW2), why), t);
+            }
+            _ => return refuse(ctx, Refusal::new(status::NO_PROGRAM, Some(CDW2), format!("PIND {}: no program is loaded there", e.pind)), t),
         };
         let payload: &[u8] = match data {
             DataBuf::ToDevice(b) if b.len() >= e.dlen as usize => &b[..e.dlen as usize],
             DataBuf::None if e.dlen == 0 => &[],
-            _ => return err(Status::INVALID_FIELD, t),
+            _ => return refuse(ctx, Refusal::field(DLEN, format!("data length (bytes 16..20) = {}: expected the length of the data buffer", e.dlen)), t),
         };
         let (ranges, params) = if e.rsid != 0 {
-            match self.slm.set(e.rsid) {
+            match self.slm.set(e.rsid, CDW2 + 2) {
                 Ok(r) => (r.to_vec(), payload),
-                Err(s) => return err(s, t),
+                Err(r) => return refuse(ctx, r, t),
             }
         } else {
             if e.numr as usize > self.slm.max_ranges() {
-                return err(status::MAX_MEMORY_RANGES_EXCEEDED, t);
+                let mut r = self.slm.too_many(e.numr as usize);
+                r.byte = Some(12);
+                return refuse(ctx, r, t);
             }
             let inline = match MemoryRange::decode_all(payload, e.numr as usize) {
                 Ok(r) => r,
-                Err(s) => return err(s, t),
+                Err(r) => return refuse(ctx, r, t),
             };
-            if let Err(s) = self.slm.validate(&inline) {
-                return err(s, t);
+            if let Err(r) = self.slm.validate(&inline) {
+                return refuse(ctx, r, t);
             }
             (inline, &payload[e.numr as usize * wire::RANGE_DESCRIPTOR_BYTES..])
         };
         if params.len() as f64 > self.params.max_param_bytes {
-            return err(Status::INVALID_FIELD, t);
+            let why = format!("{} bytes of parameter data: expected at most {}", params.len(), self.params.max_param_bytes);
+            return refuse(ctx, Refusal::field(DLEN, why), t);
         }
         let arrived = if e.dlen > 0 { ctx.from_host(t, u64::from(e.dlen)) } else { t };
         let dispatched = ctx.firmware(arrived, self.params.execute_dispatch_instructions);
@@ -309,6 +350,7 @@ impl ProgramsFirmware {
                 }
                 Err(fixed::Refused(why)) => {
                     self.stats.faulted_runs += 1;
+                    ctx.explain(status::INVALID_PROGRAM_DATA, None, format!("device-defined program {} refused its input: {why}", e.pind));
                     self.stats.last_fault = Some(why);
                     ExtCompletion { status: status::INVALID_PROGRAM_DATA, dw0: 5, done: dispatched }
                 }
@@ -338,6 +380,11 @@ impl ProgramsFirmware {
                     Fault::Budget => status::INSUFFICIENT_RESOURCES,
                     _ => status::INVALID_PROGRAM_DATA,
                 };
+                let why = match f {
+                    Fault::Budget => format!("the program ran past its budget of {} instructions", self.params.instruction_budget),
+                    _ => format!("the program stopped after {} instructions: {f:?}", run.instructions),
+                };
+                ctx.explain(s, None, why);
                 ExtCompletion { status: s, dw0: f.code(), done }
             }
         }
@@ -345,26 +392,32 @@ impl ProgramsFirmware {
 
     fn memory_copy(&mut self, ctx: &mut ExecCtx<'_>, c: MemoryCopy, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
-        let DataBuf::ToDevice(b) = data else { return err(Status::INVALID_FIELD, t) };
+        let DataBuf::ToDevice(b) = data else {
+            return refuse(ctx, Refusal::new(Status::INVALID_FIELD, None, "Memory Copy carries its source ranges to the device: no data given"), t);
+        };
         let sources = match SourceRange::decode_all(b, c.ranges as usize) {
             Ok(s) => s,
-            Err(s) => return err(s, t),
+            Err(r) => return refuse(ctx, r, t),
         };
         let lba = ctx.lba_bytes();
         let mut total = 0u64;
-        for s in &sources {
+        for (i, s) in sources.iter().enumerate() {
             if s.nsid != wire::nsid::NVM {
-                return err(Status::INVALID_NAMESPACE, t);
+                let why = format!("source range {i}: NSID {} is not the NVM namespace ({})", s.nsid, wire::nsid::NVM);
+                return refuse(ctx, Refusal::new(Status::INVALID_NAMESPACE, None, why), t);
             }
             match s.slba.checked_add(u64::from(s.nlb)) {
                 Some(end) if end <= ctx.lbas() => {}
-                _ => return err(Status::LBA_OUT_OF_RANGE, t),
+                _ => {
+                    let why = format!("source range {i}: {} blocks from LBA {}: beyond the namespace's {} blocks", s.nlb, s.slba, ctx.lbas());
+                    return refuse(ctx, Refusal::new(Status::LBA_OUT_OF_RANGE, None, why), t);
+                }
             }
             total += u64::from(s.nlb) * lba;
         }
-        let span = match self.slm.span(c.sdaddr, total) {
+        let span = match self.slm.span(c.sdaddr, total, "SDADDR (CDW10-11)", CDW10) {
             Ok(s) => s,
-            Err(s) => return err(s, t),
+            Err(r) => return refuse(ctx, r, t),
         };
         let arrived = ctx.from_host(t, (sources.len() * wire::RANGE_DESCRIPTOR_BYTES) as u64);
         let mut done = arrived;
@@ -378,7 +431,7 @@ impl ProgramsFirmware {
                 let len = (n * lba) as usize;
                 match ctx.flash_read(lba_at, n as u32, arrived, self.slm.bytes_mut(at..at + len)) {
                     Ok(r) => done = done.max(r.done),
-                    Err(st) => return err(st, done),
+                    Err(st) => return refuse(ctx, Refusal::new(st, None, format!("LBAs {lba_at}..{} could not be read from flash", lba_at + n)), done),
                 }
                 at += len;
                 lba_at += n;
@@ -390,9 +443,9 @@ impl ProgramsFirmware {
 
     fn memory_io(&mut self, ctx: &mut ExecCtx<'_>, a: MemoryAccess, data: DataBuf<'_>, read: bool) -> ExtCompletion {
         let t = ctx.start;
-        let span = match self.slm.span(a.sb, u64::from(a.length)) {
+        let span = match self.slm.span(a.sb, u64::from(a.length), "SB (CDW10-11)", CDW10) {
             Ok(s) => s,
-            Err(s) => return err(s, t),
+            Err(r) => return refuse(ctx, r, t),
         };
         let len = u64::from(a.length);
         match (data, read) {
@@ -409,7 +462,10 @@ impl ProgramsFirmware {
                 let arrived = ctx.from_host(t, len);
                 ExtCompletion::ok(ctx.dram(arrived, len))
             }
-            _ => err(Status::INVALID_FIELD, t),
+            _ => {
+                let dir = if read { "from" } else { "to" };
+                refuse(ctx, Refusal::field(CDW12, format!("length (CDW12) = {len}: the data buffer {dir} the device must hold that many bytes")), t)
+            }
         }
     }
 
@@ -442,10 +498,11 @@ impl ProgramsFirmware {
 
     fn identify(&mut self, ctx: &mut ExecCtx<'_>, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
-        let DataBuf::FromDevice(out) = data else { return err(Status::INVALID_FIELD, t) };
-        if out.len() < IDENTIFY_BYTES {
-            return err(Status::INVALID_FIELD, t);
-        }
+        let bad = Refusal::new(Status::INVALID_FIELD, None, format!("Identify Resources returns {IDENTIFY_BYTES} bytes: the data buffer from the device must hold them"));
+        let out = match data {
+            DataBuf::FromDevice(out) if out.len() >= IDENTIFY_BYTES => out,
+            _ => return refuse(ctx, bad, t),
+        };
         let d = self.identify_data(ctx.controller_cores(), ctx.config().controller.core_freq.0);
         out[..IDENTIFY_BYTES].copy_from_slice(&d);
         let done = ctx.firmware(t, self.params.management_instructions);
@@ -481,9 +538,10 @@ impl Extension for ProgramsFirmware {
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
         let c = match Command::decode(sqe) {
             Ok(c) => c,
-            Err(s) => {
-                *self.errors.entry(status::name(s)).or_default() += 1;
-                return err(s, ctx.start);
+            Err(r) => {
+                *self.errors.entry(status::name(r.status)).or_default() += 1;
+                let t = ctx.start;
+                return refuse(ctx, r, t);
             }
         };
         let done = match c {

@@ -11,12 +11,14 @@ use nearflash_core::nvme::{DataBuf, Status};
 use nearflash_core::{Device, Result, SimError};
 
 /// How a command completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Done {
     pub status: Status,
     pub dw0: u32,
     /// Submission to completion, virtual ns.
     pub latency_ns: u64,
+    /// Why the command failed, as the device's error log says (`Device::error_reason`); `None` on success.
+    pub reason: Option<String>,
 }
 
 impl Done {
@@ -38,7 +40,9 @@ pub fn submit(dev: &mut Device, qid: u16, c: &Command, data: DataBuf<'_>) -> Res
             return Err(SimError::InvalidArgument("the completion was lost".into()));
         };
         if done.cqe.cid == cid {
-            return Ok(Done { status: done.cqe.status(), dw0: done.cqe.dw0, latency_ns: done.time.saturating_sub(start) });
+            let status = done.cqe.status();
+            let reason = if status.is_success() { None } else { dev.error_reason(qid, cid) };
+            return Ok(Done { status, dw0: done.cqe.dw0, latency_ns: done.time.saturating_sub(start), reason });
         }
     }
 }
@@ -67,7 +71,7 @@ pub fn load(dev: &mut Device, qid: u16, pind: u16, elf: &[u8]) -> Result<Done> {
             return Ok(Done { latency_ns: total, ..d });
         }
     }
-    Ok(Done { status: Status::SUCCESS, dw0: 0, latency_ns: total })
+    Ok(Done { status: Status::SUCCESS, dw0: 0, latency_ns: total, reason: None })
 }
 
 pub fn unload(dev: &mut Device, qid: u16, pind: u16) -> Result<Done> {

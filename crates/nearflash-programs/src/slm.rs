@@ -4,7 +4,7 @@
 //! SLM is volatile, like the DRAM it models: its contents and the range sets live as long as the device is open.
 //! The backing buffer is allocated zeroed and lazily (untouched pages cost no host memory).
 
-use crate::status;
+use crate::status::{self, Refusal};
 use crate::wire::{nsid, RANGE_DESCRIPTOR_BYTES};
 use nearflash_core::nvme::Status;
 use std::collections::BTreeMap;
@@ -32,16 +32,18 @@ impl MemoryRange {
     }
 
     /// Parses `count` descriptors from the front of `data` (reserved bytes must be zero).
-    pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<MemoryRange>, Status> {
-        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or(Status::INVALID_FIELD)?;
+    pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<MemoryRange>, Refusal> {
+        let short = || Refusal::new(Status::INVALID_FIELD, None, format!("{count} memory range descriptors need {count} x {RANGE_DESCRIPTOR_BYTES} bytes of data, got {}", data.len()));
+        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or_else(short)?;
         if data.len() < need {
-            return Err(Status::INVALID_FIELD);
+            return Err(short());
         }
         data[..need]
             .chunks_exact(RANGE_DESCRIPTOR_BYTES)
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 if c[16..].iter().any(|&b| b != 0) {
-                    return Err(status::INVALID_MEMORY_RANGE_SET);
+                    return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, format!("memory range {i}: reserved bytes 16..32 must be 0")));
                 }
                 Ok(MemoryRange {
                     nsid: u32::from_le_bytes(c[0..4].try_into().unwrap()),
@@ -83,11 +85,16 @@ impl Slm {
         self.sets.len()
     }
 
-    /// `sb..sb+len` if it lies inside SLM, else LBA Out of Range (the SLM's "address beyond the namespace").
-    pub fn span(&self, sb: u64, len: u64) -> Result<std::ops::Range<usize>, Status> {
+    /// `sb..sb+len` if it lies inside SLM, else LBA Out of Range (the SLM's "address beyond the namespace"),
+    /// naming the field (`what`, at command byte `byte`) that holds `sb`.
+    pub fn span(&self, sb: u64, len: u64, what: &str, byte: u8) -> Result<std::ops::Range<usize>, Refusal> {
         match sb.checked_add(len) {
             Some(end) if end <= self.capacity() => Ok(sb as usize..end as usize),
-            _ => Err(Status::LBA_OUT_OF_RANGE),
+            _ => Err(Refusal::new(
+                Status::LBA_OUT_OF_RANGE,
+                Some(byte),
+                format!("{what} {sb} + {len} bytes: beyond the {}-byte SLM (expected {what} + length <= {})", self.capacity(), self.capacity()),
+            )),
         }
     }
 
@@ -100,46 +107,62 @@ impl Slm {
     }
 
     /// Checks ranges for a set or an execution: count, namespace, bounds, no overlap.
-    pub fn validate(&self, ranges: &[MemoryRange]) -> Result<(), Status> {
+    pub fn validate(&self, ranges: &[MemoryRange]) -> Result<(), Refusal> {
         if ranges.len() > self.max_ranges {
-            return Err(status::MAX_MEMORY_RANGES_EXCEEDED);
+            return Err(self.too_many(ranges.len()));
         }
-        for r in ranges {
+        for (i, r) in ranges.iter().enumerate() {
             if r.nsid != nsid::SLM {
-                return Err(status::INVALID_MEMORY_NAMESPACE);
+                let why = format!("memory range {i}: NSID {} is not the SLM namespace ({})", r.nsid, nsid::SLM);
+                return Err(Refusal::new(status::INVALID_MEMORY_NAMESPACE, None, why));
             }
             if r.length == 0 || r.end() > self.capacity() {
-                return Err(status::INVALID_MEMORY_RANGE_SET);
+                let why = format!("memory range {i}: {} bytes from {}: expected 1 or more bytes inside the {}-byte SLM", r.length, r.sb, self.capacity());
+                return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, why));
             }
         }
         let mut sorted: Vec<_> = ranges.to_vec();
         sorted.sort_by_key(|r| r.sb);
-        if sorted.windows(2).any(|w| w[0].end() > w[1].sb) {
-            return Err(status::OVERLAPPING_MEMORY_RANGES);
+        if let Some(w) = sorted.windows(2).find(|w| w[0].end() > w[1].sb) {
+            let why = format!("memory ranges {}..{} and {}..{} overlap", w[0].sb, w[0].end(), w[1].sb, w[1].end());
+            return Err(Refusal::new(status::OVERLAPPING_MEMORY_RANGES, None, why));
         }
         Ok(())
     }
 
+    /// The refusal of `n` ranges where at most `max_ranges` are allowed.
+    pub fn too_many(&self, n: usize) -> Refusal {
+        Refusal::new(status::MAX_MEMORY_RANGES_EXCEEDED, None, format!("{n} memory ranges: expected 1..={} per set or execution", self.max_ranges))
+    }
+
     /// Creates a range set; returns its identifier (the lowest free one, from 1).
-    pub fn create_set(&mut self, ranges: Vec<MemoryRange>) -> Result<u16, Status> {
+    pub fn create_set(&mut self, ranges: Vec<MemoryRange>) -> Result<u16, Refusal> {
         if ranges.is_empty() {
-            return Err(Status::INVALID_FIELD);
+            return Err(Refusal::field(44, format!("NUMR (CDW11) = 0: expected 1..={} ranges", self.max_ranges)));
         }
         self.validate(&ranges)?;
+        let full = || Refusal::new(status::MAX_MEMORY_RANGE_SETS_EXCEEDED, None, format!("all {} memory range sets are in use: delete one first", self.max_sets));
         if self.sets.len() >= self.max_sets {
-            return Err(status::MAX_MEMORY_RANGE_SETS_EXCEEDED);
+            return Err(full());
         }
-        let id = (1..=u16::MAX).find(|i| !self.sets.contains_key(i)).ok_or(status::MAX_MEMORY_RANGE_SETS_EXCEEDED)?;
+        let id = (1..=u16::MAX).find(|i| !self.sets.contains_key(i)).ok_or_else(full)?;
         self.sets.insert(id, ranges);
         Ok(id)
     }
 
-    pub fn delete_set(&mut self, rsid: u16) -> Result<(), Status> {
-        self.sets.remove(&rsid).map(|_| ()).ok_or(status::INVALID_MEMORY_RANGE_SET_ID)
+    pub fn delete_set(&mut self, rsid: u16) -> Result<(), Refusal> {
+        self.sets.remove(&rsid).map(|_| ()).ok_or_else(|| self.no_set(rsid, 42))
     }
 
-    pub fn set(&self, rsid: u16) -> Result<&[MemoryRange], Status> {
-        self.sets.get(&rsid).map(Vec::as_slice).ok_or(status::INVALID_MEMORY_RANGE_SET_ID)
+    /// The ranges of set `rsid`; a refusal names the field at command byte `byte` that holds `rsid`.
+    pub fn set(&self, rsid: u16, byte: u8) -> Result<&[MemoryRange], Refusal> {
+        self.sets.get(&rsid).map(Vec::as_slice).ok_or_else(|| self.no_set(rsid, byte))
+    }
+
+    fn no_set(&self, rsid: u16, byte: u8) -> Refusal {
+        let ids: Vec<String> = self.sets.keys().map(u16::to_string).collect();
+        let have = if ids.is_empty() { "none exists".to_string() } else { format!("existing: {}", ids.join(", ")) };
+        Refusal::new(status::INVALID_MEMORY_RANGE_SET_ID, Some(byte), format!("RSID {rsid} names no memory range set ({have})"))
     }
 
     /// Disjoint mutable views of validated ranges, in the order given.
@@ -175,16 +198,16 @@ mod tests {
         let mut s = Slm::new(4096, 2, 3);
         assert_eq!(s.create_set(vec![r(0, 16), r(100, 8)]), Ok(1));
         assert_eq!(s.create_set(vec![r(4000, 96)]), Ok(2));
-        assert_eq!(s.create_set(vec![r(0, 1)]), Err(status::MAX_MEMORY_RANGE_SETS_EXCEEDED));
+        assert_eq!(s.create_set(vec![r(0, 1)]).map_err(|r| r.status), Err(status::MAX_MEMORY_RANGE_SETS_EXCEEDED));
         s.delete_set(1).unwrap();
-        assert_eq!(s.delete_set(1), Err(status::INVALID_MEMORY_RANGE_SET_ID));
-        assert_eq!(s.create_set(vec![r(4000, 97)]), Err(status::INVALID_MEMORY_RANGE_SET), "past the end");
-        assert_eq!(s.create_set(vec![r(0, 0)]), Err(status::INVALID_MEMORY_RANGE_SET), "empty range");
-        assert_eq!(s.create_set(vec![r(0, 10), r(9, 1)]), Err(status::OVERLAPPING_MEMORY_RANGES));
-        assert_eq!(s.create_set(vec![r(0, 1); 4]), Err(status::MAX_MEMORY_RANGES_EXCEEDED));
+        assert!(s.delete_set(1).unwrap_err().why.contains("RSID 1 names no memory range set"));
+        assert_eq!(s.create_set(vec![r(4000, 97)]).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET), "past the end");
+        assert_eq!(s.create_set(vec![r(0, 0)]).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET), "empty range");
+        assert_eq!(s.create_set(vec![r(0, 10), r(9, 1)]).map_err(|r| r.status), Err(status::OVERLAPPING_MEMORY_RANGES));
+        assert_eq!(s.create_set(vec![r(0, 1); 4]).map_err(|r| r.status), Err(status::MAX_MEMORY_RANGES_EXCEEDED));
         let other = MemoryRange { nsid: nsid::NVM, sb: 0, length: 1 };
-        assert_eq!(s.create_set(vec![other]), Err(status::INVALID_MEMORY_NAMESPACE));
-        assert_eq!(s.create_set(vec![r(u64::MAX - 2, 8)]), Err(status::INVALID_MEMORY_RANGE_SET), "wrapping end");
+        assert_eq!(s.create_set(vec![other]).map_err(|r| r.status), Err(status::INVALID_MEMORY_NAMESPACE));
+        assert_eq!(s.create_set(vec![r(u64::MAX - 2, 8)]).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET), "wrapping end");
         assert_eq!(s.create_set(vec![r(8, 8)]), Ok(1), "lowest free id");
         assert_eq!(s.sets(), 2);
     }
@@ -196,7 +219,7 @@ mod tests {
         assert_eq!(MemoryRange::decode_all(&raw, 2).unwrap(), ranges);
         let mut bad = raw.clone();
         bad[31] = 1;
-        assert_eq!(MemoryRange::decode_all(&bad, 1), Err(status::INVALID_MEMORY_RANGE_SET));
+        assert_eq!(MemoryRange::decode_all(&bad, 1).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET));
         let mut s = Slm::new(128, 4, 4);
         s.validate(&ranges).unwrap();
         let mut v = s.views(&ranges);
@@ -204,6 +227,6 @@ mod tests {
         v[1].fill(9);
         assert_eq!(s.bytes(60..76), &[0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0]);
         assert_eq!(s.bytes(0..5), &[9, 9, 9, 9, 0]);
-        assert_eq!(s.span(120, 9), Err(Status::LBA_OUT_OF_RANGE));
+        assert_eq!(s.span(120, 9, "SB", 40).map_err(|r| (r.status, r.byte)), Err((Status::LBA_OUT_OF_RANGE, Some(40))));
     }
 }

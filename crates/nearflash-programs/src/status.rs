@@ -51,6 +51,27 @@ pub const NAMES: &[(Status, &str)] = &[
     (PROGRAM_TOO_BIG, "Program Too Big"),
 ];
 
+/// Why a command is refused: its status, the byte of the command holding the offending field (e.g. 40 for CDW10;
+/// `None` for a field of the data buffer) and the reason in words, naming the field and what it may hold. The
+/// firmware puts it into the device's error log (`ExecCtx::explain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: Status,
+    pub byte: Option<u8>,
+    pub why: String,
+}
+
+impl Refusal {
+    pub fn new(status: Status, byte: Option<u8>, why: impl Into<String>) -> Refusal {
+        Refusal { status, byte, why: why.into() }
+    }
+
+    /// Invalid Field in Command for the field at command byte `byte`.
+    pub fn field(byte: u8, why: impl Into<String>) -> Refusal {
+        Refusal::new(Status::INVALID_FIELD, Some(byte), why)
+    }
+}
+
 /// The name of a CP/SLM status, or the core's name for a generic one.
 pub fn name(s: Status) -> &'static str {
     NAMES.iter().find(|(c, _)| *c == s).map(|(_, n)| *n).unwrap_or_else(|| s.name())

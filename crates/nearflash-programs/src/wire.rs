@@ -7,6 +7,7 @@
 //! Copy, Memory Read, Memory Write), whose command sets number opcodes on their own namespaces, are carried on the
 //! vendor I/O opcodes below because the emulated controller has one I/O command set.
 
+use crate::status::Refusal;
 use nearflash_core::nvme::{Sqe, Status};
 
 /// Opcodes this extension claims.
@@ -120,48 +121,69 @@ pub enum Command {
     Identify,
 }
 
-const BAD: Status = Status::INVALID_FIELD;
+/// Command bytes of the dwords, for the error log's parameter location.
+const CDW2: u8 = 8;
+const CDW3: u8 = 12;
+const DPTR_HI: u8 = 20;
+const CDW10: u8 = 40;
+const CDW11: u8 = 44;
+const CDW12: u8 = 48;
+const CDW13: u8 = 52;
+const CDW14: u8 = 56;
+const CDW15: u8 = 60;
 
-fn nsid_is(sqe: &Sqe, want: u32) -> Result<(), Status> {
+fn nsid_is(sqe: &Sqe, want: u32) -> Result<(), Refusal> {
     if sqe.nsid == want {
-        Ok(())
-    } else {
-        Err(Status::INVALID_NAMESPACE)
+        return Ok(());
     }
+    let name = match want {
+        nsid::SLM => "SLM",
+        nsid::COMPUTE => "compute",
+        _ => "NVM",
+    };
+    Err(Refusal::new(Status::INVALID_NAMESPACE, Some(4), format!("NSID {}: expected {want} (the {name} namespace)", sqe.nsid)))
 }
 
 /// Data pointers and fused/SGL bits are the host library's business here: only PRP, non-fused commands.
-fn plain(sqe: &Sqe) -> Result<(), Status> {
+fn plain(sqe: &Sqe) -> Result<(), Refusal> {
     if sqe.flags != 0 {
-        return Err(BAD);
+        return Err(Refusal::field(1, format!("flags (byte 1) = {:#04x}: expected 0 (PRP data, not fused)", sqe.flags)));
     }
     Ok(())
 }
 
-fn zero(dwords: &[u32]) -> Result<(), Status> {
-    if dwords.iter().any(|&d| d != 0) {
-        Err(BAD)
+/// Reserved dwords, as (command byte, value): each must be 0.
+fn zero(dwords: &[(u8, u32)]) -> Result<(), Refusal> {
+    match dwords.iter().find(|&&(_, d)| d != 0) {
+        Some(&(byte, d)) => Err(Refusal::field(byte, format!("{} = {d:#x}: reserved for this command, expected 0", dword_name(byte)))),
+        None => Ok(()),
+    }
+}
+
+fn dword_name(byte: u8) -> String {
+    if byte == DPTR_HI {
+        "data length's upper dword (bytes 20..24)".to_string()
     } else {
-        Ok(())
+        format!("CDW{} (bytes {byte}..{})", byte / 4, byte + 4)
     }
 }
 
 impl Command {
     /// Decodes a claimed command; unknown opcodes are Invalid Opcode, bad fields their status.
-    pub fn decode(sqe: &Sqe) -> Result<Command, Status> {
+    pub fn decode(sqe: &Sqe) -> Result<Command, Refusal> {
         use opcode::*;
         plain(sqe)?;
         match sqe.opcode {
             LOAD_PROGRAM => {
                 nsid_is(sqe, nsid::COMPUTE)?;
-                zero(&[sqe.cdw2, sqe.cdw3])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3)])?;
                 let d = sqe.cdw10;
                 if d >> 28 != 0 {
-                    return Err(BAD);
+                    return Err(Refusal::field(CDW10, format!("CDW10 bits 31:28 = {:#x}: reserved, expected 0", d >> 28)));
                 }
                 let pit = ((d >> 25) & 0x7) as u8;
                 if pit > 1 {
-                    return Err(BAD);
+                    return Err(Refusal::field(CDW10, format!("PIT (CDW10 bits 27:25) = {pit}: expected 0 (none) or 1 (PID names the program)")));
                 }
                 Ok(Command::Load(LoadProgram {
                     pind: (d & 0xFFFF) as u16,
@@ -176,30 +198,38 @@ impl Command {
             }
             PROGRAM_ACTIVATION => {
                 nsid_is(sqe, nsid::COMPUTE)?;
-                zero(&[sqe.cdw2, sqe.cdw3, sqe.cdw11, sqe.cdw12, sqe.cdw13, sqe.cdw14, sqe.cdw15])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3), (CDW11, sqe.cdw11), (CDW12, sqe.cdw12), (CDW13, sqe.cdw13), (CDW14, sqe.cdw14), (CDW15, sqe.cdw15)])?;
                 let sel = (sqe.cdw10 >> 16) & 0xF;
-                if sqe.cdw10 >> 20 != 0 || sel > 1 {
-                    return Err(BAD);
+                if sqe.cdw10 >> 20 != 0 {
+                    return Err(Refusal::field(CDW10, format!("CDW10 bits 31:20 = {:#x}: reserved, expected 0", sqe.cdw10 >> 20)));
+                }
+                if sel > 1 {
+                    return Err(Refusal::field(CDW10, format!("SEL (CDW10 bits 19:16) = {sel}: expected 0 (deactivate) or 1 (activate)")));
                 }
                 Ok(Command::Activation(ProgramActivation { pind: (sqe.cdw10 & 0xFFFF) as u16, activate: sel == 1 }))
             }
             MEMORY_RANGE_SET_MANAGEMENT => {
                 nsid_is(sqe, nsid::COMPUTE)?;
-                zero(&[sqe.cdw2, sqe.cdw3, sqe.cdw12, sqe.cdw13, sqe.cdw14, sqe.cdw15])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3), (CDW12, sqe.cdw12), (CDW13, sqe.cdw13), (CDW14, sqe.cdw14), (CDW15, sqe.cdw15)])?;
                 let sel = sqe.cdw10 & 0xF;
                 let rsid = (sqe.cdw10 >> 16) as u16;
-                if (sqe.cdw10 >> 4) & 0xFFF != 0 || sqe.cdw11 >> 8 != 0 {
-                    return Err(BAD);
+                if (sqe.cdw10 >> 4) & 0xFFF != 0 {
+                    return Err(Refusal::field(CDW10, format!("CDW10 bits 15:4 = {:#x}: reserved, expected 0", (sqe.cdw10 >> 4) & 0xFFF)));
+                }
+                if sqe.cdw11 >> 8 != 0 {
+                    return Err(Refusal::field(CDW11, format!("CDW11 bits 31:8 = {:#x}: reserved, expected 0 (NUMR is bits 7:0)", sqe.cdw11 >> 8)));
                 }
                 match sel {
                     0 if rsid == 0 => Ok(Command::RangeSet(RangeSetManagement::Create { numr: sqe.cdw11 as u8 })),
+                    0 => Err(Refusal::field(CDW10, format!("RSID (CDW10 bits 31:16) = {rsid} on create: expected 0 (the device picks the identifier)"))),
                     1 if sqe.cdw11 == 0 => Ok(Command::RangeSet(RangeSetManagement::Delete { rsid })),
-                    _ => Err(BAD),
+                    1 => Err(Refusal::field(CDW11, format!("NUMR (CDW11) = {} on delete: expected 0", sqe.cdw11))),
+                    _ => Err(Refusal::field(CDW10, format!("SEL (CDW10 bits 3:0) = {sel}: expected 0 (create) or 1 (delete)"))),
                 }
             }
             EXECUTE_PROGRAM => {
                 nsid_is(sqe, nsid::COMPUTE)?;
-                zero(&[sqe.cdw14, sqe.cdw15, (sqe.mptr >> 32) as u32])?;
+                zero(&[(CDW14, sqe.cdw14), (CDW15, sqe.cdw15), (DPTR_HI, (sqe.mptr >> 32) as u32)])?;
                 let e = ExecuteProgram {
                     pind: (sqe.cdw2 & 0xFFFF) as u16,
                     rsid: (sqe.cdw2 >> 16) as u16,
@@ -209,36 +239,36 @@ impl Command {
                     cparam2: u64::from(sqe.cdw12) | (u64::from(sqe.cdw13) << 32),
                 };
                 if e.rsid != 0 && e.numr != 0 {
-                    return Err(BAD);
+                    return Err(Refusal::field(CDW3, format!("NUMR (CDW3) = {} with RSID {}: inline ranges are given only without a stored range set (RSID 0)", e.numr, e.rsid)));
                 }
                 Ok(Command::Execute(e))
             }
             MEMORY_COPY => {
                 nsid_is(sqe, nsid::SLM)?;
-                zero(&[sqe.cdw2, sqe.cdw3, sqe.cdw13, sqe.cdw14, sqe.cdw15])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3), (CDW13, sqe.cdw13), (CDW14, sqe.cdw14), (CDW15, sqe.cdw15)])?;
                 if sqe.cdw12 >> 8 != 0 {
-                    return Err(BAD);
+                    return Err(Refusal::field(CDW12, format!("CDW12 bits 31:8 = {:#x}: reserved, expected 0 (NR is bits 7:0)", sqe.cdw12 >> 8)));
                 }
                 let sdaddr = u64::from(sqe.cdw10) | (u64::from(sqe.cdw11) << 32);
                 Ok(Command::Copy(MemoryCopy { sdaddr, ranges: (sqe.cdw12 & 0xFF) + 1 }))
             }
             MEMORY_READ | MEMORY_WRITE => {
                 nsid_is(sqe, nsid::SLM)?;
-                zero(&[sqe.cdw2, sqe.cdw3, sqe.cdw13, sqe.cdw14, sqe.cdw15])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3), (CDW13, sqe.cdw13), (CDW14, sqe.cdw14), (CDW15, sqe.cdw15)])?;
                 let a = MemoryAccess { sb: u64::from(sqe.cdw10) | (u64::from(sqe.cdw11) << 32), length: sqe.cdw12 };
                 if a.length == 0 {
-                    return Err(BAD);
+                    return Err(Refusal::field(CDW12, "length (CDW12) = 0: expected 1..=4294967295 bytes"));
                 }
                 Ok(if sqe.opcode == MEMORY_READ { Command::Read(a) } else { Command::Write(a) })
             }
             IDENTIFY_RESOURCES => {
-                zero(&[sqe.cdw2, sqe.cdw3, sqe.cdw10, sqe.cdw11, sqe.cdw12, sqe.cdw13, sqe.cdw14, sqe.cdw15])?;
+                zero(&[(CDW2, sqe.cdw2), (CDW3, sqe.cdw3), (CDW10, sqe.cdw10), (CDW11, sqe.cdw11), (CDW12, sqe.cdw12), (CDW13, sqe.cdw13), (CDW14, sqe.cdw14), (CDW15, sqe.cdw15)])?;
                 if sqe.nsid != 0 {
-                    return Err(Status::INVALID_NAMESPACE);
+                    return Err(Refusal::new(Status::INVALID_NAMESPACE, Some(4), format!("NSID {}: expected 0 (Identify Resources names no namespace)", sqe.nsid)));
                 }
                 Ok(Command::Identify)
             }
-            _ => Err(Status::INVALID_OPCODE),
+            op => Err(Refusal::new(Status::INVALID_OPCODE, Some(0), format!("opcode {op:#04x} is not a Computational Programs or SLM command"))),
         }
     }
 
@@ -319,22 +349,24 @@ impl SourceRange {
     }
 
     /// Parses `count` descriptors; reserved bytes must be zero.
-    pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<SourceRange>, Status> {
-        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or(BAD)?;
+    pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<SourceRange>, Refusal> {
+        let short = || Refusal::new(Status::INVALID_FIELD, None, format!("{count} source ranges need {count} x {RANGE_DESCRIPTOR_BYTES} bytes of data, got {}", data.len()));
+        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or_else(short)?;
         if data.len() < need {
-            return Err(BAD);
+            return Err(short());
         }
         data[..need]
             .chunks_exact(RANGE_DESCRIPTOR_BYTES)
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 if c[4..8].iter().chain(&c[20..]).any(|&b| b != 0) {
-                    return Err(BAD);
+                    return Err(Refusal::new(Status::INVALID_FIELD, None, format!("source range {i}: reserved bytes 4..8 and 20..32 must be 0")));
                 }
                 let nlb0 = u32::from_le_bytes(c[16..20].try_into().unwrap());
                 Ok(SourceRange {
                     nsid: u32::from_le_bytes(c[0..4].try_into().unwrap()),
                     slba: u64::from_le_bytes(c[8..16].try_into().unwrap()),
-                    nlb: nlb0.checked_add(1).ok_or(BAD)?,
+                    nlb: nlb0.checked_add(1).ok_or_else(|| Refusal::new(Status::INVALID_FIELD, None, format!("source range {i}: NLB (0-based) = {nlb0:#x}: expected below 0xffffffff")))?,
                 })
             })
             .collect()
@@ -373,25 +405,25 @@ mod tests {
     fn reserved_bits_wrong_namespaces_and_conflicts_are_refused() {
         let mut s = Command::Activation(ProgramActivation { pind: 1, activate: true }).encode(1);
         s.cdw10 |= 2 << 16;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD), "SEL 2");
+        assert_eq!(Command::decode(&s), Err(Refusal::field(40, "SEL (CDW10 bits 19:16) = 3: expected 0 (deactivate) or 1 (activate)")), "SEL 3");
         let mut s = Command::Read(MemoryAccess { sb: 0, length: 8 }).encode(1);
         s.nsid = nsid::NVM;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_NAMESPACE));
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_NAMESPACE));
         let mut s = Command::Execute(ExecuteProgram { pind: 1, rsid: 1, numr: 0, dlen: 0, cparam1: 0, cparam2: 0 }).encode(1);
         s.cdw3 = 1;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD), "RSID and NUMR together");
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_FIELD), "RSID and NUMR together");
         let mut s = Command::Identify.encode(1);
         s.cdw15 = 1;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD));
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_FIELD));
         let mut s = Command::Identify.encode(1);
         s.flags = 0x40;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD), "SGL");
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_FIELD), "SGL");
         let mut s = Command::Write(MemoryAccess { sb: 0, length: 8 }).encode(1);
         s.cdw12 = 0;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD), "zero length");
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_FIELD), "zero length");
         let mut s = Command::RangeSet(RangeSetManagement::Delete { rsid: 1 }).encode(1);
         s.cdw11 = 1;
-        assert_eq!(Command::decode(&s), Err(Status::INVALID_FIELD), "NUMR on delete");
+        assert_eq!(Command::decode(&s).map_err(|r| r.status), Err(Status::INVALID_FIELD), "NUMR on delete");
     }
 
     #[test]
@@ -399,10 +431,10 @@ mod tests {
         let r = [SourceRange { nsid: 1, slba: 99, nlb: 8 }, SourceRange { nsid: 1, slba: 0, nlb: 1 }];
         let bytes: Vec<u8> = r.iter().flat_map(|x| x.encode()).collect();
         assert_eq!(SourceRange::decode_all(&bytes, 2).unwrap(), r);
-        assert_eq!(SourceRange::decode_all(&bytes, 3), Err(Status::INVALID_FIELD), "short buffer");
+        assert_eq!(SourceRange::decode_all(&bytes, 3).map_err(|r| r.status), Err(Status::INVALID_FIELD), "short buffer");
         let mut bad = bytes.clone();
         bad[25] = 1;
-        assert_eq!(SourceRange::decode_all(&bad, 1), Err(Status::INVALID_FIELD));
+        assert!(SourceRange::decode_all(&bad, 1).unwrap_err().why.contains("reserved bytes"));
     }
 
     proptest! {

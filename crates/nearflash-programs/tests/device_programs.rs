@@ -7,7 +7,7 @@ use nearflash_core::config::load_preset;
 use nearflash_core::nvme::{opcode, DataBuf, Sqe, Status};
 use nearflash_core::{Device, DeviceOptions};
 use nearflash_programs::host::{self, Ranges};
-use nearflash_programs::{status, ProgramsFirmware};
+use nearflash_programs::{status, wire, ProgramsFirmware};
 use std::path::Path;
 use std::process::Command;
 
@@ -273,4 +273,57 @@ fn the_device_defined_sls_runs_on_its_unit_and_cannot_be_replaced() {
     assert_eq!(got, [bag(&[1, 63, 63]), vec![0.0; dim], bag(&[0, 5, 9])].concat());
     let bad = host::execute(&mut dev, 1, pind, &ranges, &[], (0, 0)).unwrap();
     assert_eq!((bad.status, bad.dw0), (status::INVALID_PROGRAM_DATA, 5), "dim 0 is refused");
+}
+
+/// Every refusal puts its reason (the field and its allowed range) into the error log, where the host library
+/// reads it into `Done::reason`; none changes SLM, the range sets or the program slots. (No program needed.)
+#[test]
+fn every_refusal_says_why_in_the_error_log_and_changes_nothing() {
+    let mut dev = device("cosmos-plus", serde_json::json!({"max_programs": 4, "max_range_sets": 1}));
+    let q = 1;
+    let slm = 64u64 << 20;
+    ok(host::write_slm(&mut dev, q, 0, b"kept").unwrap());
+    ok(host::create_range_set(&mut dev, q, &[(0, 8)]).unwrap());
+    let lbas = dev.namespace().lbas;
+    let mut big = vec![0u8; 16];
+    let mut reserved = wire::Command::Identify.encode(dev.next_cid(q));
+    reserved.cdw13 = 5;
+    let raw = |dev: &mut Device, sqe: Sqe| {
+        let d = dev.execute(q, sqe, DataBuf::None).unwrap();
+        host::Done { status: d.status, dw0: d.dw0, latency_ns: 0, reason: dev.error_reason(q, d.cid) }
+    };
+    let cases: Vec<(host::Done, Status, &str)> = vec![
+        (host::load(&mut dev, q, 7, b"x").unwrap(), status::INVALID_PROGRAM_INDEX, "PIND 7: expected 1..=4 (downloadable) or 5..=5"),
+        (host::load(&mut dev, q, 5, b"x").unwrap(), status::PROGRAM_INDEX_NOT_DOWNLOADABLE, "PIND 5: a device-defined program"),
+        (host::load(&mut dev, q, 1, b"\x7fELF not really").unwrap(), status::INVALID_PROGRAM_DATA, "does not verify"),
+        (host::activate(&mut dev, q, 1, true).unwrap(), status::NO_PROGRAM, "PIND 1: no program is loaded there"),
+        (host::execute(&mut dev, q, 2, &Ranges::Set(1), b"", (0, 0)).unwrap(), status::NO_PROGRAM, "PIND 2: no program"),
+        (host::create_range_set(&mut dev, q, &[(slm - 4, 8)]).unwrap(), status::INVALID_MEMORY_RANGE_SET, "inside the 67108864-byte SLM"),
+        (host::create_range_set(&mut dev, q, &[(0, 8), (4, 8)]).unwrap(), status::OVERLAPPING_MEMORY_RANGES, "0..8 and 4..12 overlap"),
+        (host::create_range_set(&mut dev, q, &[(16, 8)]).unwrap(), status::MAX_MEMORY_RANGE_SETS_EXCEEDED, "all 1 memory range sets are in use"),
+        (host::delete_range_set(&mut dev, q, 9).unwrap(), status::INVALID_MEMORY_RANGE_SET_ID, "RSID 9 names no memory range set (existing: 1)"),
+        (host::copy_to_slm(&mut dev, q, 0, &[(lbas - 1, 2)]).unwrap(), Status::LBA_OUT_OF_RANGE, "beyond the namespace's"),
+        (host::copy_to_slm(&mut dev, q, slm - 100, &[(0, 1)]).unwrap(), Status::LBA_OUT_OF_RANGE, "SDADDR (CDW10-11) 67108764 + 4096 bytes: beyond the 67108864-byte SLM"),
+        (host::read_slm(&mut dev, q, slm - 8, &mut big).unwrap(), Status::LBA_OUT_OF_RANGE, "SB (CDW10-11) 67108856 + 16 bytes"),
+        (host::write_slm(&mut dev, q, 0, &[]).unwrap(), Status::INVALID_FIELD, "length (CDW12) = 0: expected 1..="),
+        (raw(&mut dev, reserved), Status::INVALID_FIELD, "CDW13 (bytes 52..56) = 0x5: reserved for this command, expected 0"),
+    ];
+    for (i, (d, want, words)) in cases.iter().enumerate() {
+        assert_eq!(d.status, *want, "case {i}: {d:?}");
+        let reason = d.reason.as_deref().unwrap_or_default();
+        assert!(reason.contains(words), "case {i}: {reason:?} does not say {words:?}");
+    }
+    // the parameter location of a field in the command: CDW10 for Program Activation's PIND
+    let d = host::activate(&mut dev, q, 9, true).unwrap();
+    let mut page = vec![0u8; 64];
+    let get = Sqe { opcode: opcode::ADMIN_GET_LOG_PAGE, cdw10: 0x01 | (15 << 16), ..Sqe::default() };
+    assert!(dev.execute(0, get, DataBuf::FromDevice(&mut page)).unwrap().status.is_success());
+    assert_eq!((d.status, u16::from_le_bytes([page[14], page[15]])), (status::INVALID_PROGRAM_INDEX, 40), "newest entry's parameter location");
+    // nothing changed: SLM keeps its bytes, one set, no program
+    let mut back = vec![0u8; 4];
+    ok(host::read_slm(&mut dev, q, 0, &mut back).unwrap());
+    assert_eq!(&back, b"kept");
+    let report = &dev.report().extensions["programs"];
+    let loaded = report["programs"].as_array().unwrap().iter().filter(|p| p["device_defined"].is_null()).count();
+    assert_eq!((report["range_sets"].as_u64(), loaded), (Some(1), 0), "{report}");
 }

@@ -1,5 +1,5 @@
 //! Bindings of `nearflash_programs` as `nearflash._native.programs`: the host library's commands on a device
-//! (each returns `(sct, sc, dw0, latency_ns)`; NVMe statuses are values, misuse raises), running a program in the
+//! (each returns `(sct, sc, dw0, latency_ns, reason)`, the reason read from the device's error log; NVMe statuses are values, misuse raises), running a program in the
 //! VM on numpy buffers without a device, the host path of comparisons, and the status names and parameters.
 
 use crate::device::{device_mut, PyDevice};
@@ -13,10 +13,11 @@ use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
-type Outcome = (u8, u8, u32, u64);
+/// (sct, sc, dw0, latency ns, the device's reason for a failure from its error log).
+type Outcome = (u8, u8, u32, u64, Option<String>);
 
 fn out(d: Done) -> Outcome {
-    (d.status.sct, d.status.sc, d.dw0, d.latency_ns)
+    (d.status.sct, d.status.sc, d.dw0, d.latency_ns, d.reason)
 }
 
 fn bad(msg: impl Into<String>) -> PyErr {

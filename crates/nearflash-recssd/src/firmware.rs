@@ -25,6 +25,13 @@ use crate::page_buffer::PageBuffer;
 use crate::params::RecssdParams;
 use crate::ssd_cache::{CacheStats, SsdEmbeddingCache};
 use crate::table_dir::{TableDescriptor, TableDirectory};
+
+/// A refusal: the fault, the byte of the command holding the offending field (if the field is in the command) and
+/// the reason in words.
+type Refusal = (NdpFault, Option<u8>, String);
+/// Bytes of the command's CDW10 (SLBA: table start + request id) and CDW12 (NLB), for the error log.
+const CDW10: Option<u8> = Some(40);
+const CDW12: Option<u8> = Some(48);
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement};
 use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
@@ -117,8 +124,11 @@ impl RecssdFirmware {
         &self.params
     }
 
-    fn fault(&mut self, f: NdpFault, done: Time) -> ExtCompletion {
+    /// Completes with fault `f` and puts its reason into the error log: `why` names the field (`byte`: where it
+    /// is in the command, if it is in the command) and what it may hold.
+    fn fault(&mut self, ctx: &mut ExecCtx<'_>, f: NdpFault, byte: Option<u8>, why: impl std::fmt::Display, done: Time) -> ExtCompletion {
         *self.faults.entry(format!("{f:?}")).or_default() += 1;
+        ctx.explain(f.status(), byte, why.to_string());
         ExtCompletion { status: f.status(), dw0: f.code(), done }
     }
 
@@ -128,35 +138,50 @@ impl RecssdFirmware {
     }
 
     /// Checks what standard decoding would (namespace, fused/SGL, transfer size, range) for an NDP command.
-    fn check_ndp_command(ctx: &ExecCtx<'_>, sqe: &Sqe) -> Result<(), NdpFault> {
+    fn check_ndp_command(ctx: &ExecCtx<'_>, sqe: &Sqe) -> Result<(), Refusal> {
         let mut plain = *sqe;
         plain.cdw12 &= !(1 << crate::ndp_command::NDP_FLAG_BIT);
-        decode_io(&plain, &Self::namespace(ctx)).map(|_| ()).map_err(|_| NdpFault::BadCommand)
+        let ns = Self::namespace(ctx);
+        decode_io(&plain, &ns).map(|_| ()).map_err(|s| {
+            let (byte, why) = if s == Status::LBA_OUT_OF_RANGE {
+                (CDW10, format!("SLBA {} + NLB {}: beyond the namespace's {} blocks", sqe.slba(), sqe.nlb(), ns.lbas))
+            } else if sqe.nlb() > ns.max_lbas {
+                (CDW12, format!("NLB {}: expected 1..={} blocks (MDTS)", sqe.nlb(), ns.max_lbas))
+            } else {
+                (None, format!("{s}: NDP commands go to namespace 1 with PRP data, not fused (CDW12 holds only NLB and the NDP flag)"))
+            };
+            (NdpFault::BadCommand, byte, why)
+        })
     }
 
-    fn key_of(&self, sqe: &Sqe) -> Result<(RequestKey, TableDescriptor), NdpFault> {
-        let (table_start, request_id) =
-            split_request_slba(sqe.slba(), self.params.request_modulus as u64).ok_or(NdpFault::BadCommand)?;
-        let table = *self.tables.get(table_start).ok_or(NdpFault::NoSuchTable)?;
+    fn key_of(&self, sqe: &Sqe) -> Result<(RequestKey, TableDescriptor), Refusal> {
+        let m = self.params.request_modulus;
+        let (table_start, request_id) = split_request_slba(sqe.slba(), m)
+            .ok_or_else(|| (NdpFault::BadCommand, CDW10, format!("SLBA {}: the request modulus is 0", sqe.slba())))?;
+        let table = *self.tables.get(table_start).ok_or_else(|| {
+            let why = format!("SLBA {} = table start {table_start} + request id {request_id} (modulus {m}): no table is registered at LBA {table_start} ({} tables are)", sqe.slba(), self.tables.len());
+            (NdpFault::NoSuchTable, CDW10, why)
+        })?;
         Ok((RequestKey { table_start, request_id }, table))
     }
 
     fn register(&mut self, ctx: &mut ExecCtx<'_>, data: DataBuf<'_>) -> ExtCompletion {
         let t = ctx.start;
         let DataBuf::ToDevice(bytes) = data else {
-            return self.fault(NdpFault::DataBuffer, t);
+            return self.fault(ctx, NdpFault::DataBuffer, None, "table registration without a descriptor: it carries data to the device", t);
         };
         let arrived = ctx.from_host(t, bytes.len() as u64);
         let done = ctx.firmware_on(self.params.ftl_core as u32, arrived, self.costs.register());
         let (lba_bytes, page_bytes) = (ctx.lba_bytes() as u32, ctx.geometry().page_size);
         let registered = TableDescriptor::decode(bytes, lba_bytes, page_bytes)
             .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus as u64));
+        let registered = registered.map_err(|b| (NdpFault::from(b.clone()), None, b.0));
         match registered {
             Ok(()) => {
                 self.stats.tables += 1;
                 ExtCompletion { status: Status::SUCCESS, dw0: 0, done }
             }
-            Err(f) => self.fault(f, done),
+            Err((f, byte, why)) => self.fault(ctx, f, byte, why, done),
         }
     }
 
@@ -166,17 +191,21 @@ impl RecssdFirmware {
         let checked = Self::check_ndp_command(ctx, sqe).and_then(|()| self.key_of(sqe));
         let (key, table) = match checked {
             Ok(k) => k,
-            Err(f) => {
+            Err((f, byte, why)) => {
                 self.stats.config_faults += 1;
-                return self.fault(f, t);
+                return self.fault(ctx, f, byte, why, t);
             }
         };
         let bytes = u64::from(sqe.nlb()) * ctx.lba_bytes();
         let payload = match data {
             DataBuf::ToDevice(b) if b.len() as u64 >= bytes => &b[..bytes as usize],
-            _ => {
+            other => {
                 self.stats.config_faults += 1;
-                return self.fault(NdpFault::DataBuffer, t);
+                let got = match other {
+                    DataBuf::ToDevice(b) => format!("{} bytes", b.len()),
+                    _ => "no data to the device".to_string(),
+                };
+                return self.fault(ctx, NdpFault::DataBuffer, CDW12, format!("NLB {} needs a config payload of {bytes} bytes, got {got}", sqe.nlb()), t);
             }
         };
         // 1a: an entry, then the config's DMA into its buffer.
@@ -184,7 +213,11 @@ impl RecssdFirmware {
             Ok(e) => e,
             Err(f) => {
                 self.stats.config_faults += 1;
-                return self.fault(f, t);
+                let why = match f {
+                    NdpFault::DuplicateRequest => format!("request id {} of the table at LBA {} is still in flight: read its results first", key.request_id, key.table_start),
+                    _ => format!("all {} pending-request entries hold unread results: read results first", self.entries.len()),
+                };
+                return self.fault(ctx, f, CDW10, why, t);
             }
         };
         let latency = ctx.config().host.link_latency.0;
@@ -193,25 +226,29 @@ impl RecssdFirmware {
         // 2: decode, validate, probe the cache, group by page.
         let core = self.params.ftl_core as u32;
         let req = NdpConfig::decode(payload)
-            .map_err(|e| NdpFault::from(&e))
+            .map_err(|e| (NdpFault::from(&e), format!("config: {e}")))
             .and_then(|cfg| {
                 if cfg.embedding_length != table.layout.dim() {
-                    return Err(NdpFault::DimensionMismatch);
+                    let why = format!("config: embeddingLength {} does not match table {}'s dim {}", cfg.embedding_length, table.table_id, table.layout.dim());
+                    return Err((NdpFault::DimensionMismatch, why));
                 }
                 let cache = self.cache.as_mut().filter(|c| fits_cache(c, &table));
-                SlsRequest::process_config(cfg, &table.layout, &self.limits, cache).map_err(|e| match e {
-                    ExecError::Wire(w) => NdpFault::from(&w),
-                    ExecError::Mismatch(_) => NdpFault::DimensionMismatch,
-                    _ => NdpFault::BadCommand,
+                SlsRequest::process_config(cfg, &table.layout, &self.limits, cache).map_err(|e| {
+                    let f = match &e {
+                        ExecError::Wire(w) => NdpFault::from(w),
+                        ExecError::Mismatch(_) => NdpFault::DimensionMismatch,
+                        _ => NdpFault::BadCommand,
+                    };
+                    (f, format!("config: {e}"))
                 })
             });
         let req = match req {
             Ok(r) => r,
-            Err(f) => {
+            Err((f, why)) => {
                 let done = ctx.firmware_on(core, in_dram, self.params.config_base_instructions);
                 self.entries.release(entry, done);
                 self.stats.config_faults += 1;
-                return self.fault(f, done);
+                return self.fault(ctx, f, None, why, done);
             }
         };
         let s = req.stats();
@@ -240,13 +277,16 @@ impl RecssdFirmware {
         let t = ctx.start;
         self.stats.result_reads += 1;
         let found = Self::check_ndp_command(ctx, sqe).and_then(|()| self.key_of(sqe)).and_then(|(key, _)| {
-            self.pending.iter().position(|p| p.key == key).ok_or(NdpFault::NoConfig)
+            self.pending.iter().position(|p| p.key == key).ok_or_else(|| {
+                let why = format!("result read of request id {} of the table at LBA {}: no config was sent for it (send the config first)", key.request_id, key.table_start);
+                (NdpFault::NoConfig, CDW10, why)
+            })
         });
         let i = match found {
             Ok(i) => i,
-            Err(f) => {
+            Err((f, byte, why)) => {
                 self.stats.result_faults += 1;
-                return self.fault(f, t);
+                return self.fault(ctx, f, byte, why, t);
             }
         };
         if self.pending[i].plan.is_none() {
@@ -256,22 +296,24 @@ impl RecssdFirmware {
         let nlb = sqe.nlb() as usize;
         let fault = {
             let p = &self.pending[i];
+            let left = p.req.result_sectors() - p.next_sector;
             match p.plan.as_ref().and_then(|plan| plan.fault) {
-                Some(f) => Some(f),
-                None if p.next_sector + nlb > p.req.result_sectors() => Some(NdpFault::TooManySectors),
+                Some(NdpFault::MediaError) => Some((NdpFault::MediaError, None, "a flash page of the request could not be read (Unrecovered Read Error)".to_string())),
+                Some(f) => Some((f, None, format!("the table's rows could not be read: {}", f.describe()))),
+                None if nlb > left => Some((NdpFault::TooManySectors, CDW12, format!("NLB {nlb}: expected 1..={left} (the request's result sectors not read yet)"))),
                 None => match &data {
                     DataBuf::FromDevice(b) if b.len() >= nlb * sector => None,
-                    _ => Some(NdpFault::DataBuffer),
+                    _ => Some((NdpFault::DataBuffer, CDW12, format!("NLB {nlb}: the host buffer must hold {} bytes", nlb * sector))),
                 },
             }
         };
-        if let Some(f) = fault {
+        if let Some((f, byte, why)) = fault {
             self.stats.result_faults += 1;
             if f == NdpFault::MediaError {
                 let p = self.pending.remove(i);
                 self.entries.release(p.entry, t);
             }
-            return self.fault(f, t);
+            return self.fault(ctx, f, byte, why, t);
         }
         let DataBuf::FromDevice(out) = data else { unreachable!("checked above") };
         // 1b + 6: each requested sector leaves once complete and the host DMA is free.
@@ -334,14 +376,21 @@ impl RecssdFirmware {
         let t = ctx.start;
         let (slba, nlb) = match decode_io(sqe, &Self::namespace(ctx)) {
             Ok(IoCommand::Read { slba, nlb, .. }) => (slba, nlb),
-            Ok(_) => return ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: t },
-            Err(s) => return ExtCompletion { status: s, dw0: 0, done: t },
+            Ok(_) => return ExtCompletion { status: ctx.explain(Status::INVALID_OPCODE, Some(0), "not a Read"), dw0: 0, done: t },
+            Err(s) => {
+                let ns = Self::namespace(ctx);
+                let why = format!("Read of NLB {} at SLBA {}: expected 1..={} blocks (MDTS) inside the namespace's {} blocks", sqe.nlb(), sqe.slba(), ns.max_lbas, ns.lbas);
+                return ExtCompletion { status: ctx.explain(s, CDW10, why), dw0: 0, done: t };
+            }
         };
         let sector = ctx.lba_bytes() as usize;
         let mut out: &mut [u8] = match data {
             DataBuf::FromDevice(b) if b.len() >= nlb as usize * sector => &mut b[..nlb as usize * sector],
             DataBuf::None => &mut [],
-            _ => return ExtCompletion { status: Status::DATA_TRANSFER_ERROR, dw0: 0, done: t },
+            _ => {
+                let why = format!("Read of NLB {nlb}: the host buffer must hold {} bytes", nlb as usize * sector);
+                return ExtCompletion { status: ctx.explain(Status::DATA_TRANSFER_ERROR, CDW12, why), dw0: 0, done: t };
+            }
         };
         self.stats.host_reads += 1;
         // The device already charged fw_other for fetching and decoding this command; the rest of its read path
@@ -387,7 +436,10 @@ impl RecssdFirmware {
                             self.stats.host_read_pages_from_flash += 1;
                             ready
                         }
-                        Err(s) => return ExtCompletion { status: s, dw0: 0, done: fw },
+                        Err(s) => {
+                            let why = format!("LBAs {first}..{} could not be read from flash", first + n);
+                            return ExtCompletion { status: ctx.explain(s, None, why), dw0: 0, done: fw };
+                        }
                     }
                 }
             };
@@ -490,7 +542,8 @@ impl Extension for RecssdFirmware {
             ctx.account_as(OpClass::Read, u64::from(sqe.nlb()) * ctx.lba_bytes());
             self.host_read(ctx, sqe, data)
         } else {
-            ExtCompletion { status: Status::INVALID_OPCODE, dw0: 0, done: ctx.start }
+            let why = format!("opcode {:#04x}: the RecSSD firmware takes table registrations ({:#04x}), NDP Writes/Reads and Reads", sqe.opcode, self.params.register_opcode);
+            ExtCompletion { status: ctx.explain(Status::INVALID_OPCODE, Some(0), why), dw0: 0, done: ctx.start }
         }
     }
 

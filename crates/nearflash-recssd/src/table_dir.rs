@@ -71,16 +71,26 @@ impl TableDescriptor {
         b
     }
 
-    /// Parses a descriptor for a device of `lba_bytes` blocks and `page_bytes` flash pages.
-    pub fn decode(bytes: &[u8], lba_bytes: u32, page_bytes: u32) -> Result<Self, NdpFault> {
-        if bytes.len() < DESCRIPTOR_BYTES || &bytes[..8] != MAGIC {
-            return Err(NdpFault::BadTable);
+    /// Parses a descriptor for a device of `lba_bytes` blocks and `page_bytes` flash pages; a refusal says which
+    /// descriptor field is wrong and what it may hold.
+    pub fn decode(bytes: &[u8], lba_bytes: u32, page_bytes: u32) -> Result<Self, BadTable> {
+        let bad = |why: String| Err(BadTable(why));
+        if bytes.len() < DESCRIPTOR_BYTES {
+            return bad(format!("table descriptor of {} bytes: expected at least {DESCRIPTOR_BYTES}", bytes.len()));
+        }
+        if &bytes[..8] != MAGIC {
+            return bad(format!("table descriptor bytes 0..8 are not the magic {:?}", String::from_utf8_lossy(MAGIC)));
         }
         let placement = match u32_at(bytes, 12) {
             0 => Placement::Packed,
             1 => Placement::OneRowPerPage,
-            _ => return Err(NdpFault::BadTable),
+            p => return bad(format!("placement (descriptor bytes 12..16) = {p}: expected 0 (packed) or 1 (one row per page)")),
         };
+        // fp32, fp16 or int8 (crate::quant)
+        let attribute = u32_at(bytes, 36);
+        if !matches!(attribute, 1 | 2 | 4) {
+            return bad(format!("attribute size (descriptor bytes 36..40) = {attribute}: expected 4 (fp32), 2 (fp16) or 1 (int8)"));
+        }
         let layout = TableLayout::new(
             u64_at(bytes, 16),
             u64_at(bytes, 24),
@@ -90,19 +100,23 @@ impl TableDescriptor {
             page_bytes,
             placement,
         )
-        .map_err(|_| NdpFault::BadTable)?;
+        .map_err(|e| BadTable(format!("table layout (descriptor bytes 16..40): {e}")))?;
         let data = match u32_at(bytes, 40) {
             0 => RowData::Stored,
             1 => RowData::Generated { seed: u64_at(bytes, 48) },
-            _ => return Err(NdpFault::BadTable),
+            s => return bad(format!("row source (descriptor bytes 40..44) = {s}: expected 0 (stored) or 1 (generated)")),
         };
-        let layout = match layout.attribute_bytes() {
-            1 => layout.with_int8_scale(f32::from_bits(u32_at(bytes, 44))).map_err(|_| NdpFault::BadTable)?,
-            2 | 4 if u32_at(bytes, 44) == 0 => layout,
-            _ => return Err(NdpFault::BadTable), // fp32, fp16 or int8 (crate::quant)
+        let scale = u32_at(bytes, 44);
+        let layout = if attribute == 1 {
+            layout.with_int8_scale(f32::from_bits(scale)).map_err(|e| BadTable(format!("int8 scale (descriptor bytes 44..48): {e}")))?
+        } else if scale == 0 {
+            layout
+        } else {
+            return bad(format!("int8 scale (descriptor bytes 44..48) = {}: expected 0 for {attribute}-B elements", f32::from_bits(scale)));
         };
         if layout.rows() == 0 || layout.rows() > u64::from(u32::MAX) {
-            return Err(NdpFault::BadTable); // ids travel as u32 in configs
+            // ids travel as u32 in configs
+            return bad(format!("rows (descriptor bytes 24..32) = {}: expected 1..={}", layout.rows(), u32::MAX));
         }
         Ok(Self { table_id: u32_at(bytes, 8), layout, data })
     }
@@ -119,6 +133,22 @@ impl TableDescriptor {
     }
 }
 
+/// A table descriptor or registration the firmware refuses ([`NdpFault::BadTable`]), with the reason in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTable(pub String);
+
+impl From<BadTable> for NdpFault {
+    fn from(_: BadTable) -> NdpFault {
+        NdpFault::BadTable
+    }
+}
+
+impl std::fmt::Display for BadTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Registered tables by start LBA.
 #[derive(Debug, Clone, Default)]
 pub struct TableDirectory {
@@ -128,18 +158,24 @@ pub struct TableDirectory {
 impl TableDirectory {
     /// Registers (or re-registers, same start) a table of a namespace of `lbas` blocks; table starts must be
     /// multiples of the request modulus, extents inside the namespace and disjoint, table ids distinct.
-    pub fn register(&mut self, d: TableDescriptor, lbas: u64, modulus: u64) -> Result<(), NdpFault> {
+    pub fn register(&mut self, d: TableDescriptor, lbas: u64, modulus: u64) -> Result<(), BadTable> {
         let l = &d.layout;
-        if modulus == 0 || !l.start_lba().is_multiple_of(modulus) || l.end_lba() > lbas {
-            return Err(NdpFault::BadTable);
+        if modulus == 0 || !l.start_lba().is_multiple_of(modulus) {
+            return Err(BadTable(format!("table start LBA {} is not a multiple of the request modulus {modulus}", l.start_lba())));
+        }
+        if l.end_lba() > lbas {
+            return Err(BadTable(format!("table LBAs {}..{} end past the namespace's {lbas} blocks", l.start_lba(), l.end_lba())));
         }
         for (&start, other) in &self.by_start {
             if start == l.start_lba() {
                 continue;
             }
-            let overlaps = start < l.end_lba() && l.start_lba() < other.layout.end_lba();
-            if overlaps || other.table_id == d.table_id {
-                return Err(NdpFault::BadTable);
+            if start < l.end_lba() && l.start_lba() < other.layout.end_lba() {
+                let why = format!("table LBAs {}..{} overlap table {} at LBAs {start}..{}", l.start_lba(), l.end_lba(), other.table_id, other.layout.end_lba());
+                return Err(BadTable(why));
+            }
+            if other.table_id == d.table_id {
+                return Err(BadTable(format!("table id {} is already registered at LBA {start}", d.table_id)));
             }
         }
         self.by_start.insert(l.start_lba(), d);
@@ -207,7 +243,7 @@ mod tests {
         assert_eq!(TableDescriptor::decode(&one.encode(), 4096, 16384).unwrap(), one);
         let mut bad = desc(1, 0, 10, RowData::Stored).encode();
         bad[0] = b'X';
-        assert_eq!(TableDescriptor::decode(&bad, 4096, 16384), Err(NdpFault::BadTable));
+        assert!(TableDescriptor::decode(&bad, 4096, 16384).unwrap_err().0.contains("magic"));
         assert!(TableDescriptor::decode(&[0; 10], 4096, 16384).is_err());
         let mut odd = desc(1, 0, 10, RowData::Stored).encode();
         odd[32..36].copy_from_slice(&48u32.to_le_bytes()); // packed 192-B rows straddle pages
@@ -227,13 +263,13 @@ mod tests {
         assert_eq!(i8.generator().unwrap().with_format(crate::quant::ElementFormat::F32).gather(&[1]).unwrap().len(), 32);
         let mut no_scale = i8.encode();
         no_scale[44..48].fill(0);
-        assert_eq!(TableDescriptor::decode(&no_scale, 4096, 16384), Err(NdpFault::BadTable));
+        assert!(TableDescriptor::decode(&no_scale, 4096, 16384).unwrap_err().0.contains("int8 scale (descriptor bytes 44..48)"));
         let mut scaled_f16 = f16.encode();
         scaled_f16[44..48].copy_from_slice(&1.0f32.to_bits().to_le_bytes());
-        assert_eq!(TableDescriptor::decode(&scaled_f16, 4096, 16384), Err(NdpFault::BadTable));
+        assert!(TableDescriptor::decode(&scaled_f16, 4096, 16384).unwrap_err().0.contains("expected 0 for 2-B elements"));
         let mut three = f16.encode();
         three[36..40].copy_from_slice(&3u32.to_le_bytes());
-        assert_eq!(TableDescriptor::decode(&three, 4096, 16384), Err(NdpFault::BadTable));
+        assert!(TableDescriptor::decode(&three, 4096, 16384).unwrap_err().0.contains("expected 4 (fp32), 2 (fp16) or 1 (int8)"));
     }
 
     #[test]
@@ -243,9 +279,9 @@ mod tests {
         assert_eq!(dir.get(0).unwrap().table_id, 0);
         // 1000 rows of 128 B = 8 pages = 32 LBAs: the next table may start at 1000.
         dir.register(desc(1, 1000, 1000, RowData::Stored), 1 << 20, 1000).unwrap();
-        assert_eq!(dir.register(desc(2, 500, 10, RowData::Stored), 1 << 20, 1000), Err(NdpFault::BadTable));
-        assert_eq!(dir.register(desc(1, 2000, 10, RowData::Stored), 1 << 20, 1000), Err(NdpFault::BadTable));
-        assert_eq!(dir.register(desc(2, 0, 100_000, RowData::Stored), 1 << 20, 1000).unwrap_err(), NdpFault::BadTable);
+        assert!(dir.register(desc(2, 500, 10, RowData::Stored), 1 << 20, 1000).unwrap_err().0.contains("not a multiple of the request modulus 1000"));
+        assert!(dir.register(desc(1, 2000, 10, RowData::Stored), 1 << 20, 1000).unwrap_err().0.contains("table id 1 is already registered"));
+        assert_eq!(NdpFault::from(dir.register(desc(2, 0, 100_000, RowData::Stored), 1 << 20, 1000).unwrap_err()), NdpFault::BadTable);
         assert!(dir.register(desc(3, 1 << 20, 10, RowData::Stored), 1 << 20, 1000).is_err());
         dir.register(desc(0, 0, 10, RowData::Generated { seed: 1 }), 1 << 20, 1000).unwrap(); // re-register
         assert_eq!(dir.len(), 2);

@@ -137,6 +137,17 @@ fn raw(dev: &mut Device, sqe: Sqe, data: DataBuf<'_>) -> (Status, Option<NdpFaul
     (d.status, NdpFault::from_code(d.dw0))
 }
 
+/// As `raw` for a command that must fail: (fault, the device's reason from its error log).
+fn refused(dev: &mut Device, sqe: Sqe, data: DataBuf<'_>) -> (Option<NdpFault>, String) {
+    let d = dev.execute(1, sqe, data).unwrap();
+    assert!(!d.status.is_success(), "{sqe:?} succeeded");
+    (NdpFault::from_code(d.dw0), dev.error_reason(1, d.cid).unwrap_or_default())
+}
+
+fn says(reason: &str, words: &str) {
+    assert!(reason.contains(words), "{reason:?} does not say {words:?}");
+}
+
 #[test]
 fn bad_requests_complete_with_clear_statuses() {
     let mut dev = device(true, serde_json::json!({"pending_entries": 2}));
@@ -154,29 +165,51 @@ fn bad_requests_complete_with_clear_statuses() {
     let beyond = NdpConfig::from_bags(0, 32, &[1000], &[0]).unwrap();
     let too_big = NdpConfig { result_embeddings: 8193, ..good.clone() };
     let wrong_dim = NdpConfig { embedding_length: 16, ..good.clone() };
-    for (cfg, fault) in [
-        (&unsorted, NdpFault::UnsortedPairs),
-        (&beyond, NdpFault::InputBeyondTable),
-        (&too_big, NdpFault::ResultTooLarge),
-        (&wrong_dim, NdpFault::DimensionMismatch),
+    for (cfg, fault, words) in [
+        (&unsorted, NdpFault::UnsortedPairs, "pairs must be sorted by input id"),
+        (&beyond, NdpFault::InputBeyondTable, "input id 1000 is outside the table's 1000 rows"),
+        (&too_big, NdpFault::ResultTooLarge, "8193 results"),
+        (&wrong_dim, NdpFault::DimensionMismatch, "embeddingLength 16 does not match table 0's dim 32"),
     ] {
         let b = payload(cfg);
         let (s, f) = raw(&mut dev, config_sqe(0, start + 1, (b.len() / 4096) as u32), DataBuf::ToDevice(&b));
         assert_eq!((s, f), (Status::INVALID_FIELD, Some(fault)));
+        says(&refused(&mut dev, config_sqe(0, start + 1, (b.len() / 4096) as u32), DataBuf::ToDevice(&b)).1, words);
     }
-    // A result read with no config; a table that does not exist; a truncated payload.
+    // A result read with no config; a table that does not exist; a truncated payload; too many blocks.
     let mut out = vec![0u8; 4096];
     assert_eq!(raw(&mut dev, result_sqe(0, start + 1, 1), DataBuf::FromDevice(&mut out)), (Status::SEQUENCE_ERROR, Some(NdpFault::NoConfig)));
+    says(&refused(&mut dev, result_sqe(0, start + 1, 1), DataBuf::FromDevice(&mut out)).1, "no config was sent for it");
     let b = payload(&good);
-    assert_eq!(raw(&mut dev, config_sqe(0, start + 3000, 1), DataBuf::ToDevice(&b)).1, Some(NdpFault::NoSuchTable));
-    assert_eq!(raw(&mut dev, config_sqe(0, start + 1, 1), DataBuf::ToDevice(&b[..10])).1, Some(NdpFault::DataBuffer));
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 3000, 1), DataBuf::ToDevice(&b));
+    assert_eq!(f, Some(NdpFault::NoSuchTable));
+    says(&why, "request id 0 (modulus 1000): no table is registered at LBA");
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 1, 1), DataBuf::ToDevice(&b[..10]));
+    assert_eq!(f, Some(NdpFault::DataBuffer));
+    says(&why, "NLB 1 needs a config payload of 4096 bytes, got 10 bytes");
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 1, 4096), DataBuf::ToDevice(&b));
+    assert_eq!(f, Some(NdpFault::BadCommand));
+    says(&why, "NLB 4096: expected 1..=");
     // Two entries: a third config without reading results is refused; reading frees an entry.
     for rid in [1, 2] {
         assert_eq!(raw(&mut dev, config_sqe(0, start + rid, 1), DataBuf::ToDevice(&b)).0, Status::SUCCESS);
     }
-    assert_eq!(raw(&mut dev, config_sqe(0, start + 2, 1), DataBuf::ToDevice(&b)).1, Some(NdpFault::DuplicateRequest));
-    assert_eq!(raw(&mut dev, config_sqe(0, start + 3, 1), DataBuf::ToDevice(&b)).1, Some(NdpFault::BufferFull));
-    assert_eq!(raw(&mut dev, result_sqe(0, start + 1, 2), DataBuf::FromDevice(&mut vec![0u8; 8192])).1, Some(NdpFault::TooManySectors));
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 2, 1), DataBuf::ToDevice(&b));
+    assert_eq!(f, Some(NdpFault::DuplicateRequest));
+    says(&why, "request id 2 of the table at LBA");
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 3, 1), DataBuf::ToDevice(&b));
+    assert_eq!(f, Some(NdpFault::BufferFull));
+    says(&why, "all 2 pending-request entries hold unread results");
+    let (f, why) = refused(&mut dev, result_sqe(0, start + 1, 2), DataBuf::FromDevice(&mut vec![0u8; 8192]));
+    assert_eq!(f, Some(NdpFault::TooManySectors));
+    says(&why, "NLB 2: expected 1..=1");
+    // A damaged table descriptor, and an opcode the firmware does not take.
+    let opcode = RecssdParams::default().register_opcode;
+    let mut desc = vec![0u8; 4096];
+    desc[..8].copy_from_slice(b"XXXXXXXX");
+    let (f, why) = refused(&mut dev, Sqe { opcode, nsid: 1, ..Sqe::default() }, DataBuf::ToDevice(&desc));
+    assert_eq!(f, Some(NdpFault::BadTable));
+    says(&why, "bytes 0..8 are not the magic");
     assert_eq!(raw(&mut dev, result_sqe(0, start + 1, 1), DataBuf::FromDevice(&mut out)).0, Status::SUCCESS);
     let first = f32::from_le_bytes(out[..4].try_into().unwrap());
     let v = values(1000, 32, 0);
@@ -192,6 +225,9 @@ fn bad_requests_complete_with_clear_statuses() {
     assert_eq!(raw(&mut dev, config_sqe(0, start + 4, 1), DataBuf::ToDevice(&b)).1, Some(NdpFault::ResultBeyondRange));
     let err = HostError::check(Status::INVALID_FIELD, NdpFault::UnsortedPairs as u32, "config").unwrap_err();
     assert!(err.to_string().contains("sorted"), "{err}");
+    let (f, why) = refused(&mut dev, config_sqe(0, start + 4, 1), DataBuf::ToDevice(&b));
+    assert_eq!(f, Some(NdpFault::ResultBeyondRange));
+    says(&why, "result id 7 is not below resultEmbeddings = 2");
     // Without the extension the flag is refused by standard decoding.
     let mut plain = Device::memory(load_preset("cosmos-plus").unwrap(), DeviceOptions::default()).unwrap();
     plain.create_queue_pair(1, 8).unwrap();

@@ -32,12 +32,14 @@ class ProgramError(NvmeError):
             self.args = (f"{command}: {name} (SCT {sct:#x}, SC {sc:#04x}, DW0 {dw0})",)
 
 
-def _check(outcome: tuple[int, int, int, int], what: str) -> tuple[int, int]:
-    sct, sc, dw0, latency = outcome
+def _check(outcome: tuple[int, int, int, int, Optional[str]], what: str) -> tuple[int, int]:
+    """(dw0, latency) of a successful command; else raises ProgramError naming the command and the device's reason
+    (from its error log: the field and what it may hold)."""
+    sct, sc, dw0, latency, reason = outcome
     if (sct, sc) == (0, 1):
         raise ProgramError(sct, sc, f"{what} (is the 'programs' extension attached? dev.attach('programs'))", dw0)
     if (sct, sc) != (0, 0):
-        raise ProgramError(sct, sc, what, dw0)
+        raise ProgramError(sct, sc, f"{what} ({reason})" if reason else what, dw0)
     return dw0, latency
 
 

@@ -108,6 +108,12 @@ impl ExecCtx<'_> {
         status
     }
 
+    /// Whether this command's failure has been explained already (`explain`), so that a firmware's catch-all
+    /// reason does not replace a more specific one given deeper down.
+    pub fn is_explained(&self) -> bool {
+        self.core.error_detail.is_some()
+    }
+
     pub fn config(&self) -> &DeviceConfig {
         &self.core.cfg
     }

@@ -32,6 +32,24 @@ pub fn io(dev: &mut Device, op: u8, lba: u64, data: DataBuf<'_>, nlb: u32) -> St
     dev.execute(1, Sqe::rw(op, 1, lba, nlb), data).unwrap().status
 }
 
+/// The device's reason for the last failed command, from its error log (Get Log Page 0xC1, newest entry first).
+#[allow(dead_code)]
+pub fn last_reason(dev: &mut Device) -> String {
+    let mut page = vec![0u8; 64 * 1024];
+    let sqe = Sqe { opcode: opcode::ADMIN_GET_LOG_PAGE, cdw10: 0xC1 | (((page.len() / 4 - 1) as u32) << 16), ..Sqe::default() };
+    assert!(dev.execute(0, sqe, DataBuf::FromDevice(&mut page)).unwrap().status.is_success());
+    let end = page.iter().position(|&b| b == 0).unwrap_or(page.len());
+    let rows: serde_json::Value = serde_json::from_slice(&page[..end]).unwrap();
+    rows[0]["reason"].as_str().unwrap_or_default().to_string()
+}
+
+/// Asserts that the last failed command's reason says `words`.
+#[allow(dead_code)]
+pub fn said(dev: &mut Device, words: &str) {
+    let reason = last_reason(dev);
+    assert!(reason.contains(words), "{reason:?} does not say {words:?}");
+}
+
 pub struct Setup {
     pub dev: Device,
     /// The capacity C (the firmware advertises 2C).

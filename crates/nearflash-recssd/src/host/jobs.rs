@@ -248,7 +248,7 @@ impl Baseline {
     ) -> Result<Step, HostError> {
         let qd = env.p.baseline_queue_depth as usize;
         while let Some(c) = env.dev.reap(w.qid) {
-            HostError::check(c.cqe.status(), c.cqe.dw0, &format!("baseline read of table {}", table.id))?;
+            HostError::check_on(env.dev, w.qid, c.cqe.cid, c.cqe.status(), c.cqe.dw0, &format!("baseline read of table {}", table.id))?;
             if let Some((row, values)) = self.inflight.remove(&c.cqe.cid) {
                 for bag in self.waiting.remove(&row).unwrap_or_default() {
                     w.add(bag as usize, &values);
@@ -362,7 +362,7 @@ impl Ndp {
                     let f = self.inflight.as_mut().expect("waiting on a submitted request");
                     while let Some(c) = env.dev.reap(w.qid) {
                         let what = if c.cqe.cid == f.config_cid { "NDP config" } else { "NDP result read" };
-                        HostError::check(c.cqe.status(), c.cqe.dw0, &format!("{what} of table {}", table.id))?;
+                        HostError::check_on(env.dev, w.qid, c.cqe.cid, c.cqe.status(), c.cqe.dw0, &format!("{what} of table {}", table.id))?;
                         f.config_done |= c.cqe.cid == f.config_cid;
                         f.result_done |= c.cqe.cid == f.result_cid;
                     }

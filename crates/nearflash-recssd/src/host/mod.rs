@@ -19,7 +19,7 @@ pub mod tables;
 
 use crate::ndp_command::NdpFault;
 use nearflash_core::nvme::Status;
-use nearflash_core::SimError;
+use nearflash_core::{Device, SimError};
 
 /// Errors of the host library.
 #[derive(Debug, thiserror::Error)]
@@ -28,9 +28,9 @@ pub enum HostError {
     /// The simulator refused an operation (bad queue, bad configuration).
     #[error(transparent)]
     Sim(#[from] SimError),
-    /// A command completed with an error status.
-    #[error("{what}: {status}{}", .fault.map(|f| format!(" - {}", f.describe())).unwrap_or_default())]
-    Nvme { what: String, status: Status, fault: Option<NdpFault> },
+    /// A command completed with an error status; `reason` is the device's own (its error log), else the fault's.
+    #[error("{what}: {status}{}", HostError::why(.fault, .reason).map(|w| format!(" - {w}")).unwrap_or_default())]
+    Nvme { what: String, status: Status, fault: Option<NdpFault>, reason: Option<String> },
     /// Bad input.
     #[error("{0}")]
     Invalid(String),
@@ -42,9 +42,9 @@ impl From<HostError> for SimError {
     fn from(e: HostError) -> Self {
         match e {
             HostError::Sim(s) => s,
-            HostError::Nvme { what, status, fault } => SimError::Nvme {
-                command: match fault {
-                    Some(f) => format!("{what} ({})", f.describe()),
+            HostError::Nvme { what, status, fault, reason } => SimError::Nvme {
+                command: match HostError::why(&fault, &reason) {
+                    Some(w) => format!("{what} ({w})"),
                     None => what,
                 },
                 status: status.to_string(),
@@ -67,7 +67,21 @@ impl HostError {
         if status.is_success() {
             Ok(())
         } else {
-            Err(HostError::Nvme { what: what.to_string(), status, fault: NdpFault::from_code(dw0) })
+            Err(HostError::Nvme { what: what.to_string(), status, fault: NdpFault::from_code(dw0), reason: None })
         }
+    }
+
+    /// As [`HostError::check`] for command `cid` on `qid` of `dev`, with the device's reason for a failure read
+    /// from its error log (`Device::error_reason`).
+    pub fn check_on(dev: &mut Device, qid: u16, cid: u16, status: Status, dw0: u32, what: &str) -> Result<(), HostError> {
+        HostError::check(status, dw0, what).map_err(|e| match e {
+            HostError::Nvme { what, status, fault, .. } => HostError::Nvme { what, status, fault, reason: dev.error_reason(qid, cid) },
+            other => other,
+        })
+    }
+
+    /// The words of an error: the device's reason, else the fault's description.
+    fn why(fault: &Option<NdpFault>, reason: &Option<String>) -> Option<String> {
+        reason.clone().or_else(|| fault.map(|f| f.describe().to_string()))
     }
 }

@@ -182,7 +182,7 @@ impl DeviceTables {
         block[..DESCRIPTOR_BYTES].copy_from_slice(&TableDescriptor { table_id: t.id, layout: t.layout, data }.encode());
         let sqe = Sqe { opcode: op, nsid: 1, cdw10: t.layout.start_lba() as u32, ..Sqe::default() };
         let d = dev.execute(qid, sqe, DataBuf::ToDevice(&block))?;
-        HostError::check(d.status, d.dw0, &format!("registering table {}", t.id))
+        HostError::check_on(dev, qid, d.cid, d.status, d.dw0, &format!("registering table {}", t.id))
     }
 
     /// Tables.
@@ -216,14 +216,14 @@ fn write_table(dev: &mut Device, t: &DeviceTable, qid: u16) -> Result<(), HostEr
         let nlb = (n * lbas_per_page) as u32;
         let sqe = Sqe::rw(opcode::WRITE, 0, l.page_lba(page), nlb);
         let d = dev.execute(qid, sqe, DataBuf::ToDevice(&buf[..n as usize * page_bytes]))?;
-        HostError::check(d.status, d.dw0, &format!("writing table {}", t.id))?;
+        HostError::check_on(dev, qid, d.cid, d.status, d.dw0, &format!("writing table {}", t.id))?;
         page += n;
     }
     let d = dev.execute(qid, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None)?;
-    HostError::check(d.status, d.dw0, "flushing tables")?;
+    HostError::check_on(dev, qid, d.cid, d.status, d.dw0, "flushing tables")?;
     let mut first = vec![0u8; dev.lba_bytes() as usize];
     let d = dev.execute(qid, Sqe::rw(opcode::READ, 0, l.start_lba(), 1), DataBuf::FromDevice(&mut first))?;
-    HostError::check(d.status, d.dw0, "reading a table back")?;
+    HostError::check_on(dev, qid, d.cid, d.status, d.dw0, "reading a table back")?;
     let mut want = vec![0u8; page_bytes];
     l.render_page(&tv, 0, &mut want).map_err(HostError::invalid)?;
     if first[..] != want[..first.len()] {
