@@ -62,3 +62,18 @@ def test_scale_experiment_measures_the_batch(tmp_path):
     assert dyn["qps"] > dscp["qps"] and dscp["design"] == "ds-cp"
     with pytest.raises(ValueError, match="dataset"):
         run(Experiment("ndsearch", "scale", title, tmp_path), Options(quick=True, extra={"dataset": "fashion-mnist"}))
+
+
+def test_checkpoints_are_the_indexes_of_their_prefixes(tmp_path, monkeypatch):
+    from nearflash.ndsearch import scale
+
+    monkeypatch.setattr(scale, "BUILD_STEP", 700)
+    ix, rec = scale.build_index("sift-like", 3000, seed=2, R=8, ef_construction=16, threads=1, checkpoints=True,
+                                cache_dir=tmp_path)
+    saved = sorted(int(p.name.split("-")[2]) for p in tmp_path.glob("*.nfidx"))
+    assert saved == [700, 1400, 2800, 3000] and rec["n"] == 3000
+    # one thread: the build is deterministic, so the 1400-row checkpoint is what a 1400-row build makes
+    part, _ = load_or_build("sift-like", 1400, seed=2, R=8, ef_construction=16, cache_dir=tmp_path)
+    fresh, _ = scale.build_index("sift-like", 1400, seed=2, R=8, ef_construction=16, threads=1,
+                                 path=tmp_path / "fresh.nfidx")
+    assert all(np.array_equal(a, b) for a, b in zip(part.layer0_csr(), fresh.layer0_csr()))

@@ -45,30 +45,41 @@ def index_path(name: str, n: int, seed: int, R: int, ef_construction: int,
 
 
 def build_index(name: str, n: int, seed: int = 0, R: int = 16, ef_construction: int = 100,
-                path: Path | str | None = None, threads: int | None = None, log=None) -> tuple[Index, dict]:
+                path: Path | str | None = None, threads: int | None = None, log=None,
+                checkpoints: bool = False, cache_dir: Path | str = DEFAULT_CACHE) -> tuple[Index, dict]:
     """Builds the HNSW index of the first ``n`` rows of the synthetic set ``name`` (added in steps of
     :data:`BUILD_STEP` rows, each regenerated from the seed) and saves it to ``path`` (default
-    :func:`index_path`). Returns the index and a record of the build: wall and CPU seconds, peak RSS."""
+    :func:`index_path`) with its build record (wall and CPU seconds, peak RSS) beside it. With ``checkpoints``
+    the index of the first ``BUILD_STEP x 2**j`` rows is saved on the way too (the same graph a build of that
+    many rows makes), under :func:`index_path` in ``cache_dir``."""
     if name not in SYNTHETIC:
         raise InvalidArgument(f"name must be one of {sorted(SYNTHETIC)}, not {name!r}")
     n = _int("n", n, 1, 2**32 - 2)
     dim, dtype, metric, _ = SYNTHETIC[name]
-    path = Path(path) if path is not None else index_path(name, n, seed, R, ef_construction)
+    path = Path(path) if path is not None else index_path(name, n, seed, R, ef_construction, cache_dir)
     ix = Index(dim, metric, kind="hnsw", R=R, ef_construction=ef_construction, dtype=dtype, seed=seed)
     t0, c0 = time.perf_counter(), cpu_seconds()
+    settings = dict(name=name, seed=seed, R=R, ef_construction=ef_construction, threads=threads or cpu_count())
+
+    def save(at: Path) -> dict:
+        rec = {"build_wall_s": time.perf_counter() - t0, "build_cpu_s": cpu_seconds() - c0}
+        at.parent.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        ix.save(at)
+        rec.update(save_s=time.perf_counter() - t, peak_rss_bytes=peak_rss_bytes(), path=str(at), n=ix.ntotal,
+                   **settings)
+        build_record_path(at).write_text(json.dumps(rec, indent=2))
+        return rec
+
     for start in range(0, n, BUILD_STEP):
         ix.add(synthetic(name, min(BUILD_STEP, n - start), seed=seed, start=start), threads=threads)
         if log is not None:
             print(f"  built {ix.ntotal:,} / {n:,}: {time.perf_counter() - t0:.0f} s wall, "
                   f"{cpu_seconds() - c0:.0f} s CPU, peak RSS {peak_rss_bytes() / 2**30:.2f} GiB", file=log, flush=True)
-    built = {"build_wall_s": time.perf_counter() - t0, "build_cpu_s": cpu_seconds() - c0}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    t = time.perf_counter()
-    ix.save(path)
-    built.update(save_s=time.perf_counter() - t, peak_rss_bytes=peak_rss_bytes(), path=str(path),
-                 name=name, n=n, seed=seed, R=R, ef_construction=ef_construction, threads=threads or cpu_count())
-    build_record_path(path).write_text(json.dumps(built, indent=2))
-    return ix, built
+        steps = ix.ntotal // BUILD_STEP
+        if checkpoints and ix.ntotal < n and ix.ntotal % BUILD_STEP == 0 and steps & (steps - 1) == 0:
+            save(index_path(name, ix.ntotal, seed, R, ef_construction, cache_dir))
+    return ix, save(path)
 
 
 def build_record_path(path: Path | str) -> Path:
@@ -92,7 +103,7 @@ def load_or_build(name: str, n: int, seed: int = 0, R: int = 16, ef_construction
         built = json.loads(record.read_text())
         built.update(loaded=True, load_s=time.perf_counter() - t)
         return ix, built
-    ix, built = build_index(name, n, seed, R, ef_construction, path, log=log)
+    ix, built = build_index(name, n, seed, R, ef_construction, path, log=log, cache_dir=cache_dir)
     built.update(loaded=False, load_s=0.0)
     return ix, built
 
@@ -106,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--R", type=int, default=16)
     p.add_argument("--ef-construction", type=int, default=100)
+    p.add_argument("--checkpoints", action="store_true",
+                   help="also save the index of the first BUILD_STEP x 2**j rows on the way")
     a = p.parse_args(argv)
-    _, rec = build_index(a.name, a.n, a.seed, a.R, a.ef_construction, log=sys.stdout)
+    _, rec = build_index(a.name, a.n, a.seed, a.R, a.ef_construction, log=sys.stdout, checkpoints=a.checkpoints)
     print(rec)
     return 0
 
