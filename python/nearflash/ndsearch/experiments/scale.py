@@ -53,7 +53,7 @@ def run_scale(exp: Experiment, opts: Options) -> None:
     R = option(opts, "R", 8, 8)
     efc = option(opts, "ef_construction", 32, 32)
     sample = option(opts, "truth_queries", 50, 100)
-    compare = option(opts, "compare", 1, 1)
+    configs = min(option(opts, "configs", len(CONFIGS), len(CONFIGS)), len(CONFIGS))
     seed = opts.seed
 
     # The acceptance batch: graph loaded (or built, where not cached), queries generated, one model batch.
@@ -74,7 +74,7 @@ def run_scale(exp: Experiment, opts: Options) -> None:
     rows = [[CONFIGS[0][0], rep["page_access_ratio"], rep["page_reads"], rep["trace_length"], rep["iterations"],
              rep["qps"], model_wall, model_cpu]]
     reps = [rep]
-    for label, reorder, dynamic, design in CONFIGS[1:] if compare else ():
+    for label, reorder, dynamic, design in CONFIGS[1:configs]:
         (r, _, _), w, c = _timed(lambda: searssd.batch(ix, q, 10, ef, reorder=reorder, dynamic=dynamic,
                                                         params={"batch": nq}, design=design))
         reps.append(r)
@@ -100,7 +100,7 @@ def run_scale(exp: Experiment, opts: Options) -> None:
     exp.compare("SearSSD model QPS", rep["qps"], None, "queries/s")
     exp.compare(f"SearSSD / CPU in-memory search, {cpus()} threads, same run (wall clock)", rep["qps"] / (nq / cpu_wall),
                 PAPER_OVER_CPU, "x", "paper: up to, billion-scale vs 36 Xeon cores")
-    if compare:
+    if configs == len(CONFIGS):
         dyn, stat, built_order, dscp = reps
         exp.compare("page accesses cut by degree BFS (no dynamic allocating)",
                     1 - stat["page_access_ratio"] / built_order["page_access_ratio"], PAPER_REORDER_CUT, "fraction")
