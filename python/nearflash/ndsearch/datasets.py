@@ -164,9 +164,9 @@ def _prep(x: np.ndarray, metric: str) -> np.ndarray:
     return x
 
 
-def _exact(base: np.ndarray, q: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
-    """Distances of q (1 x d) to base[ids] in float64, as the index defines them."""
-    b = base[ids].astype(np.float64)
+def _exact(rows: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
+    """Distances of q (1 x d) to ``rows`` in float64, as the index defines them."""
+    b = rows.astype(np.float64)
     qq = q.astype(np.float64)
     if metric == "l2":
         return ((b - qq) ** 2).sum(axis=1)
@@ -176,22 +176,15 @@ def _exact(base: np.ndarray, q: np.ndarray, ids: np.ndarray, metric: str) -> np.
     return 1.0 - b @ qq
 
 
-def ground_truth(base: np.ndarray, queries: np.ndarray, k: int = 100, metric: str = "l2",
-                 block: int = 65536, qblock: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (distances, ids) of the ``k`` nearest base rows of every query, nearest first: candidates from
-    blocked float32 matrix products, the final order from float64 distances of the best ``k + 16``."""
-    if metric not in ("l2", "ip", "cosine"):
-        raise InvalidArgument(f"metric must be 'l2', 'ip' or 'cosine', not {metric!r}")
-    if base.ndim != 2 or queries.ndim != 2 or base.shape[1] != queries.shape[1]:
-        raise InvalidArgument("base and queries must be 2-D with the same number of columns")
-    k = min(k, len(base))
-    keep = min(k + 16, len(base))
+def _candidates(blocks, queries: np.ndarray, keep: int, metric: str, qblock: int) -> np.ndarray:
+    """Ids of the ``keep`` nearest candidates of every query by blocked float32 matrix products over ``blocks``
+    (``(first id, rows)`` in any order)."""
     nq = len(queries)
     best_d = np.full((nq, keep), np.inf, dtype=np.float32)
     best_i = np.zeros((nq, keep), dtype=np.int64)
     qs = _prep(queries, metric).astype(np.float32)
-    for b0 in range(0, len(base), block):
-        b = _prep(base[b0:b0 + block], metric).astype(np.float32)
+    for b0, rows in blocks:
+        b = _prep(rows, metric).astype(np.float32)
         bn = (b * b).sum(axis=1) if metric == "l2" else None
         for q0 in range(0, nq, qblock):
             q = qs[q0:q0 + qblock]
@@ -203,13 +196,76 @@ def ground_truth(base: np.ndarray, queries: np.ndarray, k: int = 100, metric: st
             part = np.argpartition(d, keep - 1, axis=1)[:, :keep]
             best_d[q0:q0 + qblock] = np.take_along_axis(d, part, axis=1)
             best_i[q0:q0 + qblock] = np.take_along_axis(i, part, axis=1)
+    return best_i
+
+
+def _refine(rows_of, queries: np.ndarray, best_i: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """The final order of each query's candidates from float64 distances (ties by id); ``rows_of(ids)`` gives the
+    candidates' base rows."""
+    nq = len(queries)
     out_d = np.empty((nq, k), dtype=np.float64)
     out_i = np.empty((nq, k), dtype=np.int64)
     for j in range(nq):
-        ex = _exact(base, queries[j], best_i[j], metric)
+        ex = _exact(rows_of(best_i[j]), queries[j], metric)
         order = np.lexsort((best_i[j], ex))[:k]
         out_d[j], out_i[j] = ex[order], best_i[j][order]
     return out_d, out_i
+
+
+def _check_gt(metric: str, dim: int, queries: np.ndarray) -> None:
+    if metric not in ("l2", "ip", "cosine"):
+        raise InvalidArgument(f"metric must be 'l2', 'ip' or 'cosine', not {metric!r}")
+    if queries.ndim != 2 or queries.shape[1] != dim:
+        raise InvalidArgument("base and queries must be 2-D with the same number of columns")
+
+
+def ground_truth(base: np.ndarray, queries: np.ndarray, k: int = 100, metric: str = "l2",
+                 block: int = 65536, qblock: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (distances, ids) of the ``k`` nearest base rows of every query, nearest first: candidates from
+    blocked float32 matrix products, the final order from float64 distances of the best ``k + 16``."""
+    if base.ndim != 2:
+        raise InvalidArgument("base and queries must be 2-D with the same number of columns")
+    _check_gt(metric, base.shape[1], queries)
+    k = min(k, len(base))
+    keep = min(k + 16, len(base))
+    blocks = ((b0, base[b0:b0 + block]) for b0 in range(0, len(base), block))
+    return _refine(base.__getitem__, queries, _candidates(blocks, queries, keep, metric, qblock), k, metric)
+
+
+def synthetic_ground_truth(name: str, n: int, queries: np.ndarray, k: int = 10, seed: int = 0,
+                           qblock: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ground_truth` over the first ``n`` rows of the synthetic set ``name`` without holding them: the rows
+    are regenerated from the seed chunk by chunk (twice: candidates, then the candidates' rows)."""
+    if name not in SYNTHETIC:
+        raise InvalidArgument(f"name must be one of {sorted(SYNTHETIC)}, not {name!r}")
+    dim, _, metric, _ = SYNTHETIC[name]
+    _check_gt(metric, dim, queries)
+    if n < 1:
+        raise InvalidArgument(f"n must be >= 1, not {n}")
+    k = min(k, n)
+    keep = min(k + 16, n)
+    blocks = ((b0, synthetic(name, min(CHUNK, n - b0), seed, start=b0)) for b0 in range(0, n, CHUNK))
+    best_i = _candidates(blocks, queries, keep, metric, qblock)
+    ids = np.unique(best_i)
+    table = np.empty((len(ids), dim), dtype=SYNTHETIC[name][1])
+    for c in np.unique(ids // CHUNK):
+        sel = (ids // CHUNK) == c
+        rows = synthetic(name, min(CHUNK, n - c * CHUNK), seed, start=int(c) * CHUNK)
+        table[sel] = rows[ids[sel] - c * CHUNK]
+    return _refine(lambda i: table[np.searchsorted(ids, i)], queries, best_i, k, metric)
+
+
+def _cached(path: Path, compute) -> tuple[np.ndarray, np.ndarray]:
+    """``compute()``'s (distances, ids), kept at ``path`` (an .npz written through a temporary file)."""
+    if path.exists():
+        with np.load(path) as z:
+            return z["distances"], z["ids"]
+    d, i = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, distances=d, ids=i)
+    tmp.replace(path)
+    return d, i
 
 
 def cached_ground_truth(key: str, base: np.ndarray, queries: np.ndarray, k: int, metric: str,
@@ -222,15 +278,19 @@ def cached_ground_truth(key: str, base: np.ndarray, queries: np.ndarray, k: int,
         h.update(str(a.shape).encode() + str(a.dtype).encode())
         h.update(np.ascontiguousarray(a[:: max(1, len(a) // 512)]).tobytes())
     path = Path(cache_dir) / f"gt-{key}-{metric}-k{k}-{h.hexdigest()[:16]}.npz"
-    if path.exists():
-        with np.load(path) as z:
-            return z["distances"], z["ids"]
-    d, i = ground_truth(base, queries, k, metric)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, distances=d, ids=i)
-    tmp.replace(path)
-    return d, i
+    return _cached(path, lambda: ground_truth(base, queries, k, metric))
+
+
+def cached_synthetic_ground_truth(name: str, n: int, queries: np.ndarray, k: int = 10, seed: int = 0,
+                                  cache_dir: Path | str | None = DEFAULT_CACHE) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`synthetic_ground_truth`, cached in ``cache_dir`` keyed by the set, ``n``, the seed and a digest of
+    the queries (None: no cache)."""
+    if cache_dir is None:
+        return synthetic_ground_truth(name, n, queries, k, seed)
+    h = hashlib.sha256(str(queries.shape).encode() + str(queries.dtype).encode())
+    h.update(np.ascontiguousarray(queries).tobytes())
+    path = Path(cache_dir) / f"gt-{name}-{n}-s{seed}-k{k}-{h.hexdigest()[:16]}.npz"
+    return _cached(path, lambda: synthetic_ground_truth(name, n, queries, k, seed))
 
 
 def recall_at(ids: np.ndarray, truth: np.ndarray, k: int = 10) -> float:

@@ -5,7 +5,7 @@ Each writes JSON + Markdown + PNG with our numbers beside the paper's (see ``nea
 
 from __future__ import annotations
 
-from nearflash.ndsearch.experiments import baselines, scheduling, throughput
+from nearflash.ndsearch.experiments import baselines, scale, scheduling, throughput
 
 EXPERIMENTS = {
     "fig13": ("Fig. 13: SearSSD throughput on the device vs CPU in-memory search measured in the same run, and the "
@@ -22,4 +22,6 @@ EXPERIMENTS = {
     "fig19": ("Fig. 19: batch-size sweep of SearSSD on the device", throughput.run_fig19),
     "fig20": ("Fig. 20: energy efficiency (queries per joule) of SearSSD, the baselines and the CPU",
               baselines.run_energy),
+    "scale": ("Issue 12's scale goal: one 2048-query SearSSD batch over a 10M-vector synthetic set (timing-only), "
+              "wall time, CPU time and peak memory beside the goal (10 min, 8 GiB)", scale.run_scale),
 }
