@@ -172,7 +172,9 @@ def test_search_real_sentence_embeddings(model):
     texts = [t for t in fortunes() if len(t) < 60]  # one-liners: a few seconds of numpy forward passes
     base, q = model.embed(texts[:160]), model.embed(texts[-12:])
     ix = Index(384, "cosine", R=8, ef_construction=64)
-    ix.add(base)
+    # One thread: a parallel build's graph depends on thread timing, and on this 160-vector set ~5% of parallel
+    # builds (2 of 40 measured) miss one query's top-1 neighbour; the seeded single-thread build is deterministic.
+    ix.add(base, threads=1)
     d, i = ix.search(q, 10, ef=64)
     gd, gi = ground_truth(base, q, 10, "cosine")
     assert recall_at(i, gi, 10) > 0.95 and np.array_equal(i[:, 0], gi[:, 0])
