@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 #: A 1 GiB cosmos-plus: 4 channels x 2 ways x 2 planes x 64 blocks x 32 pages of 16 KiB.
@@ -34,3 +36,22 @@ def small() -> dict:
 @pytest.fixture
 def tiny() -> dict:
     return dict(TINY)
+
+
+@pytest.fixture
+def candle_trainer():
+    """`candle_trainer(*args)`: the candle trainer's command (`trainer_command(*args)`), or a skip where it is not
+    built; outside CI a cargo build would compile candle, so the test is skipped there too."""
+
+    def command(*args: str) -> list[str]:
+        from nearflash.cognitive.train import trainer_command
+
+        try:
+            cmd = trainer_command(*args)
+        except Exception:
+            pytest.skip("trainer binary not built")
+        if cmd[0] == "cargo" and not os.environ.get("CI"):
+            pytest.skip("trainer binary not built (cargo would compile candle)")
+        return cmd
+
+    return command

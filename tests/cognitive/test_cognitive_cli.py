@@ -1,13 +1,11 @@
 """`nearflash cognitive ...` and `nearflash experiment cognitive ... --quick`."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from nearflash.cli import main
-from nearflash.cognitive.train import trainer_command
 
 DATA = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 
@@ -24,13 +22,8 @@ def test_info_refuses_a_missing_model(capsys, tmp_path):
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
-def test_train_small_is_reproducible(tmp_path, capsys):
-    try:
-        cmd = trainer_command()
-    except Exception:
-        pytest.skip("trainer binary not built")
-    if cmd[0] == "cargo" and not os.environ.get("CI"):
-        pytest.skip("trainer binary not built (cargo would compile candle)")
+def test_train_small_is_reproducible(tmp_path, capsys, candle_trainer):
+    candle_trainer()
     outs = []
     for i in range(2):
         p = tmp_path / f"m{i}.safetensors"

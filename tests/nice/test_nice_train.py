@@ -1,14 +1,12 @@
 """`nearflash nice train`: the candle LeNet-5 trainer writes NICE's weights file and its record, reproducibly."""
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nearflash.cli import main
-from nearflash.cognitive.train import trainer_command
 from nearflash.nice import lenet
 from nearflash.nice.train import BINARY
 
@@ -16,13 +14,8 @@ DATA = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
-def test_train_small_is_reproducible_and_loads(tmp_path, capsys):
-    try:
-        cmd = trainer_command(BINARY, "NEARFLASH_NICE_TRAIN")
-    except Exception:
-        pytest.skip("trainer binary not built")
-    if cmd[0] == "cargo" and not os.environ.get("CI"):
-        pytest.skip("trainer binary not built (cargo would compile candle)")
+def test_train_small_is_reproducible_and_loads(tmp_path, capsys, candle_trainer):
+    candle_trainer(BINARY, "NEARFLASH_NICE_TRAIN")
     outs = []
     for i in range(2):
         p = tmp_path / f"w{i}.f32"
