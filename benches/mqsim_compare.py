@@ -689,7 +689,8 @@ def qd_sweep(preset: str, ov: dict[str, Any], aligned: dict[str, Any], mqsim: Op
     dev, span, _ = prepared_device(preset, ov, base)
     rows = []
     for qd in SWEEP_QDS:
-        w = Workload(f"4K randread QD{qd}", "randread", 4096, qd, max(4000, 1000 * qd // k), 0.9, span=0.9)
+        # At least 20,000 reads per depth (5,000 quick): a p99 then rests on 200 reads, not 40.
+        w = Workload(f"4K randread QD{qd}", "randread", 4096, qd, max(20_000, 1000 * qd) // k, 0.9, span=0.9)
         row: dict[str, Any] = {"qd": qd, "ios": w.ios, "nearflash": bench_nearflash(dev, w, span)}
         if mqsim is not None:
             try:
