@@ -78,6 +78,13 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
     loss_co, loss_po = 1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"]
     assert loss_po > loss_co + 0.2, (loss_co, loss_po)
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
+    # The control (host Reads of the ISC's file at the same rate) takes the same NAND bytes without the in-storage path.
+    ctl0, ctl = pts["8T/host reads/0"], pts["8T/host reads/8000"]
+    assert ctl0["mb_per_s"] == co0["mb_per_s"] and ctl["isc_done"] > 0 and ctl["polling_ms"] == 0
+    assert ctl["mb_per_s"] < ctl0["mb_per_s"], "reading the file takes flash bandwidth from the benchmark"
+    assert co["mb_per_s"] <= ctl["mb_per_s"] and po["mb_per_s"] < co["mb_per_s"]
+    beyond = {c.metric.rsplit(", ", 1)[1]: c.ours for c in exp.comparisons if "beyond host reads" in c.metric}
+    assert set(beyond) == {"coroutine", "polling"} and beyond["coroutine"] < beyond["polling"] - 20
 
 
 def test_fig13_refuses_an_unknown_wake_up_naming_it(tmp_path):

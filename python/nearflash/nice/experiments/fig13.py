@@ -11,7 +11,13 @@ The benchmark: T threads, each with its own queue and one 256 KiB Read outstandi
 reading a file of the ext4 image front to back (wrapping) until `bench_mib` are read. ISC: NICE-K (op 3) over an
 int16 embedding file, issued by one more thread at a fixed rate (up to `isc_depth` in flight; a request whose turn
 comes while that many are in flight waits). Virtual time advances in `step_us` steps; the throughput is bytes read
-over the virtual time the benchmark took."""
+over the virtual time the benchmark took.
+
+A control series ("host reads") replaces each ISC request by an ordinary Read of the same file's blocks on the
+coroutine firmware, at the same rate and depth: the NAND bytes an ISC request takes, without the in-storage path. The
+ordinary reads' loss under it is what any reader of that file would cost them; what ISC costs beyond it is the
+intrusiveness of the in-storage path (its firmware work, hand-offs and accelerator), the figure that shows whether
+NICE is "non-intrusive"."""
 
 from __future__ import annotations
 
@@ -31,6 +37,9 @@ PAPER_ISC_MS = (20.78, 19.5)
 #: The paper's benchmark reads 615 MB in 256 KB reads.
 READ_BLOCKS = 64
 K = 128
+#: The series: NICE's firmware, run to completion, and the control (ordinary Reads of the ISC's file, coroutines).
+CONTROL = "host reads"
+SERIES = ("coroutine", "polling", CONTROL)
 
 
 def _runs(blocks: list[int], n: int) -> list[tuple[int, int]]:
@@ -58,13 +67,20 @@ def _device(image: bytes, scheduling: str, threads: int, wake: str = "auto") -> 
     return dev
 
 
-def _run(dev: Device, runs: list[tuple[int, int]], head: int, block: bytes, threads: int, isc_iops: float,
-         bench_bytes: int, isc_depth: int, step_ns: int) -> dict:
-    """The benchmark with ISC requests at `isc_iops`: throughput, ISC latencies, and what the firmware counted."""
+def _bind(dev: Device, head: int, block: bytes) -> tuple[int, int]:
+    """NICE_Write of the op block at the file's hyper-address; the ISC request to issue (a one-block Read there)."""
     bs = dev.lba_bytes
     isc_lba = cap(dev) + head
-    dev.write(isc_lba, np.frombuffer(block + b"\0" * (bs - len(block)), dtype=np.uint8))  # NICE_Write binds the op
+    dev.write(isc_lba, np.frombuffer(block + b"\0" * (bs - len(block)), dtype=np.uint8))
     dev.advance(1_000_000_000)  # the first invocation learnt the image and wrote the OOB lists: let that finish
+    return isc_lba, 1
+
+
+def _run(dev: Device, runs: list[tuple[int, int]], request: tuple[int, int], threads: int, isc_iops: float,
+         bench_bytes: int, isc_depth: int, step_ns: int) -> dict:
+    """The benchmark with `request` (a Read: LBA, blocks) issued at `isc_iops`: throughput, the requests' latencies,
+    and what the firmware counted."""
+    bs = dev.lba_bytes
     before = dict(dev.report().extensions["nice"])
     qs = [dev.queue(depth=1) for _ in range(threads)]
     iq = dev.queue(depth=isc_depth)
@@ -90,7 +106,7 @@ def _run(dev: Device, runs: list[tuple[int, int]], head: int, block: bytes, thre
             isc_lat.append(c.time_ns - isc_sent.pop(c.cid))
         while gap is not None and dev.now_ns >= next_isc and submitted < bench_bytes:
             if iq.in_flight < isc_depth:
-                isc_sent[iq.submit_read(isc_lba, 1, None)] = dev.now_ns
+                isc_sent[iq.submit_read(*request, None)] = dev.now_ns
             next_isc += gap
         dev.advance(step_ns)
     for c in iq.wait_all():
@@ -108,12 +124,12 @@ def _run(dev: Device, runs: list[tuple[int, int]], head: int, block: bytes, thre
     }
 
 
-def _alone(dev: Device, head: int) -> float:
-    """The ISC task's latency on an idle device (ms), mean of five."""
+def _alone(dev: Device, request: tuple[int, int]) -> float:
+    """The request's latency on an idle device (ms), mean of five."""
     lat = []
     for _ in range(5):
         t = dev.now_ns
-        dev.read(cap(dev) + head, 1)
+        dev.read(*request)
         lat.append(dev.now_ns - t)
     return float(np.mean(lat)) / 1e6
 
@@ -139,21 +155,29 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         (root / "bench.bin").write_bytes(rng.integers(0, 256, 32 << 20, dtype=np.uint8).tobytes())
         image = make_image(root, 48)
         img = Path(tmp) / "fs.img"
-        head = int(debugfs(img, ["blocks /emb.bin"])[0].split()[0])
+        emb_blocks = [int(b) for b in debugfs(img, ["blocks /emb.bin"])[0].split()]
+        head = emb_blocks[0]
+        if emb_blocks != list(range(head, head + len(emb_blocks))):
+            raise RuntimeError(f"emb.bin is not one extent ({emb_blocks}): the host-read control needs one Read")
         bench_blocks = [int(b) for b in debugfs(img, ["blocks /bench.bin"])[0].split()]
         runs = _runs(bench_blocks, READ_BLOCKS)
         q = rng.integers(-2000, 2000, d)
         block = bytes([OP_KNN, 16]) + struct.pack("<HHH", d, K, 0) + q.astype("<i4").tobytes()
         points, rows = {}, []
         for threads in modes:
-            for sched in ("coroutine", "polling"):
-                dev = _device(image, sched, threads, wake)
+            for sched in SERIES:
+                dev = _device(image, "coroutine" if sched == CONTROL else sched, threads, wake)
                 for rate in exp.steps(rates):
-                    r = _run(dev, runs, head, block, threads, rate, bench_mib << 20, isc_depth, step_ns)
+                    if sched == CONTROL:
+                        dev.advance(1_000_000_000)
+                        request = (head, len(emb_blocks))
+                    else:
+                        request = _bind(dev, head, block)
+                    r = _run(dev, runs, request, threads, rate, bench_mib << 20, isc_depth, step_ns)
                     points[f"{threads}T/{sched}/{rate}"] = r
                     rows.append([f"{threads}T{threads}Q", sched, rate, r["mb_per_s"], r["isc_done"],
                                  r["isc_ms"], r["polling_ms"], r["isc_shared_sectors"]])
-                points[f"{threads}T/{sched}/alone"] = _alone(dev, head)
+                points[f"{threads}T/{sched}/alone"] = _alone(dev, request)
                 dev.close()
     exp.table("Ordinary 256 KiB read throughput (MB/s) under ISC load; ISC = NICE-K over a "
               f"{file_kib} KiB int16 file (D = {d}, K = {K})",
@@ -162,12 +186,17 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
     exp.record("points", points)
     for threads in modes:
         top = max(rates)
-        base = {s: points[f"{threads}T/{s}/0"]["mb_per_s"] if 0 in rates else None for s in ("coroutine", "polling")}
-        for s in ("coroutine", "polling"):
+        base = {s: points[f"{threads}T/{s}/0"]["mb_per_s"] if 0 in rates else None for s in SERIES}
+        for s in SERIES:
             if base[s]:
                 loss = 1 - points[f"{threads}T/{s}/{top}"]["mb_per_s"] / base[s]
                 exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS, {s}", 100 * loss,
                             None, "%")
+        for s in ("coroutine", "polling"):
+            beyond = 1 - points[f"{threads}T/{s}/{top}"]["mb_per_s"] / points[f"{threads}T/{CONTROL}/{top}"]["mb_per_s"]
+            exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS beyond host reads of the same "
+                        f"bytes, {s}", 100 * beyond, None, "%",
+                        "what the in-storage path costs the ordinary reads beyond the NAND bytes it reads")
         co, po = points[f"{threads}T/coroutine/alone"], points[f"{threads}T/polling/alone"]
         exp.compare("ISC task latency alone, with / without scheduling", co / po, PAPER_ISC_MS[0] / PAPER_ISC_MS[1], "x",
                     f"{co * 1e3:.0f} us vs {po * 1e3:.0f} us (paper: 20.78 ms vs 19.5 ms)")
@@ -180,9 +209,11 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
     fig, axes = exp.figure("fig13", 5.5 * len(modes), 4.2, ncols=len(modes))
     axes = np.atleast_1d(axes)
     for ax, threads in zip(axes, modes):
-        for s, m in (("coroutine", "o"), ("polling", "s")):
-            ax.plot(rates, [points[f"{threads}T/{s}/{r}"]["mb_per_s"] for r in rates], marker=m,
-                    label=f"{'with' if s == 'coroutine' else 'without'} scheduling ({s})")
+        for s, m, label in (("coroutine", "o", "with scheduling (coroutine)"),
+                            ("polling", "s", "without scheduling (polling)"),
+                            (CONTROL, "^", "control: host reads of the ISC's file")):
+            ax.plot(rates, [points[f"{threads}T/{s}/{r}"]["mb_per_s"] for r in rates], marker=m, label=label,
+                    linestyle="--" if s == CONTROL else "-")
         ax.set(title=f"Fig. 13: {threads}T{threads}Q, 256 KiB reads", xlabel="ISC IOPS offered",
                ylabel="ordinary read MB/s")
         ax.legend(fontsize=8)
