@@ -10,10 +10,12 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from nearflash.ndsearch.datasets import FASHION_DIR, fashion_mnist
+from nearflash.nice import int8 as q8
 
 #: (weights shape, biases) of each parameterised layer, in the weights file's order.
 SHAPES = [((6, 1, 5, 5), 6), ((16, 6, 5, 5), 16), ((120, 400), 120), ((84, 120), 84), ((10, 84), 10)]
@@ -67,6 +69,21 @@ def logits(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> np.nda
     return features(wts, imgs) @ wts[4][0].T + wts[4][1]
 
 
+def logits_int8(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> np.ndarray:
+    """The logits of NICE-C's 8-bit datapath (``cnn_precision = "int8"``), bit for bit as the firmware computes them
+    (``nearflash.nice.int8``): float64 values of int32 sums x scale."""
+    qw = [q8.quantise_weights(w) for w, _ in wts]
+    x = q8.Q.image(imgs, (1, 28, 28))
+    for i, pad in ((0, 2), (1, 0)):
+        x = q8.relu(q8.layer(x, qw[i], wts[i][1], lambda v, w, pad=pad: _conv(v, w, np.zeros(len(w)), pad)))
+        x = q8.Q(_pool(x.v), x.s, x.narrow)
+    x = q8.Q(x.v.reshape(len(x.v), -1), x.s, x.narrow)
+    for i in (2, 3, 4):
+        x = q8.layer(x, qw[i], wts[i][1], lambda v, w: v @ w.T)
+        x = q8.relu(x) if i < 4 else x
+    return x.real()
+
+
 def load(path: Path | str = SHIPPED) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (weights, biases) of each layer from a weights file (f32 values as float64 arrays)."""
     raw = Path(path).read_bytes()
@@ -88,9 +105,11 @@ def record(path: Path | str = SHIPPED) -> dict:
     return json.loads(Path(f"{path}.json").read_text())
 
 
-def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_: np.ndarray) -> float:
-    """Fraction of `imgs` whose largest numpy logit is the label (in chunks of 1,000 images)."""
-    right = sum(int((logits(wts, imgs[i : i + 1000]).argmax(1) == labels_[i : i + 1000]).sum())
+def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_: np.ndarray,
+             forward: Callable[..., np.ndarray] = logits) -> float:
+    """Fraction of `imgs` whose largest numpy logit (``forward``: ``logits`` in float, ``logits_int8``) is the
+    label (in chunks of 1,000 images)."""
+    right = sum(int((forward(wts, imgs[i : i + 1000]).argmax(1) == labels_[i : i + 1000]).sum())
                 for i in range(0, len(imgs), 1000))
     return right / max(len(imgs), 1)
 

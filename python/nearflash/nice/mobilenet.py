@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nearflash.nice import int8 as q8
+
 SHAPE = (3, 224, 224)
 IMAGE_BYTES = 3 * 224 * 224
 #: (expansion t, channels c, repeats n, first stride s)
@@ -81,5 +83,28 @@ def logits(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray) -> np.ndar
         if blk is not None and blk[1]:
             if blk[2]:
                 x = x + block_in
+            block_in = None
+    raise AssertionError("the network ends with its classifier")
+
+
+def logits_int8(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray) -> np.ndarray:
+    """The 1000 logits of one image on NICE-C's 8-bit datapath (``cnn_precision = "int8"``), bit for bit as the
+    firmware computes them (``nearflash.nice.int8``)."""
+    x = q8.Q.image(img, SHAPE)
+    block_in = None
+    for layer, (w, b) in zip(convs(), wts):
+        qw = q8.quantise_weights(w)
+        if layer[0] == "linear":
+            x = q8.layer(q8.global_avg_pool(x), qw, b, lambda v, wq: v @ wq.T)
+            return x.real()[0]
+        _, _, _, _, stride, groups, act, blk = layer
+        if blk is not None and block_in is None:
+            x = block_in = x.requantise()
+        x = q8.layer(x, qw, b, lambda v, wq, stride=stride, groups=groups: _conv(v[0], wq, np.zeros(len(wq)), stride, groups)[None])
+        if act:
+            x = q8.relu6(x)
+        if blk is not None and blk[1]:
+            if blk[2]:
+                x = q8.residual(x, block_in)
             block_in = None
     raise AssertionError("the network ends with its classifier")
