@@ -238,13 +238,25 @@ pub struct Classifier {
 }
 
 impl Classifier {
-    /// Parses `weights` (the network's f32 file) for network `net` in `precision`.
+    /// Parses `weights` for network `net` in `precision`: the network's f32 parameters, then (required for int8,
+    /// checked whenever present) the activation-scales section (`quant::ScalesSection`).
     pub fn new(net: u8, weights: &[u8], precision: Precision) -> Result<Self> {
+        use crate::quant::{scales_needed, QuantNet, ScalesSection};
         let (input, layers) = named(net).ok_or_else(|| invalid(format!("network {net}: expected 0 (LeNet-5) or 1 (MobileNetV2)")))?;
-        let params = parse_params(weights, input, &layers)?;
-        let int8 = match precision {
-            Precision::Int8 => Some(crate::quant::QuantNet::new(input, &layers, &params)?),
-            Precision::F32 => None,
+        let n = 4 * param_count(input, &layers)?;
+        let (p, section) = weights.split_at(n.min(weights.len()));
+        let params = parse_params(p, input, &layers)?;
+        let scales = match section {
+            [] => None,
+            s => Some(ScalesSection::parse(s, scales_needed(input, &layers)?)?),
+        };
+        let int8 = match (precision, scales) {
+            (Precision::Int8, Some(s)) => Some(QuantNet::new(input, &layers, &params, &s)?),
+            (Precision::Int8, None) => {
+                let why = format!("weights: {n} bytes of f32 parameters and no activation-scales section after them: cnn_precision int8 needs one (NCQ1, calibrated by nearflash.nice.int8)");
+                return Err(invalid(why));
+            }
+            (Precision::F32, _) => None,
         };
         Ok(Classifier { input, layers, params, int8 })
     }
