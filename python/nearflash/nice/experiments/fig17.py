@@ -6,7 +6,8 @@ per batch size, a file of test images for the accuracy, and the LeNet-5 weights 
 shipped weights, every layer trained with candle by `nearflash nice train`) under /data/fashion/lenet (depth 4),
 written through ordinary Writes.
 * Accuracy: the float model (numpy, every test image) and the numpy int8 reference (`lenet.logits_int8`, the same
-  images) beside NICE-C in storage over the accuracy file (10,000 test images; 512 with --quick), and how often the
+  images; activation scales calibrated on 1,000 training images, `lenet.calibrate`, stored in the weights file's
+  NCQ1 section) beside NICE-C in storage over the accuracy file (10,000 test images; 512 with --quick), and how often the
   in-storage classes agree with the float model's; the paper gives no LeNet accuracy.
 * NICE: NICE_Write (op 6, naming the weights file's first sector) + NICE_Read at the images file's hyper-address:
   the firmware locates both files from their OOB, streams them, and runs LeNet-5 on the NICE-C unit in its 8-bit
@@ -59,19 +60,22 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
     if not 1 <= n_acc <= len(all_imgs):
         raise ValueError(f"accuracy_images: {n_acc}; 1..{len(all_imgs)} test images")
     imgs, labels = all_imgs[: max(batches)], all_labels[: max(batches)]
-    forward = lenet.logits_int8 if precision == "int8" else lenet.logits
+    scales = lenet.calibrate(wts)  # activation scales from 1,000 training images, in the weights file's NCQ1 section
+    int8 = lambda w, x: lenet.logits_int8(w, x, scales)  # noqa: E731
+    forward = int8 if precision == "int8" else lenet.logits
     ref = forward(wts, imgs)
     chunked = lambda f: np.concatenate([f(wts, all_imgs[i : min(i + 1000, n_acc)]) for i in range(0, n_acc, 1000)])  # noqa: E731
     acc_ref, acc_float = chunked(forward), chunked(lenet.logits)
     n_float = len(all_imgs) if not opts.quick else n_acc  # --quick: the accuracy file's images only
     float_acc = lenet.accuracy(wts, all_imgs[:n_float], all_labels[:n_float])
-    int8_acc = lenet.accuracy(wts, all_imgs[:n_float], all_labels[:n_float], lenet.logits_int8)
+    int8_acc = lenet.accuracy(wts, all_imgs[:n_float], all_labels[:n_float], int8)
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         d = root / DIR.lstrip("/")
         d.mkdir(parents=True)
-        (d / "weights.bin").write_bytes(lenet.weight_bytes(wts))
+        wfile = lenet.weights_file(wts, scales)
+        (d / "weights.bin").write_bytes(wfile)
         for b in batches:
             (d / f"images_{b}.bin").write_bytes(imgs[:b].tobytes())
         (d / "accuracy.bin").write_bytes(all_imgs[:n_acc].tobytes())
@@ -97,9 +101,9 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
             assert r["value"] == b and cnn_classes_match(got, ref[:b], precision), f"NICE-C differs from numpy at batch {b}"
             nice_ns = t_w + t_r
-            sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-lenet.WEIGHT_BYTES // 4096)
+            sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-len(wfile) // 4096)
             read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, h, -(-b * lenet.IMAGE_BYTES // 4096))
-                                      + _host_read_ns(dev, queue, w_head, -(-lenet.WEIGHT_BYTES // 4096)))
+                                      + _host_read_ns(dev, queue, w_head, -(-len(wfile) // 4096)))
             compute_ns = b * lenet.MACS_PER_IMAGE / rate
             host_ns = read_ns + compute_ns
             host_j = read_j + host_compute_j(dev, b * lenet.MACS_PER_IMAGE, compute_ns)
