@@ -55,7 +55,7 @@ pub fn quantise_weights(w: &[f32]) -> (Vec<i64>, f64) {
 /// [0.5, 1), mult = round(f x 2^31), shift = 31 - e. Below 2^-31 it is 0 (every output rounds to 0); from 2^29 on
 /// it saturates (i32::MAX x 2^-1: every non-zero output saturates).
 pub fn fixed_point(m: f64) -> (i64, u32) {
-    if !(m >= 2f64.powi(-31)) {
+    if m.is_nan() || m < 2f64.powi(-31) {
         return (0, 1);
     }
     if m >= 2f64.powi(29) {

@@ -205,7 +205,7 @@ fn net_id(net: &str) -> PyResult<u8> {
 fn cnn_logits(py: Python<'_>, net: &str, weights: &[u8], images: &[u8], precision: &str) -> PyResult<Vec<Vec<f64>>> {
     let precision = cnn_net::Precision::parse(precision).map_err(to_py)?;
     let c = cnn_net::Classifier::new(net_id(net)?, weights, precision).map_err(to_py)?;
-    if images.is_empty() || images.len() % c.frame() != 0 {
+    if images.is_empty() || !images.len().is_multiple_of(c.frame()) {
         return Err(err(format!("images: {} bytes is not whole images of {} bytes", images.len(), c.frame())));
     }
     py.allow_threads(|| images.chunks_exact(c.frame()).map(|img| c.run(img).map(|r| r.0)).collect::<Result<_, _>>()).map_err(to_py)
