@@ -187,6 +187,10 @@ def test_wrong_lenet_invocations_are_refused(setup, case):
     before = bytes(dev.read(0, 4))
     with pytest.raises(NvmeError):
         dev.read(cap(dev) + target, 1)
+    if "scales" in case:  # the error log says what is wrong with the section
+        why = {"int8 without scales": "no activation-scales section", "scales checksum": "checksum",
+               "scales cut short": "scales in"}[case]
+        assert why in dev.error_log()[0]["reason"], dev.error_log()[0]
     assert bytes(dev.read(0, 4)) == before and bs == 4096
 
 
