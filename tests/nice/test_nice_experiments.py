@@ -43,11 +43,15 @@ def test_experiments_write_json_markdown_and_png(tmp_path, name):
         t = [exp.data["points"][b]["gpu_ns"] for b in ("1", "16", "64")]
         assert t[0] < t[1] < t[2], t
         acc = exp.data["accuracy"]
-        # The trained weights through NICE-C in storage: the float model's classes, its accuracy.
+        # The trained weights through NICE-C's 8-bit datapath in storage: every class the numpy int8 reference's,
+        # >= 99% the float model's, the accuracy within a point of float.
+        assert acc["precision"] == "int8" and acc["in_storage_equals_numpy_reference"] == 1.0, acc
         assert acc["in_storage_images"] == 512 and acc["in_storage_agrees_with_float"] >= 0.99, acc
         assert acc["in_storage"] > 0.85 and abs(acc["in_storage"] - acc["float_numpy"]) <= 0.01, acc
+        assert acc["int8_numpy"] == acc["in_storage"], "same 512 images, same arithmetic"
     if name == "fig16":
         p = exp.data["points"]["1"]
+        assert max(exp.data["int8_vs_float"]["relative_l2_error"]) <= 0.15, "int8 logits near the float model's"
         assert p["deepdive_ns"] - p["host_read_ns"] == pytest.approx(1e9 / (47.4 * 0.34)), "16.1 images/s"
 
 

@@ -156,8 +156,14 @@ pub struct ConvSpec {
     pub groups: usize,
 }
 
-/// A grouped 2-D convolution over a CHW tensor (weights `[out][in/groups][k][k]`, bias per output channel).
-pub fn conv2d(x: &[f32], input: Shape, wts: &[f32], bias: &[f32], spec: ConvSpec) -> Result<(Vec<f32>, Shape)> {
+/// The element arithmetic the kernels need: f32 for the float path, i64 (holding int8 operands and int32 sums)
+/// for the 8-bit path (`quant.rs`).
+pub trait Element: Copy + Default + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::iter::Sum {}
+impl<T: Copy + Default + PartialOrd + std::ops::Add<Output = T> + std::ops::Mul<Output = T> + std::iter::Sum> Element for T {}
+
+/// A grouped 2-D convolution over a CHW tensor (weights `[out][in/groups][k][k]`, bias per output channel); each
+/// output starts at its bias and adds the products in (channel, row, column) order.
+pub fn conv2d<T: Element>(x: &[T], input: Shape, wts: &[T], bias: &[T], spec: ConvSpec) -> Result<(Vec<T>, Shape)> {
     let ConvSpec { out, k, stride, pad, groups } = spec;
     let l = Layer::Conv { out, k, stride, pad, groups };
     let ((_, oh, ow), _, nw) = layer_cost(&l, input)?;
@@ -166,7 +172,7 @@ pub fn conv2d(x: &[f32], input: Shape, wts: &[f32], bias: &[f32], spec: ConvSpec
         return Err(invalid(format!("conv: {} inputs, {} weights, {} biases for {input:?} -> {out}", x.len(), wts.len(), bias.len())));
     }
     let (cin, cout) = (c / groups, out / groups);
-    let mut y = vec![0f32; out * oh * ow];
+    let mut y = vec![T::default(); out * oh * ow];
     for o in 0..out {
         let g = o / cout;
         for oy in 0..oh {
@@ -180,7 +186,7 @@ pub fn conv2d(x: &[f32], input: Shape, wts: &[f32], bias: &[f32], spec: ConvSpec
                                 continue;
                             }
                             let xi = ((g * cin + ci) * h + iy as usize) * w + ix as usize;
-                            acc += x[xi] * wts[((o * cin + ci) * k + ky) * k + kx];
+                            acc = acc + x[xi] * wts[((o * cin + ci) * k + ky) * k + kx];
                         }
                     }
                 }
@@ -192,27 +198,40 @@ pub fn conv2d(x: &[f32], input: Shape, wts: &[f32], bias: &[f32], spec: ConvSpec
 }
 
 /// Max pooling.
-pub fn max_pool(x: &[f32], input: Shape, k: usize, stride: usize) -> Result<(Vec<f32>, Shape)> {
+pub fn max_pool<T: Element>(x: &[T], input: Shape, k: usize, stride: usize) -> Result<(Vec<T>, Shape)> {
     let ((c, oh, ow), _, _) = layer_cost(&Layer::MaxPool { k, stride }, input)?;
     let (_, h, w) = input;
     if x.len() != c * h * w {
         return Err(invalid("max_pool: input length does not match its shape"));
     }
-    let mut y = vec![f32::NEG_INFINITY; c * oh * ow];
+    let mut y = Vec::with_capacity(c * oh * ow);
     for ch in 0..c {
         for oy in 0..oh {
             for ox in 0..ow {
+                let at = |ky: usize, kx: usize| x[(ch * h + oy * stride + ky) * w + ox * stride + kx];
+                let mut m = at(0, 0);
                 for ky in 0..k {
                     for kx in 0..k {
-                        let v = x[(ch * h + oy * stride + ky) * w + ox * stride + kx];
-                        let o = &mut y[(ch * oh + oy) * ow + ox];
-                        *o = o.max(v);
+                        if at(ky, kx) > m {
+                            m = at(ky, kx);
+                        }
                     }
                 }
+                y.push(m);
             }
         }
     }
     Ok((y, (c, oh, ow)))
+}
+
+/// A fully connected layer over the flattened input (weights `[out][in]`): each output is its bias plus the sum of
+/// the products.
+pub fn linear<T: Element>(x: &[T], wts: &[T], bias: &[T]) -> Result<Vec<T>> {
+    let n = x.len();
+    if n == 0 || wts.len() != n * bias.len() {
+        return Err(invalid(format!("linear: {n} inputs, {} weights, {} biases", wts.len(), bias.len())));
+    }
+    Ok(bias.iter().zip(wts.chunks_exact(n)).map(|(&b, w)| b + w.iter().zip(x).map(|(&a, &c)| a * c).sum::<T>()).collect())
 }
 
 /// Activation in place.

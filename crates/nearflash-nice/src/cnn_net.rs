@@ -3,7 +3,7 @@
 //! bias per output; an inverted residual holds its expand (if any), depthwise and project convolutions in that
 //! order). NICE-C's in-storage ops load this array from a weights file of the ext4 image.
 
-use crate::cnn::{activate, conv2d, layer_cost, max_pool, Act, ConvSpec, Layer, Shape};
+use crate::cnn::{activate, conv2d, layer_cost, linear, max_pool, Act, ConvSpec, Layer, Shape};
 use crate::error::{invalid, Result};
 
 /// The networks NICE-C's op runs, by id: 0 LeNet-5 on (1, 28, 28), 1 MobileNetV2 on (3, 224, 224).
@@ -60,21 +60,33 @@ pub fn kernels(input: Shape, layers: &[Layer]) -> Result<Vec<KernelCost>> {
     Ok(out)
 }
 
+/// The parameterised layers (convolutions, an inverted residual's parts, linear layers) in file order: (weights,
+/// biases) of each.
+pub fn param_layers(input: Shape, layers: &[Layer]) -> Result<Vec<(usize, usize)>> {
+    let mut s = input;
+    let mut v = Vec::new();
+    for l in layers {
+        match *l {
+            Layer::InvertedResidual { expand, out, stride } => {
+                let mut z = s;
+                for (spec, _) in ir_parts(s.0, expand, out, stride) {
+                    let p = Layer::Conv { out: spec.out, k: spec.k, stride: spec.stride, pad: spec.pad, groups: spec.groups };
+                    let (nz, _, w) = layer_cost(&p, z)?;
+                    v.push((w as usize, spec.out));
+                    z = nz;
+                }
+            }
+            Layer::Conv { out, .. } | Layer::Linear { out } => v.push((layer_cost(l, s)?.2 as usize, out)),
+            _ => {}
+        }
+        s = layer_cost(l, s)?.0;
+    }
+    Ok(v)
+}
+
 /// f32 parameters (weights and biases) of the network on `input`.
 pub fn param_count(input: Shape, layers: &[Layer]) -> Result<usize> {
-    let mut s = input;
-    let mut n = 0usize;
-    for l in layers {
-        let (ns, _, w) = layer_cost(l, s)?;
-        n += w as usize;
-        n += match *l {
-            Layer::Conv { out, .. } | Layer::Linear { out } => out,
-            Layer::InvertedResidual { expand, out, stride } => ir_parts(s.0, expand, out, stride).iter().map(|p| p.0.out).sum(),
-            _ => 0,
-        };
-        s = ns;
-    }
-    Ok(n)
+    Ok(param_layers(input, layers)?.iter().map(|(w, b)| w + b).sum())
 }
 
 /// A weights file's parameters (little-endian f32, exactly [`param_count`] of them, all finite).
@@ -90,18 +102,99 @@ pub fn parse_params(b: &[u8], input: Shape, layers: &[Layer]) -> Result<Vec<f32>
     Ok(p)
 }
 
-/// Takes the next `n` parameters.
-fn take<'a>(p: &'a [f32], at: &mut usize, n: usize) -> Result<&'a [f32]> {
-    let s = p.get(*at..*at + n).ok_or_else(|| invalid("weights: fewer parameters than the network needs"))?;
-    *at += n;
-    Ok(s)
+/// The arithmetic a forward pass runs in: one implementation per precision (f32 here, int8 in `quant.rs`). The
+/// parameterised layers are taken in file order, one per `conv` / `linear` call.
+pub(crate) trait Datapath {
+    type Tensor: Clone;
+    fn conv(&mut self, x: Self::Tensor, s: Shape, spec: ConvSpec) -> Result<(Self::Tensor, Shape)>;
+    fn linear(&mut self, x: Self::Tensor, out: usize) -> Result<Self::Tensor>;
+    fn act(&self, x: &mut Self::Tensor, a: Act);
+    fn max_pool(&self, x: Self::Tensor, s: Shape, k: usize, stride: usize) -> Result<(Self::Tensor, Shape)>;
+    fn global_avg_pool(&self, x: Self::Tensor, s: Shape) -> Self::Tensor;
+    /// The tensor entering an inverted residual, as its first convolution and its residual add both read it.
+    fn block_input(&self, x: Self::Tensor) -> Self::Tensor {
+        x
+    }
+    /// `z + y`: the residual add of an inverted residual.
+    fn residual(&self, z: Self::Tensor, y: &Self::Tensor) -> Self::Tensor;
 }
 
-fn conv(x: &[f32], s: Shape, spec: ConvSpec, p: &[f32], at: &mut usize) -> Result<(Vec<f32>, Shape)> {
-    let w = (s.0 / spec.groups) * spec.k * spec.k * spec.out;
-    let wts = take(p, at, w)?;
-    let bias = take(p, at, spec.out)?;
-    conv2d(x, s, wts, bias, spec)
+/// Runs the network's layers over `x` (shape `input`) in the datapath's arithmetic.
+pub(crate) fn run<D: Datapath>(dp: &mut D, input: Shape, layers: &[Layer], x: D::Tensor) -> Result<D::Tensor> {
+    let (mut y, mut s) = (x, input);
+    for l in layers {
+        (y, s) = match *l {
+            Layer::Conv { out, k, stride, pad, groups } => dp.conv(y, s, ConvSpec { out, k, stride, pad, groups })?,
+            Layer::MaxPool { k, stride } => dp.max_pool(y, s, k, stride)?,
+            Layer::GlobalAvgPool => (dp.global_avg_pool(y, s), (s.0, 1, 1)),
+            Layer::Linear { out } => (dp.linear(y, out)?, (out, 1, 1)),
+            Layer::Act(a) => {
+                dp.act(&mut y, a);
+                (y, s)
+            }
+            Layer::InvertedResidual { expand, out, stride } => {
+                let y = dp.block_input(y);
+                let (mut z, mut zs) = (y.clone(), s);
+                for (spec, act) in ir_parts(s.0, expand, out, stride) {
+                    (z, zs) = dp.conv(z, zs, spec)?;
+                    if let Some(a) = act {
+                        dp.act(&mut z, a);
+                    }
+                }
+                if stride == 1 && s.0 == out {
+                    z = dp.residual(z, &y);
+                }
+                (z, zs)
+            }
+        };
+    }
+    Ok(y)
+}
+
+/// The f32 datapath over a flat parameter array.
+struct F32<'a> {
+    params: &'a [f32],
+    at: usize,
+}
+
+impl<'a> F32<'a> {
+    /// Takes the next `n` parameters.
+    fn take(&mut self, n: usize) -> Result<&'a [f32]> {
+        let params: &'a [f32] = self.params;
+        let s = params.get(self.at..self.at + n).ok_or_else(|| invalid("weights: fewer parameters than the network needs"))?;
+        self.at += n;
+        Ok(s)
+    }
+}
+
+impl Datapath for F32<'_> {
+    type Tensor = Vec<f32>;
+    fn conv(&mut self, x: Vec<f32>, s: Shape, spec: ConvSpec) -> Result<(Vec<f32>, Shape)> {
+        let wts = self.take((s.0 / spec.groups) * spec.k * spec.k * spec.out)?;
+        let bias = self.take(spec.out)?;
+        conv2d(&x, s, wts, bias, spec)
+    }
+    fn linear(&mut self, x: Vec<f32>, out: usize) -> Result<Vec<f32>> {
+        let w = self.take(x.len() * out)?;
+        let b = self.take(out)?;
+        linear(&x, w, b)
+    }
+    fn act(&self, x: &mut Vec<f32>, a: Act) {
+        activate(x, a);
+    }
+    fn max_pool(&self, x: Vec<f32>, s: Shape, k: usize, stride: usize) -> Result<(Vec<f32>, Shape)> {
+        max_pool(&x, s, k, stride)
+    }
+    fn global_avg_pool(&self, x: Vec<f32>, s: Shape) -> Vec<f32> {
+        let hw = (s.1 * s.2) as f32;
+        x.chunks(s.1 * s.2).map(|c| c.iter().sum::<f32>() / hw).collect()
+    }
+    fn residual(&self, mut z: Vec<f32>, y: &Vec<f32>) -> Vec<f32> {
+        for (a, b) in z.iter_mut().zip(y) {
+            *a += b;
+        }
+        z
+    }
 }
 
 /// The network's output (logits) for one input tensor `x` of shape `input`; `params` must hold exactly
@@ -113,44 +206,85 @@ pub fn forward(input: Shape, layers: &[Layer], params: &[f32], x: &[f32]) -> Res
     if x.len() != input.0 * input.1 * input.2 {
         return Err(invalid("input length does not match its shape"));
     }
-    let (mut y, mut s, mut at) = (x.to_vec(), input, 0usize);
-    for l in layers {
-        (y, s) = match *l {
-            Layer::Conv { out, k, stride, pad, groups } => conv(&y, s, ConvSpec { out, k, stride, pad, groups }, params, &mut at)?,
-            Layer::MaxPool { k, stride } => max_pool(&y, s, k, stride)?,
-            Layer::GlobalAvgPool => {
-                let hw = (s.1 * s.2) as f32;
-                (y.chunks(s.1 * s.2).map(|c| c.iter().sum::<f32>() / hw).collect(), (s.0, 1, 1))
-            }
-            Layer::Linear { out } => {
-                let n = y.len();
-                let w = take(params, &mut at, n * out)?;
-                let b = take(params, &mut at, out)?;
-                let z = b.iter().enumerate().map(|(o, &bo)| bo + w[o * n..(o + 1) * n].iter().zip(&y).map(|(a, c)| a * c).sum::<f32>()).collect();
-                (z, (out, 1, 1))
-            }
-            Layer::Act(a) => {
-                activate(&mut y, a);
-                (y, s)
-            }
-            Layer::InvertedResidual { expand, out, stride } => {
-                let (mut z, mut zs) = (y.clone(), s);
-                for (spec, act) in ir_parts(s.0, expand, out, stride) {
-                    (z, zs) = conv(&z, zs, spec, params, &mut at)?;
-                    if let Some(a) = act {
-                        activate(&mut z, a);
-                    }
-                }
-                if stride == 1 && s.0 == out {
-                    for (a, b) in z.iter_mut().zip(&y) {
-                        *a += b;
-                    }
-                }
-                (z, zs)
-            }
-        };
+    run(&mut F32 { params, at: 0 }, input, layers, x.to_vec())
+}
+
+/// The arithmetic NICE-C's in-storage op computes in (`cnn_precision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// The FPGA's 8-bit datapath (`quant.rs`), what the timing charges.
+    Int8,
+    /// f32 throughout, for comparison.
+    F32,
+}
+
+impl Precision {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "int8" => Ok(Precision::Int8),
+            "f32" => Ok(Precision::F32),
+            o => Err(invalid(format!("precision {o:?}: expected \"int8\" or \"f32\""))),
+        }
     }
-    Ok(y)
+}
+
+/// A named network (`named`) with its weights file parsed (and quantised for int8), classifying u8 images.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    input: Shape,
+    layers: Vec<Layer>,
+    params: Vec<f32>,
+    int8: Option<crate::quant::QuantNet>,
+}
+
+impl Classifier {
+    /// Parses `weights` for network `net` in `precision`: the network's f32 parameters, then (required for int8,
+    /// checked whenever present) the activation-scales section (`quant::ScalesSection`).
+    pub fn new(net: u8, weights: &[u8], precision: Precision) -> Result<Self> {
+        use crate::quant::{scales_needed, QuantNet, ScalesSection};
+        let (input, layers) = named(net).ok_or_else(|| invalid(format!("network {net}: expected 0 (LeNet-5) or 1 (MobileNetV2)")))?;
+        let n = 4 * param_count(input, &layers)?;
+        let (p, section) = weights.split_at(n.min(weights.len()));
+        let params = parse_params(p, input, &layers)?;
+        let scales = match section {
+            [] => None,
+            s => Some(ScalesSection::parse(s, scales_needed(input, &layers)?)?),
+        };
+        let int8 = match (precision, scales) {
+            (Precision::Int8, Some(s)) => Some(QuantNet::new(input, &layers, &params, &s)?),
+            (Precision::Int8, None) => {
+                let why = format!("weights: {n} bytes of f32 parameters and no activation-scales section after them: cnn_precision int8 needs one (NCQ1, calibrated by nearflash.nice.int8)");
+                return Err(invalid(why));
+            }
+            (Precision::F32, _) => None,
+        };
+        Ok(Classifier { input, layers, params, int8 })
+    }
+
+    /// Bytes of one image (u8 in the network's CHW shape).
+    pub fn frame(&self) -> usize {
+        self.input.0 * self.input.1 * self.input.2
+    }
+
+    /// One image's logits and class (the first of equal largest: on int8, of equal int32 sums).
+    pub fn run(&self, img: &[u8]) -> Result<(Vec<f64>, usize)> {
+        if img.len() != self.frame() {
+            return Err(invalid(format!("input: {} bytes, the network takes {}", img.len(), self.frame())));
+        }
+        Ok(match &self.int8 {
+            Some(q) => {
+                let out = q.forward(img)?;
+                let best = out.v.iter().enumerate().fold(0, |b, (i, v)| if *v > out.v[b] { i } else { b });
+                (out.real(), best)
+            }
+            None => {
+                let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
+                let logits = forward(self.input, &self.layers, &self.params, &x)?;
+                let best = argmax(&logits);
+                (logits.into_iter().map(f64::from).collect(), best)
+            }
+        })
+    }
 }
 
 /// The index of the largest value (the first of equals).

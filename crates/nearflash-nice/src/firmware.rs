@@ -22,7 +22,8 @@
 //! k (u16), queries (u16, 1..=`max_queries`), queries x dim i32]; value = the number of queries, then each query's
 //! neighbours in turn (min(K, N) pairs each).
 //! 6 = NICE-C (`OP_CNN`): a network (LeNet-5 or MobileNetV2) over the file's images with its weights from another
-//! file, on the declared FPGA unit `nice.cnn`; the result's tail is one u16 class per image.
+//! file, on the declared FPGA unit `nice.cnn`, in int8 (`quant.rs`) or f32 (`cnn_precision`); the result's tail is
+//! one u16 class per image.
 //!
 //! The pages of an invocation are streamed by the firmware kernel (`sched.rs`): the R5 issues them and interrupts
 //! wake the A53 (coroutine scheduling), or one A53 core issues them and spins (polling); with `shared_reads` the
@@ -30,6 +31,7 @@
 
 use crate::chain::FileChain;
 use crate::cnn::CnnParams;
+use crate::cnn_net::Precision;
 use crate::knn::KnnParams;
 use crate::ops::{self, result_block, Job};
 use crate::learner::{Learnt, Learner};
@@ -101,6 +103,8 @@ pub struct NiceFirmware {
     knn_params: KnnParams,
     cnn_unit: Option<UnitHandle>,
     cnn_params: CnnParams,
+    /// NICE-C's arithmetic (`cnn_precision`).
+    cnn_precision: Precision,
     /// Every range ever written (merged; start -> end): what a reopened device re-learns from flash.
     written: BTreeMap<u64, u64>,
     invocations: u64,
@@ -166,6 +170,7 @@ impl NiceFirmware {
     /// A firmware with these parameters.
     pub fn with_params(params: NiceParams) -> Self {
         let pages = params.ftl_cache_pages as usize;
+        let cnn_precision = Precision::parse(&params.cnn_precision).expect("cnn_precision is a choice of int8 or f32");
         NiceFirmware {
             shared: SharedPages::new(params.shared_buffer_pages as usize),
             params,
@@ -180,6 +185,7 @@ impl NiceFirmware {
             knn_params: KnnParams::default(),
             cnn_unit: None,
             cnn_params: CnnParams::default(),
+            cnn_precision,
             written: BTreeMap::new(),
             invocations: 0,
             refused: 0,
@@ -374,7 +380,7 @@ impl NiceFirmware {
                     // The R5's "transfers done": a task-queue message waking the coroutine (interrupts), or seen by
                     // the core that polls (below).
                     let resumed = if coroutines && interrupts { ctx.firmware(read_done, self.params.handoff_instructions) } else { read_done };
-                    let units = ops::Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params };
+                    let units = ops::Units { knn: self.knn_unit, knn_params: &self.knn_params, cnn: self.cnn_unit, cnn_params: &self.cnn_params, cnn_precision: self.cnn_precision };
                     let (value, mut done) = ops::compute(units, ctx, &job, (&bytes, weights.as_deref()), out.len(), (t, resumed), &mut tail)?;
                     let on_fpga = matches!(job, Job::Knn { .. } | Job::Cnn { .. });
                     // Who waits. Polling wake-up: one A53 core spins until the data (and, for an FPGA op, the

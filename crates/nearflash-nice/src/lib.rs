@@ -13,7 +13,8 @@
 //! * [`host`]: the host library of Table II without the device: `open` with permission check, head-LBA table,
 //!   hyper-addresses.
 //! * [`knn`]: NICE-K, exact integer KNN as the FPGA pipelines compute it, and its timing.
-//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing; [`lenet`]: LeNet-5 with weights from a file.
+//! * [`cnn`]: NICE-C layers, MobileNetV2 shape and PE-array timing; [`cnn_net`]: a network's forward pass over a
+//!   weights file; [`quant`]: NICE-C's 8-bit datapath; [`lenet`]: LeNet-5 with weights from a file.
 //! * [`sched`]: the firmware kernel's timing (coroutines on A53 + R5 vs polling, ISC priority, shared reads);
 //!   [`host_read`]: ordinary Reads served by it.
 //! * [`ops`]: the ops a NICE_Write binds (CRC-32, byte sum, NICE-K, NICE-C) and their timing.
@@ -35,6 +36,7 @@ pub mod oob;
 pub mod oob_list;
 pub mod ops;
 pub mod partition;
+pub mod quant;
 pub mod reader;
 pub mod sched;
 pub mod source;

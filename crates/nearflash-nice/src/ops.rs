@@ -16,6 +16,8 @@ pub(crate) struct Units<'a> {
     pub knn_params: &'a KnnParams,
     pub cnn: Option<UnitHandle>,
     pub cnn_params: &'a CnnParams,
+    /// NICE-C's arithmetic (`cnn_precision`).
+    pub cnn_precision: crate::cnn_net::Precision,
 }
 
 /// A parsed NICE_Write block.
@@ -129,11 +131,12 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             (if *batch { queries.len() as u64 } else { pairs as u64 }, done)
         }
         Job::Cnn { net, .. } => {
-            // NICE-C: the network over every image of the file, weights from the weights file.
+            // NICE-C: the network over every image of the file, weights from the weights file (quantised by the
+            // firmware for the 8-bit datapath).
             let (shape, layers) = crate::cnn_net::named(*net).ok_or(Status::INTERNAL_ERROR)?;
-            let params = crate::cnn_net::parse_params(weights.ok_or(Status::INTERNAL_ERROR)?, shape, &layers)
+            let net = crate::cnn_net::Classifier::new(*net, weights.ok_or(Status::INTERNAL_ERROR)?, u.cnn_precision)
                 .map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("NICE-C weights file: {e}")))?;
-            let frame = shape.0 * shape.1 * shape.2;
+            let frame = net.frame();
             if bytes.is_empty() || bytes.len() % frame != 0 {
                 let why = format!("NICE-C input file of {} bytes: expected 1 or more whole images of {frame} bytes ({}x{}x{})", bytes.len(), shape.0, shape.1, shape.2);
                 return Err(ctx.explain(Status::INVALID_FIELD, None, why));
@@ -144,9 +147,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
                 return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             for img in bytes.chunks_exact(frame) {
-                let x: Vec<f32> = img.iter().map(|&p| f32::from(p) / 255.0).collect();
-                let logits = crate::cnn_net::forward(shape, &layers, &params, &x).map_err(|_| Status::INTERNAL_ERROR)?;
-                tail.extend_from_slice(&(crate::cnn_net::argmax(&logits) as u16).to_le_bytes());
+                let (_, class) = net.run(img).map_err(|_| Status::INTERNAL_ERROR)?;
+                tail.extend_from_slice(&(class as u16).to_le_bytes());
             }
             let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
             // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them

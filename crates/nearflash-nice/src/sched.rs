@@ -53,6 +53,8 @@ nearflash_core::ext_params! {
         /// task-queue message, the FPGA's completion interrupt) or one A53 core polling their status; "auto" is
         /// interrupts with coroutines and polling with run-to-completion (Fig. 13's two firmwares).
         wake: Choice["auto", "interrupt", "polling"] = "auto", "choice", "NICE Sec. IV-C: 'an interrupt-based wake-up mechanism to release computing resources in the main A53 processor'; polling is the alternative it argues against";
+        /// The arithmetic of NICE-C's op 6: the FPGA's 8-bit datapath (`quant.rs`) or f32 (for comparison).
+        cnn_precision: Choice["int8", "f32"] = "int8", "choice", "assumed: NICE gives no NICE-C precision; 8-bit quantised inference, the element width the NICE-C timing charges (element_bytes = 1)";
     }
 }
 

@@ -1,6 +1,7 @@
 //! Bindings of `nearflash-nice`: the ext4 learner and reader over an image file, NICE-K and NICE-C.
 
 use nearflash_nice::cnn::{self, CnnParams};
+use nearflash_nice::cnn_net;
 use nearflash_nice::knn::{self, KnnParams, Width};
 use nearflash_nice::learner::Learner;
 use nearflash_nice::reader::Ext4Reader;
@@ -181,15 +182,33 @@ fn mobilenet_v2_timing<'py>(py: Python<'py>, batch: usize, params: Option<&str>)
 /// multiply-adds, weights, input and output elements.
 #[pyfunction]
 fn network_kernels<'py>(py: Python<'py>, net: &str) -> PyResult<Bound<'py, PyAny>> {
-    let id = match net {
-        "lenet5" => 0,
-        "mobilenet_v2" => 1,
-        o => return Err(err(format!("net {o:?}: expected \"lenet5\" or \"mobilenet_v2\""))),
-    };
+    let id = net_id(net)?;
     let (shape, layers) = nearflash_nice::cnn_net::named(id).expect("ids 0 and 1 are named networks");
     let ks = nearflash_nice::cnn_net::kernels(shape, &layers).map_err(to_py)?;
     let v: Vec<_> = ks.iter().map(|k| serde_json::json!({"macs": k.macs, "weights": k.weights, "inputs": k.inputs, "outputs": k.outputs})).collect();
     to_python(py, &serde_json::Value::Array(v))
+}
+
+/// A NICE-C network's id (`cnn_net::named`) by name.
+fn net_id(net: &str) -> PyResult<u8> {
+    match net {
+        "lenet5" => Ok(0),
+        "mobilenet_v2" => Ok(1),
+        o => Err(err(format!("net {o:?}: expected \"lenet5\" or \"mobilenet_v2\""))),
+    }
+}
+
+/// The logits NICE-C's op 6 computes (one row per image) for network `net` over u8 images (whole frames in the
+/// network's CHW shape, back to back) with its f32 weights file, in `precision` ("int8" or "f32").
+#[pyfunction]
+#[pyo3(signature = (net, weights, images, precision = "int8"))]
+fn cnn_logits(py: Python<'_>, net: &str, weights: &[u8], images: &[u8], precision: &str) -> PyResult<Vec<Vec<f64>>> {
+    let precision = cnn_net::Precision::parse(precision).map_err(to_py)?;
+    let c = cnn_net::Classifier::new(net_id(net)?, weights, precision).map_err(to_py)?;
+    if images.is_empty() || !images.len().is_multiple_of(c.frame()) {
+        return Err(err(format!("images: {} bytes is not whole images of {} bytes", images.len(), c.frame())));
+    }
+    py.allow_threads(|| images.chunks_exact(c.frame()).map(|img| c.run(img).map(|r| r.0)).collect::<Result<_, _>>()).map_err(to_py)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -201,6 +220,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(knn_timing, &sub)?)?;
     sub.add_function(wrap_pyfunction!(mobilenet_v2_timing, &sub)?)?;
     sub.add_function(wrap_pyfunction!(network_kernels, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(cnn_logits, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -74,3 +74,11 @@ def network_kernels(net: str) -> list[dict[str, int]]:
 
 
 __all__ = ["knn", "knn_timing", "learn_image", "lookup", "mobilenet_v2_timing", "network_kernels"]
+
+
+def cnn_logits(net: str, weights: bytes, images: np.ndarray, precision: str = "int8") -> np.ndarray:
+    """The logits (float64, one row per image) NICE-C's op 6 computes for ``net`` ("lenet5" or "mobilenet_v2") over
+    u8 ``images`` (whole frames in the network's CHW shape) with its f32 weights file ``weights``, in ``precision``
+    ("int8": the FPGA's 8-bit datapath, the firmware's default; "f32")."""
+    imgs = np.ascontiguousarray(images, dtype=np.uint8)
+    return np.asarray(_n.cnn_logits(net, bytes(weights), imgs.tobytes(), precision), dtype=np.float64)

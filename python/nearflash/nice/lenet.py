@@ -10,10 +10,12 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from nearflash.ndsearch.datasets import FASHION_DIR, fashion_mnist
+from nearflash.nice import int8 as q8
 
 #: (weights shape, biases) of each parameterised layer, in the weights file's order.
 SHAPES = [((6, 1, 5, 5), 6), ((16, 6, 5, 5), 16), ((120, 400), 120), ((84, 120), 84), ((10, 84), 10)]
@@ -21,6 +23,8 @@ WEIGHT_BYTES = 4 * sum(int(np.prod(s)) + b for s, b in SHAPES)
 IMAGE_BYTES = 28 * 28
 #: Multiply-accumulates of one image (conv1 117,600 + conv2 240,000 + fc 48,000 + 10,080 + 840).
 MACS_PER_IMAGE = 6 * 28 * 28 * 25 + 16 * 10 * 10 * 150 + 400 * 120 + 120 * 84 + 84 * 10
+#: Training images the activation scales are calibrated on (``calibrate``).
+CALIBRATION_IMAGES = 1000
 #: The shipped weights (``nearflash nice train --out`` this path, default options) and their training record.
 SHIPPED = Path(__file__).with_name("lenet5_fashion.f32")
 
@@ -54,17 +58,46 @@ def _pool(x: np.ndarray) -> np.ndarray:
     return x.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
 
 
+def _hidden(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> list[np.ndarray]:
+    """The outputs of conv1, conv2 (after ReLU and pooling), fc1 and fc2 (after ReLU), float64."""
+    x = imgs.reshape(-1, 1, 28, 28).astype(np.float64) / 255.0
+    c1 = _pool(np.maximum(_conv(x, *wts[0], pad=2), 0))
+    c2 = _pool(np.maximum(_conv(c1, *wts[1], pad=0), 0))
+    f1 = np.maximum(c2.reshape(len(c2), -1) @ wts[2][0].T + wts[2][1], 0)
+    return [c1, c2, f1, np.maximum(f1 @ wts[3][0].T + wts[3][1], 0)]
+
+
 def features(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> np.ndarray:
     """The 84 inputs of the last layer (float64)."""
-    x = imgs.reshape(-1, 1, 28, 28).astype(np.float64) / 255.0
-    x = _pool(np.maximum(_conv(x, *wts[0], pad=2), 0))
-    x = _pool(np.maximum(_conv(x, *wts[1], pad=0), 0))
-    x = np.maximum(x.reshape(len(x), -1) @ wts[2][0].T + wts[2][1], 0)
-    return np.maximum(x @ wts[3][0].T + wts[3][1], 0)
+    return _hidden(wts, imgs)[-1]
 
 
 def logits(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> np.ndarray:
     return features(wts, imgs) @ wts[4][0].T + wts[4][1]
+
+
+def calibrate(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray | None = None) -> list[float]:
+    """The activation scales of the 8-bit datapath (conv1, conv2, fc1, fc2: the largest output after ReLU / 127)
+    from the float model over `imgs` (default: the first ``CALIBRATION_IMAGES`` training images, not test images)."""
+    imgs = images("train")[:CALIBRATION_IMAGES] if imgs is None else imgs
+    top = np.zeros(4)
+    for i in range(0, len(imgs), 1000):
+        top = np.maximum(top, [float(np.abs(h).max()) for h in _hidden(wts, imgs[i : i + 1000])])
+    return [q8.scale_of(m) for m in top]
+
+
+def logits_int8(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, scales: list[float]) -> np.ndarray:
+    """The logits of NICE-C's 8-bit datapath (``cnn_precision = "int8"``) with activation `scales` (``calibrate``),
+    bit for bit as the firmware computes them (``nearflash.nice.int8``): float64 values of int32 sums x scale."""
+    qw = [q8.quantise_weights(w) for w, _ in wts]
+    x = q8.Q.image(imgs, (1, 28, 28))
+    for i, pad in ((0, 2), (1, 0)):
+        x = q8.relu(q8.layer(x, qw[i], wts[i][1], scales[i], lambda v, w, pad=pad: _conv(v, w, np.zeros(len(w)), pad)))
+        x = q8.Q(_pool(x.v), x.s)
+    x = q8.Q(x.v.reshape(len(x.v), -1), x.s)
+    for i in (2, 3):
+        x = q8.relu(q8.layer(x, qw[i], wts[i][1], scales[i], lambda v, w: v @ w.T))
+    return q8.layer(x, qw[4], wts[4][1], None, lambda v, w: v @ w.T).real()
 
 
 def load(path: Path | str = SHIPPED) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -88,11 +121,19 @@ def record(path: Path | str = SHIPPED) -> dict:
     return json.loads(Path(f"{path}.json").read_text())
 
 
-def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_: np.ndarray) -> float:
-    """Fraction of `imgs` whose largest numpy logit is the label (in chunks of 1,000 images)."""
-    right = sum(int((logits(wts, imgs[i : i + 1000]).argmax(1) == labels_[i : i + 1000]).sum())
+def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_: np.ndarray,
+             forward: Callable[..., np.ndarray] = logits) -> float:
+    """Fraction of `imgs` whose largest numpy logit (``forward(wts, imgs)``: ``logits`` in float, or the int8
+    datapath with its scales bound) is the label (in chunks of 1,000 images)."""
+    right = sum(int((forward(wts, imgs[i : i + 1000]).argmax(1) == labels_[i : i + 1000]).sum())
                 for i in range(0, len(imgs), 1000))
     return right / max(len(imgs), 1)
+
+
+def weights_file(wts: list[tuple[np.ndarray, np.ndarray]], scales: list[float] | None) -> bytes:
+    """The weights file as NICE-C reads it: the f32 parameters, then (for the int8 datapath) the activation
+    scales' NCQ1 section."""
+    return weight_bytes(wts) + (q8.scales_section(scales) if scales is not None else b"")
 
 
 def weight_bytes(wts: list[tuple[np.ndarray, np.ndarray]]) -> bytes:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nearflash.nice import int8 as q8
+
 SHAPE = (3, 224, 224)
 IMAGE_BYTES = 3 * 224 * 224
 #: (expansion t, channels c, repeats n, first stride s)
@@ -65,8 +67,9 @@ def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, groups: int)
     return y[:, :: 1 if k > 1 else stride, :: 1 if k > 1 else stride] + b[:, None, None]
 
 
-def logits(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray) -> np.ndarray:
-    """The 1000 logits of one image (150,528 u8 in CHW order), float64."""
+def logits(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray, record: list[float] | None = None) -> np.ndarray:
+    """The 1000 logits of one image (150,528 u8 in CHW order), float64; `record` (if given) receives the largest
+    magnitude of each convolution's output after its activation and residual add (for ``calibrate``)."""
     x = img.reshape(SHAPE).astype(np.float64) / 255.0
     block_in = None
     for layer, (w, b) in zip(convs(), wts):
@@ -82,4 +85,44 @@ def logits(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray) -> np.ndar
             if blk[2]:
                 x = x + block_in
             block_in = None
+        if record is not None:
+            record.append(float(np.abs(x).max()))
     raise AssertionError("the network ends with its classifier")
+
+
+def calibrate(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray) -> list[float]:
+    """The activation scales of the 8-bit datapath (one per convolution: its largest output over `imgs` / 127)."""
+    top: np.ndarray | None = None
+    for img in imgs:
+        rec: list[float] = []
+        logits(wts, img, rec)
+        top = np.asarray(rec) if top is None else np.maximum(top, rec)
+    return [q8.scale_of(m) for m in top]
+
+
+def logits_int8(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray, scales: list[float]) -> np.ndarray:
+    """The 1000 logits of one image on NICE-C's 8-bit datapath (``cnn_precision = "int8"``) with activation
+    `scales` (``calibrate``), bit for bit as the firmware computes them (``nearflash.nice.int8``)."""
+    x = q8.Q.image(img, SHAPE)
+    block_in = None
+    for i, (layer, (w, b)) in enumerate(zip(convs(), wts)):
+        qw = q8.quantise_weights(w)
+        if layer[0] == "linear":
+            return q8.layer(q8.global_avg_pool(x), qw, b, None, lambda v, wq: v @ wq.T).real()[0]
+        _, _, _, _, stride, groups, act, blk = layer
+        if blk is not None and block_in is None:
+            block_in = x
+        x = q8.layer(x, qw, b, scales[i],
+                     lambda v, wq, stride=stride, groups=groups: _conv(v[0], wq, np.zeros(len(wq)), stride, groups)[None])
+        if act:
+            x = q8.relu6(x)
+        if blk is not None and blk[1]:
+            if blk[2]:
+                x = q8.residual(x, block_in)
+            block_in = None
+    raise AssertionError("the network ends with its classifier")
+
+
+def weights_file(wts: list[tuple[np.ndarray, np.ndarray]], scales: list[float] | None) -> bytes:
+    """The weights file as NICE-C reads it: the f32 parameters, then (for int8) the scales' NCQ1 section."""
+    return weight_bytes(wts) + (q8.scales_section(scales) if scales is not None else b"")

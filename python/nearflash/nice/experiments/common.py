@@ -43,10 +43,11 @@ def debugfs(img: Path, cmds: list[str]) -> list[str]:
     return [p.split("\n", 1)[1] if "\n" in p else "" for p in parts]
 
 
-def device(image: bytes, cache_pages: int, exp: Experiment | None = None) -> Device:
-    """A fresh shrunk nice-zu7eg device with the `nice` firmware, the image written through ordinary Writes."""
+def device(image: bytes, cache_pages: int, exp: Experiment | None = None, **params: Any) -> Device:
+    """A fresh shrunk nice-zu7eg device with the `nice` firmware (and its `params`), the image written through
+    ordinary Writes."""
     dev = Device(None, preset=PRESET, **SHRINK)
-    dev.attach("nice", ftl_cache_pages=cache_pages)
+    dev.attach("nice", ftl_cache_pages=cache_pages, **params)
     bs = dev.lba_bytes
     pad = (-len(image)) % bs
     buf = np.frombuffer(image + b"\0" * pad, dtype=np.uint8)
@@ -137,3 +138,28 @@ def compare_headline(exp: Experiment, cpu_over_nice: list[float], gpu_over_nice:
                 "x", note)
     exp.compare("GPU / NICE latency, mean (headline)", sum(gpu_over_nice) / len(gpu_over_nice), PAPER_HEADLINE_GPU,
                 "x", note)
+
+
+#: NICE-C's arithmetic in the experiments (`--set cnn_precision=f32` for the float path).
+CNN_PRECISIONS = ("int8", "f32")
+
+
+def cnn_classes_match(got: np.ndarray, ref: np.ndarray, precision: str) -> bool:
+    """Whether the in-storage classes `got` are the numpy reference's (`ref`: logits, one row per image, of the same
+    precision): every one on int8 (integer arithmetic, bit-exact), on f32 wherever the two largest logits are not a
+    near-tie (summation order)."""
+    if precision == "int8":
+        return bool(np.array_equal(got, ref.argmax(1)))
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    clear = (top2[:, 1] - top2[:, 0]) > 1e-4 * np.abs(top2).max()
+    return bool(np.array_equal(got[clear], ref.argmax(1)[clear]))
+
+
+def cnn_precision(opts: Any) -> str:
+    """The `cnn_precision` option (int8 by default, as the firmware)."""
+    from nearflash.recssd.experiments.common import option
+
+    p = option(opts, "cnn_precision", "int8", "int8")
+    if p not in CNN_PRECISIONS:
+        raise ValueError(f"cnn_precision: {p!r}; one of {CNN_PRECISIONS}")
+    return p

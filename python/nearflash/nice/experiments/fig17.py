@@ -5,11 +5,14 @@ Same device, same run: an ext4 image holding Fashion-MNIST test images (Debian's
 per batch size, a file of test images for the accuracy, and the LeNet-5 weights file (`nearflash.nice.lenet`: the
 shipped weights, every layer trained with candle by `nearflash nice train`) under /data/fashion/lenet (depth 4),
 written through ordinary Writes.
-* Accuracy: the float model (numpy, every test image) beside NICE-C in storage over the accuracy file (10,000 test
-  images; 512 with --quick), and how often the two agree; the paper gives no LeNet accuracy.
+* Accuracy: the float model (numpy, every test image) and the numpy int8 reference (`lenet.logits_int8`, the same
+  images; activation scales calibrated on 1,000 training images, `lenet.calibrate`, stored in the weights file's
+  NCQ1 section) beside NICE-C in storage over the accuracy file (10,000 test images; 512 with --quick), and how often the
+  in-storage classes agree with the float model's; the paper gives no LeNet accuracy.
 * NICE: NICE_Write (op 6, naming the weights file's first sector) + NICE_Read at the images file's hyper-address:
-  the firmware locates both files from their OOB, streams them, and runs LeNet-5 on the NICE-C unit. Every class it
-  returns is checked against the numpy reference (equal wherever the top two logits are not a near-tie).
+  the firmware locates both files from their OOB, streams them, and runs LeNet-5 on the NICE-C unit in its 8-bit
+  datapath (`--set cnn_precision=f32`: the f32 path). Every class it returns is checked against the numpy
+  reference of the same precision (int8: all equal; f32: equal wherever the top two logits are not a near-tie).
 * FSR-C: NICE-C behind FSR-ISC's file locating: NICE's latency plus, for each of the two files, the firmware's path
   walk (op 5) minus NICE's locate (op 4), both measured on the same device.
 * HOST-CPU: the host reads the images and the weights through the kernel (256 KiB Reads, up to 64 in flight) and
@@ -31,8 +34,9 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.nice import lenet, network_kernels
-from nearflash.nice.experiments.common import (OP_LOCATE, compare_headline, debugfs, device, fsr_block,
-                                               host_compute_j, host_gpu_j, invoke, make_image, measured)
+from nearflash.nice.experiments.common import (OP_LOCATE, cnn_classes_match, cnn_precision, compare_headline,
+                                               debugfs, device, fsr_block, host_compute_j, host_gpu_j, invoke,
+                                               make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.nice.gpu import Gpu
 from nearflash.recssd.experiments.common import option
@@ -50,22 +54,28 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
     batches = option(opts, "batches", [1, 16, 64], [1, 4, 16, 64, 256])
     rate = option(opts, "host_macs_per_ns", HOST_MACS_PER_NS, HOST_MACS_PER_NS)
     n_acc = option(opts, "accuracy_images", 512, 10000)
+    precision = cnn_precision(opts)
     wts = lenet.load()
     all_imgs, all_labels = lenet.images("test"), lenet.labels("test")
     if not 1 <= n_acc <= len(all_imgs):
         raise ValueError(f"accuracy_images: {n_acc}; 1..{len(all_imgs)} test images")
     imgs, labels = all_imgs[: max(batches)], all_labels[: max(batches)]
-    ref = lenet.logits(wts, imgs)
-    acc_ref = lenet.logits(wts, all_imgs[:n_acc]) if n_acc <= 1000 else np.concatenate(
-        [lenet.logits(wts, all_imgs[i : min(i + 1000, n_acc)]) for i in range(0, n_acc, 1000)])
+    scales = lenet.calibrate(wts)  # activation scales from 1,000 training images, in the weights file's NCQ1 section
+    int8 = lambda w, x: lenet.logits_int8(w, x, scales)  # noqa: E731
+    forward = int8 if precision == "int8" else lenet.logits
+    ref = forward(wts, imgs)
+    chunked = lambda f: np.concatenate([f(wts, all_imgs[i : min(i + 1000, n_acc)]) for i in range(0, n_acc, 1000)])  # noqa: E731
+    acc_ref, acc_float = chunked(forward), chunked(lenet.logits)
     n_float = len(all_imgs) if not opts.quick else n_acc  # --quick: the accuracy file's images only
     float_acc = lenet.accuracy(wts, all_imgs[:n_float], all_labels[:n_float])
+    int8_acc = lenet.accuracy(wts, all_imgs[:n_float], all_labels[:n_float], int8)
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         d = root / DIR.lstrip("/")
         d.mkdir(parents=True)
-        (d / "weights.bin").write_bytes(lenet.weight_bytes(wts))
+        wfile = lenet.weights_file(wts, scales)
+        (d / "weights.bin").write_bytes(wfile)
         for b in batches:
             (d / f"images_{b}.bin").write_bytes(imgs[:b].tobytes())
         (d / "accuracy.bin").write_bytes(all_imgs[:n_acc].tobytes())
@@ -73,7 +83,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         img = Path(tmp) / "fs.img"
         head = lambda p: int(debugfs(img, [f"blocks {p}"])[0].split()[0])  # noqa: E731
         w_head = head(f"{DIR}/weights.bin")
-        dev = device(image, 1024, exp)
+        dev = device(image, 1024, exp, cnn_precision=precision)
         queue = dev.queue(depth=64)
         gpu, kernels = Gpu.from_device(dev), network_kernels("lenet5")
         block = bytes([OP_CNN, NET_LENET]) + bytes(6) + struct.pack("<Q", w_head)
@@ -89,14 +99,11 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             invoke(dev, h, block)  # warm: learning and linking are paid once, before measuring
             (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, h, block))
             got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
-            want = ref[:b].argmax(1)
-            top2 = np.sort(ref[:b], axis=1)[:, -2:]
-            clear = (top2[:, 1] - top2[:, 0]) > 1e-4 * np.abs(top2).max()
-            assert r["value"] == b and np.array_equal(got[clear], want[clear]), f"NICE-C differs from numpy at batch {b}"
+            assert r["value"] == b and cnn_classes_match(got, ref[:b], precision), f"NICE-C differs from numpy at batch {b}"
             nice_ns = t_w + t_r
-            sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-lenet.WEIGHT_BYTES // 4096)
+            sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-len(wfile) // 4096)
             read_ns, read_j = measured(dev, lambda: _host_read_ns(dev, queue, h, -(-b * lenet.IMAGE_BYTES // 4096))
-                                      + _host_read_ns(dev, queue, w_head, -(-lenet.WEIGHT_BYTES // 4096)))
+                                      + _host_read_ns(dev, queue, w_head, -(-len(wfile) // 4096)))
             compute_ns = b * lenet.MACS_PER_IMAGE / rate
             host_ns = read_ns + compute_ns
             host_j = read_j + host_compute_j(dev, b * lenet.MACS_PER_IMAGE, compute_ns)
@@ -116,14 +123,20 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         assert r["value"] == n_acc, f"NICE-C classified {r['value']} of {n_acc} images"
         got_acc = np.frombuffer(r["raw"], dtype="<u2", count=n_acc, offset=24)
         nice_acc = float((got_acc == all_labels[:n_acc]).mean())
-        agree = float((got_acc == acc_ref.argmax(1)).mean())
+        same = float((got_acc == acc_ref.argmax(1)).mean())
+        agree = float((got_acc == acc_float.argmax(1)).mean())
+        assert cnn_classes_match(got_acc, acc_ref, precision), "NICE-C differs from numpy on the accuracy file"
         dev.close()
     trained = lenet.record()
-    exp.record("accuracy", {"float_numpy": float_acc, "float_images": n_float, "trainer_record": trained,
-                            "in_storage": nice_acc, "in_storage_images": n_acc, "in_storage_agrees_with_float": agree})
+    exp.record("accuracy", {"float_numpy": float_acc, "int8_numpy": int8_acc, "float_images": n_float,
+                            "trainer_record": trained, "precision": precision, "in_storage": nice_acc,
+                            "in_storage_images": n_acc, "in_storage_equals_numpy_reference": same,
+                            "in_storage_agrees_with_float": agree})
     exp.compare(f"LeNet-5 test accuracy, float (numpy, {n_float} test images)", float_acc * 100, None, "%",
                 "paper: no LeNet accuracy given")
-    exp.compare(f"LeNet-5 test accuracy, NICE-C in storage ({n_acc} test images)", nice_acc * 100, None, "%")
+    exp.compare(f"LeNet-5 test accuracy, int8 (numpy reference, {n_float} test images)", int8_acc * 100, None, "%")
+    exp.compare(f"LeNet-5 test accuracy, NICE-C in storage, {precision} ({n_acc} test images)", nice_acc * 100, None, "%")
+    exp.compare(f"in-storage classes equal to the numpy {precision} reference's", same * 100, None, "%")
     exp.compare("in-storage classes equal to the float model's", agree * 100, None, "%")
     exp.table("LeNet-5 on Fashion-MNIST test images: latency per batch (us), energy per batch (mJ)",
               ["batch", "NICE", "FSR-C", "HOST-CPU", "HOST-GPU", "CPU transfer share", "GPU transfer share",
