@@ -447,6 +447,14 @@ impl DeviceCore {
         (done, outcome)
     }
 
+    /// A column read of page `ppn` (offset `page` of `die`): the page is sensed, and only `xfer_bytes` (whole ECC
+    /// codewords) move out after a Change Read Column.
+    pub(crate) fn read_columns_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, ready: Time) -> (Time, EccOutcome) {
+        let outcome = self.ecc_outcome(ppn, xfer_bytes);
+        let done = self.nand.read_columns(&mut self.res, &mut self.ledger, ready, die, page, xfer_bytes, outcome);
+        (done, outcome)
+    }
+
     /// The ECC outcome of moving `xfer_bytes` of page `ppn` (bit errors sampled with the block's wear, plus any
     /// injected into its sectors).
     fn ecc_outcome(&mut self, ppn: u64, xfer_bytes: u64) -> EccOutcome {
