@@ -18,8 +18,10 @@ enum Step {
     Range { offset: u64, len: u64, buf: usize },
 }
 
-/// Per step: its outcome (read time after the program ended, or the status) and the bytes read.
-type Log = Arc<Mutex<Vec<(Result<u64, Status>, Vec<u8>)>>>;
+/// Per step: its outcome (read time after the program ended and bytes moved over the channel, or the status) and
+/// the bytes read.
+type Entry = (Result<(u64, u64), Status>, Vec<u8>);
+type Log = Arc<Mutex<Vec<Entry>>>;
 
 struct Columns {
     steps: Vec<Step>,
@@ -56,14 +58,14 @@ impl Extension for Columns {
             if let Ok(r) = &r {
                 t = t.max(r.done);
             }
-            self.log.lock().unwrap().push((r.map(|r| r.done - programmed), bytes));
+            self.log.lock().unwrap().push((r.map(|r| (r.done - programmed, r.moved)), bytes));
         }
         ExtCompletion { status: Status::SUCCESS, dw0: 0, done: t }
     }
 }
 
 /// Runs `steps` on a fresh one-die Cosmos+ device; their logs and the NAND's pages read.
-fn run(steps: &[Step]) -> (Vec<(Result<u64, Status>, Vec<u8>)>, u64) {
+fn run(steps: &[Step]) -> (Vec<Entry>, u64) {
     let mut t = load_preset("cosmos-plus").unwrap();
     for (k, v) in [("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"),
         ("over_provisioning", "40"), ("ext_reserved_blocks", "2"), ("write_buffer", "256KiB")] {
@@ -90,9 +92,12 @@ fn a_range_moves_its_codewords_only_and_returns_its_bytes() {
     let (mid, _) = run(&[Step::Range { offset: 1500, len: 3000, buf: 3000 }]);
     let (whole, _) = run(&[Step::Range { offset: 0, len: PAGE, buf: PAGE as usize }]);
     let (page, _) = run(&[Step::Page]);
-    let t = |l: &[(Result<u64, Status>, Vec<u8>)]| l[0].0.unwrap();
+    let t = |l: &[Entry]| l[0].0.unwrap().0;
+    let moved = |steps: &[Step]| run(steps).0[0].0.unwrap().1;
     assert_eq!(small[0].1, want[1500..1600]);
     assert_eq!(mid[0].1, want[1500..4500]);
+    assert_eq!(moved(&[Step::Range { offset: 1500, len: 100, buf: 100 }]), 1024, "one codeword crossed the channel");
+    assert_eq!(moved(&[Step::Range { offset: 1500, len: 3000, buf: 0 }]), 4096, "codewords 1-4");
     assert!(t(&small) < t(&mid) && t(&mid) < t(&page), "{} < {} < {} ns", t(&small), t(&mid), t(&page));
     // cosmos-plus: 200 MB/s channel, so a 1 KiB codeword moves in 5.12 us and the page in 81.92 us; both pay tR and
     // the last codeword's decode; the range pays the Change Read Column (t_column_change, 300 ns) on top

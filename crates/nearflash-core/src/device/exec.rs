@@ -71,6 +71,8 @@ pub struct PageRead {
     /// When the data is in the controller (or, for a sense without transfer, in the page register).
     pub done: Time,
     pub addr: PhysAddr,
+    /// Bytes that crossed the channel (a page, a column read's codewords, or what a sense asked for).
+    pub moved: u64,
     /// How the ECC decoded the moved bytes (retries and soft decoding cost time; nothing moved: `Corrected`).
     pub ecc: EccOutcome,
     /// What the page holds.
@@ -309,7 +311,7 @@ impl ExecCtx<'_> {
             outs.iter_mut().for_each(|o| o.fill(0));
             return Err(Status::UNRECOVERED_READ_ERROR);
         }
-        Ok(addrs.into_iter().zip(ecc).zip(pages).map(|((addr, ecc), page)| PageRead { done, addr, ecc, page }).collect())
+        Ok(addrs.into_iter().zip(ecc).zip(pages).zip(xfer_bytes).map(|(((addr, ecc), page), &moved)| PageRead { done, addr, moved, ecc, page }).collect())
     }
 
     /// Senses `ppn` and moves `xfer` bytes of it; `column`: they start inside the page (a column read).
@@ -330,7 +332,7 @@ impl ExecCtx<'_> {
             out.fill(0);
             return Err(Status::UNRECOVERED_READ_ERROR);
         }
-        Ok(PageRead { done, addr, ecc, page })
+        Ok(PageRead { done, addr, moved: xfer, ecc, page })
     }
 
     /// Blocks per plane reserved for extensions (the last blocks of each plane).
