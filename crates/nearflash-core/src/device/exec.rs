@@ -322,11 +322,7 @@ impl ExecCtx<'_> {
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         };
-        let (done, ecc) = if column {
-            self.core.read_columns_timed(addr.die, addr.page, ppn, xfer, ready)
-        } else {
-            self.core.read_page_timed(addr.die, addr.page, ppn, xfer, ready)
-        };
+        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, ready);
         if !ecc.is_ok() || page.corrupt != 0 {
             self.core.media_errors += 1;
             out.fill(0);

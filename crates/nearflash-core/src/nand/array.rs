@@ -266,12 +266,15 @@ impl NandArray {
         xfer: &[u64],
         outcome: EccOutcome,
     ) -> Time {
-        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, outcome)
+        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, false, outcome)
     }
 
     #[allow(clippy::too_many_arguments)]
     /// As [`read`](Self::read), naming the die's planes read (`plane_mask`, bit per plane; 0 = not known): under
-    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset.
+    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset. `column`: a column
+    /// read (ONFI random data out): each page is sensed whole and only its `xfer` bytes (a span of whole ECC
+    /// codewords) move out, after a Change Read Column points the data-out at them (`t_column_change` on the
+    /// channel before each data-out); such a read never joins another.
     pub fn read_on_planes(
         &mut self,
         res: &mut Resources,
@@ -281,46 +284,13 @@ impl NandArray {
         page: u32,
         plane_mask: u32,
         xfer: &[u64],
+        column: bool,
         outcome: EccOutcome,
     ) -> Time {
-        self.read_with_setup(res, ledger, ready, die, page, plane_mask, xfer, 0, outcome)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    /// A column read (ONFI random data out): the page at offset `page` of one plane of `die` is sensed whole, and
-    /// only `bytes` of it (a span of whole ECC codewords) move out, after a Change Read Column command points the
-    /// data-out at the span (`t_column_change` on the channel). Returns when the span is decoded in the controller.
-    pub fn read_columns(
-        &mut self,
-        res: &mut Resources,
-        ledger: &mut EnergyLedger,
-        ready: Time,
-        die: u32,
-        page: u32,
-        bytes: u64,
-        outcome: EccOutcome,
-    ) -> Time {
-        let setup = self.timing.t_column_change;
-        self.read_with_setup(res, ledger, ready, die, page, 0, &[bytes], setup, outcome)
-    }
-
-    /// A read whose every data-out is preceded by `setup` ns of column selection on the channel (0: plain reads).
-    #[allow(clippy::too_many_arguments)]
-    fn read_with_setup(
-        &mut self,
-        res: &mut Resources,
-        ledger: &mut EnergyLedger,
-        ready: Time,
-        die: u32,
-        page: u32,
-        plane_mask: u32,
-        xfer: &[u64],
-        setup: u64,
-        outcome: EccOutcome,
-    ) -> Time {
+        let setup = if column { self.timing.t_column_change } else { 0 };
         let planes = xfer.len() as u64;
         let bytes: u64 = xfer.iter().sum();
-        let joined = if matches!(outcome, EccOutcome::Corrected) && setup == 0 {
+        let joined = if matches!(outcome, EccOutcome::Corrected) && !column {
             self.join_queued(res, ready, die, page, plane_mask, bytes)
         } else {
             None
@@ -712,9 +682,9 @@ mod tests {
             let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
             let t = n.timing.clone();
             let b = 16384;
-            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], EccOutcome::Corrected);
-            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], EccOutcome::Corrected);
-            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], EccOutcome::Corrected);
+            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], false, EccOutcome::Corrected);
+            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], false, EccOutcome::Corrected);
+            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], false, EccOutcome::Corrected);
             let (c, x) = (t.t_cmd, t.xfer(b));
             let tr = |p: u32| t.t_read(n.geo.page_type(p));
             assert_eq!(first, c + tr(0) + x);
