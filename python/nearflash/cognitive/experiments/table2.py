@@ -149,12 +149,12 @@ def run_table2(exp: Experiment, opts: Options) -> None:
              "Change Read Column, nand.t_column_change); 'B, whole pages' is Method B with weight_reads = page, every "
              "page a layer touches moved whole (the Fashion CNN's four layers share one page per channel, so each "
              "image moved that page four times).")
-    exp.note("Why reads keep about half the peak, not the paper's 0.72-0.78: our peak read (about 1.6 GB/s) is bound by "
-             "the 8 x 200 MB/s channels, so every turn DLG-x takes on a channel comes out of the reads; the paper's "
-             "board peaked at 904 MB/s, below its channels, and its DLG-x's turns came partly out of that headroom. "
-             "The paper's DLG-x ran Hash-AlexNet (58.5 MB of weights per query, channel-bound); ours streams the "
-             "Fashion CNN (32 weight pages per image, layer after layer), whose share of channel time is in the load "
-             "table.")
+    exp.note("Why reads keep about two thirds of the peak, not the paper's 0.72-0.78: our peak read (about 1.6 GB/s) "
+             "is bound by the 8 x 200 MB/s channels, so every channel slot DLG-x breaks up comes out of the reads. "
+             "With turns, DLG-x's small column transfers come about every 120 us on each channel and one 16 KiB "
+             "transfer of the reads (82 us) fits between two of them, not two. The paper's board peaked at 904 MB/s, "
+             "below its channels, so DLG-x's turns came partly out of that headroom, and its DLG-x ran Hash-AlexNet "
+             "(58.5 MB of weights per query); ours streams the Fashion CNN, whose load is in the table above.")
     fig, ax = exp.figure("table2_methods", width=8)
     x = np.arange(len(rows))
     for i, (name, col) in enumerate([("Method A", 1), ("Method B", 2), ("B, stream first", 3), ("B, whole pages", 4), ("peak", 5)]):
