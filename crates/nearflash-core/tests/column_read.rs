@@ -16,6 +16,8 @@ enum Step {
     Page,
     /// `read_page_range(offset, len)` into a buffer of `buf` bytes.
     Range { offset: u64, len: u64, buf: usize },
+    /// `read_page_range` of a whole page of a physical page past the array's last.
+    PastTheArray,
 }
 
 /// Per step: its outcome (read time after the program ended and bytes moved over the channel, or the status) and
@@ -53,6 +55,10 @@ impl Extension for Columns {
                 Step::Range { offset, len, buf } => {
                     let mut out = vec![0u8; buf];
                     (ctx.read_page_range(ppn, offset, len, &mut out, programmed), out)
+                }
+                Step::PastTheArray => {
+                    let mut out = vec![0u8; 16];
+                    (ctx.read_page_range(ctx.geometry().pages(), 0, 16, &mut out, programmed), out)
                 }
             };
             if let Ok(r) = &r {
@@ -133,9 +139,11 @@ fn bad_ranges_are_refused_and_change_nothing() {
         Step::Range { offset: u64::MAX, len: 2, buf: 2 },     // offset + len overflows
         Step::Range { offset: 0, len: 512, buf: 511 },        // buffer of another length
         Step::Range { offset: 0, len: 512, buf: 16384 },
+        Step::PastTheArray,                                  // no such page
     ] {
         let (log, pages) = run(&[bad.clone(), Step::Range { offset: 0, len: 512, buf: 512 }]);
-        assert_eq!(log[0].0, Err(Status::INVALID_FIELD));
+        let want = if matches!(bad, Step::PastTheArray) { Status::LBA_OUT_OF_RANGE } else { Status::INVALID_FIELD };
+        assert_eq!(log[0].0, Err(want));
         assert!(log[0].1.iter().all(|&b| b == 0), "nothing written into the buffer");
         // the read after the refused one sees the same device as the reference: nothing was sensed or booked
         assert_eq!(log[1], reference[0]);
