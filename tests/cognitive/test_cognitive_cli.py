@@ -62,9 +62,15 @@ def test_table2_methods_order_bandwidth(tmp_path):
     bw = json.loads((tmp_path / "cognitive" / "table2.json").read_text())["data"]["bandwidth"]["randread"]
     assert 0 < bw["A"] < bw["B"] <= bw["peak"] * 1.001
     # the I/O scheduler's turns on the channels: without them DLG-x's weight stream, booked ahead, leaves the reads
-    # gaps too short for a page (measured 0.30 of the peak against 0.47 with them)
+    # gaps too short for a page (measured 0.46-0.48 of the peak against 0.67-0.68 with them, --quick)
     assert bw["B"] > 1.3 * bw["B_stream_first"]
-    assert 0.3 < bw["dlgx_load_B"]["channel_share"] < 0.6 and bw["dlgx_load_B"]["pages_per_image"] >= 8  # a page per channel at least
+    # column reads of each layer's weight bytes (the default) against whole weight pages: the issue's "B keeps at
+    # least half the peak" (measured 0.67-0.68 against 0.47-0.49, --quick); DLG-x's channel share about 0.15 vs 0.45
+    assert bw["B"] >= 0.5 * bw["peak"] and bw["B"] > 1.2 * bw["B_page"]
+    col, page = bw["dlgx_load_B"], bw["dlgx_load_B_page"]
+    assert 0.05 < col["channel_share"] < 0.3 < page["channel_share"] < 0.6
+    assert col["pages_per_image"] == page["pages_per_image"] >= 8  # a read per layer and channel at least
+    assert col["bytes_per_image"] * 3 < page["bytes_per_image"] == page["pages_per_image"] * 16384
     assert bw["tasks_A"] >= 1 and bw["tasks_B"] >= 1
     with pytest.raises(ValueError, match="workloads: 'scan'"):
         main(["experiment", "cognitive", "table2", "--quick", "--out", str(tmp_path / "bad"),

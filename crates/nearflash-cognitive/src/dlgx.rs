@@ -3,6 +3,11 @@
 //! the data read back from the reserved area, and book their time on the shared timelines: page reads on the dies
 //! and channels (contending with ordinary I/O), NPE and GSE cycles on their own units.
 //!
+//! Weight reads (`weight_reads`): by default a column read per page of each channel moves only the ECC codewords
+//! that hold the layer's bytes there (Eq. 3 counts weight bytes; ONFI Change Read Column after one sensing), so the
+//! Fashion CNN's four layers, packed in one page per channel, sense that page four times but move it about once;
+//! `page` moves every page a layer touches whole.
+//!
 //! NPE timing per layer (Eqs. 2-4 for the cycles): a layer's weight pages are requested when the previous layer
 //! starts computing (the ping-pong bank fills while the other is used); it starts when its first row of pages (one
 //! page per channel) is in, runs its compute cycles, and cannot end before its last page is in plus one kernel's
@@ -47,7 +52,10 @@ pub struct DeployedGraph {
 /// What a task cost, for the report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskCost {
+    /// Weight reads (one sensing of a page each, whole page or column range).
     pub weight_pages: u64,
+    /// Weight bytes moved over the channels (whole pages, or a column read's ECC codewords).
+    pub weight_bytes: u64,
     pub graph_pages: u64,
     pub npe_cycles: f64,
     pub gse_cycles: f64,
@@ -100,8 +108,9 @@ pub fn hash(
 ) -> Result<(Time, Vec<(Vec<i32>, Vec<f32>)>), Status> {
     let (cycle_ns, share) = (params.cycle_ns(), ChannelShare::from_params(params));
     let ps = ctx.geometry().page_size as usize;
+    let column = params.weight_reads == "column";
     let mut last: Vec<Option<Time>> = vec![None; m.ppns.len()];
-    let mut pages: Vec<Vec<Vec<u8>>> = m.ppns.iter().map(|ch| vec![Vec::new(); ch.len()]).collect();
+    let mut pages: Vec<Vec<Vec<u8>>> = m.ppns.iter().map(|ch| vec![vec![0u8; ps]; ch.len()]).collect();
     let mut t = ready;
     let mut model: Option<QModel> = None;
     let mut out = Vec::with_capacity(images.len());
@@ -110,7 +119,8 @@ pub fn hash(
         for (i, lt) in m.timing.iter().enumerate() {
             let (start, done) = if lt.weight_bytes > 0.0 {
                 let wi = weighted_index(&m.timing, i);
-                let (first, last) = read_layer(ctx, m, wi, prev_start, (share, &mut last), model.is_none().then_some(&mut pages), ps, cost)?;
+                let span = if column { m.layout.layers[wi].span(&m.layout.area) } else { whole_pages(m.layout.layers[wi].span(&m.layout.area), ps) };
+                let (first, last) = read_layer(ctx, m, span, prev_start, (share, &mut last), model.is_none().then_some(&mut pages), ps, cost)?;
                 let start = t.max(first);
                 let computed = ctx.compute(npe, 0, start, lt.compute_cycles);
                 let out_ch = m.skeleton.layers[wi].bias.len().max(1) as f64;
@@ -131,36 +141,43 @@ pub fn hash(
     Ok((t, out))
 }
 
-/// Reads weighted layer `wi`'s pages on every channel from `ready` (into `pages` when given), each channel's reads
-/// taking turns with ordinary I/O after the previous weight read on it (`turns`: the share and each channel's last
-/// weight read's end). Returns when the first row (one page per channel) and the last page are in.
+/// The whole pages a byte span `[start, end)` of a channel touches, as a byte span.
+fn whole_pages((start, end): (usize, usize), ps: usize) -> (usize, usize) {
+    (start / ps * ps, end.div_ceil(ps) * ps)
+}
+
+/// Reads the byte span `[start, end)` of every channel's weight pages (one weighted layer) from `ready`, page by page
+/// (a part of a page as a column read; into `pages` when given), each channel's reads taking turns with ordinary I/O
+/// after the previous weight read on it (`turns`: the share and each channel's last weight read's end). Returns when
+/// the first row (one read per channel) and the last read are in.
 #[allow(clippy::too_many_arguments)]
 fn read_layer(
     ctx: &mut ExecCtx<'_>,
     m: &DeployedModel,
-    wi: usize,
+    (start, end): (usize, usize),
     ready: Time,
     turns: (ChannelShare, &mut [Option<Time>]),
     mut pages: Option<&mut Vec<Vec<Vec<u8>>>>,
     ps: usize,
     cost: &mut TaskCost,
 ) -> Result<(Time, Time), Status> {
-    let ks = &m.layout.layers[wi].kernels;
-    let (lo, hi) = (ks[0].page, ks.iter().map(|k| k.page + k.pages).max().unwrap_or(ks[0].page + 1));
     let (share, channel_last) = turns;
     let (mut first, mut last) = (ready, ready);
-    for idx in lo..hi {
+    let mut buf = Vec::new();
+    for idx in start / ps..end.div_ceil(ps) {
+        let (lo, hi) = (start.max(idx * ps) - idx * ps, end.min((idx + 1) * ps) - idx * ps);
         for (ch, ppns) in m.ppns.iter().enumerate() {
-            let mut buf = if pages.is_some() { vec![0u8; ps] } else { Vec::new() };
-            let r = ctx.read_page(ppns[idx], &mut buf, share.ready(channel_last[ch], ready))?;
+            buf.resize(if pages.is_some() { hi - lo } else { 0 }, 0);
+            let r = ctx.read_page_range(ppns[idx], lo as u64, (hi - lo) as u64, &mut buf, share.ready(channel_last[ch], ready))?;
             channel_last[ch] = Some(r.done);
             cost.weight_pages += 1;
-            if idx == lo {
+            cost.weight_bytes += r.moved;
+            if idx == start / ps {
                 first = first.max(r.done);
             }
             last = last.max(r.done);
             if let Some(p) = pages.as_deref_mut() {
-                p[ch][idx] = buf;
+                p[ch][idx][lo..hi].copy_from_slice(&buf);
             }
         }
     }

@@ -19,7 +19,8 @@
 //! handled meanwhile). Method B: it rings DLG-x's doorbell and polls its status every `poll_interval`, so ordinary
 //! commands run between polls; both share the flash channels with ordinary I/O, DLG-x's back-to-back weight reads
 //! taking turns with it on each channel (the I/O scheduler's `io_pages_between_weight_reads`,
-//! [`crate::dlgx::ChannelShare`]).
+//! [`crate::dlgx::ChannelShare`]). Each weighted layer's bytes are read from the channels' pages as column reads
+//! of the layer's byte range (`weight_reads = column`) or as whole pages (`page`).
 
 use crate::area::DlgArea;
 use crate::dlgx::{self, DeployedGraph, DeployedModel, TaskCost};
@@ -57,7 +58,10 @@ pub struct FirmwareStats {
     pub analyses: u64,
     pub ssd_reads: u64,
     pub ssd_writes: u64,
+    /// Weight reads (one page sensed each, moved whole or as a column range).
     pub weight_pages_read: u64,
+    /// Weight bytes moved over the channels.
+    pub weight_bytes_read: u64,
     pub graph_pages_read: u64,
     pub pages_programmed: u64,
     pub blocks_erased: u64,
@@ -303,6 +307,7 @@ impl CognitiveFirmware {
 
     fn account(&mut self, c: &TaskCost) {
         self.stats.weight_pages_read += c.weight_pages;
+        self.stats.weight_bytes_read += c.weight_bytes;
         self.stats.graph_pages_read += c.graph_pages;
         self.stats.npe_cycles += c.npe_cycles;
         self.stats.gse_cycles += c.gse_cycles;
@@ -519,6 +524,7 @@ impl Extension for CognitiveFirmware {
     fn report(&self) -> serde_json::Value {
         serde_json::json!({
             "method": self.params.method,
+            "weight_reads": self.params.weight_reads,
             "model_deployed": self.model.is_some(),
             "graph_deployed": self.graph.as_ref().map(|g| g.0.format.vertices),
             "sessions": self.sessions.len(),

@@ -46,6 +46,10 @@ nearflash_core::ext_params! {
         /// Ordinary I/O page transfers the I/O scheduler lets through a channel between two of DLG-x's back-to-back
         /// weight-page reads on it (DLG-x senses its next page meanwhile); 0: DLG-x's weight stream goes first.
         io_pages_between_weight_reads: Count = 1, "count", "paper Sec. 3.1.3: the I/O scheduler 'dispatches I/O requests to the basic firmware or the DLG-x' on shared channels, policy not given; assumed: one page each in turn, as a NAND controller serving two queues round robin";
+        /// How DLG-x reads a weighted layer's bytes from each channel's pages: `column` senses the page and moves
+        /// only the ECC codewords holding the layer (ONFI random data out, `nand.t_column_change` before it), as
+        /// Eq. 3 counts only weight bytes; `page` moves every page the layer touches whole.
+        weight_reads: Choice["column", "page"] = "column", "choice", "paper Sec. 4.2 Eq. 3 counts the layer's weight bytes (S_k/M per channel) against BW^m; a controller moves a byte range of a sensed page with ONFI Change Read Column; `page` kept to measure the whole-page stream (docs/cognitive.md, Table 2)";
         /// How the runtime waits for DLG-x: A blocks the firmware until the task ends, B rings DLG-x's doorbell and
         /// polls its status between ordinary commands.
         method: Choice["A", "B"] = "B", "choice", "paper Sec. 3.2 and Table 2: Method B keeps normal I/O bandwidth, so it is the runtime's choice";

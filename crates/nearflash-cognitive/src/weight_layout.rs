@@ -72,6 +72,21 @@ pub struct LayerPlace {
     pub kernels: Vec<KernelPlace>,
 }
 
+impl LayerPlace {
+    /// The bytes the layer holds on each channel, `[start, end)` counted from the channel's first weight page's
+    /// first byte: the same span on every channel (sub-blocks sit at the same position). Eq. 3's weight bytes of the
+    /// layer per channel, with the alignment gaps of the sub-blocks that did not fit the rest of a page.
+    pub fn span(&self, area: &ReservedArea) -> (usize, usize) {
+        let ps = area.page_size;
+        // one int32 bias per output kernel, cut into M sub-blocks like a kernel
+        let bias_sub = ((self.kernels.len() - 1) * 4).div_ceil(area.channels);
+        let n = self.kernels.len();
+        let end = |i: usize, k: &KernelPlace| k.page * ps + k.offset + if i + 1 == n { bias_sub } else { self.sub_block };
+        let first = self.kernels[0];
+        (first.page * ps + first.offset, self.kernels.iter().enumerate().map(|(i, k)| end(i, k)).max().unwrap_or(0))
+    }
+}
+
 /// The whole model's placement: per-channel page index cursor after the last layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WeightLayout {
@@ -234,6 +249,31 @@ mod tests {
             }
         }
         assert!(wl.layer_pages(0).unwrap().iter().all(|p| wl.area.contains(*p)));
+        // the layers' spans follow each other and hold every kernel and bias sub-block (Eq. 3's bytes per channel)
+        let mut at = 0;
+        for (lp, q) in wl.layers.iter().zip(&q.layers) {
+            assert_eq!(q.bias.len(), lp.kernels.len() - 1, "{}: one bias per kernel", lp.layer);
+            let (start, end) = lp.span(&wl.area);
+            assert!(start >= at, "{}: {start} after the previous layer's end {at}", lp.layer);
+            let bytes = (q.weight.len() / lp.kernel_bytes) * lp.sub_block + (q.bias.len() * 4).div_ceil(8);
+            assert!(end - start >= bytes && end - start < bytes + wl.area.page_size, "{}: {start}..{end} holds {bytes} B", lp.layer);
+            at = end;
+        }
+        // nothing of the model lies outside the spans: zero every byte outside them and the kernels still gather
+        let mut pages = wl.pages(&q);
+        for ch in pages.iter_mut() {
+            let flat: Vec<bool> = (0..wl.pages_per_channel * wl.area.page_size)
+                .map(|b| wl.layers.iter().any(|lp| (lp.span(&wl.area).0..lp.span(&wl.area).1).contains(&b)))
+                .collect();
+            for (p, page) in ch.iter_mut().enumerate() {
+                for (i, byte) in page.iter_mut().enumerate() {
+                    if !flat[p * wl.area.page_size + i] {
+                        *byte = 0;
+                    }
+                }
+            }
+        }
+        assert_eq!(crate::package::gather_tensors(&wl, &q, &pages), crate::package::gather_tensors(&wl, &q, &wl.pages(&q)));
     }
 
     #[test]

@@ -28,6 +28,15 @@ fn device(method: &str, reserved: &str) -> Device {
 }
 
 fn device_with(params: serde_json::Value, reserved: &str) -> Device {
+    let mut dev = bare_device(reserved);
+    dev.attach(Box::new(CognitiveFirmware::new(params))).unwrap();
+    dev.create_queue_pair(1, 64).unwrap();
+    dev.create_queue_pair(2, 64).unwrap();
+    dev
+}
+
+/// A small Cosmos+ (4 channels x 2 ways) with `reserved` blocks per plane for DLG-x, no extension attached.
+fn bare_device(reserved: &str) -> Device {
     let mut t = load_preset("cosmos-plus").unwrap();
     for (k, v) in [
         ("channels", "4"),
@@ -40,11 +49,7 @@ fn device_with(params: serde_json::Value, reserved: &str) -> Device {
     ] {
         t.set(k, v).unwrap();
     }
-    let mut dev = Device::memory(t, DeviceOptions::default()).unwrap();
-    dev.attach(Box::new(CognitiveFirmware::new(params))).unwrap();
-    dev.create_queue_pair(1, 64).unwrap();
-    dev.create_queue_pair(2, 64).unwrap();
-    dev
+    Device::memory(t, DeviceOptions::default()).unwrap()
 }
 
 fn images(n: usize, salt: u32) -> Vec<Vec<u8>> {
@@ -265,4 +270,48 @@ fn ordinary_reads_take_turns_with_the_weight_stream() {
     // a page transfer; with one page each in turn the reads get their share
     assert!(turns as f64 > 2.0 * first as f64 * task_turns as f64 / task_first as f64, "{turns} reads in {task_turns} ns vs {first} in {task_first} ns");
     assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its turns: {task_turns} vs {task_first} ns");
+}
+
+/// DLG_hashing of `qs` on a fresh device reading weights as `weight_reads`: the hash codes (DLG_analysis 1), the
+/// task's time (ns) and the firmware's weight reads and bytes.
+fn hashing_with(weight_reads: &str, h: &Host, qs: &[Vec<u8>]) -> (Vec<u8>, u64, u64, u64) {
+    let mut dev = device_with(serde_json::json!({ "method": "B", "weight_reads": weight_reads }), "8");
+    deploy(&mut dev, h, GraphLayout::TwoHop);
+    let d = hash(&mut dev, 64, qs);
+    assert!(d.status.is_success());
+    let mut codes = vec![0u8; 8 * qs.len()];
+    assert!(cmd(&mut dev, 1, DlgCommand::Analysis { address: 64, size: codes.len() as u32, user: 1 }, DataBuf::FromDevice(&mut codes)).status.is_success());
+    let r = dev.report();
+    let st = &r.extensions["cognitive"]["stats"];
+    assert_eq!(r.extensions["cognitive"]["weight_reads"], weight_reads);
+    (codes, d.latency_ns, st["weight_pages_read"].as_u64().unwrap(), st["weight_bytes_read"].as_u64().unwrap())
+}
+
+#[test]
+fn column_reads_move_only_the_layers_bytes_and_answer_as_whole_pages() {
+    let h = host(100);
+    let qs = images(4, 6000);
+    let (codes_col, t_col, reads_col, bytes_col) = hashing_with("column", &h, &qs);
+    let (codes_page, t_page, reads_page, bytes_page) = hashing_with("page", &h, &qs);
+    // the executor computes on bytes read from flash either way: the same int8 codes, equal to the host's
+    let want: Vec<u8> = qs.iter().flat_map(|im| h.q.hash(im).unwrap().to_le_bytes()).collect();
+    assert_eq!(codes_col, want);
+    assert_eq!(codes_page, want);
+    // as many sensings (one per weighted layer, page and channel, per image), far fewer bytes on the channels
+    assert_eq!(reads_col, reads_page);
+    assert_eq!(bytes_page, reads_page * 16384);
+    // Eq. 3's bytes per image: every weight and bias byte (cut over the 4 channels), each read rounded out to whole
+    // 1 KiB codewords (at most two partial ones)
+    let weight_bytes: usize = h.q.layers.iter().map(|l| l.weight.len() + 4 * l.bias.len()).sum();
+    assert!(bytes_col as usize >= qs.len() * weight_bytes, "{bytes_col} B moved for {weight_bytes} B of weights per image");
+    assert!((bytes_col as usize) < qs.len() * weight_bytes + reads_col as usize * 2 * 1024, "{bytes_col} B in {reads_col} reads");
+    assert!(bytes_col * 3 < bytes_page, "{bytes_col} vs {bytes_page} B");
+    assert!(t_col < t_page, "the task is shorter: {t_col} vs {t_page} ns");
+}
+
+#[test]
+fn an_unknown_weight_reads_choice_is_refused_at_attach() {
+    let mut dev = bare_device("8");
+    let e = dev.attach(Box::new(CognitiveFirmware::new(serde_json::json!({ "weight_reads": "half" })))).unwrap_err();
+    assert!(e.to_string().contains("weight_reads"), "{e}");
 }

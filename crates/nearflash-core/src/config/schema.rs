@@ -42,6 +42,9 @@ pub struct NandConfig {
     pub t_cmd: Nanos,
     /// Page register to cache register move (tDCBSYR) when cache read is used.
     pub t_cache_xfer: Nanos,
+    /// Change Read Column (ONFI 05h, column address, E0h) and tCCS before a data-out that starts inside a page: what
+    /// a partial-page (column) read adds on the channel.
+    pub t_column_change: Nanos,
     pub multi_plane: Flag,
     pub cache_read: Flag,
     /// interleave (a read's command cycles slip between data bursts, charged as latency) | data_first (MQSim: the

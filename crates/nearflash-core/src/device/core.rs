@@ -343,7 +343,7 @@ impl DeviceCore {
             let xfer = &sc.xfer;
             // Planes of the die read (bit per plane; 0, "not known", past 32 planes).
             let mask = if ppd > 32 { 0 } else { group.iter().fold(0u32, |m, &g| m | 1 << (geo.page_addr(page_reads[g].0).plane % ppd)) };
-            let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, issue, die, a0.page, mask, xfer, outcome);
+            let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, issue, die, a0.page, mask, xfer, false, outcome);
             ok &= outcome.is_ok();
             for &g in group.iter() {
                 let (_, first, n) = page_reads[g];
@@ -441,9 +441,10 @@ impl DeviceCore {
 
     /// Senses page `ppn` (at offset `page` of `die`) and moves `xfer_bytes` of it to the controller, with the ECC
     /// outcome of those bytes (bit errors sampled with the block's wear, plus any injected into its sectors).
-    pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, ready: Time) -> (Time, EccOutcome) {
+    /// `column`: a column read, the bytes (whole ECC codewords) start inside the page, after a Change Read Column.
+    pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, column: bool, ready: Time) -> (Time, EccOutcome) {
         let outcome = self.ecc_outcome(ppn, xfer_bytes);
-        let done = self.nand.read(&mut self.res, &mut self.ledger, ready, die, page, &[xfer_bytes], outcome);
+        let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, ready, die, page, 0, &[xfer_bytes], column, outcome);
         (done, outcome)
     }
 

@@ -1,8 +1,8 @@
 //! `ExecCtx`: what firmware extensions may do while executing a command. Every call books its time on the shared
 //! timelines and its energy on the shared ledger, and does its functional work on the stored data.
 //!
-//! Logical access goes through the FTL (`flash_read`, `write_lbas`); physical access (`read_page`, `sense_page`,
-//! `program_page`, `erase_block`) bypasses it: reads may address any page, programs and erases only the
+//! Logical access goes through the FTL (`flash_read`, `write_lbas`); physical access (`read_page`,
+//! `read_page_range`, `sense_page`, `program_page`, `erase_block`) bypasses it: reads may address any page, programs and erases only the
 //! extension-reserved blocks (`ftl.ext_reserved_blocks`). Addresses out of range are errors, never clamped.
 
 use super::core::DeviceCore;
@@ -71,6 +71,8 @@ pub struct PageRead {
     /// When the data is in the controller (or, for a sense without transfer, in the page register).
     pub done: Time,
     pub addr: PhysAddr,
+    /// Bytes that crossed the channel (a page, a column read's codewords, or what a sense asked for).
+    pub moved: u64,
     /// How the ECC decoded the moved bytes (retries and soft decoding cost time; nothing moved: `Corrected`).
     pub ecc: EccOutcome,
     /// What the page holds.
@@ -230,7 +232,36 @@ impl ExecCtx<'_> {
     /// checksum mismatch is an Unrecovered Read Error (its data is never returned).
     pub fn read_page(&mut self, ppn: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
         let bytes = u64::from(self.core.nand.geo.page_size);
-        self.physical_read(ppn, bytes, out, ready)
+        self.physical_read(ppn, bytes, false, out, ready)
+    }
+
+    /// A column read (ONFI random data out): senses physical page `ppn` whole and moves over the channel only the ECC
+    /// codewords that hold bytes `offset .. offset + len`, after a Change Read Column points the data-out at them
+    /// (`nand.t_column_change`); each moved codeword is decoded. `out` receives the range (`len` bytes; empty:
+    /// timing only). A range whose codewords make up the whole page is exactly a [`read_page`](Self::read_page).
+    /// Refused before anything happens: an empty range or one past the page's end, or `out` of another length
+    /// (Invalid Field), a page out of range (LBA Out of Range); errors as `read_page` otherwise.
+    pub fn read_page_range(&mut self, ppn: u64, offset: u64, len: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+        let page_size = u64::from(self.core.nand.geo.page_size);
+        let end = match offset.checked_add(len) {
+            Some(end) if len > 0 && end <= page_size => end,
+            _ => {
+                let why = format!("bytes {offset} + {len} of a {page_size}-byte page: the range must be non-empty and inside the page");
+                return Err(self.explain(Status::INVALID_FIELD, None, why));
+            }
+        };
+        if !out.is_empty() && out.len() as u64 != len {
+            return Err(self.explain(Status::INVALID_FIELD, None, format!("a {len}-byte range read into a {}-byte buffer", out.len())));
+        }
+        self.page_addr(ppn)?;
+        let cw = u64::from(self.core.nand.ecc.codeword_bytes.max(1));
+        let (first, last) = (offset / cw * cw, end.div_ceil(cw).saturating_mul(cw).min(page_size));
+        let mut page = if out.is_empty() { Vec::new() } else { vec![0u8; page_size as usize] };
+        let r = self.physical_read(ppn, last - first, last - first < page_size, &mut page, ready)?;
+        if !out.is_empty() {
+            out.copy_from_slice(&page[offset as usize..end as usize]);
+        }
+        Ok(r)
     }
 
     /// Senses physical page `ppn` and moves only `xfer_bytes` over the channel (0 for computation beside the die,
@@ -239,7 +270,7 @@ impl ExecCtx<'_> {
         if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
             return Err(Status::INVALID_FIELD);
         }
-        self.physical_read(ppn, xfer_bytes, &mut [], ready)
+        self.physical_read(ppn, xfer_bytes, false, &mut [], ready)
     }
 
     /// As `sense_page`, with the page register's content copied into `out` (a page long) for logic beside the die
@@ -248,7 +279,7 @@ impl ExecCtx<'_> {
         if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
             return Err(Status::INVALID_FIELD);
         }
-        self.physical_read(ppn, xfer_bytes, out, ready)
+        self.physical_read(ppn, xfer_bytes, false, out, ready)
     }
 
     /// A multi-plane `sense_page_into`: pages `ppns` must sit at the same page offset of one die, in different
@@ -280,23 +311,24 @@ impl ExecCtx<'_> {
             outs.iter_mut().for_each(|o| o.fill(0));
             return Err(Status::UNRECOVERED_READ_ERROR);
         }
-        Ok(addrs.into_iter().zip(ecc).zip(pages).map(|((addr, ecc), page)| PageRead { done, addr, ecc, page }).collect())
+        Ok(addrs.into_iter().zip(ecc).zip(pages).zip(xfer_bytes).map(|(((addr, ecc), page), &moved)| PageRead { done, addr, moved, ecc, page }).collect())
     }
 
-    fn physical_read(&mut self, ppn: u64, xfer: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+    /// Senses `ppn` and moves `xfer` bytes of it; `column`: they start inside the page (a column read).
+    fn physical_read(&mut self, ppn: u64, xfer: u64, column: bool, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
         let addr = self.page_addr(ppn)?;
         let page = match self.core.ftl.read_page_data(ppn, out) {
             Ok(Ok(p)) => p,
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         };
-        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, ready);
+        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, ready);
         if !ecc.is_ok() || page.corrupt != 0 {
             self.core.media_errors += 1;
             out.fill(0);
             return Err(Status::UNRECOVERED_READ_ERROR);
         }
-        Ok(PageRead { done, addr, ecc, page })
+        Ok(PageRead { done, addr, moved: xfer, ecc, page })
     }
 
     /// Blocks per plane reserved for extensions (the last blocks of each plane).

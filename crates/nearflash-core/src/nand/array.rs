@@ -24,6 +24,8 @@ pub struct NandTiming {
     pub t_erase: u64,
     pub t_cmd: u64,
     pub t_cache_xfer: u64,
+    /// Change Read Column and tCCS before a data-out that starts inside a page (a column read).
+    pub t_column_change: u64,
     /// ns per byte on the channel, as bytes/s.
     pub channel_bw: f64,
     pub t_decode: u64,
@@ -63,6 +65,7 @@ impl NandTiming {
             t_erase: n.t_erase.0,
             t_cmd: n.t_cmd.0,
             t_cache_xfer: n.t_cache_xfer.0,
+            t_column_change: n.t_column_change.0,
             channel_bw: cfg.channel_bandwidth().0,
             t_decode: cfg.ecc.t_decode.0,
             t_soft_decode: cfg.ecc.t_soft_decode.0,
@@ -263,12 +266,15 @@ impl NandArray {
         xfer: &[u64],
         outcome: EccOutcome,
     ) -> Time {
-        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, outcome)
+        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, false, outcome)
     }
 
     #[allow(clippy::too_many_arguments)]
     /// As [`read`](Self::read), naming the die's planes read (`plane_mask`, bit per plane; 0 = not known): under
-    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset.
+    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset. `column`: a column
+    /// read (ONFI random data out): each page is sensed whole and only its `xfer` bytes (a span of whole ECC
+    /// codewords) move out, after a Change Read Column points the data-out at them (`t_column_change` on the
+    /// channel before each data-out); such a read never joins another.
     pub fn read_on_planes(
         &mut self,
         res: &mut Resources,
@@ -278,11 +284,13 @@ impl NandArray {
         page: u32,
         plane_mask: u32,
         xfer: &[u64],
+        column: bool,
         outcome: EccOutcome,
     ) -> Time {
+        let setup = if column { self.timing.t_column_change } else { 0 };
         let planes = xfer.len() as u64;
         let bytes: u64 = xfer.iter().sum();
-        let joined = if matches!(outcome, EccOutcome::Corrected) {
+        let joined = if matches!(outcome, EccOutcome::Corrected) && !column {
             self.join_queued(res, ready, die, page, plane_mask, bytes)
         } else {
             None
@@ -290,7 +298,7 @@ impl NandArray {
         let mut done = match joined {
             Some(done) => done,
             None => {
-                let done = self.sense_and_transfer(res, ready, die, page, planes, bytes);
+                let done = self.sense_and_transfer(res, ready, die, page, planes, bytes, setup);
                 if self.timing.data_outs_first {
                     let (command, sensed, end) = self.issued;
                     self.queued[die as usize] = Some(QueuedRead { page, planes: plane_mask, command, sensed, end });
@@ -299,7 +307,7 @@ impl NandArray {
             }
         };
         for _ in 0..outcome.retries() {
-            done = self.sense_and_transfer(res, done, die, page, planes, bytes);
+            done = self.sense_and_transfer(res, done, die, page, planes, bytes, setup);
         }
         if outcome.soft_decoded() {
             let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
@@ -349,15 +357,17 @@ impl NandArray {
         Some(self.decode(res, die, xs, xs + x, bytes))
     }
 
-    /// One sensing of `planes` pages and the transfer and decode of `bytes`; returns the decode end.
-    fn sense_and_transfer(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, planes: u64, bytes: u64) -> Time {
+    /// One sensing of `planes` pages and the transfer and decode of `bytes`, each data-out preceded by `setup` ns of
+    /// column selection; returns the decode end.
+    #[allow(clippy::too_many_arguments)]
+    fn sense_and_transfer(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, planes: u64, bytes: u64, setup: u64) -> Time {
         let t = &self.timing;
         let ch = res.member(self.channel, self.geo.channel_of_die(die));
         let d = res.member(self.die, die);
         let reg = res.member(self.cache_reg, die);
         let cmd = t.t_cmd * planes;
         let t_r = t.t_read(self.geo.page_type(page));
-        let x = t.xfer(bytes);
+        let x = setup + t.xfer(bytes);
         // The die accepts the command only when it is ready, so the command cycles open its busy period. They take
         // bus time but never wait for it: a flash controller slips these few cycles between data bursts, so they
         // are charged as latency rather than booked on the channel (booking them would let an earlier-booked
@@ -446,7 +456,7 @@ impl NandArray {
             self.waits[chn].insert(sensed, xfer_end);
             self.issued = (sensed.saturating_sub(t_r + cmd), sensed, xfer_end);
         }
-        self.decode(res, die, xfer_start, xfer_end, bytes)
+        self.decode(res, die, xfer_start + setup, xfer_end, bytes)
     }
 
     /// Decoding pipelined with the transfer: the engine starts once the first codeword has arrived and cannot
@@ -672,9 +682,9 @@ mod tests {
             let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
             let t = n.timing.clone();
             let b = 16384;
-            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], EccOutcome::Corrected);
-            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], EccOutcome::Corrected);
-            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], EccOutcome::Corrected);
+            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], false, EccOutcome::Corrected);
+            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], false, EccOutcome::Corrected);
+            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], false, EccOutcome::Corrected);
             let (c, x) = (t.t_cmd, t.xfer(b));
             let tr = |p: u32| t.t_read(n.geo.page_type(p));
             assert_eq!(first, c + tr(0) + x);
