@@ -342,22 +342,28 @@ fn raw_bit_errors_cost_retries_but_never_corrupt_data() {
     assert_eq!(r.media_errors, failed);
 }
 
+/// 500 seeded operations for the model checker (4 bytes each).
+fn model_check_ops(seed: u64) -> Vec<u8> {
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut bytes = vec![0u8; 4 * 500];
+    rng.fill_bytes(&mut bytes);
+    // Fewer reopens than uniform bytes give (1 in 16 each), so that GC gets to run between them.
+    for op in bytes.iter_mut().step_by(4) {
+        if *op % 16 >= 14 && rng.next_u32() % 4 != 0 {
+            *op = 0;
+        }
+    }
+    bytes
+}
+
 /// The model-based checker (`model_check`, also the `device_model` fuzz target) on seeded random operation
 /// sequences: writes, reads, trims, flushes, clean reopens and crashes, every read checked against a plain map.
 #[test]
 fn random_operation_sequences_match_the_model() {
-    use rand::{RngCore, SeedableRng};
     let mut total = 0;
     for seed in 0..6u64 {
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut bytes = vec![0u8; 4 * 500];
-        rng.fill_bytes(&mut bytes);
-        // Fewer reopens than uniform bytes give (1 in 16 each), so that GC gets to run between them.
-        for op in bytes.iter_mut().step_by(4) {
-            if *op % 16 >= 14 && rng.next_u32() % 4 != 0 {
-                *op = 0;
-            }
-        }
+        let bytes = model_check_ops(seed);
         let m = super::model_check::ModelCheck::run(&bytes).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         total += m.ops;
     }
@@ -368,16 +374,8 @@ fn random_operation_sequences_match_the_model() {
 /// GC, trims, writes, clean reopens and crash recovery must all keep consistent; such LBAs still read as zeroes.
 #[test]
 fn random_operation_sequences_match_the_model_when_reads_allocate() {
-    use rand::{RngCore, SeedableRng};
     for seed in 10..14u64 {
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut bytes = vec![0u8; 4 * 500];
-        rng.fill_bytes(&mut bytes);
-        for op in bytes.iter_mut().step_by(4) {
-            if *op % 16 >= 14 && rng.next_u32() % 4 != 0 {
-                *op = 0;
-            }
-        }
+        let bytes = model_check_ops(seed);
         let mut m = super::model_check::ModelCheck::run_with(&bytes, &[("unmapped_read", "allocate")])
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(m.ops, 500);
