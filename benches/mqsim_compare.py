@@ -13,9 +13,11 @@ make``) and pass the binary::
 Without ``--mqsim`` only the nearflash side runs and the report says the comparison was skipped.
 
 nearflash runs twice per workload: with the preset as it is, and "aligned": with the features MQSim does not model
-(firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised and
-the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, so that the remaining
-differences are differences of the timing models themselves.
+(firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised,
+the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, and MQSim's policies chosen
+(its transaction scheduler, ``nand.channel_arbitration = mqsim_tsu``; its reads of a fresh device, which map a
+never-written page when it is first read, ``ftl.unmapped_read = allocate``), so that the remaining differences are
+differences of the timing models themselves.
 """
 
 from __future__ import annotations
