@@ -13,9 +13,11 @@ make``) and pass the binary::
 Without ``--mqsim`` only the nearflash side runs and the report says the comparison was skipped.
 
 nearflash runs twice per workload: with the preset as it is, and "aligned": with the features MQSim does not model
-(firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised and
-the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, so that the remaining
-differences are differences of the timing models themselves.
+(firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised,
+the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, and MQSim's policies chosen
+(its transaction scheduler, ``nand.channel_arbitration = mqsim_tsu``; its reads of a fresh device, which map a
+never-written page when it is first read, ``ftl.unmapped_read = allocate``), so that the remaining differences are
+differences of the timing models themselves.
 """
 
 from __future__ import annotations
@@ -179,6 +181,13 @@ def alignment(p: dict[str, Any]) -> list[Setting]:
         ),
         Setting("ftl.gc_stop_free_blocks", gc, "MQSim has no separate stop threshold: it collects back to the start one"),
         Setting(
+            "ftl.unmapped_read",
+            "allocate",
+            "MQSim's page-level FTL gives a never-written logical page a physical page at its plane's write frontier "
+            "when it is first read and reads it from flash (Address_Mapping_Unit_Page_Level::"
+            "online_create_entry_for_reads); the aligned read workloads therefore run, as MQSim's, on a fresh device",
+        ),
+        Setting(
             "nand.channel_arbitration",
             ARBITRATION,
             "MQSim serves waiting data-outs before it sends a new command and books command cycles on the channel "
@@ -273,7 +282,8 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
             precondition,
             "on for write workloads (MQSim's analytic steady state; nearflash writes its fill); off for reads: MQSim "
             "serves a read of a never-written page from flash anyway (it maps the page on the fly), so reads need no "
-            "fill, while its preconditioning of a 512 GiB device at 90% takes minutes",
+            "fill, while its preconditioning of a 512 GiB device at 90% takes minutes (and stops on samsung-970pro); "
+            "aligned nearflash reads a fresh device the same way (ftl.unmapped_read = allocate)",
         ),
         Mapped("Memory_Type", "FLASH"),
         Mapped("HostInterface_Type", "NVME"),
@@ -388,7 +398,11 @@ def resolve(w: Workload, p: dict[str, Any]) -> Workload:
     return w
 
 
-def workload_xml(w: Workload, p: dict[str, Any]) -> str:
+#: MQSim's workload seed in the first (or only) run; `--sweep-seeds` runs use the following ones.
+MQSIM_SEED = 798
+
+
+def workload_xml(w: Workload, p: dict[str, Any], seed: int = MQSIM_SEED) -> str:
     sectors = w.bs // 512
     ids = lambda n: ",".join(str(i) for i in range(int(n)))  # noqa: E731
     flow = [
@@ -409,7 +423,7 @@ def workload_xml(w: Workload, p: dict[str, Any]) -> str:
         ("Request_Size_Distribution", "FIXED"),
         ("Average_Request_Size", sectors),
         ("Variance_Request_Size", 0),
-        ("Seed", 798),
+        ("Seed", seed),
         ("Average_No_of_Reqs_in_Queue", w.qd),
         ("Intensity", 32768),
         ("Stop_Time", 0),
@@ -427,10 +441,13 @@ def workload_xml(w: Workload, p: dict[str, Any]) -> str:
 
 
 def prepared_device(preset: str, overrides: dict[str, Any], w: Workload, data: bool = False, seed: int = 1):
-    """A fresh in-memory device preconditioned for `w`; returns it, the LBA span `w` runs over, and the seconds spent."""
+    """A fresh in-memory device preconditioned for `w` (not at all for a read workload on a device whose reads of
+    never-written LBAs allocate pages, as MQSim's read workloads run); returns it, the LBA span `w` runs over, and the
+    seconds spent."""
     dev = nearflash.Device(None, preset=preset, materialise=data, seed=seed, overrides=overrides)
     t = time.perf_counter()
-    dev.precondition(w.fill, w.fill_pattern, 1.0, seed)
+    if not (w.reads and overrides.get("ftl.unmapped_read") == "allocate"):
+        dev.precondition(w.fill, w.fill_pattern, 1.0, seed)
     nlb = w.bs // dev.lba_bytes
     return dev, int(dev.lbas * w.span) // nlb * nlb, time.perf_counter() - t
 
@@ -612,6 +629,8 @@ def markdown(result: dict[str, Any]) -> str:
                     f"| {row['qd']} | {pair('iops')} | {pair('mean_us')} | {pair('p50_us')} | {pair('p99_us')} | "
                     f"{_g(q.get('iops'), 3)} / {_g(q.get('p50_latency'), 3)} / {_g(q.get('p99_latency'), 3)} |"
                 )
+        if pr.get("qd_sweep_seeds"):
+            lines += seed_spread(pr["qd_sweep_seeds"])
         lines += ["", "### nearflash overrides for the aligned run", "", "| parameter | value | why |", "|---|---|---|"]
         lines += [f"| `{s['key']}` | {s['value']} | {s['reason']} |" for s in pr["alignment"]]
         lines += ["", "### MQSim parameters derived from the preset (those that are not plain copies)", "",
@@ -624,13 +643,30 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def seed_spread(sweeps: list[list[dict[str, Any]]]) -> list[str]:
+    """Markdown: per depth, the lowest and highest ratio over the seeds' sweeps, and each seed's p99s."""
+    lines = ["", f"### The sweep over {len(sweeps)} address seeds (ratio nearflash / MQSim, lowest-highest)", "",
+             "| QD | IOPS | p50 | p99 | nearflash p99 us by seed | MQSim p99 us by seed |", "|---|---|---|---|---|---|"]
+    for i, row in enumerate(sweeps[0]):
+        pairs = [(s[i]["nearflash"], s[i]["MQSim"]) for s in sweeps if s[i].get("MQSim")]
+        if not pairs:
+            continue
+        span = lambda k: f"{min(n[k] / m[k] for n, m in pairs):.3f}-{max(n[k] / m[k] for n, m in pairs):.3f}"  # noqa: E731
+        p99s = lambda j: ", ".join(_g(p[j]["p99_us"]) for p in pairs)  # noqa: E731
+        lines.append(f"| {row['qd']} | {span('iops')} | {span('p50_us')} | {span('p99_us')} | {p99s(0)} | {p99s(1)} |")
+    return lines
+
+
 MODEL_DIFFERENCES = [
     "Mapping granularity: MQSim's page-level FTL maps flash-page-sized logical pages; a write smaller than a page "
     "programs a whole page and, when other sectors of that logical page are valid, first reads them (update read). "
     "nearflash maps 4 KiB sectors and packs sectors of different LBAs into one page. On a 16 KiB-page device a 4 KiB "
     "random write therefore costs MQSim one page program and nearflash a quarter of one (before GC).",
     "Preconditioning: MQSim places the preconditioned pages analytically (Van Houdt's mean-field steady state of "
-    "greedy GC); nearflash writes them (sequential fill, plus one capacity of random overwrites for write workloads).",
+    "greedy GC); nearflash writes them (sequential fill, plus one capacity of random overwrites for write workloads). "
+    "Read workloads run on a fresh device in MQSim and in aligned nearflash (ftl.unmapped_read = allocate: a read of "
+    "a never-written page maps it at its plane's write frontier, so a plane's reads find LSB and MSB pages in "
+    "arrival order); the preset run reads a sequentially filled device.",
     "Scheduling: MQSim's TSU queues transactions per chip and picks them out of order (reads first, GC first in "
     "non-preemptive mode) when the chip becomes idle; nearflash reserves each operation's resources in arrival order on "
     "gap-filling timelines, so a later command can only use idle gaps left by earlier ones.",
@@ -681,24 +717,27 @@ def ratios(a: dict[str, Any], m: dict[str, Any]) -> dict[str, Optional[float]]:
 
 
 def qd_sweep(preset: str, ov: dict[str, Any], aligned: dict[str, Any], mqsim: Optional[Path], quick: bool,
-             timeout: float, keep: Optional[Path]) -> list[dict[str, Any]]:
-    """4 KiB random reads at several queue depths on one preconditioned device (aligned) and on MQSim."""
+             timeout: float, keep: Optional[Path], seed: int = 1) -> list[dict[str, Any]]:
+    """4 KiB random reads at several queue depths on aligned nearflash and on MQSim, each depth on a fresh device
+    (MQSim runs each depth as a new process; aligned nearflash maps pages as the reads arrive, as MQSim does).
+    `seed` n draws nearflash's addresses with seed n and MQSim's with workload Seed MQSIM_SEED + n - 1."""
     k = 4 if quick else 1
     dxml = device_xml(*mqsim_device(aligned, int(aligned["nvme.max_queue_depth"]), precondition=False))
-    base = Workload("4K randread", "randread", 4096, 1, 0, 0.9, span=0.9)
-    dev, span, _ = prepared_device(preset, ov, base)
     rows = []
     for qd in SWEEP_QDS:
-        # At least 20,000 reads per depth (5,000 quick): a p99 then rests on 200 reads, not 40.
-        w = Workload(f"4K randread QD{qd}", "randread", 4096, qd, max(20_000, 1000 * qd) // k, 0.9, span=0.9)
-        row: dict[str, Any] = {"qd": qd, "ios": w.ios, "nearflash": bench_nearflash(dev, w, span)}
+        w = Workload(f"4K randread QD{qd}", "randread", 4096, qd, sweep_reads(qd) // k, 0.9, span=0.9)
+        dev, span, _ = prepared_device(preset, ov, w)
+        row: dict[str, Any] = {"qd": qd, "ios": w.ios, "seed": seed, "nearflash": bench_nearflash(dev, w, span, seed=seed)}
+        del dev
         if mqsim is not None:
             try:
-                row["MQSim"] = mqsim_runs(mqsim, dxml, workload_xml(w, aligned), 1, timeout, keep, f"{preset}/sweep-qd{qd}")
+                wxml = workload_xml(w, aligned, MQSIM_SEED + seed - 1)
+                tag = f"{preset}/sweep-qd{qd}" + (f"-seed{seed}" if seed != 1 else "")
+                row["MQSim"] = mqsim_runs(mqsim, dxml, wxml, 1, timeout, keep, tag)
             except (RuntimeError, TimeoutError) as e:
                 row["mqsim_error"] = str(e).strip().splitlines()[-1]
         n, m = row["nearflash"], row.get("MQSim")
-        print(f"    QD{qd:<4} nearflash {n['iops']:>10,.0f} IOPS {n['mean_us']:>8.1f} us p50 {_g(n['p50_us'])} p99 {_g(n['p99_us'])}"
+        print(f"    QD{qd:<4} seed {seed} nearflash {n['iops']:>10,.0f} IOPS {n['mean_us']:>8.1f} us p50 {_g(n['p50_us'])} p99 {_g(n['p99_us'])}"
               + (f" | MQSim {m['iops']:>10,.0f} IOPS {m['mean_us']:>8.1f} us p50 {_g(m['p50_us'])} p99 {_g(m['p99_us'])}"
                  if m else ""), flush=True)
         rows.append(row)
@@ -708,8 +747,18 @@ def qd_sweep(preset: str, ov: dict[str, Any], aligned: dict[str, Any], mqsim: Op
 SWEEP_QDS = (1, 4, 16, 64, 256)
 
 
+def sweep_reads(qd: int) -> int:
+    """Reads per depth of the sweep (a quarter with --quick). The tail of a closed loop over a few dies moves with
+    slow swings of the per-die queue lengths, so a percentile needs many more reads than its rank suggests: on
+    samsung-970pro with 16 one-die channels and equal read times, five seeds of 64,000 reads at QD 256 gave p99s
+    from 2,265 to 3,650 us (nearflash) and 2,349 to 3,289 us (MQSim); at these sizes five seeds of the real device
+    spread 2,918-3,138 and 2,770-2,959 us (docs/validation.md, `--sweep-seeds 5`)."""
+    return max(100_000, 4000 * qd)
+
+
 def compare_preset(preset: str, mqsim: Optional[Path], quick: bool, repeats: int, mqsim_repeats: int,
-                   only: Optional[list[str]], sweep: bool, timeout: float, keep: Optional[Path]) -> dict[str, Any]:
+                   only: Optional[list[str]], sweep: bool, timeout: float, keep: Optional[Path],
+                   sweep_seeds: int = 1) -> dict[str, Any]:
     base = preset_values(preset)
     ov = aligned_overrides(base)
     aligned = preset_values(preset, ov)
@@ -744,6 +793,10 @@ def compare_preset(preset: str, mqsim: Optional[Path], quick: bool, repeats: int
     if sweep:
         print(f"[{preset}] queue-depth sweep, 4K random reads", flush=True)
         out["qd_sweep"] = qd_sweep(preset, ov, aligned, mqsim, quick, timeout, keep)
+        if sweep_seeds > 1:
+            out["qd_sweep_seeds"] = [out["qd_sweep"]] + [
+                qd_sweep(preset, ov, aligned, mqsim, quick, timeout, keep, seed) for seed in range(2, sweep_seeds + 1)
+            ]
     return out
 
 
@@ -757,6 +810,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="MQSim runs per workload (its timing figures are deterministic; benches/simspeed.py is the speed benchmark)")
     ap.add_argument("--only", nargs="*", help="run workloads whose name contains one of these words")
     ap.add_argument("--no-sweep", action="store_true", help="skip the queue-depth sweep of 4K random reads")
+    ap.add_argument("--sweep-seeds", type=int, default=1,
+                    help="run the sweep with this many address seeds (nearflash 1..N, MQSim's Seed 798..) and report "
+                         "each depth's spread of ratios; the tables use seed 1")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds one MQSim run may take")
     ap.add_argument("--keep", type=Path, help="keep MQSim's input and output files under this folder")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
@@ -783,7 +839,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for p in args.preset:
         result["presets"].append(
             compare_preset(p, mqsim, args.quick, args.repeats, args.mqsim_repeats, args.only, not args.no_sweep,
-                           args.timeout, args.keep)
+                           args.timeout, args.keep, args.sweep_seeds)
         )
         # Written after every preset, so that a long run leaves what it has measured.
         (args.out / "mqsim_compare.json").write_text(json.dumps(result, indent=1, default=str))

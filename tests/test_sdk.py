@@ -80,6 +80,21 @@ def test_channel_arbitration_values_are_named_in_errors(small):
         assert bytes(dev.read(0, 8)) == b"\x5a" * dev.lba_bytes * 8
 
 
+def test_unmapped_read_allocate_reads_zeroes_from_flash_and_keeps_written_data(small):
+    with pytest.raises(nearflash.ConfigError, match="ftl.unmapped_read .*expected zeroes or allocate"):
+        Device(None, unmapped_read="random")
+    with Device(None, unmapped_read="allocate", **small) as dev:
+        lb = dev.lba_bytes
+        assert bytes(dev.read(64, 4)) == b"\0" * 4 * lb, "a never-written LBA still reads as zeroes"
+        dev.write(65, b"\x7e" * lb)
+        assert bytes(dev.read(64, 4)) == b"\0" * lb + b"\x7e" * lb + b"\0" * 2 * lb
+        r = dev.report()
+        assert r.nand["pages_read"] >= 1 and r.ftl["read_allocated_pages"] >= 1
+    with Device(None, **small) as dev:
+        dev.read(64, 4)
+        assert dev.report().nand["pages_read"] == 0 and "read_allocated_pages" not in dev.report().ftl
+
+
 def test_async_queue_completes_in_virtual_time_order(small):
     with Device(None, materialise=False, **small) as dev:
         dev.precondition(1.0)

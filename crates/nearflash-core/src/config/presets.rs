@@ -70,4 +70,23 @@ mod tests {
         let e = with(&[("nand.channel_arbitration", "round_robin")]).unwrap_err();
         assert!(e.contains("\"round_robin\"") && e.contains("interleave, data_first or mqsim_tsu"), "{e}");
     }
+
+    #[test]
+    fn unmapped_read_values_are_checked() {
+        let with = |v: &str| {
+            let mut tree = load_preset("cosmos-plus").unwrap();
+            tree.set("ftl.unmapped_read", v).unwrap();
+            DeviceConfig::from_tree(&tree).map(|c| c.unmapped_read()).map_err(|e| e.to_string())
+        };
+        assert_eq!(with("zeroes").unwrap(), crate::config::UnmappedRead::Zeroes);
+        assert_eq!(with("allocate").unwrap(), crate::config::UnmappedRead::Allocate);
+        for bad in ["map", "", "Allocate"] {
+            let e = with(bad).unwrap_err();
+            assert!(e.contains("ftl.unmapped_read") && e.contains("expected zeroes or allocate"), "{bad}: {e}");
+        }
+        for name in preset_names() {
+            let cfg = DeviceConfig::from_tree(&load_preset(name).unwrap()).unwrap();
+            assert_eq!(cfg.unmapped_read(), crate::config::UnmappedRead::Zeroes, "{name}: the default reads zeroes");
+        }
+    }
 }

@@ -112,6 +112,10 @@ pub struct FtlConfig {
     /// Blocks per plane set aside for firmware extensions' physical-address storage (the last blocks of each
     /// plane); the FTL never allocates, collects or maps them. Absent: none.
     pub ext_reserved_blocks: Option<Count>,
+    /// zeroes (a read of a never-written sector returns zeroes from the mapping table, without flash) | allocate
+    /// (MQSim's page-level FTL: the read gives the sector's page-sized group a page at its plane's host frontier
+    /// and reads it from flash; see `Ftl::allocate_for_read`).
+    pub unmapped_read: Choice,
 }
 
 /// Controller: embedded cores, DRAM and firmware costs.
@@ -261,6 +265,15 @@ pub enum GcPacing {
     Blocking,
 }
 
+/// What a read of a never-written sector does (`ftl.unmapped_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnmappedRead {
+    /// Zeroes from the mapping table, no flash access.
+    Zeroes,
+    /// A page is allocated for the sector's group and read from flash (MQSim).
+    Allocate,
+}
+
 /// Demand-paged or fully cached mapping table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MappingMode {
@@ -308,6 +321,14 @@ impl DeviceConfig {
             GcPacing::Blocking
         } else {
             GcPacing::Incremental
+        }
+    }
+
+    pub fn unmapped_read(&self) -> UnmappedRead {
+        if self.ftl.unmapped_read.0 == "allocate" {
+            UnmappedRead::Allocate
+        } else {
+            UnmappedRead::Zeroes
         }
     }
 
@@ -447,6 +468,9 @@ impl DeviceConfig {
         }
         if !matches!(f.gc_pacing.0.as_str(), "incremental" | "blocking") {
             return bad(format!("ftl.gc_pacing {:?}: expected incremental or blocking", f.gc_pacing.0));
+        }
+        if !matches!(f.unmapped_read.0.as_str(), "zeroes" | "allocate") {
+            return bad(format!("ftl.unmapped_read {:?}: expected zeroes or allocate", f.unmapped_read.0));
         }
         if !matches!(f.mapping.0.as_str(), "dram" | "demand") {
             return bad(format!("ftl.mapping {:?}: expected dram or demand", f.mapping.0));

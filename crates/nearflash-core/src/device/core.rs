@@ -1,7 +1,7 @@
 //! The device's components and the timed data paths shared by NVMe commands and firmware extensions: reading
 //! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
 
-use crate::config::DeviceConfig;
+use crate::config::{DeviceConfig, UnmappedRead};
 use super::exec::{FlashRead, PageDone};
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
@@ -249,13 +249,28 @@ impl DeviceCore {
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
         let mut lookup_done = ready;
+        let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
         let locs = &mut sc.locs;
         locs.clear();
         for i in 0..u64::from(nlb) {
             let lpn = (slba + i) as u32;
             let (ftl, mut sink) = self.ftl_and_sink();
             lookup_done = lookup_done.max(ftl.map_access(lpn, false, ready, &mut sink));
-            locs.push(ftl.locate(lpn));
+            let mut loc = ftl.locate(lpn);
+            if allocate && loc == Location::Unmapped {
+                // MQSim's page-level FTL: the never-written sector gets a page and is read from flash.
+                loc = match ftl.allocate_for_read(lpn, ready, &mut sink) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.fault.get_or_insert(e);
+                        return Err(Status::INTERNAL_ERROR);
+                    }
+                };
+                if loc != Location::Unmapped {
+                    ftl.map_access(lpn, true, ready, &mut sink); // the new entry is dirty (a hit: no time)
+                }
+            }
+            locs.push(loc);
         }
         // Group flash sectors by page: runs of consecutive sectors on one page.
         let mut result = FlashRead { done: lookup_done, pages: std::mem::take(&mut sc.pages) };

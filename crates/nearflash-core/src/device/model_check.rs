@@ -12,8 +12,8 @@ use crate::nvme::DataBuf;
 use crate::nvme::{encode_dsm_ranges, opcode, Sqe};
 use std::collections::HashMap;
 
-/// A small device that garbage-collects after a few thousand writes.
-fn tiny_tree() -> ConfigTree {
+/// A small device that garbage-collects after a few thousand writes (with `overrides` on top).
+fn tiny_tree(overrides: &[(&str, &str)]) -> ConfigTree {
     let mut t = load_preset("cosmos-plus").expect("built-in preset");
     for (k, v) in [
         ("channels", "2"),
@@ -24,7 +24,10 @@ fn tiny_tree() -> ConfigTree {
         ("gc_start_free_blocks", "3"),
         ("gc_stop_free_blocks", "3"),
         ("write_buffer", "256KiB"),
-    ] {
+    ]
+    .iter()
+    .chain(overrides)
+    {
         t.set(k, v).expect("valid override");
     }
     t
@@ -53,13 +56,13 @@ fn sector(lba: u64, tag: u32, bytes: usize) -> Vec<u8> {
 }
 
 impl ModelCheck {
-    pub fn new() -> Result<ModelCheck, String> {
+    pub fn new(overrides: &[(&str, &str)]) -> Result<ModelCheck, String> {
         // In memory where the host has it: every close and checkpoint msyncs the image's tables.
         let shm = std::path::Path::new("/dev/shm");
         let dir = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() };
         let dir = dir.map_err(|e| e.to_string())?;
         let path = dir.path().join("dev");
-        let mut dev = Device::create(&path, tiny_tree(), DeviceOptions::default()).map_err(|e| e.to_string())?;
+        let mut dev = Device::create(&path, tiny_tree(overrides), DeviceOptions::default()).map_err(|e| e.to_string())?;
         dev.create_queue_pair(1, 32).map_err(|e| e.to_string())?;
         let (lbas, lba_bytes) = (dev.namespace().lbas, dev.lba_bytes() as usize);
         Ok(ModelCheck {
@@ -75,7 +78,7 @@ impl ModelCheck {
         })
     }
 
-    fn dev(&mut self) -> &mut Device {
+    pub(crate) fn dev(&mut self) -> &mut Device {
         self.dev.as_mut().expect("device is open between operations")
     }
 
@@ -215,7 +218,12 @@ impl ModelCheck {
 
     /// Runs every operation in `bytes`, then checks every LBA.
     pub fn run(bytes: &[u8]) -> Result<ModelCheck, String> {
-        let mut m = ModelCheck::new()?;
+        Self::run_with(bytes, &[])
+    }
+
+    /// As `run`, on the small device with configuration `overrides`.
+    pub fn run_with(bytes: &[u8], overrides: &[(&str, &str)]) -> Result<ModelCheck, String> {
+        let mut m = ModelCheck::new(overrides)?;
         let mut at = 0;
         while at < bytes.len() {
             let used = m.step(&bytes[at..]).map_err(|e| format!("operation {} (byte {at}): {e}", m.ops))?;

@@ -342,26 +342,68 @@ fn raw_bit_errors_cost_retries_but_never_corrupt_data() {
     assert_eq!(r.media_errors, failed);
 }
 
+/// 500 seeded operations for the model checker (4 bytes each).
+fn model_check_ops(seed: u64) -> Vec<u8> {
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut bytes = vec![0u8; 4 * 500];
+    rng.fill_bytes(&mut bytes);
+    // Fewer reopens than uniform bytes give (1 in 16 each), so that GC gets to run between them.
+    for op in bytes.iter_mut().step_by(4) {
+        if *op % 16 >= 14 && rng.next_u32() % 4 != 0 {
+            *op = 0;
+        }
+    }
+    bytes
+}
+
 /// The model-based checker (`model_check`, also the `device_model` fuzz target) on seeded random operation
 /// sequences: writes, reads, trims, flushes, clean reopens and crashes, every read checked against a plain map.
 #[test]
 fn random_operation_sequences_match_the_model() {
-    use rand::{RngCore, SeedableRng};
     let mut total = 0;
     for seed in 0..6u64 {
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut bytes = vec![0u8; 4 * 500];
-        rng.fill_bytes(&mut bytes);
-        // Fewer reopens than uniform bytes give (1 in 16 each), so that GC gets to run between them.
-        for op in bytes.iter_mut().step_by(4) {
-            if *op % 16 >= 14 && rng.next_u32() % 4 != 0 {
-                *op = 0;
-            }
-        }
+        let bytes = model_check_ops(seed);
         let m = super::model_check::ModelCheck::run(&bytes).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         total += m.ops;
     }
     assert_eq!(total, 6 * 500);
+}
+
+/// The same with `ftl.unmapped_read = allocate`: reads of never-written LBAs map pages (metadata only) that
+/// GC, trims, writes, clean reopens and crash recovery must all keep consistent; such LBAs still read as zeroes.
+#[test]
+fn random_operation_sequences_match_the_model_when_reads_allocate() {
+    for seed in 10..14u64 {
+        let bytes = model_check_ops(seed);
+        let mut m = super::model_check::ModelCheck::run_with(&bytes, &[("unmapped_read", "allocate")])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(m.ops, 500);
+        let allocated = m.dev().core.ftl.stats.read_allocated_pages;
+        assert!(allocated > 0, "seed {seed}: the final check's reads allocated no page");
+    }
+}
+
+/// `ftl.unmapped_read`: on a fresh device `zeroes` serves random reads from the mapping table (no flash, and the
+/// report has no `read_allocated_pages`: default reports are unchanged); `allocate` senses a page for every read
+/// (MQSim's reads of a device without preconditioning), one allocated page per group read first.
+#[test]
+fn reads_of_a_fresh_device_go_to_flash_only_with_unmapped_read_allocate() {
+    let mut t_read = 0;
+    let mut run = |policy: &str| {
+        let mut dev = dev_with(&small(&[("unmapped_read", policy)]), false);
+        t_read = dev.config().nand.t_read.0;
+        bench(&mut dev, Pattern::RandRead, 4096, 8, 3000)
+    };
+    let z = run("zeroes");
+    assert_eq!((z.ops["read"].count, z.nand.pages_read), (3000, 0));
+    assert!(!z.to_json().contains("read_allocated_pages"));
+    let a = run("allocate");
+    assert_eq!((a.ops["read"].count, a.nand.pages_read), (3000, 3000), "every 4 KiB read senses one page");
+    let pages = a.ftl.stats.read_allocated_pages;
+    assert!(pages > 2000 && pages <= 3000, "one page per group read first: {pages}");
+    assert_eq!(a.nand.pages_programmed, 0, "allocation programs nothing");
+    assert!(a.ops["read"].latency.min_us * 1e3 > t_read as f64, "each read waits for its page's sensing");
 }
 
 /// Every input the `device_model` fuzzer once failed on (`fuzz/regressions/device_model`) passes the model check.

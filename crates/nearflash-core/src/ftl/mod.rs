@@ -16,6 +16,7 @@ pub mod gc;
 pub mod oob;
 mod physical;
 mod precondition;
+mod read_alloc;
 mod recovery;
 
 pub use blocks::{BlockInfo, BlockState, BlockTable};
@@ -96,6 +97,13 @@ pub struct FtlStats {
     pub blocks_erased: u64,
     pub map_reads: u64,
     pub map_writes: u64,
+    /// Pages given to never-written sectors by reads (`ftl.unmapped_read = allocate`); absent from reports while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_allocated_pages: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 const NO_BLOCK: u32 = u32::MAX;
@@ -591,21 +599,26 @@ impl Ftl {
             }
             ready = ready.max(fr.ready);
             ppns.push(ppn);
-            let ppb = self.geo.pages_per_block;
-            let info = &mut self.blocks.info[fr.block as usize];
-            info.pages_written = fr.page + 1;
-            let full = fr.page + 1 == ppb;
-            if full {
-                info.state = BlockState::Full;
-            }
-            let f = self.frontier_mut(s, plane);
-            f.reset_page();
-            f.page += 1;
-            if full {
-                f.block = NO_BLOCK;
-            }
+            self.next_page(s, plane);
         }
         sink.program_pages(ready, &ppns, released)
+    }
+
+    /// Moves a frontier past its current page (now recorded in its block), closing the block after its last page.
+    fn next_page(&mut self, s: Stream, plane: u32) {
+        let (block, page) = (self.frontier(s, plane).block, self.frontier(s, plane).page);
+        let info = &mut self.blocks.info[block as usize];
+        info.pages_written = page + 1;
+        let full = page + 1 == self.geo.pages_per_block;
+        if full {
+            info.state = BlockState::Full;
+        }
+        let f = self.frontier_mut(s, plane);
+        f.reset_page();
+        f.page += 1;
+        if full {
+            f.block = NO_BLOCK;
+        }
     }
 
     /// Points `lpn` at `psa`, moving its valid count from the old block.

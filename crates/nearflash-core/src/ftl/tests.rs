@@ -51,6 +51,8 @@ enum Op {
     Write(u32),
     Trim(u32, u32),
     Flush,
+    /// A read (with `ftl.unmapped_read = allocate`: a never-written sector gets a page first).
+    Read(u32),
 }
 
 fn ops(max_lpn: u32) -> impl Strategy<Value = Vec<Op>> {
@@ -58,16 +60,19 @@ fn ops(max_lpn: u32) -> impl Strategy<Value = Vec<Op>> {
         8 => (0..max_lpn).prop_map(Op::Write),
         1 => (0..max_lpn, 1u32..8).prop_map(|(l, n)| Op::Trim(l, n)),
         1 => Just(Op::Flush),
+        2 => (0..max_lpn).prop_map(Op::Read),
     ];
     prop::collection::vec(op, 1..4000)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
-    /// Whatever the sequence of writes, trims and flushes (GC included), every sector reads back as last written.
+    /// Whatever the sequence of writes, trims, flushes and reads (GC included, reads of never-written sectors
+    /// allocating pages or not), every sector reads back as last written.
     #[test]
     fn matches_a_plain_map(
         seq in ops(600),
+        allocate in any::<bool>(),
         mp in any::<bool>(),
         copyback in any::<bool>(),
         paced in any::<bool>(),
@@ -84,6 +89,7 @@ proptest! {
             ("gc_stop_free_blocks", "3"),
             ("gc_pacing", if paced { "incremental" } else { "blocking" }),
             ("gc_policy", policy),
+            ("unmapped_read", if allocate { "allocate" } else { "zeroes" }),
         ]);
         let mut ftl = memory_ftl(&cfg);
         let mut model: BTreeMap<u32, u32> = BTreeMap::new();
@@ -102,6 +108,13 @@ proptest! {
                     for x in l..l + n { model.remove(&x); }
                 }
                 Op::Flush => { ftl.flush(0, &mut Untimed); }
+                Op::Read(l) => {
+                    if allocate {
+                        ftl.allocate_for_read(l, 0, &mut Untimed).unwrap();
+                    }
+                    let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
+                    prop_assert_eq!(read(&ftl, l), want, "read of lpn {}", l);
+                }
             }
         }
         for l in 0..600 {
@@ -377,5 +390,112 @@ fn a_damaged_record_is_refused_strictly_and_reported_leniently() {
             let want = if r.lost_lbas.contains(&u64::from(l)) { vec![0; 4096] } else { sector(&cfg, l, 1) };
             assert_eq!(read(&ftl, l), want, "{what}: lpn {l}");
         }
+    }
+}
+
+/// `ftl.unmapped_read = allocate`: the first read of a never-written sector maps its whole page-sized group to the
+/// next page of its plane's host frontier (slot = offset in the group); pages follow the reads' order, so an MLC
+/// plane's reads alternate LSB and MSB pages. Nothing is programmed and the sectors read as zeroes.
+#[test]
+fn a_read_of_a_never_written_sector_maps_its_group_to_the_frontiers_next_page() {
+    let cfg = small_config(&[("unmapped_read", "allocate")]);
+    let mut ftl = memory_ftl(&cfg);
+    let (spp, planes) = (ftl.spp, ftl.geo.planes());
+    let flash = |loc: Location| match loc {
+        Location::Flash(psa) => psa,
+        other => panic!("expected a flash location, got {other:?}"),
+    };
+    let a = 5 * spp + 1;
+    let b = (5 + planes) * spp + 3; // the same plane, the next group there
+    let pa = flash(ftl.allocate_for_read(a, 0, &mut Untimed).unwrap());
+    assert_eq!(pa % u64::from(spp), 1, "slot = the sector's offset in its group");
+    for s in 0..spp {
+        assert_eq!(ftl.locate(5 * spp + s), Location::Flash(pa - 1 + u64::from(s)), "the whole group is mapped");
+    }
+    let pb = flash(ftl.allocate_for_read(b, 0, &mut Untimed).unwrap());
+    let (page_a, page_b) = (pa / u64::from(spp), pb / u64::from(spp));
+    assert_eq!(page_b, page_a + 1, "the plane's next page, in the order of the reads");
+    let ppb = u64::from(ftl.geo.pages_per_block);
+    assert_ne!(ftl.geo.page_type((page_a % ppb) as u32), ftl.geo.page_type((page_b % ppb) as u32), "LSB then MSB");
+    assert_eq!(ftl.allocate_for_read(a + 1, 0, &mut Untimed).unwrap(), Location::Flash(pa + 1), "already mapped");
+    assert_eq!((ftl.stats.read_allocated_pages, ftl.stats.pages_programmed, ftl.waf()), (2, 0, 0.0));
+    assert_eq!(read(&ftl, a), vec![0; cfg.ftl.sector_size.0 as usize]);
+    assert!(ftl.oob(page_a).is_programmed() && !ftl.oob(page_a).present(1), "recorded, no data stored");
+    ftl.check_consistency().unwrap();
+    // A write replaces an allocated sector like any other; the rest of its group stays where it was.
+    ftl.write(a, Some(&sector(&cfg, a, 1)), 0, &mut Untimed).unwrap();
+    ftl.flush(0, &mut Untimed);
+    assert_eq!(read(&ftl, a), sector(&cfg, a, 1));
+    assert_eq!(ftl.locate(a + 1), Location::Flash(pa + 1));
+    ftl.check_consistency().unwrap();
+    assert!(matches!(ftl.allocate_for_read(ftl.logical_sectors() as u32, 0, &mut Untimed), Err(SimError::InvalidArgument(_))));
+}
+
+/// While the plane's open page holds buffered writes the read is served as zeroes without a page (programming the
+/// buffered sectors early would change write timing): nothing changes.
+#[test]
+fn no_page_is_allocated_while_the_planes_open_page_holds_buffered_writes() {
+    let cfg = small_config(&[("unmapped_read", "allocate")]);
+    let mut ftl = memory_ftl(&cfg);
+    let (spp, planes) = (ftl.spp, ftl.geo.planes());
+    let w = 2 * spp;
+    ftl.write(w, Some(&sector(&cfg, w, 1)), 0, &mut Untimed).unwrap();
+    let (seq, unread) = (ftl.seq(), (2 + planes) * spp);
+    assert_eq!(ftl.allocate_for_read(unread, 0, &mut Untimed).unwrap(), Location::Unmapped);
+    assert!(matches!(ftl.allocate_for_read(w, 0, &mut Untimed).unwrap(), Location::Buffered(_)));
+    assert!(matches!(ftl.allocate_for_read(w + 1, 0, &mut Untimed).unwrap(), Location::Unmapped));
+    assert_eq!((ftl.seq(), ftl.stats.read_allocated_pages), (seq, 0));
+    // Another plane's frontier is at a page boundary: its reads allocate.
+    assert!(matches!(ftl.allocate_for_read(3 * spp, 0, &mut Untimed).unwrap(), Location::Flash(_)));
+    ftl.flush(0, &mut Untimed);
+    assert!(matches!(ftl.allocate_for_read(unread, 0, &mut Untimed).unwrap(), Location::Flash(_)), "after the flush");
+    ftl.check_consistency().unwrap();
+}
+
+/// Allocated pages fill the device, are collected like written ones when overwritten, and a crash keeps them:
+/// recovery maps each allocated sector where it was.
+#[test]
+fn allocated_pages_survive_gc_and_recovery() {
+    let tree = small_tree(&[("unmapped_read", "allocate")]);
+    let cfg = DeviceConfig::from_tree(&tree).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+    let placed: Vec<Location>;
+    {
+        let (img, store) = Image::create(dir.path(), &tree, true, Default::default()).unwrap();
+        let mut ftl = Ftl::new(&cfg, store).unwrap();
+        let n = ftl.logical_sectors() as u32;
+        let mut rng = crate::engine::rng_stream(11, "test");
+        use rand::Rng as _;
+        // Read every sector once (in random order), then overwrite a random two capacities' worth of sectors
+        // with reads in between: GC must collect blocks of allocated pages.
+        let mut order: Vec<u32> = (0..n).collect();
+        rand::seq::SliceRandom::shuffle(&mut order[..], &mut rng);
+        for &l in &order {
+            ftl.allocate_for_read(l, 0, &mut Untimed).unwrap();
+        }
+        assert_eq!(ftl.stats.read_allocated_pages, u64::from(n / ftl.spp), "one page per group");
+        img.checkpoint(&mut ftl).unwrap();
+        for v in 1..=(2 * n) {
+            let l = rng.gen_range(0..n);
+            ftl.write(l, Some(&sector(&cfg, l, v)), 0, &mut Untimed).unwrap();
+            model.insert(l, v);
+            let r = rng.gen_range(0..n);
+            ftl.allocate_for_read(r, 0, &mut Untimed).unwrap();
+        }
+        ftl.flush(0, &mut Untimed);
+        assert!(ftl.stats.gc_runs > 0 && ftl.stats.gc_sectors_moved > 0, "{:?}", ftl.stats);
+        ftl.check_consistency().unwrap();
+        placed = (0..n).map(|l| ftl.locate(l)).collect();
+        // Crash: no close.
+    }
+    let (_img, _tree, store, opened) = Image::open(dir.path(), Default::default()).unwrap();
+    let crate::image::Opened::Unclean(ckpt) = opened else { panic!("crash must be detected") };
+    let (ftl, _) = Ftl::recover(&cfg, store, ckpt).unwrap();
+    ftl.check_consistency().unwrap();
+    for l in 0..ftl.logical_sectors() as u32 {
+        assert_eq!(ftl.locate(l), placed[l as usize], "lpn {l}");
+        let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
+        assert_eq!(read(&ftl, l), want, "lpn {l}");
     }
 }
