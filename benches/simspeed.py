@@ -100,18 +100,23 @@ def with_page_size(c: Case, preset: str) -> Case:
     return Case(**{**asdict(c), "bs": page, "name": c.name.replace("page-size", f"{page // 1024}K")})
 
 
-def measure_nearflash(preset: str, c: Case, data: bool, repeats: int, span_bytes: int, quiet: tuple[float, float]) -> dict[str, Any]:
+def prepare(preset: str, c: Case, data: bool, span_bytes: int) -> tuple[nearflash.Device, int, float]:
+    """A device set up for case `c`: preconditioned, and for reads the span written first. Returns (device, span in
+    LBAs, seconds taken)."""
     dev = nearflash.Device(None, preset=preset, materialise=data)
     t = time.perf_counter()
     dev.precondition(c.fill, c.fill_pattern, 1.0, 1)
-    lbas = dev.lbas
     if c.written_span:
         span = span_bytes // dev.lba_bytes // 32 * 32
         # Write the span through the ordinary path (real bytes when materialised) so reads copy stored data.
         dev.bench("write", 131072, 32, 1, span * dev.lba_bytes // 131072, (0, span), 1, data)
     else:
-        span = lbas
-    prep_s = time.perf_counter() - t
+        span = dev.lbas
+    return dev, span, time.perf_counter() - t
+
+
+def measure_nearflash(preset: str, c: Case, data: bool, repeats: int, span_bytes: int, quiet: tuple[float, float]) -> dict[str, Any]:
+    dev, span, prep_s = prepare(preset, c, data, span_bytes)
     # Every run draws new addresses (seed = run number): rewriting the previous run's addresses would find its
     # blocks wholly stale and leave GC steady state (write amplification falls from ~3.4 to ~1.3).
     bench = lambda seed: dev.bench(c.rw, c.bs, c.qd, 1, c.ios, (0, span), seed, data)  # noqa: E731
