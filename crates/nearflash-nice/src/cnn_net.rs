@@ -66,6 +66,7 @@ pub fn param_layers(input: Shape, layers: &[Layer]) -> Result<Vec<(usize, usize)
     let mut s = input;
     let mut v = Vec::new();
     for l in layers {
+        let (next, _, w) = layer_cost(l, s)?;
         match *l {
             Layer::InvertedResidual { expand, out, stride } => {
                 let mut z = s;
@@ -76,10 +77,10 @@ pub fn param_layers(input: Shape, layers: &[Layer]) -> Result<Vec<(usize, usize)
                     z = nz;
                 }
             }
-            Layer::Conv { out, .. } | Layer::Linear { out } => v.push((layer_cost(l, s)?.2 as usize, out)),
+            Layer::Conv { out, .. } | Layer::Linear { out } => v.push((w as usize, out)),
             _ => {}
         }
-        s = layer_cost(l, s)?.0;
+        s = next;
     }
     Ok(v)
 }

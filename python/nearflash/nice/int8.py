@@ -125,6 +125,11 @@ def scales_section(scales: list[float]) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
+def weights_file(params: bytes, scales: list[float] | None) -> bytes:
+    """A weights file as NICE-C reads it: the f32 `params`, then (for the int8 datapath) the scales' NCQ1 section."""
+    return params + (scales_section(scales) if scales is not None else b"")
+
+
 def parse_scales(b: bytes) -> list[float]:
     """The scales of an NCQ1 section (``ValueError`` when damaged)."""
     if len(b) < 12 or b[:4] != MAGIC:

@@ -133,7 +133,7 @@ def accuracy(wts: list[tuple[np.ndarray, np.ndarray]], imgs: np.ndarray, labels_
 def weights_file(wts: list[tuple[np.ndarray, np.ndarray]], scales: list[float] | None) -> bytes:
     """The weights file as NICE-C reads it: the f32 parameters, then (for the int8 datapath) the activation
     scales' NCQ1 section."""
-    return weight_bytes(wts) + (q8.scales_section(scales) if scales is not None else b"")
+    return q8.weights_file(weight_bytes(wts), scales)
 
 
 def weight_bytes(wts: list[tuple[np.ndarray, np.ndarray]]) -> bytes:

@@ -125,4 +125,4 @@ def logits_int8(wts: list[tuple[np.ndarray, np.ndarray]], img: np.ndarray, scale
 
 def weights_file(wts: list[tuple[np.ndarray, np.ndarray]], scales: list[float] | None) -> bytes:
     """The weights file as NICE-C reads it: the f32 parameters, then (for int8) the scales' NCQ1 section."""
-    return weight_bytes(wts) + (q8.scales_section(scales) if scales is not None else b"")
+    return q8.weights_file(weight_bytes(wts), scales)
