@@ -29,6 +29,16 @@ class Options:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: What the "paper" column of a comparison holds.
+REFERENCES = {
+    "paper": "a number printed in the paper (text, table, or read off a figure)",
+    "paper-derived": "computed by us from the paper's numbers (the note says how)",
+    "model": "our own model's prediction from preset parameters, not a paper number",
+    "fit": "the value a calibration fitted, not a paper number",
+    "check": "a consistency check of the simulator against itself (expected value), not a paper comparison",
+}
+
+
 @dataclass
 class Comparison:
     metric: str
@@ -38,12 +48,46 @@ class Comparison:
     note: str = ""
     fitted: bool = False
     """Our value follows from a parameter fitted to this very figure: agreement is by construction."""
+    paper_input: bool = False
+    """Our value is computed from a number taken from the paper (e.g. the paper's power ratio): not a prediction."""
+    reference: str = "paper"
+    """What the `paper` value is: one of `REFERENCES`."""
+    comparable: bool = True
+    """False where this run cannot be compared with the paper (a `--quick` size too small for the effect)."""
+    why_not_comparable: str = ""
+    better: Optional[str] = None
+    """"higher" or "lower" where one direction is plainly better (an error, a latency): a result better than the
+    paper's is then not a deviation."""
+
+    def __post_init__(self) -> None:
+        if self.reference not in REFERENCES:
+            raise ValueError(f"reference must be one of {sorted(REFERENCES)}, got {self.reference!r}")
+        if self.better not in (None, "higher", "lower"):
+            raise ValueError(f"better must be None, 'higher' or 'lower', got {self.better!r}")
 
     @property
     def ratio(self) -> Optional[float]:
         if self.ours is None or self.paper in (None, 0):
             return None
         return self.ours / self.paper
+
+    @property
+    def is_prediction(self) -> bool:
+        """A validation against the paper: nothing fitted to it, no paper number in it, the paper's own value."""
+        return self.comparable and not self.fitted and not self.paper_input and self.reference == "paper"
+
+    def tags(self) -> list[str]:
+        """Short marks shown beside the metric wherever the row is printed."""
+        t = []
+        if self.fitted:
+            t.append("fitted")
+        if self.paper_input:
+            t.append("paper input")
+        if self.reference != "paper":
+            t.append(f"reference: {self.reference}")
+        if not self.comparable:
+            t.append("not comparable at this size" + (f": {self.why_not_comparable}" if self.why_not_comparable else ""))
+        return t
 
 
 def _fmt(v: Any) -> str:
@@ -79,10 +123,13 @@ class Experiment:
                 self.on_progress(i + 1, len(items))
 
     def compare(self, metric: str, ours: Optional[float], paper: Optional[float], unit: str = "", note: str = "",
-                fitted: bool = False) -> Comparison:
-        """Records our figure beside the paper's (`fitted`: a calibrated parameter was fitted to this figure)."""
+                fitted: bool = False, *, paper_input: bool = False, reference: str = "paper", comparable: bool = True,
+                why_not_comparable: str = "", better: Optional[str] = None) -> Comparison:
+        """Records our figure beside the paper's. `fitted`: a calibrated parameter was fitted to this figure;
+        `paper_input`: our figure is computed from a paper number; `reference`: what the `paper` value is (see
+        `REFERENCES`); `comparable=False` (with a reason): this run's size cannot show the paper's effect."""
         c = Comparison(metric, None if ours is None else float(ours), None if paper is None else float(paper), unit, note,
-                       fitted)
+                       fitted, paper_input, reference, comparable, why_not_comparable, better)
         self.comparisons.append(c)
         return c
 
@@ -110,7 +157,7 @@ class Experiment:
             "title": self.title,
             "wall_s": round(time.time() - self.started, 3),
             "comparisons": [
-                {**c.__dict__, "ratio": c.ratio} for c in self.comparisons
+                {**c.__dict__, "ratio": c.ratio, "prediction": c.is_prediction} for c in self.comparisons
             ],
             "notes": self.notes,
             "tables": [{"name": n, "columns": cols, "rows": rows} for n, cols, rows in self.tables],
@@ -123,7 +170,7 @@ class Experiment:
         if self.comparisons:
             lines += ["| metric | ours | paper | ours/paper | unit | note |", "|---|---|---|---|---|---|"]
             for c in self.comparisons:
-                metric = f"{c.metric} (fitted)" if c.fitted else c.metric
+                metric = c.metric + "".join(f" ({t})" for t in c.tags())
                 lines.append(
                     f"| {metric} | {_fmt(c.ours)} | {_fmt(c.paper)} | {_fmt(c.ratio)} | {c.unit} | {c.note} |"
                 )
@@ -161,7 +208,7 @@ class Experiment:
         out = [f"{self.system} {self.name}: {self.title}"]
         w = max([len(c.metric) for c in self.comparisons] + [10])
         for c in self.comparisons:
-            r = ("" if c.ratio is None else f"  (x{c.ratio:.2f})") + ("  [fitted]" if c.fitted else "")
+            r = ("" if c.ratio is None else f"  (x{c.ratio:.2f})") + "".join(f"  [{t}]" for t in c.tags())
             out.append(f"  {c.metric:<{w}}  ours {_fmt(c.ours):>10}  paper {_fmt(c.paper):>10} {c.unit}{r}")
         return "\n".join(out)
 
