@@ -59,7 +59,7 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
         }
         let run = landed[i..].iter().take_while(|l| l.is_none()).count();
         let buf: &mut [u8] = if want { &mut out[i * ss..(i + run) * ss] } else { &mut [] };
-        let r = ctx.flash_read(slba + i as u64, run as u32, fw, buf).map_err(|e| (e, fw))?;
+        let r = ctx.flash_read(fw, slba + i as u64, run as u32, buf).map_err(|e| (e, fw))?;
         for p in &r.pages {
             let k = (p.lba - slba) as usize;
             for j in 0..p.sectors as usize {

@@ -171,7 +171,7 @@ impl RecssdFirmware {
             return self.fault(ctx, NdpFault::DataBuffer, None, "table registration without a descriptor: it carries data to the device", t);
         };
         let arrived = ctx.from_host(t, bytes.len() as u64);
-        let done = ctx.firmware_on(self.params.ftl_core as u32, arrived, self.costs.register());
+        let done = ctx.firmware_on(arrived, self.params.ftl_core as u32, self.costs.register());
         let (lba_bytes, page_bytes) = (ctx.lba_bytes() as u32, ctx.geometry().page_size);
         let registered = TableDescriptor::decode(bytes, lba_bytes, page_bytes)
             .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus as u64));
@@ -245,7 +245,7 @@ impl RecssdFirmware {
         let req = match req {
             Ok(r) => r,
             Err((f, why)) => {
-                let done = ctx.firmware_on(core, in_dram, self.params.config_base_instructions);
+                let done = ctx.firmware_on(in_dram, core, self.params.config_base_instructions);
                 self.entries.release(entry, done);
                 self.stats.config_faults += 1;
                 return self.fault(ctx, f, None, why, done);
@@ -255,7 +255,7 @@ impl RecssdFirmware {
         let dim = table.layout.dim();
         let result_elements = u64::from(req.config().result_embeddings) * u64::from(dim);
         let instructions = self.costs.config(s.pairs, s.pages, s.cache_hits, dim, result_elements);
-        let processed = ctx.firmware_on(core, in_dram, instructions);
+        let processed = ctx.firmware_on(in_dram, core, instructions);
         self.stats.pairs += s.pairs;
         self.pending.push(PendingRequest {
             key,
@@ -326,7 +326,7 @@ impl RecssdFirmware {
             let s = first + k;
             let bytes = p.req.sector_bytes(s).expect("a planned request's sectors are complete");
             out[k * sector..(k + 1) * sector].copy_from_slice(&bytes[..sector]);
-            let fw = ctx.firmware_on(core, plan.sector_ready[s].max(t), self.costs.result_sector());
+            let fw = ctx.firmware_on(plan.sector_ready[s].max(t), core, self.costs.result_sector());
             let staged = ctx.dram(fw, sector as u64);
             done = done.max(ctx.to_host(staged, sector as u64));
         }
@@ -425,10 +425,10 @@ impl RecssdFirmware {
                 }
                 None => {
                     let buf: &mut [u8] = if want_data { &mut page[..n as usize * sector] } else { &mut [] };
-                    match ctx.flash_read(first, n as u32, fw, buf) {
+                    match ctx.flash_read(fw, first, n as u32, buf) {
                         Ok(r) => {
                             // GreedyFTL's per-page handling on the FTL core, while the die works (as for NDP pages).
-                            let handled = ctx.firmware_on(core, fw, self.costs.page_sched());
+                            let handled = ctx.firmware_on(fw, core, self.costs.page_sched());
                             let ready = r.done.max(handled);
                             if let Some(p) = psas {
                                 self.buffer.insert(lpage, p, ready, want_data.then_some(&page[..n as usize * sector]));
@@ -479,13 +479,13 @@ struct CtxPort<'a, 'b> {
 
 impl FlashPort for CtxPort<'_, '_> {
     fn read(&mut self, lba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<Time, Status> {
-        self.ctx.flash_read(lba, nlb, ready, out).map(|r| r.done)
+        self.ctx.flash_read(ready, lba, nlb, out).map(|r| r.done)
     }
     fn physical(&self, lba: u64, nlb: u32) -> Option<Vec<u64>> {
         (lba..lba + u64::from(nlb)).map(|l| sector_address(self.ctx, l)).collect()
     }
     fn ftl_core(&mut self, ready: Time, instructions: f64) -> Time {
-        self.ctx.firmware_on(self.core, ready, instructions)
+        self.ctx.firmware_on(ready, self.core, instructions)
     }
 }
 
