@@ -142,7 +142,8 @@ impl RecssdFirmware {
         let mut plain = *sqe;
         plain.cdw12 &= !(1 << crate::ndp_command::NDP_FLAG_BIT);
         let ns = Self::namespace(ctx);
-        decode_io(&plain, &ns).map(|_| ()).map_err(|s| {
+        decode_io(&plain, &ns).map(|_| ()).map_err(|r| {
+            let s = r.status;
             let (byte, why) = if s == Status::LBA_OUT_OF_RANGE {
                 (CDW10, format!("SLBA {} + NLB {}: beyond the namespace's {} blocks", sqe.slba(), sqe.nlb(), ns.lbas))
             } else if sqe.nlb() > ns.max_lbas {
@@ -377,10 +378,10 @@ impl RecssdFirmware {
         let (slba, nlb) = match decode_io(sqe, &Self::namespace(ctx)) {
             Ok(IoCommand::Read { slba, nlb, .. }) => (slba, nlb),
             Ok(_) => return ExtCompletion { status: ctx.explain(Status::INVALID_OPCODE, Some(0), "not a Read"), dw0: 0, done: t },
-            Err(s) => {
+            Err(r) => {
                 let ns = Self::namespace(ctx);
                 let why = format!("Read of NLB {} at SLBA {}: expected 1..={} blocks (MDTS) inside the namespace's {} blocks", sqe.nlb(), sqe.slba(), ns.max_lbas, ns.lbas);
-                return ExtCompletion { status: ctx.explain(s, CDW10, why), dw0: 0, done: t };
+                return ExtCompletion { status: ctx.explain(r.status, CDW10, why), dw0: 0, done: t };
             }
         };
         let sector = ctx.lba_bytes() as usize;

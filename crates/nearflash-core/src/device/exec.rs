@@ -109,8 +109,7 @@ impl ExecCtx<'_> {
     /// for CDW10) goes into the Error Information log with the command's status, where a host library reads it
     /// (`Device::error_reason`). Returns `status`, for `return Err(ctx.explain(..))`-style use.
     pub fn explain(&mut self, status: Status, byte: Option<u8>, reason: impl Into<String>) -> Status {
-        self.core.error_detail = Some(crate::nvme::ErrorDetail { byte, reason: reason.into() });
-        status
+        self.core.refuse(status, byte, reason)
     }
 
     /// Whether this command's failure has been explained already (`explain`), so that a firmware's catch-all
