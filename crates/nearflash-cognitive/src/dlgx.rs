@@ -25,7 +25,7 @@ use crate::params::CognitiveParams;
 use crate::quant::QModel;
 use crate::weight_layout::WeightLayout;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 
 /// A deployed model as the firmware holds it: the description, the layout and where every weight page is. The
 /// int8 weights themselves stay in flash.
@@ -168,7 +168,7 @@ fn read_layer(
         let (lo, hi) = (start.max(idx * ps) - idx * ps, end.min((idx + 1) * ps) - idx * ps);
         for (ch, ppns) in m.ppns.iter().enumerate() {
             buf.resize(if pages.is_some() { hi - lo } else { 0 }, 0);
-            let r = ctx.read_page_range(share.ready(channel_last[ch], ready), ppns[idx], lo as u64, (hi - lo) as u64, &mut buf)?;
+            let r = ctx.read_page_range(share.ready(channel_last[ch], ready), ppns[idx], lo as u64, (hi - lo) as u64, ReadTo::UnitBuffer, &mut buf)?;
             channel_last[ch] = Some(r.done);
             cost.weight_pages += 1;
             cost.weight_bytes += r.moved;
@@ -196,7 +196,7 @@ impl PageSource for FlashPages<'_, '_> {
     fn read(&mut self, page: usize) -> crate::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.ctx.geometry().page_size as usize];
         let ppn = *self.ppns.get(page).ok_or_else(|| CognitiveError::invalid("page", format!("{page} is not a graph page")))?;
-        match self.ctx.read_page(self.t, ppn, &mut buf) {
+        match self.ctx.read_page(self.t, ppn, ReadTo::UnitBuffer, &mut buf) {
             Ok(r) => {
                 self.t = r.done;
                 Ok(buf)

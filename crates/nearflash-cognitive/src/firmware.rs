@@ -32,7 +32,7 @@ use crate::wire::{ConfigTarget, DlgCommand, OP_ANALYSIS, OP_CONFIG, OP_HASHING, 
 use crate::weight_layout::WeightLayout;
 use nearflash_core::config::ExtParams;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status, UnitHandle, UnitSpec};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
 use nearflash_core::SimError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -402,11 +402,11 @@ impl CognitiveFirmware {
         let DataBuf::FromDevice(out) = data else { return Err((Status::DATA_TRANSFER_ERROR, "read_without_buffer")) };
         let out = out.get_mut(..size as usize).ok_or((Status::DATA_TRANSFER_ERROR, "read_short_buffer"))?;
         let mut page = vec![0u8; ctx.geometry().page_size as usize];
-        let r = ctx.read_page(ctx.start, ppn, &mut page).map_err(|s| (s, "read_failed"))?;
+        // SSD_read is the firmware's data plane: the page goes through DRAM to the host, as an ordinary read.
+        let r = ctx.read_page(ctx.start, ppn, ReadTo::Dram, &mut page).map_err(|s| (s, "read_failed"))?;
         out.copy_from_slice(&page[..size as usize]);
         self.stats.ssd_reads += 1;
-        let in_dram = ctx.dram(r.done, u64::from(size));
-        Ok(ctx.to_host(in_dram, u64::from(size)))
+        Ok(ctx.to_host(r.done, u64::from(size)))
     }
 
     fn ssd_write(&mut self, ctx: &mut ExecCtx<'_>, ppn: u32, size: u32, data: DataBuf<'_>) -> Result<Time, Fault> {

@@ -5,8 +5,8 @@
 
 use nearflash_core::config::load_preset;
 use nearflash_core::ext::{
-    AttachCtx, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Relocation, Sqe,
-    Status, UnitHandle, UnitSpec, SPARE_BYTES,
+    AttachCtx, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Relocation,
+    Sqe, Status, UnitHandle, UnitSpec, SPARE_BYTES,
 };
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
@@ -42,14 +42,14 @@ impl Probe {
         match sqe.cdw10 {
             READ_PAGE => {
                 let DataBuf::FromDevice(out) = data else { return Err(Status::INVALID_FIELD) };
-                let r = ctx.read_page(t, u64::from(arg), out)?;
+                let r = ctx.read_page(t, u64::from(arg), ReadTo::Dram, out)?;
                 let dw0 = match r.ecc {
                     EccOutcome::Corrected => 0,
                     EccOutcome::Retried(n) => n,
                     EccOutcome::SoftDecoded(n) => 100 + n,
                     EccOutcome::Uncorrectable(_) => unreachable!("an uncorrectable read is an error"),
                 };
-                Ok((dw0, ctx.dram(r.done, out.len() as u64)))
+                Ok((dw0, r.done))
             }
             PROGRAM => {
                 let DataBuf::ToDevice(src) = data else { return Err(Status::INVALID_FIELD) };

@@ -42,7 +42,7 @@ use nearflash_core::device::OpClass;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{UnitHandle, UnitSpec};
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Sqe, Status};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -224,7 +224,7 @@ impl NiceFirmware {
                     continue;
                 }
                 let mut buf = vec![0u8; ss];
-                let Ok(r) = ctx.flash_read(t, lba, 1, &mut buf) else { continue };
+                let Ok(r) = ctx.flash_read(t, lba, 1, ReadTo::Dram, &mut buf) else { continue };
                 t = ctx.firmware(r.done, LEARN_INSTR_PER_SECTOR);
                 let mut src = FlashSource { ctx, t };
                 if let Ok(ev) = learner.ingest(lba, &buf, &mut src) {
@@ -535,7 +535,7 @@ impl BlockSource for FlashSource<'_, '_> {
             return None;
         }
         let mut buf = vec![0u8; self.ctx.lba_bytes() as usize];
-        let r = self.ctx.flash_read(self.t, lba, 1, &mut buf).ok()?;
+        let r = self.ctx.flash_read(self.t, lba, 1, ReadTo::Dram, &mut buf).ok()?;
         self.t = r.done;
         Some(buf)
     }

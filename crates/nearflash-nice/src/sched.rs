@@ -25,7 +25,7 @@
 //!   a host write to an LBA drops its copy.
 
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 use std::collections::BTreeMap;
 
 nearflash_core::ext_params! {
@@ -198,7 +198,7 @@ impl<'s> Fetcher<'s> {
         };
         self.issued += 1;
         self.last_issue = self.last_issue.max(issued);
-        let r = ctx.flash_read_self_sequenced(issued, lba, 1, out)?;
+        let r = ctx.flash_read_self_sequenced(issued, lba, 1, ReadTo::Dram, out)?;
         self.read.push((lba, r.done, out.to_vec()));
         Ok(r.done)
     }

@@ -32,7 +32,7 @@ type Refusal = (NdpFault, Option<u8>, String);
 /// Bytes of the command's CDW10 (SLBA: table start + request id) and CDW12 (NLB), for the error log.
 const CDW10: Option<u8> = Some(40);
 const CDW12: Option<u8> = Some(48);
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo};
 use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
@@ -419,14 +419,15 @@ impl RecssdFirmware {
                 }
                 h.ready
             });
-            let ready = match hit {
+            // (when the page is ready, whether it is through DRAM already)
+            let (ready, through_dram) = match hit {
                 Some(r) => {
                     self.stats.host_read_pages_from_buffer += 1;
-                    r.max(fw)
+                    (r.max(fw), false)
                 }
                 None => {
                     let buf: &mut [u8] = if want_data { &mut page[..n as usize * sector] } else { &mut [] };
-                    match ctx.flash_read(fw, first, n as u32, buf) {
+                    match ctx.flash_read(fw, first, n as u32, ReadTo::Dram, buf) {
                         Ok(r) => {
                             // GreedyFTL's per-page handling on the FTL core, while the die works (as for NDP pages).
                             let handled = ctx.firmware_on(fw, core, self.costs.page_sched());
@@ -435,7 +436,7 @@ impl RecssdFirmware {
                                 self.buffer.insert(lpage, p, ready, want_data.then_some(&page[..n as usize * sector]));
                             }
                             self.stats.host_read_pages_from_flash += 1;
-                            ready
+                            (ready, true)
                         }
                         Err(s) => {
                             let why = format!("LBAs {first}..{} could not be read from flash", first + n);
@@ -451,7 +452,7 @@ impl RecssdFirmware {
                 out = rest;
             }
             let b = take * sector as u64;
-            let in_dram = ctx.dram(ready, 2 * b);
+            let in_dram = if through_dram { ready } else { ctx.dram(ready, 2 * b) };
             done = done.max(ctx.to_host(in_dram, b));
             lba += take;
         }
@@ -480,7 +481,7 @@ struct CtxPort<'a, 'b> {
 
 impl FlashPort for CtxPort<'_, '_> {
     fn read(&mut self, lba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<Time, Status> {
-        self.ctx.flash_read(ready, lba, nlb, out).map(|r| r.done)
+        self.ctx.flash_read(ready, lba, nlb, ReadTo::Dram, out).map(|r| r.done)
     }
     fn physical(&self, lba: u64, nlb: u32) -> Option<Vec<u64>> {
         (lba..lba + u64::from(nlb)).map(|l| sector_address(self.ctx, l)).collect()

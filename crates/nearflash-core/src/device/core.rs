@@ -216,16 +216,33 @@ impl DeviceCore {
         self.nand.ecc.decode(worst.max(sampled))
     }
 
+    /// Moves `bytes` read from flash, decoded at `decoded`, through controller DRAM: written in by the flash
+    /// interface and read out once by their consumer (the host DMA, a firmware core, a compute unit), so the DRAM
+    /// port carries twice the bytes. Returns when they are through. The one place where flash reads book DRAM:
+    /// host Reads (`deliver_pages`) and the `ExecCtx` reads into DRAM (`ReadTo::Dram`) both come here.
+    pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64) -> Time {
+        self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, 2 * bytes)
+    }
+
+    /// Moves the pages of a read through DRAM (`through_dram`) in the order they are decoded: `pages` is sorted by
+    /// decode time and each page's `done` becomes when its data is through.
+    pub(crate) fn stage_in_dram(&mut self, pages: &mut [PageDone]) {
+        pages.sort_by_key(|p| p.done);
+        let sector = u64::from(self.nand.geo.sector_size);
+        for p in pages {
+            p.done = self.through_dram(p.done, u64::from(p.sectors) * sector);
+        }
+    }
+
     /// Moves the pages of a host read, each decoded at its `done`, through DRAM to the host as soon as each is
     /// decoded; returns when the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: Time, mut pages: Vec<PageDone>) -> Time {
-        pages.sort_by_key(|p| p.done);
+        self.stage_in_dram(&mut pages);
         let sector = u64::from(self.nand.geo.sector_size);
         let mut done = fw;
         for p in &pages {
             let b = u64::from(p.sectors) * sector;
-            let in_dram = self.ctrl.dram(&mut self.res, &mut self.ledger, p.done, 2 * b);
-            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, in_dram, b));
+            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, p.done, b));
         }
         self.recycle(pages);
         done

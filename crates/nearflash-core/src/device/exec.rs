@@ -5,6 +5,10 @@
 //! `read_page_range`, `sense_page`, `program_page`, `erase_block`) bypasses it: reads may address any page, programs and erases only the
 //! extension-reserved blocks (`ftl.ext_reserved_blocks`). Addresses out of range are errors, never clamped.
 //!
+//! A read that brings data into the controller says where it goes ([`ReadTo`]): into controller DRAM, booked as the
+//! host read path books it (`DeviceCore::through_dram`, the one place), or into a compute unit's own buffer on the
+//! flash interface, bypassing DRAM. Sensing for logic beside the die (`sense_page*`) moves nothing into DRAM.
+//!
 //! One convention for time: every call that books work takes `ready` (the earliest virtual time, in ns, the work
 //! may start) as its first argument after `&mut self`, and returns when the work is done (`HostCtx` does the same).
 
@@ -18,6 +22,19 @@ use crate::ftl::{Location, PageData, PhysError};
 use crate::nand::{EccOutcome, Geometry};
 use crate::nvme::Status;
 
+/// Where a read's data goes in the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadTo {
+    /// Controller DRAM: written in by the flash interface and read out once by its consumer (a firmware core, a
+    /// compute unit, the host DMA), as for a host Read: the DRAM port carries twice the bytes, and the data is ready
+    /// when it is through. The consumer books no DRAM of its own for that first read-out.
+    Dram,
+    /// A compute unit's own buffer on the flash interface, bypassing DRAM (iSSD's per-channel FMCs, Cognitive SSD's
+    /// DLG-x reading weights and graph pages straight from NAND): the data is ready when decoded; the caller books
+    /// DRAM (`dram`) where the data crosses it later.
+    UnitBuffer,
+}
+
 /// One flash page's part of a [`FlashRead`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageDone {
@@ -28,7 +45,8 @@ pub struct PageDone {
     pub offset: usize,
     pub channel: u32,
     pub die: u32,
-    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up).
+    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up); read to
+    /// [`ReadTo::Dram`], when it is through DRAM.
     pub done: Time,
 }
 
@@ -71,7 +89,8 @@ pub enum Placement {
 /// The outcome of a physical page read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageRead {
-    /// When the data is in the controller (or, for a sense without transfer, in the page register).
+    /// When the data is in the controller (read to [`ReadTo::Dram`]: through DRAM; for a sense without transfer, in
+    /// the page register).
     pub done: Time,
     pub addr: PhysAddr,
     /// Bytes that crossed the channel (a page, a column read's codewords, or what a sense asked for).
@@ -136,16 +155,26 @@ impl ExecCtx<'_> {
         self.core.ftl.logical_sectors()
     }
 
-    /// Reads `nlb` blocks from `slba` through the FTL into controller memory (`out`; empty for timing only), from
-    /// `ready`. Fails with LBA Out of Range or Unrecovered Read Error.
-    pub fn flash_read(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.core.read_lbas(slba, nlb, ready, out, true)
+    /// Reads `nlb` blocks from `slba` through the FTL into the controller, `to` DRAM or a unit's buffer (`out`; empty
+    /// for timing only), from `ready`; the controller cores issue one flash transaction per page. Fails with LBA Out
+    /// of Range or Unrecovered Read Error.
+    pub fn flash_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.logical_read(ready, slba, nlb, to, out, true)
     }
 
     /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
-    /// whose own units sequence the flash (iSSD's per-channel FMCs).
-    pub fn flash_read_self_sequenced(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.core.read_lbas(slba, nlb, ready, out, false)
+    /// whose own units sequence the flash (iSSD's per-channel FMCs, NICE's R5 or A53 sequencer).
+    pub fn flash_read_self_sequenced(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.logical_read(ready, slba, nlb, to, out, false)
+    }
+
+    fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool) -> Result<FlashRead, Status> {
+        let mut r = self.core.read_lbas(slba, nlb, ready, out, issue_on_cores)?;
+        if to == ReadTo::Dram {
+            self.core.stage_in_dram(&mut r.pages);
+            r.done = r.pages.iter().fold(r.done, |d, p| d.max(p.done));
+        }
+        Ok(r)
     }
 
     /// Writes whole blocks through the write buffer and FTL; returns when buffered.
@@ -229,21 +258,31 @@ impl ExecCtx<'_> {
         })
     }
 
-    /// Senses physical page `ppn` and moves its whole content to the controller, into `out` (a page long; empty:
-    /// timing only). Any programmed page may be read; unwritten slots read as zeroes. An uncorrectable page or a
-    /// checksum mismatch is an Unrecovered Read Error (its data is never returned).
-    pub fn read_page(&mut self, ready: Time, ppn: u64, out: &mut [u8]) -> Result<PageRead, Status> {
+    /// Senses physical page `ppn` and moves its whole content to the controller, `to` DRAM or a unit's buffer, into
+    /// `out` (a page long; empty: timing only). Any programmed page may be read; unwritten slots read as zeroes. An
+    /// uncorrectable page or a checksum mismatch is an Unrecovered Read Error (its data is never returned).
+    pub fn read_page(&mut self, ready: Time, ppn: u64, to: ReadTo, out: &mut [u8]) -> Result<PageRead, Status> {
         let bytes = u64::from(self.core.nand.geo.page_size);
-        self.physical_read(ready, ppn, bytes, false, out)
+        let r = self.physical_read(ready, ppn, bytes, false, out)?;
+        Ok(self.land(r, to))
+    }
+
+    /// A physical read's data, moved through DRAM if it goes there.
+    fn land(&mut self, mut r: PageRead, to: ReadTo) -> PageRead {
+        if to == ReadTo::Dram {
+            r.done = self.core.through_dram(r.done, r.moved);
+        }
+        r
     }
 
     /// A column read (ONFI random data out): senses physical page `ppn` whole and moves over the channel only the ECC
     /// codewords that hold bytes `offset .. offset + len`, after a Change Read Column points the data-out at them
-    /// (`nand.t_column_change`); each moved codeword is decoded. `out` receives the range (`len` bytes; empty:
-    /// timing only). A range whose codewords make up the whole page is exactly a [`read_page`](Self::read_page).
+    /// (`nand.t_column_change`); each moved codeword is decoded and goes `to` DRAM or a unit's buffer. `out` receives
+    /// the range (`len` bytes; empty: timing only). A range whose codewords make up the whole page is exactly a
+    /// [`read_page`](Self::read_page).
     /// Refused before anything happens: an empty range or one past the page's end, or `out` of another length
     /// (Invalid Field), a page out of range (LBA Out of Range); errors as `read_page` otherwise.
-    pub fn read_page_range(&mut self, ready: Time, ppn: u64, offset: u64, len: u64, out: &mut [u8]) -> Result<PageRead, Status> {
+    pub fn read_page_range(&mut self, ready: Time, ppn: u64, offset: u64, len: u64, to: ReadTo, out: &mut [u8]) -> Result<PageRead, Status> {
         let page_size = u64::from(self.core.nand.geo.page_size);
         let end = match offset.checked_add(len) {
             Some(end) if len > 0 && end <= page_size => end,
@@ -263,11 +302,12 @@ impl ExecCtx<'_> {
         if !out.is_empty() {
             out.copy_from_slice(&page[offset as usize..end as usize]);
         }
-        Ok(r)
+        Ok(self.land(r, to))
     }
 
     /// Senses physical page `ppn` and moves only `xfer_bytes` over the channel (0 for computation beside the die,
-    /// e.g. NDSearch's search-in-NAND): timing only; ECC is charged on the moved bytes.
+    /// e.g. NDSearch's search-in-NAND): timing only; ECC is charged on the moved bytes, and nothing goes to DRAM
+    /// (the moved bytes go to the logic that asked for them).
     pub fn sense_page(&mut self, ready: Time, ppn: u64, xfer_bytes: u64) -> Result<PageRead, Status> {
         if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
             return Err(Status::INVALID_FIELD);

@@ -15,7 +15,7 @@ mod repair;
 mod report;
 
 pub use self::core::DeviceCore;
-pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr};
+pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
