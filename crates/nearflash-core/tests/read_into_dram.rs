@@ -1,5 +1,6 @@
 //! An extension's reads into controller DRAM book the DRAM port exactly as the host read path does (twice the
-//! bytes: written in from flash, read out once by their consumer), and reads into a unit's own buffer book none.
+//! bytes: written in from flash, read out once by their consumer), reads kept in DRAM book the write in, and reads
+//! into a unit's own buffer book none.
 
 use nearflash_core::config::load_preset;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status};
@@ -10,7 +11,8 @@ const OP: u8 = 0x9C;
 const LBAS: u32 = 48;
 
 /// Reads LBAs `cdw10 .. cdw10 + cdw12` as CDW13 says: 0 `flash_read` to DRAM, 1 `flash_read_self_sequenced` to
-/// DRAM, 2 `flash_read` to a unit's buffer, 3 `read_page` to DRAM of the physical page holding LBA `cdw10`.
+/// DRAM, 2 `flash_read` to a unit's buffer, 4 `flash_read` kept in DRAM, 3 `read_page` to DRAM of the physical page
+/// holding LBA `cdw10`.
 struct Reader;
 
 impl Extension for Reader {
@@ -27,6 +29,7 @@ impl Extension for Reader {
             0 => ctx.flash_read(t, slba, nlb, ReadTo::Dram, &mut out).map(|r| r.done),
             1 => ctx.flash_read_self_sequenced(t, slba, nlb, ReadTo::Dram, &mut out).map(|r| r.done),
             2 => ctx.flash_read(t, slba, nlb, ReadTo::UnitBuffer, &mut out).map(|r| r.done),
+            4 => ctx.flash_read(t, slba, nlb, ReadTo::DramKept, &mut out).map(|r| r.done),
             _ => match ctx.placement(slba) {
                 Ok(nearflash_core::ext::Placement::Flash { addr, .. }) => {
                     let mut page = vec![0u8; ctx.geometry().page_size as usize];
@@ -95,6 +98,9 @@ fn flash_reads_into_dram_book_it_as_the_host_read_of_the_same_lbas() {
         assert_same(&format!("flash_read_self_sequenced {slba}+{nlb}"), ext_read(1, slba, nlb), host);
         let unit = ext_read(2, slba, nlb);
         assert_eq!((unit.0, unit.2), (0.0, 0), "a read into a unit's buffer books no DRAM");
+        let kept = ext_read(4, slba, nlb);
+        assert!((2.0 * kept.0 - host.0).abs() <= 1e-9 * host.0, "kept in DRAM: the write in, half the host read's");
+        assert_eq!(kept.2, host.2, "one transfer per page");
     }
 }
 

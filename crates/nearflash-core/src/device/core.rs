@@ -2,7 +2,7 @@
 //! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
 
 use crate::config::{DeviceConfig, UnmappedRead};
-use super::exec::{FlashRead, PageDone};
+use super::exec::{FlashRead, PageDone, ReadTo};
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
@@ -216,28 +216,33 @@ impl DeviceCore {
         self.nand.ecc.decode(worst.max(sampled))
     }
 
-    /// Moves `bytes` read from flash, decoded at `decoded`, through controller DRAM: written in by the flash
-    /// interface and read out once by their consumer (the host DMA, a firmware core, a compute unit), so the DRAM
-    /// port carries twice the bytes. Returns when they are through. The one place where flash reads book DRAM:
-    /// host Reads (`deliver_pages`) and the `ExecCtx` reads into DRAM (`ReadTo::Dram`) both come here.
-    pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64) -> Time {
-        self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, 2 * bytes)
+    /// Moves `bytes` read from flash, decoded at `decoded`, where `to` says: into controller DRAM and out once to
+    /// their consumer (the host DMA, a firmware core, a compute unit: the DRAM port carries twice the bytes), into
+    /// DRAM to stay (once), or into a unit's own buffer (no DRAM). Returns when they are there. The one place where
+    /// flash reads book DRAM: host Reads (`deliver_pages`, `ReadTo::Dram`) and the `ExecCtx` reads come here.
+    pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64, to: ReadTo) -> Time {
+        let passes = match to {
+            ReadTo::Dram => 2,
+            ReadTo::DramKept => 1,
+            ReadTo::UnitBuffer => return decoded,
+        };
+        self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, passes * bytes)
     }
 
-    /// Moves the pages of a read through DRAM (`through_dram`) in the order they are decoded: `pages` is sorted by
-    /// decode time and each page's `done` becomes when its data is through.
-    pub(crate) fn stage_in_dram(&mut self, pages: &mut [PageDone]) {
+    /// Moves the pages of a read `to` their place (`through_dram`) in the order they are decoded: `pages` is sorted
+    /// by decode time and each page's `done` becomes when its data is there.
+    pub(crate) fn stage_in_dram(&mut self, pages: &mut [PageDone], to: ReadTo) {
         pages.sort_by_key(|p| p.done);
         let sector = u64::from(self.nand.geo.sector_size);
         for p in pages {
-            p.done = self.through_dram(p.done, u64::from(p.sectors) * sector);
+            p.done = self.through_dram(p.done, u64::from(p.sectors) * sector, to);
         }
     }
 
     /// Moves the pages of a host read, each decoded at its `done`, through DRAM to the host as soon as each is
     /// decoded; returns when the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: Time, mut pages: Vec<PageDone>) -> Time {
-        self.stage_in_dram(&mut pages);
+        self.stage_in_dram(&mut pages, ReadTo::Dram);
         let sector = u64::from(self.nand.geo.sector_size);
         let mut done = fw;
         for p in &pages {

@@ -6,8 +6,9 @@
 //! extension-reserved blocks (`ftl.ext_reserved_blocks`). Addresses out of range are errors, never clamped.
 //!
 //! A read that brings data into the controller says where it goes ([`ReadTo`]): into controller DRAM, booked as the
-//! host read path books it (`DeviceCore::through_dram`, the one place), or into a compute unit's own buffer on the
-//! flash interface, bypassing DRAM. Sensing for logic beside the die (`sense_page*`) moves nothing into DRAM.
+//! host read path books it (`DeviceCore::through_dram`, the one place), into DRAM to stay, or into a compute unit's
+//! own buffer on the flash interface, bypassing DRAM. Sensing for logic beside the die (`sense_page*`) moves nothing
+//! into DRAM.
 //!
 //! One convention for time: every call that books work takes `ready` (the earliest virtual time, in ns, the work
 //! may start) as its first argument after `&mut self`, and returns when the work is done (`HostCtx` does the same).
@@ -29,6 +30,9 @@ pub enum ReadTo {
     /// compute unit, the host DMA), as for a host Read: the DRAM port carries twice the bytes, and the data is ready
     /// when it is through. The consumer books no DRAM of its own for that first read-out.
     Dram,
+    /// Controller DRAM, to stay there for later use (computational programs' SLM): written in once; whatever reads
+    /// it later books that read (`dram`).
+    DramKept,
     /// A compute unit's own buffer on the flash interface, bypassing DRAM (iSSD's per-channel FMCs, Cognitive SSD's
     /// DLG-x reading weights and graph pages straight from NAND): the data is ready when decoded; the caller books
     /// DRAM (`dram`) where the data crosses it later.
@@ -45,8 +49,8 @@ pub struct PageDone {
     pub offset: usize,
     pub channel: u32,
     pub die: u32,
-    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up); read to
-    /// [`ReadTo::Dram`], when it is through DRAM.
+    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up); read into
+    /// DRAM ([`ReadTo`]), when it is through DRAM.
     pub done: Time,
 }
 
@@ -89,8 +93,8 @@ pub enum Placement {
 /// The outcome of a physical page read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageRead {
-    /// When the data is in the controller (read to [`ReadTo::Dram`]: through DRAM; for a sense without transfer, in
-    /// the page register).
+    /// When the data is in the controller (read into DRAM, [`ReadTo`]: when it is through DRAM; for a sense without
+    /// transfer, in the page register).
     pub done: Time,
     pub addr: PhysAddr,
     /// Bytes that crossed the channel (a page, a column read's codewords, or what a sense asked for).
@@ -170,8 +174,8 @@ impl ExecCtx<'_> {
 
     fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool) -> Result<FlashRead, Status> {
         let mut r = self.core.read_lbas(slba, nlb, ready, out, issue_on_cores)?;
-        if to == ReadTo::Dram {
-            self.core.stage_in_dram(&mut r.pages);
+        if to != ReadTo::UnitBuffer {
+            self.core.stage_in_dram(&mut r.pages, to);
             r.done = r.pages.iter().fold(r.done, |d, p| d.max(p.done));
         }
         Ok(r)
@@ -269,9 +273,7 @@ impl ExecCtx<'_> {
 
     /// A physical read's data, moved through DRAM if it goes there.
     fn land(&mut self, mut r: PageRead, to: ReadTo) -> PageRead {
-        if to == ReadTo::Dram {
-            r.done = self.core.through_dram(r.done, r.moved);
-        }
+        r.done = self.core.through_dram(r.done, r.moved, to);
         r
     }
 
