@@ -239,25 +239,30 @@ impl PyDevice {
         device_mut(self)?.submit(qid, sqe, buf).map_err(to_py)
     }
 
-    /// Submits a raw 64-byte SQE; `data` goes to the device (`to_device`) or receives data from it.
+    /// Submits a raw 64-byte SQE as it is (its command id included); `data` goes to the device (`to_device`: any
+    /// contiguous uint8 array, read-only ones too) or receives data from it (a writable one).
     #[pyo3(signature = (qid, sqe, data = None, to_device = true))]
-    fn submit_raw(&mut self, qid: u16, sqe: &[u8], data: Option<PyReadwriteArray1<'_, u8>>, to_device: bool) -> PyResult<()> {
+    fn submit_raw(&mut self, qid: u16, sqe: &[u8], data: Option<Bound<'_, PyArray1<u8>>>, to_device: bool) -> PyResult<()> {
         let raw: &[u8; SQE_BYTES] = sqe
             .try_into()
             .map_err(|_| to_py(SimError::InvalidArgument(format!("an SQE is {SQE_BYTES} bytes, got {}", sqe.len()))))?;
-        let mut data = data;
-        let buf = match data.as_mut() {
-            None => DataBuf::None,
-            Some(a) => {
-                let s = a.as_slice_mut().map_err(|_| to_py(SimError::InvalidArgument("data must be contiguous uint8".into())))?;
-                if to_device {
-                    DataBuf::ToDevice(s)
-                } else {
-                    DataBuf::FromDevice(s)
-                }
-            }
+        let (src, mut dst) = match &data {
+            None => (None, None),
+            Some(a) if to_device => (Some(a.try_readonly().map_err(|_| invalid("data is being written elsewhere".into()))?), None),
+            Some(a) => (None, Some(writable(a, "data")?)),
+        };
+        let buf = match (&src, dst.as_mut()) {
+            (Some(a), _) => DataBuf::ToDevice(bytes_of(a)?),
+            (None, Some(a)) => DataBuf::FromDevice(a.as_slice_mut().map_err(|_| invalid("data must be a contiguous uint8 array".into()))?),
+            (None, None) => DataBuf::None,
         };
         device_mut(self)?.submit(qid, Sqe::from_bytes(raw), buf).map_err(to_py)
+    }
+
+    /// The device's reason for failed command `cid` on `qid` (its error log, read with Get Log Page 0xC1 on the
+    /// admin queue, which the device models as any command), or None.
+    fn error_reason(&mut self, qid: u16, cid: u16) -> PyResult<Option<String>> {
+        Ok(device_mut(self)?.error_reason(qid, cid))
     }
 
     /// Completions on `qid` up to now.

@@ -56,11 +56,11 @@ pub fn to_py(e: SimError) -> PyErr {
         SimError::Io(io) => host_io_err(&io, msg),
         SimError::InvalidArgument(_) => InvalidArgument::new_err(msg),
         SimError::Fault(_) => SimulatorFault::new_err(msg),
-        SimError::Nvme { command, sct, sc, .. } => {
+        SimError::Nvme { command, sct, sc, reason, .. } => {
             let raised = py
                 .import("nearflash.errors")
                 .and_then(|m| m.getattr("NvmeError"))
-                .and_then(|cls| cls.call1((sct, sc, command)));
+                .and_then(|cls| cls.call1((sct, sc, command, reason)));
             match raised {
                 Ok(v) => PyErr::from_value(v),
                 Err(e) => e,

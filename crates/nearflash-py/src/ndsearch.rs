@@ -273,15 +273,11 @@ fn searssd_device(dev: &mut PyDevice) -> PyResult<&mut nearflash_core::Device> {
     Ok(d)
 }
 
-fn nvme(what: &str, s: Status) -> PyErr {
-    to_py_core(nearflash_core::SimError::Nvme { command: what.to_string(), status: s.to_string(), sct: s.sct, sc: s.sc })
-}
-
 /// Runs a vendor command; a failed status raises `NvmeError` (via `to_py`) naming `what`.
 fn vendor(d: &mut nearflash_core::Device, qid: u16, op: u8, data: DataBuf<'_>, what: &str) -> PyResult<nearflash_core::Done> {
     let done = d.execute(qid, Sqe { opcode: op, nsid: 1, ..Sqe::default() }, data).map_err(to_py_core)?;
     if !done.status.is_success() {
-        return Err(nvme(&d.explained(what, qid, done.cid), done.status));
+        return Err(to_py_core(d.command_error(what, qid, done.cid, done.status)));
     }
     Ok(done)
 }
@@ -305,7 +301,7 @@ fn device_deploy(py: Python<'_>, dev: &mut PyDevice, qid: u16, index: &PyIndex, 
         )));
     }
     if !done.status.is_success() {
-        return Err(nvme(&d.explained("ndsearch deploy", qid, done.cid), done.status));
+        return Err(to_py_core(d.command_error("ndsearch deploy", qid, done.cid, done.status)));
     }
     Ok((done.dw0, done.latency_ns))
 }

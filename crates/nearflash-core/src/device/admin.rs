@@ -1,6 +1,7 @@
 //! Admin commands: Identify, Get Log Page and I/O queue management.
 
 use super::Device;
+use crate::error::SimError;
 use crate::nvme::DataBuf;
 use crate::engine::Time;
 use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
@@ -60,6 +61,13 @@ impl Device {
             .iter()
             .find(|r| r["sqid"] == sqid && r["cid"] == cid)
             .and_then(|r| r["reason"].as_str().map(str::to_owned))
+    }
+
+    /// The error a host library returns for command `cid` on `sqid` that completed with `status`: named `what`,
+    /// with the device's reason for it read from its error log (`error_reason`, a Get Log Page on the admin queue).
+    pub fn command_error(&mut self, what: &str, sqid: u16, cid: u16, status: Status) -> SimError {
+        let reason = self.error_reason(sqid, cid);
+        SimError::Nvme { command: what.to_owned(), status: status.to_string(), sct: status.sct, sc: status.sc, reason }
     }
 
     /// `what`, followed by the device's reason for failed command `cid` on `sqid` in brackets where it gave one: the

@@ -531,6 +531,11 @@ fn every_standard_refusal_carries_its_reason() {
     let d = dev.execute(1, rw(opcode::READ, 3, 1), DataBuf::FromDevice(&mut out)).unwrap();
     assert_eq!(d.status, Status::UNRECOVERED_READ_ERROR);
     assert!(dev.error_reason(1, d.cid).is_some_and(|r| r.contains("ECC")), "uncorrectable read");
+    // What a host library returns for it: the status and the device's reason as fields, both in its words.
+    let e = dev.command_error("read LBA 3", 1, d.cid, d.status);
+    let SimError::Nvme { ref command, sct, sc, reason: Some(ref why), .. } = e else { panic!("{e:?}: no reason") };
+    assert_eq!((command.as_str(), sct, sc), ("read LBA 3", 2, 0x81));
+    assert!(why.contains("ECC") && e.to_string().starts_with(&format!("read LBA 3 ({why}): ")), "{e}");
 
     let admin = |opcode, cdw10, cdw11| Sqe { opcode, cdw10, cdw11, ..Sqe::default() };
     let cases: Vec<(&str, Sqe, Status)> = vec![

@@ -203,7 +203,7 @@ impl<'d> Initiator<'d> {
     /// The error of command `cid` that completed with `status`, with the reason the device logged for it (read
     /// from the Error Information log, as a host library does).
     fn failed(&mut self, what: &str, cid: u16, status: Status) -> IssdError {
-        device_error(self.dev.explained(what, self.qid, cid), status)
+        IssdError::Sim(self.dev.command_error(what, self.qid, cid, status))
     }
 
     /// Runs a job with a strategy.
