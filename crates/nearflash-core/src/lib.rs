@@ -27,12 +27,13 @@ pub mod ext {
     pub use crate::ctrl::{UnitHandle, UnitSpec};
     pub use crate::device::ext::{build, registered, Registration};
     pub use crate::device::{
-        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, PageDone, PageRead,
-        Placement, PhysAddr, ReadTo,
+        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, OpClass, PageDone,
+        PageRead, Placement, PhysAddr, ReadTo,
     };
+    pub use crate::engine::Time;
     pub use crate::ftl::oob::SPARE_BYTES;
     pub use crate::ftl::{PageData, Relocation};
-    pub use crate::nand::EccOutcome;
+    pub use crate::nand::{EccOutcome, Geometry};
     pub use crate::nvme::{DataBuf, Sqe, Status};
     pub use inventory;
 }
