@@ -31,10 +31,8 @@ def _e2fsprogs() -> bool:
 
 #: (system, experiment, --set options): the experiment whose comparisons divide by a host baseline.
 CASES = [
-    pytest.param("issd", "costs", {}, id="issd-costs",
-                 marks=pytest.mark.xfail(strict=True, reason="host cycles per byte timed on this machine (marking)")),
-    pytest.param("issd", "columnar", {"rows": "10000", "host_rows": "100000"}, id="issd-columnar",
-                 marks=pytest.mark.xfail(strict=True, reason="host layouts and DuckDB timed on this machine (marking)")),
+    pytest.param("issd", "costs", {}, id="issd-costs"),
+    pytest.param("issd", "columnar", {"rows": "10000", "host_rows": "100000"}, id="issd-columnar"),
     pytest.param("recssd", "fig5", {}, id="recssd-fig5"),
     pytest.param("ndsearch", "fig13", {}, id="ndsearch-fig13",
                  marks=pytest.mark.xfail(strict=True, reason="CPU in-memory search timed on this machine (nds)")),

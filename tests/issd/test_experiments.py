@@ -77,17 +77,38 @@ def test_columnar_pages_speed_up_in_storage_and_on_the_host(results):
     assert runs and all(r["speedup"] > 1.5 and r["byte_ratio"] > 4 for r in runs)
     for h in exp.data["host"]:
         assert h["col_bytes"] * 4 < h["row_bytes"]
+        # the compared host times are the reference host's costs x the counted bytes and rows, not the wall clock
+        assert h["ref_col_s"] < h["ref_row_s"] and h["ref_duckdb_s"] > 0 and h["row_s"] > 0
 
 
-def test_costs_are_measured_and_move_the_model(results):
+def test_costs_compare_the_reference_host_and_show_this_host_beside(results):
+    from nearflash.issd import reference_host
+
     exp, _ = results["costs"]
     cpb = exp.data["measured_cpb"]
-    assert set(cpb) == {"scan", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans",
-                        "scalparc", "hop", "naive_bayes"}, "all ten Table 1 kernels"
-    assert all(v > 0 for v in cpb.values())
-    assert set(exp.data["measured_ipb"]) == (set(cpb) if exp.data["hardware_counters"] else set())
+    kernels = {"scan", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans", "scalparc",
+               "hop", "naive_bayes"}
+    assert set(cpb) == set(exp.data["measured_ipb"]) == kernels, "all ten Table 1 kernels"
+    assert cpb == {k: reference_host.cpb(k) for k in kernels}, "the comparisons use the stored reference costs"
+    here = exp.data["this_host"]
+    assert set(here["cpb"]) == kernels and all(v > 0 for v in here["cpb"].values()), "this host measured beside"
+    assert set(here["ipb"]) == (kernels if here["hardware_counters"] else set())
     assert all(p["given"] > 0 and p["measured"] > 0 for p in exp.data["predictions"])
-    assert any("MEASURED" in c.note for c in exp.comparisons)
+    cpb_rows = [c for c in exp.comparisons if "host CPB" in c.metric]
+    assert len(cpb_rows) == 10 and all("MEASURED once on the reference host" in c.note for c in cpb_rows)
+
+
+def test_every_reference_host_cost_has_a_unit_and_a_dated_source():
+    from nearflash.issd import reference_host
+
+    assert reference_host.clock_hz() > 1e8 and "cores" in reference_host.machine()
+    for name in ("scan_cpb", "rows_filter_sum_cpb", "col_scan_cpb", "col_filter_sum_cpb", "kmeans_ipb",
+                 "duckdb_scan_cycles_per_row", "duckdb_q6_cycles_per_row"):
+        c = reference_host.cost(name)
+        assert c.value > 0 and c.unit in ("cycles/B", "instructions/B", "cycles"), c
+        assert "benches/issd_reference_host.py" in c.source and "20" in c.source, c  # the script and the date
+    with pytest.raises(KeyError, match="no reference-host cost 'gpu_cpb'.*stored"):
+        reference_host.cost("gpu_cpb")
 
 
 def test_kmeans_iterates_over_seeds_and_fig10_reads_both_ways(results):
