@@ -42,7 +42,7 @@ def test_fig7_reproduces_the_papers_trends(results):
     assert comparison(results, "fig7", "Eq. 1 vs executed: mean").ours <= 5.1
     assert comparison(results, "fig7", "Eq. 1 vs executed: max").ours <= 17.9
     wall = comparison(results, "fig7", "iSSD-XL scan stops scaling")
-    assert wall.ours == 48 and "[calibrated]" in wall.metric  # fitted: agrees by construction
+    assert wall.ours == 48 and wall.fitted and not wall.is_prediction  # fitted: agrees by construction
     assert comparison(results, "fig7", "iSSD-800 scan stops scaling").paper is None  # a prediction, not fitted
     # link-bound hosts: HOST-8G's scan runs at its link, twice HOST-4G's, not both at the 3.2 GB/s DRAM
     h4, h8 = comparison(results, "fig7", "HOST-4G scan").ours, comparison(results, "fig7", "HOST-8G scan").ours
@@ -50,6 +50,25 @@ def test_fig7_reproduces_the_papers_trends(results):
     assert comparison(results, "fig7", "iSSD-XL k-means beats").ours == 24
     assert comparison(results, "fig7", "iSSD-XL string_match beats").ours == 40
     assert comparison(results, "fig7", "string_match stream-processor gain").ours == pytest.approx(37, abs=2)
+
+
+def test_marks_say_what_is_fitted_and_what_the_paper_column_holds(results):
+    """Issue 22 section 3: the calibrated wall is fitted in the JSON, a paper column computed by us from the paper's
+    rates says so, a check against our own inputs is a paper input, and the paper's floors are directions."""
+    doc = json.loads(results["fig7"][1]["json"].read_text())
+    rows = {c["metric"]: c for c in doc["comparisons"]}
+    assert rows["iSSD-XL scan stops scaling at (FMCs)"]["fitted"] is True
+    assert rows["iSSD-XL scan stops scaling at (FMCs)"]["prediction"] is False
+    assert rows["iSSD-800 scan stops scaling at (FMCs)"]["fitted"] is False
+    assert rows["HOST-8G scan at 64 FMCs (link-bound reading)"]["reference"] == "paper-derived"
+    derived = rows["HOST-8G kmeans (compute-bound)"]
+    assert derived["reference"] == "paper-derived" and derived["paper_input"] is True
+    assert rows["Eq. 1 vs executed: mean abs. error"]["better"] == "lower"
+    assert comparison(results, "fig10", "executed: smallest").better == "higher"  # the paper's ">= 5x"
+    bound = comparison(results, "prototype", "speed-up bound")
+    assert bound.paper_input and bound.reference == "paper-derived" and not bound.is_prediction
+    assert comparison(results, "prototype", "speed-up, executed").is_prediction
+    assert comparison(results, "fig9", "scan, 4 CPUs, iSSD alone executed").reference == "paper-derived"
 
 
 def test_fig8_iso_points_match_the_derived_counts(results):
