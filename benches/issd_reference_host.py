@@ -89,7 +89,8 @@ def measure(rounds: int, repeat: int, nbytes: int, rows: int, ipb: bool, seed: i
 
     hz, clock_src = clock_hz()
     hw = counters.available()
-    out: dict = {"clock_hz": hz, "clock_source": clock_src, "counters": hw, "rounds": rounds, "rows": rows}
+    out: dict = {"clock_hz": hz, "clock_source": clock_src, "counters": hw, "rounds": rounds, "rows": rows,
+                 "load": [os.getloadavg()[0]]}
     for i in range(rounds):
         r = timed_round(repeat, nbytes, rows, hz, hw, seed)
         print(f"round {i + 1}: " + ", ".join(f"{k} {v:.3g}" for k, v in r["cpb"].items()) + " cycles/B; DuckDB "
@@ -99,6 +100,7 @@ def measure(rounds: int, repeat: int, nbytes: int, rows: int, ipb: bool, seed: i
         for key in ("cpb", "ipb", "per_row"):
             for k, v in r[key].items():
                 out[key][k] = min(out[key][k], v)
+    out["load"].append(os.getloadavg()[0])
     if ipb and not hw and valgrind_available():
         for name in [k for k in out["cpb"] if k in out["what"] and "Table 1" in out["what"][k]]:
             instructions, n = count_instructions(name, 1_000_000, seed)
@@ -119,7 +121,8 @@ def toml(m: dict, repeat: int) -> str:
     lines = [
         "[ext.reference_host]",
         f'machine = {{ value = "{where}", unit = "text", source = "the reference machine, measured {day} by '
-        f'benches/issd_reference_host.py" }}',
+        f'benches/issd_reference_host.py, load average {m["load"][0]:.1f} at the start and {m["load"][1]:.1f} at the '
+        f'end of the timed rounds (a shared machine: the best of each figure counts)" }}',
         f'clock = {{ value = {m["clock_hz"] / 1e9:.4g}, unit = "GHz", source = "{m["clock_source"]} of the reference '
         f'machine on {day}: the stored cycles are seconds x this clock" }}',
     ]
