@@ -4,10 +4,10 @@ divides by it, so that no comparison moves with the load of the machine an exper
 
 Per kernel, on one core (the script re-runs itself with ``RAYON_NUM_THREADS=1``; DuckDB with ``threads = 1``):
 
-* the ten Table 1 kernels (``nearflash.issd.characterise``): cycles per input byte, the best of ``--rounds`` rounds
-  of ``--repeat`` timed runs of the host path (``mode="chunked"``) over about ``--bytes`` at the nominal clock of /proc/cpuinfo, or counted by
-  perf_event_open where the machine has a PMU; instructions per byte counted by callgrind where valgrind is installed
-  (exact, independent of the machine's speed);
+* the ten Table 1 kernels (``nearflash.issd.characterise``): cycles per input byte, the best of ``--rounds``
+  rounds of ``--repeat`` timed runs of the host path (``mode="chunked"``) over about ``--bytes`` at the nominal clock
+  of /proc/cpuinfo, or counted by perf_event_open where the machine has a PMU; instructions per byte counted by
+  callgrind where valgrind is installed (exact, independent of the machine's speed);
 * the columnar experiment's two queries (its "1%" scan and TPC-H Q6) over a ``--rows`` lineitem table, on row pages
   (``rows_scan``, ``rows_filter_sum``) and on columnar pages (``col_scan``, ``col_filter_sum``): cycles per byte of
   pages read;
@@ -65,7 +65,8 @@ def timed_round(repeat: int, nbytes: int, rows: int, hz: float, hw: bool, seed: 
     if con is None:
         raise SystemExit("duckdb is not installed (pip install 'nearflash[peers]'): the reference needs it")
     per = f"pages of a {rows:,}-row lineitem table, one core, per byte of pages read"
-    for query, row_spec, duck_key in (("scan 1%", kernels.spec("scan"), "scan"), ("Q6", kernels.spec("filter_sum"), "q6")):
+    queries = (("scan 1%", kernels.spec("scan"), "scan"), ("Q6", kernels.spec("filter_sum"), "q6"))
+    for query, row_spec, duck_key in queries:
         col_spec = columnar.columnar(row_spec, rows)
         t_row, r = col_exp.best_time(lambda: kernels.run(row_spec, pages, PAGE, mode="chunked"), repeat)
         t_col, c = col_exp.best_time(lambda: columnar.run(col_spec, table, PAGE), repeat)

@@ -101,7 +101,8 @@ def find_results(out: Path, unreadable: Optional[list[Path]] = None) -> list[tup
             if unreadable is not None:
                 unreadable.append(p)
             continue
-        if isinstance(d, dict) and {"system", "experiment", "comparisons"} <= d.keys() and isinstance(d["comparisons"], list):
+        if (isinstance(d, dict) and {"system", "experiment", "comparisons"} <= d.keys()
+                and isinstance(d["comparisons"], list)):
             found.append((p, d))
     return found
 
