@@ -189,17 +189,16 @@ def run_costs(exp: Experiment, opts: Options) -> None:
                              "ipb_method": how_ipb, "hardware_counters": hw, "perf_tool_counts": perf_tool})
     exp.record("predictions", preds)
     exp.note(
-        f"The comparisons use the reference host's costs ({ref.machine()}): cycles per byte of each kernel's host "
-        "path, best of 7 single-thread timed runs at the nominal clock, and instructions per byte counted by callgrind, "
-        "measured once by benches/issd_reference_host.py and stored with date and method in the issd preset's "
-        "[ext.reference_host] section, so that no comparison moves with the load of the machine running the "
-        "experiment. This host's figures stand beside them in the table: "
+        f"The comparisons use the reference host's costs ({ref.machine()}; {ref.cost('scan_cpb').source}): cycles "
+        "per byte of each kernel's host path and instructions per byte counted by callgrind, measured once by "
+        "benches/issd_reference_host.py and stored with date and method in the issd preset's [ext.reference_host] "
+        "section, so that no comparison moves with the load of the machine running the experiment. This host's "
+        "figures stand beside them in the table (wall clock, so they carry this machine's load): "
         + ("perf_event_open counted this thread's user-space instructions and cycles." if hw else
            "perf_event_open (and `perf stat`) cannot count on this machine (a VM without PMU access), so its cycles "
            "per byte are timed" + (f"; instructions per byte by {how_ipb}." if how_ipb else "."))
-        + f" Clock: {clock_src}; {os.cpu_count()} cores, shared with other jobs, so this host's single-thread times "
-        "carry noise (the reference's timed CPB were best of 7 on a shared 2-core VM too: lower bounds at the "
-        "nominal clock; CPIs well below 0.25 say the core ran above it, not that the counts are wrong)."
+        + f" Clock: {clock_src}; {os.cpu_count()} cores. Timed cycles use the nominal clock, so a core running above "
+        "it makes them lower bounds: CPIs well below 0.25 say the clock was higher, not that the counts are wrong."
     )
     exp.note(
         "Why this matters: Fig. 7's agreement between Eq. 1 and our executed runs is partly built in, since "
