@@ -31,7 +31,7 @@ def _e2fsprogs() -> bool:
 
 #: (system, experiment, --set options): the experiment whose comparisons divide by a host baseline.
 CASES = [
-    pytest.param("issd", "costs", {}, id="issd-costs"),
+    pytest.param("issd", "costs", {"bytes": "1000000"}, id="issd-costs"),
     pytest.param("issd", "columnar", {"rows": "10000", "host_rows": "100000"}, id="issd-columnar"),
     pytest.param("recssd", "fig5", {}, id="recssd-fig5"),
     pytest.param("ndsearch", "fig13", {}, id="ndsearch-fig13",
