@@ -64,12 +64,12 @@ def measure(spec: dict, pages: np.ndarray, repeat: int, use_counters: bool) -> t
     return best, best_counts
 
 
-def this_host(opts: Options, hw: bool, hz: float, scale: int, repeat: int) -> dict:
+def this_host(exp: Experiment, opts: Options, hw: bool, hz: float, scale: int, repeat: int) -> dict:
     """Every Table 1 kernel's host path on this machine: seconds (best of `repeat`, one thread), cycles per byte
     (counted, or timed at `hz`) and, where counted, instructions per byte. Moves with the machine's load: shown
     beside the reference host, never compared."""
     out: dict = {"cpb": {}, "ipb": {}, "seconds": {}, "bytes": {}}
-    for name, (spec, pages) in inputs(scale, opts.seed).items():
+    for name, (spec, pages) in exp.steps(list(inputs(scale, opts.seed).items())):
         t, counts = measure(spec, pages, repeat, hw)
         out["cpb"][name] = counts["cycles"] / len(pages) if counts else t * hz / len(pages)
         out["seconds"][name], out["bytes"][name] = t, len(pages)
@@ -89,7 +89,7 @@ def run_costs(exp: Experiment, opts: Options) -> None:
     if ipb_mode not in ("valgrind", "none"):
         raise ValueError(f"ipb must be 'valgrind' or 'none', got {ipb_mode!r}")
     table1 = {r["name"]: r for r in model.parameters()["table1"]}
-    here = this_host(opts, hw, hz, scale, repeat)
+    here = this_host(exp, opts, hw, hz, scale, repeat)
     how_ipb = "hardware counters" if hw else None
     if not hw and ipb_mode == "valgrind" and valgrind_available():
         ipb_bytes = int(opts.extra.get("ipb_bytes", 1_000_000))
