@@ -271,7 +271,7 @@ impl SearSsd {
         ef: usize,
         ready: Time,
     ) -> Result<(Vec<Vec<crate::search::Cand>>, Time), Status> {
-        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize };
+        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize, vertices: dep.order.len() };
         let first: Vec<Pair> = entries.iter().enumerate().map(|(q, &v)| Pair { query: q as u32, vertex: v }).collect();
         let mut clock = Clock { gathered: ready, sorted: ready };
         let ef_list = ef.max(k);

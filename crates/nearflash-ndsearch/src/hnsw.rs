@@ -95,7 +95,7 @@ impl Index {
         let ef = self.p.ef_construction;
         for lev in (0..=level.min(top)).rev() {
             let found =
-                if lev == 0 { self.search_layer0(q, cur.id, ef, false).0 } else { self.search_upper(q, cur, ef, lev) };
+                if lev == 0 { self.search_layer0(q, cur.id, ef, false, 0).0 } else { self.search_upper(q, cur, ef, lev) };
             self.connect(v, &found, lev);
             if let Some(&best) = found.iter().find(|c| c.id != v) {
                 cur = best;

@@ -18,6 +18,7 @@ pub mod lockstep;
 pub mod luncsr;
 pub mod persist;
 pub mod reorder;
+mod remove;
 pub mod search;
 pub mod speculate;
 pub mod study;

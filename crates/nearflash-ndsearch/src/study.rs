@@ -132,7 +132,7 @@ pub fn run_batch_as(
     // LUNCSR arrays; pairs are mapped to storage positions for the Allocator.
     let entries: Vec<u32> =
         (0..nq).map(|i| index.entry_for(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
-    let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize };
+    let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize, vertices: index.len() };
     let mut ls = lockstep_search(
         &entries,
         cfg,

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
 from nearflash.device import Device
-from nearflash.experiment import Options
-from nearflash.ndsearch.datasets import FORTUNES_DIR, cached_ground_truth, fashion_mnist, fortunes_minilm, synthetic
+from nearflash.experiment import Experiment, Options
+from nearflash.ndsearch.datasets import (FORTUNES_DIR, cached_ground_truth, fashion_mnist, fortunes_minilm, synthetic,
+                                         xdg_cache)
 from nearflash.ndsearch.index import Index
 from nearflash.recssd.experiments.common import option
 
@@ -62,9 +64,23 @@ def build(name: str, base: np.ndarray, R: int = 16, ef_construction: int = 100) 
     return ix, time.perf_counter() - t
 
 
-def truth(name: str, base: np.ndarray, q: np.ndarray, seed: int) -> np.ndarray:
+#: ``--set cache=``: where the experiments keep exact ground truth - under the output directory (``out``, the
+#: default: ``<--out>/ndsearch/cache``) or in the user's XDG cache (``xdg``, shared across output directories).
+CACHES = ("out", "xdg")
+
+
+def cache_dir(exp: Experiment, opts: Options) -> Path:
+    """The ground-truth cache of this run (``--set cache=out|xdg``)."""
+    where = option(opts, "cache", "out", "out")
+    if where not in CACHES:
+        raise ValueError(f"cache must be one of {CACHES}, not {where!r}")
+    return exp.out_dir / "cache" if where == "out" else xdg_cache()
+
+
+def truth(name: str, base: np.ndarray, q: np.ndarray, seed: int, cache: Path) -> np.ndarray:
+    """Exact 10 nearest of every query, cached in ``cache`` (see :func:`cache_dir`)."""
     _, metric, _ = DATASETS[name]
-    _, ids = cached_ground_truth(f"{name}-{len(base)}-{len(q)}-{seed}", base, q, 10, metric)
+    _, ids = cached_ground_truth(f"{name}-{len(base)}-{len(q)}-{seed}", base, q, 10, metric, cache_dir=cache)
     return ids
 
 

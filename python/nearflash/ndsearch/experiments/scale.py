@@ -15,7 +15,7 @@ import numpy as np
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import searssd
 from nearflash.ndsearch.datasets import SYNTHETIC, cached_synthetic_ground_truth, recall_at, synthetic
-from nearflash.ndsearch.experiments.common import cpus
+from nearflash.ndsearch.experiments.common import cache_dir, cpus
 from nearflash.ndsearch.experiments.scheduling import (PAPER_DYNAMIC_CUT, PAPER_DYNAMIC_SPEEDUP,
                                                        PAPER_REORDER_CUT, PAPER_REORDER_SPEEDUP)
 from nearflash.ndsearch.scale import cpu_seconds, load_or_build, peak_rss_bytes
@@ -68,7 +68,7 @@ def run_scale(exp: Experiment, opts: Options) -> None:
     if not (np.array_equal(i, hi) and np.array_equal(d, hd)):
         raise AssertionError(f"{name} {n}: SearSSD's results differ from the host search's")
     gt_q = q[:sample]
-    _, gt = cached_synthetic_ground_truth(name, n, gt_q, 10, seed)
+    _, gt = cached_synthetic_ground_truth(name, n, gt_q, 10, seed, cache_dir=cache_dir(exp, opts))
     recall = recall_at(i[:sample], gt, 10)
 
     rows = [[CONFIGS[0][0], rep["page_access_ratio"], rep["page_reads"], rep["trace_length"], rep["iterations"],

@@ -11,7 +11,7 @@ import numpy as np
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import searssd
 from nearflash.ndsearch.datasets import recall_at
-from nearflash.ndsearch.experiments.common import build, device_search, load, sizes, truth
+from nearflash.ndsearch.experiments.common import build, cache_dir, device_search, load, sizes, truth
 from nearflash.recssd.experiments.common import option
 
 #: NDSearch Sec. VII-C: reordering cuts page accesses by 38% (1.17x); dynamic allocating by 73% (up to 2.67x);
@@ -30,7 +30,7 @@ def _runs(exp: Experiment, opts: Options) -> dict[str, list[dict]]:
     for name in exp.steps(names):
         base, q = load(name, n, nq, opts.seed)
         ix, _ = build(name, base)
-        gt = truth(name, base, q, opts.seed)
+        gt = truth(name, base, q, opts.seed, cache_dir(exp, opts))
         hd, hi = ix.search(q, 10, ef=ef)
         rows = []
         for reorder, dynamic, s in CONFIGS:

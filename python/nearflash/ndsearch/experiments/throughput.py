@@ -12,7 +12,8 @@ from nearflash.device import Device
 from nearflash.ndsearch import diskann, searssd
 from nearflash.ndsearch.datasets import recall_at
 from nearflash.ndsearch.experiments.baselines import baseline_notes, compare_designs, designs
-from nearflash.ndsearch.experiments.common import DEVICE, build, cpus, device, host_qps, load, sizes, truth, unavailable
+from nearflash.ndsearch.experiments.common import (DEVICE, build, cache_dir, cpus, device, host_qps, load, sizes, truth,
+                                                   unavailable)
 from nearflash.recssd.experiments.common import option
 
 #: NDSearch Sec. VII-B: on the in-memory data sets (glove-100, fashion-mnist) up to 5.06x the CPU (hnswlib on
@@ -54,7 +55,7 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         base, q = load(name, n, nq, opts.seed)
         nb = len(base)  # fortunes-minilm may have fewer than n
         ix, build_s = build(name, base)
-        gt = truth(name, base, q, opts.seed)
+        gt = truth(name, base, q, opts.seed, cache_dir(exp, opts))
         hd, hi = ix.search(q, 10, ef=ef)
         cpu1 = host_qps(ix, q, 10, ef, 1, repeats)
         cpun = host_qps(ix, q, 10, ef, threads, repeats)
