@@ -90,7 +90,7 @@ impl Index {
         let Some((ep, top)) = *self.entry.read().unwrap() else { return };
         let mut cur = Cand { d: self.dist_q(q, ep), id: ep };
         for lev in (level + 1..=top).rev() {
-            cur = self.greedy(q, cur, lev);
+            cur = self.greedy(q, cur, lev, &mut 0);
         }
         let ef = self.p.ef_construction;
         for lev in (0..=level.min(top)).rev() {

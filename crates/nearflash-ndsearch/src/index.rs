@@ -170,12 +170,17 @@ impl Index {
     /// The vertex every layer-0 search starts from for `query` (HNSW: the end of the greedy upper-layer descent;
     /// Vamana: the medoid).
     pub fn entry_for(&self, query: VecRef<'_>) -> Option<u32> {
+        self.entry_counted(query).map(|(e, _)| e)
+    }
+    /// `entry_for` and the distances the descent measured (the host's work above layer 0).
+    pub fn entry_counted(&self, query: VecRef<'_>) -> Option<(u32, usize)> {
         let (ep, top) = (*self.entry.read().unwrap())?;
         let mut cur = Cand { d: self.dist_q(query, ep), id: ep };
+        let mut measured = 1;
         for lev in (1..=top).rev() {
-            cur = self.greedy(query, cur, lev);
+            cur = self.greedy(query, cur, lev, &mut measured);
         }
-        Some(cur.id)
+        Some((cur.id, measured))
     }
     pub fn rows(&self) -> &Rows {
         &self.rows
@@ -331,12 +336,15 @@ impl Index {
         })
     }
 
-    /// Greedy walk on upper level `lev` (HNSW): moves to a nearer neighbour until none is nearer.
-    pub(crate) fn greedy(&self, q: VecRef<'_>, mut cur: Cand, lev: usize) -> Cand {
+    /// Greedy walk on upper level `lev` (HNSW): moves to a nearer neighbour until none is nearer; adds the
+    /// distances it measures to `measured`.
+    pub(crate) fn greedy(&self, q: VecRef<'_>, mut cur: Cand, lev: usize, measured: &mut usize) -> Cand {
         loop {
             let start = cur;
             // Measured under the lock: upper rows are short, and nothing writes them while searching.
-            for &u in &self.upper[start.id as usize].lock().unwrap()[lev - 1] {
+            let row = &self.upper[start.id as usize].lock().unwrap()[lev - 1];
+            *measured += row.len();
+            for &u in row {
                 let c = Cand { d: self.dist_q(q, u), id: u };
                 if c < cur {
                     cur = c;

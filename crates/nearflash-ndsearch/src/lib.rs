@@ -12,6 +12,7 @@ pub mod firmware;
 pub mod distance;
 pub mod graph;
 mod hnsw;
+pub mod hosts;
 pub mod kernels;
 pub mod index;
 pub mod lockstep;

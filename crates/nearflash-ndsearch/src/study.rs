@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::allocate::{allocate, page_reads_per_query, LunWork, Pair};
 use crate::baselines::{batch_energy_pj, BaselineParams, BatchWork, Design};
 use crate::distance::Rows;
+use crate::hosts::HostWork;
 use crate::index::Index;
 use crate::lockstep::{lockstep_search, LockstepConfig};
 use crate::luncsr::{Geometry, LunCsr};
@@ -74,6 +75,8 @@ pub struct BatchReport {
     pub link_bytes: f64,
     pub energy_j: f64,
     pub queries_per_joule: f64,
+    /// The host search's work on this batch (the same search: `hosts::costs` prices it on the paper's CPU/GPU).
+    pub host_work: HostWork,
     /// Result ids (original numbering), `k` per query.
     #[serde(skip)]
     pub ids: Vec<Vec<u32>>,
@@ -130,8 +133,9 @@ pub fn run_batch_as(
     let layout = LunCsr::build(&graph, vec_bytes, geometry)?;
     // The search runs on original ids (ties between equal distances break by id, as on the host) over the
     // LUNCSR arrays; pairs are mapped to storage positions for the Allocator.
-    let entries: Vec<u32> =
-        (0..nq).map(|i| index.entry_for(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
+    let counted: Vec<(u32, usize)> =
+        (0..nq).map(|i| index.entry_counted(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
+    let entries: Vec<u32> = counted.iter().map(|e| e.0).collect();
     let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize, vertices: index.len() };
     let mut ls = lockstep_search(
         &entries,
@@ -212,6 +216,18 @@ pub fn run_batch_as(
     let pj = batch_energy_pj(variant.design, params, baseline, &work);
     rep.energy_j = pj * 1e-12;
     rep.queries_per_joule = if rep.energy_j > 0.0 { nq as f64 / rep.energy_j } else { 0.0 };
+    rep.host_work = HostWork {
+        queries: nq,
+        distances: ls.iterations.iter().map(|it| it.pairs.len() + it.reused).sum(),
+        upper_distances: counted.iter().map(|e| e.1).sum(),
+        hops: ls.iterations.iter().skip(1).map(|it| it.live).sum(),
+        max_hops: ls.iterations.len().saturating_sub(1),
+        dim,
+        n: index.len(),
+        row_cap: index.layer0().capacity(),
+        k,
+        ef: ef.max(k),
+    };
     rep.ids = ls.results.iter().map(|r| r.iter().map(|c| c.id).collect()).collect();
     rep.distances = ls.results.iter().map(|r| r.iter().map(|c| c.d).collect()).collect();
     Ok(rep)

@@ -9,6 +9,7 @@ use crate::convert::{err, rows_array, to_python};
 use nearflash_core::config::ExtParams;
 use nearflash_ndsearch::luncsr::Geometry;
 use nearflash_ndsearch::baselines::{BaselineParams, Design};
+use nearflash_ndsearch::hosts::{self, HostParams};
 use nearflash_ndsearch::study::{run_batch_as, Reorder, Variant};
 use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
 use pyo3::types::PyDict;
@@ -235,7 +236,7 @@ fn geometry(g: Option<&Bound<'_, PyDict>>) -> PyResult<Geometry> {
 
 /// One lock-step SearSSD batch modelled on the host: (report dict, distances nq x k, ids nq x k).
 #[pyfunction]
-#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0, design = "searssd", multiplane = true, baseline = None))]
+#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0, design = "searssd", multiplane = true, baseline = None, hosts = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn searssd_batch<'py>(
     py: Python<'py>,
@@ -251,6 +252,7 @@ fn searssd_batch<'py>(
     design: &str,
     multiplane: bool,
     baseline: Option<&str>,
+    hosts: Option<&str>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
     let p = *index.inner.params();
     let rows = rows_of(q, p.dtype, p.dim, "q")?;
@@ -274,6 +276,11 @@ fn searssd_batch<'py>(
         let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
         bp.apply_json_object(&v, &[]).map_err(err)?;
     }
+    let mut hp = HostParams::default();
+    if let Some(js) = hosts {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        hp.apply_json_object(&v, &[]).map_err(err)?;
+    }
     let variant = Variant { design, multiplane };
     let g = self::geometry(geometry)?;
     if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
@@ -285,7 +292,9 @@ fn searssd_batch<'py>(
     let d: Vec<f32> = rep.distances.iter().flat_map(|r| r.iter().copied().chain(std::iter::repeat(f32::INFINITY)).take(k)).collect();
     let ix = &index.inner;
     let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| ix.label(v)).chain(std::iter::repeat(-1)).take(k)).collect();
-    Ok((to_python(py, &rep)?, rows_array(py, d, k)?, rows_array(py, i, k)?))
+    let report = to_python(py, &rep)?;
+    report.set_item("hosts", to_python(py, &hosts::costs(&hp, &rep.host_work))?)?;
+    Ok((report, rows_array(py, d, k)?, rows_array(py, i, k)?))
 }
 
 
@@ -451,12 +460,19 @@ fn baseline_parameters() -> Vec<(&'static str, &'static str, &'static str, &'sta
     BaselineParams::DOCS.to_vec()
 }
 
+/// (name, default, unit, source) of the host CPU and GPU the comparisons are costed on.
+#[pyfunction]
+fn host_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    HostParams::DOCS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "ndsearch")?;
     sub.add_class::<PyIndex>()?;
     sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
     sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(baseline_parameters, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(host_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(lockstep_trace, &sub)?)?;

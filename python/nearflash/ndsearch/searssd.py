@@ -31,16 +31,26 @@ def baseline_parameters() -> list[tuple[str, str, str, str]]:
     return _native.ndsearch.baseline_parameters()
 
 
+def host_parameters() -> list[tuple[str, str, str, str]]:
+    """(name, default, unit, source) of the host CPU (2 x Xeon Gold 6254) and GPU (TITAN RTX) the comparisons are
+    costed on (``batch(...)["hosts"]``)."""
+    return _native.ndsearch.host_parameters()
+
+
 def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", dynamic: bool = True,
           params: dict | None = None, geometry: dict | None = None, seed: int = 0, design: str = "searssd",
-          multiplane: bool = True, baseline: dict | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
+          multiplane: bool = True, baseline: dict | None = None,
+          hosts: dict | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
     """Models one batch of queries ``q``: ``(report, D, I)``. ``params`` overrides SearSSD parameters (numbers in
     their declared units, e.g. ``{"speculate": 4, "ecc_fail_probability": 0.1}``); ``geometry`` overrides the
     flash geometry (``luns``, ``planes_per_lun``, ``blocks_per_plane``, ``pages_per_block``, ``page_bytes``).
     ``design`` (one of :data:`DESIGNS`) places the distances elsewhere on the same trace and allocation (the
     paper's baselines); ``multiplane=False`` reads every plane's page on its own (Fig. 16's bare machine);
     ``baseline`` overrides :func:`baseline_parameters`. The report's ``energy_j`` / ``queries_per_joule`` charge
-    Table I powers x busy time plus page senses and bytes moved."""
+    Table I powers x busy time plus page senses and bytes moved. ``report["host_work"]`` is the host search's
+    counted work on this batch (distances, expansions) and ``report["hosts"]`` prices it on the paper's CPU and GPU
+    (graph search and brute force, the faster chosen; ``hosts`` overrides :func:`host_parameters`): the
+    deterministic baselines the comparisons divide by."""
     if not isinstance(index, Index):
         raise InvalidType(f"index must be a nearflash.ndsearch.Index, not {type(index).__name__}")
     if reorder not in REORDERS:
@@ -60,11 +70,14 @@ def batch(index: Index, q, k: int = 10, ef: int = 64, reorder: str = "degree", d
         raise InvalidType(f"multiplane must be True or False, not {multiplane!r}")
     if baseline is not None and not isinstance(baseline, dict):
         raise InvalidType("baseline must be a dict of parameter name -> value")
+    if hosts is not None and not isinstance(hosts, dict):
+        raise InvalidType("hosts must be a dict of parameter name -> value")
     kk = min(k, index.ntotal)
     rep, d, i = _native.ndsearch.searssd_batch(index._ix, q, kk, ef, reorder, bool(dynamic),
                                                None if params is None else json.dumps(params), geometry,
                                                _int("seed", seed, 0), design, bool(multiplane),
-                                               None if baseline is None else json.dumps(baseline))
+                                               None if baseline is None else json.dumps(baseline),
+                                               None if hosts is None else json.dumps(hosts))
     return (rep, *_pad(d, i, k))
 
 
