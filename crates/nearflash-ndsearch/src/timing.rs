@@ -52,6 +52,9 @@ nearflash_core::ext_params! {
         vgen_buffer: Bytes = 2, "MiB", "NDSearch Table I: Vgen Buffer 2 MB (Query, NBR and Pref portions, Sec. IV-C2)";
         /// Bytes of one neighbour-list entry in the Vgenerator's NBR buffer (neighbour id and its LUN id).
         nbr_entry_bytes: Bytes = 5, "B", "assumed: a 32-bit neighbour id N_ij and a LUN id L_ij of one byte (256 LUNs), Sec. IV-C2";
+        /// Whether the pure model reads speculative pages while the LUNs would idle (the controller's gathering and
+        /// the next allocating) instead of with the iteration's own pages; the firmware always reads them together.
+        speculate_overlap: Bool = false, "bool", "NDSearch Sec. VI-B2, Fig. 12: the speculative Searching stage runs during Gathering and the next Allocating, and is cancelled if unfinished; off: the firmware's booking, the same in the model";
         /// Second-order neighbours speculated per query and iteration (0: off).
         speculate: Int = 0 in 0..=1024, "count", "assumed: the paper does not give the count; swept in Fig. 15";
         /// Table I powers (32 nm): MAC groups (x512).
