@@ -291,9 +291,9 @@ impl SearSsd {
             let units = self.units.as_ref().expect("attached");
             let nq = entries.len();
             let p = &self.p;
-            let lists = ctx.compute(units.link, 0, clock.gathered, (nq * ef_list) as f64 * p.tuple_bytes);
-            let sorted = ctx.compute(units.fpga, 0, lists, nq as f64 * bitonic_ops(ef_list, 0) / p.sort_lanes as f64);
-            let back = ctx.compute(units.link, 0, sorted, (nq * k) as f64 * 8.0);
+            let lists = ctx.compute(clock.gathered, units.link, 0, (nq * ef_list) as f64 * p.tuple_bytes);
+            let sorted = ctx.compute(lists, units.fpga, 0, nq as f64 * bitonic_ops(ef_list, 0) / p.sort_lanes as f64);
+            let back = ctx.compute(sorted, units.link, 0, (nq * k) as f64 * 8.0);
             self.stats.sorting_ns += back.saturating_sub(clock.gathered);
             clock.sorted = back;
         }
@@ -380,7 +380,7 @@ impl SearSsd {
         self.stats.searching_ns += gathered.saturating_sub(start);
         if !p.sort_per_iteration {
             // The controller applies the tuples to the queries' lists (Reduce/Apply); the FPGA sorts at the end.
-            let applied = ctx.compute(units.vgen, 0, gathered, pairs.len() as f64 * p.apply_cycles_per_pair);
+            let applied = ctx.compute(gathered, units.vgen, 0, pairs.len() as f64 * p.apply_cycles_per_pair);
             clock.gathered = applied;
             clock.sorted = applied;
             return Ok(out);
