@@ -66,6 +66,12 @@ def _count(name: str, value: Any, low: int = 0, high: Optional[int] = None) -> i
     return v
 
 
+def int_argument(name: str, value: Any, low: int = 0, high: Optional[int] = None) -> int:
+    """A host library's integer argument `value` as an int in [low, high], or InvalidArgument naming `name` and the
+    allowed range (bools and floats are refused, not truncated)."""
+    return _count(name, value, low, high)
+
+
 def _override_items(overrides: dict[str, Any]) -> list[tuple[str, str]]:
     items = []
     for k, v in overrides.items():
@@ -73,6 +79,49 @@ def _override_items(overrides: dict[str, Any]) -> list[tuple[str, str]]:
             v = "true" if v else "false"
         items.append((k, str(v)))
     return items
+
+
+#: Command dwords a submission entry carries beside the opcode, the command id and the namespace: their byte offsets.
+SQE_DWORDS = {"cdw2": 8, "cdw3": 12, **{f"cdw{i}": 4 * i for i in range(10, 16)}}
+
+
+def sqe(opcode: int, *, nsid: int = 1, **dwords: int) -> bytes:
+    """A 64-byte NVMe submission entry: ``opcode``, namespace ``nsid`` and command dwords by name (``cdw2``,
+    ``cdw3``, ``cdw10`` .. ``cdw15``); the command id is left 0 (the device assigns it when the entry is submitted).
+    A vendor command's dwords are its own: each system's docs say what they hold."""
+    entry = bytearray(64)
+    entry[0] = _count("opcode", opcode, 0, 0xFF)
+    entry[4:8] = _count("nsid", nsid, 0, 2**32 - 1).to_bytes(4, "little")
+    for name, value in dwords.items():
+        if name not in SQE_DWORDS:
+            raise InvalidArgument(f"{name} is not a command dword; use {', '.join(SQE_DWORDS)}")
+        o = SQE_DWORDS[name]
+        entry[o : o + 4] = _count(name, value, 0, 2**32 - 1).to_bytes(4, "little")
+    return bytes(entry)
+
+
+def _entry(command: Any, dwords: dict[str, int]) -> bytearray:
+    """A mutable submission entry from an opcode (and dwords) or a ready 64-byte entry."""
+    if isinstance(command, (bytes, bytearray, memoryview)):
+        if dwords:
+            raise InvalidArgument("give an opcode with dwords, or a ready 64-byte entry, not both")
+        if len(command) != 64:
+            raise InvalidArgument(f"a submission entry is 64 bytes, got {len(command)}")
+        return bytearray(command)
+    return bytearray(sqe(command, **dwords))
+
+
+def _payload(data: Any, out: Any) -> tuple[Optional[np.ndarray], bool]:
+    """(buffer, to_device) of a command: `data` goes to the device, the device's bytes land in `out`."""
+    if data is not None and out is not None:
+        raise InvalidArgument("give data (host to device) or out (device to host), not both")
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise InvalidArgument(f"out must be a writable numpy array, got {type(out).__name__}")
+        return _out_view(out, out.nbytes), False
+    if data is not None:
+        return _as_u8(data), True
+    return None, False
 
 
 class Device:
@@ -140,8 +189,15 @@ class Device:
     # --- facts ----------------------------------------------------------------------------------------------------
     @property
     def native(self) -> "_native.Device":
-        """The native handle (for extension libraries)."""
+        """The native handle, for a system's native host library (Rust code that submits through
+        ``Device::execute``): pass it with :attr:`sync_qid`. Python code submits with :meth:`command` instead."""
         return self._dev
+
+    @property
+    def sync_qid(self) -> int:
+        """The I/O queue the synchronous calls (:meth:`read`, :meth:`write`, :meth:`command`, ...) use; a native
+        host library submits its commands there (see :attr:`native`). Created on first use."""
+        return self._sync()
 
     @property
     def lba_bytes(self) -> int:
@@ -269,7 +325,7 @@ class Device:
             self._sync_qid = free[-1]
             return self._sync_qid
         for q in self._queues.values():
-            if q.in_flight == 0:
+            if q.in_flight == 0 and not q._early:
                 return q.qid
         raise InvalidArgument(f"all {len(self._queues)} I/O queues have commands in flight; wait for them first")
 
@@ -283,7 +339,8 @@ class Device:
             c = self._dev.wait(q)
         if c is None:
             raise InvalidArgument(f"{what}: completion lost")
-        check(c[1], c[2], what)
+        if (c[1], c[2]) != (0, 0):
+            raise NvmeError(c[1], c[2], what, self.error_reason(q, cid), c[3])
         return c[4] - start
 
     def _check_range(self, what: str, lba: Any, nblocks: Any) -> tuple[int, int]:
@@ -348,20 +405,26 @@ class Device:
         total = 0
         while nblocks > 0:
             n = min(nblocks, 1 << 16)  # NLB is a 16-bit, 0-based field
-            sqe = bytearray(64)
-            sqe[0] = 0x08  # Write Zeroes
-            sqe[4:8] = (1).to_bytes(4, "little")  # namespace 1
-            sqe[40:48] = lba.to_bytes(8, "little")
-            sqe[48:52] = ((n - 1) | ((1 << 25) if deallocate else 0)).to_bytes(4, "little")
-
-            def submit(q: int, c: int, sqe: bytearray = sqe) -> None:
-                sqe[2:4] = c.to_bytes(2, "little")
-                self._dev.submit_raw(q, bytes(sqe), None)
-
-            total += self._one(submit, f"write zeroes LBA {lba}")
+            dw12 = (n - 1) | ((1 << 25) if deallocate else 0)
+            done = self.command(0x08, what=f"write zeroes LBA {lba}", cdw10=lba & 0xFFFFFFFF, cdw11=lba >> 32, cdw12=dw12)
+            total += done.latency_ns
             lba += n
             nblocks -= n
         return total
+
+    def command(self, command: Any, data: Any = None, *, out: Optional[np.ndarray] = None, what: str = "",
+                check: bool = True, **dwords: int) -> "Completion":
+        """Submits one command on the synchronous queue and waits for it: the public way for a host library to
+        send a vendor command (or any other). ``command`` is an opcode with its dwords by name (``cdw10=...``,
+        ``nsid=...``; see :func:`sqe`) or a ready 64-byte submission entry; the device assigns the command id.
+        ``data`` (bytes or an array) goes to the device; the device's bytes land in ``out`` (a writable array).
+        Returns the :class:`Completion` (status, the device's reason, DW0, latency, ``data`` = ``out``); a failed
+        command raises :class:`NvmeError` carrying the status, ``reason``, ``command`` (``what``) and ``dw0`` as
+        fields, unless ``check=False``."""
+        entry = bytes(_entry(command, dwords))
+        _payload(data, out)  # refused before the synchronous queue is made
+        q = self._queues.get(self._sync()) or Queue(self, self._sync(), SYNC_DEPTH)
+        return q.command(entry, data, out=out, what=what, check=check)
 
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
     def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
@@ -441,13 +504,21 @@ class Device:
 
 
 class Queue:
-    """An I/O queue pair: submit reads and writes, then reap their completions in virtual-time order."""
+    """An I/O queue pair: submit reads, writes and any other command, then reap their completions in virtual-time
+    order."""
 
     def __init__(self, dev: Device, qid: int, depth: int):
         self.dev = dev
         self.qid = qid
         self.depth = depth
-        self._pending: dict[int, tuple[str, int]] = {}
+        #: cid -> (what the command was, its submission time, the array its data lands in).
+        self._pending: dict[int, tuple[str, int, Optional[np.ndarray]]] = {}
+        #: Completions seen while `command` waited for its own, handed out by the next reap or wait.
+        self._early: list[tuple[int, int, int, int, int]] = []
+
+    def _track(self, cid: int, what: str, submitted: int, out: Optional[np.ndarray] = None) -> int:
+        self._pending[cid] = (what, submitted, out)
+        return cid
 
     def submit_read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> int:
         """Submits a read into `out` (None: timing only); returns the command id. The data is in `out` once the
@@ -455,10 +526,9 @@ class Queue:
         lba = _count("lba", lba, 0)
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
         view = None if out is None else _out_view(out, nblocks * self.dev.lba_bytes)
-        cid = self.dev._dev.next_cid(self.qid)
+        cid, t = self.dev._dev.next_cid(self.qid), self.dev.now_ns
         self.dev._dev.submit_read(self.qid, cid, lba, nblocks, view)
-        self._pending[cid] = ("read", lba)
-        return cid
+        return self._track(cid, f"read LBA {lba}", t, out)
 
     def submit_write(self, lba: int, data: Any = None, nblocks: Optional[int] = None, fua: bool = False) -> int:
         """Submits a write of `data` (None: timing only, `nblocks` blocks); returns the command id."""
@@ -476,26 +546,49 @@ class Queue:
                 raise InvalidArgument(f"nblocks {nblocks} does not match data of {buf.size // lb} blocks")
             nblocks = buf.size // lb
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
-        cid = self.dev._dev.next_cid(self.qid)
+        cid, t = self.dev._dev.next_cid(self.qid), self.dev.now_ns
         self.dev._dev.submit_write(self.qid, cid, lba, nblocks, buf, fua)
-        self._pending[cid] = ("write", lba)
-        return cid
+        return self._track(cid, f"write LBA {lba}", t)
+
+    def submit(self, command: Any, data: Any = None, *, out: Optional[np.ndarray] = None, what: str = "",
+               **dwords: int) -> int:
+        """Submits any command without waiting (as :meth:`Device.command` describes its arguments); returns the
+        command id. Its completion comes from :meth:`wait` or :meth:`reap`, with ``data`` = ``out``."""
+        entry = _entry(command, dwords)
+        buf, to_device = _payload(data, out)
+        cid, t = self.dev._dev.next_cid(self.qid), self.dev.now_ns
+        entry[2:4] = cid.to_bytes(2, "little")
+        self.dev._dev.submit_raw(self.qid, bytes(entry), buf, to_device)
+        return self._track(cid, what or f"command {entry[0]:#04x}", t, out)
+
+    def command(self, command: Any, data: Any = None, *, out: Optional[np.ndarray] = None, what: str = "",
+                check: bool = True, **dwords: int) -> "Completion":
+        """Submits one command and waits for its completion (see :meth:`Device.command`); completions of other
+        commands seen meanwhile are kept for the next :meth:`reap` or :meth:`wait`."""
+        cid = self.submit(command, data, out=out, what=what, **dwords)
+        while True:
+            c = self.dev._dev.wait(self.qid)
+            if c is None:
+                raise InvalidArgument(f"{self._pending.pop(cid)[0]}: completion lost")
+            if c[0] == cid:
+                return self._done(c, check)
+            self._early.append(c)
 
     def _done(self, c: tuple[int, int, int, int, int], raise_errors: bool) -> "Completion":
         cid, sct, sc, dw0, t = c
-        what = self._pending.pop(cid, ("command", -1))
-        comp = Completion(cid, sct, sc, dw0, t)
-        if raise_errors and not comp.ok:
-            raise NvmeError(sct, sc, f"{what[0]} LBA {what[1]}")
-        return comp
+        what, submitted, out = self._pending.pop(cid, ("command", t, None))
+        reason = None if (sct, sc) == (0, 0) else self.dev.error_reason(self.qid, cid)
+        comp = Completion(cid, sct, sc, dw0, t, latency_ns=t - submitted, reason=reason, data=out, what=what)
+        return comp.check() if raise_errors else comp
 
     def reap(self, raise_errors: bool = True) -> list["Completion"]:
         """Completions that happened by now (does not advance the clock)."""
-        return [self._done(c, raise_errors) for c in self.dev._dev.reap(self.qid)]
+        early, self._early = self._early, []
+        return [self._done(c, raise_errors) for c in early + list(self.dev._dev.reap(self.qid))]
 
     def wait(self, raise_errors: bool = True) -> Optional["Completion"]:
         """The next completion, advancing the clock to it (None if nothing is in flight)."""
-        c = self.dev._dev.wait(self.qid)
+        c = self._early.pop(0) if self._early else self.dev._dev.wait(self.qid)
         return None if c is None else self._done(c, raise_errors)
 
     def wait_all(self, raise_errors: bool = True) -> list["Completion"]:
@@ -507,27 +600,49 @@ class Queue:
             out.append(c)
         return out
 
+    def close(self) -> None:
+        """Deletes the queue pair on the device (its commands must have completed); its id can be used again."""
+        if self._pending:
+            raise InvalidArgument(f"queue {self.qid} has {len(self._pending)} commands in flight; wait for them first")
+        self.dev._dev.delete_queue(self.qid)
+        self.dev._queues.pop(self.qid, None)
+
     @property
     def in_flight(self) -> int:
         return len(self._pending)
 
 
 class Completion:
-    """A command's completion: id, NVMe status and the virtual time it was seen by the host."""
+    """A command's completion: its id, NVMe status (``sct``, ``sc``; ``status`` its name, ``ok``), DW0 (the
+    command-specific result), the virtual time the host saw it (``time_ns``) and its latency from submission,
+    the device's ``reason`` for a failure (None on success or where it gave none), ``data`` (the array the
+    device's bytes landed in, or None) and ``what`` the command was."""
 
-    __slots__ = ("cid", "sct", "sc", "dw0", "time_ns")
+    __slots__ = ("cid", "sct", "sc", "dw0", "time_ns", "latency_ns", "reason", "data", "what")
 
-    def __init__(self, cid: int, sct: int, sc: int, dw0: int, time_ns: int):
+    def __init__(self, cid: int, sct: int, sc: int, dw0: int, time_ns: int, *, latency_ns: int = 0,
+                 reason: Optional[str] = None, data: Optional[np.ndarray] = None, what: str = ""):
         self.cid, self.sct, self.sc, self.dw0, self.time_ns = cid, sct, sc, dw0, time_ns
+        self.latency_ns, self.reason, self.data, self.what = latency_ns, reason, data, what
 
     @property
     def ok(self) -> bool:
         return self.sct == 0 and self.sc == 0
 
-    def __repr__(self) -> str:
-        from nearflash.errors import status_name
+    @property
+    def status(self) -> str:
+        return status_name(self.sct, self.sc)
 
-        return f"Completion(cid={self.cid}, {status_name(self.sct, self.sc)}, t={self.time_ns} ns)"
+    def check(self, error: type[NvmeError] = NvmeError) -> "Completion":
+        """This completion if it succeeded; else raises ``error`` (an :class:`NvmeError` type) with the status,
+        reason, command and DW0 as fields."""
+        if not self.ok:
+            raise error(self.sct, self.sc, self.what, self.reason, self.dw0)
+        return self
+
+    def __repr__(self) -> str:
+        why = f", reason={self.reason!r}" if self.reason else ""
+        return f"Completion(cid={self.cid}, {self.status}{why}, dw0={self.dw0}, t={self.time_ns} ns)"
 
 
 def presets() -> list[str]:

@@ -112,7 +112,7 @@ class Deployment:
         self.device = device
         self.reorder = reorder
         self.vectors, self.deploy_ns = _native.ndsearch.device_deploy(
-            device.native, device._sync(), index._ix, reorder, _int("seed", seed, 0))
+            device.native, device.sync_qid, index._ix, reorder, _int("seed", seed, 0))
         #: The index's generation when deployed: an add or remove since makes this deployment stale.
         self.generation = index.generation
         self.last_latency_ns = 0
@@ -136,7 +136,7 @@ class Deployment:
         if q.shape[0] == 0:
             raise InvalidValue("q must hold at least one row")
         D, I, self.last_latency_ns, self.last_batches = _native.ndsearch.device_search(
-            self.device.native, self.device._sync(), self.index._ix, q, min(k, self.index.ntotal), ef)
+            self.device.native, self.device.sync_qid, self.index._ix, q, min(k, self.index.ntotal), ef)
         return _pad(D, I, k)
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from nearflash._native import programs as _p
+from nearflash.device import Completion
 from nearflash.errors import InvalidArgument, NvmeError
 
 _NAMES = {(sct, sc): name for sct, sc, name in _p.status_names()}
@@ -23,13 +24,13 @@ class ProgramError(NvmeError):
     """A Computational Programs or SLM command completed with an error status (``dw0`` carries a fault code for
     a program stopped at run time: 1 out of range, 2 instruction budget, 3 arithmetic, 4 call depth, 5 other)."""
 
-    def __init__(self, sct: int, sc: int, command: str = "", dw0: int = 0):
-        super().__init__(sct, sc, command)
-        self.dw0 = dw0
+    def __init__(self, sct: int, sc: int, command: str = "", reason: Optional[str] = None, dw0: int = 0):
+        super().__init__(sct, sc, command, reason, dw0)
         name = _NAMES.get((sct, sc))
         if name is not None:
             self.status = name
-            self.args = (f"{command}: {name} (SCT {sct:#x}, SC {sc:#04x}, DW0 {dw0})",)
+            where = f"{command} ({reason})" if reason else command
+            self.args = (f"{where}: {name} (SCT {sct:#x}, SC {sc:#04x}, DW0 {dw0})",)
 
 
 def _check(outcome: tuple[int, int, int, int, Optional[str]], what: str) -> tuple[int, int]:
@@ -37,9 +38,8 @@ def _check(outcome: tuple[int, int, int, int, Optional[str]], what: str) -> tupl
     (from its error log: the field and what it may hold)."""
     sct, sc, dw0, latency, reason = outcome
     if (sct, sc) == (0, 1):
-        raise ProgramError(sct, sc, f"{what} (is the 'programs' extension attached? dev.attach('programs'))", dw0)
-    if (sct, sc) != (0, 0):
-        raise ProgramError(sct, sc, f"{what} ({reason})" if reason else what, dw0)
+        what = f"{what} (is the 'programs' extension attached? dev.attach('programs'))"
+    Completion(0, sct, sc, dw0, 0, latency_ns=latency, reason=reason, what=what).check(ProgramError)
     return dw0, latency
 
 
@@ -86,7 +86,7 @@ def _dev(dev: Any) -> tuple[Any, int]:
     native = getattr(dev, "native", None)
     if native is None:
         raise InvalidArgument(f"dev must be a nearflash.Device, got {type(dev).__name__}")
-    return native, dev._sync()
+    return native, dev.sync_qid
 
 
 def load(dev: Any, pind: int, program: Any) -> int:

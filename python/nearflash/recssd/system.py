@@ -176,7 +176,7 @@ class RecSSD:
                 self.dims.append(a.shape[1])
                 self.rows.append(a.shape[0])
         # Set-up commands (table writes, registrations) go through the SDK's synchronous queue.
-        setup_queue = device._sync()
+        setup_queue = device.sync_qid
         self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params),
                              setup_queue=setup_queue, attribute_bytes=PRECISIONS[precision])
 
