@@ -31,7 +31,7 @@ use crate::params::CognitiveParams;
 use crate::wire::{ConfigTarget, DlgCommand, OP_ANALYSIS, OP_CONFIG, OP_HASHING, OP_INDEX, OP_SSD_READ, OP_SSD_WRITE};
 use crate::weight_layout::WeightLayout;
 use nearflash_core::config::ExtParams;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
 use nearflash_core::SimError;
 use serde::{Deserialize, Serialize};

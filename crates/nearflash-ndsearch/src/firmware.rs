@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 
-use nearflash_core::ctrl::{UnitHandle, UnitSpec};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::{UnitHandle, UnitSpec};
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status};
-use nearflash_core::nand::Geometry as NandGeometry;
+use nearflash_core::ext::Geometry as NandGeometry;
 use nearflash_core::config::ExtParams;
 use nearflash_core::SimError;
 use serde::Serialize;

@@ -7,7 +7,7 @@ use crate::learner::Learner;
 use crate::oob_list::{PageCache, INODE_PARSE_INSTR};
 use crate::reader::Ext4Reader;
 use crate::source::BlockSource;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use std::collections::{BTreeSet, HashMap};
 

@@ -24,7 +24,7 @@ use crate::ext4::{resolve_extents, Inode};
 use crate::learner::{FileLayout, Learner};
 use crate::oob::{chain_records, OobRecord, OOB_RECORD_BYTES};
 use crate::sched::Fetcher;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use nearflash_core::ext::SPARE_BYTES;
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -4,7 +4,7 @@
 use crate::cnn::{network_timing, CnnParams};
 use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_KNN_BATCH, OP_LOCATE, OP_SUM};
 use crate::knn::{knn_batch, knn_batch_timing, KnnParams, Width};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
 
 /// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.

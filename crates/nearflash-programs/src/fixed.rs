@@ -10,7 +10,7 @@
 //! DRAM, and the unit adds `dim` lanes per row at `sls_unit_lanes` fp32 adds per cycle.
 
 use nearflash_core::ext::{ExecCtx, UnitHandle, UnitSpec};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_recssd::sls::{embedding_bag_sum_into, TableView};
 
 /// Device-defined programs and their descriptions; their indexes follow the downloadable slots.

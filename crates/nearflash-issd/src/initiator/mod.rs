@@ -25,7 +25,7 @@ use crate::costs::CostTable;
 use crate::error::{device_error, invalid, IssdError, Result};
 use crate::kernel::{KernelSpec, Output};
 use nearflash_core::nvme::DataBuf;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, Completion, Sqe, Status};
 use nearflash_core::Device;
 
