@@ -147,6 +147,13 @@ class _CognitiveModule:
 
 cognitive: _CognitiveModule
 
+class _HistogramModule:
+    """`nearflash._native.histogram`."""
+    @staticmethod
+    def parameters() -> Any: ...
+
+histogram: _HistogramModule
+
 class _IssdModule:
     """`nearflash._native.issd`."""
     @staticmethod
