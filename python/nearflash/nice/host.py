@@ -80,11 +80,8 @@ class NiceHost:
             why = {0x02: "the device knows no whole file starting at its head LBA (changed or removed since open, or its "
                          "metadata is damaged), or the op does not fit the file",
                    0x0C: "no NICE_Write bound an op to it"}.get(e.sc if e.sct == 0 else -1, e.status)
-            # The firmware's own reason (the newest entry of the device's error log: the command was synchronous).
-            newest = next(iter(self.dev.error_log()), {})
-            if (newest.get("sct"), newest.get("sc")) == (e.sct, e.sc) and newest.get("reason"):
-                why = f"{why} (device: {newest['reason']})"
-            raise NvmeError(e.sct, e.sc, f"{what} {path} at hyper-address {lba}: {why}") from e
+            # The firmware's own reason stays a field (`reason`), shown after this library's reading of the status.
+            raise NvmeError(e.sct, e.sc, f"{what} {path} at hyper-address {lba}: {why}", e.reason, e.dw0) from e
 
     def nice_write(self, path: str, op: str, query: Any = None, k: int = 0, bits: int = 16,
                    weights: str | None = None, net: str = "lenet5") -> int:
