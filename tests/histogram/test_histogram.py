@@ -58,6 +58,14 @@ def test_bad_requests_are_refused_with_a_reason(dev):
         dev.command(h.opcode, out=np.zeros(100, np.uint8), cdw12=1)  # a result buffer of the wrong size
 
 
+def test_a_moved_opcode_is_the_one_the_library_sends(dev):
+    dev.write(0, np.full(dev.lba_bytes, 7, dtype=np.uint8))
+    h = Histogram(dev, opcode=0xA7)
+    assert h.opcode == 0xA7 and h.counts(0, 1)[7] == dev.lba_bytes
+    with pytest.raises(NvmeError, match="Invalid Command Opcode"):
+        dev.command(0xA0, out=np.zeros(1024, np.uint8), cdw12=1)
+
+
 def test_parameters_are_checked_at_attach(dev):
     assert {p[0] for p in parameters()} == {"opcode", "instructions_per_byte", "max_blocks"}
     for bad in [dict(max_blocks=0), dict(opcode=0x10), dict(colour=1)]:

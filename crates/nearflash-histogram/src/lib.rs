@@ -91,4 +91,9 @@ impl Extension for Histogram {
             Err(status) => ExtCompletion::failed(status, ctx.start),
         }
     }
+
+    /// The resolved parameters the host library needs (the opcode may come from the preset or the overrides).
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({ "opcode": self.p.opcode, "max_blocks": self.p.max_blocks })
+    }
 }

@@ -12,10 +12,6 @@ from nearflash import _native
 from nearflash.device import Device, int_argument
 from nearflash.errors import InvalidArgument
 
-#: The vendor opcode of HISTOGRAM unless the ``opcode`` parameter moves it.
-OPCODE = 0xA0
-
-
 def parameters() -> list[tuple[str, str, str, str]]:
     """(name, default, unit, source) of every firmware parameter."""
     return _native.histogram.parameters()
@@ -30,7 +26,8 @@ class Histogram:
             raise InvalidArgument(f"device must be a nearflash.Device, got {type(device).__name__}")
         device.attach("histogram", **params)
         self.device = device
-        self.opcode = int(params.get("opcode", OPCODE))
+        # The opcode as the firmware resolved it (defaults, the preset's [ext.histogram], then `params`).
+        self.opcode = int(device.report().extensions["histogram"]["opcode"])
         self.last_latency_ns = 0
 
     def counts(self, lba: int, nblocks: int) -> np.ndarray:
@@ -44,4 +41,4 @@ class Histogram:
         return out.astype(np.int64)
 
 
-__all__ = ["OPCODE", "Histogram", "parameters"]
+__all__ = ["Histogram", "parameters"]
