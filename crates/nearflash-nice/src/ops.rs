@@ -3,7 +3,7 @@
 
 use crate::cnn::{network_timing, CnnParams};
 use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_KNN_BATCH, OP_LOCATE, OP_SUM};
-use crate::knn::{knn_batch, knn_batch_timing, KnnParams, Width};
+use crate::knn::{knn_batch, knn_batch_timing, reported, KnnParams, Width};
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
 
@@ -78,6 +78,17 @@ impl Job {
                 }
                 let q = b.get(8..8 + 4 * dim * n).ok_or_else(|| short(8 + 4 * dim * n))?;
                 let values: Vec<i64> = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                // The query travels as i32 whatever the width; a 16-bit embedding's distance unit takes 16-bit values.
+                if let Some(at) = values.iter().position(|v| !width.range().contains(v)) {
+                    return Err(format!(
+                        "NICE-K query value {} (block bytes {}..{}): a {bits}-bit embedding takes {}..={}",
+                        values[at],
+                        8 + 4 * at,
+                        12 + 4 * at,
+                        width.range().start(),
+                        width.range().end()
+                    ));
+                }
                 Ok(Job::Knn { width, dim, k, queries: values.chunks(dim).map(<[i64]>::to_vec).collect(), batch })
             }
             other => Err(format!(
@@ -125,7 +136,7 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let busy = queries.len().min(knn_params.query_units.max(1.0) as usize) as u32;
             let done = (0..busy).map(|lane| ctx.compute(unit, lane, start, timing.total_cycles)).max().unwrap_or(start).max(done);
             for (d, i) in best.iter().flatten() {
-                tail.extend_from_slice(&d.to_le_bytes());
+                tail.extend_from_slice(&reported(*d).to_le_bytes());
                 tail.extend_from_slice(&i.to_le_bytes());
             }
             (if *batch { queries.len() as u64 } else { pairs as u64 }, done)
@@ -169,4 +180,26 @@ pub(crate) fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u
     res.extend_from_slice(&value.to_le_bytes());
     res.extend_from_slice(tail);
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knn_block(bits: u8, query: &[i32]) -> Vec<u8> {
+        let mut b = vec![OP_KNN as u8, bits];
+        b.extend_from_slice(&(query.len() as u16).to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        b.extend(query.iter().flat_map(|v| v.to_le_bytes()));
+        b
+    }
+
+    #[test]
+    fn a_query_value_outside_the_embedding_width_is_refused_at_bind() {
+        let why = Job::parse(&knn_block(16, &[0, 40_000, 0, 0])).unwrap_err();
+        assert!(why.contains("query value 40000 (block bytes 12..16)") && why.contains("-32768..=32767"), "{why}");
+        assert!(Job::parse(&knn_block(16, &[-32768, 32767, 0, 0])).is_ok());
+        assert!(Job::parse(&knn_block(32, &[i32::MIN, i32::MAX, 40_000, 0])).is_ok());
+    }
 }

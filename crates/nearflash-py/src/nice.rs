@@ -147,10 +147,10 @@ fn lookup_via<'py>(py: Python<'py>, read: Bound<'py, PyAny>, fs_path: &str, star
 }
 
 /// NICE-K: the k nearest vectors of an embedding file (raw little-endian 16/32-bit integers) to `query`, as
-/// (squared distance, index) nearest first. `params` is a JSON object of NICE-K parameters.
+/// (squared distance, exact, index) nearest first. `params` is a JSON object of NICE-K parameters.
 #[pyfunction]
 #[pyo3(signature = (data, dim, bits, query, k, params = None))]
-fn knn_search(data: &[u8], dim: usize, bits: u32, query: Vec<i64>, k: usize, params: Option<&str>) -> PyResult<Vec<(u64, u32)>> {
+fn knn_search(data: &[u8], dim: usize, bits: u32, query: Vec<i64>, k: usize, params: Option<&str>) -> PyResult<Vec<(u128, u32)>> {
     let p = KnnParams::from_json(&json_params(params)?).map_err(to_py)?;
     knn::knn(data, dim, Width::from_bits(bits).map_err(to_py)?, &query, k, &p).map_err(to_py)
 }

@@ -44,13 +44,17 @@ def lookup_via(read: Any, fs_path: str, start_lba: int = 0, sector_size: int = 4
 
 def knn(embeddings: np.ndarray, query: np.ndarray, k: int, params: dict[str, Any] | None = None) -> np.ndarray:
     """Indices of the ``k`` nearest rows of ``embeddings`` (int16 or int32, shape N x D) to ``query`` by squared
-    L2 distance, nearest first (ties by index), computed by NICE-K's kernel."""
+    L2 distance, nearest first (ties by index), computed by NICE-K's kernel (exact for every value of the dtype:
+    128-bit accumulators). ``query`` holds ``D`` integers within the embeddings' dtype."""
     e = np.asarray(embeddings)
     if e.ndim != 2 or e.dtype not in (np.int16, np.int32):
         raise TypeError(f"embeddings must be a 2-D int16 or int32 array, got {e.dtype} with {e.ndim} dims")
     q = np.asarray(query)
     if q.shape != (e.shape[1],) or not np.issubdtype(q.dtype, np.integer):
         raise ValueError(f"query must be {e.shape[1]} integers, got shape {q.shape} of {q.dtype}")
+    lo, hi = np.iinfo(e.dtype).min, np.iinfo(e.dtype).max
+    if q.size and (int(q.min()) < lo or int(q.max()) > hi):
+        raise ValueError(f"query values must fit the embeddings' {e.dtype} ({lo}..{hi}), got {int(q.min())}..{int(q.max())}")
     bits = 16 if e.dtype == np.int16 else 32
     data = np.ascontiguousarray(e, dtype=e.dtype.newbyteorder("<")).tobytes()
     out = _n.knn_search(data, e.shape[1], bits, [int(v) for v in q], int(k), _params(params))

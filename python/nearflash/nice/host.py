@@ -126,8 +126,9 @@ class NiceHost:
             raise InvalidArgument(f"k must be an int in 1..{k_max}, got {k!r}")
         if bits not in (16, 32):
             raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
-        if np.any(q < -(2**31)) or np.any(q >= 2**31):
-            raise InvalidArgument("query values must fit in 32 bits")
+        lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if np.any(q < lo) or np.any(q > hi):
+            raise InvalidArgument(f"query values must fit the {bits}-bit embedding ({lo}..{hi})")
         head = bytes([OP_KNN_BATCH if batch else OPS[op], bits]) + struct.pack("<HHH", dim, k, n if batch else 0)
         raw = head + q.astype("<i4").tobytes()
         sectors = -(-len(raw) // self.dev.lba_bytes)
@@ -141,9 +142,9 @@ class NiceHost:
         return ns
 
     def nice_read(self, path: str) -> dict[str, Any]:
-        """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: an array of
-        (distance, index) rows nearest first (a batch: one such array per query, shape (queries, min(k, N), 2));
-        for 'cnn', `classes`: one per image."""
+        """Runs the bound op in storage; returns {op, size, inode, value} and, for 'knn', `neighbours`: a uint64
+        array of (distance, index) rows nearest first, a distance of 2^64 or more saturated at 2^64 - 1 (a batch: one
+        such array per query, shape (queries, min(k, N), 2)); for 'cnn', `classes`: one per image."""
         sectors, k, row = self._batch.get(path, (1, 0, 0))
         out = bytes(self._io(path, "NICE_Read", lambda lba: self.dev.read(lba, sectors)))
         op, size, inode, value = struct.unpack_from("<IQIQ", out, 0)
@@ -152,7 +153,8 @@ class NiceHost:
             per = min(k, size // row) if op == OP_KNN_BATCH else value
             count = per * value if op == OP_KNN_BATCH else value
             rows = np.frombuffer(out, dtype=np.dtype([("dist", "<u8"), ("index", "<u4")]), count=count, offset=24)
-            pairs = np.stack([rows["dist"].astype(np.int64), rows["index"].astype(np.int64)], axis=1)
+            # uint64: a squared int32 distance may exceed 2^63 (the device saturates it at 2^64 - 1).
+            pairs = np.stack([rows["dist"], rows["index"].astype(np.uint64)], axis=1)
             r["neighbours"] = pairs.reshape(value, per, 2) if op == OP_KNN_BATCH else pairs
         if op == OPS["cnn"]:
             r["classes"] = np.frombuffer(out, dtype="<u2", count=value, offset=24).astype(np.int64)
