@@ -11,14 +11,22 @@
 
 Reads land directly in numpy arrays and writes are taken from them without copies. Every call advances the host's
 virtual clock; `report()` tells what the device did in virtual time.
+
+A `Device` may be shared by threads: each call holds the device's lock, so calls from several threads run one after
+another (the simulated device has one host clock). A host library that drives `native` itself holds the lock with
+`with dev.exclusive():`. The `Device` owns the I/O queue ids: its synchronous helpers' queue, the `Queue`s it
+creates and the queues it reserves for native host libraries (`reserved_queue`) never collide.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
+import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import numpy as np
 
@@ -64,6 +72,20 @@ def _count(name: str, value: Any, low: int = 0, high: Optional[int] = None) -> i
         allowed = f"{low} to {high}" if high is not None else f">= {low}"
         raise InvalidArgument(f"{name} {v} is out of range (allowed {allowed})")
     return v
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Runs a `Device` method holding the device's lock (a `Queue` method: its device's)."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with (self if isinstance(self, Device) else self.dev)._lock:
+            return method(self, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 def _override_items(overrides: dict[str, Any]) -> list[tuple[str, str]]:
@@ -124,6 +146,9 @@ class Device:
             )
         self._sync_qid: Optional[int] = None
         self._queues: dict[int, Queue] = {}
+        #: Queues reserved for host libraries that submit on them from native code: owner -> qid.
+        self._reserved: dict[str, int] = {}
+        self._lock = threading.RLock()
 
     # --- context management -------------------------------------------------------------------------------------
     def __enter__(self) -> "Device":
@@ -132,6 +157,14 @@ class Device:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator["_native.Device"]:
+        """Holds the device's lock and yields the native handle: for host libraries that drive it directly, so that
+        calls from other threads wait until they are done."""
+        with self._lock:
+            yield self._dev
+
+    @_locked
     def close(self) -> None:
         """Flushes, checkpoints and marks the image clean."""
         if not self._dev.closed:
@@ -180,6 +213,7 @@ class Device:
         r = self._dev.recovery_json()
         return json.loads(r) if r else None
 
+    @_locked
     def identify(self) -> dict[str, Any]:
         """Key fields of Identify Controller and Identify Namespace."""
         c = bytes(self._dev.identify(1))
@@ -194,6 +228,7 @@ class Device:
             "lba_bytes": 1 << n[130],
         }
 
+    @_locked
     def smart(self) -> dict[str, int]:
         """SMART / Health log fields."""
         b = bytes(self._dev.log_page(0x02, 512))
@@ -208,6 +243,7 @@ class Device:
             "media_errors": u128(160),
         }
 
+    @_locked
     def error_log(self) -> list[dict[str, Any]]:
         """The device's Error Information log (Get Log Page 0x01), newest first: one dict per failed command with
         ``error_count``, ``sqid``, ``cid``, ``status`` (its name), ``sct``, ``sc``, ``lba`` (None where the command
@@ -255,12 +291,19 @@ class Device:
         return int(self.param(f"nvme.{name}").split()[0])
 
     def _free_qids(self) -> list[int]:
-        used = set(self._queues) | ({self._sync_qid} if self._sync_qid is not None else set())
+        """Queue ids no queue holds: the device's list, so that a queue a native host library created on its own
+        is never created twice."""
+        used = set(self._dev.io_queue_ids())
         return [q for q in range(1, self._limit("max_queues") + 1) if q not in used]
 
+    def _idle(self, qid: int) -> bool:
+        q = self._queues.get(qid)
+        return (q is None or q.in_flight == 0) and not self._dev.outstanding(qid)
+
+    @_locked
     def _sync(self) -> int:
-        """The queue for synchronous calls: its own (the highest free id), or an idle user queue when the device has
-        no queue id left (SATA-like presets have one)."""
+        """The queue for synchronous calls: its own (the highest free id), or an idle queue (a user's or a
+        reserved one) when the device has no queue id left (SATA-like presets have one)."""
         if self._sync_qid is not None:
             return self._sync_qid
         free = self._free_qids()
@@ -268,10 +311,42 @@ class Device:
             self._dev.create_queue(free[-1], min(SYNC_DEPTH, self._limit("max_queue_depth")))
             self._sync_qid = free[-1]
             return self._sync_qid
-        for q in self._queues.values():
-            if q.in_flight == 0:
-                return q.qid
-        raise InvalidArgument(f"all {len(self._queues)} I/O queues have commands in flight; wait for them first")
+        for qid in [*self._queues, *self._reserved.values()]:
+            if self._idle(qid):
+                return qid
+        raise InvalidArgument(f"all {self._limit('max_queues')} I/O queues have commands in flight; wait for them first")
+
+    def _give_up_idle(self) -> Optional[int]:
+        """Deletes the synchronous helpers' queue, else an idle reserved one (both are made again when needed), to
+        free an id on a device that has none left; returns it (None: nothing could be given up)."""
+        if self._sync_qid is not None and self._idle(self._sync_qid):
+            qid, self._sync_qid = self._sync_qid, None
+        else:
+            owner = next((o for o, q in self._reserved.items() if self._idle(q)), None)
+            if owner is None:
+                return None
+            qid = self._reserved.pop(owner)
+        self._dev.delete_queue(qid)
+        return qid
+
+    @_locked
+    def reserved_queue(self, owner: str, depth: int) -> int:
+        """The id of an I/O queue reserved for `owner`, a host library that submits on it from native code (the
+        iSSD Initiator): made on first use with `depth` entries (at most the device's maximum) on the highest free
+        id, or on the synchronous helpers' queue's id when none is free (they then borrow an idle queue). The
+        Device owns every queue id, so the block API, `queue()` and these libraries never create the same queue."""
+        qid = self._reserved.get(owner)
+        if qid is not None and self._dev.queue_depth(qid) is not None:
+            return qid
+        depth = min(_count("depth", depth, 2), self._limit("max_queue_depth"))
+        free = self._free_qids()
+        qid = free[-1] if free else self._give_up_idle()
+        if qid is None:
+            raise InvalidArgument(f"no I/O queue is free for {owner}: the device's {self._limit('max_queues')} queues "
+                                  f"are in use by the Queue objects made with queue(); close one first")
+        self._dev.create_queue(qid, depth)
+        self._reserved[owner] = qid
+        return qid
 
     def _one(self, submit: Callable[[int, int], None], what: str) -> int:
         q = self._sync()
@@ -294,6 +369,7 @@ class Device:
             raise NvmeError(0, 0x80, f"{what} of {nblocks} blocks at LBA {lba} ends past the device's {self.lbas} LBAs")
         return lba, nblocks
 
+    @_locked
     def write(self, lba: int, data: Any, *, fua: bool = False) -> int:
         """Writes whole blocks from `data` at `lba`; returns the latency in ns. Raises NvmeError on failure; a
         request that does not fit the device raises before anything is written."""
@@ -309,6 +385,7 @@ class Device:
             total += self._one(lambda q, c: self._dev.submit_write(q, c, lba + off, n, chunk, fua), f"write LBA {lba + off}")
         return total
 
+    @_locked
     def read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Reads `nblocks` blocks from `lba` into `out` (a new uint8 array if None) and returns it."""
         lba, nblocks = self._check_range("read", lba, nblocks)
@@ -323,11 +400,13 @@ class Device:
             self._one(lambda q, c: self._dev.submit_read(q, c, lba + off, n, chunk), f"read LBA {lba + off}")
         return out
 
+    @_locked
     def flush(self) -> int:
         sct, sc, lat = self._dev.flush(self._sync())
         check(sct, sc, "flush")
         return lat
 
+    @_locked
     def trim(self, lba: int, nblocks: int) -> int:
         """Deallocates blocks (Dataset Management)."""
         lba, nblocks = self._check_range("trim", lba, nblocks)
@@ -341,6 +420,7 @@ class Device:
         check(sct, sc, "trim")
         return lat
 
+    @_locked
     def write_zeroes(self, lba: int, nblocks: int, *, deallocate: bool = False) -> int:
         """Zeroes blocks with NVMe Write Zeroes (no data crosses the link); `deallocate` lets the device trim them
         instead (deallocated blocks read as zeroes). Returns the latency in ns."""
@@ -364,6 +444,7 @@ class Device:
         return total
 
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
+    @_locked
     def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
         """A new I/O queue pair for asynchronous submission."""
         depth = _count("depth", depth, 1)
@@ -372,48 +453,66 @@ class Device:
         if depth + 1 > self._limit("max_queue_depth"):
             raise InvalidArgument(f"queue depth {depth} exceeds the device's maximum of {self._limit('max_queue_depth') - 1}")
         free = self._free_qids()
-        if not free and self._sync_qid is not None:
-            # Give the synchronous helpers' queue up (they then borrow an idle user queue).
-            self._dev.delete_queue(self._sync_qid)
-            free, self._sync_qid = [self._sync_qid], None
+        if qid is None and not free:
+            # Give the synchronous helpers' (or an idle reserved) queue up: they borrow an idle queue or are made
+            # again when needed.
+            given = self._give_up_idle()
+            free = [given] if given is not None else []
         if qid is None:
             if not free:
                 raise InvalidArgument(f"the device supports {self._limit('max_queues')} I/O queues, all in use")
             qid = free[0]
+        elif qid == self._sync_qid and self._idle(qid):
+            self._dev.delete_queue(qid)  # the synchronous helpers make theirs again elsewhere
+            self._sync_qid = None
+        elif qid not in free:
+            holder = ("the synchronous helpers' queue" if qid == self._sync_qid else
+                      "a Queue of this Device" if qid in self._queues else
+                      next((f"the queue reserved for {o}" for o, q in self._reserved.items() if q == qid),
+                           "a queue a host library created"))
+            raise InvalidArgument(f"qid {qid} is in use by {holder}; free ids: {free or 'none'}")
         self._dev.create_queue(qid, depth + 1)
         q = Queue(self, qid, depth)
         self._queues[qid] = q
         return q
 
     # --- state and measurement ------------------------------------------------------------------------------------
+    @_locked
     def precondition(self, fraction: float = 1.0, pattern: str = "sequential", overwrite: float = 1.0, seed: int = 1) -> None:
         """Fills a fresh device to `fraction` of its capacity ("sequential", or "random": then `overwrite` x the
         filled sectors of random rewrites) so that measurements start in steady state."""
         self._dev.precondition(fraction, pattern, overwrite, seed)
 
+    @_locked
     def inject_errors(self, lba: int, bits: int) -> None:
         """Injects `bits` raw bit errors into the worst codeword of the stored copy of `lba`."""
         self._dev.inject_errors(_count("lba", lba, 0), _count("bits", bits, 0, 2**32 - 1))
 
+    @_locked
     def verify(self) -> None:
         """Checks the FTL's invariants; raises ImageError if the mapping and the OOB area disagree."""
         self._dev.verify()
 
+    @_locked
     def advance(self, ns: int) -> None:
         """Lets `ns` of host think time pass."""
         self._dev.advance(_count("ns", ns, 0, 2**64 - 1))
 
+    @_locked
     def report(self) -> Report:
         return Report.from_json(self._dev.report_json())
 
+    @_locked
     def reset_stats(self) -> None:
         """Starts a new measurement window."""
         self._dev.reset_stats()
 
+    @_locked
     def attach(self, extension: str, **params: Any) -> None:
         """Attaches a firmware extension (e.g. "issd", "recssd")."""
         self._dev.attach(extension, json.dumps(params))
 
+    @_locked
     def bench(
         self,
         rw: str = "randread",
@@ -449,9 +548,16 @@ class Queue:
         self.depth = depth
         self._pending: dict[int, tuple[str, int]] = {}
 
+    def _room(self) -> None:
+        if len(self._pending) >= self.depth:
+            raise InvalidArgument(f"queue {self.qid} is full: {len(self._pending)} commands in flight, its depth "
+                                  f"{self.depth}; wait() or reap() first")
+
+    @_locked
     def submit_read(self, lba: int, nblocks: int, out: Optional[np.ndarray] = None) -> int:
         """Submits a read into `out` (None: timing only); returns the command id. The data is in `out` once the
         command completes."""
+        self._room()
         lba = _count("lba", lba, 0)
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
         view = None if out is None else _out_view(out, nblocks * self.dev.lba_bytes)
@@ -460,8 +566,10 @@ class Queue:
         self._pending[cid] = ("read", lba)
         return cid
 
+    @_locked
     def submit_write(self, lba: int, data: Any = None, nblocks: Optional[int] = None, fua: bool = False) -> int:
         """Submits a write of `data` (None: timing only, `nblocks` blocks); returns the command id."""
+        self._room()
         lba = _count("lba", lba, 0)
         if data is None:
             if nblocks is None:
@@ -489,15 +597,18 @@ class Queue:
             raise NvmeError(sct, sc, f"{what[0]} LBA {what[1]}")
         return comp
 
+    @_locked
     def reap(self, raise_errors: bool = True) -> list["Completion"]:
         """Completions that happened by now (does not advance the clock)."""
         return [self._done(c, raise_errors) for c in self.dev._dev.reap(self.qid)]
 
+    @_locked
     def wait(self, raise_errors: bool = True) -> Optional["Completion"]:
         """The next completion, advancing the clock to it (None if nothing is in flight)."""
         c = self.dev._dev.wait(self.qid)
         return None if c is None else self._done(c, raise_errors)
 
+    @_locked
     def wait_all(self, raise_errors: bool = True) -> list["Completion"]:
         out = []
         while self._pending:
@@ -510,6 +621,15 @@ class Queue:
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+    @_locked
+    def close(self) -> None:
+        """Deletes the queue pair (its commands must have completed: `wait_all` first); its id is free again."""
+        if self._pending:
+            raise InvalidArgument(f"queue {self.qid} has {len(self._pending)} commands in flight; wait_all() first")
+        if self.dev._queues.get(self.qid) is self:
+            self.dev._dev.delete_queue(self.qid)
+            del self.dev._queues[self.qid]
 
 
 class Completion:

@@ -176,6 +176,16 @@ impl PyDevice {
         device_mut(self)?.delete_queue_pair(qid).map_err(to_py)
     }
 
+    /// Identifiers of the I/O queues that exist on the device, whoever created them.
+    fn io_queue_ids(&mut self) -> PyResult<Vec<u16>> {
+        Ok(device_mut(self)?.io_queue_ids())
+    }
+
+    /// Entries of I/O queue `qid`, or None if it does not exist.
+    fn queue_depth(&mut self, qid: u16) -> PyResult<Option<u32>> {
+        Ok(device_mut(self)?.queue_depth(qid))
+    }
+
     fn next_cid(&mut self, qid: u16) -> PyResult<u16> {
         Ok(device_mut(self)?.next_cid(qid))
     }

@@ -19,8 +19,9 @@ Results are the kernel's output dict (see :mod:`nearflash.issd.kernels`) plus ``
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -39,14 +40,29 @@ def attach(dev: Any, **params: Any) -> None:
     dev.attach("issd", **params)
 
 
-def _native(dev: Any) -> Any:
-    return getattr(dev, "native", dev)
+#: Who the Initiator's queue is reserved for on a :class:`nearflash.Device`, and its entries (the device's maximum
+#: caps them; as deep as the Initiator makes its own queue on a bare device).
+QUEUE_OWNER = "the iSSD Initiator"
+QUEUE_DEPTH = 1024
+
+
+@contextlib.contextmanager
+def _initiator_queue(dev: Any) -> Iterator[tuple[Any, int]]:
+    """(native device, queue id) for the Initiator, holding a :class:`nearflash.Device`'s lock: the Device reserves
+    the queue so that its own block API and queues never collide with it. A bare native
+    handle is driven on queue 1, as the caller who owns it decides."""
+    if not hasattr(dev, "reserved_queue"):
+        yield dev, 1
+        return
+    with dev.exclusive() as native:
+        yield native, dev.reserved_queue(QUEUE_OWNER, QUEUE_DEPTH)
 
 
 def write_input(dev: Any, slba: int, pages: np.ndarray, page_size: int) -> list[tuple[int, int]]:
     """Writes a paged input at ``slba`` and waits until it is on flash; returns its extents [(slba, nlb)]."""
     data = np.ascontiguousarray(pages).reshape(-1).view(np.uint8)
-    return _issd.write_input(_native(dev), slba, data, page_size)
+    with _initiator_queue(dev) as (native, qid):
+        return _issd.write_input(native, qid, slba, data, page_size)
 
 
 def run(
@@ -67,7 +83,8 @@ def run(
         raise ValueError(f"strategy {strategy!r}: one of {STRATEGIES}")
     s = spec if isinstance(spec, str) else json.dumps(spec)
     ap = None if agent_params is None else json.dumps(agent_params)
-    return _issd.run_job(_native(dev), s, list(extents), page_size, strategy, accelerate, fraction, chunk_pages, ap)
+    with _initiator_queue(dev) as (native, qid):
+        return _issd.run_job(native, qid, s, list(extents), page_size, strategy, accelerate, fraction, chunk_pages, ap)
 
 
 def device(config: str = "iSSD-400", n_ch: int = 8, n_host_cpu: int = 8, seed: int = 1) -> tuple[Any, dict]:

@@ -338,6 +338,16 @@ impl Device {
         self.queues.sq_exists(qid)
     }
 
+    /// Entries of I/O submission queue `qid` (it holds one fewer commands), or None if it does not exist.
+    pub fn queue_depth(&self, qid: u16) -> Option<u32> {
+        self.queues.sq_depth(qid).filter(|_| qid != 0)
+    }
+
+    /// Identifiers of the I/O queue pairs that exist (whoever created them), ascending.
+    pub fn io_queue_ids(&self) -> Vec<u16> {
+        self.queues.sq_ids().into_iter().filter(|&q| q != 0).collect()
+    }
+
     /// A command identifier unused on `sqid`.
     pub fn next_cid(&mut self, sqid: u16) -> u16 {
         loop {
