@@ -109,6 +109,8 @@ class Device:
         seed: seed of every random stream.
         materialise: store data (False: timing-only, reads return zeroes; for large sweeps).
         durability: "process" (survives kill -9) or "fsync" (also survives a host crash; slower Flush).
+        memory_limit: bytes of written data an in-memory device (no `path`) may keep in host memory (None: the host's
+            RAM); a write past it fails as one to a full disk does (HostIoError, "storage full").
         **overrides: preset parameters, by unique leaf name (`channels=16`), `section__name`, or full dotted path via
             `overrides={"nand.t_read": "60us"}`. Values may carry units ("60us", "1.2GB/s").
     """
@@ -122,11 +124,16 @@ class Device:
         materialise: bool = True,
         durability: str = "process",
         create: Optional[bool] = None,
+        memory_limit: Optional[int] = None,
         overrides: Optional[dict[str, Any]] = None,
         **more_overrides: Any,
     ):
         ov = {**(overrides or {}), **more_overrides}
         seed = _count("seed", seed, 0, 2**64 - 1)
+        if memory_limit is not None:
+            memory_limit = _count("memory_limit", memory_limit, 1, 2**64 - 1)
+            if path is not None:
+                raise InvalidArgument("memory_limit bounds an in-memory device's data: give no path")
         self.path = Path(path) if path is not None else None
         # Anything that looks like an image (even a damaged one) is opened, so that damage is reported, not
         # mistaken for a place to create a device.
@@ -143,6 +150,7 @@ class Device:
                 seed=seed,
                 materialise=materialise,
                 durability_mode=durability,
+                memory_limit=memory_limit,
             )
         self._sync_qid: Optional[int] = None
         self._queues: dict[int, Queue] = {}
@@ -352,7 +360,14 @@ class Device:
         q = self._sync()
         cid = self._dev.next_cid(q)
         start = self._dev.now_ns
-        submit(q, cid)
+        try:
+            submit(q, cid)
+        except Exception:
+            # A fault (e.g. the host's disk full) still completes the command, with Internal Error: reap it, so
+            # that the queue holds nothing in flight for the next call.
+            while self._dev.in_flight(q, cid) and self._dev.wait(q) is not None:
+                pass
+            raise
         c = self._dev.wait(q)
         while c is not None and c[0] != cid:
             c = self._dev.wait(q)
@@ -548,6 +563,15 @@ class Queue:
         self.depth = depth
         self._pending: dict[int, tuple[str, int]] = {}
 
+    def _submit(self, cid: int, what: tuple[str, int], submit: Callable[[], None]) -> None:
+        """Submits; a command taken though its submit raised (a fault: it completes with Internal Error) stays
+        pending, so that wait() and reap() deliver it and in_flight stays true."""
+        try:
+            submit()
+        finally:
+            if self.dev._dev.in_flight(self.qid, cid):
+                self._pending[cid] = what
+
     def _room(self) -> None:
         if len(self._pending) >= self.depth:
             raise InvalidArgument(f"queue {self.qid} is full: {len(self._pending)} commands in flight, its depth "
@@ -562,8 +586,7 @@ class Queue:
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
         view = None if out is None else _out_view(out, nblocks * self.dev.lba_bytes)
         cid = self.dev._dev.next_cid(self.qid)
-        self.dev._dev.submit_read(self.qid, cid, lba, nblocks, view)
-        self._pending[cid] = ("read", lba)
+        self._submit(cid, ("read", lba), lambda: self.dev._dev.submit_read(self.qid, cid, lba, nblocks, view))
         return cid
 
     @_locked
@@ -585,8 +608,7 @@ class Queue:
             nblocks = buf.size // lb
         nblocks = _count("nblocks", nblocks, 1, MAX_NLB)
         cid = self.dev._dev.next_cid(self.qid)
-        self.dev._dev.submit_write(self.qid, cid, lba, nblocks, buf, fua)
-        self._pending[cid] = ("write", lba)
+        self._submit(cid, ("write", lba), lambda: self.dev._dev.submit_write(self.qid, cid, lba, nblocks, buf, fua))
         return cid
 
     def _done(self, c: tuple[int, int, int, int, int], raise_errors: bool) -> "Completion":
