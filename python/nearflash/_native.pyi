@@ -281,6 +281,7 @@ nice: _NiceModule
 
 class _ProgramsModule:
     """`nearflash._native.programs`."""
+    HOST_RUN_MAX_BYTES: int
     @staticmethod
     def activate(dev: Any, qid: Any, pind: Any, on: Any) -> Any: ...
     @staticmethod
