@@ -680,5 +680,11 @@ def preset_params(name: str, overrides: Optional[dict[str, Any]] = None) -> list
     return _native.preset_params(name, _override_items(overrides or {}))
 
 
+def check_overrides(name: str, overrides: dict[str, Any]) -> None:
+    """Raises ConfigError for an unknown preset, an unknown parameter or a value that does not parse in the
+    parameter's unit; whether the values fit together is checked when a device is made."""
+    _native.preset_params(name, _override_items(overrides), False)
+
+
 def preset_description(name: str) -> str:
     return _native.preset_description(name)
