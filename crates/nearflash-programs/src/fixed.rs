@@ -80,6 +80,6 @@ pub fn sls_f32(
     let gathered = (indices.len() as u64).saturating_mul(row_bytes as u64).saturating_add((idx.len() + lens.len() + out.len()) as u64);
     let moved = ctx.dram(ready, gathered);
     let cycles = indices.len() as f64 * dim as f64 / lanes.max(1e-9);
-    let added = ctx.compute(unit, 0, ready, cycles);
+    let added = ctx.compute(ready, unit, 0, cycles);
     Ok((bags as u64, moved.max(added)))
 }
