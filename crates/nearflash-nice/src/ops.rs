@@ -121,8 +121,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let best = knn_batch(bytes, *dim, *width, queries, *k, knn_params)
                 .map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("NICE-K over a file of {} bytes: {e}", bytes.len())))?;
             let pairs: usize = best.iter().map(Vec::len).sum();
-            if out_len < 24 + 12 * pairs {
-                let why = format!("NICE_Read of {out_len} bytes: the result of {pairs} neighbours takes {} (raise NLB)", 24 + 12 * pairs);
+            if out_len < RESULT_HEADER + 12 * pairs {
+                let why = format!("NICE_Read of {out_len} bytes: the result of {pairs} neighbours takes {} (raise NLB)", RESULT_HEADER + 12 * pairs);
                 return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             let n = (bytes.len() / (dim * width.bytes())) as u64;
@@ -153,8 +153,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
                 return Err(ctx.explain(Status::INVALID_FIELD, None, why));
             }
             let n = bytes.len() / frame;
-            if out_len < 24 + 2 * n {
-                let why = format!("NICE_Read of {out_len} bytes: the classes of {n} images take {} (raise NLB)", 24 + 2 * n);
+            if out_len < RESULT_HEADER + 2 * n {
+                let why = format!("NICE_Read of {out_len} bytes: the classes of {n} images take {} (raise NLB)", RESULT_HEADER + 2 * n);
                 return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             for img in bytes.chunks_exact(frame) {
@@ -171,13 +171,28 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
     })
 }
 
-/// The result block of a NICE_Read: op, file size, inode, value, then the op's tail.
-pub(crate) fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u8]) -> Vec<u8> {
-    let mut res = Vec::with_capacity(24 + tail.len());
+/// Bytes of a NICE_Read result before the op's tail: op u32, file size u64, inode u32, value u64, the inode's
+/// generation u32, 4 reserved (zero) bytes. Size, inode and generation let the host library tell a result of the
+/// file it opened from one of another file now at the same head LBA (a stale handle).
+pub const RESULT_HEADER: usize = 32;
+
+/// The file a result is about, as the firmware found it on flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub size: u64,
+    pub inode: u32,
+    pub generation: u32,
+}
+
+/// The result block of a NICE_Read: the header ([`RESULT_HEADER`]), then the op's tail.
+pub(crate) fn result_block(op: u32, file: Found, value: u64, tail: &[u8]) -> Vec<u8> {
+    let mut res = Vec::with_capacity(RESULT_HEADER + tail.len());
     res.extend_from_slice(&op.to_le_bytes());
-    res.extend_from_slice(&size.to_le_bytes());
-    res.extend_from_slice(&inode.to_le_bytes());
+    res.extend_from_slice(&file.size.to_le_bytes());
+    res.extend_from_slice(&file.inode.to_le_bytes());
     res.extend_from_slice(&value.to_le_bytes());
+    res.extend_from_slice(&file.generation.to_le_bytes());
+    res.extend_from_slice(&[0; 4]);
     res.extend_from_slice(tail);
     res
 }

@@ -143,7 +143,7 @@ fn lookup_via<'py>(py: Python<'py>, read: Bound<'py, PyAny>, fs_path: &str, star
     }
     let (ino, levels, inode, lbas) = found.map_err(to_py)?;
     to_python(py, &serde_json::json!({"inode": ino, "levels": levels, "mode": inode.mode, "uid": inode.uid,
-        "size": inode.size, "is_dir": inode.is_dir(), "lbas": lbas, "reads": src.lbas}))
+        "size": inode.size, "generation": inode.generation, "is_dir": inode.is_dir(), "lbas": lbas, "reads": src.lbas}))
 }
 
 /// NICE-K: the k nearest vectors of an embedding file (raw little-endian 16/32-bit integers) to `query`, as

@@ -37,7 +37,8 @@ def lookup(path: str, fs_path: str, start_lba: int = 0, sector_size: int = 4096)
 
 def lookup_via(read: Any, fs_path: str, start_lba: int = 0, sector_size: int = 4096) -> dict[str, Any]:
     """Looks ``fs_path`` up through ``read(lba) -> bytes`` (one sector per call; only the blocks the walk needs):
-    {inode, levels, mode, uid, size, is_dir, lbas (data LBAs), reads (the sectors asked for, in order)}. An error
+    {inode, levels, mode, uid, size, generation (the inode's i_generation), is_dir, lbas (data LBAs), reads (the
+    sectors asked for, in order)}. An error
     ``read`` raises is re-raised; FileNotFoundError for an unknown path, ImageError for damaged metadata."""
     return _n.lookup_via(read, fs_path, start_lba, sector_size)
 
