@@ -354,6 +354,11 @@ impl Device {
         self.inflight.contains_key(&key(sqid, cid))
     }
 
+    /// Whether queue `sqid` holds a command whose completion is not reaped yet (submitted, running or posted).
+    pub fn has_commands_in_flight(&self, sqid: u16) -> bool {
+        self.inflight.keys().any(|&k| (k >> 16) as u16 == sqid)
+    }
+
     /// Identifiers of the I/O queue pairs that exist (whoever created them), ascending.
     pub fn io_queue_ids(&self) -> Vec<u16> {
         self.queues.sq_ids().into_iter().filter(|&q| q != 0).collect()
