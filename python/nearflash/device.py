@@ -31,18 +31,24 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 import numpy as np
 
 from nearflash import _native
-from nearflash.errors import InvalidArgument, NvmeError, check, status_name
+from nearflash.errors import InvalidArgument, InvalidType, InvalidValue, NvmeError, check, status_name
 from nearflash.report import Report
 
 #: Depth of the queue the synchronous helpers use (capped at the device's maximum).
 SYNC_DEPTH = 64
 
 
-def _as_u8(data: Any) -> np.ndarray:
-    """A contiguous uint8 view of `data` (bytes, bytearray, memoryview or any numpy array), copying only if needed."""
+def _as_u8(data: Any, name: str = "data") -> np.ndarray:
+    """A contiguous uint8 view of `data` (bytes, bytearray, memoryview or any numpy array), copying only if needed;
+    InvalidArgument naming `name` for anything else (a str, a list, None)."""
     if isinstance(data, np.ndarray):
         return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    return np.frombuffer(memoryview(data), dtype=np.uint8)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise InvalidType(f"{name} must be bytes, a bytearray, a memoryview or a numpy array, "
+                              f"got {type(data).__name__}") from None
+    return np.frombuffer(view, dtype=np.uint8)
 
 
 def _out_view(out: Any, size: int) -> np.ndarray:
@@ -50,7 +56,7 @@ def _out_view(out: Any, size: int) -> np.ndarray:
     would be read into a copy, leaving `out` untouched) or one under `size` bytes is refused."""
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise InvalidArgument("out must be a writable array (it is read-only)")
-    view = _as_u8(out)
+    view = _as_u8(out, "out")
     if view.size < size or not np.shares_memory(view, out):
         raise InvalidArgument(f"out must be a contiguous array of at least {size} bytes")
     return view
@@ -66,12 +72,19 @@ MAX_NLB = 1 << 16
 def _count(name: str, value: Any, low: int = 0, high: Optional[int] = None) -> int:
     """`value` as an int in [low, high], or InvalidArgument naming `name` and the allowed range."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgument(f"{name} must be an integer, got {value!r}")
+        raise InvalidType(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if v < low or (high is not None and v > high):
         allowed = f"{low} to {high}" if high is not None else f">= {low}"
-        raise InvalidArgument(f"{name} {v} is out of range (allowed {allowed})")
+        raise InvalidValue(f"{name} {v} is out of range (allowed {allowed})")
     return v
+
+
+def _real(name: str, value: Any) -> float:
+    """`value` as a float, or InvalidArgument naming `name` (the callee checks its range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidType(f"{name} must be a number, got {value!r}")
+    return float(value)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -496,7 +509,8 @@ class Device:
     def precondition(self, fraction: float = 1.0, pattern: str = "sequential", overwrite: float = 1.0, seed: int = 1) -> None:
         """Fills a fresh device to `fraction` of its capacity ("sequential", or "random": then `overwrite` x the
         filled sectors of random rewrites) so that measurements start in steady state."""
-        self._dev.precondition(fraction, pattern, overwrite, seed)
+        self._dev.precondition(_real("fraction", fraction), pattern, _real("overwrite", overwrite),
+                               _count("seed", seed, 0, 2**64 - 1))
 
     @_locked
     def inject_errors(self, lba: int, bits: int) -> None:
@@ -541,9 +555,18 @@ class Device:
         rwmixread: float = 0.5,
         progress: Optional[Callable[[int, int], None]] = None,
     ) -> dict[str, Any]:
-        """Runs a fio-like workload; returns {'report': Report, 'ios', 'wall_s', 'sim_ios_per_s'}."""
+        """Runs a fio-like workload; returns {'report': Report, 'ios', 'wall_s', 'sim_ios_per_s'}. Job j runs on
+        I/O queue 1 + j, borrowed for the run and given back as it was (a queue with commands in flight is refused)."""
+        if not isinstance(rw, str):
+            raise InvalidArgument(f"rw must be a pattern name (read, write, randread, randwrite, randrw), got {rw!r}")
+        if span is not None:
+            if not isinstance(span, (tuple, list)) or len(span) != 2:
+                raise InvalidArgument(f"span must be (first LBA, number of LBAs), got {span!r}")
+            span = (_count("span's first LBA", span[0], 0, 2**64 - 1), _count("span's LBAs", span[1], 1, 2**64 - 1))
         r = json.loads(
-            self._dev.bench(rw, bs, iodepth, numjobs, ios, span, seed, data, rwmixread, progress)
+            self._dev.bench(rw, _count("bs", bs, 1, 2**64 - 1), _count("iodepth", iodepth, 1, 2**32 - 1),
+                            _count("numjobs", numjobs, 1, self._limit("max_queues")), _count("ios", ios, 1, 2**64 - 1),
+                            span, _count("seed", seed, 0, 2**64 - 1), bool(data), _real("rwmixread", rwmixread), progress)
         )
         r["report"] = Report(r["report"])
         return r

@@ -1,0 +1,75 @@
+"""The SDK's `Device` driven as a hostile user would: every wrong type or out-of-range value raises an error naming
+the argument (InvalidType is also a TypeError, InvalidValue a ValueError), never an OverflowError from the binding;
+and `bench` borrows its queues instead of taking over one whose commands are in flight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nearflash
+from nearflash.errors import InvalidArgument, InvalidType, InvalidValue
+
+SMALL = {"channels": 2, "chips_per_channel": 1, "blocks_per_plane": 32, "pages_per_block": 32, "over_provisioning": "25%"}
+
+
+@pytest.fixture
+def dev():
+    with nearflash.Device(overrides=SMALL) as d:
+        yield d
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"bs": -4096}, "bs"), ({"iodepth": -1}, "iodepth"), ({"numjobs": -1}, "numjobs"), ({"ios": -1}, "ios"),
+    ({"seed": -1}, "seed"), ({"numjobs": 10_000}, "numjobs"), ({"span": (-1, 8)}, "span's first LBA"),
+    ({"span": (0, 0)}, "span's LBAs"), ({"iodepth": 2**40}, "iodepth"),
+])
+def test_bench_names_a_negative_or_oversized_count(dev, kwargs, name):
+    with pytest.raises(InvalidValue, match=f"^{name} .* out of range"):
+        dev.bench(**{"ios": 10, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"bs": 4096.0}, "bs"), ({"numjobs": "2"}, "numjobs"), ({"rwmixread": "half"}, "rwmixread"), ({"rw": 3}, "rw"),
+    ({"span": 5}, "span"), ({"span": (0, 1, 2)}, "span"),
+])
+def test_bench_names_an_argument_of_the_wrong_type(dev, kwargs, name):
+    with pytest.raises(InvalidArgument, match=f"^{name} must be"):
+        dev.bench(**{"ios": 10, **kwargs})
+
+
+def test_precondition_names_its_arguments(dev):
+    with pytest.raises(InvalidValue, match="^seed -1"):
+        dev.precondition(0.1, seed=-1)
+    with pytest.raises(InvalidType, match="^fraction must be a number"):
+        dev.precondition("most")
+    with pytest.raises(InvalidType, match="^overwrite must be a number"):
+        dev.precondition(0.1, "random", None)
+    assert dev.report().data["nand"]["pages_programmed"] == 0, "a refused request changes nothing"
+
+
+@pytest.mark.parametrize("data", ["text" * 1024, [0] * 4096, None, 4096])
+def test_write_of_something_that_is_not_bytes_names_data(dev, data):
+    with pytest.raises(InvalidType, match="^data must be bytes") as e:
+        dev.write(0, data)
+    assert isinstance(e.value, TypeError)
+
+
+def test_read_into_something_that_is_not_an_array_names_out(dev):
+    with pytest.raises(InvalidType, match="^out must be bytes"):
+        dev.read(0, 1, out="buffer")
+
+
+def test_bench_refuses_a_queue_with_commands_in_flight_and_leaves_it_working(dev):
+    q = dev.queue(4)  # queue 1, which bench's first job runs on
+    cid = q.submit_write(0, bytes(range(256)) * 16)
+    with pytest.raises(InvalidArgument, match=f"queue {q.qid} has commands in flight"):
+        dev.bench(ios=10, numjobs=2)
+    (c,) = q.wait_all()
+    assert c.cid == cid and c.ok, "the command bench would have taken over completes"
+    # Idle, the queue is borrowed and given back as it was: the Queue and the block API keep working after.
+    assert dev.bench(ios=20, numjobs=dev._limit("max_queues"))["ios"] == 20
+    q.submit_read(0, 1)
+    assert [c.ok for c in q.wait_all()] == [True]
+    dev.write(8, bytes(4096))
+    assert bytes(dev.read(0, 1)) == bytes(range(256)) * 16
