@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nearflash.errors import InvalidType, InvalidValue
+import nearflash
+from nearflash.errors import InvalidArgument, InvalidType, InvalidValue
 from nearflash.issd import agent, kernels
 
 PAGE = 8192
@@ -60,3 +61,23 @@ def test_run_names_a_bad_option(setup, kwargs, what, err):
 def test_device_names_a_bad_count(kwargs, name):
     with pytest.raises(InvalidValue, match=f"^{name} "):
         agent.device("iSSD-400", **kwargs)
+
+
+def test_agent_params_with_the_agent_attached_are_refused_not_ignored(setup):
+    dev, ext, _ = setup
+    with pytest.raises(InvalidArgument, match="agent_params apply only on a device without the Agent"):
+        agent.run(dev, kernels.spec("scan"), ext, PAGE, "conventional", agent_params={"bogus": 1})
+
+
+def test_agent_params_without_the_agent_refuse_an_unknown_name():
+    dev = nearflash.Device(None, preset="issd", channels=2, chips_per_channel=1)
+    ext = agent.write_input(dev, 0, np.zeros((2, PAGE), np.uint8), PAGE)
+    with pytest.raises(InvalidArgument, match="bogus"):
+        agent.run(dev, kernels.spec("scan"), ext, PAGE, "conventional", agent_params={"bogus": 1})
+
+
+def test_an_initiator_argument_error_says_invalid_argument_once(setup):
+    dev, _, pages = setup
+    with pytest.raises(InvalidArgument) as e:
+        agent.write_input(dev, 0, pages, 100)
+    assert str(e.value).count("invalid argument") == 1, str(e.value)

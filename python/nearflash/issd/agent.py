@@ -81,7 +81,8 @@ def run(
     agent_params: Optional[dict] = None,
 ) -> dict:
     """Runs a job with a strategy. The Initiator uses the parameters the attached Agent resolved (opcodes,
-    per-kernel costs); ``agent_params`` only matters on a device without the Agent (conventional runs)."""
+    per-kernel costs); ``agent_params`` apply only on a device without the Agent (conventional runs): given with the
+    Agent attached, they are refused rather than ignored."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: one of {STRATEGIES}")
     page_size = _count("page_size", page_size, 1, 2**32 - 1)

@@ -25,6 +25,10 @@ fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static
 /// without the Agent (conventional runs), the defaults with `params_json`.
 fn initiator<'d>(dev: &'d mut Device, qid: u16, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
     let p = match dev.extension::<IssdExtension>("issd") {
+        Some(_) if params_json.is_some() => {
+            // Ignoring them silently would run with other parameters than the caller asked for.
+            return Err(err("agent_params apply only on a device without the Agent: the attached Agent's parameters are used (give them to attach)"));
+        }
         Some(agent) => agent.params().clone(),
         None => {
             let mut p = AgentParams::default();
