@@ -73,3 +73,9 @@ def test_bench_refuses_a_queue_with_commands_in_flight_and_leaves_it_working(dev
     assert [c.ok for c in q.wait_all()] == [True]
     dev.write(8, bytes(4096))
     assert bytes(dev.read(0, 1)) == bytes(range(256)) * 16
+
+
+def test_an_unknown_parameter_is_named_with_its_preset(dev):
+    with pytest.raises(KeyError, match="unknown parameter 'nand.bogus' of preset 'cosmos-plus'"):
+        dev.param("nand.bogus")
+    assert dev.param("channels").split()[0] == "2"

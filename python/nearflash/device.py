@@ -226,7 +226,7 @@ class Device:
         for p, v, u, _ in self.params():
             if p == path or p.endswith("." + path):
                 return f"{v} {u}"
-        raise KeyError(path)
+        raise KeyError(f"unknown parameter {path!r} of preset {self.preset!r} (params() lists them)")
 
     @property
     def recovery(self) -> Optional[dict[str, Any]]:

@@ -80,8 +80,10 @@ def test_nice_k_in_storage_equals_a_numpy_brute_force(setup):
     d = ((emb - q) ** 2).sum(axis=1)
     order = np.lexsort((np.arange(len(d)), d))[:20]
     assert got[:, 1].tolist() == order.tolist() and got[:, 0].tolist() == d[order].tolist()
+    h.nice_write("/d/emb.bin", "knn", query=q, k=np.int64(20), bits=16)  # a numpy integer is an integer
+    assert h.nice_read("/d/emb.bin")["neighbours"].tolist() == got.tolist()
     for bad in [dict(query=[1.5] * 12, k=3), dict(query=q, k=0), dict(query=q, k=3, bits=8), dict(query=[2**40] * 12, k=3),
-                dict(query=[40_000] * 12, k=3, bits=16)]:
+                dict(query=[40_000] * 12, k=3, bits=16), dict(query=q, k=True), dict(query=q, k=2.0)]:
         with pytest.raises(InvalidArgument):
             h.nice_write("/d/emb.bin", "knn", **bad)
 

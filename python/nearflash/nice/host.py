@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from nearflash._native import InvalidArgument
+from nearflash.device import _count
 from nearflash.errors import NvmeError
 
 from . import lookup_via
@@ -154,8 +155,7 @@ class NiceHost:
             raise InvalidArgument(f"query: {dim} values per query and {n} queries; 1..1024 values (one sector's worth "
                                   f"for a single query) and at most 65535 queries")
         k_max = 4096 if batch else (self.dev.lba_bytes - RESULT_HEADER) // 12
-        if not isinstance(k, int) or not 1 <= k <= k_max:
-            raise InvalidArgument(f"k must be an int in 1..{k_max}, got {k!r}")
+        k = _count("k", k, 1, k_max)  # a bool is refused, a numpy integer taken
         if bits not in (16, 32):
             raise InvalidArgument(f"bits must be 16 or 32, got {bits!r}")
         lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
