@@ -79,3 +79,32 @@ def test_an_unknown_parameter_is_named_with_its_preset(dev):
     with pytest.raises(KeyError, match="unknown parameter 'nand.bogus' of preset 'cosmos-plus'"):
         dev.param("nand.bogus")
     assert dev.param("channels").split()[0] == "2"
+
+
+def test_a_closed_queue_is_refused_and_never_takes_the_completions_of_the_queue_now_at_its_id(dev):
+    old = dev.queue(2)
+    old.close()
+    new = dev.queue(2)
+    assert new.qid == old.qid
+    cid = new.submit_read(0, 1)
+    for call in (lambda: old.submit_read(0, 1), old.wait, old.reap, old.wait_all):
+        with pytest.raises(InvalidArgument, match=f"queue {old.qid} is closed"):
+            call()
+    assert [c.cid for c in new.wait_all()] == [cid]
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda d: d.write_zeroes(0, 8, deallocate="no"), "deallocate"),
+    (lambda d: d.write(0, bytes(4096), fua="yes"), "fua"),
+    (lambda d: d.queue(2).submit_write(0, bytes(4096), fua=1), "fua"),
+])
+def test_a_flag_that_is_not_a_bool_is_refused_before_anything_is_written(dev, call, name):
+    dev.write(0, np.full(8 * 4096, 7, np.uint8))
+    with pytest.raises(InvalidType, match=f"^{name} must be True or False"):
+        call(dev)
+    assert (dev.read(0, 8) == 7).all(), "a truthy string once deallocated the blocks"
+
+
+def test_attach_parameters_that_do_not_encode_name_the_call(dev):
+    with pytest.raises(InvalidType, match=r"^attach\('nice'\): parameter values must be"):
+        dev.attach("nice", lanes=object())

@@ -87,6 +87,13 @@ def _real(name: str, value: Any) -> float:
     return float(value)
 
 
+def _flag(name: str, value: Any) -> bool:
+    """`value` as a bool, or InvalidType naming `name` (a truthy string such as "no" would silently mean yes)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidType(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -401,6 +408,7 @@ class Device:
     def write(self, lba: int, data: Any, *, fua: bool = False) -> int:
         """Writes whole blocks from `data` at `lba`; returns the latency in ns. Raises NvmeError on failure; a
         request that does not fit the device raises before anything is written."""
+        fua = _flag("fua", fua)
         buf = _as_u8(data)
         if buf.size == 0 or buf.size % self.lba_bytes:
             raise InvalidArgument(f"data must be a positive multiple of {self.lba_bytes} bytes, got {buf.size}")
@@ -453,6 +461,7 @@ class Device:
         """Zeroes blocks with NVMe Write Zeroes (no data crosses the link); `deallocate` lets the device trim them
         instead (deallocated blocks read as zeroes). Returns the latency in ns."""
         lba, nblocks = self._check_range("write zeroes", lba, nblocks)
+        deallocate = _flag("deallocate", deallocate)
         total = 0
         while nblocks > 0:
             n = min(nblocks, 1 << 16)  # NLB is a 16-bit, 0-based field
@@ -539,7 +548,12 @@ class Device:
     @_locked
     def attach(self, extension: str, **params: Any) -> None:
         """Attaches a firmware extension (e.g. "issd", "recssd")."""
-        self._dev.attach(extension, json.dumps(params))
+        try:
+            encoded = json.dumps(params)
+        except TypeError as e:
+            raise InvalidType(f"attach({extension!r}): parameter values must be numbers, strings, booleans, lists or "
+                              f"dicts of them: {e}") from None
+        self._dev.attach(extension, encoded)
 
     @_locked
     def bench(
@@ -595,7 +609,13 @@ class Queue:
             if self.dev._dev.in_flight(self.qid, cid):
                 self._pending[cid] = what
 
+    def _live(self) -> None:
+        """Refuses a closed Queue: its id may belong to a new queue now, whose completions it must not take."""
+        if self.dev._queues.get(self.qid) is not self:
+            raise InvalidArgument(f"queue {self.qid} is closed; make a new one with Device.queue()")
+
     def _room(self) -> None:
+        self._live()
         if len(self._pending) >= self.depth:
             raise InvalidArgument(f"queue {self.qid} is full: {len(self._pending)} commands in flight, its depth "
                                   f"{self.depth}; wait() or reap() first")
@@ -616,6 +636,7 @@ class Queue:
     def submit_write(self, lba: int, data: Any = None, nblocks: Optional[int] = None, fua: bool = False) -> int:
         """Submits a write of `data` (None: timing only, `nblocks` blocks); returns the command id."""
         self._room()
+        fua = _flag("fua", fua)
         lba = _count("lba", lba, 0)
         if data is None:
             if nblocks is None:
@@ -645,16 +666,19 @@ class Queue:
     @_locked
     def reap(self, raise_errors: bool = True) -> list["Completion"]:
         """Completions that happened by now (does not advance the clock)."""
+        self._live()
         return [self._done(c, raise_errors) for c in self.dev._dev.reap(self.qid)]
 
     @_locked
     def wait(self, raise_errors: bool = True) -> Optional["Completion"]:
         """The next completion, advancing the clock to it (None if nothing is in flight)."""
+        self._live()
         c = self.dev._dev.wait(self.qid)
         return None if c is None else self._done(c, raise_errors)
 
     @_locked
     def wait_all(self, raise_errors: bool = True) -> list["Completion"]:
+        self._live()
         out = []
         while self._pending:
             c = self.wait(raise_errors)
