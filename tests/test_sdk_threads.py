@@ -59,7 +59,7 @@ def test_writes_and_reads_from_four_threads_each_see_their_own_data(fast_switchi
     assert dev.report().ops["write"].count == 800
 
 
-def test_a_call_from_another_thread_waits_for_the_call_in_progress():
+def test_a_call_from_another_thread_waits_for_the_call_in_progress(monkeypatch):
     """Deterministic: another thread writes between this thread's submit and its wait (without the lock it took
     this thread's completion, and this one's wait found none)."""
     dev = Device(None, overrides=TINY)
@@ -77,10 +77,10 @@ def test_a_call_from_another_thread_waits_for_the_call_in_progress():
                 t.start()
                 t.join(timeout=0.3)  # with the lock it waits for this call; without it, it runs to its end now
 
-    dev._dev = SubmitThenLetAnotherThreadIn()
+    monkeypatch.setattr(dev, "_dev", SubmitThenLetAnotherThreadIn())  # white-box: the hook sits under the SDK
     dev.write(3, np.full(dev.lba_bytes, 3, dtype=np.uint8))
     others[0].join()
-    dev._dev = native
+    monkeypatch.setattr(dev, "_dev", native)
     assert dev.read(3, 1)[0] == 3 and dev.read(7, 1)[0] == 7
 
 
