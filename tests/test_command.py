@@ -82,6 +82,35 @@ def test_a_queues_command_keeps_the_completions_it_passes_for_the_next_reap(dev)
     assert q.qid in [dev.queue(2, qid=q.qid).qid], "a closed queue's id can be used again"
 
 
+def test_a_full_or_closed_queue_refuses_any_command():
+    dev = nearflash.Device(None, preset="cosmos-plus", channels=2, chips_per_channel=1, blocks_per_plane=64,
+                           over_provisioning=25, max_queues=2)
+    q = dev.queue(2)
+    q.submit(READ, **rw(0, 1))
+    q.submit_read(1, 1)
+    for call in (lambda: q.submit(READ, **rw(2, 1)), lambda: q.command(READ, **rw(2, 1))):
+        with pytest.raises(InvalidArgument, match="queue 1 is full: 2 commands in flight, its depth 2"):
+            call()
+    assert q.in_flight == 2 and [c.what for c in q.wait_all()] == ["command 0x02", "read LBA 1"]
+    q.close()
+    for call in (lambda: q.submit(READ, **rw(0, 1)), lambda: q.command(READ, **rw(0, 1))):
+        with pytest.raises(InvalidArgument, match="queue 1 is closed"):
+            call()
+
+
+def test_device_command_runs_on_a_borrowed_queue_when_no_id_is_free():
+    dev = nearflash.Device(None, preset="cosmos-plus", channels=2, chips_per_channel=1, blocks_per_plane=64,
+                           over_provisioning=25, max_queues=1)
+    qid = dev.reserved_queue("lib", 8)  # the only id: the helpers borrow it while it is idle
+    data = np.full(dev.lba_bytes, 9, dtype=np.uint8)
+    assert dev.command(WRITE, data, **rw(4, 1)).ok and dev.sync_qid == qid
+    got = dev.command(READ, out=np.zeros(dev.lba_bytes, np.uint8), **rw(4, 1))
+    assert (got.data == 9).all() and got.latency_ns > 0
+    with pytest.raises(NvmeError, match="vendor thing"):
+        dev.command(0xC5, what="vendor thing")
+    assert not dev.native.outstanding(qid), "nothing left on the borrowed queue"
+
+
 def test_an_async_failure_carries_the_reason(dev):
     q = dev.queue(4)
     q.submit(0xC5, cdw10=3, what="vendor thing")
