@@ -330,7 +330,7 @@ impl CognitiveFirmware {
             return Err((Status::INVALID_FIELD, "t_out_of_range"));
         }
         let cfg = SearchConfig::from_params(&self.params);
-        if ((t as f64 * cfg.termination_ratio).ceil() as usize).max(t as usize) > (cfg.v_final + 2) * cfg.d_block {
+        if cfg.limits(t as usize).is_err() {
             return Err((Status::INVALID_FIELD, "t_beyond_inout_buffer"));
         }
         let out = Self::out_buf(data, size, 4 * t as usize * s.codes.len())?;

@@ -34,8 +34,14 @@ nearflash_core::ext_params! {
         d_block: Count = 5000, "count", "paper Sec. 4.3: D_block = 5000";
         /// Random initial vertices of a search.
         initial_vertices: Count = 32, "count", "assumed: the paper starts 'from random initial vertices' without a count; 32 fills the first buckets in one step";
-        /// Held vertices at which the termination counter stops a search, as a multiple of T.
-        termination_ratio: Real = 4, "ratio", "assumed: the paper's threshold is user-configured; 4T keeps the plain layout within a point of brute-force precision@T on Fashion-MNIST (docs/cognitive.md)";
+        /// When the termination counter stops a search: `converged` when the next vertex to expand is no nearer
+        /// than the L-th nearest vertex held (L = max(T, `search_pool`); the counter reads the buckets' fill
+        /// levels), or when the InOut buffer is full; `count` when the held vertices reach `termination_ratio` x T.
+        termination: Choice["converged", "count"] = "converged", "choice", "paper Sec. 4.3: the counter stops the search by 'monitoring the total number of vertices stored in the InOut buffer' at a user-configured threshold, not given; `count` at 4T kept 88-96% of brute-force precision@T on Fashion-MNIST (issue 27), `converged` keeps >= 98.9% at T = 10-1000 on 1k-60k images (docs/cognitive.md)";
+        /// Smallest L of the `converged` rule: a search holds at least this many vertices before it may stop.
+        search_pool: Count = 32, "count", "assumed: the smallest pool that keeps >= 97% of brute-force precision@T at T = 10 on 1k-60k Fashion-MNIST images (pools of 32, 64 and 128 measured, docs/cognitive.md); NSG's search pool plays the same part";
+        /// Held vertices at which the `count` rule stops a search, as a multiple of T.
+        termination_ratio: Real = 4, "ratio", "assumed: the paper's threshold is user-configured; 4T, the setting before issue 27 (`termination = count` only)";
         /// GSE cycles per neighbour (visited check, XOR-popcount on the NPE, bucket append).
         gse_neighbour_cycles: Real = 2, "cycles", "assumed: VDU lookup and BAG append are single-cycle pipelined stages; the Hamming distance takes one more";
         /// Graph pages the GSE keeps on chip (most recently read first): S_buffer / S_page.
