@@ -361,9 +361,28 @@ pub fn brute_force(codes: &[u64], query: u64, t: usize) -> Result<Vec<u32>> {
     if t == 0 || t > codes.len() {
         return Err(CognitiveError::invalid("T", format!("{t}; 1 to {} (the database size) allowed", codes.len())));
     }
-    let mut by_d: Vec<Vec<u32>> = vec![Vec::new(); 65];
-    codes.iter().enumerate().for_each(|(i, &c)| by_d[hamming(query, c) as usize].push(i as u32));
-    Ok(by_d.into_iter().flatten().take(t).collect())
+    // two passes: count the codes at each distance, then place only those that make the top-t (by distance, ties by
+    // id), in order
+    let mut count = [0usize; 65];
+    codes.iter().for_each(|&c| count[hamming(query, c) as usize] += 1);
+    let mut offset = [usize::MAX; 65];
+    let mut at = 0;
+    for (d, &k) in count.iter().enumerate() {
+        if at >= t {
+            break;
+        }
+        offset[d] = at;
+        at += k;
+    }
+    let mut out = vec![0u32; t];
+    for (i, &c) in codes.iter().enumerate() {
+        let slot = &mut offset[hamming(query, c) as usize];
+        if *slot < t {
+            out[*slot] = i as u32;
+            *slot += 1;
+        }
+    }
+    Ok(out)
 }
 
 /// Recall against brute force's top-T (`bf`) with ties interchangeable: the fraction of `returned` ids no farther
@@ -526,6 +545,15 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Brute force is the sort of every id by (distance, id), cut at t.
+        #[test]
+        fn brute_force_is_the_sorted_prefix(codes in proptest::collection::vec(0u64..1 << 12, 1..300), query in 0u64..1 << 12, t in 1usize..300) {
+            let t = t.min(codes.len());
+            let mut all: Vec<(u32, u32)> = codes.iter().enumerate().map(|(i, &c)| (hamming(query, c), i as u32)).collect();
+            all.sort_unstable();
+            proptest::prop_assert_eq!(brute_force(&codes, query, t).unwrap(), all.iter().take(t).map(|e| e.1).collect::<Vec<_>>());
+        }
+
         /// A pool as large as the database makes the search exhaustive: the top-T are brute force's by distance, on
         /// any graph (disconnected ones too: the search draws random vertices until the pool is full).
         #[test]
