@@ -95,3 +95,24 @@ def test_served_quick(tmp_path):
     table = next(t for t in out["tables"] if t["name"].startswith("ApacheBench"))
     row = dict(zip(table["columns"], table["rows"][0]))
     assert row["ab req/s"] > 0 and row["failed or non-2xx"] == 0 and row["device ms (modelled, per query)"] > 0
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
+def test_fig9_quick_costs_the_cpu_by_counted_work_through_a_page_cache(tmp_path):
+    argv = ["experiment", "cognitive", "fig9", "--quick", "--out", str(tmp_path), "--set", "db=600",
+            "--set", "queries=4", "--set", "ts=10,40"]
+    assert main(argv) == 0
+    out = json.loads((tmp_path / "cognitive" / "fig9.json").read_text())
+    tables = {t["name"].split(" (")[0].split(":")[0]: [dict(zip(t["columns"], r)) for r in t["rows"]] for t in out["tables"]}
+    main_rows = tables["Graph search per query"]
+    for r in main_rows:
+        # brute force: every code once, at the reference machine's cost per code
+        assert r["CPU brute force ms"] == pytest.approx(600 * bl.host_cost("host_hamming_time") * 1e3)
+        # a page cache kept across queries misses no more than one emptied before each; neither re-reads in a query
+        assert r["CPU graph ms (DRAM)"] <= r["CPU graph ms (SSD, warm page cache)"] <= r["CPU graph ms (SSD, cold per query)"]
+        assert 0 < r["recall vs brute % (ids)"] <= r["recall vs brute % (ties interchangeable)"] <= 100
+    side = tables["The CPU side"]
+    plain_pages = -(-600 // 63)
+    assert all(0 < r["SSD pages (warm cache)"] <= r["SSD pages (cold cache)"] <= plain_pages for r in side)
+    rule = tables["Issue 27"]
+    assert all(r["precision % (converged)"] >= 0.97 * r["precision % (count 4T)"] for r in rule)

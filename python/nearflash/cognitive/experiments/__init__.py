@@ -11,8 +11,8 @@ EXPERIMENTS = {
                table2.run_table2),
     "table3": ("Table 3 and Sec. 4.3: precision@T and flash pages per query, plain vs two-hop layout, on Fashion-MNIST",
                table3.run_table3),
-    "fig9": ("Fig. 9: DLG-x graph search (device) vs brute force and CPU graph search (measured), recall and precision",
-             fig9.run_fig9),
+    "fig9": ("Fig. 9: DLG-x graph search (device) vs brute force and CPU graph search (counted work x host costs, a "
+             "host page cache), recall and precision, the search rule against the count rule", fig9.run_fig9),
     "fig11": ("Fig. 11 and Table 6: latency and QPS vs T, Cognitive SSD vs B-CPU/B-GPU/B-FPGA/B-DLG-x (modelled), "
               "energy per query and QPS/W from Table 6's powers", fig11.run_fig11),
     "table5": ("Table 5 and Eqs. 2-4: DLG-x hashing latency (NPE model) beside the host CPU measured", table5.run_table5),
