@@ -15,7 +15,8 @@ EXPERIMENTS = {
              "host page cache), recall and precision, the search rule against the count rule", fig9.run_fig9),
     "fig11": ("Fig. 11 and Table 6: latency and QPS vs T, Cognitive SSD vs B-CPU/B-GPU/B-FPGA/B-DLG-x (modelled), "
               "energy per query and QPS/W from Table 6's powers", fig11.run_fig11),
-    "table5": ("Table 5 and Eqs. 2-4: DLG-x hashing latency (NPE model) beside the host CPU measured", table5.run_table5),
+    "table5": ("Table 5 and Eqs. 2-4: DLG-x hashing latency (NPE model) beside the B-CPU model (MACs x host cost)",
+               table5.run_table5),
     "served": ("Served mode: ApacheBench on the HTTP endpoint (requests/s, latency percentiles) beside the direct call",
                served.run_served),
 }
