@@ -56,6 +56,7 @@ class DlgIndex:
         calibration: int = 1000,
         k: int = 25,
         seed: int = 1,
+        codes: Optional[np.ndarray] = None,
     ) -> None:
         self.model = model if model is not None else load_model()
         pixels = self.model.input_bytes
@@ -67,9 +68,21 @@ class DlgIndex:
         self.bits = self.model.bits
         self.qmodel = self.model.quantise(db[:calibration])
         self.net = Int8Network(self.qmodel)
-        self.codes = self.net.hash(db)
-        self.graph = _cog.Graph(self.codes, self.bits, k, seed)
-        self.seed = seed
+        if codes is None:
+            self.codes = self.net.hash(db)
+        else:  # kept from an earlier hashing of this database by this model (a deployment's record)
+            self.codes = np.ascontiguousarray(codes, dtype=np.uint64)
+            if self.codes.shape != (len(db),):
+                raise InvalidArgument(f"codes: shape {self.codes.shape}; one per database image, ({len(db)},)")
+        self.k, self.seed = k, seed
+        self._graph: Optional[Any] = None
+
+    @property
+    def graph(self) -> Any:
+        """The K-NN graph over the codes (built on first use)."""
+        if self._graph is None:
+            self._graph = _cog.Graph(self.codes, self.bits, self.k, self.seed)
+        return self._graph
 
     def __len__(self) -> int:
         return len(self.codes)
