@@ -67,13 +67,31 @@ def numpy_brute_force(codes: np.ndarray, query: int, t: int) -> np.ndarray:
     return top[np.lexsort((top, d[top]))]
 
 
-def main() -> None:
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least `low`."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v}: at least {low}")
+        return v
+
+    return parse
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--db", type=int, default=10000, help="database images (train split)")
-    ap.add_argument("--queries", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=7)
+    # the graph search is timed up to T = 1000, and the int8 scales are calibrated on 1000 images
+    ap.add_argument("--db", type=at_least(1000), default=10000, help="database images (train split), 1000 to 60000")
+    ap.add_argument("--queries", type=at_least(1), default=64, help="query images (test split), 1 to 10000")
+    ap.add_argument("--repeats", type=at_least(1), default=7)
     ap.add_argument("--out", default=".")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    if a.db > 60000 or a.queries > 10000:
+        ap.error(f"--db {a.db} / --queries {a.queries}: Fashion-MNIST has 60000 train and 10000 test images")
     db, _ = fashion_mnist("train", a.db)
     qs, _ = fashion_mnist("test", a.queries)
     model = load_model()
