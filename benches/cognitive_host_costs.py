@@ -12,7 +12,7 @@ runs (the run least disturbed by other processes on a shared machine):
   is, and in batches of 16; per MAC. The crate's own executor (direct loops) is timed beside it for reference.
 - **brute force**: top-T by Hamming distance over the database's 48-bit codes: numpy (XOR, `bitwise_count`,
   `argpartition`), the crate's Rust scan, and FAISS's `IndexBinaryFlat` when `faiss` is importable (`pip install
-  faiss-cpu`, the `peers` extra); per code scanned, the fastest kept.
+  faiss-cpu`, the `baselines` extra); per code scanned, the fastest kept.
 - **graph search**: the GSE's algorithm on the host (the crate's Rust code, pages in DRAM), per neighbour step.
 
     .venv/bin/python benches/cognitive_host_costs.py [--db 10000] [--queries 64] [--repeats 7] [--out DIR]
