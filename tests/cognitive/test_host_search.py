@@ -78,3 +78,12 @@ def test_distance_recall_counts_ties_and_refuses_foreign_ids(graph):
         cog.distance_recall(codes, q, np.array([1, 2]), bf)
     with pytest.raises(OverflowError):
         cog.distance_recall(codes, -1, bf, bf)
+
+
+def test_distance_recall_refuses_more_ids_than_brute_forces_top_t(graph):
+    codes, _ = graph
+    bf = cog.brute_force(codes, int(codes[3]), 5)
+    with pytest.raises(InvalidArgument, match="returned: 6 ids against brute force's 5"):
+        cog.distance_recall(codes, int(codes[3]), np.arange(6, dtype=np.uint32), bf)
+    with pytest.raises(InvalidArgument, match="T >= 1"):
+        cog.distance_recall(codes, int(codes[3]), bf[:0], bf[:0])

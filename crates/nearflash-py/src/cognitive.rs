@@ -426,6 +426,9 @@ fn distance_recall(codes: PyReadonlyArray1<'_, u64>, query: u64, returned: PyRea
     if let Some(bad) = r.iter().chain(b).find(|&&i| i as usize >= c.len()) {
         return Err(err(format!("ids: {bad} is not an index into the {} codes", c.len())));
     }
+    if b.is_empty() || r.len() > b.len() {
+        return Err(err(format!("returned: {} ids against brute force's {}; bf holds the top-T (T >= 1), returned at most T", r.len(), b.len())));
+    }
     Ok(gse::distance_recall(c, query, r, b))
 }
 
