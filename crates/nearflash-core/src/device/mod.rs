@@ -476,6 +476,16 @@ impl Device {
         Some(c)
     }
 
+    /// Reaps the earliest pending completion on `sqid` whenever it happens, without moving the host clock: a host
+    /// whose reactions to completions are set by something else than this clock (an NBD client, whose requests
+    /// arrive on their own) learns each completion's time, and the device can go on taking commands at `now`.
+    pub fn reap_next(&mut self, sqid: u16) -> Option<Completion> {
+        let t = self.next_completion_time(sqid)?;
+        let c = self.queues.reap(sqid, t)?;
+        self.account(sqid, &c);
+        Some(c)
+    }
+
     /// Waits for the next completion on `sqid`, moving the host clock to it.
     pub fn wait(&mut self, sqid: u16) -> Option<Completion> {
         let t = self.next_completion_time(sqid)?;
