@@ -14,6 +14,7 @@ mod ndsearch;
 mod programs;
 mod recssd;
 mod cognitive;
+mod workloads;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -22,6 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config::register(m)?;
     device::register(m)?;
     extensions::register(m)?;
+    workloads::register(m)?;
     // extension modules (one line each; keep this block for extension registrations)
     recssd::register(m)?;
     issd::register(m)?;

@@ -9,3 +9,4 @@
 
 pub mod trace;
 pub mod flows;
+pub mod serve;

@@ -10,6 +10,7 @@
 
 pub mod mapping;
 pub mod source;
+pub mod spec;
 mod stats;
 
 pub use mapping::{Cmd, Geometry, MapCounts, Mapping};

@@ -528,6 +528,18 @@ pub fn read_all<R: BufRead>(reader: TraceReader<R>) -> Result<(Vec<Request>, Tra
     Ok((out, reader.stats().clone()))
 }
 
+/// The end of the furthest request (bytes) of a whole trace, and what it held: how much of a device a replay
+/// touches, to precondition it (MQSim likewise reads its traces once before a run).
+pub fn extent<R: BufRead>(reader: TraceReader<R>) -> Result<(u64, TraceStats), TraceError> {
+    let mut reader = reader;
+    let mut end = 0;
+    for r in reader.by_ref() {
+        let r = r?;
+        end = end.max(r.offset + r.len);
+    }
+    Ok((end, reader.stats().clone()))
+}
+
 /// Parses one decimal field, naming it in the error.
 pub(crate) fn number(what: &str, text: &str) -> Result<u64, String> {
     text.parse::<u64>().map_err(|_| format!("{what} {:?} is not a non-negative integer", clip(text)))
