@@ -337,12 +337,12 @@ def cmd_replay(a: argparse.Namespace) -> int:
 
 
 def cmd_flows(a: argparse.Namespace) -> int:
-    from nearflash.flows import flows, load_scenario
+    from nearflash.flows import load_scenario, run_flows
 
     sc = load_scenario(a.scenario)
     if a.seed is not None:
         sc.device.seed = a.seed
-    r = flows(sc.flows, sc.device, alone=a.alone, base_dir=sc.base_dir, latencies=a.latencies, json_output=a.json)
+    r = run_flows(sc.flows, sc.device, alone=a.alone, base_dir=sc.base_dir, latencies=a.latencies, json_output=a.json)
     if a.json:
         out = {k: v for k, v in r.items() if k != "report"}
         out["report"] = r["report"].data
@@ -358,10 +358,10 @@ def cmd_flows(a: argparse.Namespace) -> int:
 
 
 def cmd_trace(a: argparse.Namespace) -> int:
-    from nearflash.traces import convert, read_trace
+    from nearflash.traces import convert_trace, read_trace
 
     if a.trace_command == "convert":
-        r = convert(a.input, a.output, a.to, _trace_options(a), sector_size=a.out_sector_size, name=a.name)
+        r = convert_trace(a.input, a.output, a.to, _trace_options(a), sector_size=a.out_sector_size, name=a.name)
         if a.json:
             print(json.dumps(r, indent=2))
             return 0

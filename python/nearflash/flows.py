@@ -1,7 +1,7 @@
 """Flows: request streams run together on one device, each on its own submission queue, as MQSim's scenarios run
 its flows (Tavakkol et al., FAST'18). Trace replay (`replay`) is a run of one flow.
 
-    results = nearflash.flows([
+    results = nearflash.run_flows([
         {"name": "reads", "trace": "web.trace", "mode": "open"},                 # a trace, arrival times kept
         {"name": "writes", "rw": "randwrite", "bs": "4k", "iodepth": 8, "ios": 20000, "size": "10%"},
     ], alone=True)
@@ -51,9 +51,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TRACE_KEYS = {"trace", "format", "sector_size", "time_unit", "blk_event", "trace_device", "skip_bad", "repeat",
-              "limit", "mode", "time_scale", "offset", "wrap"}
+              "limit", "time_scale", "offset", "wrap"}
 SYNTHETIC_KEYS = {"rw", "bs", "ios", "rwmixread", "seed", "rate"}
-COMMON_KEYS = {"name", "iodepth", "start", "size", "queue_depth", "priority"}
+COMMON_KEYS = {"name", "mode", "iodepth", "start", "size", "queue_depth", "priority"}
 RW = ("read", "write", "randread", "randwrite", "randrw")
 PRIORITIES = ("urgent", "high", "medium", "low")
 FILLS = ("none", "sequential", "random")
@@ -204,6 +204,8 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
                               f"requests arrive at their times (queue_depth bounds its queue)")
     if mode == "closed" and ("time_scale" in flow or "rate" in flow):
         raise InvalidArgument(f"{where}: time_scale and rate apply to open-loop flows, this one is closed loop")
+    if mode == "open" and is_synthetic and "rate" not in flow:
+        raise InvalidArgument(f"{where}: an open-loop synthetic flow needs a rate (requests per second)")
     if mode == "open":
         timing = {"open": {"time_scale": _positive(f"{where}: time_scale", flow.get("time_scale", 1.0))}}
     else:
@@ -306,7 +308,7 @@ def _prepared(setup: DeviceSetup, flows: list[dict[str, Any]], base: Optional[Pa
     return dev, specs, fill_reach
 
 
-def flows(flows: list[dict[str, Any]], device: Optional[DeviceSetup] = None, *, alone: bool = False,
+def run_flows(flows: list[dict[str, Any]], device: Optional[DeviceSetup] = None, *, alone: bool = False,
           base_dir: Optional[Union[str, os.PathLike]] = None, latencies: Optional[Union[str, os.PathLike]] = None,
           json_output: bool = True) -> dict[str, Any]:
     """Runs `flows` together on a device prepared as `device` says; with `alone`, each also by itself on a fresh
@@ -419,7 +421,7 @@ def replay(trace: Union[str, os.PathLike], device: Optional[DeviceSetup] = None,
     for k, v in vars(opts).items():
         if v != getattr(TraceOptions(), k):
             flow["trace_device" if k == "device" else k] = v
-    r = flows([flow], device, latencies=latencies, json_output=json_output)
+    r = run_flows([flow], device, latencies=latencies, json_output=json_output)
     f = r.pop("flows")[0]
     r["flow"] = f
     r["trace"] = f.get("trace")

@@ -1,4 +1,4 @@
-"""Block traces: read (`read_trace`), tell the format of (`detect`), and convert between formats (`convert`).
+"""Block traces: read (`read_trace`), tell the format of (`detect`), and convert between formats (`convert_trace`).
 
 Formats: ``mqsim`` (MQSim's ASCII trace), ``msr`` (MSR Cambridge CSV, SNIA IOTTA), ``fio`` (fio iolog v2 and v3),
 ``blkparse`` (blkparse's default output) and, read only, ``nbdkit-log`` (nbdkit's log filter, what
@@ -100,7 +100,7 @@ def detect(path: Union[str, os.PathLike]) -> str:
     return _native.trace_detect(str(path))
 
 
-def convert(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], to: str,
+def convert_trace(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], to: str,
             options: Optional[TraceOptions] = None, *, sector_size: int = 512, name: str = "nearflash",
             start_ticks: int = 0) -> dict[str, Any]:
     """Writes the trace at `src` to `dst` in format `to` (mqsim, msr, fio or blkparse). Returns what was read and

@@ -33,7 +33,8 @@ fn trace_read(py: Python<'_>, options: &str) -> PyResult<(Vec<PyRequest>, String
 }
 
 /// Converts a trace (read with `options`, a trace source's JSON) into `format` at `out`; returns what the reading
-/// and the writing did, as JSON. An nbdkit log's replies give the requests' response times.
+/// and the writing did, as JSON. An nbdkit log's replies give the requests' response times, and its first time
+/// stamp MSR's start (`start_ticks` 0).
 #[pyfunction]
 #[pyo3(signature = (options, out, format, sector_size = 512, name = "nearflash".to_string(), start_ticks = 0))]
 fn trace_convert(py: Python<'_>, options: &str, out: &str, format: &str, sector_size: u64, name: String, start_ticks: u64) -> PyResult<String> {
@@ -47,9 +48,18 @@ fn trace_convert(py: Python<'_>, options: &str, out: &str, format: &str, sector_
         return Err(to_py(SimError::Config("sector size must be positive".into())));
     }
     py.allow_threads(|| {
-        let reader = trace::open(Path::new(&t.path), &opts).map_err(|e| invalid(e.to_string()))?;
+        let mut reader = trace::open(Path::new(&t.path), &opts).map_err(|e| invalid(e.to_string()))?;
         let from = reader.stats().format;
-        let (mut reqs, stats) = trace::read_all(reader).map_err(|e| invalid(e.to_string()))?;
+        let mut reqs = Vec::new();
+        for r in reader.by_ref() {
+            reqs.push(r.map_err(|e| invalid(e.to_string()))?);
+        }
+        let stats = reader.stats().clone();
+        // An nbdkit log knows when it was recorded: MSR's time stamps say so too unless told otherwise.
+        let start_ticks = match (start_ticks, from, reader.first_time_ns()) {
+            (0, Some(Format::NbdkitLog), Some(t)) => u64::try_from(t / 100).map_or(0, |t| t + trace::msr::UNIX_EPOCH_TICKS),
+            _ => start_ticks,
+        };
         if from == Some(Format::NbdkitLog) {
             let f = File::open(&t.path).map_err(|e| invalid(format!("{}: {e}", t.path)))?;
             let times = nbdkit_log::response_times(BufReader::new(f));

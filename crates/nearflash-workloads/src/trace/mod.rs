@@ -324,6 +324,11 @@ impl<R: BufRead> TraceReader<R> {
         &self.stats
     }
 
+    /// The first request's time on the trace's own clock, in ns (an nbdkit log's: since 1970), once read.
+    pub fn first_time_ns(&self) -> Option<u128> {
+        self.first
+    }
+
     /// Bytes of the source consumed so far (for progress).
     pub fn consumed(&self) -> u64 {
         self.lines.consumed()

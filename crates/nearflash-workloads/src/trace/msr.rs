@@ -6,6 +6,8 @@ use super::{clip, number, Line, LineParser, Op, ParseOptions, Parsed};
 
 /// ns per Windows filetime tick.
 pub const TICK_NS: u64 = 100;
+/// Windows filetime ticks from 1601-01-01 to the Unix epoch.
+pub const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
 
 pub(crate) struct Parser;
 
