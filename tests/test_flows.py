@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -89,17 +87,18 @@ def test_slowdown_and_fairness_by_hand():
     assert s == {"a": 3.0, "b": 1.5} and f == 0.5
 
 
-def test_a_scenario_file_runs_from_the_cli(tmp_path):
+def test_a_scenario_file_runs_from_the_cli(tmp_path, capsys):
+    from nearflash.cli import main
+
     spec = tmp_path / "s.toml"
     spec.write_text(SCENARIO)
     sc = load_scenario(spec)
     assert [f["name"] for f in sc.flows] == ["reads", "writer"] and sc.device.overrides["channels"] == 2
-    p = subprocess.run([sys.executable, "-m", "nearflash.cli", "flows", str(spec), "--alone"], capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert "dev. resp. us mean/p99/max" in p.stdout and "slowdown" in p.stdout and "fairness" in p.stdout
-    j = json.loads(subprocess.run([sys.executable, "-m", "nearflash.cli", "flows", str(spec), "--json"],
-                                  capture_output=True, text=True, timeout=120).stdout)
+    assert main(["flows", str(spec), "--alone"]) == 0
+    out = capsys.readouterr().out
+    assert "dev. resp. us mean/p99/max" in out and "slowdown" in out and "fairness" in out
+    assert main(["flows", str(spec), "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
     assert [f["name"] for f in j["flows"]] == ["reads", "writer"] and "slowdown" not in j
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,8 +26,16 @@ def small(**kw) -> DeviceSetup:
     return DeviceSetup(overrides=dict(SMALL), **kw)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nearflash.cli", *args], capture_output=True, text=True, timeout=120)
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`nearflash ARGS` in this process: (exit status, stdout, stderr)."""
+    from nearflash.cli import main
+
+    try:
+        rc = main(list(args))
+    except SystemExit as e:  # argparse's refusals
+        rc = e.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
 
 
 @pytest.mark.parametrize("name", sorted(PROVENANCE["recordings"]))
@@ -178,36 +184,36 @@ def test_wrong_device_setups_are_refused():
             replay(FIXTURES / "sqlite.trace", setup)
 
 
-def test_replay_cli_prints_bench_like_figures_and_writes_latencies(tmp_path):
+def test_replay_cli_prints_bench_like_figures_and_writes_latencies(tmp_path, capsys):
     lat = tmp_path / "lat.csv"
     args = [str(FIXTURES / "mke2fs.blktrace.txt"), *[a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]]
-    p = cli("replay", *args, "--latencies", str(lat))
-    assert p.returncode == 0, p.stderr
-    assert "blkparse, 1,465 requests" in p.stdout and "lat us p50" in p.stdout and "simulated requests per second" in p.stdout
+    rc, out, err = cli(capsys, "replay", *args, "--latencies", str(lat))
+    assert rc == 0, err
+    assert "blkparse, 1,465 requests" in out and "lat us p50" in out and "simulated requests per second" in out
     assert len(lat.read_text().splitlines()) == 1466
-    j = json.loads(cli("replay", *args, "--json", "--mode", "closed", "--iodepth", "4").stdout)
+    rc, out, err = cli(capsys, "replay", *args, "--json", "--mode", "closed", "--iodepth", "4")
+    j = json.loads(out)
     assert j["flow"]["all"]["requests"] == 1465 and j["report"]["ops"]["read"]["count"] > 0
     for bad, msg in [(["--mode", "open", "--iodepth", "0"], "must be at least 1"),
                      (["--time-scale", "-1"], "time_scale must be a positive number"),
                      (["--format", "xml"], "invalid choice"),
                      (["--mode", "closed", "--time-scale", "2"], "--time-scale applies to --mode open")]:
-        p = cli("replay", *args, *bad)
-        assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, (bad, p.stderr)
+        rc, out, err = cli(capsys, "replay", *args, *bad)
+        assert rc == 2 and msg in err and "Traceback" not in err, (bad, err)
 
 
-def test_trace_info_and_convert_cli(tmp_path):
-    p = cli("trace", "info", str(FIXTURES / "sqlite.trace"))
-    assert p.returncode == 0 and "mqsim" in p.stdout and "requests" in p.stdout, p.stderr
-    out = tmp_path / "q.trace"
-    p = cli("trace", "convert", str(FIXTURES / "qemu-img.iolog"), str(out), "--to", "mqsim")
-    assert p.returncode == 0 and "flushes left out" in p.stdout and "trims left out" in p.stdout, p.stdout
-    assert detect(out) == "mqsim"
-    p = cli("trace", "convert", str(out), str(out), "--to", "fio")
-    assert p.returncode == 2 and "is the input trace" in p.stderr
-    p = cli("trace", "convert", str(out), str(tmp_path / "x"), "--to", "nbdkit-log")
-    assert p.returncode == 2 and "invalid choice" in p.stderr
-    p = cli("trace", "convert", str(out), str(tmp_path / "nodir" / "x"), "--to", "fio")
-    assert p.returncode == 2 and "cannot write it" in p.stderr
+def test_trace_info_and_convert_cli(tmp_path, capsys):
+    rc, out, err = cli(capsys, "trace", "info", str(FIXTURES / "sqlite.trace"))
+    assert rc == 0 and "mqsim" in out and "requests" in out, err
+    q = tmp_path / "q.trace"
+    rc, out, err = cli(capsys, "trace", "convert", str(FIXTURES / "qemu-img.iolog"), str(q), "--to", "mqsim")
+    assert rc == 0 and "flushes left out" in out and "trims left out" in out, out
+    assert detect(q) == "mqsim"
+    for args, msg in [([str(q), str(q), "--to", "fio"], "is the input trace"),
+                      ([str(q), str(tmp_path / "x"), "--to", "nbdkit-log"], "invalid choice"),
+                      ([str(q), str(tmp_path / "nodir" / "x"), "--to", "fio"], "cannot write it")]:
+        rc, out, err = cli(capsys, "trace", "convert", *args)
+        assert rc == 2 and msg in err, (args, err)
     # MSR from an nbdkit log: the recording's wall-clock date and each request's response time.
     msr = tmp_path / "q.csv"
     convert_trace(FIXTURES / "qemu-img.nbdkit.log", msr, "msr")

@@ -211,6 +211,12 @@ def _print_served(a: argparse.Namespace) -> bool:
     print(f"  NBD requests: {req['read']} reads, {req['write']} writes ({req['fua_writes']} FUA), {req['flush']} "
           f"flushes, {req['trim']} trims, {req['zero']} zeroes, {req['errors']} errors; "
           f"{req['open_connections']} of {req['connections']} connections open")
+    p = st.get("pacing")
+    if isinstance(p, dict) and p.get("pace"):
+        late = f"; {p['late']:,} of {p['replies']:,} replies late (>= {p['late_threshold_us']:g} us, worst " \
+               f"{p['max_late_us']:,.0f} us)" if p["pace"] == "realtime" else ""
+        print(f"  pace {p['pace']}: the device saw queue depth {p['mean_queue_depth']:.1f} on average (at most "
+              f"{p['max_queue_depth']}) over {p['commands']:,} commands{late}")
     print(Report(st["report"]).summary())
     return True
 

@@ -104,9 +104,11 @@ pub struct Counts {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Pacing {
     pub pace: Option<Pace>,
-    /// Commands in the device when each command was submitted (itself included), averaged, and the most.
+    /// Commands in the device when each command was submitted (itself included), averaged over `commands`, and
+    /// the most.
     pub mean_queue_depth: f64,
     pub max_queue_depth: u64,
+    pub commands: u64,
     /// Requests whose reply waited for the rest of their burst (pace none).
     pub held_for_burst: u64,
     /// Realtime: replies delivered `late_threshold` or more after their modelled completion, and the worst delay.
@@ -365,6 +367,7 @@ impl Shared {
         let st = self.lock()?;
         let mut p = st.pacing.clone();
         p.mean_queue_depth = if st.qd_n == 0 { 0.0 } else { st.qd_sum as f64 / st.qd_n as f64 };
+        p.commands = st.qd_n;
         let dev = st.dev.as_ref().expect("the device is open");
         Ok((st.counts.clone(), p, dev.now(), dev.report()))
     }

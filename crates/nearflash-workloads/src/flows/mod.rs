@@ -422,6 +422,13 @@ fn progress_ppm(runs: &[FlowRun]) -> u64 {
     (sum / runs.len() as f64 * 1e6) as u64
 }
 
+/// Keeps the earlier of `best` and `c`.
+fn earliest<T: PartialOrd + Copy>(best: &mut Option<T>, c: T) {
+    if best.is_none_or(|b| c < b) {
+        *best = Some(c);
+    }
+}
+
 fn event_loop(
     dev: &mut Device,
     runs: &mut [FlowRun],
@@ -444,21 +451,22 @@ fn event_loop(
             f.submit(dev, bufs, g.lba_bytes)?;
         }
         // The earliest event: (time, arrival?, flow); a completion goes before an arrival at the same time.
+        // Arrivals first: completions are then looked for only before the earliest, so that the device's array is
+        // not run past the moment that request arrives (it is submitted then).
         let mut best: Option<(u64, bool, usize)> = None;
-        let mut consider = |c: (u64, bool, usize)| {
-            if best.is_none_or(|b| c < b) {
-                best = Some(c);
-            }
-        };
         for (i, f) in runs.iter_mut().enumerate() {
-            if let Some(t) = dev.next_completion_time(f.qid) {
-                consider((t, false, i));
-            }
             if let Timing::Open { time_scale } = f.flow.timing {
                 if f.peek()? {
                     let at = f.next.as_ref().expect("peeked").time_ns;
-                    consider((t0.saturating_add((at as f64 * time_scale) as u64).max(dev.now()), true, i));
+                    let t = t0.saturating_add((at as f64 * time_scale) as u64).max(dev.now());
+                    earliest(&mut best, (t, true, i));
                 }
+            }
+        }
+        let limit = best.map_or(u64::MAX, |(t, _, _)| t.saturating_add(1));
+        for (i, f) in runs.iter().enumerate() {
+            if let Some(t) = dev.next_completion_before(f.qid, limit) {
+                earliest(&mut best, (t, false, i));
             }
         }
         let Some((t, arrival, i)) = best else {

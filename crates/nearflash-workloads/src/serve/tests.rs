@@ -85,7 +85,7 @@ fn realtime_holds_replies_until_their_modelled_completion() {
     let (_, p, now, rep) = shared.snapshot().unwrap();
     assert_eq!((p.replies, p.pace), (5, Some(Pace::Realtime)));
     assert!(rep.ops["read"].latency.min_us >= 2000.0);
-    assert!(now >= 10_000_000);
+    assert!(now >= 8_000_000, "the fifth read arrived after four 2 ms reads: {now}");
 }
 
 #[test]
