@@ -65,7 +65,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
             pace: Pace::None,
-            burst_window: Duration::from_millis(2),
+            burst_window: Duration::from_millis(10),
             threads: 64,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
@@ -115,7 +115,13 @@ pub struct Pacing {
     pub late: u64,
     pub late_threshold_us: f64,
     pub max_late_us: f64,
+    /// Realtime: mean delay of all replies past their modelled completion.
+    pub mean_late_us: f64,
     pub replies: u64,
+    /// The connection that closed last, as the device saw it.
+    pub last_connection: Option<ConnFigures>,
+    #[serde(skip)]
+    late_sum_ns: u128,
 }
 
 struct Conn {
@@ -129,6 +135,34 @@ struct Conn {
     held: u32,
     last_new: Instant,
     released: u64,
+    figures: ConnFigures,
+}
+
+/// One connection's requests as the device saw them (virtual time): a client's run, for comparison with what the
+/// client measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConnFigures {
+    pub requests: u64,
+    /// From its first request's submission to its last request's completion.
+    pub first_submit_ns: u64,
+    pub last_done_ns: u64,
+    /// Mean of each request's time from submission to its last command's completion.
+    pub mean_latency_us: f64,
+    pub iops: f64,
+    latency_sum_ns: u128,
+}
+
+impl ConnFigures {
+    fn record(&mut self, submitted: u64, done: u64) {
+        if self.requests == 0 {
+            self.first_submit_ns = submitted;
+        }
+        self.requests += 1;
+        self.last_done_ns = self.last_done_ns.max(done);
+        self.latency_sum_ns += u128::from(done - submitted);
+        self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
+        self.iops = self.requests as f64 / (self.last_done_ns - self.first_submit_ns).max(1) as f64 * 1e9;
+    }
 }
 
 struct State {
@@ -235,7 +269,16 @@ impl Shared {
         let qid = st.queues[qid].0;
         st.conns.insert(
             id,
-            Conn { qid, credits: BinaryHeap::new(), burst: 0, burst_done: Vec::new(), held: 0, last_new: Instant::now(), released: 0 },
+            Conn {
+                qid,
+                credits: BinaryHeap::new(),
+                burst: 0,
+                burst_done: Vec::new(),
+                held: 0,
+                last_new: Instant::now(),
+                released: 0,
+                figures: ConnFigures::default(),
+            },
         );
         st.counts.connections += 1;
         st.counts.open_connections += 1;
@@ -255,6 +298,9 @@ impl Shared {
                 }
             }
             st.counts.open_connections -= 1;
+            if c.figures.requests > 0 {
+                st.pacing.last_connection = Some(c.figures);
+            }
         }
     }
 
@@ -286,9 +332,15 @@ impl Shared {
         if let Some(t) = at {
             st.dev().advance_to(t);
         }
+        let submitted = st.dev().now();
         let outcome = submit(&mut st, qid, io);
         let outcome = match outcome {
-            Ok(o) => o,
+            Ok(o) => {
+                if let Some(c) = st.conns.get_mut(&conn) {
+                    c.figures.record(submitted, o.done);
+                }
+                o
+            }
             Err(e) => {
                 if let (Some(_), Some(c)) = (burst, st.conns.get_mut(&conn)) {
                     c.held -= 1;
@@ -329,6 +381,8 @@ impl Shared {
                     p.late += 1;
                 }
                 p.max_late_us = p.max_late_us.max(late.as_secs_f64() * 1e6);
+                p.late_sum_ns += late.as_nanos();
+                p.mean_late_us = p.late_sum_ns as f64 / p.replies as f64 / 1e3;
             }
         }
         Ok(outcome)

@@ -69,6 +69,9 @@ fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     }
     shared.disconnect(conn);
     assert_eq!(shared.with_device(|d| d.now()).unwrap(), last, "closing moves the clock to the last completion");
+    let c = shared.snapshot().unwrap().1.last_connection.unwrap();
+    assert_eq!((c.requests, c.last_done_ns), (50, last));
+    assert!((c.iops - 50.0 / (last - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
 }
 
 #[test]
