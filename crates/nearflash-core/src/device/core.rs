@@ -2,7 +2,7 @@
 //! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
 
 use crate::config::{DeviceConfig, UnmappedRead};
-use super::exec::{FlashRead, PageDone};
+use super::exec::{FlashRead, PageDone, ReadTo};
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
@@ -153,6 +153,13 @@ impl DeviceCore {
         }
     }
 
+    /// Fails the current command with `status` and says why (`byte`: the command byte holding the offending field):
+    /// the reason goes into the error logs with the status. Returns `status`.
+    pub(crate) fn refuse(&mut self, status: Status, byte: Option<u8>, reason: impl Into<String>) -> Status {
+        self.error_detail = Some(crate::nvme::ErrorDetail { byte, reason: reason.into() });
+        status
+    }
+
     /// Splits the borrow: the FTL and the timing sink over the array.
     fn ftl_and_sink(&mut self) -> (&mut Ftl, FlashTiming<'_>) {
         (
@@ -209,16 +216,38 @@ impl DeviceCore {
         self.nand.ecc.decode(worst.max(sampled))
     }
 
+    /// Moves `bytes` read from flash, decoded at `decoded`, where `to` says: into controller DRAM and out once to
+    /// their consumer (the host DMA, a firmware core, a compute unit: the DRAM port carries twice the bytes), into
+    /// DRAM to stay (once), or into a unit's own buffer (no DRAM). Returns when they are there. The one place where
+    /// flash reads book DRAM: host Reads (`deliver_pages`, `ReadTo::Dram`) and the `ExecCtx` reads come here.
+    pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64, to: ReadTo) -> Time {
+        let passes = match to {
+            ReadTo::Dram => 2,
+            ReadTo::DramKept => 1,
+            ReadTo::UnitBuffer => return decoded,
+        };
+        self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, passes * bytes)
+    }
+
+    /// Moves the pages of a read `to` their place (`through_dram`) in the order they are decoded: `pages` is sorted
+    /// by decode time and each page's `done` becomes when its data is there.
+    pub(crate) fn stage_in_dram(&mut self, pages: &mut [PageDone], to: ReadTo) {
+        pages.sort_by_key(|p| p.done);
+        let sector = u64::from(self.nand.geo.sector_size);
+        for p in pages {
+            p.done = self.through_dram(p.done, u64::from(p.sectors) * sector, to);
+        }
+    }
+
     /// Moves the pages of a host read, each decoded at its `done`, through DRAM to the host as soon as each is
     /// decoded; returns when the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: Time, mut pages: Vec<PageDone>) -> Time {
-        pages.sort_by_key(|p| p.done);
+        self.stage_in_dram(&mut pages, ReadTo::Dram);
         let sector = u64::from(self.nand.geo.sector_size);
         let mut done = fw;
         for p in &pages {
             let b = u64::from(p.sectors) * sector;
-            let in_dram = self.ctrl.dram(&mut self.res, &mut self.ledger, p.done, 2 * b);
-            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, in_dram, b));
+            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, p.done, b));
         }
         self.recycle(pages);
         done
@@ -241,11 +270,10 @@ impl DeviceCore {
     ) -> Result<FlashRead, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
-        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
-            return Err(Status::LBA_OUT_OF_RANGE);
-        }
+        self.check_lbas(slba, nlb)?;
         if !out.is_empty() && (out.len() as u64) < u64::from(nlb) * sector {
-            return Err(Status::DATA_TRANSFER_ERROR);
+            let why = format!("{nlb} blocks of {sector} bytes read into a {}-byte buffer", out.len());
+            return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
         let mut lookup_done = ready;
@@ -262,8 +290,9 @@ impl DeviceCore {
                 loc = match ftl.allocate_for_read(lpn, ready, &mut sink) {
                     Ok(l) => l,
                     Err(e) => {
+                        let why = format!("mapping a never-written LBA for a read failed: {e}");
                         self.fault.get_or_insert(e);
-                        return Err(Status::INTERNAL_ERROR);
+                        return Err(self.refuse(Status::INTERNAL_ERROR, None, why));
                     }
                 };
                 if loc != Location::Unmapped {
@@ -376,7 +405,8 @@ impl DeviceCore {
         }
         if !ok {
             self.media_errors += 1;
-            return Err(Status::UNRECOVERED_READ_ERROR);
+            let why = format!("LBAs {slba} + {nlb}: a page's bit errors are beyond what ECC, read retry and soft decoding correct");
+            return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
         }
         // Functional read (skipped for timing-only callers); a checksum mismatch is a media error, never silently
         // returned data.
@@ -387,11 +417,21 @@ impl DeviceCore {
                 Ok(true) => {}
                 Ok(false) | Err(_) => {
                     self.media_errors += 1;
-                    return Err(Status::UNRECOVERED_READ_ERROR);
+                    let why = format!("LBA {}: the stored data fails its checksum", slba + idx as u64);
+                    return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
                 }
             }
         }
         Ok(result)
+    }
+
+    /// LBA Out of Range, with its reason, unless `nlb` blocks from `slba` lie in the FTL's capacity.
+    fn check_lbas(&mut self, slba: u64, nlb: u32) -> Result<(), Status> {
+        let lbas = self.ftl.logical_sectors();
+        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > lbas) {
+            return Err(self.refuse(Status::LBA_OUT_OF_RANGE, None, format!("LBAs {slba} + {nlb}: the device holds {lbas} LBAs")));
+        }
+        Ok(())
     }
 
     /// Writes whole sectors from `data` at `slba` through the write buffer (with `SPARE_BYTES` of extension spare
@@ -399,7 +439,7 @@ impl DeviceCore {
     pub(crate) fn write_lbas(&mut self, slba: u64, data: &[u8], spare: Option<&[u8]>, ready: Time) -> Result<Time, Status> {
         let sector = self.nand.geo.sector_size as usize;
         let nlb = if data.is_empty() { 0 } else { data.len() / sector };
-        let nlb = u32::try_from(nlb).map_err(|_| Status::INVALID_FIELD)?;
+        let nlb = u32::try_from(nlb).map_err(|_| self.refuse(Status::INVALID_FIELD, None, format!("{nlb} blocks in one write: at most {} are allowed", u32::MAX)))?;
         self.write_sectors(slba, nlb, Some(data), spare, ready)
     }
 
@@ -413,13 +453,12 @@ impl DeviceCore {
         ready: Time,
     ) -> Result<Time, Status> {
         let sector = self.nand.geo.sector_size as usize;
-        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
-            return Err(Status::LBA_OUT_OF_RANGE);
-        }
+        self.check_lbas(slba, nlb)?;
         let data = data.filter(|d| !d.is_empty());
         if let Some(d) = data {
             if d.len() < nlb as usize * sector {
-                return Err(Status::DATA_TRANSFER_ERROR);
+                let why = format!("{nlb} blocks of {sector} bytes written from a {}-byte buffer", d.len());
+                return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
             }
         }
         let admitted = match self.wbuf.admit(ready, u64::from(nlb)) {
@@ -441,8 +480,9 @@ impl DeviceCore {
             done = done.max(ftl.map_access(lpn, true, admitted, &mut sink));
             if let Err(e) = ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink) {
                 // Range and size were checked above: what remains is the model's own failure.
+                let why = format!("the FTL failed to place LBA {lpn}: {e}");
                 self.fault.get_or_insert(e);
-                return Err(Status::INTERNAL_ERROR);
+                return Err(self.refuse(Status::INTERNAL_ERROR, None, why));
             }
         }
         Ok(done)

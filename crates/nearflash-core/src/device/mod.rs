@@ -15,7 +15,7 @@ mod repair;
 mod report;
 
 pub use self::core::DeviceCore;
-pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr};
+pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
@@ -314,7 +314,8 @@ impl Device {
         ] {
             let d = self.execute(0, sqe, DataBuf::None)?;
             if !d.status.is_success() {
-                return Err(SimError::InvalidArgument(format!("creating queue {qid} (depth {depth}) failed: {}", d.status)));
+                let what = format!("creating queue {qid} (depth {depth}) failed: {}", d.status);
+                return Err(SimError::InvalidArgument(self.explained(&what, 0, d.cid)));
             }
         }
         Ok(())
@@ -328,7 +329,8 @@ impl Device {
         ] {
             let d = self.execute(0, sqe, DataBuf::None)?;
             if !d.status.is_success() {
-                return Err(SimError::InvalidArgument(format!("deleting queue {qid} failed: {}", d.status)));
+                let what = format!("deleting queue {qid} failed: {}", d.status);
+                return Err(SimError::InvalidArgument(self.explained(&what, 0, d.cid)));
             }
         }
         Ok(())
@@ -579,9 +581,10 @@ impl Device {
     fn exec_standard(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
         let cmd = match decode_io(sqe, &self.ns) {
             Ok(c) => c,
-            Err(s) => {
+            Err(r) => {
                 let done = self.fw(t, self.core.ctrl.fw_other);
-                return (OpClass::Admin, 0, s, 0, done);
+                self.core.error_detail = Some(r.detail);
+                return (OpClass::Admin, 0, r.status, 0, done);
             }
         };
         let lba = self.lba_bytes();
@@ -601,7 +604,10 @@ impl Device {
                     Some(img) => img.flush(&self.core.ftl).and_then(|()| self.save_extensions()),
                     None => Ok(()),
                 };
-                let s = if durable.is_ok() { Status::SUCCESS } else { Status::INTERNAL_ERROR };
+                let s = match durable {
+                    Ok(()) => Status::SUCCESS,
+                    Err(e) => self.core.refuse(Status::INTERNAL_ERROR, None, format!("writing the image to its files failed: {e}")),
+                };
                 (OpClass::Flush, 0, s, 0, done)
             }
             IoCommand::Dsm { ranges, deallocate } => {
@@ -625,7 +631,8 @@ impl Device {
                 Some(i) => self.exec_ext(i, sqe, data, t),
                 None => {
                     let done = self.fw(t, self.core.ctrl.fw_other);
-                    (OpClass::Vendor, 0, Status::INVALID_OPCODE, 0, done)
+                    let why = format!("vendor opcode {op:#04x}: no attached extension claims it");
+                    (OpClass::Vendor, 0, self.core.refuse(Status::INVALID_OPCODE, Some(nvme::field::OPCODE), why), 0, done)
                 }
             },
         }
@@ -642,6 +649,10 @@ impl Device {
         let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None };
         let r = slot.ext.execute(&mut ctx, sqe, data);
         let (class, bytes) = ctx.accounted_as.unwrap_or((OpClass::Vendor, 0));
+        if !r.status.is_success() && !ctx.is_explained() {
+            let why = format!("extension {} failed opcode {:#04x} without giving a reason", slot.ext.name(), sqe.opcode);
+            ctx.explain(r.status, None, why);
+        }
         self.dispatch_relocations();
         (class, bytes, r.status, r.dw0, r.done.max(start))
     }
@@ -651,7 +662,7 @@ impl Device {
         let out: &mut [u8] = match data {
             DataBuf::FromDevice(b) if b.len() as u64 >= bytes => &mut b[..bytes as usize],
             DataBuf::None => &mut [],
-            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+            _ => return (self.short_buffer(bytes, "from"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
@@ -678,7 +689,7 @@ impl Device {
         let src: Option<&[u8]> = match data {
             DataBuf::ToDevice(b) if b.len() as u64 >= bytes => Some(&b[..bytes as usize]),
             DataBuf::None => None,
-            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+            _ => return (self.short_buffer(bytes, "to"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb));
@@ -702,7 +713,10 @@ impl Device {
         };
         let list = match nvme::parse_dsm_ranges(bytes, ranges, &self.ns) {
             Ok(l) => l,
-            Err(s) => return (s, arrived),
+            Err(r) => {
+                self.core.error_detail = Some(r.detail);
+                return (r.status, arrived);
+            }
         };
         if !deallocate {
             return (Status::SUCCESS, arrived); // attribute hints only
@@ -720,9 +734,15 @@ impl Device {
     fn trim_range(&mut self, slba: u64, n: u32) -> Status {
         match self.core.ftl.trim(slba as u32, n) {
             Ok(()) => Status::SUCCESS,
-            Err(SimError::InvalidArgument(_)) => Status::LBA_OUT_OF_RANGE,
-            Err(_) => Status::INTERNAL_ERROR,
+            Err(SimError::InvalidArgument(e)) => self.core.refuse(Status::LBA_OUT_OF_RANGE, None, format!("deallocating LBAs {slba} + {n}: {e}")),
+            Err(e) => self.core.refuse(Status::INTERNAL_ERROR, None, format!("deallocating LBAs {slba} + {n} failed: {e}")),
         }
+    }
+
+    /// Data Transfer Error: the command's data buffer cannot hold its `bytes` (`dir`: "to" or "from" the device).
+    fn short_buffer(&mut self, bytes: u64, dir: &str) -> Status {
+        let why = format!("the command moves {bytes} bytes {dir} the device: its data buffer is missing or shorter");
+        self.core.refuse(Status::DATA_TRANSFER_ERROR, None, why)
     }
 
     /// Fills a fresh device to `fraction` of its capacity (untimed).

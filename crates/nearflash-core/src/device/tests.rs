@@ -475,7 +475,85 @@ fn failed_commands_are_kept_in_the_error_information_log() {
     let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, cdw10: u32::from(pages::CNS_CONTROLLER), ..Sqe::default() };
     dev.execute(0, sqe, DataBuf::FromDevice(&mut id)).unwrap();
     assert_eq!(usize::from(id[262]) + 1, nvme::ERROR_LOG_ENTRIES);
-    assert_eq!(dev.error_reason(1, bad.cid), None);
+    assert!(dev.error_reason(1, bad.cid).is_some_and(|r| r.contains(&format!("LBAs {}", lbas + 5))));
+}
+
+/// Every way a standard command can be refused, on the admin and I/O queues: each completes with its status and
+/// a reason in the error log (`error_reason`).
+#[test]
+fn every_standard_refusal_carries_its_reason() {
+    let mut dev = device(&[], true);
+    dev.create_queue_pair(1, 16).unwrap();
+    let lb = dev.lba_bytes() as usize;
+    let (lbas, mdts) = (dev.namespace().lbas, dev.namespace().max_lbas);
+    let page = vec![7u8; lb];
+    assert!(dev.execute(1, Sqe::rw(opcode::WRITE, 0, 3, 1), DataBuf::ToDevice(&page)).unwrap().status.is_success());
+    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    dev.inject_errors(3, 1_000_000).unwrap();
+    let big = vec![0u8; lb * (mdts as usize + 1)];
+    let mut out = vec![0u8; lb * 4];
+    let rw = |op, slba, nlb| Sqe::rw(op, 0, slba, nlb);
+    let with = |sqe: Sqe, f: &dyn Fn(&mut Sqe)| {
+        let mut s = sqe;
+        f(&mut s);
+        s
+    };
+    let io: Vec<(&str, Sqe, Option<&[u8]>, Status)> = vec![
+        ("write beyond MDTS", rw(opcode::WRITE, 0, mdts + 1), Some(&big), Status::INVALID_FIELD),
+        ("read beyond MDTS", rw(opcode::READ, 0, mdts + 1), None, Status::INVALID_FIELD),
+        ("read past the end", rw(opcode::READ, lbas - 1, 2), None, Status::LBA_OUT_OF_RANGE),
+        ("write zeroes past the end", rw(opcode::WRITE_ZEROES, lbas, 1), None, Status::LBA_OUT_OF_RANGE),
+        ("reserved CDW12 bits", with(rw(opcode::READ, 0, 1), &|s| s.cdw12 |= 1 << 20), None, Status::INVALID_FIELD),
+        ("fused", with(rw(opcode::READ, 0, 1), &|s| s.flags = 1), None, Status::INVALID_FIELD),
+        ("SGL", with(rw(opcode::READ, 0, 1), &|s| s.flags = 1 << 6), None, Status::INVALID_FIELD),
+        ("namespace 9", with(rw(opcode::READ, 0, 1), &|s| s.nsid = 9), None, Status::INVALID_NAMESPACE),
+        ("namespace 0", with(rw(opcode::READ, 0, 1), &|s| s.nsid = 0), None, Status::INVALID_FIELD),
+        ("unknown opcode", Sqe { opcode: 0x7E, nsid: 1, ..Sqe::default() }, None, Status::INVALID_OPCODE),
+        ("unclaimed vendor opcode", Sqe { opcode: 0xF0, nsid: 1, ..Sqe::default() }, None, Status::INVALID_OPCODE),
+        ("write without data", rw(opcode::WRITE, 0, 2), Some(&page), Status::DATA_TRANSFER_ERROR),
+        ("DSM reserved bits", Sqe { opcode: opcode::DSM, nsid: 1, cdw10: 1 << 8, ..Sqe::default() }, None, Status::INVALID_FIELD),
+        ("DSM without ranges", Sqe { opcode: opcode::DSM, nsid: 1, cdw11: 4, ..Sqe::default() }, None, Status::DATA_TRANSFER_ERROR),
+    ];
+    for (what, sqe, src, want) in io {
+        let data = src.map_or(DataBuf::None, DataBuf::ToDevice);
+        let d = dev.execute(1, sqe, data).unwrap();
+        assert_eq!(d.status, want, "{what}");
+        let reason = dev.error_reason(1, d.cid);
+        assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{what}: no reason ({reason:?})");
+    }
+    let far = nvme::encode_dsm_ranges(&[(lbas, 1)]);
+    let d = dev.execute(1, Sqe { opcode: opcode::DSM, nsid: 1, cdw11: 4, ..Sqe::default() }, DataBuf::ToDevice(&far)).unwrap();
+    assert_eq!(d.status, Status::LBA_OUT_OF_RANGE);
+    assert!(dev.error_reason(1, d.cid).is_some_and(|r| r.starts_with("range 0")), "DSM range past the end");
+    let d = dev.execute(1, rw(opcode::READ, 0, 4), DataBuf::FromDevice(&mut out[..lb])).unwrap();
+    assert_eq!(d.status, Status::DATA_TRANSFER_ERROR);
+    assert!(dev.error_reason(1, d.cid).is_some(), "read into a short buffer");
+    let d = dev.execute(1, rw(opcode::READ, 3, 1), DataBuf::FromDevice(&mut out)).unwrap();
+    assert_eq!(d.status, Status::UNRECOVERED_READ_ERROR);
+    assert!(dev.error_reason(1, d.cid).is_some_and(|r| r.contains("ECC")), "uncorrectable read");
+
+    let admin = |opcode, cdw10, cdw11| Sqe { opcode, cdw10, cdw11, ..Sqe::default() };
+    let cases: Vec<(&str, Sqe, Status)> = vec![
+        ("unknown admin opcode", admin(0x7F, 0, 0), Status::INVALID_OPCODE),
+        ("vendor admin opcode", admin(0xC5, 0, 0), Status::INVALID_OPCODE),
+        ("unknown log page", admin(opcode::ADMIN_GET_LOG_PAGE, 0x77 | (10 << 16), 0), Status::INVALID_LOG_PAGE),
+        ("unaligned log offset", Sqe { cdw12: 2, ..admin(opcode::ADMIN_GET_LOG_PAGE, 0x02 | (10 << 16), 0) }, Status::INVALID_FIELD),
+        ("identify CNS 0x7", admin(opcode::ADMIN_IDENTIFY, 0x7, 0), Status::INVALID_FIELD),
+        ("identify namespace 5", Sqe { nsid: 5, ..admin(opcode::ADMIN_IDENTIFY, 0, 0) }, Status::INVALID_NAMESPACE),
+        ("queue not contiguous", admin(opcode::ADMIN_CREATE_CQ, 2 | (7 << 16), 0), Status::INVALID_FIELD),
+        ("queue 1 exists", admin(opcode::ADMIN_CREATE_CQ, 1 | (7 << 16), 1), Status::INVALID_QUEUE_ID),
+        ("queue too deep", admin(opcode::ADMIN_CREATE_CQ, 2 | (0xFFFF << 16), 1), Status::INVALID_QUEUE_SIZE),
+        ("SQ without its CQ", admin(opcode::ADMIN_CREATE_SQ, 3 | (7 << 16), 1 | (3 << 16)), Status { sct: 1, sc: 0 }),
+        ("delete missing SQ", admin(opcode::ADMIN_DELETE_SQ, 9, 0), Status::INVALID_QUEUE_ID),
+        ("delete a CQ in use", admin(opcode::ADMIN_DELETE_CQ, 1, 0), Status { sct: 1, sc: 0x0C }),
+    ];
+    for (what, sqe, want) in cases {
+        let d = dev.execute(0, sqe, DataBuf::None).unwrap();
+        assert_eq!(d.status, want, "{what}");
+        let reason = dev.error_reason(0, d.cid);
+        assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{what}: no reason ({reason:?})");
+    }
+    assert!(dev.has_queue(1) && !dev.has_queue(3), "refused queue commands changed nothing");
 }
 
 /// `mqsim_tsu`: host reads wait in the array's issue queue and complete when it has read them. Every read
