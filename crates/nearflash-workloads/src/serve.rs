@@ -149,6 +149,7 @@ pub struct ConnFigures {
     /// Mean of each request's time from submission to its last command's completion.
     pub mean_latency_us: f64,
     pub iops: f64,
+    #[serde(skip)]
     latency_sum_ns: u128,
 }
 
