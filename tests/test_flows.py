@@ -141,10 +141,28 @@ def test_priorities_are_validated_and_only_the_default_runs_until_the_scheduler_
     ([trace_flow(skip_bad="no")], "skip_bad must be true or false"),
     ([trace_flow(start="300m")], "ends past"),
     ([writer(queue_depth=-1)], "queue_depth must be an integer >= 1"),
+    ([writer(queue_depth=2**40)], "at most 4294967295"),
+    ([writer(iodepth=2**40)], "at most 4294967295"),
+    ([writer(ios=2**70)], "ios must be an integer >= 1"),
+    ([writer(seed=2**70)], "seed must be an integer >= 0"),
+    ([writer(start=2**70)], "below 2\\^64"),
+    ([{"name": "w", "rw": "randwrite", "ios": 1000, "rate": 1e-12}], "past the simulated clock"),
+    ([writer(priority=3)], "priority must be one of"),
+    ([["name", "w"]], "a flow is a dict"),
+    ([trace_flow(trace=None)], "trace must be a path"),
 ])
 def test_wrong_flows_are_refused_naming_what(flows, msg):
     with pytest.raises(NearflashError, match=msg):
         run_flows(flows, setup())
+
+
+def test_wrong_run_arguments_are_refused():
+    for kw, msg in [({"alone": "yes"}, "alone must be true or false"), ({"device": "cosmos-plus"}, "device must be"),
+                    ({"base_dir": 3}, "base_dir must be a path"), ({"latencies": 3}, "latencies must be a path")]:
+        with pytest.raises(InvalidArgument, match=msg):
+            run_flows([writer(ios=10)], **{"device": setup(), **kw})
+    with pytest.raises(InvalidArgument, match="path must be a path"):
+        load_scenario(None)
 
 
 def test_seventeen_flows_need_seventeen_queues():

@@ -155,6 +155,85 @@ def test_damaged_traces_name_file_and_line(tmp_path):
         replay(tmp_path / "empty", small())
 
 
+@pytest.mark.parametrize("fmt, text, msg", [
+    ("msr", "128166372003061629,h,0,Read,0\n", r":1: expected 7 comma-separated fields"),
+    ("msr", "128166372003061629,h,0,Erase,0,4096,1\n", r":1: Type \"Erase\" is neither Read nor Write"),
+    ("msr", "128166372003061629,h,0,Read,0,0,1\n", r":1: a request of 0 bytes"),
+    ("msr", "128166372003061629,h,0,Read,-4096,4096,1\n", r":1: Offset \"-4096\""),
+    ("msr", "128166372003061629,h,0,Write,0,4096.5,1\n", r":1: Size \"4096.5\""),
+    ("fio", "fio version 2 iolog\n/dev/x add\n/dev/x explode 0 4096\n", r":3: unknown action \"explode\""),
+    ("fio", "fio version 2 iolog\n/dev/x read 0\n", r":2: expected filename action \[offset length\]"),
+    ("fio", "fio version 2 iolog\n/dev/x read 0 0\n", r":2: a read of 0 bytes"),
+    ("fio", "fio version 3 iolog\nabc /dev/x read 0 4096\n", r":2: timestamp \(microseconds\) \"abc\""),
+    ("fio", "fio version 9 iolog\n/dev/x read 0 4096\n", r":1: fio iolog version 9 is not supported"),
+    ("blkparse", "  8,0  1  1  0.000000000  1  D   R x + 8 [fio]\n", r":1: sector \"x\""),
+    ("blkparse", "  8,0  1  1  0.000000000  1  D   R 99999999999999999999 + 8 [fio]\n", r":1: sector"),
+    ("blkparse", "  8,0  1  1  -1.000000000  1  D   R 0 + 8 [fio]\n", r":1: time \(seconds\) \"-1\""),
+    ("nbdkit-log", "2026-11-28 18:25:09.722852 connection=1 Read id=1 offset=0x0 count=\n", r":1: a Read request line"),
+    ("nbdkit-log", "2026-11-28 18:25:09.722852 connection=1 Read id=1 offset=0xZZ count=0x1000 ...\n", r":1: "),
+    ("mqsim", "0.5 0 0 8 1\n", r":1: arrival time \"0.5\""),
+    ("mqsim", "0 0 -8 8 1\n", r":1: start sector \"-8\""),
+])
+def test_damaged_lines_of_every_format_are_refused_with_file_and_line(tmp_path, fmt, text, msg):
+    p = tmp_path / "damaged.trace"
+    p.write_text(text)
+    for reader in (lambda: read_trace(p, TraceOptions(format=fmt)),
+                   lambda: replay(p, small(), options=TraceOptions(format=fmt))):
+        with pytest.raises(InvalidArgument, match=r"damaged\.trace" + msg):
+            reader()
+
+
+def test_a_trace_that_yields_no_requests_is_refused_not_reported_empty(tmp_path):
+    p = tmp_path / "t.trace"
+    p.write_text("0 0 0 8 1\n1000 0 8 8 0\n")
+    with pytest.raises(InvalidArgument, match=r"t\.trace: the trace holds no requests \(2 lines.*trace device \"7\""):
+        replay(p, small(), options=TraceOptions(device="7"))
+    (tmp_path / "notes.trace").write_text("# nothing here\n\n")
+    with pytest.raises(InvalidArgument, match="holds no requests"):
+        replay(tmp_path / "notes.trace", small(), options=TraceOptions(format="mqsim"))
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_text("\ufeffTimestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n"
+                 "128166372003061629,h,0,Read,4096,4096,10\n", encoding="utf-8")
+    assert detect(p) == "msr" and replay(p, small())["flow"]["all"]["requests"] == 1
+
+
+def test_wrong_types_and_ranges_name_the_argument(tmp_path):
+    good = tmp_path / "good.trace"
+    good.write_text("0 0 0 8 1\n1000 0 8 8 0\n")
+    for call, msg in [
+        (lambda: read_trace(42), "trace must be a path"),
+        (lambda: read_trace(None), "trace must be a path"),
+        (lambda: read_trace(good, "mqsim"), "options must be a nearflash.traces.TraceOptions"),
+        (lambda: detect(None), "trace must be a path"),
+        (lambda: detect(tmp_path), "is a directory"),
+        (lambda: convert_trace(good, None, "fio"), "dst must be a path"),
+        (lambda: convert_trace(good, tmp_path / "o", 3), "to must be one of"),
+        (lambda: convert_trace(good, tmp_path / "o", "fio", sector_size=2**64), "sector_size must be a positive"),
+        (lambda: convert_trace(good, tmp_path, "fio"), "cannot write it"),
+        (lambda: replay(None, small()), "trace must be a path"),
+        (lambda: replay(good, "cosmos-plus"), "device must be a nearflash.DeviceSetup"),
+        (lambda: replay(good, small(), options={"format": "mqsim"}), "options must be a nearflash.traces.TraceOptions"),
+        (lambda: replay(good, small(), latencies=42), "latencies must be a path"),
+        (lambda: replay(good, small(), latencies=tmp_path), "cannot write it"),
+        (lambda: replay(good, small(), offset=2**70), "below 2\\^64"),
+        (lambda: replay(good, small(), mode="closed", iodepth=2**40), "at most 4294967295"),
+        (lambda: replay(good, small(), options=TraceOptions(repeat=2**32)), "repeat must be a positive integer"),
+        (lambda: replay(good, small(), options=TraceOptions(limit=True)), "limit must be a positive integer"),
+        (lambda: replay(good, small(), options=TraceOptions(sector_size=2**64)), "sector_size must be a positive"),
+        (lambda: replay(good, DeviceSetup(preset=3)), "preset must be a preset's name"),
+        (lambda: replay(good, small(seed=-1)), "seed must be an integer >= 0"),
+        (lambda: replay(good, small(path=7)), "path must be a path"),
+    ]:
+        with pytest.raises(InvalidArgument, match=msg):
+            call()
+    # Arrival times scaled past the simulated clock are an error naming the line, never clamped into it.
+    with pytest.raises(InvalidArgument, match=r"flow .replay.: line 2: arrival at 1000 ns x time scale 1e300 is past"):
+        replay(good, small(), time_scale=1e300)
+
+
 @pytest.mark.parametrize("kw, msg", [
     ({"mode": "sideways"}, "mode must be 'open'"),
     ({"time_scale": 0}, "time_scale must be a positive number"),

@@ -43,7 +43,7 @@ from nearflash import _native, progress
 from nearflash.device import Device
 from nearflash.errors import InvalidArgument
 from nearflash.report import Report
-from nearflash.traces import TraceOptions
+from nearflash.traces import U32_MAX, U64_MAX, TraceOptions, as_options, as_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +80,11 @@ class DeviceSetup:
     data: bool = False
 
     def check(self) -> None:
+        if not isinstance(self.preset, str) or not self.preset:
+            raise InvalidArgument(f"preset must be a preset's name or a .toml file, got {self.preset!r}")
+        _int("seed", self.seed, 0, U64_MAX)
+        if self.path is not None:
+            as_path("path", self.path)
         if self.fill not in FILLS:
             raise InvalidArgument(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
         if self.fill_size is not None:
@@ -140,14 +145,14 @@ def _bytes(name: str, v: Any) -> int:
             return parse_size(v)
         except argparse.ArgumentTypeError as e:
             raise InvalidArgument(f"{name}: {e}") from None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise InvalidArgument(f"{name} must be a number of bytes (e.g. 4096 or '4k'), got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= U64_MAX:
+        raise InvalidArgument(f"{name} must be a number of bytes below 2^64 (e.g. 4096 or '4k'), got {v!r}")
     return v
 
 
-def _int(name: str, v: Any, low: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise InvalidArgument(f"{name} must be an integer >= {low}, got {v!r}")
+def _int(name: str, v: Any, low: int = 1, high: int = U32_MAX) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise InvalidArgument(f"{name} must be an integer >= {low} (and at most {high}), got {v!r}")
     return v
 
 
@@ -213,10 +218,10 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
 
     spec: dict[str, Any] = {"name": name, "timing": timing, "priority": priority, "queue_depth": queue_depth}
     if is_trace:
-        path = flow["trace"]
-        if not isinstance(path, (str, os.PathLike)):
-            raise InvalidArgument(f"{where}: trace must be a path, got {path!r}")
-        path = Path(path)
+        try:
+            path = as_path("trace", flow["trace"])
+        except InvalidArgument as e:
+            raise InvalidArgument(f"{where}: {e}") from None
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
         opts = TraceOptions(**{("device" if k == "trace_device" else k): flow[k] for k in
@@ -242,8 +247,8 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix <= 1:
             raise InvalidArgument(f"{where}: rwmixread must be a number in [0, 1], got {mix!r}")
         synthetic = {
-            "rw": rw, "bs": bs, "ios": _int(f"{where}: ios", flow.get("ios", 10_000)), "span": span,
-            "seed": _int(f"{where}: seed", flow.get("seed", 1), 0), "rwmixread": float(mix),
+            "rw": rw, "bs": bs, "ios": _int(f"{where}: ios", flow.get("ios", 10_000), high=U64_MAX), "span": span,
+            "seed": _int(f"{where}: seed", flow.get("seed", 1), 0, U64_MAX), "rwmixread": float(mix),
             "rate_iops": _positive(f"{where}: rate", flow["rate"]) if "rate" in flow else None,
         }
         if span[1] < bs // lba:
@@ -268,7 +273,7 @@ def reach(spec: dict[str, Any], lba_bytes: int) -> int:
     first, count = m["span"]
     if m["wrap"]:
         return (first + count) * lba_bytes
-    end, _ = _native.trace_extent(json.dumps(src["trace"]))
+    end, _ = _native.workloads.trace_extent(json.dumps(src["trace"]))
     return min(first * lba_bytes + m["offset"] + end, (first + count) * lba_bytes)
 
 
@@ -277,10 +282,10 @@ def run_on(dev: Device, specs: list[dict[str, Any]], *, data: bool = False,
            label: str = "simulating") -> dict[str, Any]:
     """Runs flows (native specs, `flow_spec`) together on `dev` (its statistics reset first; `data`: move real data);
     returns {"flows": [...], "report": Report, "requests", "wall_s", "sim_requests_per_s"}."""
-    if latencies is not None and not Path(latencies).parent.is_dir():
+    if latencies is not None and not as_path("latencies", latencies).parent.is_dir():
         raise InvalidArgument(f"latencies: folder {Path(latencies).parent} does not exist")
     with progress.bar(label, 1_000_000, json_output) as cb:
-        raw = _native.run_flows(dev.native, json.dumps(specs), data=data,
+        raw = _native.workloads.run_flows(dev.native, json.dumps(specs), data=data,
                                 latencies=None if latencies is None else str(latencies), progress=cb)
     return _result(raw)
 
@@ -313,9 +318,13 @@ def run_flows(flows: list[dict[str, Any]], device: Optional[DeviceSetup] = None,
           json_output: bool = True) -> dict[str, Any]:
     """Runs `flows` together on a device prepared as `device` says; with `alone`, each also by itself on a fresh
     device prepared the same way, with slowdown and fairness (module docstring)."""
-    setup = device or DeviceSetup()
+    setup = DeviceSetup() if device is None else device
+    if not isinstance(setup, DeviceSetup):
+        raise InvalidArgument(f"device must be a nearflash.DeviceSetup or None, got {type(setup).__name__}")
+    if not isinstance(alone, bool):
+        raise InvalidArgument(f"alone must be true or false, got {alone!r}")
     setup.check()
-    base = Path(base_dir) if base_dir is not None else None
+    base = as_path("base_dir", base_dir) if base_dir is not None else None
     if alone and setup.path is not None:
         raise InvalidArgument("alone runs start each flow on a fresh device: give a preset, not an image path")
     dev, specs, filled = _prepared(setup, flows, base, json_output)
@@ -391,7 +400,7 @@ def parse_scenario(data: dict[str, Any], base_dir: Path) -> Scenario:
 
 
 def load_scenario(path: Union[str, os.PathLike]) -> Scenario:
-    p = Path(path)
+    p = as_path("path", path)
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
@@ -413,7 +422,7 @@ def replay(trace: Union[str, os.PathLike], device: Optional[DeviceSetup] = None,
     """Replays a trace on a device prepared as `device` says: open loop (arrival times x `time_scale`) or closed
     loop (`iodepth` requests in flight). Returns bench's result (``report``, ``requests``, ``wall_s``,
     ``sim_requests_per_s``) with the flow's figures (``flow``) and what the trace held (``trace``)."""
-    opts = options or TraceOptions()
+    opts = as_options(options)
     flow: dict[str, Any] = {"name": "replay", "trace": trace, "mode": mode, "offset": offset, "wrap": wrap}
     flow.update({"time_scale": time_scale} if mode == "open" else {"iodepth": iodepth})
     if queue_depth is not None:

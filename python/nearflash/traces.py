@@ -20,6 +20,8 @@ from nearflash.errors import InvalidArgument
 FORMATS = ("mqsim", "msr", "fio", "blkparse", "nbdkit-log")
 WRITABLE = FORMATS[:4]
 TIME_UNITS = ("ps", "ns", "us")
+#: The native integers' ranges.
+U32_MAX, U64_MAX = 2**32 - 1, 2**64 - 1
 
 
 @dataclass
@@ -48,16 +50,16 @@ class TraceOptions:
     limit: Optional[int] = None
 
     def check(self) -> None:
-        def positive(name: str, v: Any, optional: bool = False) -> None:
+        def positive(name: str, v: Any, optional: bool = False, high: int = U64_MAX) -> None:
             if optional and v is None:
                 return
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InvalidArgument(f"{name} must be a positive integer, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= high:
+                raise InvalidArgument(f"{name} must be a positive integer (at most {high}), got {v!r}")
 
         if self.format is not None and self.format not in FORMATS:
             raise InvalidArgument(f"format must be one of {', '.join(FORMATS)} (or None to detect it), got {self.format!r}")
         positive("sector_size", self.sector_size)
-        positive("repeat", self.repeat)
+        positive("repeat", self.repeat, high=U32_MAX)
         positive("limit", self.limit, optional=True)
         if self.time_unit not in TIME_UNITS:
             raise InvalidArgument(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {self.time_unit!r}")
@@ -71,10 +73,26 @@ class TraceOptions:
     def source(self, path: Union[str, os.PathLike]) -> dict[str, Any]:
         """The native trace source (JSON-ready) of `path` read with these options."""
         self.check()
-        p = Path(path)
+        p = as_path("trace", path)
         if not p.exists():
             raise InvalidArgument(f"trace {path}: no such file")
         return {"path": str(p), **asdict(self)}
+
+
+def as_path(name: str, v: Any) -> Path:
+    """`v` as a path (a str or os.PathLike), or InvalidArgument naming `name`."""
+    if isinstance(v, bool) or not isinstance(v, (str, os.PathLike)) or not str(v):
+        raise InvalidArgument(f"{name} must be a path (a str or os.PathLike), got {v!r}")
+    return Path(v)
+
+
+def as_options(options: Any) -> TraceOptions:
+    """`options` (None: the defaults) as TraceOptions, or InvalidArgument."""
+    if options is None:
+        return TraceOptions()
+    if not isinstance(options, TraceOptions):
+        raise InvalidArgument(f"options must be a nearflash.traces.TraceOptions or None, got {type(options).__name__}")
+    return options
 
 
 @dataclass
@@ -88,16 +106,16 @@ class Trace:
 
 def read_trace(path: Union[str, os.PathLike], options: Optional[TraceOptions] = None) -> Trace:
     """Reads a whole trace (small traces: replay streams long ones)."""
-    src = (options or TraceOptions()).source(path)
-    rows, stats = _native.trace_read(json.dumps(src))
+    src = as_options(options).source(path)
+    rows, stats = _native.workloads.trace_read(json.dumps(src))
     return Trace(rows, json.loads(stats))
 
 
 def detect(path: Union[str, os.PathLike]) -> str:
     """The format of the trace at `path`, from its first lines (InvalidArgument where they do not tell)."""
-    if not Path(path).exists():
+    if not as_path("trace", path).exists():
         raise InvalidArgument(f"trace {path}: no such file")
-    return _native.trace_detect(str(path))
+    return _native.workloads.trace_detect(str(path))
 
 
 def convert_trace(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], to: str,
@@ -107,15 +125,16 @@ def convert_trace(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], to
     what was written (``written``: requests, flushes and trims the format cannot hold, requests widened to whole
     sectors). An nbdkit log's replies become MSR's response times. `name`: fio's file name, MSR's host name;
     `start_ticks`: MSR's Windows filetime of the first request."""
+    src_path, dst_path, options = as_path("src", src), as_path("dst", dst), as_options(options)
     if to not in WRITABLE:
         raise InvalidArgument(f"to must be one of {', '.join(WRITABLE)}, got {to!r}")
     for key, v in (("sector_size", sector_size), ("start_ticks", start_ticks)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "sector_size" else 0):
+        if isinstance(v, bool) or not isinstance(v, int) or not (1 if key == "sector_size" else 0) <= v <= U64_MAX:
             raise InvalidArgument(f"{key} must be a {'positive' if key == 'sector_size' else 'non-negative'} integer, got {v!r}")
     if not isinstance(name, str) or not name or any(c.isspace() or c == "," for c in name):
         raise InvalidArgument(f"name must be a word without spaces or commas, got {name!r}")
-    if Path(dst).resolve() == Path(src).resolve():
+    if dst_path.resolve() == src_path.resolve():
         raise InvalidArgument(f"the output {dst} is the input trace")
-    out = _native.trace_convert(json.dumps((options or TraceOptions()).source(src)), str(dst), to, sector_size, name,
-                                start_ticks)
+    out = _native.workloads.trace_convert(json.dumps(options.source(src_path)), str(dst_path), to, sector_size, name,
+                                          start_ticks)
     return json.loads(out)

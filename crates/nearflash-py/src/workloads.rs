@@ -141,9 +141,11 @@ fn run_flows(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(trace_read, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_detect, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_extent, m)?)?;
-    m.add_function(wrap_pyfunction!(run_flows, m)?)
+    let sub = PyModule::new(m.py(), "workloads")?;
+    sub.add_function(wrap_pyfunction!(trace_read, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(trace_convert, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(trace_detect, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(trace_extent, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(run_flows, &sub)?)?;
+    m.add_submodule(&sub)
 }

@@ -457,8 +457,15 @@ fn event_loop(
         for (i, f) in runs.iter_mut().enumerate() {
             if let Timing::Open { time_scale } = f.flow.timing {
                 if f.peek()? {
-                    let at = f.next.as_ref().expect("peeked").time_ns;
-                    let t = t0.saturating_add((at as f64 * time_scale) as u64).max(dev.now());
+                    let next = f.next.as_ref().expect("peeked");
+                    let scaled = t0 as f64 + next.time_ns as f64 * time_scale;
+                    if scaled > source::MAX_ARRIVAL_NS {
+                        return Err(in_flow(&f.flow.name, format!(
+                            "line {}: arrival at {} ns x time scale {time_scale:e} is past the simulated clock's 2^63 ns",
+                            next.line, next.time_ns
+                        )));
+                    }
+                    let t = (scaled as u64).max(dev.now());
                     earliest(&mut best, (t, true, i));
                 }
             }

@@ -8,6 +8,9 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
+/// The latest arrival time a flow may ask for (ns): half the clock's range, the rest left for the run after it.
+pub const MAX_ARRIVAL_NS: f64 = 9.223_372_036_854_775e18;
+
 /// A stream of requests, in arrival order.
 pub trait Requests: Send {
     /// The next request; `None` at the end.
@@ -66,6 +69,23 @@ impl TraceFile {
         })
     }
 
+    /// The error of a trace that ends without a request: a replay of nothing would report figures of nothing.
+    fn holds_nothing(&self) -> TraceError {
+        let st = self.reader.stats();
+        let why = match (&self.opts.device, st.filtered) {
+            (Some(d), n) if n > 0 => format!("; the {n} of other devices were left out (trace device {d:?})"),
+            _ => String::new(),
+        };
+        TraceError {
+            file: self.path.display().to_string(),
+            line: 0,
+            message: format!(
+                "the trace holds no requests ({} lines: {} ignored, {} skipped as malformed{why})",
+                st.lines, st.ignored, st.skipped
+            ),
+        }
+    }
+
     /// What the rounds so far held, with the arrival times of the repeats.
     fn stats_so_far(&self) -> TraceStats {
         let mut all = self.stats.clone();
@@ -89,10 +109,8 @@ impl Requests for TraceFile {
                     return Some(Ok(r));
                 }
                 Some(Err(e)) => return Some(Err(e)),
+                None if self.given == 0 => return Some(Err(self.holds_nothing())),
                 None if self.rounds_left > 0 => {
-                    if self.reader.stats().requests == 0 {
-                        return None; // nothing to repeat
-                    }
                     self.stats = self.stats_so_far();
                     self.rounds_left -= 1;
                     self.offset_ns = self.last_ns;
@@ -195,7 +213,11 @@ impl Synthetic {
         }
         let interval_ns = match spec.rate_iops {
             None => None,
-            Some(r) if r.is_finite() && r > 0.0 => Some(1e9 / r),
+            // The last arrival must fall inside the simulated clock (u64 ns, 584 years), never be clamped into it.
+            Some(r) if r.is_finite() && r > 0.0 && 1e9 / r * spec.ios as f64 <= MAX_ARRIVAL_NS => Some(1e9 / r),
+            Some(r) if r.is_finite() && r > 0.0 => {
+                return Err(format!("rate {r} requests/s spreads {} requests past the simulated clock's 2^63 ns", spec.ios))
+            }
             Some(r) => return Err(format!("rate {r} requests/s must be a positive number")),
         };
         let rng = rng_stream(spec.seed, &format!("flow:{name}"));

@@ -229,6 +229,11 @@ fn wrong_flows_and_requests_are_refused_naming_what() {
     assert!(Synthetic::new("s", &spec, 4096).err().unwrap().contains("rate -3"));
     let spec = SyntheticSpec { rate_iops: None, ios: 0, ..spec };
     assert!(Synthetic::new("s", &spec, 4096).err().unwrap().contains("at least one I/O"));
+    let spec = SyntheticSpec { ios: 1000, rate_iops: Some(1e-9), ..spec };
+    assert!(Synthetic::new("s", &spec, 4096).err().unwrap().contains("past the simulated clock"), "never clamped");
+    let far = vec![req(0, Op::Read, 0, 4096, 1), req(1 << 62, Op::Read, 0, 4096, 2)];
+    let e = msg(vec![flow("t", far, Timing::Open { time_scale: 4.0 })], &mut dev);
+    assert!(e.contains("flow \"t\": line 2: arrival at") && e.contains("past the simulated clock"), "{e}");
     // The device still works after all of these.
     let ok = run(&mut dev, vec![flow("t", mixed(10, 1000), OPEN)], Options::default(), None).unwrap();
     assert_eq!(ok.flows[0].all.requests, 10);
@@ -264,4 +269,19 @@ fn data_runs_store_what_they_write() {
     let d = dev.execute(5, Sqe::rw(opcode::READ, 0, 0, 2), DataBuf::FromDevice(&mut back)).unwrap();
     assert!(d.status.is_success());
     assert!(back.iter().enumerate().all(|(i, &b)| b == (i * 131 % 251) as u8));
+}
+
+#[test]
+fn a_trace_file_without_requests_is_an_error_not_an_empty_report() {
+    let dir = std::env::temp_dir().join(format!("nearflash-flows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("other-device.trace");
+    std::fs::write(&path, "0 0 0 8 1\n10 0 8 8 1\n").unwrap();
+    let opts = ParseOptions { device: Some("3".into()), ..ParseOptions::default() };
+    let file = TraceFile::open(&path, &opts, 2, None).unwrap();
+    let mut f = flow("t", vec![], OPEN);
+    f.source = Box::new(file);
+    let e = run(&mut device(), vec![f], Options::default(), None).unwrap_err().to_string();
+    assert!(e.contains("holds no requests (2 lines") && e.contains("the 2 of other devices were left out"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

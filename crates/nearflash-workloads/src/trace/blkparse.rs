@@ -77,7 +77,10 @@ impl LineParser for Parser {
                 let n = number("sectors", n)?;
                 (bytes("sector", start, self.sector)?, bytes("sectors", n, self.sector)?)
             }
-            _ => (0, 0),
+            // `[process]`, or a passthrough command's bytes `(cdb)`: no data.
+            None => (0, 0),
+            Some(s) if s.starts_with('[') || s.starts_with('(') => (0, 0),
+            Some(s) => return Err(format!("sector {:?} is not a non-negative integer", clip(s))),
         };
         offset.checked_add(len).ok_or("the request ends past 2^64 bytes")?;
         let op = if rwbs.contains('D') {

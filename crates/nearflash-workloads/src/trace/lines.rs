@@ -4,6 +4,9 @@
 use super::MAX_LINE;
 use std::io::BufRead;
 
+/// UTF-8's byte order mark, which some tools write at the start of a text file.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 pub(crate) struct Lines<R: BufRead> {
     src: R,
     buf: Vec<u8>,
@@ -68,6 +71,9 @@ impl<R: BufRead> Lines<R> {
         }
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
+        }
+        if self.line == 1 && self.buf.starts_with(BOM) {
+            self.buf.drain(..BOM.len()); // a Windows tool's UTF-8 byte order mark (MSR's traces came from Windows)
         }
         if too_long || self.buf.len() > MAX_LINE {
             return Err((self.line, format!("line longer than {MAX_LINE} bytes")));

@@ -441,6 +441,7 @@ impl<R: BufRead> Iterator for TraceReader<R> {
 
 /// The format of a trace whose first bytes are `head`, where they tell it unambiguously.
 pub fn detect(head: &[u8]) -> Result<Format, String> {
+    let head = head.strip_prefix(lines::BOM).unwrap_or(head);
     let text = String::from_utf8_lossy(&head[..head.len().min(MAX_LINE)]);
     let lines: Vec<&str> = text
         .lines()

@@ -40,6 +40,16 @@ fn mqsim_fields_sectors_and_time_units() {
 }
 
 #[test]
+fn a_byte_order_mark_is_not_part_of_the_first_line() {
+    let t = "\u{feff}Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n128166372003061629,h,0,Read,4096,4096,10\n";
+    assert_eq!(detect(t.as_bytes()), Ok(Format::Msr));
+    assert_eq!(ops(&ok(t, Format::Msr).0), [(0, Op::Read, 4096, 4096)]);
+    assert_eq!(ok("\u{feff}0 0 0 8 1\n", Format::Mqsim).0.len(), 1);
+    let e = err("0 0 0 8 1\n\u{feff}0 0 0 8 1\n", Format::Mqsim);
+    assert_eq!(e.line, 2, "only a file's first bytes are a byte order mark: {e}");
+}
+
+#[test]
 fn mqsim_malformed_lines_name_file_and_line() {
     for (text, line, what) in [
         ("0 0 0 8 1\n5 0 0 8\n", 2, "expected 5 fields"),
@@ -176,6 +186,8 @@ fn blkparse_default_output_d_or_q_events() {
         ("  8,0 1 1 0.0 1 DD R 0 + 8 [x]\n", "one letter"),
         ("  8,0 1 1 0.0 1 D D 0 + 0 [x]\n", "0 sectors"),
         ("  8,0 1 1 0.0000000001 1 D R 0 + 8 [x]\n", "seconds.nanoseconds"),
+        ("  8,0 1 1 0.0 1 D R x + 8 [x]\n", "sector \"x\" is not a non-negative integer"),
+        ("  8,0 1 1 0.0 1 D W -8 + 8 [x]\n", "sector \"-8\""),
     ] {
         assert!(err(bad, Format::Blkparse).message.contains(what), "{bad}: {}", err(bad, Format::Blkparse));
     }
