@@ -281,6 +281,24 @@ def test_replay_cli_prints_bench_like_figures_and_writes_latencies(tmp_path, cap
         assert rc == 2 and msg in err and "Traceback" not in err, (bad, err)
 
 
+def test_replay_trace_and_flows_cli_refuse_damaged_input_without_a_traceback(tmp_path, capsys):
+    bad, toml = tmp_path / "bad.trace", tmp_path / "bad.toml"
+    bad.write_text("0 0 0 8 7\n")
+    toml.write_text("[[flow]\n")
+    for args, msg in [(["replay", str(tmp_path / "none.trace")], "no such file"),
+                      (["replay", str(bad)], "bad.trace:1: type"),
+                      (["replay", str(tmp_path)], "is a directory"),
+                      (["replay", str(bad), "--skip-bad"], "holds no requests"),
+                      (["replay", str(bad), "--offset", "99999999999999999999999"], "below 2^64"),
+                      (["trace", "info", str(bad)], "bad.trace:1: type"),
+                      (["trace", "convert", str(bad), str(tmp_path / "out.iolog"), "--to", "fio"], "bad.trace:1"),
+                      (["flows", str(toml)], "not valid TOML"),
+                      (["flows", str(tmp_path / "none.toml")], "no scenario file")]:
+        rc, out, err = cli(capsys, *args)
+        assert rc == 2 and msg in err and "Traceback" not in err, (args, err)
+    assert not (tmp_path / "out.iolog").exists(), "a refused conversion writes nothing"
+
+
 def test_trace_info_and_convert_cli(tmp_path, capsys):
     rc, out, err = cli(capsys, "trace", "info", str(FIXTURES / "sqlite.trace"))
     assert rc == 0 and "mqsim" in out and "requests" in out, err
