@@ -338,6 +338,11 @@ pub fn run(
     if flows.len() as u64 > max_queues {
         return Err(SimError::Config(format!("{} flows, but the device has {max_queues} I/O queues (one per flow)", flows.len())));
     }
+    let ns = dev.namespace();
+    let lba = dev.lba_bytes();
+    let g = Geometry { lba_bytes: lba, lbas: ns.lbas, max_nlb: ns.max_lbas };
+    let max_depth = u32::try_from(dev.config().nvme.max_queue_depth.0).unwrap_or(u32::MAX).max(2) - 1;
+    // Every flow is checked before any queue is touched: a refused run changes nothing.
     let mut names = std::collections::HashSet::new();
     for f in &flows {
         if !names.insert(f.name.clone()) {
@@ -351,22 +356,19 @@ pub fn run(
         if let Timing::Closed { iodepth: 0 } = f.timing {
             return Err(in_flow(&f.name, "iodepth must be at least 1"));
         }
+        f.mapping.check(g).map_err(|e| in_flow(&f.name, e))?;
+        match f.queue_depth {
+            Some(0) => return Err(in_flow(&f.name, "queue depth must be at least 1")),
+            Some(d) if d > max_depth => {
+                return Err(in_flow(&f.name, format!("queue depth {d} exceeds the device's maximum of {max_depth}")))
+            }
+            _ => {}
+        }
+        f.priority.check_supported().map_err(|e| in_flow(&f.name, e))?;
     }
-    let ns = dev.namespace();
-    let lba = dev.lba_bytes();
-    let g = Geometry { lba_bytes: lba, lbas: ns.lbas, max_nlb: ns.max_lbas };
-    let max_depth = u32::try_from(dev.config().nvme.max_queue_depth.0).unwrap_or(u32::MAX).max(2) - 1;
     let mut runs = Vec::with_capacity(flows.len());
     for (i, flow) in flows.into_iter().enumerate() {
-        flow.mapping.check(g).map_err(|e| in_flow(&flow.name, e))?;
-        let capacity = match flow.queue_depth {
-            Some(0) => return Err(in_flow(&flow.name, "queue depth must be at least 1")),
-            Some(d) if d > max_depth => {
-                return Err(in_flow(&flow.name, format!("queue depth {d} exceeds the device's maximum of {max_depth}")))
-            }
-            Some(d) => d,
-            None => max_depth,
-        };
+        let capacity = flow.queue_depth.unwrap_or(max_depth);
         let qid = i as u16 + 1;
         open_queue(dev, qid, capacity + 1, flow.priority).map_err(|e| in_flow(&flow.name, e))?;
         runs.push(FlowRun {

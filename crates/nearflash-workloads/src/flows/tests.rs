@@ -234,6 +234,12 @@ fn wrong_flows_and_requests_are_refused_naming_what() {
     let far = vec![req(0, Op::Read, 0, 4096, 1), req(1 << 62, Op::Read, 0, 4096, 2)];
     let e = msg(vec![flow("t", far, Timing::Open { time_scale: 4.0 })], &mut dev);
     assert!(e.contains("flow \"t\": line 2: arrival at") && e.contains("past the simulated clock"), "{e}");
+    // A run refused for its second flow touched no queue for its first.
+    let mut fresh = device();
+    let mut low = flow("low", vec![], OPEN);
+    low.priority = "low".parse().unwrap();
+    assert!(msg(vec![flow("a", mixed(2, 10), OPEN), low], &mut fresh).contains("not supported yet"));
+    assert!(!fresh.has_queue(1), "a refused run changes nothing");
     // The device still works after all of these.
     let ok = run(&mut dev, vec![flow("t", mixed(10, 1000), OPEN)], Options::default(), None).unwrap();
     assert_eq!(ok.flows[0].all.requests, 10);
