@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -44,11 +43,7 @@ from nearflash.device import Device
 from nearflash.errors import InvalidArgument
 from nearflash.report import Report
 from nearflash.traces import U32_MAX, U64_MAX, TraceOptions, as_options, as_path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from nearflash.tomlfile import read_toml
 
 TRACE_KEYS = {"trace", "format", "sector_size", "time_unit", "blk_event", "trace_device", "skip_bad", "repeat",
               "limit", "time_scale", "offset", "wrap"}
@@ -401,15 +396,7 @@ def parse_scenario(data: dict[str, Any], base_dir: Path) -> Scenario:
 
 def load_scenario(path: Union[str, os.PathLike]) -> Scenario:
     p = as_path("path", path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise InvalidArgument(f"no scenario file at {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidArgument(f"cannot read {p}: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidArgument(f"{p} is not valid TOML: {e}") from None
-    return parse_scenario(data, p.resolve().parent)
+    return parse_scenario(read_toml(p, "scenario file"), p.resolve().parent)
 
 
 # --- trace replay ------------------------------------------------------------------------------------------------

@@ -1,12 +1,11 @@
 //! Bindings of `nearflash_workloads`: trace reading and conversion, and runs of flows (trace replay) on a device.
 //! Flows arrive as JSON (built and type-checked by `nearflash.flows`), results leave as JSON.
 
-use crate::device::{device_mut, PyDevice};
+use crate::device::{device_mut, with_progress, PyDevice};
 use crate::errors::to_py;
 use nearflash_core::SimError;
 use nearflash_workloads::flows::{self, spec, Options};
 use nearflash_workloads::trace::{self, nbdkit_log, write, Format};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -106,11 +105,6 @@ fn run_flows(
     latencies: Option<String>,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
-    if let Some(p) = &progress {
-        if !p.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
-        }
-    }
     let dev = device_mut(device)?;
     let list = spec::build_all(flows_json, dev.lba_bytes()).map_err(to_py)?;
     let latencies = match latencies {
@@ -120,23 +114,7 @@ fn run_flows(
             Some(Box::new(BufWriter::new(f)) as Box<dyn std::io::Write + Send>)
         }
     };
-    let mut raised: Option<PyErr> = None;
-    let result = py.allow_threads(|| {
-        let mut cb = |done: u64, total: u64| {
-            if let Some(p) = &progress {
-                if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
-                    raised = Some(e);
-                    return Err(SimError::InvalidArgument("the progress callback raised".into()));
-                }
-            }
-            Ok(())
-        };
-        flows::run(dev, list, Options { data, latencies }, Some(&mut cb))
-    });
-    if let Some(e) = raised {
-        return Err(e);
-    }
-    let r = result.map_err(to_py)?;
+    let r = with_progress(py, progress, |cb| flows::run(dev, list, Options { data, latencies }, Some(cb)))?;
     Ok(serde_json::to_string(&r).expect("results serialize"))
 }
 

@@ -39,6 +39,23 @@ pub struct WriteStats {
 /// blkparse's device field for the requests written (an NVMe namespace's major number).
 const BLK_DEVICE: &str = "259,0";
 
+/// Whether a request of a format holding only reads and writes (MQSim, MSR) is a read; `None` for a flush or a
+/// trim, counted as left out.
+fn data_op(op: Op, st: &mut WriteStats) -> Option<bool> {
+    match op {
+        Op::Read => Some(true),
+        Op::Write => Some(false),
+        Op::Flush => {
+            st.dropped_flushes += 1;
+            None
+        }
+        Op::Trim => {
+            st.dropped_trims += 1;
+            None
+        }
+    }
+}
+
 /// Writes `reqs` to `out` in `format`.
 pub fn write(out: &mut dyn Write, format: Format, reqs: &[Request], opts: &WriteOptions) -> io::Result<WriteStats> {
     let sector = opts.sector_size.max(1);
@@ -54,18 +71,8 @@ pub fn write(out: &mut dyn Write, format: Format, reqs: &[Request], opts: &Write
     match format {
         Format::Mqsim => {
             for r in reqs {
-                let kind = match r.op {
-                    Op::Read => 1,
-                    Op::Write => 0,
-                    Op::Flush => {
-                        st.dropped_flushes += 1;
-                        continue;
-                    }
-                    Op::Trim => {
-                        st.dropped_trims += 1;
-                        continue;
-                    }
-                };
+                let Some(read) = data_op(r.op, &mut st) else { continue };
+                let kind = if read { 1 } else { 0 };
                 let (first, n) = sectors(r, &mut st);
                 writeln!(out, "{} 0 {first} {n} {kind}", r.time_ns)?;
                 st.written += 1;
@@ -73,18 +80,8 @@ pub fn write(out: &mut dyn Write, format: Format, reqs: &[Request], opts: &Write
         }
         Format::Msr => {
             for r in reqs {
-                let kind = match r.op {
-                    Op::Read => "Read",
-                    Op::Write => "Write",
-                    Op::Flush => {
-                        st.dropped_flushes += 1;
-                        continue;
-                    }
-                    Op::Trim => {
-                        st.dropped_trims += 1;
-                        continue;
-                    }
-                };
+                let Some(read) = data_op(r.op, &mut st) else { continue };
+                let kind = if read { "Read" } else { "Write" };
                 let t = opts.start_ticks + r.time_ns / TICK_NS;
                 let rt = r.recorded_ns.unwrap_or(0) / TICK_NS;
                 writeln!(out, "{t},{},0,{kind},{},{},{rt}", opts.name, r.offset, r.len)?;
