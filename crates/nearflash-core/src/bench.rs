@@ -166,23 +166,28 @@ pub fn run(dev: &mut Device, w: &Workload, progress: Option<&mut dyn FnMut(u64, 
     if u64::from(w.jobs) > max_queues {
         return Err(SimError::Config(format!("{} jobs need as many I/O queues; the device has {max_queues}", w.jobs)));
     }
-    // Job j runs on queue 1 + j. The queues are borrowed: one with commands in flight is refused (taking it over
-    // would lose their completions), and each is given back as it was (absent, or at its depth) when the run ends.
+    // Job j runs on queue 1 + j.
     let qids: Vec<u16> = (1..=w.jobs as u16).collect();
-    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
-        return Err(SimError::InvalidArgument(format!(
-            "queue {busy} has commands in flight: the workload's {} jobs run on queues 1..={}; reap them first",
-            w.jobs, w.jobs
-        )));
-    }
-    let before: Vec<Option<u32>> = qids.iter().map(|&q| dev.queue_depth(q)).collect();
+    let before = borrow_queues(dev, &qids, &format!("the workload's {} jobs", w.jobs))?;
     let result = drive(dev, w, nlb, (start, len), &qids, progress);
     let restored = give_back(dev, &qids, &before);
     result.and_then(|r| restored.map(|()| r))
 }
 
+/// Borrows queues `qids` for a run (of `users`, named in the error): one with commands in flight is refused (taking
+/// it over would lose their completions); returns their depths (None: absent) for `give_back` when the run ends.
+pub fn borrow_queues(dev: &Device, qids: &[u16], users: &str) -> Result<Vec<Option<u32>>> {
+    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
+        let last = qids.last().copied().unwrap_or(1);
+        return Err(SimError::InvalidArgument(format!(
+            "queue {busy} has commands in flight: {users} run on queues 1..={last}; reap them first"
+        )));
+    }
+    Ok(qids.iter().map(|&q| dev.queue_depth(q)).collect())
+}
+
 /// Puts queues `qids` back as they were before a run: absent, or at depth `before[i]`.
-fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
+pub fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
     for (&qid, &depth) in qids.iter().zip(before) {
         let now = dev.queue_depth(qid);
         if now != depth {

@@ -18,6 +18,7 @@ pub use source::{InMemory, Requests, Synthetic, SyntheticSpec, TraceFile};
 pub use stats::{FlowReport, Latency, OpFigures};
 
 use crate::trace::{Op, Request};
+use nearflash_core::bench;
 use nearflash_core::device::Report;
 use nearflash_core::error::{Result, SimError};
 use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe};
@@ -322,14 +323,15 @@ impl FlowRun {
     }
 }
 
-/// Runs `flows` together on `dev` (its statistics are reset first; its state is kept). `progress(done, total)`
+/// Runs `flows` together on `dev` (its statistics are reset first; its state is kept), flow i on I/O queue 1 + i:
+/// borrowed (one with commands in flight is refused) and given back as it was. `progress(done, total)`
 /// is called now and then (parts per million of the flows' sources); an error from it stops the run (after the
 /// commands in flight complete) and is returned.
 pub fn run(
     dev: &mut Device,
     flows: Vec<Flow>,
-    mut opts: Options,
-    mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
+    opts: Options,
+    progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
 ) -> Result<RunResult> {
     if flows.is_empty() {
         return Err(SimError::Config("a run needs at least one flow".into()));
@@ -366,10 +368,27 @@ pub fn run(
         }
         f.priority.check_supported().map_err(|e| in_flow(&f.name, e))?;
     }
+    // Flow i runs on queue 1 + i, borrowed and given back as it was (as `bench` borrows its jobs' queues).
+    let qids: Vec<u16> = (1..=flows.len() as u16).collect();
+    let before = bench::borrow_queues(dev, &qids, &format!("the {} flows", flows.len()))?;
+    let result = run_on_queues(dev, flows, &qids, g, max_depth, opts, progress);
+    let restored = bench::give_back(dev, &qids, &before);
+    result.and_then(|r| restored.map(|()| r))
+}
+
+/// Runs validated flows, flow i on queue `qids[i]`.
+fn run_on_queues(
+    dev: &mut Device,
+    flows: Vec<Flow>,
+    qids: &[u16],
+    g: Geometry,
+    max_depth: u32,
+    mut opts: Options,
+    mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
+) -> Result<RunResult> {
     let mut runs = Vec::with_capacity(flows.len());
-    for (i, flow) in flows.into_iter().enumerate() {
+    for (flow, &qid) in flows.into_iter().zip(qids) {
         let capacity = flow.queue_depth.unwrap_or(max_depth);
-        let qid = i as u16 + 1;
         open_queue(dev, qid, capacity + 1, flow.priority).map_err(|e| in_flow(&flow.name, e))?;
         runs.push(FlowRun {
             flow,
@@ -386,7 +405,8 @@ pub fn run(
             stats: FlowStats::new(),
         });
     }
-    let most = if opts.data { u64::from(ns.max_lbas) * lba } else { 0 };
+    let (lba, most_lbas) = (g.lba_bytes, g.max_nlb);
+    let most = if opts.data { u64::from(most_lbas) * lba } else { 0 };
     let mut bufs = Buffers { payload: (0..most).map(|i| (i * 131 % 251) as u8).collect(), sink: vec![0; most as usize] };
     if let Some(w) = &mut opts.latencies {
         writeln!(w, "{LATENCY_HEADER}").map_err(SimError::Io)?;

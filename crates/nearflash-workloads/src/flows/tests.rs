@@ -291,3 +291,17 @@ fn a_trace_file_without_requests_is_an_error_not_an_empty_report() {
     assert!(e.contains("holds no requests (2 lines") && e.contains("the 2 of other devices were left out"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn flows_borrow_their_queues_and_never_take_one_with_commands_in_flight() {
+    use nearflash_core::nvme::{opcode, DataBuf, Sqe};
+    let mut dev = device();
+    dev.create_queue_pair(2, 9).unwrap();
+    dev.submit(2, Sqe::rw(opcode::READ, 77, 0, 1), DataBuf::None).unwrap();
+    let two = || vec![flow("a", mixed(20, 1000), OPEN), flow("b", mixed(20, 1000), OPEN)];
+    let e = run(&mut dev, two(), Options::default(), None).unwrap_err().to_string();
+    assert!(e.contains("queue 2 has commands in flight: the 2 flows run on queues 1..=2"), "{e}");
+    assert_eq!(dev.wait(2).map(|c| c.cqe.cid), Some(77), "the user's command still completes");
+    assert_eq!(run(&mut dev, two(), Options::default(), None).unwrap().flows.len(), 2);
+    assert_eq!((dev.queue_depth(1), dev.queue_depth(2)), (None, Some(9)), "given back as they were");
+}
