@@ -109,6 +109,27 @@ class CognitiveSSD:
         self.last_latency_ns = t
         return t
 
+    @property
+    def deployment(self) -> Optional[str]:
+        """The device's digest of its current deployment (CRC-32s of the two DLG_config payloads), None if none."""
+        return self.report().get("deployment")
+
+    def resume(self, model: Any, database: Any, codes: np.ndarray, digest: str, *, layout: str = "two_hop",
+               k: int = 25, calibration: int = 1000, seed: int = 1) -> None:
+        """Takes up a deployment the device already holds (it persists in the image) without sending DLG_config:
+        the host side (int8 model, `codes` of `database` kept from when it was deployed) is rebuilt and checked
+        against the device's `digest` and graph size. Raises `InvalidArgument` if the device holds another one."""
+        if layout not in LAYOUTS:
+            raise InvalidArgument(f"layout: {layout!r}; one of {', '.join(LAYOUTS)}")
+        if model is None or isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+            model = load_model(model)
+        rep = self.report()
+        if rep.get("deployment") != digest or rep.get("graph_deployed") != len(codes):
+            raise InvalidArgument(f"digest: the device holds deployment {rep.get('deployment')} of "
+                                  f"{rep.get('graph_deployed')} vertices, not {digest} of {len(codes)}")
+        self.index = DlgIndex(database, model, calibration=calibration, k=k, seed=seed, codes=codes)
+        self.layout = layout
+
     def _deployed(self) -> DlgIndex:
         if self.index is None:
             raise InvalidArgument("deploy(model, database) first: nothing is deployed on this device")
