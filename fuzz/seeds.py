@@ -151,12 +151,33 @@ def extension_commands(rng: random.Random) -> dict[str, bytes]:
     return seeds
 
 
+TRACES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "traces"
+#: The recorded fixtures by the fuzzers' format number (mqsim, msr, fio, blkparse, nbdkit-log).
+TRACE_FORMATS = {"sqlite.trace": 0, "fio.csv": 1, "qemu-img.iolog": 2, "mke2fs.blktrace.txt": 3,
+                 "qemu-img.nbdkit.log": 4}
+
+
+def trace_parse(rng: random.Random) -> dict[str, bytes]:
+    """trace_parse: a mode byte (format = mode % 6, 5 detects; option bits) + the first 4 KiB of each fixture."""
+    seeds = {}
+    for name, fmt in TRACE_FORMATS.items():
+        head = (TRACES / name).read_bytes()[:4096]
+        seeds[name] = bytes([fmt]) + head
+        seeds[f"{name}-detected"] = bytes([5 | 0x04]) + head
+    return seeds
+
+
+def trace_convert(rng: random.Random) -> dict[str, bytes]:
+    """trace_convert: a format byte (mode % 5) + trace text."""
+    return {name: bytes([fmt]) + (TRACES / name).read_bytes()[:2048] for name, fmt in TRACE_FORMATS.items()}
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus")
     rng = random.Random(1)
     targets = (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model),
                ("extension_commands", extension_commands), ("programs_commands", programs_commands),
-               ("programs_load", programs_load))
+               ("programs_load", programs_load), ("trace_parse", trace_parse), ("trace_convert", trace_convert))
     for target, make in targets:
         d = root / target
         d.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ VENV="$ROOT/.venv"
 # Debian tools the tests drive as unmodified clients (NBD export, ext4 images, fio, clang for eBPF programs,
 # ApacheBench), the Fashion-MNIST data set and the fortunes quotations (a text corpus for sentence embeddings). Installed once where apt-get can (root); otherwise the tests that
 # need them are skipped with a reason naming the missing tool.
-DEB_PACKAGES="nbdkit nbdkit-plugin-python libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils fortunes"
+DEB_PACKAGES="nbdkit libnbd-bin qemu-utils fio e2fsprogs dataset-fashion-mnist clang apache2-utils fortunes"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -41,6 +41,10 @@ fi
 log="$(mktemp)"
 if ! ( cd "$ROOT" && "$VENV/bin/maturin" develop --release >"$log" 2>&1 ); then
   cat "$log" >&2; rm -f "$log"; echo "building the native module failed" >&2; exit 1
+fi
+# The NBD export's plugin (a library nbdkit loads; `nearflash serve` finds it in target/release).
+if ! ( cd "$ROOT" && cargo build --release -q -p nearflash-nbd >"$log" 2>&1 ); then
+  cat "$log" >&2; rm -f "$log"; echo "building the NBD plugin failed" >&2; exit 1
 fi
 rm -f "$log"
 touch "$VENV/.built-once"

@@ -88,16 +88,51 @@ pub struct BenchResult {
     pub sim_ios_per_s: f64,
 }
 
+/// The I/Os of one job, fio-like: their first LBAs and directions, drawn from the job's own random stream in I/O
+/// order (a sequential job streams through its slice and wraps around). Shared by `bench` and the flows of trace
+/// replay, so that a synthetic flow issues what the same `bench` job would.
+pub struct AddressStream {
+    pattern: Pattern,
+    /// Blocks per I/O.
+    nlb: u64,
+    first: u64,
+    len: u64,
+    cursor: u64,
+    rng: crate::engine::Rng,
+}
+
+impl AddressStream {
+    /// I/Os of `nlb` blocks inside LBAs `[first, first + len)` (at least one I/O fits), drawn from `rng`.
+    pub fn new(pattern: Pattern, nlb: u64, first: u64, len: u64, rng: crate::engine::Rng) -> AddressStream {
+        AddressStream { pattern, nlb, first, len, cursor: 0, rng }
+    }
+
+    /// The next I/O: (first LBA, read?).
+    pub fn next_io(&mut self) -> (u64, bool) {
+        let slots = self.len / self.nlb;
+        let slba = if self.pattern.is_random() {
+            self.first + self.rng.gen_range(0..slots) * self.nlb
+        } else {
+            let s = self.first + (self.cursor % slots) * self.nlb;
+            self.cursor += 1;
+            s
+        };
+        let read = match self.pattern {
+            Pattern::Read | Pattern::RandRead => true,
+            Pattern::Write | Pattern::RandWrite => false,
+            Pattern::RandRw(f) => self.rng.gen::<f64>() < f,
+        };
+        (slba, read)
+    }
+}
+
 struct Job {
     qid: u16,
     issued: u64,
     quota: u64,
-    cursor: u64,
     /// The next I/Os, drawn ahead (see `issue`).
     ahead: std::collections::VecDeque<(u64, bool)>,
-    first: u64,
-    len: u64,
-    rng: crate::engine::Rng,
+    stream: AddressStream,
 }
 
 /// Runs `w` on `dev` (which keeps its state; statistics are reset first). `progress(done, total)` is called now
@@ -131,23 +166,28 @@ pub fn run(dev: &mut Device, w: &Workload, progress: Option<&mut dyn FnMut(u64, 
     if u64::from(w.jobs) > max_queues {
         return Err(SimError::Config(format!("{} jobs need as many I/O queues; the device has {max_queues}", w.jobs)));
     }
-    // Job j runs on queue 1 + j. The queues are borrowed: one with commands in flight is refused (taking it over
-    // would lose their completions), and each is given back as it was (absent, or at its depth) when the run ends.
+    // Job j runs on queue 1 + j.
     let qids: Vec<u16> = (1..=w.jobs as u16).collect();
-    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
-        return Err(SimError::InvalidArgument(format!(
-            "queue {busy} has commands in flight: the workload's {} jobs run on queues 1..={}; reap them first",
-            w.jobs, w.jobs
-        )));
-    }
-    let before: Vec<Option<u32>> = qids.iter().map(|&q| dev.queue_depth(q)).collect();
+    let before = borrow_queues(dev, &qids, &format!("the workload's {} jobs", w.jobs))?;
     let result = drive(dev, w, nlb, (start, len), &qids, progress);
     let restored = give_back(dev, &qids, &before);
     result.and_then(|r| restored.map(|()| r))
 }
 
+/// Borrows queues `qids` for a run (of `users`, named in the error): one with commands in flight is refused (taking
+/// it over would lose their completions); returns their depths (None: absent) for `give_back` when the run ends.
+pub fn borrow_queues(dev: &Device, qids: &[u16], users: &str) -> Result<Vec<Option<u32>>> {
+    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
+        let last = qids.last().copied().unwrap_or(1);
+        return Err(SimError::InvalidArgument(format!(
+            "queue {busy} has commands in flight: {users} run on queues 1..={last}; reap them first"
+        )));
+    }
+    Ok(qids.iter().map(|&q| dev.queue_depth(q)).collect())
+}
+
 /// Puts queues `qids` back as they were before a run: absent, or at depth `before[i]`.
-fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
+pub fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
     for (&qid, &depth) in qids.iter().zip(before) {
         let now = dev.queue_depth(qid);
         if now != depth {
@@ -180,15 +220,13 @@ fn drive(
         // Sequential jobs each stream through their own slice of the span.
         let slice = len / u64::from(w.jobs) / nlb * nlb;
         let first = start + u64::from(j) * slice;
+        let (first, len) = if w.pattern.is_random() { (start, len) } else { (first, slice) };
         jobs.push(Job {
             qid,
             issued: 0,
             quota: w.ios / u64::from(w.jobs) + u64::from(u64::from(j) < w.ios % u64::from(w.jobs)),
-            cursor: 0,
             ahead: Default::default(),
-            first: if w.pattern.is_random() { start } else { first },
-            len: if w.pattern.is_random() { len } else { slice },
-            rng: rng_stream(w.seed, &format!("bench-job-{j}")),
+            stream: AddressStream::new(w.pattern, nlb, first, len, rng_stream(w.seed, &format!("bench-job-{j}"))),
         });
     }
     let payload: Vec<u8> = (0..w.block_size).map(|i| (i * 131 % 251) as u8).collect();
@@ -231,35 +269,17 @@ fn drive(
     Ok(BenchResult { report: dev.report(), ios: total, wall_s, sim_ios_per_s: total as f64 / wall_s.max(1e-9) })
 }
 
-/// The next I/O of a job: (first LBA, read?). Draws from the job's stream in I/O order.
-fn draw(job: &mut Job, w: &Workload, nlb: u64) -> (u64, bool) {
-    let slots = job.len / nlb;
-    let slba = if w.pattern.is_random() {
-        job.first + job.rng.gen_range(0..slots) * nlb
-    } else {
-        let s = job.first + (job.cursor % slots) * nlb;
-        job.cursor += 1;
-        s
-    };
-    let read = match w.pattern {
-        Pattern::Read | Pattern::RandRead => true,
-        Pattern::Write | Pattern::RandWrite => false,
-        Pattern::RandRw(f) => job.rng.gen::<f64>() < f,
-    };
-    (slba, read)
-}
-
 fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8], sink: &mut [u8]) -> Result<()> {
     if job.issued >= job.quota {
         return Ok(());
     }
     job.issued += 1;
-    let (slba, read) = job.ahead.pop_front().unwrap_or_else(|| draw(job, w, nlb));
+    let (slba, read) = job.ahead.pop_front().unwrap_or_else(|| job.stream.next_io());
     // The following I/Os are drawn now (the stream's order is unchanged) so that what they will touch is on its way
     // into the cache while this one is simulated: the mapping entry two I/Os ahead, and the stored data of the next
     // one (whose mapping entry was requested one I/O ago).
     while job.ahead.len() < 2 && job.issued + (job.ahead.len() as u64) < job.quota {
-        let next = draw(job, w, nlb);
+        let next = job.stream.next_io();
         dev.prefetch(next.0);
         job.ahead.push_back(next);
     }

@@ -405,30 +405,8 @@ impl PyDevice {
             pattern = Pattern::RandRw(read_fraction);
         }
         let w = Workload { pattern, block_size, queue_depth, jobs, ios, span, seed, data };
-        if let Some(p) = &progress {
-            if !p.bind(py).is_callable() {
-                return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
-            }
-        }
         let d = device_mut(self)?;
-        // An exception from `progress` (KeyboardInterrupt included) stops the run and is raised as itself.
-        let mut raised: Option<PyErr> = None;
-        let result = py.allow_threads(|| {
-            let mut cb = |done: u64, total: u64| {
-                if let Some(p) = &progress {
-                    if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
-                        raised = Some(e);
-                        return Err(SimError::InvalidArgument("the progress callback raised".into()));
-                    }
-                }
-                Ok(())
-            };
-            bench::run(d, &w, Some(&mut cb))
-        });
-        if let Some(e) = raised {
-            return Err(e);
-        }
-        let r = result.map_err(to_py)?;
+        let r = with_progress(py, progress, |cb| bench::run(d, &w, Some(cb)))?;
         Ok(serde_json::to_string(&r).expect("bench result serializes"))
     }
 
@@ -467,4 +445,35 @@ impl PyDevice {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()
+}
+
+/// Runs `work` without the GIL, calling `progress(done, total)` (a Python callable, or None) as it goes: an exception
+/// from it (KeyboardInterrupt included) stops the work and is raised as itself.
+pub(crate) fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<PyObject>,
+    work: impl Send + FnOnce(&mut dyn FnMut(u64, u64) -> nearflash_core::error::Result<()>) -> nearflash_core::error::Result<T>,
+) -> PyResult<T> {
+    if let Some(p) = &progress {
+        if !p.bind(py).is_callable() {
+            return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
+        }
+    }
+    let mut raised: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut cb = |done: u64, total: u64| {
+            if let Some(p) = &progress {
+                if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
+                    raised = Some(e);
+                    return Err(SimError::InvalidArgument("the progress callback raised".into()));
+                }
+            }
+            Ok(())
+        };
+        work(&mut cb)
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    result.map_err(to_py)
 }

@@ -26,18 +26,13 @@ import argparse
 import hashlib
 import itertools
 import json
-import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 from nearflash.errors import InvalidArgument
+from nearflash.tomlfile import read_toml
 from nearflash.workload import BenchJob
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 TOP_KEYS = {"name", "base", "workload", "grid", "points"}
 BASE_KEYS = {"preset", "seed", "overrides"}
@@ -205,13 +200,4 @@ def check_device_parameters(points: Iterable[Point]) -> None:
 
 
 def load(path: Union[str, Path]) -> Spec:
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise InvalidArgument(f"no sweep specification at {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidArgument(f"cannot read {p}: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidArgument(f"{p} is not valid TOML: {e}") from None
-    return expand(data)
+    return expand(read_toml(Path(path), "sweep specification"))

@@ -483,21 +483,38 @@ impl Device {
     /// Under `mqsim_tsu` the array's issue queue is run up to that completion first (a command submitted later at
     /// an earlier host time is queued on the array no earlier than the last event run).
     pub fn next_completion_time(&mut self, sqid: u16) -> Option<Time> {
+        self.next_completion_before(sqid, Time::MAX)
+    }
+
+    /// Time of the earliest completion on `sqid` that comes before `limit`, if one does. Under `mqsim_tsu` the
+    /// array's issue queue is run only up to `limit`: a host that will submit at `limit` (an open-loop arrival)
+    /// finds the array where it was then, not past it.
+    pub fn next_completion_before(&mut self, sqid: u16, limit: Time) -> Option<Time> {
         // Until no read of the queue is deferred, an event before its earliest posted completion may post an
         // earlier one.
         while self.deferred.per_queue.get(&sqid).is_some_and(|&n| n > 0) {
             let posted = self.queues.next_time(sqid);
             match self.core.nand.next_read_event() {
-                Some(e) if posted.is_none_or(|c| e < c) => self.step_read_event(),
+                Some(e) if e < limit && posted.is_none_or(|c| e < c) => self.step_read_event(),
                 _ => break,
             }
         }
-        self.queues.next_time(sqid)
+        self.queues.next_time(sqid).filter(|&t| t < limit)
     }
 
     /// Reaps a completion on `sqid` that happened at or before now.
     pub fn reap(&mut self, sqid: u16) -> Option<Completion> {
         let c = self.queues.reap(sqid, self.now)?;
+        self.account(sqid, &c);
+        Some(c)
+    }
+
+    /// Reaps the earliest pending completion on `sqid` whenever it happens, without moving the host clock: a host
+    /// whose reactions to completions are set by something else than this clock (an NBD client, whose requests
+    /// arrive on their own) learns each completion's time, and the device can go on taking commands at `now`.
+    pub fn reap_next(&mut self, sqid: u16) -> Option<Completion> {
+        let t = self.next_completion_time(sqid)?;
+        let c = self.queues.reap(sqid, t)?;
         self.account(sqid, &c);
         Some(c)
     }

@@ -611,3 +611,28 @@ fn mqsim_tsu_reads_complete_from_the_issue_queue_deterministically() {
     assert_eq!(out, data);
     assert!(done.latency_ns > dev.config().nand.t_read.0, "the read waited for the flash");
 }
+
+#[test]
+fn reap_next_takes_completions_in_time_order_without_moving_the_clock() {
+    let mut dev = dev_with(&small(&[]), false);
+    dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+    dev.create_queue_pair(1, 16).unwrap();
+    dev.reset_stats();
+    let t0 = dev.now();
+    for i in 0..8u64 {
+        let mut sqe = Sqe::rw(opcode::READ, 0, i * 4099 % dev.namespace().lbas, 1);
+        sqe.cid = dev.next_cid(1);
+        dev.submit(1, sqe, DataBuf::None).unwrap();
+    }
+    let mut last = t0;
+    for _ in 0..8 {
+        let c = dev.reap_next(1).expect("a completion is pending");
+        assert!(c.time >= last && c.time > t0);
+        last = c.time;
+        assert_eq!(dev.now(), t0, "the host clock stays where the commands were submitted");
+    }
+    assert!(dev.reap_next(1).is_none());
+    let r = dev.report();
+    assert_eq!(r.ops["read"].count, 8);
+    assert_eq!(r.elapsed_ns, last - t0, "the window ends at the last completion");
+}
