@@ -204,7 +204,8 @@ fn read_during_hashing(method: &str) -> (u64, u64) {
     assert!(w.status.is_success());
     let fl = Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() };
     dev.execute(2, fl, DataBuf::None).unwrap();
-    dev.advance_to(dev.horizon());
+    let h = dev.horizon();
+    dev.advance_to(h);
     let imgs = images(16, 1).concat();
     let c = DlgCommand::Hashing { address: 0, size: imgs.len() as u32, bits: BITS }.encode(1, 1).unwrap();
     let t0 = dev.now();
@@ -238,7 +239,8 @@ fn reads_beside_hashing(turns: u32) -> (u64, u64) {
         assert!(dev.execute(2, Sqe::rw(opcode::WRITE, 0, 32 * i, 32), DataBuf::ToDevice(&data)).unwrap().status.is_success());
     }
     dev.execute(2, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
-    dev.advance_to(dev.horizon());
+    let h = dev.horizon();
+    dev.advance_to(h);
     let imgs = images(16, 1).concat();
     let t0 = dev.now();
     dev.submit(1, DlgCommand::Hashing { address: 0, size: imgs.len() as u32, bits: BITS }.encode(1, 1).unwrap(), DataBuf::ToDevice(&imgs)).unwrap();

@@ -8,7 +8,8 @@ use crate::nvme::{self, decode_admin, AdminCommand, Sqe, Status};
 
 impl Device {
     pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
-        let fw = self.fw(t, self.core.ctrl.fw_other);
+        let c = &mut self.core;
+        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_other);
         let cmd = match decode_admin(sqe) {
             Ok(c) => c,
             Err(s) => return (s, 0, fw),

@@ -9,7 +9,7 @@ use super::core::DeviceCore;
 use super::report::OpClass;
 use crate::config::DeviceConfig;
 use crate::ctrl::UnitHandle;
-use crate::engine::{Rng, Time};
+use crate::engine::{At, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{Location, PageData, PhysError};
 use crate::nand::{EccOutcome, Geometry};
@@ -137,18 +137,33 @@ impl ExecCtx<'_> {
     /// Reads `nlb` blocks from `slba` through the FTL into controller memory (`out`; empty for timing only), from
     /// `ready`. Fails with LBA Out of Range or Unrecovered Read Error.
     pub fn flash_read(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.core.read_lbas(slba, nlb, ready, out, true)
+        self.read_lbas(slba, nlb, ready, out, true)
+    }
+
+    /// Reads through the FTL and waits (in the event loop) for every page.
+    fn read_lbas(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8], on_cores: bool) -> Result<FlashRead, Status> {
+        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, on_cores)?;
+        let lookup = self.core.wait_for(r.lookup);
+        let mut read = FlashRead { done: lookup, pages: Vec::with_capacity(r.pages.len()) };
+        for p in &r.pages {
+            let done = self.core.wait_for(p.done);
+            read.done = read.done.max(done);
+            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done });
+        }
+        self.core.recycle(r.pages);
+        Ok(read)
     }
 
     /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
     /// whose own units sequence the flash (iSSD's per-channel FMCs).
     pub fn flash_read_self_sequenced(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.core.read_lbas(slba, nlb, ready, out, false)
+        self.read_lbas(slba, nlb, ready, out, false)
     }
 
     /// Writes whole blocks through the write buffer and FTL; returns when buffered.
     pub fn write_lbas(&mut self, slba: u64, data: &[u8], ready: Time) -> Result<Time, Status> {
-        self.core.write_lbas(slba, data, None, ready)
+        let at = self.core.write_lbas(slba, data, None, At::at(ready))?;
+        Ok(self.core.wait_for(at))
     }
 
     /// As `write_lbas`, with `SPARE_BYTES` of extension spare bytes per block programmed into its OOB slot and
@@ -158,7 +173,8 @@ impl ExecCtx<'_> {
         if spare.len() != blocks * SPARE_BYTES || data.len() % self.lba_bytes() as usize != 0 {
             return Err(Status::INVALID_FIELD);
         }
-        self.core.write_lbas(slba, data, Some(spare), ready)
+        let at = self.core.write_lbas(slba, data, Some(spare), At::at(ready))?;
+        Ok(self.core.wait_for(at))
     }
 
     /// The extension spare bytes written with an LBA's current copy (zeroes if unmapped or written without).
@@ -186,7 +202,8 @@ impl ExecCtx<'_> {
             return Ok((psa, self.dram(ready, SPARE_BYTES as u64)));
         }
         let addr = self.page_addr(psa / u64::from(self.core.nand.geo.sectors_per_page))?;
-        Ok((psa, self.core.program_page_timed(addr.die, addr.page, ready)))
+        let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
+        Ok((psa, self.core.wait_for(at)))
     }
 
     fn lpn(&self, lba: u64) -> Result<u32, Status> {
@@ -305,7 +322,8 @@ impl ExecCtx<'_> {
                 Err(_) => return Err(Status::INTERNAL_ERROR),
             }
         }
-        let (done, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, ready);
+        let (at, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, At::at(ready));
+        let done = self.core.wait_for(at);
         if ecc.iter().any(|e| !e.is_ok()) || pages.iter().any(|p| p.corrupt != 0) {
             self.core.media_errors += 1;
             outs.iter_mut().for_each(|o| o.fill(0));
@@ -322,7 +340,8 @@ impl ExecCtx<'_> {
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         };
-        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, ready);
+        let (at, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, At::at(ready));
+        let done = self.core.wait_for(at);
         if !ecc.is_ok() || page.corrupt != 0 {
             self.core.media_errors += 1;
             out.fill(0);
@@ -361,7 +380,8 @@ impl ExecCtx<'_> {
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         }
-        Ok(self.core.program_page_timed(addr.die, addr.page, ready))
+        let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
+        Ok(self.core.wait_for(at))
     }
 
     /// Erases reserved block `block` (global number); returns when tBERS ends.
@@ -373,7 +393,8 @@ impl ExecCtx<'_> {
         }
         let g = &self.core.nand.geo;
         let die = g.die_of_plane(g.plane_of_block(block));
-        Ok(self.core.erase_block_timed(die, ready))
+        let at = self.core.erase_block_timed(die, At::at(ready));
+        Ok(self.core.wait_for(at))
     }
 
     /// The extension spare bytes of a physical page's slots (`SPARE_BYTES` each, in slot order).

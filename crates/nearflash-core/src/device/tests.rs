@@ -108,8 +108,8 @@ fn sequential_read_bandwidth_is_the_tightest_limit() {
 
 #[test]
 fn iops_scale_with_queue_depth_until_dies_saturate() {
-    // Four dies and a slow array: the dies are the bottleneck.
-    let o = small(&[("channels", "4"), ("chips_per_channel", "1"), ("t_read", "200us"), ("cache_read", "false")]);
+    // Four dies and a slow array: the dies are the bottleneck (one plane per read: no multi-plane gathering).
+    let o = small(&[("channels", "4"), ("chips_per_channel", "1"), ("t_read", "200us"), ("cache_read", "false"), ("multi_plane", "false")]);
     let mut dev = dev_with(&o, false);
     dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
     let t = dev.core.nand.timing.clone();
@@ -168,13 +168,15 @@ fn random_writes_at_full_fill_reach_steady_state_with_waf_above_one() {
     assert!((a / b - 1.0).abs() < 0.1, "steady state: {windows:?}");
 }
 
-/// With blocking GC a host write that finds its plane short of free blocks books whole victims on the die at
-/// once, and the writes behind it wait for the episode; incremental GC interleaves the same moves with host
-/// programs, so the tail latency falls and the dies stay busier for the same flash work.
+/// With blocking GC a host write that finds its plane short of free blocks queues whole victims on the die at
+/// once; with GC's transactions served first (`gc_priority = urgent`, MQSim's non-preemptive GC) the host programs
+/// behind them, and the writes waiting for the buffer room those programs release, wait for the episode.
+/// Incremental GC interleaves the same moves with host programs, so the tail latency falls and the dies stay busier
+/// for the same flash work. (With `gc_priority = equal` the scheduler interleaves even blocking GC's moves.)
 #[test]
 fn incremental_gc_bounds_write_latency_in_steady_state() {
     let run_with = |pacing: &str| {
-        let o = small(&[("write_buffer", "1MiB"), ("gc_pacing", pacing)]);
+        let o = small(&[("write_buffer", "1MiB"), ("gc_pacing", pacing), ("gc_priority", "urgent")]);
         let mut dev = dev_with(&o, false);
         dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
         let lbas = dev.namespace().lbas;
