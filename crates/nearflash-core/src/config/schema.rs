@@ -53,6 +53,21 @@ pub struct NandConfig {
     pub channel_arbitration: Choice,
     /// Rated program/erase cycles, used by the wear term of the bit-error model.
     pub endurance: Count,
+    /// Program/erase suspension for reads (and erase suspension for programs): none | program | erase | both.
+    pub suspend: Choice,
+    /// From the suspend command until the die takes the read (the step under way finishes; its progress counts).
+    pub t_suspend_program: Nanos,
+    /// Resuming a suspended program: the interrupted step is set up again before the time it had left.
+    pub t_resume_program: Nanos,
+    pub t_suspend_erase: Nanos,
+    pub t_resume_erase: Nanos,
+    /// A program (erase) is suspended only if at least this much of it is left.
+    pub suspend_min_left_program: Nanos,
+    pub suspend_min_left_erase: Nanos,
+    /// Suspensions one program or erase may take before it runs to its end.
+    pub max_suspensions: Count,
+    /// With erase suspension, programs may suspend erases too (write-suspend-erase), not only reads.
+    pub suspend_erase_for_writes: Flag,
 }
 
 /// Error-correction and the raw bit-error model.
@@ -197,6 +212,9 @@ pub struct EnergyConfig {
     pub nand_read_page: PicoJoules,
     pub nand_program_page: PicoJoules,
     pub nand_erase_block: PicoJoules,
+    /// Energy of resuming a suspended program (erase): the interrupted step repeated.
+    pub nand_resume_program: PicoJoules,
+    pub nand_resume_erase: PicoJoules,
     pub channel_per_byte: PjPerByte,
     pub ecc_per_byte: PjPerByte,
     pub ssd_dram_per_byte: PjPerByte,
@@ -487,6 +505,12 @@ impl DeviceConfig {
                 "nand.channel_arbitration {:?}: expected interleave, data_first or mqsim_tsu",
                 n.channel_arbitration.0
             ));
+        }
+        if !matches!(n.suspend.0.as_str(), "none" | "program" | "erase" | "both") {
+            return bad(format!("nand.suspend {:?}: expected none, program, erase or both", n.suspend.0));
+        }
+        if n.suspend.0 != "none" && n.max_suspensions.0 < 1 {
+            return bad("nand.max_suspensions must be at least 1 when nand.suspend is on".into());
         }
         if n.channel_arbitration.0 == "mqsim_tsu" && n.cache_read.0 {
             return bad(

@@ -5,6 +5,7 @@
 
 use super::timing::{Booking, Ev, Posting, Step};
 use crate::config::{DeviceConfig, GcPriority, UnmappedRead};
+use crate::ctrl::sched::suspend::{Rule, Rules};
 use crate::ctrl::sched::{ClassId, ClassTable, Level, SchedConfig, Scheduler, TxnReq, GC, GC_URGENT};
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Resources, Rng, Time};
@@ -171,6 +172,25 @@ impl FlashSink for FlashTiming<'_> {
     }
 }
 
+/// The suspension rules of `nand.suspend` (None when off: no suspension code runs).
+fn suspend_rules(cfg: &DeviceConfig) -> Option<Rules> {
+    let n = &cfg.nand;
+    let (program, erase) = match n.suspend.0.as_str() {
+        "program" => (true, false),
+        "erase" => (false, true),
+        "both" => (true, true),
+        _ => return None,
+    };
+    let e = &cfg.energy;
+    let rule = |t_suspend: u64, t_resume: u64, min_left: u64, energy_resume: f64| Rule { t_suspend, t_resume, min_left, energy_resume };
+    Some(Rules {
+        program: program.then(|| rule(n.t_suspend_program.0, n.t_resume_program.0, n.suspend_min_left_program.0, e.nand_resume_program.0)),
+        erase: erase.then(|| rule(n.t_suspend_erase.0, n.t_resume_erase.0, n.suspend_min_left_erase.0, e.nand_resume_erase.0)),
+        programs_suspend_erases: n.suspend_erase_for_writes.0,
+        max_per_op: n.max_suspensions.0.min(u64::from(u32::MAX)) as u32,
+    })
+}
+
 /// A read transaction of `bytes` of one page with its ECC outcome's retries and soft decode.
 fn read_req(die: u32, page: u32, plane: u32, bytes: u64, outcome: EccOutcome, class: ClassId) -> TxnReq {
     TxnReq {
@@ -199,7 +219,7 @@ impl DeviceCore {
             order: cfg.flash_order(),
             tsu: nand.timing.data_outs_first,
             multi_plane: nand.timing.multi_plane,
-            suspend: None,
+            suspend: suspend_rules(&cfg),
         };
         let sched = Scheduler::new(sc, ClassTable::new([4, 2, 1], gc_level), &nand, &mut ledger);
         DeviceCore {

@@ -35,6 +35,8 @@ const READ: usize = 0;
 const PROGRAM: usize = 1;
 const ERASE: usize = 2;
 const ALL_KINDS: u8 = 0b111;
+/// Every class but GC's.
+const NOT_GC: u32 = !(1 << GC.0 | 1 << GC_URGENT.0);
 
 fn kind_index(k: CmdKind) -> usize {
     match k {
@@ -418,14 +420,19 @@ impl Scheduler {
         if !nand.die_idle(die) || (self.cfg.tsu && nand.channel_busy(self.channel_of_die[die as usize])) {
             return;
         }
+        // While an operation is suspended the die serves only what may suspend it, and only what waited when it
+        // stopped: reads (programs too for a suspended erase with write-suspend-erase), not GC's.
         let suspended = nand.suspended(die);
-        let (allowed, before) = match suspended {
-            None => (ALL_KINDS, u64::MAX),
-            Some(CmdKind::Erase) => (1 << READ | 1 << PROGRAM, self.dies[die as usize].serve_before),
-            Some(_) => (1 << READ, self.dies[die as usize].serve_before),
+        let (allowed, classes, before) = match suspended {
+            None => (ALL_KINDS, u32::MAX, u64::MAX),
+            Some(kind) => {
+                let programs = kind == CmdKind::Erase && self.cfg.suspend.is_some_and(|r| r.programs_suspend_erases);
+                let kinds = if programs { 1 << READ | 1 << PROGRAM } else { 1 << READ };
+                (kinds, NOT_GC, self.dies[die as usize].serve_before)
+            }
         };
-        match self.pick(die, allowed, before) {
-            Some(id) => self.issue(die, id, before, now, nand, ledger, q),
+        match self.pick(die, allowed, classes, before) {
+            Some(id) => self.issue(die, id, classes, before, now, nand, ledger, q),
             None => {
                 if let Some(kind) = suspended {
                     let rule = self.cfg.suspend.as_ref().and_then(|r| r.rule(kind)).copied().expect("suspended by a rule");
@@ -444,10 +451,11 @@ impl Scheduler {
         if nand.suspended(die).is_some() {
             return;
         }
+        // GC's own reads and programs never suspend: they gain no latency anyone waits for.
         let w = &self.dies[die as usize].with_work;
-        let wants = if w[READ] != 0 {
+        let wants = if w[READ] & NOT_GC != 0 {
             CmdKind::Read
-        } else if w[PROGRAM] != 0 {
+        } else if w[PROGRAM] & NOT_GC != 0 {
             CmdKind::Program
         } else {
             return;
@@ -459,11 +467,11 @@ impl Scheduler {
         }
     }
 
-    /// The transaction to serve next among `allowed` kinds (while suspended: only those with sequence numbers
-    /// below `before`), taken from its queue. The highest level with work wins; within it, `read_first` serves the
+    /// The transaction to serve next among `allowed` kinds of the classes in mask `classes` (while suspended: only
+    /// those with sequence numbers below `before`), taken from its queue. The highest level with work wins; within it, `read_first` serves the
     /// first kind any of its classes has, the classes taking turns (normal level) or the oldest first (others);
     /// `fifo` lets the classes take turns and each serve its oldest transaction.
-    fn pick(&mut self, die: u32, allowed: u8, before: u64) -> Option<u32> {
+    fn pick(&mut self, die: u32, allowed: u8, classes: u32, before: u64) -> Option<u32> {
         let dq = &self.dies[die as usize];
         let head_seq = |class: usize, kind: usize| dq.q[class * KINDS + kind].front().map(|&id| self.txns[id as usize].seq);
         let mut by_kind = [0u32; KINDS];
@@ -471,7 +479,7 @@ impl Scheduler {
             if allowed & (1 << k) == 0 {
                 continue;
             }
-            *m = dq.with_work[k];
+            *m = dq.with_work[k] & classes;
             if before != u64::MAX {
                 let mut rest = *m;
                 while rest != 0 {
@@ -548,6 +556,7 @@ impl Scheduler {
         &mut self,
         die: u32,
         id: u32,
+        classes: u32,
         before: u64,
         now: Time,
         nand: &mut NandArray,
@@ -563,7 +572,7 @@ impl Scheduler {
         if first.req.kind == CmdKind::Read && self.cfg.multi_plane && first.req.plane != u32::MAX && !first.req.column {
             let ppd = nand.geo.planes_per_die;
             let mut mask = 1u64 << first.req.plane.min(63);
-            'classes: for class in 0..self.classes.len() {
+            'classes: for class in (0..self.classes.len()).filter(|&c| classes & (1 << c) != 0) {
                 let qi = class * KINDS + READ;
                 let mut i = 0;
                 while i < self.dies[die as usize].q[qi].len() {

@@ -3,7 +3,8 @@
 //! line of this module runs.
 //!
 //! The rule (Wu and He, FAST'12; MQSim's intended `TSU_OutOfOrder` rule, which its code never reaches): a read (or,
-//! with erase suspension, a program) that can be issued on a die busy with a program or erase suspends it when
+//! with `nand.suspend_erase_for_writes`, a program) of a class other than GC's waiting for a die busy with a program or erase
+//! suspends it when
 //! suspension of that kind is on, the operation has at least the minimum left, it has been suspended fewer than the
 //! limit, and nothing else is suspended on the die. The operation stops `t_suspend` later (the step under way
 //! finishes, its progress counts); the die then serves the transactions that waited when it stopped and resumes the
@@ -30,6 +31,8 @@ pub struct Rule {
 pub struct Rules {
     pub program: Option<Rule>,
     pub erase: Option<Rule>,
+    /// Programs may suspend erases too (Wu and He's write-suspend-erase); reads always may.
+    pub programs_suspend_erases: bool,
     /// Suspensions one operation may take (then it runs to its end).
     pub max_per_op: u32,
 }
@@ -44,11 +47,12 @@ impl Rules {
     }
 
     /// Whether a transaction of kind `wants` may suspend the die's `working` operation with `left` ns left after
-    /// `done` suspensions. Reads may suspend programs and erases; programs only erases.
+    /// `done` suspensions. Reads may suspend programs and erases; programs only erases, and only with
+    /// `programs_suspend_erases`.
     pub fn allows(&self, wants: CmdKind, working: CmdKind, left: Time, done: u32) -> bool {
         let kind_ok = match (wants, working) {
             (CmdKind::Read, CmdKind::Program | CmdKind::Erase) => true,
-            (CmdKind::Program, CmdKind::Erase) => true,
+            (CmdKind::Program, CmdKind::Erase) => self.programs_suspend_erases,
             _ => false,
         };
         kind_ok && done < self.max_per_op && self.rule(working).is_some_and(|r| left >= r.min_left && left > r.t_suspend)
@@ -110,7 +114,7 @@ mod tests {
     #[test]
     fn the_rule_checks_kind_time_left_and_count() {
         let r = Rule { t_suspend: 5_000, t_resume: 10_000, min_left: 100_000, energy_resume: 0.0 };
-        let rules = Rules { program: Some(r), erase: None, max_per_op: 2 };
+        let rules = Rules { program: Some(r), erase: None, programs_suspend_erases: true, max_per_op: 2 };
         assert!(rules.allows(CmdKind::Read, CmdKind::Program, 100_000, 0));
         assert!(!rules.allows(CmdKind::Read, CmdKind::Program, 99_999, 0), "too little left");
         assert!(!rules.allows(CmdKind::Read, CmdKind::Program, 500_000, 2), "suspended enough");
@@ -118,6 +122,8 @@ mod tests {
         assert!(!rules.allows(CmdKind::Program, CmdKind::Program, 500_000, 0), "programs never suspend programs");
         let both = Rules { erase: Some(r), ..rules };
         assert!(both.allows(CmdKind::Program, CmdKind::Erase, 3_000_000, 1));
+        assert!(!Rules { programs_suspend_erases: false, ..both }.allows(CmdKind::Program, CmdKind::Erase, 3_000_000, 1));
+        assert!(Rules { programs_suspend_erases: false, ..both }.allows(CmdKind::Read, CmdKind::Erase, 3_000_000, 1));
         let mut s = SuspendStats::default();
         s.suspended(CmdKind::Program, 1);
         s.suspended(CmdKind::Program, 2);

@@ -316,7 +316,7 @@ fn background_gc_waits_for_host_reads_and_urgent_gc_goes_first() {
 
 fn rules(max_per_op: u32) -> Rules {
     let r = Rule { t_suspend: 20_000, t_resume: 15_000, min_left: 100_000, energy_resume: 1000.0 };
-    Rules { program: Some(r), erase: Some(Rule { min_left: 700_000, ..r }), max_per_op }
+    Rules { program: Some(r), erase: Some(Rule { min_left: 700_000, ..r }), programs_suspend_erases: true, max_per_op }
 }
 
 #[test]
