@@ -64,6 +64,8 @@ pub(crate) enum Step {
     Admit(u64),
     /// Posts a command's completion (the CQE over the link, the driver's completion path).
     Complete(Posting),
+    /// A one-page host read's delivery (`Booking::Deliver` of these bytes), then its completion.
+    DeliverThenComplete(u64, Posting),
 }
 
 /// Slots of resolved steps are reclaimed every this many events.
@@ -101,8 +103,23 @@ impl DeviceCore {
 
     /// Posts the completion `p` once `done` is known.
     pub(crate) fn complete(&mut self, p: Posting, done: At) {
+        // A read's last step is its delivery: the completion rides on it (one step less per read).
+        if let Some(step) = self.flow.unwatched_mut(done) {
+            if let Step::Book(Booking::Deliver(bytes)) = *step {
+                *step = Step::DeliverThenComplete(bytes, p);
+                return;
+            }
+        }
         let floor = self.floor();
         self.flow.add1(Step::Complete(p), floor, done);
+    }
+
+    /// Books the completion entry over the link and the driver's completion path; returns when the host sees it.
+    fn post(&mut self, p: Posting, ready: Time) -> Time {
+        let t_cqe = self.host.to_host(&mut self.res, &mut self.ledger, ready, crate::nvme::CQE_BYTES as u64) + self.host.link_latency;
+        let t_app = self.host.complete_path(&mut self.res, t_cqe);
+        self.posted.push((p, t_app));
+        t_app
     }
 
     /// The latest of `floor` and `times` (a step only when some are not known).
@@ -154,11 +171,13 @@ impl DeviceCore {
                     self.events.push(ready, Ev::Admit(idx));
                 }
                 Step::Complete(p) => {
-                    let c = self.host.link_latency;
-                    let t_cqe = self.host.to_host(&mut self.res, &mut self.ledger, ready, crate::nvme::CQE_BYTES as u64) + c;
-                    let t_app = self.host.complete_path(&mut self.res, t_cqe);
-                    self.posted.push((p, t_app));
-                    self.flow.resolve(idx, t_app);
+                    let t = self.post(p, ready);
+                    self.flow.resolve(idx, t);
+                }
+                Step::DeliverThenComplete(bytes, p) => {
+                    let delivered = self.run_booking(Booking::Deliver(bytes), ready);
+                    let t = self.post(p, delivered);
+                    self.flow.resolve(idx, t);
                 }
                 Step::InFlash { .. } => unreachable!("a transaction's step is resolved by its completion"),
             }

@@ -293,6 +293,16 @@ impl<S: Default> Flow<S> {
         std::mem::take(&mut self.nodes[idx as usize].step)
     }
 
+    /// The payload of step `at` if it still waits for its inputs and no step waits for it: its creator may give it
+    /// more to do before it runs.
+    pub fn unwatched_mut(&mut self, at: At) -> Option<&mut S> {
+        if at.t != 0 || !self.current(at) {
+            return None;
+        }
+        let n = &mut self.nodes[at.node as usize];
+        (n.state == State::Waiting && n.deps == NONE).then_some(&mut n.step)
+    }
+
     /// The payload of a step, to read while it runs.
     pub fn step_mut(&mut self, idx: u32) -> &mut S {
         &mut self.nodes[idx as usize].step
