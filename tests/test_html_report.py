@@ -1,7 +1,10 @@
-"""`nearflash report OUT`: renders every experiment under an output directory into one HTML page; checked by parsing
-the page: one section per experiment, our numbers beside the paper's with the deviation, fitted values marked, the
-tables and the figures (which exist on disk), and damaged or foreign JSON files skipped."""
+"""`nearflash report OUT`: renders every experiment under an output directory into one self-contained HTML page;
+checked by parsing the page: one section per experiment, predictions apart from fitted / paper-input / derived /
+not-comparable rows with their marks, the deviation (not flagged on the better side of a paper's value, summarised
+over predictions only), the tables and the figures (embedded), and damaged or foreign JSON files skipped."""
 
+import base64
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,13 +16,15 @@ from nearflash.html_report import deviation, render
 class _Page(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.h3, self.imgs, self.tables, self.rows = [], [], [], []
+        self.h3, self.imgs, self.tables, self.rows, self.hrefs = [], [], [], [], []
         self._tag, self._row, self._cell, self._table = None, None, None, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "img":
             self.imgs.append(a["src"])
+        elif tag == "a":
+            self.hrefs.append(a.get("href", ""))
         elif tag == "table":
             self._table = []
             self.tables.append((a.get("class"), self._table))
@@ -47,6 +52,9 @@ def _experiment(out: Path, system: str, name: str) -> None:
     exp.compare("speed-up", 3.0, 4.0, "x", "paper: up to 4x", fitted=True)
     exp.compare("hit rate", 0.3, 0.28, "fraction")
     exp.compare("no paper value", 1.5, None, "x")
+    exp.compare("error", 1.0, 5.1, "%", better="lower")  # -80%, but better than the paper's: no deviation
+    exp.compare("ratio from the paper's power", 9.0, 2.0, "x", paper_input=True)
+    exp.compare("tiny run", 0.1, 37.0, "x", comparable=False, why_not_comparable="600 items")
     exp.table("points", ["batch", "speed-up"], [[1, 2.5], [8, 3.0]])
     exp.note("a choice <with> markup")
     fig, ax = exp.figure(f"{name}_plot")
@@ -54,31 +62,85 @@ def _experiment(out: Path, system: str, name: str) -> None:
     exp.write()
 
 
-def test_report_renders_every_experiment_with_deviation_and_fitted_marks(tmp_path, capsys):
+def test_report_renders_every_experiment_with_predictions_apart_from_marked_rows(tmp_path, capsys):
     _experiment(tmp_path, "recssd", "fig8")
     _experiment(tmp_path, "issd", "fig7")
     (tmp_path / "issd" / "broken.json").write_text("{not json")
     (tmp_path / "other.json").write_text('{"a": 1}')
     assert cli.main(["report", str(tmp_path)]) == 0
     assert "2 experiments" in capsys.readouterr().out
+    text = (tmp_path / "report.html").read_text()
     page = _Page()
-    page.feed((tmp_path / "report.html").read_text())
+    page.feed(text)
     assert [h for h in page.h3 if "title" in h] == ["fig7: fig7 title", "fig8: fig8 title"]
-    assert sorted(page.imgs) == ["issd/fig7_plot.png", "recssd/fig8_plot.png"]
-    assert all((tmp_path / src).exists() for src in page.imgs)
-    comparisons = [rows for cls, rows in page.tables if cls == "comparisons"]
-    assert len(comparisons) == 2
-    header, fitted, plain, none = comparisons[0]
+    preds = [rows for cls, rows in page.tables if cls == "comparisons predictions"]
+    marked = [rows for cls, rows in page.tables if cls == "comparisons marked"]
+    assert len(preds) == len(marked) == 2
+    header, hit, none, error = preds[0]
     assert header["cells"][:4] == ["metric", "ours", "paper", "deviation"]
-    assert fitted["class"] == "fitted" and "fitted" in fitted["cells"][0] and fitted["cells"][3] == "-25.0%"
-    assert plain["class"] is None and plain["cells"][3] == "+7.1%"
+    assert hit["cells"][:4] == ["hit rate", "0.3", "0.28", "+7.1%"]
     assert none["cells"][2:4] == ["-", "-"]
+    assert error["cells"][3] == "-80.4% (better)"  # on the better side: shown, not flagged
+    assert [r["cells"][0] for r in marked[0][1:]] == [
+        "speed-upfitted", "ratio from the paper's powerpaper input", "tiny runnot comparable at this size: 600 items"]
+    assert marked[0][3]["class"] == "not-comparable"
     (summary,) = [rows for cls, rows in page.tables if cls == "summary"]
-    assert [r["cells"][:4] for r in summary[1:]] == [["issd", "fig7", "3", "1"], ["recssd", "fig8", "3", "1"]]
-    assert summary[1]["cells"][4] == "+7.1% (hit rate)"  # the fitted -25% is not the largest unfitted deviation
+    assert summary[0]["cells"][2:8] == ["comparisons", "predictions", "fitted", "paper input",
+                                        "paper column not a paper number", "not comparable"]
+    assert [r["cells"][:8] for r in summary[1:]] == [["issd", "fig7", "6", "3", "1", "1", "0", "1"],
+                                                     ["recssd", "fig8", "6", "3", "1", "1", "0", "1"]]
+    # over predictions only: not the fitted -25%, the paper input's +350%, the tiny run's -99.7%, nor the better -80%
+    assert summary[1]["cells"][8] == "+7.1% (hit rate)"
+    assert "12 comparisons with the papers: <b>6 predictions</b>" in text and "<b>6 others</b>" in text
+    assert text.count("<span class='far'>") == 1  # only the legend: no prediction deviates beyond 25%
     data_tables = [rows for cls, rows in page.tables if cls is None]
     assert data_tables[0][1]["cells"] == ["1", "2.5"]
-    assert "&lt;with&gt;" in (tmp_path / "report.html").read_text()
+    assert "&lt;with&gt;" in text
+
+
+def test_report_is_one_self_contained_file(tmp_path):
+    """Figures are embedded (the page moved elsewhere still shows them); nothing links outside the page."""
+    _experiment(tmp_path, "issd", "fig7")
+    html_path = cli_report(tmp_path)
+    moved = tmp_path.parent / "moved.html"
+    moved.write_bytes(html_path.read_bytes())
+    page = _Page()
+    page.feed(moved.read_text())
+    assert len(page.imgs) == 1 and page.imgs[0].startswith("data:image/png;base64,")
+    png = base64.b64decode(page.imgs[0].split(",", 1)[1])
+    assert png == (tmp_path / "issd" / "fig7_plot.png").read_bytes()
+    assert all(h.startswith("#") for h in page.hrefs), page.hrefs
+    assert "<link" not in moved.read_text() and "<script" not in moved.read_text()
+
+
+def test_a_prediction_beyond_the_flag_is_red_and_a_better_one_is_not():
+    from nearflash.experiment import Comparison
+    from nearflash.html_report import flagged
+
+    assert flagged(Comparison("m", 2.0, 1.0))
+    assert not flagged(Comparison("m", 2.0, 1.0, better="higher"))  # above a floor
+    assert flagged(Comparison("m", 0.5, 1.0, better="higher"))  # below a floor: a deviation
+    assert not flagged(Comparison("m", 0.5, 1.0, better="lower")) and flagged(Comparison("m", 1.5, 1.0, better="lower"))
+    assert not flagged(Comparison("m", 2.0, 1.0, fitted=True))  # only predictions are flagged
+    assert not flagged(Comparison("m", 1.2, 1.0))
+
+
+def test_rows_with_damaged_marks_are_kept_as_not_comparable(tmp_path):
+    d = {"system": "s", "experiment": "e", "title": "t", "comparisons": [
+        {"metric": "bad reference", "ours": 1.0, "paper": 2.0, "reference": "hearsay"},
+        {"metric": "text numbers", "ours": "fast", "paper": [1], "unit": 7, "note": None},
+        "not even a dict",
+        {"metric": "old row", "ours": 1.0, "paper": 1.1},  # written before the marks existed: a prediction
+    ]}
+    (tmp_path / "e.json").write_text(json.dumps(d))
+    text = render(tmp_path)
+    assert "marks are unreadable" in text and "ours and paper not a number" in text and "old row" in text
+    assert "not a comparison" in text and "4 comparisons with the papers: <b>1 predictions</b>" in text
+
+
+def cli_report(out: Path) -> Path:
+    assert cli.main(["report", str(out)]) == 0
+    return out / "report.html"
 
 
 def test_report_of_an_empty_or_missing_directory(tmp_path, capsys):

@@ -1,5 +1,5 @@
-//! Decoding of arbitrary submission entries and Dataset Management ranges: never a panic, and decoded commands stay
-//! within the namespace.
+//! Decoding of arbitrary submission entries and Dataset Management ranges: never a panic, decoded commands stay
+//! within the namespace, and every refusal carries its reason.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(r.iter().all(|&(s, n)| s + u64::from(n) <= ns.lbas));
             }
         }
+        Err(r) => assert!(!r.detail.reason.is_empty(), "a refusal without a reason"),
         _ => {}
     }
-    let _ = decode_admin(&sqe);
+    if let Err(r) = decode_admin(&sqe) {
+        assert!(!r.detail.reason.is_empty(), "a refusal without a reason");
+    }
 });

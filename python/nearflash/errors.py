@@ -27,6 +27,19 @@ STATUS_NAMES = {
 }
 
 
+class InvalidValue(InvalidArgument, ValueError):
+    """An argument of the right type whose value is not allowed: also a `ValueError`, as Python and FAISS raise."""
+
+
+class InvalidType(InvalidArgument, TypeError):
+    """An argument of a type the call does not take: also a `TypeError`."""
+
+
+class StaleDeployment(NearflashError, RuntimeError):
+    """A deployment on a device no longer matches its index (vectors were added or removed since it was made):
+    deploy the index again."""
+
+
 def status_name(sct: int, sc: int) -> str:
     return STATUS_NAMES.get((sct, sc), f"Status SCT {sct:#x} SC {sc:#04x}")
 
@@ -53,9 +66,12 @@ __all__ = [
     "HostIoError",
     "ImageError",
     "InvalidArgument",
+    "InvalidType",
+    "InvalidValue",
     "NearflashError",
     "NvmeError",
     "SimulatorFault",
+    "StaleDeployment",
     "check",
     "status_name",
 ]

@@ -72,6 +72,20 @@ class Comparison:
         return self.ours / self.paper
 
     @property
+    def deviation(self) -> Optional[float]:
+        """(ours - paper) / |paper|, or None when either is missing or the paper's value is 0."""
+        if self.ours is None or self.paper is None or self.paper == 0:
+            return None
+        return (self.ours - self.paper) / abs(self.paper)
+
+    @property
+    def better_than_paper(self) -> bool:
+        """Ours lies on the better side of the paper's value (`better`): its distance from it is no deviation."""
+        if self.ours is None or self.paper is None or self.better is None:
+            return False
+        return self.ours >= self.paper if self.better == "higher" else self.ours <= self.paper
+
+    @property
     def is_prediction(self) -> bool:
         """A validation against the paper: nothing fitted to it, no paper number in it, the paper's own value."""
         return self.comparable and not self.fitted and not self.paper_input and self.reference == "paper"

@@ -203,8 +203,9 @@ def test_error_log_names_the_field_of_a_bad_command(dev):
     lba = dev.lbas + 3  # a raw Read past the end (the SDK's read refuses it before any command)
     assert raw(dev, 0x02, np.zeros(dev.lba_bytes, np.uint8), False, cdw10=lba & 0xFFFFFFFF, cdw11=lba >> 32)[:2] == (0, 0x80)
     newest = dev.error_log()[0]
-    assert newest["error_count"] == before + 1 and newest["lba"] == lba and newest["reason"] is None
-    assert dev.error_reason(newest["sqid"], newest["cid"]) is None
+    assert newest["error_count"] == before + 1 and newest["lba"] == lba and newest["byte"] == 40
+    assert f"LBAs {lba} + 1" in newest["reason"], "a standard command's refusal says why too"
+    assert dev.error_reason(newest["sqid"], newest["cid"]) == newest["reason"]
     for bad in ({"sqid": "1", "cid": 0}, {"sqid": 1, "cid": -1}, {"sqid": 1 << 16, "cid": 0}, {"sqid": 1, "cid": 1.5}):
         with pytest.raises(InvalidArgument, match="sqid|cid"):
             dev.error_reason(**bad)

@@ -42,7 +42,7 @@ def test_fig7_reproduces_the_papers_trends(results):
     assert comparison(results, "fig7", "Eq. 1 vs executed: mean").ours <= 5.1
     assert comparison(results, "fig7", "Eq. 1 vs executed: max").ours <= 17.9
     wall = comparison(results, "fig7", "iSSD-XL scan stops scaling")
-    assert wall.ours == 48 and "[calibrated]" in wall.metric  # fitted: agrees by construction
+    assert wall.ours == 48 and wall.fitted and not wall.is_prediction  # fitted: agrees by construction
     assert comparison(results, "fig7", "iSSD-800 scan stops scaling").paper is None  # a prediction, not fitted
     # link-bound hosts: HOST-8G's scan runs at its link, twice HOST-4G's, not both at the 3.2 GB/s DRAM
     h4, h8 = comparison(results, "fig7", "HOST-4G scan").ours, comparison(results, "fig7", "HOST-8G scan").ours
@@ -50,6 +50,25 @@ def test_fig7_reproduces_the_papers_trends(results):
     assert comparison(results, "fig7", "iSSD-XL k-means beats").ours == 24
     assert comparison(results, "fig7", "iSSD-XL string_match beats").ours == 40
     assert comparison(results, "fig7", "string_match stream-processor gain").ours == pytest.approx(37, abs=2)
+
+
+def test_marks_say_what_is_fitted_and_what_the_paper_column_holds(results):
+    """Issue 22 section 3: the calibrated wall is fitted in the JSON, a paper column computed by us from the paper's
+    rates says so, a check against our own inputs is a paper input, and the paper's floors are directions."""
+    doc = json.loads(results["fig7"][1]["json"].read_text())
+    rows = {c["metric"]: c for c in doc["comparisons"]}
+    assert rows["iSSD-XL scan stops scaling at (FMCs)"]["fitted"] is True
+    assert rows["iSSD-XL scan stops scaling at (FMCs)"]["prediction"] is False
+    assert rows["iSSD-800 scan stops scaling at (FMCs)"]["fitted"] is False
+    assert rows["HOST-8G scan at 64 FMCs (link-bound reading)"]["reference"] == "paper-derived"
+    derived = rows["HOST-8G kmeans (compute-bound)"]
+    assert derived["reference"] == "paper-derived" and derived["paper_input"] is True
+    assert rows["Eq. 1 vs executed: mean abs. error"]["better"] == "lower"
+    assert comparison(results, "fig10", "executed: smallest").better == "higher"  # the paper's ">= 5x"
+    bound = comparison(results, "prototype", "speed-up bound")
+    assert bound.paper_input and bound.reference == "paper-derived" and not bound.is_prediction
+    assert comparison(results, "prototype", "speed-up, executed").is_prediction
+    assert comparison(results, "fig9", "scan, 4 CPUs, iSSD alone executed").reference == "paper-derived"
 
 
 def test_fig8_iso_points_match_the_derived_counts(results):
@@ -77,17 +96,38 @@ def test_columnar_pages_speed_up_in_storage_and_on_the_host(results):
     assert runs and all(r["speedup"] > 1.5 and r["byte_ratio"] > 4 for r in runs)
     for h in exp.data["host"]:
         assert h["col_bytes"] * 4 < h["row_bytes"]
+        # the compared host times are the reference host's costs x the counted bytes and rows, not the wall clock
+        assert h["ref_col_s"] < h["ref_row_s"] and h["ref_duckdb_s"] > 0 and h["row_s"] > 0
 
 
-def test_costs_are_measured_and_move_the_model(results):
+def test_costs_compare_the_reference_host_and_show_this_host_beside(results):
+    from nearflash.issd import reference_host
+
     exp, _ = results["costs"]
     cpb = exp.data["measured_cpb"]
-    assert set(cpb) == {"scan", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans",
-                        "scalparc", "hop", "naive_bayes"}, "all ten Table 1 kernels"
-    assert all(v > 0 for v in cpb.values())
-    assert set(exp.data["measured_ipb"]) == (set(cpb) if exp.data["hardware_counters"] else set())
+    kernels = {"scan", "grep", "string_match", "word_count", "histogram", "linear_regression", "kmeans", "scalparc",
+               "hop", "naive_bayes"}
+    assert set(cpb) == set(exp.data["measured_ipb"]) == kernels, "all ten Table 1 kernels"
+    assert cpb == {k: reference_host.cpb(k) for k in kernels}, "the comparisons use the stored reference costs"
+    here = exp.data["this_host"]
+    assert set(here["cpb"]) == kernels and all(v > 0 for v in here["cpb"].values()), "this host measured beside"
+    assert set(here["ipb"]) == (kernels if here["hardware_counters"] else set())
     assert all(p["given"] > 0 and p["measured"] > 0 for p in exp.data["predictions"])
-    assert any("MEASURED" in c.note for c in exp.comparisons)
+    cpb_rows = [c for c in exp.comparisons if "host CPB" in c.metric]
+    assert len(cpb_rows) == 10 and all("MEASURED once on the reference host" in c.note for c in cpb_rows)
+
+
+def test_every_reference_host_cost_has_a_unit_and_a_dated_source():
+    from nearflash.issd import reference_host
+
+    assert reference_host.clock_hz() > 1e8 and "cores" in reference_host.machine()
+    for name in ("scan_cpb", "rows_filter_sum_cpb", "col_scan_cpb", "col_filter_sum_cpb", "kmeans_ipb",
+                 "duckdb_scan_cycles_per_row", "duckdb_q6_cycles_per_row"):
+        c = reference_host.cost(name)
+        assert c.value > 0 and c.unit in ("cycles/B", "instructions/B", "cycles"), c
+        assert "benches/issd_reference_host.py" in c.source and "20" in c.source, c  # the script and the date
+    with pytest.raises(KeyError, match="no reference-host cost 'gpu_cpb'.*stored"):
+        reference_host.cost("gpu_cpb")
 
 
 def test_kmeans_iterates_over_seeds_and_fig10_reads_both_ways(results):

@@ -25,7 +25,7 @@ use crate::params::CognitiveParams;
 use crate::quant::QModel;
 use crate::weight_layout::WeightLayout;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 
 /// A deployed model as the firmware holds it: the description, the layout and where every weight page is. The
 /// int8 weights themselves stay in flash.
@@ -122,11 +122,11 @@ pub fn hash(
                 let span = if column { m.layout.layers[wi].span(&m.layout.area) } else { whole_pages(m.layout.layers[wi].span(&m.layout.area), ps) };
                 let (first, last) = read_layer(ctx, m, span, prev_start, (share, &mut last), model.is_none().then_some(&mut pages), ps, cost)?;
                 let start = t.max(first);
-                let computed = ctx.compute(npe, 0, start, lt.compute_cycles);
+                let computed = ctx.compute(start, npe, 0, lt.compute_cycles);
                 let out_ch = m.skeleton.layers[wi].bias.len().max(1) as f64;
                 (start, computed.max(last + (lt.compute_cycles / out_ch * cycle_ns) as Time))
             } else {
-                (t, ctx.compute(npe, 0, t, lt.cycles))
+                (t, ctx.compute(t, npe, 0, lt.cycles))
             };
             cost.npe_cycles += if lt.weight_bytes > 0.0 { lt.compute_cycles } else { lt.cycles };
             prev_start = start;
@@ -168,7 +168,7 @@ fn read_layer(
         let (lo, hi) = (start.max(idx * ps) - idx * ps, end.min((idx + 1) * ps) - idx * ps);
         for (ch, ppns) in m.ppns.iter().enumerate() {
             buf.resize(if pages.is_some() { hi - lo } else { 0 }, 0);
-            let r = ctx.read_page_range(ppns[idx], lo as u64, (hi - lo) as u64, &mut buf, share.ready(channel_last[ch], ready))?;
+            let r = ctx.read_page_range(share.ready(channel_last[ch], ready), ppns[idx], lo as u64, (hi - lo) as u64, ReadTo::UnitBuffer, &mut buf)?;
             channel_last[ch] = Some(r.done);
             cost.weight_pages += 1;
             cost.weight_bytes += r.moved;
@@ -196,7 +196,7 @@ impl PageSource for FlashPages<'_, '_> {
     fn read(&mut self, page: usize) -> crate::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.ctx.geometry().page_size as usize];
         let ppn = *self.ppns.get(page).ok_or_else(|| CognitiveError::invalid("page", format!("{page} is not a graph page")))?;
-        match self.ctx.read_page(ppn, &mut buf, self.t) {
+        match self.ctx.read_page(self.t, ppn, ReadTo::UnitBuffer, &mut buf) {
             Ok(r) => {
                 self.t = r.done;
                 Ok(buf)
@@ -234,5 +234,5 @@ pub fn search(
     let cycles = st.neighbour_steps as f64 * neighbour_cycles;
     cost.graph_pages += st.pages_read;
     cost.gse_cycles += cycles;
-    Ok((ctx.compute(gse_unit, 0, reads_done, cycles), ids, st))
+    Ok((ctx.compute(reads_done, gse_unit, 0, cycles), ids, st))
 }

@@ -32,7 +32,7 @@ use crate::wire::{ConfigTarget, DlgCommand, OP_ANALYSIS, OP_CONFIG, OP_HASHING, 
 use crate::weight_layout::WeightLayout;
 use nearflash_core::config::ExtParams;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status, UnitHandle, UnitSpec};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
 use nearflash_core::SimError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -151,7 +151,7 @@ impl CognitiveFirmware {
         let victims: Vec<u32> = self.dirty.iter().copied().filter(|b| blocks.is_none_or(|s| s.contains(b))).collect();
         let mut done = ready;
         for b in victims {
-            done = done.max(ctx.erase_block(b, ready)?);
+            done = done.max(ctx.erase_block(ready, b)?);
             self.dirty.remove(&b);
             self.stats.blocks_erased += 1;
         }
@@ -164,7 +164,7 @@ impl CognitiveFirmware {
         let mut done = ready;
         for &(ppn, bytes) in pages {
             self.dirty.insert((ppn / ppb) as u32);
-            done = done.max(ctx.program_page(ppn, bytes, &[], ready)?);
+            done = done.max(ctx.program_page(ready, ppn, bytes, &[])?);
             self.stats.pages_programmed += 1;
         }
         Ok(done)
@@ -250,7 +250,7 @@ impl CognitiveFirmware {
             for c in 0..ctx.controller_cores() {
                 let mut at = dispatched;
                 while at < finished {
-                    seen = seen.max(ctx.firmware_on(c, at, slice));
+                    seen = seen.max(ctx.firmware_on(at, c, slice));
                     at += 1000;
                 }
             }
@@ -369,7 +369,7 @@ impl CognitiveFirmware {
                 }
                 // The head is an FC layer on one PE column (Sec. 4.2), bandwidth-free: its weights are on chip.
                 let cycles = (head.weight.len() * s.real.len()) as f64 / self.params.pe_column;
-                ctx.compute(npe, 0, dispatched, cycles)
+                ctx.compute(dispatched, npe, 0, cycles)
             }
             1 => {
                 let out = Self::out_buf(data, size, 8 * s.codes.len())?;
@@ -402,11 +402,11 @@ impl CognitiveFirmware {
         let DataBuf::FromDevice(out) = data else { return Err((Status::DATA_TRANSFER_ERROR, "read_without_buffer")) };
         let out = out.get_mut(..size as usize).ok_or((Status::DATA_TRANSFER_ERROR, "read_short_buffer"))?;
         let mut page = vec![0u8; ctx.geometry().page_size as usize];
-        let r = ctx.read_page(ppn, &mut page, ctx.start).map_err(|s| (s, "read_failed"))?;
+        // SSD_read is the firmware's data plane: the page goes through DRAM to the host, as an ordinary read.
+        let r = ctx.read_page(ctx.start, ppn, ReadTo::Dram, &mut page).map_err(|s| (s, "read_failed"))?;
         out.copy_from_slice(&page[..size as usize]);
         self.stats.ssd_reads += 1;
-        let in_dram = ctx.dram(r.done, u64::from(size));
-        Ok(ctx.to_host(in_dram, u64::from(size)))
+        Ok(ctx.to_host(r.done, u64::from(size)))
     }
 
     fn ssd_write(&mut self, ctx: &mut ExecCtx<'_>, ppn: u32, size: u32, data: DataBuf<'_>) -> Result<Time, Fault> {

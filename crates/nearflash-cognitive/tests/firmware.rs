@@ -265,13 +265,16 @@ fn reads_beside_hashing(turns: u32) -> (u64, u64) {
 }
 
 #[test]
-fn ordinary_reads_take_turns_with_the_weight_stream() {
+fn ordinary_reads_get_their_share_beside_the_weight_stream_without_reserved_turns() {
     let (first, task_first) = reads_beside_hashing(0);
     let (turns, task_turns) = reads_beside_hashing(1);
-    // without turns DLG-x's weight reads, booked ahead for the whole task, leave the channels in gaps shorter than
-    // a page transfer; with one page each in turn the reads get their share
-    assert!(turns as f64 > 2.0 * first as f64 * task_turns as f64 / task_first as f64, "{turns} reads in {task_turns} ns vs {first} in {task_first} ns");
-    assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its turns: {task_turns} vs {task_first} ns");
+    // The flash scheduler issues DLG-x's weight reads and the ordinary reads as the dies and channels free up, so
+    // the reads get their share of the channels with no turn left free in advance (when every command's flash work
+    // was booked at submission, the weight stream left only gaps shorter than a page transfer without turns)
+    let rate = |reads: u64, ns: u64| reads as f64 / ns as f64;
+    assert!(first > 50, "{first} reads in {task_first} ns");
+    assert!(rate(first, task_first) >= 0.8 * rate(turns, task_turns), "{first} reads in {task_first} ns vs {turns} in {task_turns} ns");
+    assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its pace: {task_turns} vs {task_first} ns");
 }
 
 /// DLG_hashing of `qs` on a fresh device reading weights as `weight_reads`: the hash codes (DLG_analysis 1), the

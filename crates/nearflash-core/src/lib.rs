@@ -28,7 +28,7 @@ pub mod ext {
     pub use crate::device::ext::{build, registered, Registration};
     pub use crate::device::{
         AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, PageDone, PageRead,
-        Placement, PhysAddr,
+        Placement, PhysAddr, ReadTo,
     };
     pub use crate::ftl::oob::SPARE_BYTES;
     pub use crate::ftl::{PageData, Relocation};

@@ -3,7 +3,7 @@
 //! `read_page`; bad ranges are refused before anything is read or booked.
 
 use nearflash_core::config::load_preset;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status};
 use nearflash_core::{Device, DeviceOptions};
 use std::sync::{Arc, Mutex};
 
@@ -44,21 +44,21 @@ impl Extension for Columns {
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, _sqe: &Sqe, _data: DataBuf<'_>) -> ExtCompletion {
         let page = ctx.geometry().page_size as usize;
         let ppn = ctx.geometry().block_first_ppn(ctx.reserved_block(0).unwrap());
-        let programmed = ctx.program_page(ppn, &pattern(page), &[], ctx.start).unwrap();
+        let programmed = ctx.program_page(ctx.start, ppn, &pattern(page), &[]).unwrap();
         let mut t = programmed;
         for s in &self.steps {
             let (r, bytes) = match *s {
                 Step::Page => {
                     let mut out = vec![0u8; page];
-                    (ctx.read_page(ppn, &mut out, programmed), out)
+                    (ctx.read_page(programmed, ppn, ReadTo::UnitBuffer, &mut out), out)
                 }
                 Step::Range { offset, len, buf } => {
                     let mut out = vec![0u8; buf];
-                    (ctx.read_page_range(ppn, offset, len, &mut out, programmed), out)
+                    (ctx.read_page_range(programmed, ppn, offset, len, ReadTo::UnitBuffer, &mut out), out)
                 }
                 Step::PastTheArray => {
                     let mut out = vec![0u8; 16];
-                    (ctx.read_page_range(ctx.geometry().pages(), 0, 16, &mut out, programmed), out)
+                    (ctx.read_page_range(programmed, ctx.geometry().pages(), 0, 16, ReadTo::UnitBuffer, &mut out), out)
                 }
             };
             if let Ok(r) = &r {

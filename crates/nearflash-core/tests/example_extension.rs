@@ -5,8 +5,8 @@
 
 use nearflash_core::config::load_preset;
 use nearflash_core::ext::{
-    AttachCtx, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Relocation, Sqe,
-    Status, UnitHandle, UnitSpec, SPARE_BYTES,
+    AttachCtx, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Relocation,
+    Sqe, Status, UnitHandle, UnitSpec, SPARE_BYTES,
 };
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
@@ -42,31 +42,31 @@ impl Probe {
         match sqe.cdw10 {
             READ_PAGE => {
                 let DataBuf::FromDevice(out) = data else { return Err(Status::INVALID_FIELD) };
-                let r = ctx.read_page(u64::from(arg), out, t)?;
+                let r = ctx.read_page(t, u64::from(arg), ReadTo::Dram, out)?;
                 let dw0 = match r.ecc {
                     EccOutcome::Corrected => 0,
                     EccOutcome::Retried(n) => n,
                     EccOutcome::SoftDecoded(n) => 100 + n,
                     EccOutcome::Uncorrectable(_) => unreachable!("an uncorrectable read is an error"),
                 };
-                Ok((dw0, ctx.dram(r.done, out.len() as u64)))
+                Ok((dw0, r.done))
             }
             PROGRAM => {
                 let DataBuf::ToDevice(src) = data else { return Err(Status::INVALID_FIELD) };
                 let block = ctx.reserved_block(u64::from(arg))?;
                 let ppn = ctx.geometry().block_first_ppn(block) + u64::from(sqe.cdw12);
-                let done = ctx.program_page(ppn, src, &src[..SPARE_BYTES.min(src.len())], t)?;
+                let done = ctx.program_page(t, ppn, src, &src[..SPARE_BYTES.min(src.len())])?;
                 Ok((ppn as u32, done))
             }
             ERASE => {
                 let block = ctx.reserved_block(u64::from(arg))?;
-                Ok((block, ctx.erase_block(block, t)?))
+                Ok((block, ctx.erase_block(t, block)?))
             }
             WRITE_TAGGED => {
                 let DataBuf::ToDevice(src) = data else { return Err(Status::INVALID_FIELD) };
                 let blocks = src.len() as u64 / ctx.lba_bytes();
                 let spare: Vec<u8> = (0..blocks).flat_map(|i| tag(u64::from(arg) + i)).collect();
-                Ok((0, ctx.write_lbas_with_spare(u64::from(arg), src, &spare, t)?))
+                Ok((0, ctx.write_lbas_with_spare(t, u64::from(arg), src, &spare)?))
             }
             SPARE => {
                 let DataBuf::FromDevice(out) = data else { return Err(Status::INVALID_FIELD) };
@@ -83,15 +83,15 @@ impl Probe {
                 Placement::Unmapped => Ok((u32::MAX, t)),
             },
             SENSE => {
-                let r = ctx.sense_page(u64::from(arg), 0, t)?;
+                let r = ctx.sense_page(t, u64::from(arg), 0)?;
                 let unit = self.unit.expect("attached");
                 let member = r.addr.die % unit.count;
-                let done = ctx.compute(unit, member, r.done, f64::from(sqe.cdw12));
+                let done = ctx.compute(r.done, unit, member, f64::from(sqe.cdw12));
                 Ok((r.addr.die, done))
             }
             COMPUTE => {
                 let fw = ctx.firmware(t, 1000.0);
-                let fw = ctx.firmware_on(ctx.controller_cores() - 1, fw, 1000.0);
+                let fw = ctx.firmware_on(fw, ctx.controller_cores() - 1, 1000.0);
                 let h = ctx.host_compute(fw, 1e6, 1e6, 1);
                 ctx.charge("probe.extra", 5e6);
                 let x = ctx.from_host(h, 4096);

@@ -31,19 +31,19 @@ impl Extension for Beside {
             let t = ctx.start;
             let d0: Vec<u8> = (0..page).map(|i| (i % 251) as u8).collect();
             let d1: Vec<u8> = (0..page).map(|i| (i % 13) as u8).collect();
-            let t = ctx.program_page(p0, &d0, &[], t)?.max(ctx.program_page(p1, &d1, &[], t)?);
+            let t = ctx.program_page(t, p0, &d0, &[])?.max(ctx.program_page(t, p1, &d1, &[])?);
             match sqe.cdw10 {
                 0 => {
                     let mut out = vec![0u8; page];
-                    let a = ctx.sense_page_into(p0, 64, &mut out, t)?;
+                    let a = ctx.sense_page_into(t, p0, 64, &mut out)?;
                     assert_eq!(out, d0);
-                    let b = ctx.sense_page_into(p1, 64, &mut out, a.done)?;
+                    let b = ctx.sense_page_into(a.done, p1, 64, &mut out)?;
                     assert_eq!(out, d1);
                     Ok((0, b.done))
                 }
                 1 => {
                     let mut outs = vec![vec![0u8; page]; 2];
-                    let rs = ctx.sense_planes_into(&[p0, p1], &[64, 64], &mut outs, t)?;
+                    let rs = ctx.sense_planes_into(t, &[p0, p1], &[64, 64], &mut outs)?;
                     assert_eq!((&outs[0], &outs[1]), (&d0, &d1));
                     assert_eq!(rs[0].done, rs[1].done);
                     Ok((0, rs[0].done))
@@ -52,9 +52,9 @@ impl Extension for Beside {
                     let mut outs = vec![vec![0u8; page]; 2];
                     // the same plane twice, mismatched lengths, too many bytes: refused
                     for (ppns, xfer) in [(vec![p0, p0], vec![1, 1]), (vec![p0, p1], vec![1]), (vec![p0, p1], vec![1, page as u64 + 1])] {
-                        assert_eq!(ctx.sense_planes_into(&ppns, &xfer, &mut outs, t).unwrap_err(), Status::INVALID_FIELD);
+                        assert_eq!(ctx.sense_planes_into(t, &ppns, &xfer, &mut outs).unwrap_err(), Status::INVALID_FIELD);
                     }
-                    assert_eq!(ctx.sense_page_into(p0, page as u64 + 1, &mut outs[0], t).unwrap_err(), Status::INVALID_FIELD);
+                    assert_eq!(ctx.sense_page_into(t, p0, page as u64 + 1, &mut outs[0]).unwrap_err(), Status::INVALID_FIELD);
                     Ok((0, t))
                 }
             }

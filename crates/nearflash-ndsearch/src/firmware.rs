@@ -165,7 +165,7 @@ impl SearSsd {
             for (i, &b) in old.layout.blk.iter().enumerate() {
                 let global_plane = (i / old.layout.blocks_used) as u32;
                 debug_assert!((global_plane as usize) < old.layout.geometry.luns * planes);
-                done = done.max(ctx.erase_block(geo.block_id(global_plane, b), t)?);
+                done = done.max(ctx.erase_block(t, geo.block_id(global_plane, b))?);
             }
             t = done;
         }
@@ -177,7 +177,7 @@ impl SearSsd {
             page[..chunk.len()].copy_from_slice(chunk);
             let s = layout.slot((slot * layout.vpp) as u32);
             let ppn = ppn_of(&geo, &layout, s.lun, s.plane, s.page);
-            done = done.max(ctx.program_page(ppn, &page, &[], t)?);
+            done = done.max(ctx.program_page(t, ppn, &page, &[])?);
             self.stats.pages_programmed += 1;
         }
         let state = blob[..blob.len() - d.vectors.len()].to_vec();
@@ -221,7 +221,7 @@ impl SearSsd {
         }
         let mut t = ctx.from_host(ctx.start, req.len() as u64);
         let mut results = Vec::with_capacity(nq * k * 8);
-        let batch = self.p.batch as usize;
+        let batch = crate::timing::sub_batch(&self.p, vb, dep.layout.max_degree());
         let mut batches = 0u32;
         for b0 in (0..nq).step_by(batch) {
             let b1 = (b0 + batch).min(nq);
@@ -271,7 +271,7 @@ impl SearSsd {
         ef: usize,
         ready: Time,
     ) -> Result<(Vec<Vec<crate::search::Cand>>, Time), Status> {
-        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize };
+        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize, vertices: dep.order.len() };
         let first: Vec<Pair> = entries.iter().enumerate().map(|(q, &v)| Pair { query: q as u32, vertex: v }).collect();
         let mut clock = Clock { gathered: ready, sorted: ready };
         let ef_list = ef.max(k);
@@ -286,6 +286,17 @@ impl SearSsd {
             iterations += 1;
         }
         self.stats.iterations += iterations;
+        if !self.p.sort_per_iteration {
+            // The final lists over the private link, one bitonic sort each on the FPGA, the top k back.
+            let units = self.units.as_ref().expect("attached");
+            let nq = entries.len();
+            let p = &self.p;
+            let lists = ctx.compute(clock.gathered, units.link, 0, (nq * ef_list) as f64 * p.tuple_bytes);
+            let sorted = ctx.compute(lists, units.fpga, 0, nq as f64 * bitonic_ops(ef_list, 0) / p.sort_lanes as f64);
+            let back = ctx.compute(sorted, units.link, 0, (nq * k) as f64 * 8.0);
+            self.stats.sorting_ns += back.saturating_sub(clock.gathered);
+            clock.sorted = back;
+        }
         Ok((run.results(), clock.sorted))
     }
 
@@ -309,7 +320,7 @@ impl SearSsd {
         let all: Vec<Pair> =
             pairs.iter().chain(speculative).map(|q| Pair { query: q.query, vertex: dep.pos[q.vertex as usize] }).collect();
         let alloc_cycles = live as f64 * p.qpt_cycles + all.len() as f64 * (p.vgen_cycles_per_pair + p.alloc_cycles_per_pair);
-        let allocated = ctx.compute(units.vgen, 0, clock.gathered, alloc_cycles);
+        let allocated = ctx.compute(clock.gathered, units.vgen, 0, alloc_cycles);
         let start = allocated.max(clock.sorted);
         self.stats.allocating_ns += allocated.saturating_sub(clock.gathered);
         let vb = l.vector_bytes;
@@ -340,7 +351,7 @@ impl SearSsd {
                     cmds.push(SearchPage::decode(cmd.encode().map_err(|_| Status::INTERNAL_ERROR)?).map_err(|_| Status::INTERNAL_ERROR)?);
                     xfer.push(((g.pairs.len() as f64 * p.tuple_bytes) as u64).min(l.geometry.page_bytes as u64));
                 }
-                let reads = ctx.sense_planes_into(&ppns, &xfer, &mut bufs[..row.len()], start)?;
+                let reads = ctx.sense_planes_into(start, &ppns, &xfer, &mut bufs[..row.len()])?;
                 for (((g, cmd), page), read) in row.iter().zip(&cmds).zip(&bufs).zip(&reads) {
                     let member = w.lun * planes + g.plane;
                     // Hard-decision LDPC beside the plane fails with `ecc_fail_probability`; the page then goes to
@@ -350,7 +361,7 @@ impl SearSsd {
                         ready = ctx.firmware(ready, soft_instructions);
                         self.stats.soft_decodes += 1;
                     }
-                    let done = ctx.compute(units.sin, member, ready, g.pairs.len() as f64 * mac_cycles);
+                    let done = ctx.compute(ready, units.sin, member, g.pairs.len() as f64 * mac_cycles);
                     gathered = gathered.max(done);
                     for pr in &g.pairs {
                         let off = (pr.vertex as usize % l.vpp) * vb;
@@ -367,13 +378,20 @@ impl SearSsd {
         }
         self.stats.distances += all.len() as u64;
         self.stats.searching_ns += gathered.saturating_sub(start);
+        if !p.sort_per_iteration {
+            // The controller applies the tuples to the queries' lists (Reduce/Apply); the FPGA sorts at the end.
+            let applied = ctx.compute(gathered, units.vgen, 0, pairs.len() as f64 * p.apply_cycles_per_pair);
+            clock.gathered = applied;
+            clock.sorted = applied;
+            return Ok(out);
+        }
         // Tuples over the private link, the sorter merges each query's list with its new candidates, lists back.
         let mut per_query: HashMap<u32, usize> = HashMap::new();
         pairs.iter().for_each(|q| *per_query.entry(q.query).or_default() += 1);
         let sort_cycles: f64 = per_query.values().map(|&m| bitonic_ops(ef, m)).sum::<f64>() / p.sort_lanes as f64;
-        let tuples_in = ctx.compute(units.link, 0, gathered, all.len() as f64 * p.tuple_bytes);
-        let sorted = ctx.compute(units.fpga, 0, tuples_in, sort_cycles);
-        let back = ctx.compute(units.link, 0, sorted, (live * ef) as f64 * 8.0);
+        let tuples_in = ctx.compute(gathered, units.link, 0, all.len() as f64 * p.tuple_bytes);
+        let sorted = ctx.compute(tuples_in, units.fpga, 0, sort_cycles);
+        let back = ctx.compute(sorted, units.link, 0, (live * ef) as f64 * 8.0);
         self.stats.sorting_ns += back.saturating_sub(gathered);
         clock.gathered = gathered;
         clock.sorted = back;

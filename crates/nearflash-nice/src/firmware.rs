@@ -42,7 +42,7 @@ use nearflash_core::device::OpClass;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
 use nearflash_core::ext::{UnitHandle, UnitSpec};
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, Sqe, Status};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -224,7 +224,7 @@ impl NiceFirmware {
                     continue;
                 }
                 let mut buf = vec![0u8; ss];
-                let Ok(r) = ctx.flash_read(lba, 1, t, &mut buf) else { continue };
+                let Ok(r) = ctx.flash_read(t, lba, 1, ReadTo::Dram, &mut buf) else { continue };
                 t = ctx.firmware(r.done, LEARN_INSTR_PER_SECTOR);
                 let mut src = FlashSource { ctx, t };
                 if let Ok(ev) = learner.ingest(lba, &buf, &mut src) {
@@ -395,7 +395,7 @@ impl NiceFirmware {
                     if let Some(until) = spin_until {
                         let from = if coroutines { t } else { issued_until };
                         let spin = until.saturating_sub(from);
-                        let spun = ctx.firmware_on(polling_core, from, instructions_for(ctx, spin));
+                        let spun = ctx.firmware_on(from, polling_core, instructions_for(ctx, spin));
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
                     }
@@ -404,7 +404,7 @@ impl NiceFirmware {
                         done = if coroutines {
                             ctx.firmware(done, self.params.irq_wake_instructions)
                         } else {
-                            ctx.firmware_on(polling_core, done, self.params.irq_wake_instructions)
+                            ctx.firmware_on(done, polling_core, self.params.irq_wake_instructions)
                         };
                     }
                     if self.params.shared_reads {
@@ -535,7 +535,7 @@ impl BlockSource for FlashSource<'_, '_> {
             return None;
         }
         let mut buf = vec![0u8; self.ctx.lba_bytes() as usize];
-        let r = self.ctx.flash_read(lba, 1, self.t, &mut buf).ok()?;
+        let r = self.ctx.flash_read(self.t, lba, 1, ReadTo::Dram, &mut buf).ok()?;
         self.t = r.done;
         Some(buf)
     }

@@ -8,7 +8,7 @@ use crate::oob_list::{PageCache, INODE_PARSE_INSTR};
 use crate::reader::Ext4Reader;
 use crate::source::BlockSource;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use std::collections::{BTreeSet, HashMap};
 
 /// The outcome of one walk.
@@ -40,7 +40,7 @@ impl BlockSource for Walker<'_, '_> {
     fn read(&mut self, lba: u64) -> Option<Vec<u8>> {
         if self.known.contains(&lba) {
             let mut buf = vec![0u8; self.ctx.lba_bytes() as usize];
-            self.ctx.flash_read(lba, 1, self.t, &mut buf).ok()?; // content only: the firmware has it in DRAM
+            self.ctx.flash_read(self.t, lba, 1, ReadTo::Dram, &mut buf).ok()?; // content only: the firmware has it in DRAM
             return Some(buf);
         }
         if let Some(b) = self.local.get(&lba) {

@@ -6,7 +6,7 @@
 
 use crate::sched::SharedPages;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{DataBuf, ExecCtx, Sqe, Status};
+use nearflash_core::ext::{DataBuf, ExecCtx, ReadTo, Sqe, Status};
 
 /// What serving one ordinary Read did.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,33 +49,35 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
             s.shared_sectors += 1;
         }
     }
-    let mut page_done: Vec<(Time, u64)> = Vec::new();
+    // (when the data is ready, sectors, whether it is through DRAM already)
+    let mut page_done: Vec<(Time, u64, bool)> = Vec::new();
     let mut i = 0usize;
     while i < nlb as usize {
         if landed[i].is_some() {
-            page_done.push((landed[i].unwrap_or(fw), 1));
+            page_done.push((landed[i].unwrap_or(fw), 1, false));
             i += 1;
             continue;
         }
         let run = landed[i..].iter().take_while(|l| l.is_none()).count();
         let buf: &mut [u8] = if want { &mut out[i * ss..(i + run) * ss] } else { &mut [] };
-        let r = ctx.flash_read(slba + i as u64, run as u32, fw, buf).map_err(|e| (e, fw))?;
+        let r = ctx.flash_read(fw, slba + i as u64, run as u32, ReadTo::Dram, buf).map_err(|e| (e, fw))?;
         for p in &r.pages {
             let k = (p.lba - slba) as usize;
             for j in 0..p.sectors as usize {
                 landed[k + j] = Some(p.done);
             }
-            page_done.push((p.done, u64::from(p.sectors)));
+            page_done.push((p.done, u64::from(p.sectors), true));
         }
         s.flash_sectors += run as u64;
         i += run;
     }
-    // Each page's data passes DRAM and is DMA'd to the host as soon as it is there (as the device's own path).
+    // Each page's data passes DRAM (a flash page in `flash_read`, as on the device's own path) and is DMA'd to the
+    // host as soon as it is there.
     page_done.sort_unstable();
     let mut done = fw;
-    for (at, n) in page_done {
+    for (at, n, through_dram) in page_done {
         let b = n * ss as u64;
-        let in_dram = ctx.dram(at, 2 * b);
+        let in_dram = if through_dram { at } else { ctx.dram(at, 2 * b) };
         done = done.max(ctx.to_host(in_dram, b));
     }
     for (k, l) in landed.iter().enumerate() {

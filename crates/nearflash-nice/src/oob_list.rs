@@ -25,7 +25,7 @@ use crate::learner::{FileLayout, Learner};
 use crate::oob::{chain_records, OobRecord, OOB_RECORD_BYTES};
 use crate::sched::Fetcher;
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use nearflash_core::ext::SPARE_BYTES;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -61,7 +61,7 @@ impl PageCache {
         }
         self.misses += 1;
         let mut buf = vec![0u8; ctx.lba_bytes() as usize];
-        let r = ctx.flash_read(lba, 1, t, &mut buf)?;
+        let r = ctx.flash_read(t, lba, 1, ReadTo::Dram, &mut buf)?;
         *flash_reads += 1;
         if self.capacity > 0 {
             if self.pages.len() >= self.capacity {
@@ -207,7 +207,7 @@ fn write_records(ctx: &mut ExecCtx<'_>, lbas: &[u64], recs: &[OobRecord], t: Tim
     for (&l, r) in lbas.iter().zip(recs) {
         let mut spare = [0u8; SPARE_BYTES];
         spare[..OOB_RECORD_BYTES].copy_from_slice(&r.encode());
-        done = done.max(ctx.annotate_spare(l, &spare, t)?.1);
+        done = done.max(ctx.annotate_spare(t, l, &spare)?.1);
     }
     Ok(done)
 }
@@ -255,7 +255,7 @@ impl PageReader for DeviceView<'_, '_, '_, '_> {
         }
         // A stale link: the page there is read physically (erased, moved or reused since).
         let mut page = vec![0u8; self.ctx.geometry().page_size as usize];
-        match self.ctx.read_page(psa / spp, &mut page, self.t) {
+        match self.ctx.read_page(self.t, psa / spp, ReadTo::Dram, &mut page) {
             Ok(r) => self.done = self.done.max(r.done),
             Err(_) => return None,
         }

@@ -123,7 +123,7 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             // Each busy query unit (one per query, up to `query_units`) is charged the pass's cycles.
             let unit = knn_unit.ok_or(Status::INTERNAL_ERROR)?;
             let busy = queries.len().min(knn_params.query_units.max(1.0) as usize) as u32;
-            let done = (0..busy).map(|lane| ctx.compute(unit, lane, start, timing.total_cycles)).max().unwrap_or(start).max(done);
+            let done = (0..busy).map(|lane| ctx.compute(start, unit, lane, timing.total_cycles)).max().unwrap_or(start).max(done);
             for (d, i) in best.iter().flatten() {
                 tail.extend_from_slice(&d.to_le_bytes());
                 tail.extend_from_slice(&i.to_le_bytes());
@@ -153,7 +153,7 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let timing = network_timing(shape, &layers, n, u.cnn_params).map_err(|_| Status::INTERNAL_ERROR)?;
             // The input and weights are staged in DDR by the transfers; NICE-C's load engine then reads them
             // over AXI (charged in the timing's per-layer load).
-            let done = ctx.compute(u.cnn.ok_or(Status::INTERNAL_ERROR)?, 0, done, timing.cycles);
+            let done = ctx.compute(done, u.cnn.ok_or(Status::INTERNAL_ERROR)?, 0, timing.cycles);
             (n as u64, done)
         }
         Job::Locate | Job::Fsr { .. } => return Err(Status::INTERNAL_ERROR),

@@ -25,7 +25,7 @@
 //!   a host write to an LBA drops its copy.
 
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
+use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 use std::collections::BTreeMap;
 
 nearflash_core::ext_params! {
@@ -193,12 +193,12 @@ impl<'s> Fetcher<'s> {
             return Ok(ctx.dram(landed.max(ready), out.len() as u64));
         }
         let issued = match self.seq {
-            Sequencer::R5 { unit, cores, cycles } => ctx.compute(unit, (self.issued % u64::from(cores)) as u32, ready, cycles),
-            Sequencer::A53 { core, instructions } => ctx.firmware_on(core, ready, instructions),
+            Sequencer::R5 { unit, cores, cycles } => ctx.compute(ready, unit, (self.issued % u64::from(cores)) as u32, cycles),
+            Sequencer::A53 { core, instructions } => ctx.firmware_on(ready, core, instructions),
         };
         self.issued += 1;
         self.last_issue = self.last_issue.max(issued);
-        let r = ctx.flash_read_self_sequenced(lba, 1, issued, out)?;
+        let r = ctx.flash_read_self_sequenced(issued, lba, 1, ReadTo::Dram, out)?;
         self.read.push((lba, r.done, out.to_vec()));
         Ok(r.done)
     }

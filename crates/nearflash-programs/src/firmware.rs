@@ -18,7 +18,7 @@ use crate::slm::{MemoryRange, Slm};
 use crate::status::{self, Refusal};
 use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
 use nearflash_core::engine::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitHandle};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, UnitHandle};
 use nearflash_core::nvme::{Sqe, Status};
 use nearflash_core::SimError;
 use serde::Serialize;
@@ -429,7 +429,8 @@ impl ProgramsFirmware {
             while lba_at < end {
                 let n = (end - lba_at).min(chunk);
                 let len = (n * lba) as usize;
-                match ctx.flash_read(lba_at, n as u32, arrived, self.slm.bytes_mut(at..at + len)) {
+                // written into SLM (controller DRAM) once; Execute Program books its own read of it
+                match ctx.flash_read(arrived, lba_at, n as u32, ReadTo::DramKept, self.slm.bytes_mut(at..at + len)) {
                     Ok(r) => done = done.max(r.done),
                     Err(st) => return refuse(ctx, Refusal::new(st, None, format!("LBAs {lba_at}..{} could not be read from flash", lba_at + n)), done),
                 }

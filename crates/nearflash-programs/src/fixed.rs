@@ -74,6 +74,6 @@ pub fn sls_f32(
     let gathered = (indices.len() * dim * 4 + idx.len() + lens.len() + out.len()) as u64;
     let moved = ctx.dram(ready, gathered);
     let cycles = (indices.len() * dim) as f64 / lanes.max(1e-9);
-    let added = ctx.compute(unit, 0, ready, cycles);
+    let added = ctx.compute(ready, unit, 0, cycles);
     Ok((bags as u64, moved.max(added)))
 }

@@ -8,12 +8,10 @@ mod convert;
 mod device;
 mod errors;
 mod extensions;
-mod issd;
-mod nice;
-mod ndsearch;
-mod programs;
-mod recssd;
-mod cognitive;
+
+// `mod systems { pub mod <system>; .. }` and `register_systems`, one entry per `nearflash-<system>` dependency in
+// Cargo.toml (build.rs): exposing a system is its dependency line there and its binding module `src/<system>.rs`.
+include!(concat!(env!("OUT_DIR"), "/systems.rs"));
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -22,12 +20,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config::register(m)?;
     device::register(m)?;
     extensions::register(m)?;
-    // extension modules (one line each; keep this block for extension registrations)
-    recssd::register(m)?;
-    issd::register(m)?;
-    nice::register(m)?;
-    ndsearch::register(m)?;
-    programs::register(m)?;
-    cognitive::register(m)?;
+    register_systems(m)?;
     Ok(())
 }

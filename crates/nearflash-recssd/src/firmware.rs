@@ -32,7 +32,7 @@ type Refusal = (NdpFault, Option<u8>, String);
 /// Bytes of the command's CDW10 (SLBA: table start + request id) and CDW12 (NLB), for the error log.
 const CDW10: Option<u8> = Some(40);
 const CDW12: Option<u8> = Some(48);
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo};
 use nearflash_core::device::OpClass;
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
@@ -142,7 +142,8 @@ impl RecssdFirmware {
         let mut plain = *sqe;
         plain.cdw12 &= !(1 << crate::ndp_command::NDP_FLAG_BIT);
         let ns = Self::namespace(ctx);
-        decode_io(&plain, &ns).map(|_| ()).map_err(|s| {
+        decode_io(&plain, &ns).map(|_| ()).map_err(|r| {
+            let s = r.status;
             let (byte, why) = if s == Status::LBA_OUT_OF_RANGE {
                 (CDW10, format!("SLBA {} + NLB {}: beyond the namespace's {} blocks", sqe.slba(), sqe.nlb(), ns.lbas))
             } else if sqe.nlb() > ns.max_lbas {
@@ -171,7 +172,7 @@ impl RecssdFirmware {
             return self.fault(ctx, NdpFault::DataBuffer, None, "table registration without a descriptor: it carries data to the device", t);
         };
         let arrived = ctx.from_host(t, bytes.len() as u64);
-        let done = ctx.firmware_on(self.params.ftl_core as u32, arrived, self.costs.register());
+        let done = ctx.firmware_on(arrived, self.params.ftl_core as u32, self.costs.register());
         let (lba_bytes, page_bytes) = (ctx.lba_bytes() as u32, ctx.geometry().page_size);
         let registered = TableDescriptor::decode(bytes, lba_bytes, page_bytes)
             .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus as u64));
@@ -245,7 +246,7 @@ impl RecssdFirmware {
         let req = match req {
             Ok(r) => r,
             Err((f, why)) => {
-                let done = ctx.firmware_on(core, in_dram, self.params.config_base_instructions);
+                let done = ctx.firmware_on(in_dram, core, self.params.config_base_instructions);
                 self.entries.release(entry, done);
                 self.stats.config_faults += 1;
                 return self.fault(ctx, f, None, why, done);
@@ -255,7 +256,7 @@ impl RecssdFirmware {
         let dim = table.layout.dim();
         let result_elements = u64::from(req.config().result_embeddings) * u64::from(dim);
         let instructions = self.costs.config(s.pairs, s.pages, s.cache_hits, dim, result_elements);
-        let processed = ctx.firmware_on(core, in_dram, instructions);
+        let processed = ctx.firmware_on(in_dram, core, instructions);
         self.stats.pairs += s.pairs;
         self.pending.push(PendingRequest {
             key,
@@ -326,7 +327,7 @@ impl RecssdFirmware {
             let s = first + k;
             let bytes = p.req.sector_bytes(s).expect("a planned request's sectors are complete");
             out[k * sector..(k + 1) * sector].copy_from_slice(&bytes[..sector]);
-            let fw = ctx.firmware_on(core, plan.sector_ready[s].max(t), self.costs.result_sector());
+            let fw = ctx.firmware_on(plan.sector_ready[s].max(t), core, self.costs.result_sector());
             let staged = ctx.dram(fw, sector as u64);
             done = done.max(ctx.to_host(staged, sector as u64));
         }
@@ -377,10 +378,10 @@ impl RecssdFirmware {
         let (slba, nlb) = match decode_io(sqe, &Self::namespace(ctx)) {
             Ok(IoCommand::Read { slba, nlb, .. }) => (slba, nlb),
             Ok(_) => return ExtCompletion { status: ctx.explain(Status::INVALID_OPCODE, Some(0), "not a Read"), dw0: 0, done: t },
-            Err(s) => {
+            Err(r) => {
                 let ns = Self::namespace(ctx);
                 let why = format!("Read of NLB {} at SLBA {}: expected 1..={} blocks (MDTS) inside the namespace's {} blocks", sqe.nlb(), sqe.slba(), ns.max_lbas, ns.lbas);
-                return ExtCompletion { status: ctx.explain(s, CDW10, why), dw0: 0, done: t };
+                return ExtCompletion { status: ctx.explain(r.status, CDW10, why), dw0: 0, done: t };
             }
         };
         let sector = ctx.lba_bytes() as usize;
@@ -418,23 +419,24 @@ impl RecssdFirmware {
                 }
                 h.ready
             });
-            let ready = match hit {
+            // (when the page is ready, whether it is through DRAM already)
+            let (ready, through_dram) = match hit {
                 Some(r) => {
                     self.stats.host_read_pages_from_buffer += 1;
-                    r.max(fw)
+                    (r.max(fw), false)
                 }
                 None => {
                     let buf: &mut [u8] = if want_data { &mut page[..n as usize * sector] } else { &mut [] };
-                    match ctx.flash_read(first, n as u32, fw, buf) {
+                    match ctx.flash_read(fw, first, n as u32, ReadTo::Dram, buf) {
                         Ok(r) => {
                             // GreedyFTL's per-page handling on the FTL core, while the die works (as for NDP pages).
-                            let handled = ctx.firmware_on(core, fw, self.costs.page_sched());
+                            let handled = ctx.firmware_on(fw, core, self.costs.page_sched());
                             let ready = r.done.max(handled);
                             if let Some(p) = psas {
                                 self.buffer.insert(lpage, p, ready, want_data.then_some(&page[..n as usize * sector]));
                             }
                             self.stats.host_read_pages_from_flash += 1;
-                            ready
+                            (ready, true)
                         }
                         Err(s) => {
                             let why = format!("LBAs {first}..{} could not be read from flash", first + n);
@@ -450,7 +452,7 @@ impl RecssdFirmware {
                 out = rest;
             }
             let b = take * sector as u64;
-            let in_dram = ctx.dram(ready, 2 * b);
+            let in_dram = if through_dram { ready } else { ctx.dram(ready, 2 * b) };
             done = done.max(ctx.to_host(in_dram, b));
             lba += take;
         }
@@ -479,13 +481,13 @@ struct CtxPort<'a, 'b> {
 
 impl FlashPort for CtxPort<'_, '_> {
     fn read(&mut self, lba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<Time, Status> {
-        self.ctx.flash_read(lba, nlb, ready, out).map(|r| r.done)
+        self.ctx.flash_read(ready, lba, nlb, ReadTo::Dram, out).map(|r| r.done)
     }
     fn physical(&self, lba: u64, nlb: u32) -> Option<Vec<u64>> {
         (lba..lba + u64::from(nlb)).map(|l| sector_address(self.ctx, l)).collect()
     }
     fn ftl_core(&mut self, ready: Time, instructions: f64) -> Time {
-        self.ctx.firmware_on(self.core, ready, instructions)
+        self.ctx.firmware_on(ready, self.core, instructions)
     }
 }
 

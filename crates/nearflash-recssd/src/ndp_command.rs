@@ -183,7 +183,7 @@ mod tests {
         assert!(!is_ndp(&flush));
         // Standard decoding rejects the flag: an SSD without the extension fails the command cleanly.
         let ns = nearflash_core::nvme::Namespace { lbas: 1 << 20, max_lbas: 256 };
-        assert_eq!(nearflash_core::nvme::decode_io(&c, &ns), Err(Status::INVALID_FIELD));
+        assert_eq!(nearflash_core::nvme::decode_io(&c, &ns).map_err(|r| r.status), Err(Status::INVALID_FIELD));
     }
 
     #[test]

@@ -4,17 +4,13 @@ use super::Device;
 use crate::nvme::DataBuf;
 use crate::engine::Time;
 use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
-use crate::nvme::{self, decode_admin, AdminCommand, Sqe, Status};
+use crate::nvme::{self, decode_admin, field, AdminCommand, Refusal, Sqe, Status};
 
 impl Device {
     pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_other);
-        let cmd = match decode_admin(sqe) {
-            Ok(c) => c,
-            Err(s) => return (s, 0, fw),
-        };
-        let result: Result<Option<Vec<u8>>, Status> = match cmd {
+        let result: Result<Option<Vec<u8>>, Refusal> = decode_admin(sqe).and_then(|cmd| match cmd {
             AdminCommand::Identify { cns, nsid } => self.identify(cns, nsid).map(Some),
             AdminCommand::GetLogPage { lid, dwords, offset } => self.log_page(lid).map(|page| {
                 let start = (offset as usize).min(page.len());
@@ -22,13 +18,16 @@ impl Device {
                 Some(page[start..end].to_vec())
             }),
             AdminCommand::CreateIoCq { qid, size } => self.queues.create_cq(qid, size).map(|_| None),
-            AdminCommand::CreateIoSq { qid, size, cqid } => self.queues.create_sq(qid, size, cqid).map(|_| None),
+            AdminCommand::CreateIoSq { qid, size, cqid, prio } => self.queues.create_sq(qid, size, cqid, prio).map(|_| None),
             AdminCommand::DeleteIoSq { qid } => self.queues.delete_sq(qid).map(|_| None),
             AdminCommand::DeleteIoCq { qid } => self.queues.delete_cq(qid).map(|_| None),
-            AdminCommand::Vendor(_) => Err(Status::INVALID_OPCODE),
-        };
+            AdminCommand::Vendor(op) => Err(Refusal::new(Status::INVALID_OPCODE, Some(field::OPCODE), format!("vendor admin opcode {op:#04x}: no extension takes admin commands"))),
+        });
         match result {
-            Err(s) => (s, 0, fw),
+            Err(r) => {
+                self.core.error_detail = Some(r.detail);
+                (r.status, 0, fw)
+            }
             Ok(None) => (Status::SUCCESS, 0, fw),
             Ok(Some(bytes)) => {
                 let n = match data {
@@ -73,7 +72,7 @@ impl Device {
         }
     }
 
-    fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Status> {
+    fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Refusal> {
         let cfg = &self.core.cfg;
         match cns {
             pages::CNS_CONTROLLER => {
@@ -90,13 +89,13 @@ impl Device {
                 let used = (self.core.ftl.occupancy() * self.ns.lbas as f64).round() as u64;
                 Ok(pages::identify_namespace(self.ns.lbas, used, cfg.ftl.sector_size.0 as u32))
             }
-            pages::CNS_NAMESPACE => Err(Status::INVALID_NAMESPACE),
+            pages::CNS_NAMESPACE => Err(Refusal::new(Status::INVALID_NAMESPACE, Some(field::NSID), format!("NSID = {nsid:#x}: the device has namespace 1 only"))),
             pages::CNS_ACTIVE_NAMESPACES => Ok(pages::active_namespaces()),
-            _ => Err(Status::INVALID_FIELD),
+            _ => Err(Refusal::new(Status::INVALID_FIELD, Some(field::CDW10), format!("CNS = {cns:#04x}: Identify supports CNS 0x00, 0x01 and 0x02"))),
         }
     }
 
-    fn log_page(&self, lid: u8) -> Result<Vec<u8>, Status> {
+    fn log_page(&self, lid: u8) -> Result<Vec<u8>, Refusal> {
         match lid {
             pages::LOG_SMART => {
                 let r = self.report();
@@ -122,7 +121,7 @@ impl Device {
             pages::LOG_ERROR_INFO => Ok(self.errors.page()),
             pages::LOG_VENDOR_ERROR_REASONS => Ok(self.errors.reasons_page()),
             pages::LOG_VENDOR_STATS => Ok(self.report().to_json().into_bytes()),
-            _ => Err(Status::INVALID_LOG_PAGE),
+            _ => Err(Refusal::new(Status::INVALID_LOG_PAGE, Some(field::CDW10), format!("log page {lid:#04x} is not supported"))),
         }
     }
 }

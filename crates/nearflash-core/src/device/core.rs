@@ -7,6 +7,7 @@ use super::timing::{Booking, Ev, Posting, Step};
 use crate::config::{DeviceConfig, GcPriority, UnmappedRead};
 use crate::ctrl::sched::suspend::{Rule, Rules};
 use crate::ctrl::sched::{ClassId, ClassTable, Level, SchedConfig, Scheduler, TxnReq, GC, GC_URGENT};
+use super::exec::ReadTo;
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
 use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
@@ -43,6 +44,8 @@ pub struct DeviceCore {
     pub(crate) host_now: Time,
     /// Completions whose posting time is known, for the device to queue.
     pub(crate) posted: Vec<(Posting, Time)>,
+    /// Forecasts of the flash work of the extension command being executed (`None` outside `ExecCtx`).
+    pub(crate) forecast: Option<super::forecast::Forecast>,
     /// The class of the flash work of the command being executed.
     pub(crate) class: ClassId,
     /// GC's priority (`controller.gc_priority`).
@@ -246,10 +249,18 @@ impl DeviceCore {
             programs: Vec::new(),
             programs_pruned_at: 0,
             scratch: ReadScratch::default(),
+            forecast: None,
             txn_done: Vec::new(),
             admitted: Vec::new(),
             cfg,
         }
+    }
+
+    /// Fails the current command with `status` and says why (`byte`: the command byte holding the offending field):
+    /// the reason goes into the error logs with the status. Returns `status`.
+    pub(crate) fn refuse(&mut self, status: Status, byte: Option<u8>, reason: impl Into<String>) -> Status {
+        self.error_detail = Some(crate::nvme::ErrorDetail { byte, reason: reason.into() });
+        status
     }
 
     /// Splits the borrow: the FTL and the timing sink.
@@ -305,6 +316,19 @@ impl DeviceCore {
         self.nand.ecc.decode(worst.max(sampled))
     }
 
+    /// Moves `bytes` read from flash, decoded at `decoded`, where `to` says: into controller DRAM and out once to
+    /// their consumer (the host DMA, a firmware core, a compute unit: the DRAM port carries twice the bytes), into
+    /// DRAM to stay (once), or into a unit's own buffer (no DRAM). Returns when they are there. The one place where
+    /// flash reads book DRAM: host Reads (`Booking::Deliver`) and the `ExecCtx` reads come here.
+    pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64, to: ReadTo) -> Time {
+        let passes = match to {
+            ReadTo::Dram => 2,
+            ReadTo::DramKept => 1,
+            ReadTo::UnitBuffer => return decoded,
+        };
+        self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, passes * bytes)
+    }
+
     /// Moves the pages of a host read through DRAM to the host, each as soon as its data is decoded; returns when
     /// the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
@@ -341,11 +365,10 @@ impl DeviceCore {
     ) -> Result<Reads, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
-        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
-            return Err(Status::LBA_OUT_OF_RANGE);
-        }
+        self.check_lbas(slba, nlb)?;
         if !out.is_empty() && (out.len() as u64) < u64::from(nlb) * sector {
-            return Err(Status::DATA_TRANSFER_ERROR);
+            let why = format!("{nlb} blocks of {sector} bytes read into a {}-byte buffer", out.len());
+            return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
@@ -365,8 +388,9 @@ impl DeviceCore {
                 loc = match ftl.allocate_for_read(lpn, ready, &mut sink) {
                     Ok(l) => l,
                     Err(e) => {
+                        let why = format!("mapping a never-written LBA for a read failed: {e}");
                         self.fault.get_or_insert(e);
-                        return Err(Status::INTERNAL_ERROR);
+                        return Err(self.refuse(Status::INTERNAL_ERROR, None, why));
                     }
                 };
                 if loc != Location::Unmapped {
@@ -461,7 +485,8 @@ impl DeviceCore {
         if !ok {
             // The pages are still read (the array's time is spent); the command fails.
             self.media_errors += 1;
-            return Err(Status::UNRECOVERED_READ_ERROR);
+            let why = format!("LBAs {slba} + {nlb}: a page's bit errors are beyond what ECC, read retry and soft decoding correct");
+            return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
         }
         // Functional read (skipped for timing-only callers); a checksum mismatch is a media error, never silently
         // returned data.
@@ -472,11 +497,21 @@ impl DeviceCore {
                 Ok(true) => {}
                 Ok(false) | Err(_) => {
                     self.media_errors += 1;
-                    return Err(Status::UNRECOVERED_READ_ERROR);
+                    let why = format!("LBA {}: the stored data fails its checksum", slba + idx as u64);
+                    return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
                 }
             }
         }
         Ok(result)
+    }
+
+    /// LBA Out of Range, with its reason, unless `nlb` blocks from `slba` lie in the FTL's capacity.
+    fn check_lbas(&mut self, slba: u64, nlb: u32) -> Result<(), Status> {
+        let lbas = self.ftl.logical_sectors();
+        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > lbas) {
+            return Err(self.refuse(Status::LBA_OUT_OF_RANGE, None, format!("LBAs {slba} + {nlb}: the device holds {lbas} LBAs")));
+        }
+        Ok(())
     }
 
     /// Writes whole sectors from `data` at `slba` through the write buffer (with `SPARE_BYTES` of extension spare
@@ -484,7 +519,7 @@ impl DeviceCore {
     pub(crate) fn write_lbas(&mut self, slba: u64, data: &[u8], spare: Option<&[u8]>, ready: At) -> Result<At, Status> {
         let sector = self.nand.geo.sector_size as usize;
         let nlb = if data.is_empty() { 0 } else { data.len() / sector };
-        let nlb = u32::try_from(nlb).map_err(|_| Status::INVALID_FIELD)?;
+        let nlb = u32::try_from(nlb).map_err(|_| self.refuse(Status::INVALID_FIELD, None, format!("{nlb} blocks in one write: at most {} are allowed", u32::MAX)))?;
         self.write_sectors(slba, nlb, Some(data), spare, ready)
     }
 
@@ -499,13 +534,12 @@ impl DeviceCore {
         ready: At,
     ) -> Result<At, Status> {
         let sector = self.nand.geo.sector_size as usize;
-        if slba.checked_add(u64::from(nlb)).is_none_or(|e| e > self.ftl.logical_sectors()) {
-            return Err(Status::LBA_OUT_OF_RANGE);
-        }
+        self.check_lbas(slba, nlb)?;
         let data = data.filter(|d| !d.is_empty());
         if let Some(d) = data {
             if d.len() < nlb as usize * sector {
-                return Err(Status::DATA_TRANSFER_ERROR);
+                let why = format!("{nlb} blocks of {sector} bytes written from a {}-byte buffer", d.len());
+                return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
             }
         }
         let admitted = self.admit(u64::from(nlb), ready);
@@ -522,8 +556,9 @@ impl DeviceCore {
             }
             if let Err(e) = ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink) {
                 // Range and size were checked above: what remains is the model's own failure.
+                let why = format!("the FTL failed to place LBA {lpn}: {e}");
                 self.fault.get_or_insert(e);
-                return Err(Status::INTERNAL_ERROR);
+                return Err(self.refuse(Status::INTERNAL_ERROR, None, why));
             }
         }
         Ok(self.max_all(admitted, &maps))

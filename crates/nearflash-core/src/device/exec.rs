@@ -4,6 +4,14 @@
 //! Logical access goes through the FTL (`flash_read`, `write_lbas`); physical access (`read_page`,
 //! `read_page_range`, `sense_page`, `program_page`, `erase_block`) bypasses it: reads may address any page, programs and erases only the
 //! extension-reserved blocks (`ftl.ext_reserved_blocks`). Addresses out of range are errors, never clamped.
+//!
+//! A read that brings data into the controller says where it goes ([`ReadTo`]): into controller DRAM, booked as the
+//! host read path books it (`DeviceCore::through_dram`, the one place), into DRAM to stay, or into a compute unit's
+//! own buffer on the flash interface, bypassing DRAM. Sensing for logic beside the die (`sense_page*`) moves nothing
+//! into DRAM.
+//!
+//! One convention for time: every call that books work takes `ready` (the earliest virtual time, in ns, the work
+//! may start) as its first argument after `&mut self`, and returns when the work is done (`HostCtx` does the same).
 
 use super::core::DeviceCore;
 use super::report::OpClass;
@@ -15,6 +23,22 @@ use crate::ftl::{Location, PageData, PhysError};
 use crate::nand::{EccOutcome, Geometry};
 use crate::nvme::Status;
 
+/// Where a read's data goes in the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadTo {
+    /// Controller DRAM: written in by the flash interface and read out once by its consumer (a firmware core, a
+    /// compute unit, the host DMA), as for a host Read: the DRAM port carries twice the bytes, and the data is ready
+    /// when it is through. The consumer books no DRAM of its own for that first read-out.
+    Dram,
+    /// Controller DRAM, to stay there for later use (computational programs' SLM): written in once; whatever reads
+    /// it later books that read (`dram`).
+    DramKept,
+    /// A compute unit's own buffer on the flash interface, bypassing DRAM (iSSD's per-channel FMCs, Cognitive SSD's
+    /// DLG-x reading weights and graph pages straight from NAND): the data is ready when decoded; the caller books
+    /// DRAM (`dram`) where the data crosses it later.
+    UnitBuffer,
+}
+
 /// One flash page's part of a [`FlashRead`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageDone {
@@ -25,7 +49,8 @@ pub struct PageDone {
     pub offset: usize,
     pub channel: u32,
     pub die: u32,
-    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up).
+    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up); read into
+    /// DRAM ([`ReadTo`]), when it is through DRAM.
     pub done: Time,
 }
 
@@ -68,7 +93,8 @@ pub enum Placement {
 /// The outcome of a physical page read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageRead {
-    /// When the data is in the controller (or, for a sense without transfer, in the page register).
+    /// When the data is in the controller (read into DRAM, [`ReadTo`]: when it is through DRAM; for a sense without
+    /// transfer, in the page register).
     pub done: Time,
     pub addr: PhysAddr,
     /// Bytes that crossed the channel (a page, a column read's codewords, or what a sense asked for).
@@ -93,9 +119,24 @@ pub struct ExecCtx<'a> {
     /// When the firmware has fetched and decoded the command.
     pub start: Time,
     pub(crate) accounted_as: Option<(OpClass, u64)>,
+    /// This command's flash work whose end is not known yet (the command completes after it).
+    pub(crate) pending: Vec<At>,
 }
 
 impl ExecCtx<'_> {
+    /// The time of `at` for the extension's straight-line code: its value if known, else its forecast
+    /// (`device::forecast`), and the command's completion waits for it.
+    fn settle(&mut self, at: At) -> Time {
+        let floor = self.core.floor();
+        match self.core.flow.value(at) {
+            Some(t) => t,
+            None => {
+                self.pending.push(at);
+                self.core.forecast.as_ref().map_or(floor, |f| f.time_of(at, &self.core.flow, floor))
+            }
+        }
+    }
+
     /// Counts this command in the report as `class` moving `bytes` (e.g. an intercepted standard Read that the
     /// extension served as an ordinary read); by default extension commands count as vendor commands of 0 bytes.
     pub fn account_as(&mut self, class: OpClass, bytes: u64) {
@@ -106,14 +147,19 @@ impl ExecCtx<'_> {
     /// for CDW10) goes into the Error Information log with the command's status, where a host library reads it
     /// (`Device::error_reason`). Returns `status`, for `return Err(ctx.explain(..))`-style use.
     pub fn explain(&mut self, status: Status, byte: Option<u8>, reason: impl Into<String>) -> Status {
-        self.core.error_detail = Some(crate::nvme::ErrorDetail { byte, reason: reason.into() });
-        status
+        self.core.refuse(status, byte, reason)
     }
 
     /// Whether this command's failure has been explained already (`explain`), so that a firmware's catch-all
     /// reason does not replace a more specific one given deeper down.
     pub fn is_explained(&self) -> bool {
         self.core.error_detail.is_some()
+    }
+
+    /// The flash work this command enters from now on is of `class` (declared with `AttachCtx::flash_class`), not of
+    /// its submission queue's priority: it then overtakes, shares with or yields to host I/O as the class says.
+    pub fn use_class(&mut self, class: crate::ctrl::sched::ClassId) {
+        self.core.class = class;
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -134,47 +180,54 @@ impl ExecCtx<'_> {
         self.core.ftl.logical_sectors()
     }
 
-    /// Reads `nlb` blocks from `slba` through the FTL into controller memory (`out`; empty for timing only), from
-    /// `ready`. Fails with LBA Out of Range or Unrecovered Read Error.
-    pub fn flash_read(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.read_lbas(slba, nlb, ready, out, true)
-    }
-
-    /// Reads through the FTL and waits (in the event loop) for every page.
-    fn read_lbas(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8], on_cores: bool) -> Result<FlashRead, Status> {
-        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, on_cores)?;
-        let lookup = self.core.wait_for(r.lookup);
-        let mut read = FlashRead { done: lookup, pages: Vec::with_capacity(r.pages.len()) };
-        for p in &r.pages {
-            let done = self.core.wait_for(p.done);
-            read.done = read.done.max(done);
-            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done });
-        }
-        self.core.recycle(r.pages);
-        Ok(read)
+    /// Reads `nlb` blocks from `slba` through the FTL into the controller, `to` DRAM or a unit's buffer (`out`; empty
+    /// for timing only), from `ready`; the controller cores issue one flash transaction per page. Fails with LBA Out
+    /// of Range or Unrecovered Read Error.
+    pub fn flash_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.logical_read(ready, slba, nlb, to, out, true)
     }
 
     /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
-    /// whose own units sequence the flash (iSSD's per-channel FMCs).
-    pub fn flash_read_self_sequenced(&mut self, slba: u64, nlb: u32, ready: Time, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.read_lbas(slba, nlb, ready, out, false)
+    /// whose own units sequence the flash (iSSD's per-channel FMCs, NICE's R5 or A53 sequencer).
+    pub fn flash_read_self_sequenced(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.logical_read(ready, slba, nlb, to, out, false)
+    }
+
+    /// Reads through the FTL (each page's time as `settle` gives it) and moves the pages `to` their place in the
+    /// order they are decoded.
+    fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool) -> Result<FlashRead, Status> {
+        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, issue_on_cores)?;
+        let lookup = self.settle(r.lookup);
+        let mut read = FlashRead { done: lookup, pages: Vec::with_capacity(r.pages.len()) };
+        for p in &r.pages {
+            let done = self.settle(p.done);
+            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done });
+        }
+        self.core.recycle(r.pages);
+        read.pages.sort_by_key(|p| p.done);
+        let sector = self.lba_bytes();
+        for p in &mut read.pages {
+            p.done = self.core.through_dram(p.done, u64::from(p.sectors) * sector, to);
+            read.done = read.done.max(p.done);
+        }
+        Ok(read)
     }
 
     /// Writes whole blocks through the write buffer and FTL; returns when buffered.
-    pub fn write_lbas(&mut self, slba: u64, data: &[u8], ready: Time) -> Result<Time, Status> {
+    pub fn write_lbas(&mut self, ready: Time, slba: u64, data: &[u8]) -> Result<Time, Status> {
         let at = self.core.write_lbas(slba, data, None, At::at(ready))?;
-        Ok(self.core.wait_for(at))
+        Ok(self.settle(at))
     }
 
     /// As `write_lbas`, with `SPARE_BYTES` of extension spare bytes per block programmed into its OOB slot and
     /// carried along when GC moves it.
-    pub fn write_lbas_with_spare(&mut self, slba: u64, data: &[u8], spare: &[u8], ready: Time) -> Result<Time, Status> {
+    pub fn write_lbas_with_spare(&mut self, ready: Time, slba: u64, data: &[u8], spare: &[u8]) -> Result<Time, Status> {
         let blocks = data.len() / self.lba_bytes().max(1) as usize;
         if spare.len() != blocks * SPARE_BYTES || data.len() % self.lba_bytes() as usize != 0 {
             return Err(Status::INVALID_FIELD);
         }
         let at = self.core.write_lbas(slba, data, Some(spare), At::at(ready))?;
-        Ok(self.core.wait_for(at))
+        Ok(self.settle(at))
     }
 
     /// The extension spare bytes written with an LBA's current copy (zeroes if unmapped or written without).
@@ -195,7 +248,7 @@ impl ExecCtx<'_> {
     /// learns the file's inode, after the data pages were written). Timing, assumed: a programmed page costs a page
     /// program on its die (a partial-page program of the spare area, charged as a full one); a copy still in an
     /// open page costs a DRAM write. Returns the copy's physical sector address and when the update is done.
-    pub fn annotate_spare(&mut self, lba: u64, spare: &[u8; SPARE_BYTES], ready: Time) -> Result<(u64, Time), Status> {
+    pub fn annotate_spare(&mut self, ready: Time, lba: u64, spare: &[u8; SPARE_BYTES]) -> Result<(u64, Time), Status> {
         let lpn = self.lpn(lba)?;
         let (psa, programmed) = self.core.ftl.set_spare_of(lpn, spare).ok_or(Status::INVALID_FIELD)?;
         if !programmed {
@@ -203,7 +256,7 @@ impl ExecCtx<'_> {
         }
         let addr = self.page_addr(psa / u64::from(self.core.nand.geo.sectors_per_page))?;
         let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
-        Ok((psa, self.core.wait_for(at)))
+        Ok((psa, self.settle(at)))
     }
 
     fn lpn(&self, lba: u64) -> Result<u32, Status> {
@@ -244,21 +297,29 @@ impl ExecCtx<'_> {
         })
     }
 
-    /// Senses physical page `ppn` and moves its whole content to the controller, into `out` (a page long; empty:
-    /// timing only). Any programmed page may be read; unwritten slots read as zeroes. An uncorrectable page or a
-    /// checksum mismatch is an Unrecovered Read Error (its data is never returned).
-    pub fn read_page(&mut self, ppn: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+    /// Senses physical page `ppn` and moves its whole content to the controller, `to` DRAM or a unit's buffer, into
+    /// `out` (a page long; empty: timing only). Any programmed page may be read; unwritten slots read as zeroes. An
+    /// uncorrectable page or a checksum mismatch is an Unrecovered Read Error (its data is never returned).
+    pub fn read_page(&mut self, ready: Time, ppn: u64, to: ReadTo, out: &mut [u8]) -> Result<PageRead, Status> {
         let bytes = u64::from(self.core.nand.geo.page_size);
-        self.physical_read(ppn, bytes, false, out, ready)
+        let r = self.physical_read(ready, ppn, bytes, false, out)?;
+        Ok(self.land(r, to))
+    }
+
+    /// A physical read's data, moved through DRAM if it goes there.
+    fn land(&mut self, mut r: PageRead, to: ReadTo) -> PageRead {
+        r.done = self.core.through_dram(r.done, r.moved, to);
+        r
     }
 
     /// A column read (ONFI random data out): senses physical page `ppn` whole and moves over the channel only the ECC
     /// codewords that hold bytes `offset .. offset + len`, after a Change Read Column points the data-out at them
-    /// (`nand.t_column_change`); each moved codeword is decoded. `out` receives the range (`len` bytes; empty:
-    /// timing only). A range whose codewords make up the whole page is exactly a [`read_page`](Self::read_page).
+    /// (`nand.t_column_change`); each moved codeword is decoded and goes `to` DRAM or a unit's buffer. `out` receives
+    /// the range (`len` bytes; empty: timing only). A range whose codewords make up the whole page is exactly a
+    /// [`read_page`](Self::read_page).
     /// Refused before anything happens: an empty range or one past the page's end, or `out` of another length
     /// (Invalid Field), a page out of range (LBA Out of Range); errors as `read_page` otherwise.
-    pub fn read_page_range(&mut self, ppn: u64, offset: u64, len: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+    pub fn read_page_range(&mut self, ready: Time, ppn: u64, offset: u64, len: u64, to: ReadTo, out: &mut [u8]) -> Result<PageRead, Status> {
         let page_size = u64::from(self.core.nand.geo.page_size);
         let end = match offset.checked_add(len) {
             Some(end) if len > 0 && end <= page_size => end,
@@ -274,35 +335,36 @@ impl ExecCtx<'_> {
         let cw = u64::from(self.core.nand.ecc.codeword_bytes.max(1));
         let (first, last) = (offset / cw * cw, end.div_ceil(cw).saturating_mul(cw).min(page_size));
         let mut page = if out.is_empty() { Vec::new() } else { vec![0u8; page_size as usize] };
-        let r = self.physical_read(ppn, last - first, last - first < page_size, &mut page, ready)?;
+        let r = self.physical_read(ready, ppn, last - first, last - first < page_size, &mut page)?;
         if !out.is_empty() {
             out.copy_from_slice(&page[offset as usize..end as usize]);
         }
-        Ok(r)
+        Ok(self.land(r, to))
     }
 
     /// Senses physical page `ppn` and moves only `xfer_bytes` over the channel (0 for computation beside the die,
-    /// e.g. NDSearch's search-in-NAND): timing only; ECC is charged on the moved bytes.
-    pub fn sense_page(&mut self, ppn: u64, xfer_bytes: u64, ready: Time) -> Result<PageRead, Status> {
+    /// e.g. NDSearch's search-in-NAND): timing only; ECC is charged on the moved bytes, and nothing goes to DRAM
+    /// (the moved bytes go to the logic that asked for them).
+    pub fn sense_page(&mut self, ready: Time, ppn: u64, xfer_bytes: u64) -> Result<PageRead, Status> {
         if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
             return Err(Status::INVALID_FIELD);
         }
-        self.physical_read(ppn, xfer_bytes, false, &mut [], ready)
+        self.physical_read(ready, ppn, xfer_bytes, false, &mut [])
     }
 
     /// As `sense_page`, with the page register's content copied into `out` (a page long) for logic beside the die
     /// (NDSearch's SiN units compute on it); only `xfer_bytes` cross the channel and are ECC-decoded.
-    pub fn sense_page_into(&mut self, ppn: u64, xfer_bytes: u64, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+    pub fn sense_page_into(&mut self, ready: Time, ppn: u64, xfer_bytes: u64, out: &mut [u8]) -> Result<PageRead, Status> {
         if xfer_bytes > u64::from(self.core.nand.geo.page_size) {
             return Err(Status::INVALID_FIELD);
         }
-        self.physical_read(ppn, xfer_bytes, false, out, ready)
+        self.physical_read(ready, ppn, xfer_bytes, false, out)
     }
 
     /// A multi-plane `sense_page_into`: pages `ppns` must sit at the same page offset of one die, in different
     /// planes; they are sensed in one operation, each moving `xfer_bytes[i]` over the channel, with its content in
     /// `outs[i]` (a page long each). Any uncorrectable page fails the whole read (no data returned).
-    pub fn sense_planes_into(&mut self, ppns: &[u64], xfer_bytes: &[u64], outs: &mut [Vec<u8>], ready: Time) -> Result<Vec<PageRead>, Status> {
+    pub fn sense_planes_into(&mut self, ready: Time, ppns: &[u64], xfer_bytes: &[u64], outs: &mut [Vec<u8>]) -> Result<Vec<PageRead>, Status> {
         let page_size = u64::from(self.core.nand.geo.page_size);
         if ppns.is_empty() || ppns.len() != xfer_bytes.len() || ppns.len() != outs.len() || xfer_bytes.iter().any(|&x| x > page_size) {
             return Err(Status::INVALID_FIELD);
@@ -323,7 +385,7 @@ impl ExecCtx<'_> {
             }
         }
         let (at, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, At::at(ready));
-        let done = self.core.wait_for(at);
+        let done = self.settle(at);
         if ecc.iter().any(|e| !e.is_ok()) || pages.iter().any(|p| p.corrupt != 0) {
             self.core.media_errors += 1;
             outs.iter_mut().for_each(|o| o.fill(0));
@@ -333,7 +395,7 @@ impl ExecCtx<'_> {
     }
 
     /// Senses `ppn` and moves `xfer` bytes of it; `column`: they start inside the page (a column read).
-    fn physical_read(&mut self, ppn: u64, xfer: u64, column: bool, out: &mut [u8], ready: Time) -> Result<PageRead, Status> {
+    fn physical_read(&mut self, ready: Time, ppn: u64, xfer: u64, column: bool, out: &mut [u8]) -> Result<PageRead, Status> {
         let addr = self.page_addr(ppn)?;
         let page = match self.core.ftl.read_page_data(ppn, out) {
             Ok(Ok(p)) => p,
@@ -341,7 +403,7 @@ impl ExecCtx<'_> {
             Err(_) => return Err(Status::INTERNAL_ERROR),
         };
         let (at, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, At::at(ready));
-        let done = self.core.wait_for(at);
+        let done = self.settle(at);
         if !ecc.is_ok() || page.corrupt != 0 {
             self.core.media_errors += 1;
             out.fill(0);
@@ -373,7 +435,7 @@ impl ExecCtx<'_> {
 
     /// Programs reserved page `ppn` (its block's next erased page) with `data` (up to a page) and `spare` (up to
     /// `SPARE_BYTES` per sector slot); returns when tPROG ends. The data crosses controller DRAM and the channel.
-    pub fn program_page(&mut self, ppn: u64, data: &[u8], spare: &[u8], ready: Time) -> Result<Time, Status> {
+    pub fn program_page(&mut self, ready: Time, ppn: u64, data: &[u8], spare: &[u8]) -> Result<Time, Status> {
         let addr = self.page_addr(ppn)?;
         match self.core.ftl.program_reserved(ppn, data, spare) {
             Ok(Ok(())) => {}
@@ -381,11 +443,11 @@ impl ExecCtx<'_> {
             Err(_) => return Err(Status::INTERNAL_ERROR),
         }
         let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
-        Ok(self.core.wait_for(at))
+        Ok(self.settle(at))
     }
 
     /// Erases reserved block `block` (global number); returns when tBERS ends.
-    pub fn erase_block(&mut self, block: u32, ready: Time) -> Result<Time, Status> {
+    pub fn erase_block(&mut self, ready: Time, block: u32) -> Result<Time, Status> {
         match self.core.ftl.erase_reserved(block) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(phys_status(e)),
@@ -394,7 +456,7 @@ impl ExecCtx<'_> {
         let g = &self.core.nand.geo;
         let die = g.die_of_plane(g.plane_of_block(block));
         let at = self.core.erase_block_timed(die, At::at(ready));
-        Ok(self.core.wait_for(at))
+        Ok(self.settle(at))
     }
 
     /// The extension spare bytes of a physical page's slots (`SPARE_BYTES` each, in slot order).
@@ -410,7 +472,7 @@ impl ExecCtx<'_> {
     }
 
     /// Runs firmware instructions on one specific controller core.
-    pub fn firmware_on(&mut self, core: u32, ready: Time, instructions: f64) -> Time {
+    pub fn firmware_on(&mut self, ready: Time, core: u32, instructions: f64) -> Time {
         let c = &mut *self.core;
         c.ctrl.run_on(&mut c.res, &mut c.ledger, core, ready, instructions)
     }
@@ -439,7 +501,7 @@ impl ExecCtx<'_> {
     }
 
     /// Busies compute unit `member` of `unit` for `cycles`.
-    pub fn compute(&mut self, unit: UnitHandle, member: u32, ready: Time, cycles: f64) -> Time {
+    pub fn compute(&mut self, ready: Time, unit: UnitHandle, member: u32, cycles: f64) -> Time {
         let c = &mut *self.core;
         c.units.run(unit, member, &mut c.res, &mut c.ledger, ready, cycles)
     }

@@ -1,6 +1,7 @@
 //! `HostCtx`: what host libraries (iSSD's Initiator, RecSSD's host jobs, baselines of the other systems) may book
 //! on the host side of the device model: computation on the host cores, host DRAM traffic, and the host's energy
 //! accounts. I/O goes through the device's commands as for any application; nothing here reaches into the device.
+//! As in `ExecCtx`, a call that books work takes `ready` first after `&mut self` and returns when the work is done.
 
 use super::core::DeviceCore;
 use crate::engine::Time;

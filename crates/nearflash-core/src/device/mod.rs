@@ -11,6 +11,7 @@ mod admin;
 mod core;
 pub mod ext;
 mod exec;
+mod forecast;
 mod host_ctx;
 pub mod model_check;
 mod repair;
@@ -18,7 +19,7 @@ mod report;
 mod timing;
 
 pub use self::core::DeviceCore;
-pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr};
+pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report, SchedReport};
@@ -30,6 +31,7 @@ use ext::{AttachSnapshot, Declared};
 use crate::error::{Result, SimError};
 use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
+use crate::ctrl::sched::Priority;
 use crate::nvme::{self, decode_io, Completion, ErrorLog, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
 use std::path::Path;
@@ -292,18 +294,25 @@ impl Device {
 
     /// Creates I/O queue pair `qid` with `depth` entries (through the admin queue, as a host driver does).
     pub fn create_queue_pair(&mut self, qid: u16, depth: u32) -> Result<()> {
+        self.create_queue_pair_with(qid, depth, Priority::Medium)
+    }
+
+    /// As `create_queue_pair`, the submission queue of priority `prio` (Create I/O SQ's QPRIO): its commands' flash
+    /// work is of that class in the flash scheduler (urgent strictly first, then high, medium and low 4:2:1).
+    pub fn create_queue_pair_with(&mut self, qid: u16, depth: u32, prio: Priority) -> Result<()> {
         for sqe in [
             Sqe { opcode: nvme::opcode::ADMIN_CREATE_CQ, cdw10: u32::from(qid) | ((depth - 1) << 16), cdw11: 1, ..Sqe::default() },
             Sqe {
                 opcode: nvme::opcode::ADMIN_CREATE_SQ,
                 cdw10: u32::from(qid) | ((depth.max(1) - 1) << 16),
-                cdw11: 1 | (u32::from(qid) << 16),
+                cdw11: 1 | (prio.qprio() << 1) | (u32::from(qid) << 16),
                 ..Sqe::default()
             },
         ] {
             let d = self.execute(0, sqe, DataBuf::None)?;
             if !d.status.is_success() {
-                return Err(SimError::InvalidArgument(format!("creating queue {qid} (depth {depth}) failed: {}", d.status)));
+                let what = format!("creating queue {qid} (depth {depth}) failed: {}", d.status);
+                return Err(SimError::InvalidArgument(self.explained(&what, 0, d.cid)));
             }
         }
         Ok(())
@@ -317,7 +326,8 @@ impl Device {
         ] {
             let d = self.execute(0, sqe, DataBuf::None)?;
             if !d.status.is_success() {
-                return Err(SimError::InvalidArgument(format!("deleting queue {qid} failed: {}", d.status)));
+                let what = format!("deleting queue {qid} failed: {}", d.status);
+                return Err(SimError::InvalidArgument(self.explained(&what, 0, d.cid)));
             }
         }
         Ok(())
@@ -355,6 +365,7 @@ impl Device {
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
         let latency = c.host.link_latency;
         let t_fetched = c.host.to_device(&mut c.res, &mut c.ledger, t_doorbell + 2 * latency, nvme::SQE_BYTES as u64);
+        self.core.class = self.queues.priority(sqid).class();
         let (class, bytes, status, dw0, done) = if sqid == 0 {
             let (s, dw0, t) = self.exec_admin(&sqe, data, t_fetched);
             (OpClass::Admin, 0, s, dw0, At::at(t))
@@ -538,9 +549,10 @@ impl Device {
     fn exec_standard(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: At) -> (OpClass, u64, Status, u32, At) {
         let cmd = match decode_io(sqe, &self.ns) {
             Ok(c) => c,
-            Err(s) => {
+            Err(r) => {
                 let done = self.fw(t, self.core.ctrl.fw_other);
-                return (OpClass::Admin, 0, s, 0, done);
+                self.core.error_detail = Some(r.detail);
+                return (OpClass::Admin, 0, r.status, 0, done);
             }
         };
         let lba = self.lba_bytes();
@@ -560,7 +572,10 @@ impl Device {
                     Some(img) => img.flush(&self.core.ftl).and_then(|()| self.save_extensions()),
                     None => Ok(()),
                 };
-                let s = if durable.is_ok() { Status::SUCCESS } else { Status::INTERNAL_ERROR };
+                let s = match durable {
+                    Ok(()) => Status::SUCCESS,
+                    Err(e) => self.core.refuse(Status::INTERNAL_ERROR, None, format!("writing the image to its files failed: {e}")),
+                };
                 (OpClass::Flush, 0, s, 0, done)
             }
             IoCommand::Dsm { ranges, deallocate } => {
@@ -584,7 +599,8 @@ impl Device {
                 Some(i) => self.exec_ext(i, sqe, data, t),
                 None => {
                     let done = self.fw(t, self.core.ctrl.fw_other);
-                    (OpClass::Vendor, 0, Status::INVALID_OPCODE, 0, done)
+                    let why = format!("vendor opcode {op:#04x}: no attached extension claims it");
+                    (OpClass::Vendor, 0, self.core.refuse(Status::INVALID_OPCODE, Some(nvme::field::OPCODE), why), 0, done)
                 }
             },
         }
@@ -599,11 +615,21 @@ impl Device {
         let fw = self.fw(t, self.core.ctrl.fw_other);
         let start = self.core.wait_for(fw);
         let slot = &mut self.exts[i];
-        let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None };
+        self.core.forecast = Some(forecast::Forecast::default());
+        let class_before = self.core.class;
+        let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None, pending: Vec::new() };
         let r = slot.ext.execute(&mut ctx, sqe, data);
+        let pending = std::mem::take(&mut ctx.pending);
         let (class, bytes) = ctx.accounted_as.unwrap_or((OpClass::Vendor, 0));
+        if !r.status.is_success() && !ctx.is_explained() {
+            let why = format!("extension {} failed opcode {:#04x} without giving a reason", slot.ext.name(), sqe.opcode);
+            ctx.explain(r.status, None, why);
+        }
+        self.core.forecast = None;
+        self.core.class = class_before;
         self.dispatch_relocations();
-        (class, bytes, r.status, r.dw0, At::at(r.done.max(start)))
+        let done = self.core.max_all(At::at(r.done.max(start)), &pending);
+        (class, bytes, r.status, r.dw0, done)
     }
 
     fn exec_read(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, t: At) -> (Status, At) {
@@ -611,7 +637,7 @@ impl Device {
         let out: &mut [u8] = match data {
             DataBuf::FromDevice(b) if b.len() as u64 >= bytes => &mut b[..bytes as usize],
             DataBuf::None => &mut [],
-            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+            _ => return (self.short_buffer(bytes, "from"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
         let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb)), t);
@@ -626,7 +652,7 @@ impl Device {
         let src: Option<&[u8]> = match data {
             DataBuf::ToDevice(b) if b.len() as u64 >= bytes => Some(&b[..bytes as usize]),
             DataBuf::None => None,
-            _ => return (Status::DATA_TRANSFER_ERROR, self.fw(t, self.core.ctrl.fw_other)),
+            _ => return (self.short_buffer(bytes, "to"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
         let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb)), t);
@@ -649,7 +675,10 @@ impl Device {
         };
         let list = match nvme::parse_dsm_ranges(bytes, ranges, &self.ns) {
             Ok(l) => l,
-            Err(s) => return (s, arrived),
+            Err(r) => {
+                self.core.error_detail = Some(r.detail);
+                return (r.status, arrived);
+            }
         };
         if !deallocate {
             return (Status::SUCCESS, arrived); // attribute hints only
@@ -667,9 +696,15 @@ impl Device {
     fn trim_range(&mut self, slba: u64, n: u32) -> Status {
         match self.core.ftl.trim(slba as u32, n) {
             Ok(()) => Status::SUCCESS,
-            Err(SimError::InvalidArgument(_)) => Status::LBA_OUT_OF_RANGE,
-            Err(_) => Status::INTERNAL_ERROR,
+            Err(SimError::InvalidArgument(e)) => self.core.refuse(Status::LBA_OUT_OF_RANGE, None, format!("deallocating LBAs {slba} + {n}: {e}")),
+            Err(e) => self.core.refuse(Status::INTERNAL_ERROR, None, format!("deallocating LBAs {slba} + {n} failed: {e}")),
         }
+    }
+
+    /// Data Transfer Error: the command's data buffer cannot hold its `bytes` (`dir`: "to" or "from" the device).
+    fn short_buffer(&mut self, bytes: u64, dir: &str) -> Status {
+        let why = format!("the command moves {bytes} bytes {dir} the device: its data buffer is missing or shorter");
+        self.core.refuse(Status::DATA_TRANSFER_ERROR, None, why)
     }
 
     /// Fills a fresh device to `fraction` of its capacity (untimed).

@@ -477,7 +477,85 @@ fn failed_commands_are_kept_in_the_error_information_log() {
     let sqe = Sqe { opcode: opcode::ADMIN_IDENTIFY, cdw10: u32::from(pages::CNS_CONTROLLER), ..Sqe::default() };
     dev.execute(0, sqe, DataBuf::FromDevice(&mut id)).unwrap();
     assert_eq!(usize::from(id[262]) + 1, nvme::ERROR_LOG_ENTRIES);
-    assert_eq!(dev.error_reason(1, bad.cid), None);
+    assert!(dev.error_reason(1, bad.cid).is_some_and(|r| r.contains(&format!("LBAs {}", lbas + 5))));
+}
+
+/// Every way a standard command can be refused, on the admin and I/O queues: each completes with its status and
+/// a reason in the error log (`error_reason`).
+#[test]
+fn every_standard_refusal_carries_its_reason() {
+    let mut dev = device(&[], true);
+    dev.create_queue_pair(1, 16).unwrap();
+    let lb = dev.lba_bytes() as usize;
+    let (lbas, mdts) = (dev.namespace().lbas, dev.namespace().max_lbas);
+    let page = vec![7u8; lb];
+    assert!(dev.execute(1, Sqe::rw(opcode::WRITE, 0, 3, 1), DataBuf::ToDevice(&page)).unwrap().status.is_success());
+    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    dev.inject_errors(3, 1_000_000).unwrap();
+    let big = vec![0u8; lb * (mdts as usize + 1)];
+    let mut out = vec![0u8; lb * 4];
+    let rw = |op, slba, nlb| Sqe::rw(op, 0, slba, nlb);
+    let with = |sqe: Sqe, f: &dyn Fn(&mut Sqe)| {
+        let mut s = sqe;
+        f(&mut s);
+        s
+    };
+    let io: Vec<(&str, Sqe, Option<&[u8]>, Status)> = vec![
+        ("write beyond MDTS", rw(opcode::WRITE, 0, mdts + 1), Some(&big), Status::INVALID_FIELD),
+        ("read beyond MDTS", rw(opcode::READ, 0, mdts + 1), None, Status::INVALID_FIELD),
+        ("read past the end", rw(opcode::READ, lbas - 1, 2), None, Status::LBA_OUT_OF_RANGE),
+        ("write zeroes past the end", rw(opcode::WRITE_ZEROES, lbas, 1), None, Status::LBA_OUT_OF_RANGE),
+        ("reserved CDW12 bits", with(rw(opcode::READ, 0, 1), &|s| s.cdw12 |= 1 << 20), None, Status::INVALID_FIELD),
+        ("fused", with(rw(opcode::READ, 0, 1), &|s| s.flags = 1), None, Status::INVALID_FIELD),
+        ("SGL", with(rw(opcode::READ, 0, 1), &|s| s.flags = 1 << 6), None, Status::INVALID_FIELD),
+        ("namespace 9", with(rw(opcode::READ, 0, 1), &|s| s.nsid = 9), None, Status::INVALID_NAMESPACE),
+        ("namespace 0", with(rw(opcode::READ, 0, 1), &|s| s.nsid = 0), None, Status::INVALID_FIELD),
+        ("unknown opcode", Sqe { opcode: 0x7E, nsid: 1, ..Sqe::default() }, None, Status::INVALID_OPCODE),
+        ("unclaimed vendor opcode", Sqe { opcode: 0xF0, nsid: 1, ..Sqe::default() }, None, Status::INVALID_OPCODE),
+        ("write without data", rw(opcode::WRITE, 0, 2), Some(&page), Status::DATA_TRANSFER_ERROR),
+        ("DSM reserved bits", Sqe { opcode: opcode::DSM, nsid: 1, cdw10: 1 << 8, ..Sqe::default() }, None, Status::INVALID_FIELD),
+        ("DSM without ranges", Sqe { opcode: opcode::DSM, nsid: 1, cdw11: 4, ..Sqe::default() }, None, Status::DATA_TRANSFER_ERROR),
+    ];
+    for (what, sqe, src, want) in io {
+        let data = src.map_or(DataBuf::None, DataBuf::ToDevice);
+        let d = dev.execute(1, sqe, data).unwrap();
+        assert_eq!(d.status, want, "{what}");
+        let reason = dev.error_reason(1, d.cid);
+        assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{what}: no reason ({reason:?})");
+    }
+    let far = nvme::encode_dsm_ranges(&[(lbas, 1)]);
+    let d = dev.execute(1, Sqe { opcode: opcode::DSM, nsid: 1, cdw11: 4, ..Sqe::default() }, DataBuf::ToDevice(&far)).unwrap();
+    assert_eq!(d.status, Status::LBA_OUT_OF_RANGE);
+    assert!(dev.error_reason(1, d.cid).is_some_and(|r| r.starts_with("range 0")), "DSM range past the end");
+    let d = dev.execute(1, rw(opcode::READ, 0, 4), DataBuf::FromDevice(&mut out[..lb])).unwrap();
+    assert_eq!(d.status, Status::DATA_TRANSFER_ERROR);
+    assert!(dev.error_reason(1, d.cid).is_some(), "read into a short buffer");
+    let d = dev.execute(1, rw(opcode::READ, 3, 1), DataBuf::FromDevice(&mut out)).unwrap();
+    assert_eq!(d.status, Status::UNRECOVERED_READ_ERROR);
+    assert!(dev.error_reason(1, d.cid).is_some_and(|r| r.contains("ECC")), "uncorrectable read");
+
+    let admin = |opcode, cdw10, cdw11| Sqe { opcode, cdw10, cdw11, ..Sqe::default() };
+    let cases: Vec<(&str, Sqe, Status)> = vec![
+        ("unknown admin opcode", admin(0x7F, 0, 0), Status::INVALID_OPCODE),
+        ("vendor admin opcode", admin(0xC5, 0, 0), Status::INVALID_OPCODE),
+        ("unknown log page", admin(opcode::ADMIN_GET_LOG_PAGE, 0x77 | (10 << 16), 0), Status::INVALID_LOG_PAGE),
+        ("unaligned log offset", Sqe { cdw12: 2, ..admin(opcode::ADMIN_GET_LOG_PAGE, 0x02 | (10 << 16), 0) }, Status::INVALID_FIELD),
+        ("identify CNS 0x7", admin(opcode::ADMIN_IDENTIFY, 0x7, 0), Status::INVALID_FIELD),
+        ("identify namespace 5", Sqe { nsid: 5, ..admin(opcode::ADMIN_IDENTIFY, 0, 0) }, Status::INVALID_NAMESPACE),
+        ("queue not contiguous", admin(opcode::ADMIN_CREATE_CQ, 2 | (7 << 16), 0), Status::INVALID_FIELD),
+        ("queue 1 exists", admin(opcode::ADMIN_CREATE_CQ, 1 | (7 << 16), 1), Status::INVALID_QUEUE_ID),
+        ("queue too deep", admin(opcode::ADMIN_CREATE_CQ, 2 | (0xFFFF << 16), 1), Status::INVALID_QUEUE_SIZE),
+        ("SQ without its CQ", admin(opcode::ADMIN_CREATE_SQ, 3 | (7 << 16), 1 | (3 << 16)), Status { sct: 1, sc: 0 }),
+        ("delete missing SQ", admin(opcode::ADMIN_DELETE_SQ, 9, 0), Status::INVALID_QUEUE_ID),
+        ("delete a CQ in use", admin(opcode::ADMIN_DELETE_CQ, 1, 0), Status { sct: 1, sc: 0x0C }),
+    ];
+    for (what, sqe, want) in cases {
+        let d = dev.execute(0, sqe, DataBuf::None).unwrap();
+        assert_eq!(d.status, want, "{what}");
+        let reason = dev.error_reason(0, d.cid);
+        assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{what}: no reason ({reason:?})");
+    }
+    assert!(dev.has_queue(1) && !dev.has_queue(3), "refused queue commands changed nothing");
 }
 
 /// `mqsim_tsu`: host reads wait in the array's issue queue and complete when it has read them. Every read
@@ -554,4 +632,34 @@ fn suspension_cuts_the_read_latency_under_writes() {
     assert!(s.program.suspensions > 0 && s.program.max_per_op <= 4 && s.erase.suspensions == 0, "{s:?}");
     assert!(both.sched.stats.suspension.erase.suspensions > 0);
     assert_eq!(off.sched.stats.suspension.program.suspensions, 0);
+}
+
+/// The priority of a submission queue (QPRIO) is the class of its commands' flash work: a read from an urgent queue
+/// submitted behind 16 reads from a low-priority queue, all on one die, waits for at most the read in progress, while
+/// the low queue's reads wait for one another.
+#[test]
+fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
+    let mut dev = device(&[("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"), ("over_provisioning", "35")], false);
+    dev.create_queue_pair(1, 4).unwrap();
+    let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
+    let fill = Sqe::rw(opcode::WRITE, 0, 0, (64 * spp) as u32);
+    assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
+    assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
+    let h = dev.horizon();
+    dev.advance_to(h);
+    let alone = dev.execute(1, Sqe::rw(opcode::READ, 0, 0, 1), DataBuf::None).unwrap().latency_ns;
+    dev.create_queue_pair_with(2, 32, Priority::Low).unwrap();
+    dev.create_queue_pair_with(3, 4, Priority::Urgent).unwrap();
+    for i in 0..16u64 {
+        dev.submit(2, Sqe::rw(opcode::READ, i as u16, (2 + i) * spp, 1), DataBuf::None).unwrap();
+    }
+    let t0 = dev.now();
+    dev.submit(3, Sqe::rw(opcode::READ, 99, 40 * spp, 1), DataBuf::None).unwrap();
+    let urgent = dev.wait(3).unwrap().time - t0;
+    let mut last_low = 0;
+    while let Some(c) = dev.wait(2) {
+        last_low = last_low.max(c.time - t0);
+    }
+    assert!(urgent <= 2 * alone + alone / 4, "urgent read {urgent} ns, one read alone {alone} ns");
+    assert!(last_low > 2 * urgent, "the low queue's reads wait for one another: {last_low} ns vs {urgent} ns");
 }

@@ -3,6 +3,7 @@
 //! that resolve the steps that wait (the flash scheduler's and the write buffer's).
 
 use super::core::DeviceCore;
+use super::exec::ReadTo;
 use crate::ctrl::sched::{SchedEv, TxnReq};
 use crate::engine::{At, Time};
 use crate::nand::NandEv;
@@ -84,7 +85,12 @@ impl DeviceCore {
             Some(t) => At::at(self.run_booking(b, t.max(self.floor()))),
             None => {
                 let floor = self.floor();
-                self.flow.add1(Step::Book(b), floor, after)
+                let at = self.flow.add1(Step::Book(b), floor, after);
+                if let Some(f) = self.forecast.as_mut() {
+                    let t = f.time_of(after, &self.flow, floor);
+                    f.note(at, t);
+                }
+                at
             }
         }
     }
@@ -92,7 +98,12 @@ impl DeviceCore {
     /// A flash transaction entered once `after` is known; a program releases `release` buffer sectors.
     pub(crate) fn flash(&mut self, req: TxnReq, after: At, release: u32) -> At {
         let floor = self.floor();
-        self.flow.add1(Step::Flash { req, release }, floor, after)
+        let at = self.flow.add1(Step::Flash { req, release }, floor, after);
+        if let Some(f) = self.forecast.as_mut() {
+            let ready = f.time_of(after, &self.flow, floor).max(floor);
+            f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
+        }
+        at
     }
 
     /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
@@ -133,7 +144,12 @@ impl DeviceCore {
         let mut all = Vec::with_capacity(times.len() + 1);
         all.push(floor);
         all.extend_from_slice(times);
-        self.flow.max_all(0, all)
+        let forecast = self.forecast.as_ref().map(|f| all.iter().map(|&a| f.time_of(a, &self.flow, 0)).max().unwrap_or(0));
+        let at = self.flow.max_all(0, all);
+        if let (Some(f), Some(t)) = (self.forecast.as_mut(), forecast) {
+            f.note(at, t);
+        }
+        at
     }
 
     fn run_booking(&mut self, b: Booking, ready: Time) -> Time {
@@ -143,8 +159,8 @@ impl DeviceCore {
             Booking::Dram(bytes) => self.ctrl.dram(res, led, ready, bytes),
             Booking::FromHost(bytes) => self.host.to_device(res, led, ready, bytes),
             Booking::Deliver(bytes) => {
-                let in_dram = self.ctrl.dram(res, led, ready, 2 * bytes);
-                self.host.to_host(res, led, in_dram, bytes)
+                let in_dram = self.through_dram(ready, bytes, ReadTo::Dram);
+                self.host.to_host(&mut self.res, &mut self.ledger, in_dram, bytes)
             }
         }
     }

@@ -4,7 +4,8 @@
 //! reserved bits, namespaces, LBA ranges and transfer sizes. A malformed command becomes an NVMe status, never a
 //! panic (a cargo-fuzz target and a property test feed this module arbitrary bytes).
 
-use super::{Sqe, Status};
+use super::{Refusal, Sqe, Status};
+use crate::ctrl::sched::Priority;
 
 /// Opcodes (NVMe base and NVM command set specifications).
 pub mod opcode {
@@ -51,7 +52,8 @@ pub enum AdminCommand {
     Identify { cns: u8, nsid: u32 },
     GetLogPage { lid: u8, dwords: u32, offset: u64 },
     CreateIoCq { qid: u16, size: u32 },
-    CreateIoSq { qid: u16, size: u32, cqid: u16 },
+    /// `prio`: the QPRIO field (CDW11 bits 2:1), the class of the queue's commands' flash work.
+    CreateIoSq { qid: u16, size: u32, cqid: u16, prio: Priority },
     DeleteIoSq { qid: u16 },
     DeleteIoCq { qid: u16 },
     Vendor(u8),
@@ -60,45 +62,61 @@ pub enum AdminCommand {
 /// CDW12 bits a Read/Write may set: NLB (15:0), FUA (30), LR (31). DTYPE, DSPEC, PRINFO are unsupported.
 const RW_CDW12_ALLOWED: u32 = 0xFFFF | (1 << 30) | (1 << 31);
 
-fn common_checks(sqe: &Sqe) -> Result<(), Status> {
+/// Byte offsets of the submission entry's fields, as the Error Information log's Parameter Error Location names them.
+pub mod field {
+    pub const OPCODE: u8 = 0;
+    pub const FLAGS: u8 = 1;
+    pub const NSID: u8 = 4;
+    pub const CDW10: u8 = 40;
+    pub const CDW11: u8 = 44;
+    pub const CDW12: u8 = 48;
+    pub const CDW13: u8 = 52;
+}
+
+fn refuse<T>(status: Status, byte: u8, reason: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal::new(status, Some(byte), reason))
+}
+
+fn common_checks(sqe: &Sqe) -> Result<(), Refusal> {
     if sqe.flags & 0x3 != 0 {
-        return Err(Status::INVALID_FIELD); // fused operations are not supported
+        return refuse(Status::INVALID_FIELD, field::FLAGS, format!("FUSE = {}: fused operations are not supported", sqe.flags & 0x3));
     }
     if sqe.flags >> 6 != 0 {
-        return Err(Status::INVALID_FIELD); // only PRPs, no SGLs
+        return refuse(Status::INVALID_FIELD, field::FLAGS, format!("PSDT = {}: only PRPs are supported, no SGLs", sqe.flags >> 6));
     }
     Ok(())
 }
 
-fn check_range(ns: &Namespace, slba: u64, nlb: u32) -> Result<(), Status> {
-    let end = slba.checked_add(u64::from(nlb)).ok_or(Status::LBA_OUT_OF_RANGE)?;
-    if end > ns.lbas {
-        return Err(Status::LBA_OUT_OF_RANGE);
+fn check_range(ns: &Namespace, slba: u64, nlb: u32, byte: u8) -> Result<(), Refusal> {
+    match slba.checked_add(u64::from(nlb)) {
+        Some(end) if end <= ns.lbas => Ok(()),
+        _ => refuse(Status::LBA_OUT_OF_RANGE, byte, format!("LBAs {slba} + {nlb}: the namespace has {} LBAs", ns.lbas)),
     }
-    Ok(())
 }
 
-/// Decodes an I/O command.
-pub fn decode_io(sqe: &Sqe, ns: &Namespace) -> Result<IoCommand, Status> {
+/// Decodes an I/O command; a refusal says which field is wrong and why.
+pub fn decode_io(sqe: &Sqe, ns: &Namespace) -> Result<IoCommand, Refusal> {
     common_checks(sqe)?;
     if sqe.opcode >= opcode::IO_VENDOR_FIRST {
         return Ok(IoCommand::Vendor(sqe.opcode));
     }
     let ns_ok = sqe.nsid == 1 || (sqe.opcode == opcode::FLUSH && sqe.nsid == 0xFFFF_FFFF);
     if !ns_ok {
-        return Err(if sqe.nsid == 0 || sqe.nsid == 0xFFFF_FFFF { Status::INVALID_FIELD } else { Status::INVALID_NAMESPACE });
+        let status = if sqe.nsid == 0 || sqe.nsid == 0xFFFF_FFFF { Status::INVALID_FIELD } else { Status::INVALID_NAMESPACE };
+        return refuse(status, field::NSID, format!("NSID = {:#x}: the device has namespace 1 only (0xFFFFFFFF: Flush only)", sqe.nsid));
     }
     match sqe.opcode {
         opcode::FLUSH => Ok(IoCommand::Flush),
         opcode::READ | opcode::WRITE => {
-            if sqe.cdw12 & !RW_CDW12_ALLOWED != 0 {
-                return Err(Status::INVALID_FIELD);
+            let unsupported = sqe.cdw12 & !RW_CDW12_ALLOWED;
+            if unsupported != 0 {
+                return refuse(Status::INVALID_FIELD, field::CDW12, format!("CDW12 bits {unsupported:#010x} set: only NLB, FUA and LR are supported"));
             }
             let (slba, nlb) = (sqe.slba(), sqe.nlb());
             if nlb > ns.max_lbas {
-                return Err(Status::INVALID_FIELD);
+                return refuse(Status::INVALID_FIELD, field::CDW12, format!("{nlb} LBAs: more than the {} a command may transfer (MDTS)", ns.max_lbas));
             }
-            check_range(ns, slba, nlb)?;
+            check_range(ns, slba, nlb, field::CDW10)?;
             let fua = sqe.cdw12 & (1 << 30) != 0;
             Ok(if sqe.opcode == opcode::READ {
                 IoCommand::Read { slba, nlb, fua }
@@ -108,32 +126,34 @@ pub fn decode_io(sqe: &Sqe, ns: &Namespace) -> Result<IoCommand, Status> {
         }
         opcode::WRITE_ZEROES => {
             let (slba, nlb) = (sqe.slba(), sqe.nlb());
-            check_range(ns, slba, nlb)?;
+            check_range(ns, slba, nlb, field::CDW10)?;
             Ok(IoCommand::WriteZeroes { slba, nlb, deallocate: sqe.cdw12 & (1 << 25) != 0 })
         }
         opcode::DSM => {
             let ranges = (sqe.cdw10 & 0xFF) + 1;
             if sqe.cdw10 >> 8 != 0 {
-                return Err(Status::INVALID_FIELD);
+                return refuse(Status::INVALID_FIELD, field::CDW10, format!("CDW10 = {:#x}: bits 31:8 are reserved (NR is bits 7:0)", sqe.cdw10));
             }
             Ok(IoCommand::Dsm { ranges, deallocate: sqe.cdw11 & (1 << 2) != 0 })
         }
-        _ => Err(Status::INVALID_OPCODE),
+        op => refuse(Status::INVALID_OPCODE, field::OPCODE, format!("I/O opcode {op:#04x} is not supported")),
     }
 }
 
 /// Parses the Dataset Management range descriptors (16 bytes each: attributes, length, starting LBA).
-pub fn parse_dsm_ranges(data: &[u8], ranges: u32, ns: &Namespace) -> Result<Vec<(u64, u32)>, Status> {
+pub fn parse_dsm_ranges(data: &[u8], ranges: u32, ns: &Namespace) -> Result<Vec<(u64, u32)>, Refusal> {
     let need = ranges as usize * 16;
     if data.len() < need {
-        return Err(Status::DATA_TRANSFER_ERROR);
+        let why = format!("{ranges} ranges need {need} bytes of range descriptors; the data buffer holds {}", data.len());
+        return Err(Refusal::new(Status::DATA_TRANSFER_ERROR, None, why));
     }
     data[..need]
         .chunks_exact(16)
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let len = u32::from_le_bytes(c[4..8].try_into().expect("4 bytes"));
             let slba = u64::from_le_bytes(c[8..16].try_into().expect("8 bytes"));
-            check_range(ns, slba, len)?;
+            check_range(ns, slba, len, field::CDW10).map_err(|r| Refusal::new(r.status, None, format!("range {i}: {}", r.detail.reason)))?;
             Ok((slba, len))
         })
         .collect()
@@ -150,8 +170,8 @@ pub fn encode_dsm_ranges(ranges: &[(u64, u32)]) -> Vec<u8> {
     out
 }
 
-/// Decodes an admin command.
-pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Status> {
+/// Decodes an admin command; a refusal says which field is wrong and why.
+pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Refusal> {
     common_checks(sqe)?;
     if sqe.opcode >= opcode::ADMIN_VENDOR_FIRST {
         return Ok(AdminCommand::Vendor(sqe.opcode));
@@ -163,28 +183,26 @@ pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Status> {
         opcode::ADMIN_GET_LOG_PAGE => {
             let numdl = sqe.cdw10 >> 16;
             let numdu = sqe.cdw11 & 0xFFFF;
-            let dwords = ((numdu << 16) | numdl).checked_add(1).ok_or(Status::INVALID_FIELD)?;
+            // NUMD is 32 bits wide, so NUMD + 1 overflows only at 0xFFFFFFFF
+            let Some(dwords) = ((numdu << 16) | numdl).checked_add(1) else {
+                return refuse(Status::INVALID_FIELD, field::CDW11, "NUMD = 0xFFFFFFFF: the transfer length does not fit");
+            };
             let offset = u64::from(sqe.cdw12) | (u64::from(sqe.cdw13) << 32);
             if offset % 4 != 0 {
-                return Err(Status::INVALID_FIELD);
+                return refuse(Status::INVALID_FIELD, field::CDW12, format!("log page offset {offset}: must be a multiple of 4 bytes"));
             }
             Ok(AdminCommand::GetLogPage { lid: (sqe.cdw10 & 0xFF) as u8, dwords, offset })
         }
-        opcode::ADMIN_CREATE_CQ => {
-            if sqe.cdw11 & 1 == 0 {
-                return Err(Status::INVALID_FIELD); // only physically contiguous queues
-            }
-            Ok(AdminCommand::CreateIoCq { qid, size })
+        opcode::ADMIN_CREATE_CQ | opcode::ADMIN_CREATE_SQ if sqe.cdw11 & 1 == 0 => {
+            refuse(Status::INVALID_FIELD, field::CDW11, "PC = 0: only physically contiguous queues are supported")
         }
+        opcode::ADMIN_CREATE_CQ => Ok(AdminCommand::CreateIoCq { qid, size }),
         opcode::ADMIN_CREATE_SQ => {
-            if sqe.cdw11 & 1 == 0 {
-                return Err(Status::INVALID_FIELD);
-            }
-            Ok(AdminCommand::CreateIoSq { qid, size, cqid: (sqe.cdw11 >> 16) as u16 })
+            Ok(AdminCommand::CreateIoSq { qid, size, cqid: (sqe.cdw11 >> 16) as u16, prio: Priority::from_qprio(sqe.cdw11 >> 1) })
         }
         opcode::ADMIN_DELETE_SQ => Ok(AdminCommand::DeleteIoSq { qid }),
         opcode::ADMIN_DELETE_CQ => Ok(AdminCommand::DeleteIoCq { qid }),
-        _ => Err(Status::INVALID_OPCODE),
+        op => refuse(Status::INVALID_OPCODE, field::OPCODE, format!("admin opcode {op:#04x} is not supported")),
     }
 }
 
@@ -195,23 +213,27 @@ mod tests {
 
     const NS: Namespace = Namespace { lbas: 1000, max_lbas: 64 };
 
+    fn status<T>(r: Result<T, Refusal>) -> Result<T, Status> {
+        r.map_err(|e| e.status)
+    }
+
     #[test]
     fn read_write_validation() {
         assert_eq!(decode_io(&Sqe::rw(opcode::READ, 1, 10, 8), &NS), Ok(IoCommand::Read { slba: 10, nlb: 8, fua: false }));
-        assert_eq!(decode_io(&Sqe::rw(opcode::WRITE, 1, 996, 8), &NS), Err(Status::LBA_OUT_OF_RANGE));
-        assert_eq!(decode_io(&Sqe::rw(opcode::READ, 1, u64::MAX, 8), &NS), Err(Status::LBA_OUT_OF_RANGE));
-        assert_eq!(decode_io(&Sqe::rw(opcode::READ, 1, 0, 65), &NS), Err(Status::INVALID_FIELD));
+        assert_eq!(status(decode_io(&Sqe::rw(opcode::WRITE, 1, 996, 8), &NS)), Err(Status::LBA_OUT_OF_RANGE));
+        assert_eq!(status(decode_io(&Sqe::rw(opcode::READ, 1, u64::MAX, 8), &NS)), Err(Status::LBA_OUT_OF_RANGE));
+        assert_eq!(status(decode_io(&Sqe::rw(opcode::READ, 1, 0, 65), &NS)), Err(Status::INVALID_FIELD));
         let mut s = Sqe::rw(opcode::READ, 1, 0, 1);
         s.cdw12 |= 1 << 20; // DTYPE
-        assert_eq!(decode_io(&s, &NS), Err(Status::INVALID_FIELD));
+        assert_eq!(status(decode_io(&s, &NS)), Err(Status::INVALID_FIELD));
         s = Sqe::rw(opcode::READ, 1, 0, 1);
         s.nsid = 2;
-        assert_eq!(decode_io(&s, &NS), Err(Status::INVALID_NAMESPACE));
+        assert_eq!(status(decode_io(&s, &NS)), Err(Status::INVALID_NAMESPACE));
         s.nsid = 1;
         s.flags = 1; // fused
-        assert_eq!(decode_io(&s, &NS), Err(Status::INVALID_FIELD));
+        assert_eq!(status(decode_io(&s, &NS)), Err(Status::INVALID_FIELD));
         s = Sqe { opcode: 0x7F, nsid: 1, ..Sqe::default() };
-        assert_eq!(decode_io(&s, &NS), Err(Status::INVALID_OPCODE));
+        assert_eq!(status(decode_io(&s, &NS)), Err(Status::INVALID_OPCODE));
         s.opcode = 0x90;
         assert_eq!(decode_io(&s, &NS), Ok(IoCommand::Vendor(0x90)));
     }
@@ -220,13 +242,14 @@ mod tests {
     fn dsm_ranges() {
         let d = encode_dsm_ranges(&[(5, 10), (100, 1)]);
         assert_eq!(parse_dsm_ranges(&d, 2, &NS), Ok(vec![(5, 10), (100, 1)]));
-        assert_eq!(parse_dsm_ranges(&d, 3, &NS), Err(Status::DATA_TRANSFER_ERROR));
+        assert_eq!(status(parse_dsm_ranges(&d, 3, &NS)), Err(Status::DATA_TRANSFER_ERROR));
         let bad = encode_dsm_ranges(&[(995, 10)]);
-        assert_eq!(parse_dsm_ranges(&bad, 1, &NS), Err(Status::LBA_OUT_OF_RANGE));
+        assert_eq!(status(parse_dsm_ranges(&bad, 1, &NS)), Err(Status::LBA_OUT_OF_RANGE));
     }
 
     proptest! {
-        /// Arbitrary bytes decode to a command or a status, never a panic; decoded ranges are in bounds.
+        /// Arbitrary bytes decode to a command or a refusal with its reason, never a panic; decoded ranges are in
+        /// bounds.
         #[test]
         fn arbitrary_entries_never_panic(bytes in prop::collection::vec(any::<u8>(), 64..=64), data in prop::collection::vec(any::<u8>(), 0..512)) {
             let sqe = Sqe::from_bytes(bytes.as_slice().try_into().unwrap());
@@ -239,9 +262,12 @@ mod tests {
                         prop_assert!(r.iter().all(|&(s, n)| s + u64::from(n) <= NS.lbas));
                     }
                 }
+                Err(r) => prop_assert!(!r.detail.reason.is_empty(), "a refusal without a reason: {r:?}"),
                 _ => {}
             }
-            let _ = decode_admin(&sqe);
+            if let Err(r) = decode_admin(&sqe) {
+                prop_assert!(!r.detail.reason.is_empty(), "a refusal without a reason: {r:?}");
+            }
         }
     }
 }

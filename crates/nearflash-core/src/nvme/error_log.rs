@@ -21,6 +21,20 @@ pub struct ErrorDetail {
     pub reason: String,
 }
 
+/// A command the device refused: the status it completes with and why (the error logs' reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: Status,
+    pub detail: ErrorDetail,
+}
+
+impl Refusal {
+    /// `status` because of `reason`; `byte`: the byte of the 64-byte command holding the offending field.
+    pub fn new(status: Status, byte: Option<u8>, reason: impl Into<String>) -> Self {
+        Refusal { status, detail: ErrorDetail { byte, reason: reason.into() } }
+    }
+}
+
 /// One failed command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorEntry {

@@ -1,7 +1,8 @@
 //! Submission/completion queue pairs: creation and deletion rules, queue-full back-pressure, and completions
 //! delivered in virtual-time order (ties in submission order) with a phase tag per completion-queue lap.
 
-use super::{Cqe, Status};
+use super::{field, Cqe, Refusal, Status};
+use crate::ctrl::sched::Priority;
 use crate::engine::Time;
 use crate::error::{Result, SimError};
 use std::cmp::Reverse;
@@ -9,6 +10,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 struct Sq {
     depth: u32,
+    /// The class of its commands' flash work (QPRIO).
+    prio: Priority,
     cqid: u16,
     outstanding: u32,
     head: u16,
@@ -50,48 +53,68 @@ impl QueueSet {
     pub fn new(max_queues: u16, max_depth: u32, admin_depth: u32) -> Self {
         let mut q = QueueSet { sqs: BTreeMap::new(), cqs: BTreeMap::new(), max_queues, max_depth, order: 0 };
         q.cqs.insert(0, Cq { depth: admin_depth, pending: BinaryHeap::new(), head: 0, phase: true });
-        q.sqs.insert(0, Sq { depth: admin_depth, cqid: 0, outstanding: 0, head: 0 });
+        q.sqs.insert(0, Sq { depth: admin_depth, prio: Priority::Medium, cqid: 0, outstanding: 0, head: 0 });
         q
     }
 
-    pub fn create_cq(&mut self, qid: u16, size: u32) -> std::result::Result<(), Status> {
-        if qid == 0 || qid > self.max_queues || self.cqs.contains_key(&qid) {
-            return Err(Status::INVALID_QUEUE_ID);
-        }
-        if !(2..=self.max_depth).contains(&size) {
-            return Err(Status::INVALID_QUEUE_SIZE);
-        }
+    pub fn create_cq(&mut self, qid: u16, size: u32) -> std::result::Result<(), Refusal> {
+        self.check_new_qid(qid, self.cqs.contains_key(&qid), "completion")?;
+        self.check_size(size)?;
         self.cqs.insert(qid, Cq { depth: size, pending: BinaryHeap::new(), head: 0, phase: true });
         Ok(())
     }
 
-    pub fn create_sq(&mut self, qid: u16, size: u32, cqid: u16) -> std::result::Result<(), Status> {
-        if qid == 0 || qid > self.max_queues || self.sqs.contains_key(&qid) {
-            return Err(Status::INVALID_QUEUE_ID);
-        }
+    pub fn create_sq(&mut self, qid: u16, size: u32, cqid: u16, prio: Priority) -> std::result::Result<(), Refusal> {
+        self.check_new_qid(qid, self.sqs.contains_key(&qid), "submission")?;
         if cqid == 0 || !self.cqs.contains_key(&cqid) {
-            return Err(Status { sct: 1, sc: 0x00 }); // Completion Queue Invalid
+            let why = format!("CQID = {cqid}: no I/O completion queue {cqid} to attach the submission queue to");
+            return Err(Refusal::new(Status { sct: 1, sc: 0x00 }, Some(field::CDW11), why)); // Completion Queue Invalid
         }
-        if !(2..=self.max_depth).contains(&size) {
-            return Err(Status::INVALID_QUEUE_SIZE);
-        }
-        self.sqs.insert(qid, Sq { depth: size, cqid, outstanding: 0, head: 0 });
+        self.check_size(size)?;
+        self.sqs.insert(qid, Sq { depth: size, prio, cqid, outstanding: 0, head: 0 });
         Ok(())
     }
 
-    pub fn delete_sq(&mut self, qid: u16) -> std::result::Result<(), Status> {
-        if qid == 0 {
-            return Err(Status::INVALID_QUEUE_ID);
-        }
-        self.sqs.remove(&qid).map(|_| ()).ok_or(Status::INVALID_QUEUE_ID)
+    /// The priority of submission queue `sqid` (medium if it does not exist).
+    pub fn priority(&self, sqid: u16) -> Priority {
+        self.sqs.get(&sqid).map_or(Priority::Medium, |q| q.prio)
     }
 
-    pub fn delete_cq(&mut self, qid: u16) -> std::result::Result<(), Status> {
+    fn check_new_qid(&self, qid: u16, exists: bool, kind: &str) -> std::result::Result<(), Refusal> {
+        let why = if qid == 0 {
+            "queue 0 is the admin queue".to_owned()
+        } else if qid > self.max_queues {
+            format!("the device has I/O queues 1..={}", self.max_queues)
+        } else if exists {
+            format!("{kind} queue {qid} exists already")
+        } else {
+            return Ok(());
+        };
+        Err(Refusal::new(Status::INVALID_QUEUE_ID, Some(field::CDW10), format!("QID = {qid}: {why}")))
+    }
+
+    fn check_size(&self, size: u32) -> std::result::Result<(), Refusal> {
+        if (2..=self.max_depth).contains(&size) {
+            return Ok(());
+        }
+        let why = format!("a queue of {size} entries: queues hold 2..={} entries", self.max_depth);
+        Err(Refusal::new(Status::INVALID_QUEUE_SIZE, Some(field::CDW10), why))
+    }
+
+    pub fn delete_sq(&mut self, qid: u16) -> std::result::Result<(), Refusal> {
+        if qid == 0 || self.sqs.remove(&qid).is_none() {
+            return Err(Refusal::new(Status::INVALID_QUEUE_ID, Some(field::CDW10), format!("QID = {qid}: no I/O submission queue {qid}")));
+        }
+        Ok(())
+    }
+
+    pub fn delete_cq(&mut self, qid: u16) -> std::result::Result<(), Refusal> {
         if qid == 0 || !self.cqs.contains_key(&qid) {
-            return Err(Status::INVALID_QUEUE_ID);
+            return Err(Refusal::new(Status::INVALID_QUEUE_ID, Some(field::CDW10), format!("QID = {qid}: no I/O completion queue {qid}")));
         }
         if self.sqs.values().any(|s| s.cqid == qid) {
-            return Err(Status { sct: 1, sc: 0x0C }); // Invalid Queue Deletion
+            let why = format!("completion queue {qid} still serves a submission queue: delete that first");
+            return Err(Refusal::new(Status { sct: 1, sc: 0x0C }, Some(field::CDW10), why)); // Invalid Queue Deletion
         }
         self.cqs.remove(&qid);
         Ok(())
@@ -180,11 +203,11 @@ mod tests {
     #[test]
     fn queue_rules_and_time_order() {
         let mut q = QueueSet::new(4, 64, 32);
-        assert_eq!(q.create_sq(1, 8, 1), Err(Status { sct: 1, sc: 0 }));
+        assert_eq!(q.create_sq(1, 8, 1, Priority::Medium).map_err(|r| r.status), Err(Status { sct: 1, sc: 0 }));
         q.create_cq(1, 8).unwrap();
-        assert_eq!(q.create_cq(1, 8), Err(Status::INVALID_QUEUE_ID));
-        assert_eq!(q.create_cq(2, 1000), Err(Status::INVALID_QUEUE_SIZE));
-        q.create_sq(1, 4, 1).unwrap();
+        assert_eq!(q.create_cq(1, 8).map_err(|r| r.status), Err(Status::INVALID_QUEUE_ID));
+        assert_eq!(q.create_cq(2, 1000).map_err(|r| r.status), Err(Status::INVALID_QUEUE_SIZE));
+        q.create_sq(1, 4, 1, Priority::Medium).unwrap();
         for _ in 0..3 {
             q.take_slot(1).unwrap();
         }
@@ -199,7 +222,7 @@ mod tests {
         assert_eq!((a.cqe.cid, b.cqe.cid, c.cqe.cid), (2, 3, 1));
         assert_eq!(a.cqe.status(), Status::LBA_OUT_OF_RANGE);
         assert_eq!(a.cqe.status & 1, 1, "phase tag of the first lap");
-        assert_eq!(q.delete_cq(1), Err(Status { sct: 1, sc: 0x0C }));
+        assert_eq!(q.delete_cq(1).map_err(|r| r.status), Err(Status { sct: 1, sc: 0x0C }));
         q.delete_sq(1).unwrap();
         q.delete_cq(1).unwrap();
     }

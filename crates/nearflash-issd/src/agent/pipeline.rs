@@ -21,7 +21,7 @@ use super::descriptor::{JobDescriptor, ResultKind};
 use super::params::AgentParams;
 use crate::costs::KernelCosts;
 use crate::kernel::{Chunk, Kernel, KernelSpec};
-use nearflash_core::ext::{ExecCtx, Placement, UnitHandle};
+use nearflash_core::ext::{ExecCtx, Placement, ReadTo, UnitHandle};
 use nearflash_core::engine::Time;
 use nearflash_core::nvme::Status;
 use std::cmp::Reverse;
@@ -212,11 +212,11 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
         let blocks = f64::from(unit.nlb) * (1 + unit.more.len()) as f64;
         let translated = ctx.firmware(ready, map_instructions * blocks);
         // Each FMC sequences its own channel's flash transactions (Sec. 2.2, 3.1): none run on the SSD CPUs.
-        let mut read = ctx.flash_read_self_sequenced(unit.slba, unit.nlb, translated, &mut buf[..part as usize])?;
+        let mut read = ctx.flash_read_self_sequenced(translated, unit.slba, unit.nlb, ReadTo::UnitBuffer, &mut buf[..part as usize])?;
         stats.flash_reads += 1;
         for (i, &(lba, channel)) in unit.more.iter().enumerate() {
             let at = part as usize * (i + 1);
-            let r = ctx.flash_read_self_sequenced(lba, unit.nlb, translated, &mut buf[at..at + part as usize])?;
+            let r = ctx.flash_read_self_sequenced(translated, lba, unit.nlb, ReadTo::UnitBuffer, &mut buf[at..at + part as usize])?;
             // a page of another channel reaches this FMC through DRAM (written by its FMC, read by this one)
             let here = if channel == Some(q) && q != cpu_queue { r.done } else { dram_bursts(ctx, r.done, 2 * part) };
             read.done = read.done.max(here);
@@ -268,12 +268,12 @@ pub fn run_job(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, start: Time) -> Resul
 fn map_on_fmc(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, channel: u32, ready: Time, bytes: u64, cycles: f64) -> Time {
     let p = jc.params;
     // the unit's energy per cycle is E_proc / CPI, so cycles x E_proc / CPI = instructions x E_proc
-    let done = ctx.compute(jc.units.fmc, channel, ready, cycles);
+    let done = ctx.compute(ready, jc.units.fmc, channel, cycles);
     let b = bytes as f64;
     match (jc.job.accelerate, jc.units.sp) {
         (true, Some(sp)) => {
             let began = done.saturating_sub(jc.units.fmc.cycles_ns(cycles));
-            ctx.compute(sp, channel, began, cycles);
+            ctx.compute(began, sp, channel, cycles);
             let s = jc.costs.stream;
             let pj = s.alu * p.e_stream_alu + s.mul * p.e_stream_mul + s.reg * p.e_stream_reg + s.sram * p.e_stream_sram;
             ctx.charge(crate::agent::UNIT_SP, b * pj);

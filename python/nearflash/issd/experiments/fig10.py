@@ -54,9 +54,13 @@ def run_fig10(exp: Experiment, opts: Options) -> None:
     exp.record("summary", summary)
     for src in ("model", "executed"):
         xl = {k: ratio(src, k, "iSSD-XL") for k in ks}
-        exp.compare(f"{src}: smallest HOST-SATA / iSSD-XL ratio ({min(xl, key=xl.get)})", min(xl.values()), 5, "x", "paper: >= 5x (k-means)")
-        exp.compare(f"{src}: mean HOST-SATA / iSSD-XL ratio", mean(xl.values()), 9, "x", "paper: > 9x on average")
-        exp.compare(f"{src}: largest HOST-SATA / iSSD-XL ratio ({max(xl, key=xl.get)})", max(xl.values()), 27, "x", "paper: > 27x (linear_regression)")
+        # the paper states floors: a larger ratio agrees with it
+        exp.compare(f"{src}: smallest HOST-SATA / iSSD-XL ratio ({min(xl, key=xl.get)})", min(xl.values()), 5, "x",
+                    "paper: >= 5x (k-means)", better="higher")
+        exp.compare(f"{src}: mean HOST-SATA / iSSD-XL ratio", mean(xl.values()), 9, "x", "paper: > 9x on average",
+                    better="higher")
+        exp.compare(f"{src}: largest HOST-SATA / iSSD-XL ratio ({max(xl, key=xl.get)})", max(xl.values()), 27, "x",
+                    "paper: > 27x (linear_regression)", better="higher")
         if "linear_regression" in ks:
             exp.compare(f"{src}: linear_regression HOST-SATA / iSSD-400", ratio(src, "linear_regression", "iSSD-400"), 9, "x", "paper: 9x without acceleration")
     if "string_match" in ks:

@@ -63,8 +63,9 @@ def run_fig8(exp: Experiment, opts: Options) -> None:
         executed.append(s)
         what = f"{k} {r / 1e6:.0f} MB/s, {cpus} CPUs, {'accelerated' if acc else 'FMC processors'}"
         bound = "paper: fewer than 41" if paper == 41 else "paper"
-        exp.compare(f"{what}: FMCs (Eq. 1)", s["model_channels"], paper, "FMCs", bound)
-        exp.compare(f"{what}: FMCs (executed)", s["sim_channels"], paper, "FMCs", bound)
+        fewer = "lower" if paper == 41 else None  # an upper bound: fewer FMCs agree with it
+        exp.compare(f"{what}: FMCs (Eq. 1)", s["model_channels"], paper, "FMCs", bound, better=fewer)
+        exp.compare(f"{what}: FMCs (executed)", s["sim_channels"], paper, "FMCs", bound, better=fewer)
     exp.table(
         "Executed: host bandwidth and the iSSD's around the crossing (MB/s)",
         ["kernel", "link MB/s", "CPUs", "accel.", "host", "iSSD runs (n_ch: MB/s)", "FMCs Eq. 1", "FMCs executed"],

@@ -34,8 +34,9 @@ def run_scaling(exp: Experiment, opts: Options) -> None:
         slope, intercept = np.polyfit(x, y, 1)
         expect = cpi / ghz  # ns per instruction at native_per_ebpf_instruction = 1
         fits[preset] = {"ns_per_instruction": slope, "intercept_ns": intercept, "expected": expect}
-        exp.compare(f"{preset}: ns per eBPF instruction (fitted)", slope, expect, "ns",
-                    "reference: the preset's controller.cpi / controller.core_freq, not a paper")
+        exp.compare(f"{preset}: ns per eBPF instruction (least-squares slope)", slope, expect, "ns",
+                    "paper column: the preset's controller.cpi / controller.core_freq (the model's promise), not a "
+                    "paper", reference="model")
         ax.plot(x / 1e6, y / 1e3, "o-", label=preset)
     exp.table("Execute Program latency vs counted instructions (grep)", ["preset", "input bytes", "instructions",
               "latency (us)"], rows)

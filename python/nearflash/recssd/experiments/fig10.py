@@ -20,6 +20,8 @@ from nearflash.recssd.inputs import locality_traces, trace_batches
 from nearflash.recssd.models import SPECS, ModelSpec
 
 PAPER_LRU = {0.0: 0.84, 1.0: 0.44, 2.0: 0.28}
+#: The grid of the paper's Fig. 10: models and the largest batch.
+PAPER_MODELS, PAPER_MAX_BATCH = ("RM1", "RM2", "RM3"), 32
 CONFIGS = ("baseline", "ndp_cache", "ndp_partition")
 #: Batches per point of the paper's runs (artifact sweep_*.py: num_batches = 400), all profiled for the partition.
 PAPER_BATCHES = 400
@@ -113,14 +115,23 @@ def run_fig10(exp: Experiment, opts: Options) -> None:
         lru = float(np.mean([r[7] for r in rows if r[1] == k]))
         exp.compare(f"baseline host-LRU hit rate, K = {k:g}", lru, PAPER_LRU.get(k), "fraction")
     low = max(ks)
+    # The paper's "up to" figures are maxima over its whole grid (RM1-3, batches 1-32): a run without the best case
+    # (a --quick run: RM1, batches 1 and 8) cannot show them.
+    missing = sorted(set(PAPER_MODELS) - set(models))
+    whole = not missing and max(sizes) >= PAPER_MAX_BATCH
+    why = (f"this run covers {', '.join(models)} at batches {', '.join(map(str, sizes))}; the paper's maximum is over "
+           f"{', '.join(PAPER_MODELS)} and batches up to {PAPER_MAX_BATCH}")
     exp.compare(f"SSD cache only: best speed-up at K = {low:g}", max(r[5] for r in rows if r[1] == low), 1.5, "x",
-                "paper: 'up to 1.5X for lower locality traces'", fitted=True)
+                "paper: 'up to 1.5X for lower locality traces'", fitted=True, comparable=whole, why_not_comparable=why)
     high = min(ks)
     exp.compare(f"SSD cache only: mean speed-up at K = {high:g}", float(np.mean([r[5] for r in rows if r[1] == high])),
                 None, "x", "paper: the baseline wins at high locality (< 1)")
-    exp.compare("with static partitioning: best speed-up", max(r[6] for r in rows), 2.0, "x", "paper: '2x'")
+    # Both partition rows are the paper's 2x, a target of the firmware-cost calibration (calibrate.py).
+    exp.compare("with static partitioning: best speed-up", max(r[6] for r in rows), 2.0, "x", "paper: '2x'",
+                fitted=True, comparable=whole, why_not_comparable=why)
     exp.compare(f"with static partitioning: best speed-up at K = {low:g}", max(r[6] for r in rows if r[1] == low),
-                2.0, "x", "paper: '2x' where the baseline LRU hits little", fitted=True)
+                2.0, "x", "paper: '2x' where the baseline LRU hits little", fitted=True, comparable=whole,
+                why_not_comparable=why)
     big = max(sizes)
     exp.compare(f"partition hit rate at batch {big} (mean over models and K)",
                 float(np.mean([r[9] for r in rows if r[2] == big])), 0.25, "fraction",
