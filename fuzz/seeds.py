@@ -84,9 +84,18 @@ def cp_sqe(opcode: int, nsid: int, cdw2: int = 0, cdw3: int = 0, mptr: int = 0, 
 
 def programs_commands(rng: random.Random) -> dict[str, bytes]:
     """programs_commands: mode byte (bit 0 set: keep the SQE's opcode; bit 7: data from the device) + SQE + payload;
-    the fuzzed device has an active program at index 1 and 1 MiB of SLM."""
-    slm_range = struct.pack("<IIQ", 2, 64, 0) + bytes(16)
-    return {
+    the fuzzed device has programs in slots 1-4 (1-3 active), the device-defined sls_f32 active at 5, 1 MiB of SLM
+    and an SLS layout at byte 4096 (table 4 x 4 f32, one index, one length, then a 16-byte output)."""
+    def slm(sb: int, length: int) -> bytes:
+        return struct.pack("<IIQ", 2, length, sb) + bytes(16)
+
+    slm_range = slm(0, 64)
+    sls = slm(4096, 64) + slm(4160, 4) + slm(4164, 4) + slm(4168, 16)
+    seeds = {f"execute_slot{p}": bytes([1]) + cp_sqe(0x90, 3, cdw2=p, cdw3=1, mptr=32, cdw10=7) + slm_range
+             for p in (2, 3, 4)}
+    seeds["sls_f32"] = bytes([1]) + cp_sqe(0x90, 3, cdw2=5, cdw3=4, mptr=len(sls), cdw10=4) + sls
+    seeds["activate_slot4"] = bytes([1]) + cp_sqe(0x88, 3, cdw10=4 | 1 << 16)
+    return seeds | {
         "memory_write": bytes([1]) + cp_sqe(0x93, 2, cdw12=16) + sector_data(1, rng)[:16],
         "memory_read": bytes([0x81]) + cp_sqe(0x92, 2, cdw12=16),
         "range_set": bytes([1]) + cp_sqe(0x89, 3, cdw11=1) + slm_range,

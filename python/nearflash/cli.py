@@ -62,6 +62,28 @@ def positive_int(text: str) -> int:
     return v
 
 
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (byte counts that may be zero)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+def u64_int(text: str) -> int:
+    """An integer in [0, 2**64) (a 64-bit command parameter)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {v}")
+    return v
+
+
 def seed_int(text: str) -> int:
     """A seed: an integer in [0, 2**64)."""
     try:
@@ -468,6 +490,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except OSError as e:
+        # A file named on the command line that cannot be read or written: the system's words, not a traceback.
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ struct Job {
 
 /// Runs `w` on `dev` (which keeps its state; statistics are reset first). `progress(done, total)` is called now
 /// and then; an error from it stops the run (after the commands in flight complete) and is returned.
-pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>) -> Result<BenchResult> {
+pub fn run(dev: &mut Device, w: &Workload, progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>) -> Result<BenchResult> {
     let lba = dev.lba_bytes();
     if w.block_size == 0 || !w.block_size.is_multiple_of(lba) {
         return Err(SimError::Config(format!("block size {} is not a multiple of the {lba} B LBA", w.block_size)));
@@ -123,17 +123,60 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     if start.checked_add(len).is_none_or(|end| end > dev.namespace().lbas) || len < nlb * u64::from(w.jobs) {
         return Err(SimError::Config(format!("span {start}+{len} does not fit {} jobs of {nlb}-block I/Os", w.jobs)));
     }
-    let mut jobs = Vec::new();
-    for j in 0..w.jobs {
-        let qid = 1 + j as u16;
-        let depth = w.queue_depth + 1;
-        if dev.config().nvme.max_queue_depth.0 < u64::from(depth) {
-            return Err(SimError::Config(format!("queue depth {} exceeds the device's maximum", w.queue_depth)));
+    if dev.config().nvme.max_queue_depth.0 <= u64::from(w.queue_depth) {
+        let most = dev.config().nvme.max_queue_depth.0.saturating_sub(1);
+        return Err(SimError::Config(format!("queue depth {} exceeds the device's maximum of {most}", w.queue_depth)));
+    }
+    let max_queues = dev.config().nvme.max_queues.0;
+    if u64::from(w.jobs) > max_queues {
+        return Err(SimError::Config(format!("{} jobs need as many I/O queues; the device has {max_queues}", w.jobs)));
+    }
+    // Job j runs on queue 1 + j. The queues are borrowed: one with commands in flight is refused (taking it over
+    // would lose their completions), and each is given back as it was (absent, or at its depth) when the run ends.
+    let qids: Vec<u16> = (1..=w.jobs as u16).collect();
+    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
+        return Err(SimError::InvalidArgument(format!(
+            "queue {busy} has commands in flight: the workload's {} jobs run on queues 1..={}; reap them first",
+            w.jobs, w.jobs
+        )));
+    }
+    let before: Vec<Option<u32>> = qids.iter().map(|&q| dev.queue_depth(q)).collect();
+    let result = drive(dev, w, nlb, (start, len), &qids, progress);
+    let restored = give_back(dev, &qids, &before);
+    result.and_then(|r| restored.map(|()| r))
+}
+
+/// Puts queues `qids` back as they were before a run: absent, or at depth `before[i]`.
+fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
+    for (&qid, &depth) in qids.iter().zip(before) {
+        let now = dev.queue_depth(qid);
+        if now != depth {
+            if now.is_some() {
+                dev.delete_queue_pair(qid)?;
+            }
+            if let Some(d) = depth {
+                dev.create_queue_pair(qid, d)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// Runs the validated workload `w` with job j on queue `qids[j]`.
+fn drive(
+    dev: &mut Device,
+    w: &Workload,
+    nlb: u64,
+    (start, len): (u64, u64),
+    qids: &[u16],
+    mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
+) -> Result<BenchResult> {
+    let mut jobs = Vec::new();
+    for (j, &qid) in (0..w.jobs).zip(qids) {
         if dev.has_queue(qid) {
             dev.delete_queue_pair(qid)?;
         }
-        dev.create_queue_pair(qid, depth)?;
+        dev.create_queue_pair(qid, w.queue_depth + 1)?;
         // Sequential jobs each stream through their own slice of the span.
         let slice = len / u64::from(w.jobs) / nlb * nlb;
         let first = start + u64::from(j) * slice;

@@ -34,6 +34,8 @@ impl From<IssdError> for nearflash_core::SimError {
         match e {
             IssdError::Sim(s) => s,
             IssdError::Device { what, status, sct, sc } => S::Nvme { command: what, status, sct, sc },
+            // The core's kind says "invalid argument" itself.
+            IssdError::InvalidArgument(why) => S::InvalidArgument(why),
             other => S::InvalidArgument(other.to_string()),
         }
     }

@@ -74,7 +74,8 @@ const MAX_LOG_PAGE_BYTES: usize = 16 << 20;
 impl PyDevice {
     /// Creates a device: in directory `path` (an image) or in memory (`path` None).
     #[staticmethod]
-    #[pyo3(signature = (path, preset, overrides, seed = 1, materialise = true, durability_mode = "process"))]
+    #[pyo3(signature = (path, preset, overrides, seed = 1, materialise = true, durability_mode = "process", memory_limit = None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: Option<PathBuf>,
@@ -83,9 +84,13 @@ impl PyDevice {
         seed: u64,
         materialise: bool,
         durability_mode: &str,
+        memory_limit: Option<u64>,
     ) -> PyResult<Self> {
         let t = tree(preset, overrides)?;
-        let opts = DeviceOptions { seed, materialise, durability: durability(durability_mode)? };
+        if memory_limit.is_some() && path.is_some() {
+            return Err(invalid("memory_limit bounds an in-memory device's data: give no path".into()));
+        }
+        let opts = DeviceOptions { seed, materialise, durability: durability(durability_mode)?, memory_limit };
         let dev = py
             .allow_threads(|| match path {
                 Some(p) => Device::create(&p, t, opts),
@@ -178,6 +183,21 @@ impl PyDevice {
 
     fn delete_queue(&mut self, qid: u16) -> PyResult<()> {
         device_mut(self)?.delete_queue_pair(qid).map_err(to_py)
+    }
+
+    /// Identifiers of the I/O queues that exist on the device, whoever created them.
+    fn io_queue_ids(&mut self) -> PyResult<Vec<u16>> {
+        Ok(device_mut(self)?.io_queue_ids())
+    }
+
+    /// Entries of I/O queue `qid`, or None if it does not exist.
+    fn queue_depth(&mut self, qid: u16) -> PyResult<Option<u32>> {
+        Ok(device_mut(self)?.queue_depth(qid))
+    }
+
+    /// Whether command `cid` on `qid` was taken and not reaped yet (a submit that raised may still complete).
+    fn in_flight(&mut self, qid: u16, cid: u16) -> PyResult<bool> {
+        Ok(device_mut(self)?.is_in_flight(qid, cid))
     }
 
     fn next_cid(&mut self, qid: u16) -> PyResult<u16> {

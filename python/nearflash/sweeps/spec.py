@@ -29,7 +29,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterable, Union
 
 from nearflash.errors import InvalidArgument
 from nearflash.workload import BenchJob
@@ -179,7 +179,29 @@ def expand(spec: dict[str, Any]) -> Spec:
         p = Point(b["preset"], b["seed"], b["overrides"], b["workload"], {a: c.get(a) for a in axes})
         p.job()  # a wrong workload value is the specification's fault: refuse it before running anything
         points.setdefault(p.id, p)
+    check_device_parameters(points.values())
     return Spec(name, list(points.values()), axes)
+
+
+def check_device_parameters(points: Iterable[Point]) -> None:
+    """Refuses an unknown preset, an unknown parameter or a value that does not parse in its parameter's unit before
+    anything runs or is created: each (preset, parameter, value) the points use (a grid's lists, not its product).
+    Values that are only wrong together (too few blocks for the over-provisioning) still fail as points."""
+    from nearflash.device import check_overrides
+    from nearflash.errors import NearflashError
+
+    seen: set[tuple[str, str, str]] = set()
+    for p in points:
+        for key, value in [("", ""), *p.overrides.items()]:
+            check = (p.preset, key, json.dumps(value))
+            if check in seen:
+                continue
+            seen.add(check)
+            try:
+                check_overrides(p.preset, {key: value} if key else {})
+            except NearflashError as e:
+                what = f"preset {p.preset!r}" + (f", {key} = {value!r}" if key else "")
+                raise InvalidArgument(f"{what}: {e}") from None
 
 
 def load(path: Union[str, Path]) -> Spec:

@@ -48,11 +48,14 @@ pub struct DeviceOptions {
     /// Store sector data (false: timing-only, reads return zeroes).
     pub materialise: bool,
     pub durability: Durability,
+    /// Bytes of sector data a device without an image directory may keep in host memory (None: the host's RAM);
+    /// a write past it fails as a write to a full disk does (an I/O error, "storage full").
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { seed: 1, materialise: true, durability: Durability::Process }
+        DeviceOptions { seed: 1, materialise: true, durability: Durability::Process, memory_limit: None }
     }
 }
 
@@ -142,7 +145,7 @@ impl Device {
     /// A device without an image directory (state and data in anonymous memory).
     pub fn memory(tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
         let cfg = DeviceConfig::from_tree(&tree)?;
-        let store = Image::memory_store(&cfg, opts.materialise)?;
+        let store = Image::memory_store(&cfg, opts.materialise, opts.memory_limit)?;
         let ftl = Ftl::new(&cfg, store)?;
         Ok(Device::assemble(cfg, tree, ftl, None, opts))
     }
@@ -335,6 +338,27 @@ impl Device {
 
     pub fn has_queue(&self, qid: u16) -> bool {
         self.queues.sq_exists(qid)
+    }
+
+    /// Entries of I/O submission queue `qid` (it holds one fewer commands), or None if it does not exist.
+    pub fn queue_depth(&self, qid: u16) -> Option<u32> {
+        self.queues.sq_depth(qid).filter(|_| qid != 0)
+    }
+
+    /// Whether command `cid` of `sqid` was taken and its completion not reaped yet (a submit that returned a fault
+    /// still completes, with Internal Error).
+    pub fn is_in_flight(&self, sqid: u16, cid: u16) -> bool {
+        self.inflight.contains_key(&key(sqid, cid))
+    }
+
+    /// Whether queue `sqid` holds a command whose completion is not reaped yet (submitted, running or posted).
+    pub fn has_commands_in_flight(&self, sqid: u16) -> bool {
+        self.inflight.keys().any(|&k| (k >> 16) as u16 == sqid)
+    }
+
+    /// Identifiers of the I/O queue pairs that exist (whoever created them), ascending.
+    pub fn io_queue_ids(&self) -> Vec<u16> {
+        self.queues.sq_ids().into_iter().filter(|&q| q != 0).collect()
     }
 
     /// A command identifier unused on `sqid`.

@@ -449,6 +449,23 @@ fn bench_refuses_wrapping_spans_and_read_fractions_outside_0_1_and_stops_when_pr
 }
 
 #[test]
+fn bench_borrows_its_queues_and_never_takes_one_with_commands_in_flight() {
+    let mut dev = dev_with(&small(&[]), false);
+    let w = Workload { pattern: Pattern::RandRead, block_size: 4096, queue_depth: 4, jobs: 3, ios: 300, span: None, seed: 7, data: false };
+    dev.create_queue_pair(2, 9).unwrap();
+    dev.create_queue_pair(3, 5).unwrap();
+    dev.submit(3, Sqe::rw(opcode::READ, 77, 0, 1), DataBuf::None).unwrap();
+    let refused = run(&mut dev, &w, None);
+    assert!(matches!(&refused, Err(SimError::InvalidArgument(m)) if m.contains("queue 3 has commands in flight")), "{refused:?}");
+    assert_eq!(dev.wait(3).map(|c| c.cqe.cid), Some(77), "the user's command still completes");
+    assert_eq!(run(&mut dev, &w, None).unwrap().ios, 300);
+    // Given back as they were: queue 1 absent, 2 and 3 at their depths.
+    assert_eq!((dev.queue_depth(1), dev.queue_depth(2), dev.queue_depth(3)), (None, Some(9), Some(5)));
+    let many = Workload { jobs: dev.config().nvme.max_queues.0 as u32 + 1, ..w.clone() };
+    assert!(matches!(run(&mut dev, &many, None), Err(SimError::Config(m)) if m.contains("I/O queues")));
+}
+
+#[test]
 fn failed_commands_are_kept_in_the_error_information_log() {
     let mut dev = device(&[], false);
     dev.create_queue_pair(1, 16).unwrap();

@@ -142,8 +142,9 @@ impl QueueSet {
             .ok_or_else(|| SimError::InvalidArgument(format!("submission queue {sqid} does not exist")))?;
         if sq.outstanding + 1 >= sq.depth {
             return Err(SimError::InvalidArgument(format!(
-                "submission queue {sqid} is full ({} outstanding, depth {}): reap completions first",
-                sq.outstanding, sq.depth
+                "submission queue {sqid} is full: {} commands outstanding, the most its {} entries hold (a ring holds one fewer than its entries); reap completions first",
+                sq.outstanding,
+                sq.depth
             )));
         }
         sq.outstanding += 1;
@@ -211,7 +212,8 @@ mod tests {
         for _ in 0..3 {
             q.take_slot(1).unwrap();
         }
-        assert!(q.take_slot(1).is_err(), "depth 4 holds 3");
+        let full = q.take_slot(1).unwrap_err().to_string();
+        assert!(full.contains("3 commands outstanding, the most its 4 entries hold"), "depth 4 holds 3: {full}");
         q.post(1, 300, 1, Status::SUCCESS, 0, 0);
         q.post(1, 100, 2, Status::LBA_OUT_OF_RANGE, 0, 0);
         q.post(1, 100, 3, Status::SUCCESS, 0, 0);
