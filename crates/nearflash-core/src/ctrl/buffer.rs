@@ -29,9 +29,10 @@ impl WriteBuffer {
         self.used
     }
 
-    /// `n` sectors (under `token`) reach the buffer: true if admitted now, else they wait their turn.
+    /// `n` sectors (under `token`) reach the buffer: true if admitted now, else they wait their turn. A write larger
+    /// than the whole buffer goes in once the buffer is empty (it streams through).
     pub fn offer(&mut self, token: u32, n: u64) -> bool {
-        if self.waiting.is_empty() && self.used + n <= self.capacity {
+        if self.waiting.is_empty() && (self.used + n <= self.capacity || self.used == 0) {
             self.used += n;
             return true;
         }
@@ -49,7 +50,7 @@ impl WriteBuffer {
         self.used = self.used.saturating_sub(n);
         self.releasing = self.releasing.saturating_sub(n);
         while let Some(&(token, k)) = self.waiting.front() {
-            if self.used + k > self.capacity {
+            if self.used + k > self.capacity && self.used > 0 {
                 break;
             }
             self.waiting.pop_front();
@@ -91,6 +92,18 @@ mod tests {
         assert_eq!((admitted.clone(), b.used()), (vec![2], 8), "4 + 4 fits; 3 would need 9");
         b.release(1, &mut admitted);
         assert_eq!((admitted, b.used()), (vec![2, 3], 8));
+    }
+
+    #[test]
+    fn a_write_larger_than_the_buffer_goes_in_once_it_is_empty() {
+        let mut b = WriteBuffer::new(8);
+        assert!(b.offer(1, 20), "an empty buffer takes it");
+        assert!(!b.offer(2, 20));
+        let mut admitted = Vec::new();
+        b.release(19, &mut admitted);
+        assert!(admitted.is_empty());
+        b.release(1, &mut admitted);
+        assert_eq!(admitted, vec![2]);
     }
 
     #[test]
