@@ -556,9 +556,13 @@ class Device:
 
     # --- asynchronous I/O -----------------------------------------------------------------------------------------
     @_locked
-    def queue(self, depth: int = 32, qid: Optional[int] = None) -> "Queue":
-        """A new I/O queue pair for asynchronous submission."""
+    def queue(self, depth: int = 32, qid: Optional[int] = None, priority: str = "medium") -> "Queue":
+        """A new I/O queue pair for asynchronous submission. `priority` ("urgent", "high", "medium", "low": NVMe's
+        submission-queue priority) is the class of its commands' flash work: urgent goes strictly first, then high,
+        medium and low share the dies 4:2:1."""
         depth = _count("depth", depth, 1)
+        if priority not in ("urgent", "high", "medium", "low"):
+            raise InvalidArgument(f"priority {priority!r}: expected 'urgent', 'high', 'medium' or 'low'")
         if qid is not None:
             qid = _count("qid", qid, 1, self._limit("max_queues"))
         if depth + 1 > self._limit("max_queue_depth"):
@@ -582,7 +586,7 @@ class Device:
                       next((f"the queue reserved for {o}" for o, q in self._reserved.items() if q == qid),
                            "a queue a host library created"))
             raise InvalidArgument(f"qid {qid} is in use by {holder}; free ids: {free or 'none'}")
-        self._dev.create_queue(qid, depth + 1)
+        self._dev.create_queue(qid, depth + 1, priority)
         q = Queue(self, qid, depth)
         self._queues[qid] = q
         return q

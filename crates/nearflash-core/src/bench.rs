@@ -241,15 +241,14 @@ fn drive(
     }
     let mut done = 0u64;
     let every = (total / 100).max(1);
+    let qids: Vec<u16> = jobs.iter().map(|j| j.qid).collect();
     while done < total {
         // The job whose next completion comes first.
-        let (j, _) = jobs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, jb)| dev.next_completion_time(jb.qid).map(|t| (i, t)))
-            .min_by_key(|&(i, t)| (t, i))
+        let (qid, _) = dev
+            .next_completion(&qids)
             .ok_or_else(|| SimError::InvalidArgument("workload stalled: no completion pending".into()))?;
-        dev.wait(jobs[j].qid);
+        let j = usize::from(qid - 1);
+        dev.wait(qid);
         done += 1;
         issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
         if done.is_multiple_of(every) {

@@ -173,8 +173,12 @@ impl PyDevice {
         Ok(())
     }
 
-    fn create_queue(&mut self, qid: u16, depth: u32) -> PyResult<()> {
-        device_mut(self)?.create_queue_pair(qid, depth).map_err(to_py)
+    /// A queue pair; `priority` (urgent, high, medium, low: the submission queue's QPRIO) is the class of its
+    /// commands' flash work.
+    #[pyo3(signature = (qid, depth, priority = "medium"))]
+    fn create_queue(&mut self, qid: u16, depth: u32, priority: &str) -> PyResult<()> {
+        let prio: nearflash_core::ctrl::sched::Priority = priority.parse().map_err(to_py)?;
+        device_mut(self)?.create_queue_pair_with(qid, depth, prio).map_err(to_py)
     }
 
     fn delete_queue(&mut self, qid: u16) -> PyResult<()> {

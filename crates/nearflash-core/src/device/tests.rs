@@ -108,8 +108,8 @@ fn sequential_read_bandwidth_is_the_tightest_limit() {
 
 #[test]
 fn iops_scale_with_queue_depth_until_dies_saturate() {
-    // Four dies and a slow array: the dies are the bottleneck.
-    let o = small(&[("channels", "4"), ("chips_per_channel", "1"), ("t_read", "200us"), ("cache_read", "false")]);
+    // Four dies and a slow array: the dies are the bottleneck (one plane per read: no multi-plane gathering).
+    let o = small(&[("channels", "4"), ("chips_per_channel", "1"), ("t_read", "200us"), ("cache_read", "false"), ("multi_plane", "false")]);
     let mut dev = dev_with(&o, false);
     dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
     let t = dev.core.nand.timing.clone();
@@ -168,13 +168,15 @@ fn random_writes_at_full_fill_reach_steady_state_with_waf_above_one() {
     assert!((a / b - 1.0).abs() < 0.1, "steady state: {windows:?}");
 }
 
-/// With blocking GC a host write that finds its plane short of free blocks books whole victims on the die at
-/// once, and the writes behind it wait for the episode; incremental GC interleaves the same moves with host
-/// programs, so the tail latency falls and the dies stay busier for the same flash work.
+/// With blocking GC a host write that finds its plane short of free blocks queues whole victims on the die at
+/// once; with GC's transactions served first (`gc_priority = urgent`, MQSim's non-preemptive GC) the host programs
+/// behind them, and the writes waiting for the buffer room those programs release, wait for the episode.
+/// Incremental GC interleaves the same moves with host programs, so the tail latency falls and the dies stay busier
+/// for the same flash work. (With `gc_priority = equal` the scheduler interleaves even blocking GC's moves.)
 #[test]
 fn incremental_gc_bounds_write_latency_in_steady_state() {
     let run_with = |pacing: &str| {
-        let o = small(&[("write_buffer", "1MiB"), ("gc_pacing", pacing)]);
+        let o = small(&[("write_buffer", "1MiB"), ("gc_pacing", pacing), ("gc_priority", "urgent")]);
         let mut dev = dev_with(&o, false);
         dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
         let lbas = dev.namespace().lbas;
@@ -635,4 +637,76 @@ fn reap_next_takes_completions_in_time_order_without_moving_the_clock() {
     let r = dev.report();
     assert_eq!(r.ops["read"].count, 8);
     assert_eq!(r.elapsed_ns, last - t0, "the window ends at the last completion");
+}
+
+/// Program/erase suspension is a separable part of the scheduler: with no read ever meeting a program or erase on
+/// its die, a device with suspension on reports exactly what one without it reports.
+#[test]
+fn suspension_on_and_off_give_identical_reports_when_no_read_meets_a_program() {
+    let run = |suspend: &str, pattern: Pattern| {
+        let o = small(&[("write_buffer", "256KiB"), ("suspend", suspend)]);
+        let mut dev = dev_with(&o, false);
+        dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+        let lbas = dev.namespace().lbas;
+        serde_json::to_string(&bench(&mut dev, pattern, 4096, 16, lbas / 8)).unwrap()
+    };
+    // Writes alone: GC's reads meet programs but never suspend them (with erase suspension on, host programs would
+    // suspend GC's erases: `program` only). Reads alone: nothing is programmed.
+    for (pattern, suspend) in [(Pattern::RandWrite, "program"), (Pattern::RandRead, "both")] {
+        let off = run("none", pattern);
+        assert_eq!(off, run(suspend, pattern), "{pattern:?}");
+    }
+}
+
+/// With reads and GC-steady writes mixed, suspension lets reads in ahead of programs: their mean and median
+/// latency fall (on this small device the tail is set by 3.5 ms erases, which only erase suspension shortens), and
+/// programs are suspended at most `max_suspensions` times each.
+#[test]
+fn suspension_cuts_the_read_latency_under_writes() {
+    let run = |suspend: &str| {
+        let o = small(&[("write_buffer", "256KiB"), ("suspend", suspend)]);
+        let mut dev = dev_with(&o, false);
+        dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+        let lbas = dev.namespace().lbas;
+        bench(&mut dev, Pattern::RandRw(0.7), 4096, 32, lbas / 8)
+    };
+    let (off, program, both) = (run("none"), run("program"), run("both"));
+    let read = |r: &Report| r.ops["read"].latency.clone();
+    assert!(read(&program).mean_us < 0.6 * read(&off).mean_us, "mean {:?} vs {:?}", read(&program), read(&off));
+    assert!(read(&program).p50_us < 0.5 * read(&off).p50_us);
+    assert!(read(&both).p99_us < read(&program).p99_us, "erase suspension shortens the tail: {:?} vs {:?}", read(&both), read(&program));
+    let s = &program.sched.stats.suspension;
+    assert!(s.program.suspensions > 0 && s.program.max_per_op <= 4 && s.erase.suspensions == 0, "{s:?}");
+    assert!(both.sched.stats.suspension.erase.suspensions > 0);
+    assert_eq!(off.sched.stats.suspension.program.suspensions, 0);
+}
+
+/// The priority of a submission queue (QPRIO) is the class of its commands' flash work: a read from an urgent queue
+/// submitted behind 16 reads from a low-priority queue, all on one die, waits for at most the read in progress, while
+/// the low queue's reads wait for one another.
+#[test]
+fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
+    let mut dev = device(&[("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"), ("over_provisioning", "35")], false);
+    dev.create_queue_pair(1, 4).unwrap();
+    let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
+    let fill = Sqe::rw(opcode::WRITE, 0, 0, (64 * spp) as u32);
+    assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
+    assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
+    let h = dev.horizon();
+    dev.advance_to(h);
+    let alone = dev.execute(1, Sqe::rw(opcode::READ, 0, 0, 1), DataBuf::None).unwrap().latency_ns;
+    dev.create_queue_pair_with(2, 32, Priority::Low).unwrap();
+    dev.create_queue_pair_with(3, 4, Priority::Urgent).unwrap();
+    for i in 0..16u64 {
+        dev.submit(2, Sqe::rw(opcode::READ, i as u16, (2 + i) * spp, 1), DataBuf::None).unwrap();
+    }
+    let t0 = dev.now();
+    dev.submit(3, Sqe::rw(opcode::READ, 99, 40 * spp, 1), DataBuf::None).unwrap();
+    let urgent = dev.wait(3).unwrap().time - t0;
+    let mut last_low = 0;
+    while let Some(c) = dev.wait(2) {
+        last_low = last_low.max(c.time - t0);
+    }
+    assert!(urgent <= 2 * alone + alone / 4, "urgent read {urgent} ns, one read alone {alone} ns");
+    assert!(last_low > 2 * urgent, "the low queue's reads wait for one another: {last_low} ns vs {urgent} ns");
 }
