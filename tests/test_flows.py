@@ -102,11 +102,10 @@ def test_a_scenario_file_runs_from_the_cli(tmp_path, capsys):
     assert [f["name"] for f in j["flows"]] == ["reads", "writer"] and "slowdown" not in j
 
 
-def test_priorities_are_validated_and_only_the_default_runs_until_the_scheduler_lands():
-    r = run_flows([writer(priority="medium", ios=50)], setup())
-    assert r["flows"][0]["priority"] == "medium"
-    with pytest.raises(NearflashError, match='priority "high" is not supported yet.*issue 23'):
-        run_flows([writer(priority="high", ios=50)], setup())
+def test_priorities_are_validated_and_carried_to_the_flows_queues():
+    for prio in ("urgent", "high", "medium", "low"):
+        r = run_flows([writer(priority=prio, ios=50)], setup())
+        assert r["flows"][0]["priority"] == prio and r["flows"][0]["all"]["requests"] == 50
     with pytest.raises(InvalidArgument, match="priority must be one of urgent, high, medium, low"):
         run_flows([writer(priority="highest")], setup())
 

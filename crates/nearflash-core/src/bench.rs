@@ -3,6 +3,7 @@
 //! figures and the simulator's own speed (simulated I/Os per wall-clock second).
 
 use crate::nvme::DataBuf;
+use crate::ctrl::sched::Priority;
 use crate::device::{Device, Report};
 use crate::engine::rng_stream;
 use crate::error::{Result, SimError};
@@ -176,26 +177,26 @@ pub fn run(dev: &mut Device, w: &Workload, progress: Option<&mut dyn FnMut(u64, 
 
 /// Borrows queues `qids` for a run (of `users`, named in the error): one with commands in flight is refused (taking
 /// it over would lose their completions); returns their depths (None: absent) for `give_back` when the run ends.
-pub fn borrow_queues(dev: &Device, qids: &[u16], users: &str) -> Result<Vec<Option<u32>>> {
+pub fn borrow_queues(dev: &Device, qids: &[u16], users: &str) -> Result<Vec<Option<(u32, Priority)>>> {
     if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
         let last = qids.last().copied().unwrap_or(1);
         return Err(SimError::InvalidArgument(format!(
             "queue {busy} has commands in flight: {users} run on queues 1..={last}; reap them first"
         )));
     }
-    Ok(qids.iter().map(|&q| dev.queue_depth(q)).collect())
+    Ok(qids.iter().map(|&q| dev.queue_depth(q).zip(dev.queue_priority(q))).collect())
 }
 
-/// Puts queues `qids` back as they were before a run: absent, or at depth `before[i]`.
-pub fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<u32>]) -> Result<()> {
-    for (&qid, &depth) in qids.iter().zip(before) {
-        let now = dev.queue_depth(qid);
-        if now != depth {
+/// Puts queues `qids` back as they were before a run: absent, or at depth and priority `before[i]`.
+pub fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<(u32, Priority)>]) -> Result<()> {
+    for (&qid, &was) in qids.iter().zip(before) {
+        let now = dev.queue_depth(qid).zip(dev.queue_priority(qid));
+        if now != was {
             if now.is_some() {
                 dev.delete_queue_pair(qid)?;
             }
-            if let Some(d) = depth {
-                dev.create_queue_pair(qid, d)?;
+            if let Some((depth, prio)) = was {
+                dev.create_queue_pair_with(qid, depth, prio)?;
             }
         }
     }

@@ -20,6 +20,7 @@ pub mod nand;
 pub mod nvme;
 pub mod store;
 
+pub use ctrl::sched::Priority;
 pub use device::{Device, DeviceOptions, Done, Report};
 pub use ftl::FillPattern;
 

@@ -340,6 +340,11 @@ impl Device {
         self.queues.sq_exists(qid)
     }
 
+    /// The priority class (QPRIO) I/O submission queue `qid` was created with, or None if it does not exist.
+    pub fn queue_priority(&self, qid: u16) -> Option<Priority> {
+        self.queue_depth(qid).map(|_| self.queues.priority(qid))
+    }
+
     /// Entries of I/O submission queue `qid` (it holds one fewer commands), or None if it does not exist.
     pub fn queue_depth(&self, qid: u16) -> Option<u32> {
         self.queues.sq_depth(qid).filter(|_| qid != 0)

@@ -29,56 +29,9 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::time::Instant;
 
-/// An NVMe submission queue's priority class (Create I/O SQ's QPRIO), MQSim's `Priority_Class`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
-    Urgent,
-    High,
-    Medium,
-    Low,
-}
-
-impl Priority {
-    /// The class of a queue created without one (as a host driver without weighted round robin creates them).
-    pub const DEFAULT: Priority = Priority::Medium;
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Priority::Urgent => "urgent",
-            Priority::High => "high",
-            Priority::Medium => "medium",
-            Priority::Low => "low",
-        }
-    }
-
-    /// Whether the device can give queues this class. Queue priorities (weighted round robin with an urgent class)
-    /// come with the event-driven flash scheduler (issue 23); until then only the default class is accepted. When
-    /// they land, `open_queue` passes the class to queue creation (Create I/O SQ, CDW11 QPRIO) and this check goes.
-    pub fn check_supported(self) -> Result<()> {
-        if self == Priority::DEFAULT {
-            return Ok(());
-        }
-        Err(SimError::Config(format!(
-            "priority {:?} is not supported yet: queue priority classes come with the event-driven flash scheduler \
-             (issue 23); leave priority out or give {:?}",
-            self.name(),
-            Priority::DEFAULT.name()
-        )))
-    }
-}
-
-impl std::str::FromStr for Priority {
-    type Err = SimError;
-    fn from_str(s: &str) -> Result<Priority> {
-        match s {
-            "urgent" => Ok(Priority::Urgent),
-            "high" => Ok(Priority::High),
-            "medium" => Ok(Priority::Medium),
-            "low" => Ok(Priority::Low),
-            _ => Err(SimError::Config(format!("unknown priority {s:?}: expected urgent, high, medium or low"))),
-        }
-    }
-}
+/// An NVMe submission queue's priority class (Create I/O SQ's QPRIO), MQSim's `Priority_Class`: the class of the
+/// flow's commands' flash work in the device's scheduler (urgent strictly first, then high, medium, low by weight).
+pub use nearflash_core::Priority;
 
 /// How a flow's requests arrive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -167,11 +120,10 @@ struct FlowRun {
 
 /// The queue of a flow: created with its priority class.
 fn open_queue(dev: &mut Device, qid: u16, depth: u32, priority: Priority) -> Result<()> {
-    priority.check_supported()?;
     if dev.has_queue(qid) {
         dev.delete_queue_pair(qid)?;
     }
-    dev.create_queue_pair(qid, depth)
+    dev.create_queue_pair_with(qid, depth, priority)
 }
 
 fn in_flow(flow: &str, e: impl std::fmt::Display) -> SimError {
@@ -366,7 +318,6 @@ pub fn run(
             }
             _ => {}
         }
-        f.priority.check_supported().map_err(|e| in_flow(&f.name, e))?;
     }
     // Flow i runs on queue 1 + i, borrowed and given back as it was (as `bench` borrows its jobs' queues).
     let qids: Vec<u16> = (1..=flows.len() as u16).collect();

@@ -176,7 +176,7 @@ impl FlowSpec {
             TimingSpec::Closed { iodepth } => Timing::Closed { iodepth },
         };
         let priority = match &self.priority {
-            None => Priority::DEFAULT,
+            None => Priority::default(),
             Some(p) => p.parse().map_err(within)?,
         };
         let m = &self.mapping;

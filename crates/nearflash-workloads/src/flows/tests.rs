@@ -30,7 +30,7 @@ fn flow(name: &str, reqs: Vec<Request>, timing: Timing) -> Flow {
         origin: format!("{name}.trace"),
         timing,
         mapping: Mapping::default(),
-        priority: Priority::DEFAULT,
+        priority: Priority::default(),
         queue_depth: None,
     }
 }
@@ -215,10 +215,6 @@ fn wrong_flows_and_requests_are_refused_naming_what() {
     let mut deep = flow("t", vec![], OPEN);
     deep.queue_depth = Some(5000);
     assert!(msg(vec![deep], &mut dev).contains("queue depth 5000 exceeds the device's maximum of 1023"));
-    let mut urgent = flow("t", vec![], OPEN);
-    urgent.priority = "urgent".parse().unwrap();
-    let e = msg(vec![urgent], &mut dev);
-    assert!(e.contains("priority \"urgent\" is not supported yet") && e.contains("\"medium\""), "{e}");
     assert!("highest".parse::<Priority>().unwrap_err().to_string().contains("urgent, high, medium or low"));
     let mut narrow = flow("t", vec![], OPEN);
     narrow.mapping.span = Some((lbas - 1, 2));
@@ -236,9 +232,9 @@ fn wrong_flows_and_requests_are_refused_naming_what() {
     assert!(e.contains("flow \"t\": line 2: arrival at") && e.contains("past the simulated clock"), "{e}");
     // A run refused for its second flow touched no queue for its first.
     let mut fresh = device();
-    let mut low = flow("low", vec![], OPEN);
-    low.priority = "low".parse().unwrap();
-    assert!(msg(vec![flow("a", mixed(2, 10), OPEN), low], &mut fresh).contains("not supported yet"));
+    let mut deep = flow("deep", vec![], OPEN);
+    deep.queue_depth = Some(5000);
+    assert!(msg(vec![flow("a", mixed(2, 10), OPEN), deep], &mut fresh).contains("exceeds the device's maximum"));
     assert!(!fresh.has_queue(1), "a refused run changes nothing");
     // The device still works after all of these.
     let ok = run(&mut dev, vec![flow("t", mixed(10, 1000), OPEN)], Options::default(), None).unwrap();
@@ -304,4 +300,18 @@ fn flows_borrow_their_queues_and_never_take_one_with_commands_in_flight() {
     assert_eq!(dev.wait(2).map(|c| c.cqe.cid), Some(77), "the user's command still completes");
     assert_eq!(run(&mut dev, two(), Options::default(), None).unwrap().flows.len(), 2);
     assert_eq!((dev.queue_depth(1), dev.queue_depth(2)), (None, Some(9)), "given back as they were");
+}
+
+/// A flow's priority is its queue's QPRIO: the device creates the queue with it while the flows run, and gives the
+/// borrowed queue back with the priority it had.
+#[test]
+fn a_flows_priority_is_its_queues_class_and_the_queue_is_given_back_as_it_was() {
+    let mut dev = device();
+    dev.create_queue_pair(1, 8).unwrap();
+    let mut urgent = flow("u", mixed(10, 1000), OPEN);
+    urgent.priority = "urgent".parse().unwrap();
+    let r = run(&mut dev, vec![urgent], Options::default(), None).unwrap();
+    assert_eq!(r.flows[0].all.requests, 10);
+    assert_eq!(dev.queue_priority(1), Some(Priority::Medium), "the borrowed queue is given back as it was");
+    assert_eq!(dev.queue_depth(1), Some(8));
 }
