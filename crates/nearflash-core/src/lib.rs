@@ -26,6 +26,7 @@ pub use ftl::FillPattern;
 
 /// The firmware extension interface (what an in-storage system implements and calls), in one place.
 pub mod ext {
+    pub use crate::ctrl::sched::{ClassId, Level};
     pub use crate::ctrl::{UnitHandle, UnitSpec};
     pub use crate::device::ext::{build, registered, Registration};
     pub use crate::device::{

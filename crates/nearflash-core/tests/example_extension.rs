@@ -10,8 +10,8 @@
 
 use nearflash_core::config::{load_preset, ConfigTree, ExtParams};
 use nearflash_core::ext::{
-    self, AttachCtx, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostCtx, HostEvent, Intercept, OpClass,
-    Placement, ReadTo, Registration, Relocation, Sqe, Status, Time, UnitHandle, UnitSpec, SPARE_BYTES,
+    self, AttachCtx, ClassId, DataBuf, EccOutcome, ExecCtx, ExtCompletion, Extension, HostCtx, HostEvent, Intercept,
+    Level, OpClass, Placement, ReadTo, Registration, Relocation, Sqe, Status, Time, UnitHandle, UnitSpec, SPARE_BYTES,
 };
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions, SimError};
@@ -80,6 +80,9 @@ struct Probe {
     overrides: serde_json::Value,
     p: ProbeParams,
     unit: Option<UnitHandle>,
+    /// The flash scheduling class of the probe's own flash work (a normal-level class weighted as the host's
+    /// medium-priority queues, so the probe shares the dies with host I/O as a medium queue would).
+    class: Option<ClassId>,
     /// The FTL's capacity: LBAs from here on are the mailbox.
     capacity: u64,
     observed: Vec<HostEvent>,
@@ -93,6 +96,9 @@ const SUM_MAX_BLOCKS: u32 = 64;
 
 impl Probe {
     fn run(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> Result<(u32, Time), Status> {
+        if let Some(class) = self.class {
+            ctx.use_class(class);
+        }
         let t = ctx.start;
         let arg = sqe.cdw11;
         match sqe.cdw10 {
@@ -264,6 +270,7 @@ impl Extension for Probe {
             return Err(SimError::Config(format!("{NAME}: needs ftl.ext_reserved_blocks > 0 (physical programs)")));
         }
         ctx.claim_opcode(self.p.opcode)?;
+        self.class = Some(ctx.flash_class("probe", Level::Normal, 2)?);
         self.unit = Some(ctx.add_units(&UnitSpec {
             name: "probe.pe".into(),
             count: ctx.geometry().dies(),
