@@ -267,7 +267,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
             return 0
         print(f"nearflash bench: {a.rw} bs={a.bs} iodepth={a.iodepth} numjobs={a.numjobs} ios={a.ios} "
               f"span={span_bytes / 2**30:.1f} GiB fill={fill} data={'yes' if a.data else 'timing-only'}")
-        print(rep.summary())
+        print(rep.summary(suspension=dev.param("nand.suspend").split()[0] != "none"))
         print(f"  simulator: {r['ios']} I/Os in {r['wall_s']:.2f} s wall = {r['sim_ios_per_s']:,.0f} simulated I/Os per second")
     return 0
 

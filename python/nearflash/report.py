@@ -28,6 +28,18 @@ class OpStats:
         return self.latency_us["p99_us"]
 
 
+def _op_stats(ops: dict[str, Any]) -> dict[str, OpStats]:
+    return {name: OpStats(o["count"], o["errors"], o["bytes"], o["iops"], o["bandwidth_mb_s"], o["latency"])
+            for name, o in ops.items()}
+
+
+def _op_line(name: str, o: OpStats, indent: str) -> str:
+    lat = o.latency_us
+    return (f"{indent}{name:6} {o.count:>9} cmds  {o.iops:>11,.0f} IOPS  {o.bandwidth_mb_s:>9.1f} MB/s  "
+            f"lat us p50 {lat['p50_us']:.1f} p99 {lat['p99_us']:.1f} p99.9 {lat['p999_us']:.1f} max {lat['max_us']:.1f}"
+            + (f"  errors {o.errors}" if o.errors else ""))
+
+
 class Report:
     """Wraps the device's report (the same JSON as the vendor statistics log page)."""
 
@@ -52,16 +64,34 @@ class Report:
 
     @property
     def ops(self) -> dict[str, OpStats]:
-        out = {}
-        for name, o in self.data["ops"].items():
-            out[name] = OpStats(o["count"], o["errors"], o["bytes"], o["iops"], o["bandwidth_mb_s"], o["latency"])
-        return out
+        return _op_stats(self.data["ops"])
 
     def op(self, name: str) -> OpStats:
         try:
             return self.ops[name]
         except KeyError:
             raise KeyError(f"no {name!r} commands in this report (have {sorted(self.ops)})") from None
+
+    @property
+    def queues(self) -> dict[int, dict[str, Any]]:
+        """Per I/O queue (by id): its 'priority' (urgent, high, medium, low) and its commands' 'ops' by class."""
+        return {int(q): {"priority": r["priority"], "ops": _op_stats(r["ops"])}
+                for q, r in self.data.get("queues", {}).items()}
+
+    @property
+    def priorities(self) -> dict[str, dict[str, OpStats]]:
+        """Per queue priority class (the queues of each together): commands by class."""
+        return {p: _op_stats(ops) for p, ops in self.data.get("priorities", {}).items()}
+
+    @property
+    def suspension(self) -> dict[str, dict[str, float]]:
+        """Program and erase suspension: per kind, 'suspensions', 'ops_suspended', 'suspended_ns' (time from the
+        suspend commands to the end of the resumes), 'max_per_op' and 'per_op' (suspensions per operation
+        suspended)."""
+        out = {}
+        for kind, k in self.data["sched"]["suspension"].items():
+            out[kind] = {**k, "per_op": k["suspensions"] / k["ops_suspended"] if k["ops_suspended"] else 0.0}
+        return out
 
     @property
     def link_bytes(self) -> dict[str, int]:
@@ -100,16 +130,30 @@ class Report:
     def extensions(self) -> dict[str, Any]:
         return self.data.get("extensions", {})
 
-    def summary(self) -> str:
-        """A readable multi-line summary."""
+    def summary(self, suspension: bool = False) -> str:
+        """A readable multi-line summary; per queue and per priority when there is more than one, and suspension's
+        figures when any operation was suspended or `suspension` (it was on)."""
         lines = [f"preset {self.preset}: {self.elapsed_s * 1e3:.3f} ms of virtual time"]
-        for name, o in self.ops.items():
-            lat = o.latency_us
-            lines.append(
-                f"  {name:6} {o.count:>9} cmds  {o.iops:>11,.0f} IOPS  {o.bandwidth_mb_s:>9.1f} MB/s  "
-                f"lat us p50 {lat['p50_us']:.1f} p99 {lat['p99_us']:.1f} p99.9 {lat['p999_us']:.1f} max {lat['max_us']:.1f}"
-                + (f"  errors {o.errors}" if o.errors else "")
-            )
+        lines += [_op_line(name, o, "  ") for name, o in self.ops.items()]
+        queues, prios = self.queues, self.priorities
+        if len(queues) > 1:
+            for q, r in queues.items():
+                lines.append(f"  queue {q} ({r['priority']}):")
+                lines += [_op_line(name, o, "    ") for name, o in r["ops"].items()]
+        if len(prios) > 1:
+            for p, ops in prios.items():
+                lines.append(f"  priority {p}:")
+                lines += [_op_line(name, o, "    ") for name, o in ops.items()]
+        susp = self.suspension
+        if suspension or any(k["suspensions"] for k in susp.values()):
+            n = self.nand
+            done = {"program": n["pages_programmed"], "erase": n["blocks_erased"]}
+            for kind, k in susp.items():
+                lines.append(
+                    f"  {kind} suspension: {k['suspensions']:,} suspensions of {k['ops_suspended']:,} operations "
+                    f"({k['per_op']:.2f} per operation suspended, at most {k['max_per_op']}; {done[kind]:,} "
+                    f"{'pages programmed' if kind == 'program' else 'blocks erased'}), "
+                    f"{k['suspended_ns'] / 1e6:.3f} ms suspended")
         lb = self.link_bytes
         n = self.nand
         lines.append(f"  host link: {lb['to_host'] / 1e6:.1f} MB to host, {lb['to_device'] / 1e6:.1f} MB to device")

@@ -21,7 +21,7 @@ pub mod nvme;
 pub mod store;
 
 pub use ctrl::sched::Priority;
-pub use device::{Device, DeviceOptions, Done, Report};
+pub use device::{Device, DeviceOptions, Done, Latency, Report};
 pub use ftl::FillPattern;
 
 /// The firmware extension interface (what an in-storage system implements and calls), in one place.

@@ -72,6 +72,27 @@ mod tests {
     }
 
     #[test]
+    fn submission_queue_arbitration_values_are_checked() {
+        let with = |k: &str, v: &str| {
+            let mut tree = load_preset("cosmos-plus").unwrap();
+            tree.set(k, v).unwrap();
+            DeviceConfig::from_tree(&tree).map(|_| ()).map_err(|e| e.to_string())
+        };
+        with("nvme.arbitration", "round_robin").unwrap();
+        with("nvme.arbitration", "weighted").unwrap();
+        let e = with("nvme.arbitration", "wrr").unwrap_err();
+        assert!(e.contains("\"wrr\"") && e.contains("round_robin or weighted"), "{e}");
+        for bad in ["0", "3", "256"] {
+            let e = with("nvme.arbitration_burst", bad).unwrap_err();
+            assert!(e.contains("a power of two from 1 to 128"), "{bad}: {e}");
+        }
+        for (k, bad) in [("nvme.weight_high", "0"), ("nvme.weight_low", "257")] {
+            let e = with(k, bad).unwrap_err();
+            assert!(e.contains("from 1 to 256"), "{k}={bad}: {e}");
+        }
+    }
+
+    #[test]
     fn unmapped_read_values_are_checked() {
         let with = |v: &str| {
             let mut tree = load_preset("cosmos-plus").unwrap();

@@ -239,6 +239,19 @@ pub struct NvmeConfig {
     pub max_queue_depth: Count,
     /// Maximum data transfer size of one command.
     pub mdts: Bytes,
+    /// Submission-queue arbitration (NVMe base specification 2.0, 3.4.4; CC.AMS): round_robin | weighted (weighted
+    /// round robin with urgent priority class).
+    pub arbitration: Choice,
+    /// Commands fetched from one queue per turn (Set Features 01h, Arbitration Burst: 2^AB).
+    pub arbitration_burst: Count,
+    /// Commands the high, medium and low classes fetch per round under `weighted` (Set Features 01h: HPW, MPW and
+    /// LPW, 0's based, + 1).
+    pub weight_high: Count,
+    pub weight_medium: Count,
+    pub weight_low: Count,
+    /// I/O commands the controller holds fetched and not yet completed; arbitration picks the next command when one
+    /// ends. 0: no limit (each command is fetched when its doorbell rings, so arbitration never has to choose).
+    pub fetch_window: Count,
 }
 
 /// The whole device.
@@ -593,6 +606,18 @@ impl DeviceConfig {
         }
         if self.nvme.mdts.0 < sector {
             return bad("nvme.mdts must be at least one sector".into());
+        }
+        let nv = &self.nvme;
+        if !matches!(nv.arbitration.0.as_str(), "round_robin" | "weighted") {
+            return bad(format!("nvme.arbitration {:?}: expected round_robin or weighted", nv.arbitration.0));
+        }
+        if !nv.arbitration_burst.0.is_power_of_two() || nv.arbitration_burst.0 > 128 {
+            return bad(format!("nvme.arbitration_burst {}: a power of two from 1 to 128 (2^AB, AB < 7)", nv.arbitration_burst.0));
+        }
+        for (name, w) in [("weight_high", nv.weight_high.0), ("weight_medium", nv.weight_medium.0), ("weight_low", nv.weight_low.0)] {
+            if !(1..=256).contains(&w) {
+                return bad(format!("nvme.{name} {w}: from 1 to 256 (an 8-bit 0's based weight + 1)"));
+            }
         }
         Ok(())
     }

@@ -19,8 +19,10 @@ impl Device {
                 Some(page[start..end].to_vec())
             }),
             AdminCommand::CreateIoCq { qid, size } => self.queues.create_cq(qid, size).map(|_| None),
-            AdminCommand::CreateIoSq { qid, size, cqid, prio } => self.queues.create_sq(qid, size, cqid, prio).map(|_| None),
-            AdminCommand::DeleteIoSq { qid } => self.queues.delete_sq(qid).map(|_| None),
+            AdminCommand::CreateIoSq { qid, size, cqid, prio } => {
+                self.queues.create_sq(qid, size, cqid, prio).map(|_| self.core.fetcher.add_queue(qid, prio)).map(|_| None)
+            }
+            AdminCommand::DeleteIoSq { qid } => self.queues.delete_sq(qid).map(|_| self.core.fetcher.remove_queue(qid)).map(|_| None),
             AdminCommand::DeleteIoCq { qid } => self.queues.delete_cq(qid).map(|_| None),
             AdminCommand::Vendor(op) => Err(Refusal::new(Status::INVALID_OPCODE, Some(field::OPCODE), format!("vendor admin opcode {op:#04x}: no extension takes admin commands"))),
         });

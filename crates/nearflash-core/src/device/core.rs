@@ -14,6 +14,7 @@ use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{FlashSink, Ftl, Location, Work};
 use crate::host::HostModel;
 use crate::nand::{EccModel, EccOutcome, Geometry, NandArray};
+use crate::nvme::arbitration::{Fetcher, Mechanism};
 use crate::nvme::Status;
 
 /// Everything a command touches. Private to the core: extensions reach it through `ExecCtx`, host libraries
@@ -59,6 +60,8 @@ pub struct DeviceCore {
     scratch: ReadScratch,
     pub(crate) txn_done: Vec<(u32, Time)>,
     pub(crate) admitted: Vec<u32>,
+    /// Command fetch from the submission queues: slots and arbitration (`nvme.arbitration`, `nvme.fetch_window`).
+    pub(crate) fetcher: Fetcher,
 }
 
 /// One flash page's part of a read: its sectors and when its data is in the controller.
@@ -225,6 +228,8 @@ impl DeviceCore {
             suspend: suspend_rules(&cfg),
         };
         let sched = Scheduler::new(sc, ClassTable::new([4, 2, 1], gc_level), &nand, &mut ledger);
+        let nv = &cfg.nvme;
+        let fetcher = Fetcher::new(Mechanism::of(&cfg), nv.arbitration_burst.0 as u32, nv.fetch_window.0.min(u64::from(u32::MAX)) as u32);
         DeviceCore {
             res,
             ledger,
@@ -252,6 +257,7 @@ impl DeviceCore {
             forecast: None,
             txn_done: Vec::new(),
             admitted: Vec::new(),
+            fetcher,
             cfg,
         }
     }

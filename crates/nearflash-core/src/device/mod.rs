@@ -22,7 +22,7 @@ pub use self::core::DeviceCore;
 pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
-pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report, SchedReport};
+pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, QueueReport, Report, SchedReport};
 
 use crate::config::{ConfigTree, DeviceConfig};
 use crate::engine::{rng_stream, At, IntMap, Rng, Time};
@@ -75,6 +75,8 @@ struct InFlight {
     submitted: Time,
     class: OpClass,
     bytes: u64,
+    /// Its queue's priority (for the per-priority figures).
+    prio: Priority,
 }
 
 /// An attached extension with what it declared and its own random stream.
@@ -392,14 +394,17 @@ impl Device {
         }
         let c = &mut self.core;
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
-        let latency = c.host.link_latency;
-        let t_fetched = c.host.to_device(&mut c.res, &mut c.ledger, t_doorbell + 2 * latency, nvme::SQE_BYTES as u64);
+        let rung = t_doorbell + 2 * c.host.link_latency;
         self.core.class = self.queues.priority(sqid).class();
+        // The admin queue is never held back (it takes no I/O command slot).
         let (class, bytes, status, dw0, done) = if sqid == 0 {
+            let c = &mut self.core;
+            let t_fetched = c.host.to_device(&mut c.res, &mut c.ledger, rung, nvme::SQE_BYTES as u64);
             let (s, dw0, t) = self.exec_admin(&sqe, data, t_fetched);
             (OpClass::Admin, 0, s, dw0, At::at(t))
         } else {
-            self.exec_io(&sqe, data, At::at(t_fetched))
+            let t_fetched = self.core.fetch_sqe(sqid, rung);
+            self.exec_io(&sqe, data, t_fetched)
         };
         let detail = self.core.error_detail.take();
         if !status.is_success() {
@@ -407,7 +412,8 @@ impl Device {
                 .then(|| sqe.slba());
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
-        self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
+        let prio = self.queues.priority(sqid);
+        self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 }, prio });
         *self.unposted.entry(sqid).or_default() += 1;
         self.core.complete(timing::Posting { sqid, cid: sqe.cid, status, dw0 }, done);
         self.core.drain();
@@ -519,7 +525,7 @@ impl Device {
     fn account(&mut self, sqid: u16, c: &Completion) {
         if let Some(f) = self.inflight.remove(&key(sqid, c.cqe.cid)) {
             let ok = c.cqe.status().is_success();
-            self.meas.record(f.class, c.time - f.submitted, f.bytes, ok);
+            self.meas.record(f.class, sqid, f.prio, c.time - f.submitted, f.bytes, ok);
             self.last_completion = self.last_completion.max(c.time);
         }
     }
@@ -839,6 +845,8 @@ impl Device {
                 late_submissions: self.late_submissions,
                 buffer_overcommits: c.wbuf.overcommits,
             },
+            queues: self.meas.queues(window),
+            priorities: self.meas.priorities(window),
             media_errors: c.media_errors,
             extensions: self.exts.iter().map(|e| (e.ext.name().to_string(), e.ext.report())).collect(),
         }

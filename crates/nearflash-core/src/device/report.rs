@@ -1,7 +1,7 @@
 //! Measurement of a run: per-class latency histograms and counters, and the report that gathers them with the
 //! array, FTL, link, energy and utilisation figures.
 
-use crate::ctrl::sched::SchedStats;
+use crate::ctrl::sched::{Priority, SchedStats};
 use crate::engine::GroupUtilisation;
 use crate::ftl::FtlStats;
 use crate::host::HostStats;
@@ -35,7 +35,7 @@ impl OpClass {
 }
 
 /// Latency percentiles of one class, in microseconds.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Latency {
     pub min_us: f64,
     pub mean_us: f64,
@@ -44,6 +44,25 @@ pub struct Latency {
     pub p99_us: f64,
     pub p999_us: f64,
     pub max_us: f64,
+}
+
+impl Latency {
+    /// The figures of a histogram of nanoseconds (all zero when it is empty).
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let us = |v: u64| v as f64 / 1e3;
+        Latency {
+            min_us: us(h.min()),
+            mean_us: h.mean() / 1e3,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p90_us: us(h.value_at_quantile(0.9)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -74,52 +93,98 @@ impl ClassStats {
     }
 }
 
-/// Counters and histograms since the last reset.
+/// Counters and histograms since the last reset: per command class, and per I/O queue and command class.
 pub(crate) struct Measurements {
     classes: BTreeMap<OpClass, ClassStats>,
+    /// Per (I/O queue, class), with the queue's priority.
+    queues: BTreeMap<(u16, OpClass), (Priority, ClassStats)>,
+}
+
+impl ClassStats {
+    fn add(&mut self, latency_ns: u64, bytes: u64, ok: bool) {
+        self.hist.saturating_record(latency_ns.max(1));
+        self.count += 1;
+        self.bytes += bytes;
+        self.errors += u64::from(!ok);
+    }
+
+    fn merge(&mut self, other: &ClassStats) {
+        self.hist.add(&other.hist).expect("histograms of equal bounds merge");
+        self.count += other.count;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+    }
+
+    fn report(&self, secs: f64) -> OpReport {
+        let latency = Latency::of(&self.hist);
+        OpReport {
+            count: self.count,
+            errors: self.errors,
+            bytes: self.bytes,
+            iops: self.count as f64 / secs,
+            bandwidth_mb_s: self.bytes as f64 / secs / 1e6,
+            latency,
+        }
+    }
+}
+
+fn seconds(window_ns: u64) -> f64 {
+    window_ns.max(1) as f64 * 1e-9
 }
 
 impl Measurements {
     pub fn new() -> Self {
-        Measurements { classes: BTreeMap::new() }
+        Measurements { classes: BTreeMap::new(), queues: BTreeMap::new() }
     }
 
-    pub fn record(&mut self, class: OpClass, latency_ns: u64, bytes: u64, ok: bool) {
-        let c = self.classes.entry(class).or_insert_with(ClassStats::new);
-        c.hist.saturating_record(latency_ns.max(1));
-        c.count += 1;
-        c.bytes += bytes;
-        c.errors += u64::from(!ok);
+    /// A completion of a `class` command from queue `sqid` (of priority `prio`; 0 is the admin queue, kept out of
+    /// the per-queue figures).
+    pub fn record(&mut self, class: OpClass, sqid: u16, prio: Priority, latency_ns: u64, bytes: u64, ok: bool) {
+        self.classes.entry(class).or_insert_with(ClassStats::new).add(latency_ns, bytes, ok);
+        if sqid != 0 {
+            let q = self.queues.entry((sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
+            q.1.add(latency_ns, bytes, ok);
+        }
     }
 
     pub fn ops(&self, window_ns: u64) -> BTreeMap<String, OpReport> {
-        let secs = window_ns.max(1) as f64 * 1e-9;
-        let us = |v: u64| v as f64 / 1e3;
-        self.classes
-            .iter()
-            .map(|(k, c)| {
-                let h = &c.hist;
-                let latency = Latency {
-                    min_us: us(h.min()),
-                    mean_us: h.mean() / 1e3,
-                    p50_us: us(h.value_at_quantile(0.5)),
-                    p90_us: us(h.value_at_quantile(0.9)),
-                    p99_us: us(h.value_at_quantile(0.99)),
-                    p999_us: us(h.value_at_quantile(0.999)),
-                    max_us: us(h.max()),
-                };
-                let r = OpReport {
-                    count: c.count,
-                    errors: c.errors,
-                    bytes: c.bytes,
-                    iops: c.count as f64 / secs,
-                    bandwidth_mb_s: c.bytes as f64 / secs / 1e6,
-                    latency,
-                };
-                (k.name().to_string(), r)
-            })
-            .collect()
+        let secs = seconds(window_ns);
+        self.classes.iter().map(|(k, c)| (k.name().to_string(), c.report(secs))).collect()
     }
+
+    /// Per I/O queue: its priority and its commands by class.
+    pub fn queues(&self, window_ns: u64) -> BTreeMap<u16, QueueReport> {
+        let secs = seconds(window_ns);
+        let mut out: BTreeMap<u16, QueueReport> = BTreeMap::new();
+        for (&(q, class), (prio, c)) in &self.queues {
+            let r = out.entry(q).or_insert_with(|| QueueReport { priority: *prio, ops: BTreeMap::new() });
+            r.ops.insert(class.name().to_string(), c.report(secs));
+        }
+        out
+    }
+
+    /// Per queue priority (the queues of each merged): commands by class.
+    pub fn priorities(&self, window_ns: u64) -> BTreeMap<Priority, BTreeMap<String, OpReport>> {
+        let secs = seconds(window_ns);
+        let mut merged: BTreeMap<(Priority, OpClass), ClassStats> = BTreeMap::new();
+        for (&(_, class), (prio, c)) in &self.queues {
+            merged.entry((*prio, class)).or_insert_with(ClassStats::new).merge(c);
+        }
+        let mut out: BTreeMap<Priority, BTreeMap<String, OpReport>> = BTreeMap::new();
+        for ((prio, class), c) in merged {
+            out.entry(prio).or_default().insert(class.name().to_string(), c.report(secs));
+        }
+        out
+    }
+}
+
+/// One I/O queue's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueReport {
+    /// Its priority class (QPRIO).
+    pub priority: Priority,
+    /// By command class.
+    pub ops: BTreeMap<String, OpReport>,
 }
 
 /// FTL figures of a report.
@@ -170,6 +235,10 @@ pub struct Report {
     pub energy: EnergyReport,
     pub utilisation: Vec<GroupUtilisation>,
     pub sched: SchedReport,
+    /// Per I/O queue (by queue id): its priority and its commands' latency and throughput by class.
+    pub queues: BTreeMap<u16, QueueReport>,
+    /// Per queue priority class (urgent, high, medium, low; the queues of each together), by command class.
+    pub priorities: BTreeMap<Priority, BTreeMap<String, OpReport>>,
     pub media_errors: u64,
     pub extensions: BTreeMap<String, serde_json::Value>,
 }

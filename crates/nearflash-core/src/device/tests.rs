@@ -710,3 +710,53 @@ fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
     assert!(urgent <= 2 * alone + alone / 4, "urgent read {urgent} ns, one read alone {alone} ns");
     assert!(last_low > 2 * urgent, "the low queue's reads wait for one another: {last_low} ns vs {urgent} ns");
 }
+
+/// Submission-queue arbitration decides which waiting command takes a command slot (`nvme.fetch_window`). With one
+/// slot, commands run one at a time in the order they are fetched: under weighted round robin (NVMe 2.0, 3.4.4.2) the
+/// urgent queue's commands all go first, then rounds of high x3, medium x2, low x1 (the weights set here); under
+/// round robin the queues take turns, one command each (burst 1). The first command takes the free slot when
+/// submitted, before arbitration has anything to choose from.
+#[test]
+fn arbitration_fetches_urgent_first_then_by_weight_into_a_limited_window() {
+    let order = |mechanism: &str| {
+        let o = small(&[
+            ("nvme.arbitration", mechanism),
+            ("weight_high", "3"),
+            ("weight_medium", "2"),
+            ("weight_low", "1"),
+            ("fetch_window", "1"),
+        ]);
+        let mut dev = dev_with(&o, false);
+        dev.precondition(0.5, FillPattern::Sequential, 0.0, 1).unwrap();
+        let queues = [(1, Priority::Low), (2, Priority::Medium), (3, Priority::High), (4, Priority::Urgent)];
+        for (q, p) in queues {
+            dev.create_queue_pair_with(q, 64, p).unwrap();
+        }
+        for (q, _) in queues {
+            for i in 0..12u16 {
+                let lba = u64::from(q) * 4099 + u64::from(i) * 613;
+                dev.submit(q, Sqe::rw(opcode::READ, i, lba, 1), DataBuf::None).unwrap();
+            }
+        }
+        let mut order = Vec::new();
+        let mut last = 0;
+        while let Some((q, t)) = dev.next_completion(&[1, 2, 3, 4]) {
+            assert!(t > last, "one slot: commands complete one at a time");
+            last = t;
+            dev.advance_to(t);
+            dev.reap(q).unwrap();
+            order.push(q);
+        }
+        assert_eq!(order.len(), 48);
+        order
+    };
+    let wrr = order("weighted");
+    assert_eq!(wrr[0], 1, "the first command found a free slot");
+    assert_eq!(&wrr[1..13], &[4; 12], "urgent strictly first");
+    let rounds: Vec<u16> = [3, 3, 3, 2, 2, 1].repeat(4);
+    assert_eq!(&wrr[13..37], &rounds[..], "high:medium:low = 3:2:1 over four rounds");
+    let rest = &wrr[37..];
+    assert_eq!((rest.iter().filter(|&&q| q == 2).count(), rest.iter().filter(|&&q| q == 1).count()), (4, 7));
+    let rr = order("round_robin");
+    assert_eq!(&rr[..9], &[1, 1, 2, 3, 4, 1, 2, 3, 4], "round robin: each queue in turn, priorities ignored");
+}

@@ -67,6 +67,10 @@ pub(crate) enum Step {
     Complete(Posting),
     /// A one-page host read's delivery (`Booking::Deliver` of these bytes), then its completion.
     DeliverThenComplete(u64, Posting),
+    /// An I/O command of this submission queue asks for a command slot (its doorbell rang: `nvme.fetch_window`).
+    Fetch(u16),
+    /// Waiting for a slot since the time given (the arbiter picks it when a command completes).
+    Fetching(Time),
 }
 
 /// Slots of resolved steps are reclaimed every this many events.
@@ -112,6 +116,20 @@ impl DeviceCore {
         self.flow.add1(Step::Admit(n), floor, after)
     }
 
+    /// The SQE of a command of `sqid` crosses the link once its doorbell's write reached the controller (`rung`) and
+    /// a command slot is free; returns when the controller has it. With no slot limit (the default) the fetch is
+    /// booked at once, as it always was.
+    pub(crate) fn fetch_sqe(&mut self, sqid: u16, rung: Time) -> At {
+        let sqe = crate::nvme::SQE_BYTES as u64;
+        if self.fetcher.is_unlimited() {
+            return At::at(self.host.to_device(&mut self.res, &mut self.ledger, rung, sqe));
+        }
+        let floor = self.floor();
+        let slot = self.flow.add1(Step::Fetch(sqid), floor, At::at(rung));
+        self.drain();
+        self.book(Booking::FromHost(sqe), slot)
+    }
+
     /// Posts the completion `p` once `done` is known.
     pub(crate) fn complete(&mut self, p: Posting, done: At) {
         // A read's last step is its delivery: the completion rides on it (one step less per read).
@@ -130,6 +148,13 @@ impl DeviceCore {
         let t_cqe = self.host.to_host(&mut self.res, &mut self.ledger, ready, crate::nvme::CQE_BYTES as u64) + self.host.link_latency;
         let t_app = self.host.complete_path(&mut self.res, t_cqe);
         self.posted.push((p, t_app));
+        if p.sqid != 0 {
+            // Its slot is free once the controller sent the CQE: the arbiter picks the command fetched into it.
+            if let Some(idx) = self.fetcher.release(ready) {
+                let Step::Fetching(asked) = self.flow.take_step(idx) else { unreachable!("a fetch waits for its slot") };
+                self.flow.resolve(idx, asked.max(ready));
+            }
+        }
         t_app
     }
 
@@ -195,7 +220,11 @@ impl DeviceCore {
                     let t = self.post(p, delivered);
                     self.flow.resolve(idx, t);
                 }
-                Step::InFlash { .. } => unreachable!("a transaction's step is resolved by its completion"),
+                Step::Fetch(sqid) => match self.fetcher.request(sqid, idx, ready) {
+                    Some(t) => self.flow.resolve(idx, t),
+                    None => *self.flow.step_mut(idx) = Step::Fetching(ready),
+                },
+                Step::InFlash { .. } | Step::Fetching(_) => unreachable!("a waiting step is resolved by its event"),
             }
         }
     }

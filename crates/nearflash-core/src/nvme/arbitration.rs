@@ -7,10 +7,14 @@
 //!   per round, `weight_*` = the spec's HPW/MPW/LPW + 1), round robin among a class's queues, up to the burst each.
 //!
 //! Arbitration only decides when the controller has fewer free command slots than commands wait
-//! (`nvme.fetch_window`); the priority of a command's queue also becomes the class of its flash work.
+//! (`nvme.fetch_window`, the [`Fetcher`]); the priority of a command's queue also becomes the class of its flash work.
 
+use crate::config::units::Count;
+use crate::config::DeviceConfig;
 use crate::ctrl::sched::Priority;
-use std::collections::{BTreeMap, VecDeque};
+use crate::engine::Time;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// How the controller picks the next submission queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +22,18 @@ pub enum Mechanism {
     RoundRobin,
     /// Weighted round robin with the urgent class: weights of the high, medium and low classes.
     Weighted([u32; 3]),
+}
+
+impl Mechanism {
+    /// The mechanism a configuration selects (`nvme.arbitration` and its weights).
+    pub fn of(cfg: &DeviceConfig) -> Mechanism {
+        let n = &cfg.nvme;
+        let w = |c: Count| c.0.min(256) as u32;
+        match n.arbitration.0.as_str() {
+            "weighted" => Mechanism::Weighted([w(n.weight_high), w(n.weight_medium), w(n.weight_low)]),
+            _ => Mechanism::RoundRobin,
+        }
+    }
 }
 
 /// One priority class's queues, served round robin.
@@ -145,9 +161,105 @@ impl Arbiter {
     }
 }
 
+/// Command fetch with a limited number of command slots (`nvme.fetch_window`): a command whose doorbell rang is
+/// fetched at once into a free slot, or waits until a command in service completes, when the arbiter picks which
+/// waiting command takes the slot.
+#[derive(Debug)]
+pub struct Fetcher {
+    arbiter: Arbiter,
+    /// No limit: every command is fetched when asked (the arbiter is never consulted).
+    unlimited: bool,
+    /// When each free slot became free, earliest first.
+    free_at: BinaryHeap<Reverse<Time>>,
+}
+
+impl Fetcher {
+    /// `window` command slots (0: no limit).
+    pub fn new(mechanism: Mechanism, burst: u32, window: u32) -> Self {
+        Fetcher {
+            arbiter: Arbiter::new(mechanism, burst),
+            unlimited: window == 0,
+            free_at: (0..window).map(|_| Reverse(0)).collect(),
+        }
+    }
+
+    pub fn add_queue(&mut self, sqid: u16, p: Priority) {
+        self.arbiter.add_queue(sqid, p);
+    }
+
+    pub fn remove_queue(&mut self, sqid: u16) {
+        self.arbiter.remove_queue(sqid);
+    }
+
+    /// Whether fetching is unlimited (nothing ever waits).
+    pub fn is_unlimited(&self) -> bool {
+        self.unlimited
+    }
+
+    /// Commands waiting for a slot.
+    pub fn waiting(&self) -> usize {
+        self.arbiter.waiting()
+    }
+
+    /// Command `token` of `sqid`, whose doorbell rang, asks to be fetched at `ready`: the time it is fetched if a
+    /// slot is free, else None (it waits for `release`).
+    pub fn request(&mut self, sqid: u16, token: u32, ready: Time) -> Option<Time> {
+        if self.unlimited {
+            return Some(ready);
+        }
+        match self.free_at.pop() {
+            Some(Reverse(free)) => Some(ready.max(free)),
+            None => {
+                self.arbiter.submitted(sqid, token);
+                None
+            }
+        }
+    }
+
+    /// A command in service completed at `t`: the waiting command the arbiter fetches into its slot, if any.
+    pub fn release(&mut self, t: Time) -> Option<u32> {
+        if self.unlimited {
+            return None;
+        }
+        match self.arbiter.next() {
+            Some((_, token)) => Some(token),
+            None => {
+                self.free_at.push(Reverse(t));
+                None
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fetcher_holds_its_window_and_hands_freed_slots_to_the_arbiter() {
+        let mut f = Fetcher::new(Mechanism::Weighted([2, 1, 1]), 1, 2);
+        for (q, p) in [(1, Priority::Low), (2, Priority::Urgent), (3, Priority::High)] {
+            f.add_queue(q, p);
+        }
+        assert_eq!(f.request(1, 10, 100), Some(100), "a free slot: fetched when asked");
+        assert_eq!(f.request(1, 11, 120), Some(120));
+        assert_eq!(f.request(1, 12, 130), None, "both slots taken");
+        assert_eq!(f.request(3, 30, 140), None);
+        assert_eq!(f.request(2, 20, 150), None);
+        assert_eq!(f.waiting(), 3);
+        assert_eq!(f.release(500), Some(20), "urgent first");
+        assert_eq!(f.release(600), Some(30), "then high before low");
+        assert_eq!(f.release(700), Some(12));
+        assert_eq!(f.release(800), None, "nothing waits: the slot is free from 800");
+        assert_eq!(f.request(3, 31, 750), Some(800), "a slot freed at 800 serves a command asking at 750 from then");
+        let mut open = Fetcher::new(Mechanism::RoundRobin, 1, 0);
+        let mut tree = crate::config::load_preset("cosmos-plus").unwrap();
+        assert_eq!(Mechanism::of(&DeviceConfig::from_tree(&tree).unwrap()), Mechanism::RoundRobin, "the presets' default");
+        tree.set("nvme.arbitration", "weighted").unwrap();
+        assert_eq!(Mechanism::of(&DeviceConfig::from_tree(&tree).unwrap()), Mechanism::Weighted([4, 2, 1]));
+        assert!((0..1000).all(|i| open.request(1, i, u64::from(i)) == Some(u64::from(i))), "no limit");
+        assert_eq!(open.release(5), None);
+    }
 
     fn drain(a: &mut Arbiter) -> Vec<u16> {
         std::iter::from_fn(|| a.next().map(|(q, _)| q)).collect()

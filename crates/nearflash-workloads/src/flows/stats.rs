@@ -12,16 +12,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Latency figures in microseconds.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Latency {
-    pub mean_us: f64,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-}
+pub use nearflash_core::Latency;
 
 /// One operation's (or all operations') figures.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -77,29 +68,14 @@ impl Hists {
     }
 
     fn figures(&self, secs: f64) -> OpFigures {
-        let lat = |h: &Histogram<u64>| {
-            if h.is_empty() {
-                return Latency::default();
-            }
-            let us = |v: u64| v as f64 / 1e3;
-            Latency {
-                mean_us: h.mean() / 1e3,
-                min_us: us(h.min()),
-                p50_us: us(h.value_at_quantile(0.5)),
-                p90_us: us(h.value_at_quantile(0.9)),
-                p99_us: us(h.value_at_quantile(0.99)),
-                p999_us: us(h.value_at_quantile(0.999)),
-                max_us: us(h.max()),
-            }
-        };
         OpFigures {
             requests: self.requests,
             errors: self.errors,
             bytes: self.bytes,
             iops: self.requests as f64 / secs,
             bandwidth_mb_s: self.bytes as f64 / secs / 1e6,
-            device_response_time: lat(&self.device),
-            end_to_end_delay: lat(&self.e2e),
+            device_response_time: Latency::of(&self.device),
+            end_to_end_delay: Latency::of(&self.e2e),
         }
     }
 }
