@@ -2,7 +2,7 @@
 //! array, FTL, link, energy and utilisation figures.
 
 use crate::ctrl::sched::{Priority, SchedStats};
-use crate::engine::GroupUtilisation;
+use crate::engine::{GroupUtilisation, IntMap};
 use crate::ftl::FtlStats;
 use crate::host::HostStats;
 use crate::nand::NandStats;
@@ -96,8 +96,9 @@ impl ClassStats {
 /// Counters and histograms since the last reset: per command class, and per I/O queue and command class.
 pub(crate) struct Measurements {
     classes: BTreeMap<OpClass, ClassStats>,
-    /// Per (I/O queue, class), with the queue's priority.
-    queues: BTreeMap<(u16, OpClass), (Priority, ClassStats)>,
+    /// Per I/O queue and class (`queue_key`), with the queue's priority; a hash map, as this is looked up on every
+    /// completion (the reports sort it).
+    queues: IntMap<u32, (Priority, ClassStats)>,
 }
 
 impl ClassStats {
@@ -128,13 +129,23 @@ impl ClassStats {
     }
 }
 
+const CLASSES: [OpClass; 6] = [OpClass::Read, OpClass::Write, OpClass::Flush, OpClass::Trim, OpClass::Admin, OpClass::Vendor];
+
+fn queue_key(sqid: u16, class: OpClass) -> u32 {
+    u32::from(sqid) << 8 | class as u32
+}
+
+fn from_queue_key(key: u32) -> (u16, OpClass) {
+    ((key >> 8) as u16, CLASSES[(key & 0xff) as usize])
+}
+
 fn seconds(window_ns: u64) -> f64 {
     window_ns.max(1) as f64 * 1e-9
 }
 
 impl Measurements {
     pub fn new() -> Self {
-        Measurements { classes: BTreeMap::new(), queues: BTreeMap::new() }
+        Measurements { classes: BTreeMap::new(), queues: IntMap::default() }
     }
 
     /// A completion of a `class` command from queue `sqid` (of priority `prio`; 0 is the admin queue, kept out of
@@ -142,7 +153,7 @@ impl Measurements {
     pub fn record(&mut self, class: OpClass, sqid: u16, prio: Priority, latency_ns: u64, bytes: u64, ok: bool) {
         self.classes.entry(class).or_insert_with(ClassStats::new).add(latency_ns, bytes, ok);
         if sqid != 0 {
-            let q = self.queues.entry((sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
+            let q = self.queues.entry(queue_key(sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
             q.1.add(latency_ns, bytes, ok);
         }
     }
@@ -156,7 +167,8 @@ impl Measurements {
     pub fn queues(&self, window_ns: u64) -> BTreeMap<u16, QueueReport> {
         let secs = seconds(window_ns);
         let mut out: BTreeMap<u16, QueueReport> = BTreeMap::new();
-        for (&(q, class), (prio, c)) in &self.queues {
+        for (&key, (prio, c)) in &self.queues {
+            let (q, class) = from_queue_key(key);
             let r = out.entry(q).or_insert_with(|| QueueReport { priority: *prio, ops: BTreeMap::new() });
             r.ops.insert(class.name().to_string(), c.report(secs));
         }
@@ -167,7 +179,8 @@ impl Measurements {
     pub fn priorities(&self, window_ns: u64) -> BTreeMap<Priority, BTreeMap<String, OpReport>> {
         let secs = seconds(window_ns);
         let mut merged: BTreeMap<(Priority, OpClass), ClassStats> = BTreeMap::new();
-        for (&(_, class), (prio, c)) in &self.queues {
+        for (&key, (prio, c)) in &self.queues {
+            let class = from_queue_key(key).1;
             merged.entry((*prio, class)).or_insert_with(ClassStats::new).merge(c);
         }
         let mut out: BTreeMap<Priority, BTreeMap<String, OpReport>> = BTreeMap::new();
