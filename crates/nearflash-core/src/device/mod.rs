@@ -650,7 +650,7 @@ impl Device {
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
         c.defer_reads = c.nand.defers_reads();
-        let r = c.read_lbas(slba, nlb, fw, out, true);
+        let r = c.read_lbas(slba, nlb, fw, out, true, self::core::OnMediaError::Fail);
         c.defer_reads = false;
         match r {
             Ok(r) if !c.deferred.is_empty() => {
