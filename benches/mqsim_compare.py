@@ -12,6 +12,9 @@ make``) and pass the binary::
 
 Without ``--mqsim`` only the nearflash side runs and the report says the comparison was skipped.
 
+Besides the synthetic workloads, an MQSim ASCII trace (random 4 KiB reads arriving as a Poisson process) is replayed
+open loop by MQSim's trace-based flow and by ``nearflash replay`` on the aligned device (``--no-trace`` skips it).
+
 nearflash runs twice per workload: with the preset as it is, and "aligned": with the features MQSim does not model
 (firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised,
 the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, and MQSim's policies chosen
@@ -402,16 +405,32 @@ def resolve(w: Workload, p: dict[str, Any]) -> Workload:
 MQSIM_SEED = 798
 
 
-def workload_xml(w: Workload, p: dict[str, Any], seed: int = MQSIM_SEED) -> str:
-    sectors = w.bs // 512
+def flow_head(p: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The parameters every MQSim flow starts with: its class, caching mode, and the whole array as its resources."""
     ids = lambda n: ",".join(str(i) for i in range(int(n)))  # noqa: E731
-    flow = [
+    return [
         ("Priority_Class", "HIGH"),
         ("Device_Level_Data_Caching_Mode", "WRITE_CACHE"),
         ("Channel_IDs", ids(p["nand.channels"])),
         ("Chip_IDs", ids(p["nand.chips_per_channel"])),
         ("Die_IDs", ids(p["nand.dies_per_chip"])),
         ("Plane_IDs", ids(p["nand.planes_per_die"])),
+    ]
+
+
+def scenario_xml(tag: str, flow: list[tuple[str, Any]]) -> str:
+    """An MQSim workload file of one scenario with one flow (`tag`: its parameter set)."""
+    root = ET.Element("MQSim_IO_Scenarios")
+    f = ET.SubElement(ET.SubElement(root, "IO_Scenario"), tag)
+    for k, v in flow:
+        ET.SubElement(f, k).text = str(v)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="us-ascii"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def workload_xml(w: Workload, p: dict[str, Any], seed: int = MQSIM_SEED) -> str:
+    sectors = w.bs // 512
+    flow = flow_head(p) + [
         ("Initial_Occupancy_Percentage", max(1, round(w.fill * 100))),
         ("Working_Set_Percentage", max(1, round(w.span * 100))),
         ("Synthetic_Generator_Type", "QUEUE_DEPTH"),
@@ -429,12 +448,7 @@ def workload_xml(w: Workload, p: dict[str, Any], seed: int = MQSIM_SEED) -> str:
         ("Stop_Time", 0),
         ("Total_Requests_To_Generate", w.ios),
     ]
-    root = ET.Element("MQSim_IO_Scenarios")
-    f = ET.SubElement(ET.SubElement(root, "IO_Scenario"), "IO_Flow_Parameter_Set_Synthetic")
-    for k, v in flow:
-        ET.SubElement(f, k).text = str(v)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="us-ascii"?>\n' + ET.tostring(root, encoding="unicode")
+    return scenario_xml("IO_Flow_Parameter_Set_Synthetic", flow)
 
 
 # --- running ----------------------------------------------------------------------------------------------------
@@ -575,6 +589,92 @@ def median_by(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return med
 
 
+# --- an MQSim trace, replayed by both ----------------------------------------------------------------------------
+
+
+@dataclass
+class TraceRun:
+    """Random 4 KiB reads arriving as a Poisson process at `rate` per second (open loop), over the first `span` of
+    the logical space: written as an MQSim ASCII trace, replayed by MQSim (a trace-based flow) and by
+    `nearflash replay` (aligned device, fresh, as the read workloads run)."""
+
+    name: str
+    rate: float
+    requests: int
+    span: float = 0.9
+    seed: int = 5
+
+
+def trace_runs(quick: bool) -> list[TraceRun]:
+    k = 5 if quick else 1
+    return [TraceRun("4K random reads at 100k/s", 100_000, 200_000 // k),
+            TraceRun("4K random reads at 200k/s", 200_000, 200_000 // k)]
+
+
+def write_mqsim_trace(t: TraceRun, p: dict[str, Any], path: Path) -> None:
+    """MQSim's ASCII trace (ns, device, start sector, sectors, type 1 = read), aligned to 4 KiB."""
+    import random
+
+    rng = random.Random(t.seed)
+    slots = int(p["nand.channels"] * p["nand.chips_per_channel"] * p["nand.dies_per_chip"] * p["nand.planes_per_die"]
+                * p["nand.blocks_per_plane"] * p["nand.pages_per_block"] * p["nand.page_size"]
+                * (1 - p["ftl.over_provisioning"]) * t.span) // 4096
+    now = 0.0
+    with open(path, "w") as f:
+        for _ in range(t.requests):
+            now += rng.expovariate(t.rate) * 1e9
+            f.write(f"{int(now)} 0 {rng.randrange(slots) * 8} 8 1\n")
+
+
+def trace_workload_xml(path: Path, p: dict[str, Any]) -> str:
+    flow = flow_head(p) + [
+        ("Initial_Occupancy_Percentage", 90),
+        ("File_Path", str(path)),
+        ("Percentage_To_Be_Executed", 100),
+        ("Relay_Count", 1),
+        ("Time_Unit", "NANOSECOND"),
+    ]
+    return scenario_xml("IO_Flow_Parameter_Set_Trace_Based", flow)
+
+
+def replay_nearflash(preset: str, ov: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`nearflash replay` of an MQSim trace on a fresh aligned device (reads of never-written pages map them, as in
+    MQSim); IOPS over the first arrival to the last completion, device response time from submission."""
+    from nearflash.flows import DeviceSetup, replay
+
+    r = replay(path, DeviceSetup(preset=preset, overrides=ov, fill="none"))
+    f = r["flow"]
+    lat = f["all"]["device_response_time"]
+    return {
+        "iops": f["all"]["iops"], "bandwidth_MBps": f["all"]["bandwidth_mb_s"], "mean_us": lat["mean_us"],
+        "p50_us": lat["p50_us"], "p99_us": lat["p99_us"], "min_us": lat["min_us"], "max_us": lat["max_us"],
+        "ios": f["all"]["requests"], "sim_wall_s": r["wall_s"], "sim_ios_per_s": r["sim_requests_per_s"],
+    }
+
+
+def compare_traces(preset: str, aligned: dict[str, Any], ov: dict[str, Any], mqsim: Optional[Path], quick: bool,
+                   timeout: float, keep: Optional[Path]) -> list[dict[str, Any]]:
+    dxml = device_xml(*mqsim_device(aligned, int(aligned["nvme.max_queue_depth"]), precondition=False))
+    rows = []
+    for t in trace_runs(quick):
+        work = Path(tempfile.mkdtemp(prefix="mqsim-trace-")) if keep is None else keep / f"{preset}/trace-{int(t.rate)}"
+        work.mkdir(parents=True, exist_ok=True)
+        path = work / "reads.trace"
+        write_mqsim_trace(t, aligned, path)
+        row: dict[str, Any] = {"trace": asdict(t), "nearflash": replay_nearflash(preset, ov, path)}
+        if mqsim is not None:
+            try:
+                row["MQSim"] = run_mqsim(mqsim, dxml, trace_workload_xml(path, aligned), work / "mqsim", timeout)
+                row["ratios"] = ratios(row["nearflash"], row["MQSim"])
+            except (RuntimeError, TimeoutError) as e:
+                row["mqsim_error"] = str(e).strip().splitlines()[-1]
+        n, m = row["nearflash"], row.get("MQSim")
+        print(f"    trace {t.name}: nearflash {n['iops']:>10,.0f} IOPS mean {n['mean_us']:.1f} us"
+              + (f" | MQSim {m['iops']:>10,.0f} IOPS mean {m['mean_us']:.1f} us" if m else ""), flush=True)
+        rows.append(row)
+    return rows
+
+
 # --- report -----------------------------------------------------------------------------------------------------
 
 
@@ -631,6 +731,18 @@ def markdown(result: dict[str, Any]) -> str:
                 )
         if pr.get("qd_sweep_seeds"):
             lines += seed_spread(pr["qd_sweep_seeds"])
+        if pr.get("traces"):
+            lines += ["", "### An MQSim trace replayed: `nearflash replay` (aligned) vs MQSim's trace-based flow", "",
+                      "| trace | requests | IOPS nearflash / MQSim | mean us | p50 us | p99 us | ratios IOPS / mean / p50 / p99 |",
+                      "|---|---|---|---|---|---|---|"]
+            for row in pr["traces"]:
+                n, m = row["nearflash"], row.get("MQSim") or {}
+                q = row.get("ratios", {})
+                pair = lambda k: f"{_g(n.get(k))} / {_g(m.get(k))}"  # noqa: E731
+                lines.append(
+                    f"| {row['trace']['name']} | {row['trace']['requests']:,} | {pair('iops')} | {pair('mean_us')} | "
+                    f"{pair('p50_us')} | {pair('p99_us')} | {_g(q.get('iops'), 3)} / {_g(q.get('mean_latency'), 3)} / "
+                    f"{_g(q.get('p50_latency'), 3)} / {_g(q.get('p99_latency'), 3)} |")
         lines += ["", "### nearflash overrides for the aligned run", "", "| parameter | value | why |", "|---|---|---|"]
         lines += [f"| `{s['key']}` | {s['value']} | {s['reason']} |" for s in pr["alignment"]]
         lines += ["", "### MQSim parameters derived from the preset (those that are not plain copies)", "",
@@ -758,7 +870,7 @@ def sweep_reads(qd: int) -> int:
 
 def compare_preset(preset: str, mqsim: Optional[Path], quick: bool, repeats: int, mqsim_repeats: int,
                    only: Optional[list[str]], sweep: bool, timeout: float, keep: Optional[Path],
-                   sweep_seeds: int = 1) -> dict[str, Any]:
+                   sweep_seeds: int = 1, traces: bool = True) -> dict[str, Any]:
     base = preset_values(preset)
     ov = aligned_overrides(base)
     aligned = preset_values(preset, ov)
@@ -790,6 +902,9 @@ def compare_preset(preset: str, mqsim: Optional[Path], quick: bool, repeats: int
                   f"p50 {_g(r.get('p50_us'))} p99 {_g(r.get('p99_us'))} max {r['max_us']:>10.1f} us  "
                   f"speed {_g(r['sim_ios_per_s'])} I/O/s", flush=True)
         out["workloads"].append(entry)
+    if traces:
+        print(f"[{preset}] MQSim traces replayed", flush=True)
+        out["traces"] = compare_traces(preset, aligned, ov, mqsim, quick, timeout, keep)
     if sweep:
         print(f"[{preset}] queue-depth sweep, 4K random reads", flush=True)
         out["qd_sweep"] = qd_sweep(preset, ov, aligned, mqsim, quick, timeout, keep)
@@ -810,6 +925,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="MQSim runs per workload (its timing figures are deterministic; benches/simspeed.py is the speed benchmark)")
     ap.add_argument("--only", nargs="*", help="run workloads whose name contains one of these words")
     ap.add_argument("--no-sweep", action="store_true", help="skip the queue-depth sweep of 4K random reads")
+    ap.add_argument("--no-trace", action="store_true", help="skip the MQSim traces replayed by both simulators")
     ap.add_argument("--sweep-seeds", type=int, default=1,
                     help="run the sweep with this many address seeds (nearflash 1..N, MQSim's Seed 798..) and report "
                          "each depth's spread of ratios; the tables use seed 1")
@@ -839,7 +955,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for p in args.preset:
         result["presets"].append(
             compare_preset(p, mqsim, args.quick, args.repeats, args.mqsim_repeats, args.only, not args.no_sweep,
-                           args.timeout, args.keep, args.sweep_seeds)
+                           args.timeout, args.keep, args.sweep_seeds, not args.no_trace)
         )
         # Written after every preset, so that a long run leaves what it has measured.
         (args.out / "mqsim_compare.json").write_text(json.dumps(result, indent=1, default=str))

@@ -12,7 +12,8 @@ Not a test. Needs hnswlib, a dev-only dependency::
     .venv/bin/python benches/ndsearch_host.py [--quick] [--dataset fashion-mnist|fortunes-minilm] [--out DIR]
         [--M 16] [--ef-construction 200]
 
-``--quick`` uses 20k base vectors and 1k queries. Ground truth is cached in ~/.cache/nearflash/ndsearch.
+``--quick`` uses 20k base vectors and 1k queries. Ground truth is cached under the output directory (``--cache
+xdg``: in ``$XDG_CACHE_HOME/nearflash/ndsearch``, shared across runs).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from nearflash.ndsearch import Index, cached_ground_truth, fashion_mnist, fortunes_minilm, recall_at
+from nearflash.ndsearch.datasets import xdg_cache
 
 EFS = [10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256]
 TARGET = 0.95
@@ -78,7 +80,11 @@ def main() -> None:
     ap.add_argument("--M", type=int, default=16)
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cache", choices=["out", "xdg"], default="out",
+                    help="where exact ground truth is kept: under --out (default) or the XDG cache")
     args = ap.parse_args()
+    suffix = "" if args.dataset == "fashion-mnist" else "_" + args.dataset.replace("-", "_")
+    out = Path(args.out or f"benches/results/ndsearch_host{suffix}")
     try:
         import hnswlib
     except ImportError:
@@ -92,7 +98,8 @@ def main() -> None:
     if args.quick:
         base, q = base[:20000], q[:1000]
     base, q = base.astype(np.float32), q.astype(np.float32)
-    _, truth = cached_ground_truth(f"{key}-{len(base)}-{len(q)}", base, q, 10, metric)
+    _, truth = cached_ground_truth(f"{key}-{len(base)}-{len(q)}", base, q, 10, metric,
+                                   cache_dir=out / "cache" if args.cache == "out" else xdg_cache())
     nthreads = os.cpu_count() or 1
     res: dict = {"dataset": args.dataset, "metric": metric, "n": len(base), "nq": len(q), "dim": base.shape[1], "M": args.M,
                  "ef_construction": args.ef_construction, "threads_all": nthreads, "hnswlib": hnswlib.__version__
@@ -136,8 +143,7 @@ def main() -> None:
               f"ratio {res[f'ratio_at_{TARGET}/{threads}'] and round(res[f'ratio_at_{TARGET}/{threads}'], 3)}; "
               f"CPU-time ratio {res[f'cpu_ratio_at_{TARGET}/{threads}'] and round(res[f'cpu_ratio_at_{TARGET}/{threads}'], 3)}; "
               f"geometric mean of per-ef ratios {res[f'geomean_per_ef_ratio/{threads}']:.3f}")
-    suffix = "" if args.dataset == "fashion-mnist" else "_" + args.dataset.replace("-", "_")
-    write(res, Path(args.out or f"benches/results/ndsearch_host{suffix}"))
+    write(res, out)
 
 
 def write(res: dict, out: Path) -> None:

@@ -84,9 +84,18 @@ def cp_sqe(opcode: int, nsid: int, cdw2: int = 0, cdw3: int = 0, mptr: int = 0, 
 
 def programs_commands(rng: random.Random) -> dict[str, bytes]:
     """programs_commands: mode byte (bit 0 set: keep the SQE's opcode; bit 7: data from the device) + SQE + payload;
-    the fuzzed device has an active program at index 1 and 1 MiB of SLM."""
-    slm_range = struct.pack("<IIQ", 2, 64, 0) + bytes(16)
-    return {
+    the fuzzed device has programs in slots 1-4 (1-3 active), the device-defined sls_f32 active at 5, 1 MiB of SLM
+    and an SLS layout at byte 4096 (table 4 x 4 f32, one index, one length, then a 16-byte output)."""
+    def slm(sb: int, length: int) -> bytes:
+        return struct.pack("<IIQ", 2, length, sb) + bytes(16)
+
+    slm_range = slm(0, 64)
+    sls = slm(4096, 64) + slm(4160, 4) + slm(4164, 4) + slm(4168, 16)
+    seeds = {f"execute_slot{p}": bytes([1]) + cp_sqe(0x90, 3, cdw2=p, cdw3=1, mptr=32, cdw10=7) + slm_range
+             for p in (2, 3, 4)}
+    seeds["sls_f32"] = bytes([1]) + cp_sqe(0x90, 3, cdw2=5, cdw3=4, mptr=len(sls), cdw10=4) + sls
+    seeds["activate_slot4"] = bytes([1]) + cp_sqe(0x88, 3, cdw10=4 | 1 << 16)
+    return seeds | {
         "memory_write": bytes([1]) + cp_sqe(0x93, 2, cdw12=16) + sector_data(1, rng)[:16],
         "memory_read": bytes([0x81]) + cp_sqe(0x92, 2, cdw12=16),
         "range_set": bytes([1]) + cp_sqe(0x89, 3, cdw11=1) + slm_range,
@@ -142,12 +151,33 @@ def extension_commands(rng: random.Random) -> dict[str, bytes]:
     return seeds
 
 
+TRACES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "traces"
+#: The recorded fixtures by the fuzzers' format number (mqsim, msr, fio, blkparse, nbdkit-log).
+TRACE_FORMATS = {"sqlite.trace": 0, "fio.csv": 1, "qemu-img.iolog": 2, "mke2fs.blktrace.txt": 3,
+                 "qemu-img.nbdkit.log": 4}
+
+
+def trace_parse(rng: random.Random) -> dict[str, bytes]:
+    """trace_parse: a mode byte (format = mode % 6, 5 detects; option bits) + the first 4 KiB of each fixture."""
+    seeds = {}
+    for name, fmt in TRACE_FORMATS.items():
+        head = (TRACES / name).read_bytes()[:4096]
+        seeds[name] = bytes([fmt]) + head
+        seeds[f"{name}-detected"] = bytes([5 | 0x04]) + head
+    return seeds
+
+
+def trace_convert(rng: random.Random) -> dict[str, bytes]:
+    """trace_convert: a format byte (mode % 5) + trace text."""
+    return {name: bytes([fmt]) + (TRACES / name).read_bytes()[:2048] for name, fmt in TRACE_FORMATS.items()}
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus")
     rng = random.Random(1)
     targets = (("nvme_command", nvme_commands), ("nvme_decode", nvme_decode), ("device_model", device_model),
                ("extension_commands", extension_commands), ("programs_commands", programs_commands),
-               ("programs_load", programs_load))
+               ("programs_load", programs_load), ("trace_parse", trace_parse), ("trace_convert", trace_convert))
     for target, make in targets:
         d = root / target
         d.mkdir(parents=True, exist_ok=True)

@@ -42,3 +42,6 @@ def test_a_host_librarys_failed_command_raises_nvme_error():
             agent.run(dev, kernels.spec("scan"), extents, 8192, "in_storage")
         assert (e.value.sct, e.value.sc) == (0, 0x01)
         assert "Invalid Command Opcode" in str(e.value)
+        # the status and the device's reason are fields, whichever language the host library is written in
+        assert e.value.status == "Invalid Command Opcode" and e.value.command == "load"
+        assert "no attached extension claims it" in e.value.reason and e.value.reason in str(e.value)

@@ -73,7 +73,7 @@ size = "16m"
 iodepth = 4
 [[points]]
 iodepth = 4
-channels = "many"
+blocks_per_plane = 8
 [[points]]
 iodepth = 8
 bs = "3k"
@@ -82,7 +82,7 @@ bs = "3k"
                        text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     assert "3 points" in p.stdout and "2 failed" in p.stdout
-    assert "FAILED" in p.stdout and '"many" is not a number' in p.stdout and "not a multiple" in p.stdout
+    assert "FAILED" in p.stdout and "GC needs at least" in p.stdout and "not a multiple" in p.stdout
     t = pd.read_csv(tmp_path / "o" / "results.csv")
     assert t["status"].tolist() == ["ok", "error", "error"]
     assert "Traceback" not in p.stderr
@@ -128,6 +128,11 @@ def test_ray_runs_the_same_points_with_the_same_figures(tmp_path):
     ({}, "no points"),
     ({"name": "", "grid": {"iodepth": [1]}}, "name must be a non-empty string"),
     ({"grid": {"iodepth": list(range(1, 1001)), "t_read": list(range(1000))}}, "at most 100000"),
+    ({"grid": {"no_such_parameter": [1, 2]}}, "no_such_parameter = 1: configuration error: unknown parameter"),
+    ({"grid": {"preset": ["cosmos-plus", "no-such-ssd"]}}, "preset 'no-such-ssd': configuration error: unknown preset"),
+    ({"points": [{"t_read": "60us"}, {"set.t_read": "fast"}]}, "t_read = 'fast'"),
+    ({"base": {"overrides": {"chanels": 2}}, "grid": {"iodepth": [1]}}, "chanels = 2"),
+    ({"base": {"preset": "/no/such.toml"}, "grid": {"iodepth": [1]}}, "preset '/no/such.toml'"),
 ])
 def test_bad_specifications_are_refused_before_anything_runs(tmp_path, spec, msg):
     with pytest.raises(InvalidArgument, match=None) as e:

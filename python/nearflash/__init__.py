@@ -17,8 +17,10 @@ from nearflash.errors import (
     SimulatorFault,
     status_name,
 )
+from nearflash.flows import DeviceSetup, load_scenario, replay, run_flows
 from nearflash.report import OpStats, Report
 from nearflash.sweeps import sweep
+from nearflash.traces import TraceOptions, convert_trace, read_trace
 
 __version__ = _native.__version__
 
@@ -26,6 +28,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "Device",
+    "DeviceSetup",
     "HostIoError",
     "ImageError",
     "InvalidArgument",
@@ -35,10 +38,16 @@ __all__ = [
     "Queue",
     "Report",
     "SimulatorFault",
+    "TraceOptions",
     "__version__",
+    "convert_trace",
+    "load_scenario",
     "preset_description",
     "preset_params",
     "presets",
+    "read_trace",
+    "replay",
+    "run_flows",
     "status_name",
     "sweep",
 ]

@@ -1,4 +1,4 @@
-"""The `nearflash` command: presets, create, info, serve, bench, sweep, experiment, programs."""
+"""The `nearflash` command: presets, create, info, serve, bench, replay, flows, trace, sweep, experiment, programs."""
 
 from __future__ import annotations
 
@@ -59,6 +59,28 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (byte counts that may be zero)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+def u64_int(text: str) -> int:
+    """An integer in [0, 2**64) (a 64-bit command parameter)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {v}")
     return v
 
 
@@ -211,6 +233,12 @@ def _print_served(a: argparse.Namespace) -> bool:
     print(f"  NBD requests: {req['read']} reads, {req['write']} writes ({req['fua_writes']} FUA), {req['flush']} "
           f"flushes, {req['trim']} trims, {req['zero']} zeroes, {req['errors']} errors; "
           f"{req['open_connections']} of {req['connections']} connections open")
+    p = st.get("pacing")
+    if isinstance(p, dict) and p.get("pace"):
+        late = f"; {p['late']:,} of {p['replies']:,} replies late (>= {p['late_threshold_us']:g} us, worst " \
+               f"{p['max_late_us']:,.0f} us)" if p["pace"] == "realtime" else ""
+        print(f"  pace {p['pace']}: the device saw queue depth {p['mean_queue_depth']:.1f} on average (at most "
+              f"{p['max_queue_depth']}) over {p['commands']:,} commands{late}")
     print(Report(st["report"]).summary())
     return True
 
@@ -219,7 +247,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     from nearflash.nbd import ServeOptions, serve
 
     serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
-                       seed=a.seed))
+                       seed=a.seed, pace=a.pace, threads=a.threads, log=a.log))
     return 0  # not reached: serve() replaces this process with nbdkit
 
 
@@ -241,6 +269,147 @@ def cmd_bench(a: argparse.Namespace) -> int:
               f"span={span_bytes / 2**30:.1f} GiB fill={fill} data={'yes' if a.data else 'timing-only'}")
         print(rep.summary())
         print(f"  simulator: {r['ios']} I/Os in {r['wall_s']:.2f} s wall = {r['sim_ios_per_s']:,.0f} simulated I/Os per second")
+    return 0
+
+
+def _trace_options(a: argparse.Namespace) -> "Any":
+    from nearflash.traces import TraceOptions
+
+    return TraceOptions(format=a.format, sector_size=a.sector_size, time_unit=a.time_unit, blk_event=a.blk_event,
+                        device=a.trace_device, skip_bad=a.skip_bad, repeat=getattr(a, "repeat", 1),
+                        limit=getattr(a, "limit", None))
+
+
+def _trace_line(st: dict[str, Any]) -> str:
+    """What a trace held, in one line."""
+    mib = lambda b: f"{b / 2**20:,.1f} MiB"  # noqa: E731
+    parts = [f"{st['reads']:,} reads ({mib(st['read_bytes'])})", f"{st['writes']:,} writes ({mib(st['write_bytes'])})"]
+    if st["flushes"]:
+        parts.append(f"{st['flushes']:,} flushes")
+    if st["trims"]:
+        parts.append(f"{st['trims']:,} trims ({mib(st['trim_bytes'])})")
+    return (f"{st['format']}, {st['requests']:,} requests: {', '.join(parts)}; "
+            f"{st['duration_ns'] / 1e9:.3f} s from first to last arrival")
+
+
+def _trace_notes(st: dict[str, Any]) -> list[str]:
+    notes = []
+    if st.get("skipped"):
+        notes.append(f"skipped {st['skipped']:,} malformed lines (first: {st['first_skipped']})")
+    if st.get("out_of_order"):
+        notes.append(f"{st['out_of_order']:,} requests arrived before their predecessor: issued in file order")
+    if st.get("filtered"):
+        notes.append(f"{st['filtered']:,} requests of other devices left out")
+    return notes
+
+
+def _flow_table(flows: list[dict[str, Any]], slowdown: Optional[dict[str, float]] = None) -> list[str]:
+    """MQSim's per-flow figures, one line per flow."""
+    head = (f"  {'flow':<14} {'requests R/W':>17} {'IOPS R/W':>21} {'MB/s':>9} {'dev. resp. us mean/p99/max':>28} "
+            f"{'end-to-end us mean/max':>23} {'QD mean/max':>12}" + (f" {'slowdown':>9}" if slowdown else ""))
+    lines = [head]
+    for f in flows:
+        a, o = f["all"], f["ops"]
+        r, w = o.get("read", {}), o.get("write", {})
+        d, e = a["device_response_time"], a["end_to_end_delay"]
+        lines.append(
+            f"  {f['name'][:14]:<14} {r.get('requests', 0):>8,}/{w.get('requests', 0):<8,} "
+            f"{r.get('iops', 0):>10,.0f}/{w.get('iops', 0):<10,.0f} {a['bandwidth_mb_s']:>9,.1f} "
+            f"{d['mean_us']:>9,.1f}/{d['p99_us']:>8,.1f}/{d['max_us']:>9,.1f} {e['mean_us']:>11,.1f}/{e['max_us']:>11,.1f} "
+            f"{f['mean_queue_depth']:>7.1f}/{f['max_queue_depth']:<4}"
+            + (f" {slowdown[f['name']]:>9.3f}" if slowdown else ""))
+        if a["errors"]:
+            lines.append(f"  {'':14} {a['errors']:,} requests failed")
+        m = f["mapping"]
+        if any(m.values()):
+            lines.append(f"  {'':14} {m['widened']:,} widened to whole LBAs, {m['wrapped']:,} wrapped, "
+                         f"{m['split']:,} split into several commands")
+    return lines
+
+
+def _simulator_line(r: dict[str, Any]) -> str:
+    return (f"  simulator: {r['requests']:,} requests in {r['wall_s']:.2f} s wall = "
+            f"{r['sim_requests_per_s']:,.0f} simulated requests per second")
+
+
+def _setup(a: argparse.Namespace) -> "Any":
+    from nearflash.flows import DeviceSetup
+
+    return DeviceSetup(preset=a.preset, seed=a.seed, overrides=parse_set(a.set), path=a.device, fill=a.fill,
+                       fill_size=a.fill_size, data=a.data)
+
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    from nearflash.flows import replay
+
+    if a.mode == "closed" and a.time_scale != 1.0:
+        raise argparse.ArgumentTypeError("--time-scale applies to --mode open")
+    r = replay(a.trace, _setup(a), mode=a.mode, time_scale=a.time_scale, iodepth=a.iodepth, offset=a.offset,
+               wrap=a.wrap, queue_depth=a.queue_depth, options=_trace_options(a), latencies=a.latencies,
+               json_output=a.json)
+    if a.json:
+        out = {k: v for k, v in r.items() if k != "report"}
+        out["report"] = r["report"].data
+        print(json.dumps(out, indent=2))
+        return 0
+    how = f"open loop, times x {a.time_scale:g}" if a.mode == "open" else f"closed loop, iodepth {a.iodepth}"
+    print(f"nearflash replay: {a.trace} ({_trace_line(r['trace'])}); {how}")
+    for note in _trace_notes(r["trace"]):
+        print(f"  {note}")
+    print(r["report"].summary())
+    print("\n".join(_flow_table([r["flow"]])))
+    print(_simulator_line(r))
+    if a.latencies:
+        print(f"  wrote per-request latencies to {a.latencies}")
+    return 0
+
+
+def cmd_flows(a: argparse.Namespace) -> int:
+    from nearflash.flows import load_scenario, run_flows
+
+    sc = load_scenario(a.scenario)
+    if a.seed is not None:
+        sc.device.seed = a.seed
+    r = run_flows(sc.flows, sc.device, alone=a.alone, base_dir=sc.base_dir, latencies=a.latencies, json_output=a.json)
+    if a.json:
+        out = {k: v for k, v in r.items() if k != "report"}
+        out["report"] = r["report"].data
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"nearflash flows: {sc.name} ({len(sc.flows)} flows on {sc.device.preset}, fill {sc.device.fill})")
+    print(r["report"].summary())
+    print("\n".join(_flow_table(r["flows"], r.get("slowdown"))))
+    if "fairness" in r:
+        print(f"  fairness (min slowdown / max slowdown, MQSim FAST'18): {r['fairness']:.3f}")
+    print(_simulator_line(r))
+    return 0
+
+
+def cmd_trace(a: argparse.Namespace) -> int:
+    from nearflash.traces import convert_trace, read_trace
+
+    if a.trace_command == "convert":
+        r = convert_trace(a.input, a.output, a.to, _trace_options(a), sector_size=a.out_sector_size, name=a.name)
+        if a.json:
+            print(json.dumps(r, indent=2))
+            return 0
+        w = r["written"]
+        print(f"{a.input} ({_trace_line(r['read'])}) -> {a.output} ({a.to}): {w['written']:,} requests")
+        for n, what in ((w["dropped_flushes"], "flushes"), (w["dropped_trims"], "trims")):
+            if n:
+                print(f"  {n:,} {what} left out: the {a.to} format has none")
+        if w["widened"]:
+            print(f"  {w['widened']:,} requests widened to whole {a.out_sector_size} B sectors")
+        for note in _trace_notes(r["read"]):
+            print(f"  {note}")
+        return 0
+    t = read_trace(a.input, _trace_options(a))
+    if a.json:
+        print(json.dumps(t.stats, indent=2))
+        return 0
+    print(f"{a.input}: {_trace_line(t.stats)}")
+    for note in _trace_notes(t.stats):
+        print(f"  {note}")
     return 0
 
 
@@ -406,6 +575,77 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_bench)
 
+    def trace_read_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--format", choices=["mqsim", "msr", "fio", "blkparse", "nbdkit-log"],
+                        help="the trace's format (default: told from its first lines)")
+        sp.add_argument("--sector-size", type=positive_int, default=512,
+                        help="bytes per sector of mqsim and blkparse traces (default 512)")
+        sp.add_argument("--time-unit", choices=["ps", "ns", "us"], default="ns",
+                        help="unit of MQSim's arrival times (default ns, as MQSim's engine reads them)")
+        sp.add_argument("--blk-event", choices=["D", "Q"], default="D",
+                        help="blkparse event replayed: D (issued, default) or Q (queued)")
+        sp.add_argument("--trace-device", metavar="ID", help="only this device's requests (MQSim device, MSR "
+                        "DiskNumber, blkparse major,minor, fio file, nbdkit connection)")
+        sp.add_argument("--skip-bad", action="store_true",
+                        help="skip malformed lines (counted) instead of stopping at the first")
+
+    def run_device_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--device", metavar="PATH", help="image directory (default: an in-memory device)")
+        device_args(sp)
+        sp.add_argument("--fill", choices=["none", "sequential", "random"], default="sequential",
+                        help="precondition a fresh device first (default sequential)")
+        sp.add_argument("--fill-size", type=parse_span,
+                        help="how much to fill: bytes or a share of the capacity (default: as far as the trace reaches)")
+        sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")
+        sp.add_argument("--latencies", metavar="CSV", help="write every request's times to this CSV file")
+        sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("replay", help="replay a block trace (mqsim, msr, fio iolog, blkparse, nbdkit log) in "
+                                       "virtual time")
+    sp.add_argument("trace", help="trace file")
+    trace_read_args(sp)
+    sp.add_argument("--mode", choices=["open", "closed"], default="open",
+                    help="open: arrival times kept (default); closed: --iodepth requests in flight, times ignored")
+    sp.add_argument("--time-scale", type=float, default=1.0, metavar="F",
+                    help="open loop: arrival times multiplied by F (0.5 = twice as fast)")
+    sp.add_argument("--iodepth", type=positive_int, default=32, help="closed loop: requests in flight (default 32)")
+    sp.add_argument("--queue-depth", type=positive_int, help="commands the submission queue holds (default: the "
+                    "device's maximum); an open-loop request that finds it full waits")
+    sp.add_argument("--offset", type=parse_size, default=0, help="bytes added to every request's offset")
+    sp.add_argument("--wrap", action="store_true",
+                    help="fold requests past the device's end into it (without it they are an error)")
+    sp.add_argument("--repeat", type=positive_int, default=1, help="replay the trace N times back to back")
+    sp.add_argument("--limit", type=positive_int, help="at most N requests")
+    run_device_args(sp)
+    sp.set_defaults(fn=cmd_replay)
+
+    sp = sub.add_parser("flows", help="run a scenario of concurrent flows (TOML), each on its own queue; "
+                                      "--alone adds slowdown and fairness")
+    sp.add_argument("scenario", help="scenario file (TOML; see nearflash.flows)")
+    sp.add_argument("--alone", action="store_true", help="also run each flow alone: slowdown and fairness")
+    sp.add_argument("--seed", type=seed_int, help="the device's seed (default: the scenario's)")
+    sp.add_argument("--latencies", metavar="CSV", help="write every request's times to this CSV file")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_flows)
+
+    sp = sub.add_parser("trace", help="inspect a block trace or convert it between formats")
+    tsub = sp.add_subparsers(dest="trace_command", required=True)
+    tp = tsub.add_parser("info", help="what a trace holds (counts, bytes, duration, lines skipped)")
+    tp.add_argument("input", help="trace file")
+    trace_read_args(tp)
+    tp.add_argument("--json", action="store_true")
+    tp.set_defaults(fn=cmd_trace)
+    tp = tsub.add_parser("convert", help="write a trace (or an nbdkit log) in another format")
+    tp.add_argument("input", help="trace file or nbdkit log")
+    tp.add_argument("output", help="file to write")
+    tp.add_argument("--to", required=True, choices=["mqsim", "msr", "fio", "blkparse"])
+    trace_read_args(tp)
+    tp.add_argument("--out-sector-size", type=positive_int, default=512,
+                    help="bytes per sector written to mqsim and blkparse traces (default 512)")
+    tp.add_argument("--name", default="nearflash", help="fio's file name, MSR's host name (default nearflash)")
+    tp.add_argument("--json", action="store_true")
+    tp.set_defaults(fn=cmd_trace)
+
     sp = sub.add_parser("serve", help="export a device image over NBD (nbdkit) to unmodified clients")
     sp.add_argument("device", help="image directory (made by `nearflash create`)")
     where = sp.add_mutually_exclusive_group()
@@ -415,6 +655,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--read-only", action="store_true", help="refuse writes, trims and zeroes")
     sp.add_argument("--ext", action="append", metavar="NAME[:JSON]", help="attach an extension (repeatable)")
     sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--pace", choices=["none", "realtime"], default="none",
+                    help="none: as fast as the simulator runs (default); realtime: replies held until the wall clock "
+                         "reaches their modelled completion (late ones counted)")
+    sp.add_argument("--threads", type=int, default=64,
+                    help="nbdkit worker threads per connection: the deepest client queue the device sees (default 64)")
+    sp.add_argument("--log", metavar="FILE", help="record every request with nbdkit's log filter (a trace: "
+                    "`nearflash trace convert FILE ...` or `nearflash replay FILE`)")
     sp.set_defaults(fn=cmd_serve)
 
     sp = sub.add_parser("sweep", help="run a grid or list of (preset, overrides, workload) points into one table")
@@ -468,6 +715,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except OSError as e:
+        # A file named on the command line that cannot be read or written: the system's words, not a traceback.
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -64,9 +64,14 @@ def test_bad_layout_and_constructor(fmnist, index):
 
 
 def test_threshold_beyond_buffer_is_refused(fmnist, index):
-    # d_block = 10 vertex ids per bucket: 4T = 400 held vertices cannot fit 14 buckets
+    # D_block = 200 ids per bucket and in the ring (V_final = 0: one bucket): a pool of T = 250 could be dropped
+    small = {"d_block": 200, "weight_buffer": 0.5}
     with pytest.raises(InvalidArgument, match="InOut buffer"):
-        index.search(fmnist[2][:1], 100, params={"d_block": 10, "weight_buffer": 0.5})
+        index.search(fmnist[2][:1], 250, params=small)
+    assert len(index.search(fmnist[2][:1], 200, params=small).ids[0]) == 200
+    # the count rule's 4T = 600 held vertices do not fit the 400 slots either
+    with pytest.raises(InvalidArgument, match="InOut buffer"):
+        index.search(fmnist[2][:1], 150, params={**small, "termination": "count"})
 
 
 def test_classify_and_hash_agree_with_model(fmnist, index, model):

@@ -214,3 +214,177 @@ def test_cli_bad_arguments(tmp_path, capsys):
     (tmp_path / "x.npy").write_bytes(b"not npy")
     assert main(["cognitive", "serve", str(tmp_path), "--database", str(tmp_path / "x.npy")]) == 2
     assert "not a readable .npy" in capsys.readouterr().err
+
+
+def raw(srv, data: bytes, timeout: float = 5.0) -> bytes:
+    """Sends `data` on a fresh connection and reads until the server closes it."""
+    with socket.create_connection(srv.server_address[:2], timeout=timeout) as s:
+        s.sendall(data)
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    return got
+
+
+@pytest.mark.parametrize("line,status", [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"GET /stats HTTP/1.1 extra\r\n\r\n", 400),
+    (b"GET /stats HTTP/9.9\r\n\r\n", 505),
+    (b"GET /stats HTTP/x.y\r\n\r\n", 400),
+    (b"BREW /stats HTTP/1.1\r\n\r\n", 501),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"GET /stats HTTP/1.1\r\n" + b"X: y\r\n" * 150 + b"\r\n", 431),
+])
+def test_malformed_request_lines_get_json_errors(server, line, status):
+    got = raw(server, line)
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.") and int(head.split()[1]) == status, got[:200]
+    assert b"Content-Type: application/json" in head and b"Connection: close" in head
+    assert json.loads(body)["error"]
+    assert request(server, "GET", "/stats")[0] == 200  # and the server goes on
+
+
+def test_http_1_0_keep_alive_is_answered_and_honoured(fmnist, server):
+    img = fmnist[2][3].tobytes()
+    req = (b"POST /search?t=4 HTTP/1.0\r\nConnection: Keep-Alive\r\nContent-Length: 784\r\n\r\n" + img)
+    with socket.create_connection(server.server_address[:2], timeout=3) as s:
+        for _ in range(3):  # three requests on one connection, each answered at once (no wait for a close)
+            s.sendall(req)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                got += s.recv(4096)
+            head, _, body = got.partition(b"\r\n\r\n")
+            n = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            while len(body) < n:
+                body += s.recv(4096)
+            assert head.startswith(b"HTTP/1.1 200") and b"Connection: keep-alive" in head
+            assert len(json.loads(body)["ids"]) == 4
+    # HTTP/1.0 without keep-alive: answered, then closed (the client learns the end from the close)
+    t0 = time.perf_counter()
+    got = raw(server, b"GET /stats HTTP/1.0\r\n\r\n")
+    assert got.startswith(b"HTTP/1.1 200") and b"Connection: close" in got and time.perf_counter() - t0 < 2
+
+
+def test_apachebench_keep_alive_does_not_stall(fmnist, server, tmp_path):
+    if shutil.which("ab") is None:
+        pytest.skip("ApacheBench (`ab`, Debian apache2-utils) is not installed")
+    f = tmp_path / "q.bin"
+    f.write_bytes(fmnist[2][5].tobytes())
+    host, port = server.server_address[:2]
+    t0 = time.perf_counter()
+    r = subprocess.run(["ab", "-q", "-k", "-l", "-n", "40", "-c", "4", "-s", "20", "-p", str(f), "-T",
+                        "application/octet-stream", f"http://{host}:{port}/search?t=5"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"Complete requests:\s+40", r.stdout) and re.search(r"Keep-Alive requests:\s+40", r.stdout)
+    assert time.perf_counter() - t0 < 15, "a request waited for the server's 10 s timeout"
+
+
+def test_the_listen_backlog_takes_a_burst_of_connects(fmnist, model):
+    """Before the server accepts anything, 48 connects all complete in the kernel's queue (with the stdlib's
+    backlog of 5 the rest wait for SYN retries, 1-3 s); then every one is answered."""
+    ssd = CognitiveSSD(small_device(reserved=2))
+    ssd.deploy(model, fmnist[0][:100], calibration=50)
+    srv = make_server(ssd, "127.0.0.1", 0, timeout=2.0, backlog=64)
+    socks = []
+    try:
+        for _ in range(48):
+            s = socket.socket()
+            s.settimeout(0.5)
+            s.connect(srv.server_address[:2])  # times out when the kernel drops the SYN
+            socks.append(s)
+        th = threading.Thread(target=srv.serve_forever, daemon=True)
+        th.start()
+        for s in socks:
+            s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        for s in socks:
+            s.settimeout(10)
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        for s in socks:
+            s.close()
+        srv.shutdown()
+        srv.server_close()
+    with pytest.raises(ValueError, match="backlog"):
+        make_server(ssd, backlog=0)
+
+
+def test_stats_report_quality_against_brute_force(fmnist, server):
+    from nearflash import _native
+
+    db_labels = fmnist[1][:DB]
+    svc = server.service
+    before = svc.stats()["quality"]
+    index = svc.ssd.index
+    for i in range(5):
+        img, label = fmnist[2][20 + i], int(fmnist[3][20 + i])
+        status, ans, _ = request(server, "POST", f"/search?t=20&label={label}", img.tobytes())
+        assert status == 200
+    for _ in range(50):  # the check runs after the answer is sent
+        q = svc.stats()["quality"]
+        if q["checked"] >= before["checked"] + 5:
+            break
+        time.sleep(0.05)
+    assert q["checked"] >= before["checked"] + 5 and 0 < q["recall_ids"] <= q["recall_ties"] <= 1
+    # the same figure from the direct call: brute force on the same codes
+    code = int(index.hash(fmnist[2][20][None, :])[0])
+    bf = _native.cognitive.brute_force(index.codes, code, 20)
+    assert _native.cognitive.distance_recall(index.codes, code, svc.ssd.search(fmnist[2][20][None, :], 20)[0], bf) > 0
+    assert q["labelled"] == 0 and q["precision"] is None  # this server was made without the database's labels
+    status, ans, _ = request(server, "POST", "/search?t=20&label=300", fmnist[2][0].tobytes())
+    assert status == 400 and "label" in ans["error"]
+    svc.labels = db_labels
+    request(server, "POST", f"/search?t=20&label={int(fmnist[3][1])}", fmnist[2][1].tobytes())
+    for _ in range(50):
+        q = svc.stats()["quality"]
+        if q["labelled"]:
+            break
+        time.sleep(0.05)
+    assert q["labelled"] == 1 and 0 <= q["precision"] <= 1 and 0 <= q["precision_brute_force"] <= 1
+
+
+def test_cli_resumes_the_deployment_the_device_holds(tmp_path):
+    """A second `serve` of the same image and database takes up the deployment (no DLG_config) and answers as the
+    first did; another database, a damaged record or --redeploy deploy again."""
+    from cognitive_fixtures import DATA, SMALL
+
+    if not DATA.exists():
+        pytest.skip("dataset-fashion-mnist is not installed (scripts/env.sh installs it)")
+    img_dir = tmp_path / "dev"
+    sets = [a for k, v in {**SMALL, "ext_reserved_blocks": 2}.items() for a in ("--set", f"{k}={v}")]
+    subprocess.run([sys.executable, "-m", "nearflash.cli", "create", str(img_dir), *sets], check=True, timeout=60,
+                   capture_output=True)
+
+    def serve(*extra, kill=False):
+        with subprocess.Popen([sys.executable, "-m", "nearflash.cli", "cognitive", "serve", str(img_dir), "--port", "0",
+                               *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+            try:
+                line = p.stdout.readline()
+                m = re.search(r"http://([0-9.]+):(\d+)/", line)
+                assert m, line + (p.stderr.read() if p.poll() is not None else "")
+                c = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=10)
+                c.request("POST", "/search?t=5", body=bytes(range(256)) * 3 + bytes(16))
+                ids = json.loads(c.getresponse().read())["ids"]
+                c.request("GET", "/stats")
+                configs = json.loads(c.getresponse().read())["extension"]["configs"]
+                c.close()
+                return line, ids, configs
+            finally:
+                p.kill() if kill else p.terminate()
+                p.wait(timeout=10)
+
+    first, ids, configs = serve("--db", "150")
+    assert first.startswith("deployed 150") and configs == 2
+    again, ids2, configs2 = serve("--db", "150")
+    assert again.startswith("resumed the deployment of 150") and ids2 == ids and configs2 == 0
+    other, _, _ = serve("--db", "120")
+    assert other.startswith("deployed 120")
+    (tmp_path / "dev.cognitive.npz").write_bytes(b"damaged")
+    assert serve("--db", "120")[0].startswith("deployed 120")
+    assert serve("--db", "120", "--redeploy")[0].startswith("deployed 120")
+    assert serve("--db", "120")[0].startswith("resumed")
+    # a server killed before it could close the device: the image lost what the firmware knew of its blocks; the
+    # next start deploys again over them (the firmware erases a block it believed erased that refuses a program)
+    assert serve("--db", "100", kill=True)[0].startswith("deployed 100")
+    line, ids3, _ = serve("--db", "150")
+    assert line.startswith("deployed 150") and ids3 == ids

@@ -3,6 +3,7 @@ traceback, and nothing created or changed (no socket, no image, no pid or status
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def refused(args: list[str], image: Path, msg: str, watch: Path) -> None:
     (["--ext", 'recssd:{"ftl_core": 99}'], "ftl_core 99 but the controller has"),
     (["--ext", 'recssd:{"no_such_param": 1}'], "no_such_param"),
     (["--ext", "recssd", "--ext", "recssd"], "already attached"),
+    (["--pace", "fast"], "invalid choice: 'fast'"),
+    (["--threads", "0"], "--threads must be in 1..1024"),
+    (["--threads", "5000"], "--threads must be in 1..1024"),
+    (["--threads", "x"], "invalid int value"),
+    (["--log", "NODIR/log.txt"], "--log: directory"),
 ])
 def test_wrong_flag_values_are_refused_before_anything_happens(image, tmp_path, extra, msg):
     watch = tmp_path / "w"
@@ -85,13 +91,24 @@ def test_image_in_use_is_refused(image, tmp_path):
     assert not (tmp_path / "s").exists() and not (image / "serve.pid").exists()
 
 
-def test_python_version_mismatch_is_explained(image, tmp_path, monkeypatch):
-    monkeypatch.setattr(launch, "plugin_python_version", lambda nbdkit: (3, 99))
-    monkeypatch.setattr(launch, "find_nbdkit", lambda: "/usr/sbin/nbdkit")
+def test_a_missing_or_foreign_plugin_library_is_explained(image, tmp_path, monkeypatch):
+    need("nbdkit")
     before = snapshot(image)
-    with pytest.raises(InvalidArgument, match=r"embeds Python 3\.99 but nearflash is installed for 3\.\d+"):
+    monkeypatch.setenv("NEARFLASH_NBD_PLUGIN", str(tmp_path / "nope.so"))
+    with pytest.raises(InvalidArgument, match=r"NEARFLASH_NBD_PLUGIN=.*nope\.so: no such file"):
         command(ServeOptions(str(image), unix=str(tmp_path / "s")))
-    assert snapshot(image) == before
+    (tmp_path / "fake.so").write_bytes(b"\x7fELF not really")
+    monkeypatch.setenv("NEARFLASH_NBD_PLUGIN", str(tmp_path / "fake.so"))
+    with pytest.raises(InvalidArgument, match="nbdkit cannot load the NBD plugin"):
+        command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+    assert snapshot(image) == before and not (tmp_path / "s").exists()
+
+
+def test_wrong_pace_threads_and_log_from_python(image, tmp_path):
+    for kw, msg in [({"pace": "turbo"}, "--pace must be one of none, realtime"), ({"threads": True}, "--threads"),
+                    ({"threads": 0}, "--threads must be in 1..1024"), ({"log": str(tmp_path)}, "is a directory")]:
+        with pytest.raises(InvalidArgument, match=msg):
+            command(ServeOptions(str(image), unix=str(tmp_path / "s"), **kw))
 
 
 def test_missing_nbdkit_is_explained(image, tmp_path, monkeypatch):
@@ -100,11 +117,16 @@ def test_missing_nbdkit_is_explained(image, tmp_path, monkeypatch):
         command(ServeOptions(str(image), unix=str(tmp_path / "s")))
 
 
-def test_command_passes_the_environment_nbdkit_needs(image, tmp_path):
+def test_command_loads_the_plugin_in_parallel_behind_the_blocksize_filter(image, tmp_path):
     need("nbdkit")
-    argv, env, uri = command(ServeOptions(str(image), unix=str(tmp_path / "s"), read_only=True))
+    argv, env, uri = command(ServeOptions(str(image), unix=str(tmp_path / "s"), read_only=True, pace="realtime",
+                                          threads=16, log=str(tmp_path / "log")))
     assert uri == f"nbd+unix:///?socket={tmp_path / 's'}"
     assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
-    dirs = env["NEARFLASH_SITE_DIRS"].split(":")
-    assert any(Path(d, "nearflash", "__init__.py").exists() or Path(d, "nearflash.pth").exists() for d in dirs)
-    assert any(Path(d, "numpy").is_dir() for d in dirs), "the plugin must find numpy"
+    assert argv.index("--filter=blocksize") < argv.index("--filter=log"), "the log records what the device is given"
+    assert argv[argv.index("--threads") + 1] == "16" and "threads=16" in argv and "pace=realtime" in argv
+    assert f"logfile={tmp_path / 'log'}" in argv
+    plugin = next(a for a in argv if a.endswith("libnearflash_nbd.so"))
+    assert Path(plugin).is_file()
+    ident = json.loads(next(a for a in argv if a.startswith("identify="))[9:])
+    assert ident["lba_bytes"] == 4096 and ident["namespace_lbas"] == 13104

@@ -15,6 +15,7 @@ import pytest
 
 from nbd_helpers import nearflash_cli, need, qemu_io, run
 from nbd_helpers import image, serve  # noqa: F401  (fixtures)
+from nearflash import Device
 
 MIB = 1 << 20
 
@@ -233,3 +234,58 @@ def test_info_ignores_a_damaged_or_foreign_status_file(image, serve):
             p = nearflash_cli("info", str(image))
             assert p.returncode == 2 and "is open in another process" in p.stderr, (text[:40], p.stderr)
             assert "Traceback" not in p.stderr and "served by" not in p.stdout
+
+
+def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
+    """Thread model parallel, pace none: fio's requests in flight are in the device's queue together."""
+    need("fio")
+    s = serve(image)
+    out = tmp_path / "fio.json"
+    run(["fio", "--name=r", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randread", "--bs=4k", "--size=16m",
+         "--number_ios=600", "--iodepth=16", "--output-format=json", f"--output={out}"])
+    st = s.wait_status(lambda st: st["requests"]["open_connections"] == 0 and st["requests"]["read"] >= 600)
+    p = st["pacing"]
+    assert p["pace"] == "none" and p["max_queue_depth"] == 16 and p["mean_queue_depth"] > 12, p
+    assert st["report"]["ops"]["read"]["count"] == 600
+    p = nearflash_cli("info", str(image))
+    assert "pace none: the device saw queue depth" in p.stdout, p.stdout
+
+
+def test_realtime_pace_holds_replies_for_the_modelled_latency(tmp_path, serve):
+    """A 5 ms read takes at least 5 ms of the client's wall time; the status counts replies and late ones."""
+    need("qemu-io")
+    from nbd_helpers import NBD_DEVICE
+
+    img = tmp_path / "slow"
+    Device(img, overrides={**NBD_DEVICE, "t_read": "5ms"}).close()
+    s = serve(img, "--pace", "realtime")
+    qemu_io(s.uri, "write -P 0x21 0 64k", "flush")
+    t = time.monotonic()
+    qemu_io(s.uri, *[f"read -P 0x21 {i * 4}k 4k" for i in range(8)])
+    assert time.monotonic() - t >= 8 * 0.005, "eight 5 ms reads, one at a time"
+    st = s.wait_status(lambda st: st["requests"]["read"] >= 8 and st["requests"]["open_connections"] == 0)
+    p = st["pacing"]
+    assert p["pace"] == "realtime" and p["replies"] >= 10 and 0 <= p["late"] <= p["replies"]
+    assert st["report"]["ops"]["read"]["latency"]["min_us"] >= 5000
+
+
+def test_a_logged_session_replays_as_recorded(image, serve, tmp_path):
+    """--log records what the device was given (nbdkit's log filter); replaying the log issues the same requests."""
+    need("qemu-io")
+    import csv
+
+    from nearflash.flows import DeviceSetup, replay
+
+    log = tmp_path / "session.log"
+    s = serve(image, "--log", str(log))
+    qemu_io(s.uri, "write -P 0x5 0 96k", "write -z 128k 16k", "discard 64k 8k", "read 0 96k", "flush")
+    s.stop()
+    lat = tmp_path / "lat.csv"
+    r = replay(log, DeviceSetup(overrides={"channels": 1, "chips_per_channel": 1, "blocks_per_plane": 64,
+                                           "pages_per_block": 32, "over_provisioning": "20%"}),
+               mode="closed", iodepth=1, latencies=lat)
+    assert r["trace"]["format"] == "nbdkit-log" and r["flow"]["all"]["errors"] == 0
+    with lat.open() as f:
+        got = [(row["op"], int(row["offset"]), int(row["bytes"])) for row in csv.DictReader(f)]
+    assert ("write", 0, 96 << 10) in got and ("trim", 64 << 10, 8 << 10) in got and ("read", 0, 96 << 10) in got
+    assert got[-1] == ("flush", 0, 0) and len(got) == r["trace"]["requests"]

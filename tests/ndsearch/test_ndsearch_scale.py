@@ -77,3 +77,17 @@ def test_checkpoints_are_the_indexes_of_their_prefixes(tmp_path, monkeypatch):
     fresh, _ = scale.build_index("sift-like", 1400, seed=2, R=8, ef_construction=16, threads=1,
                                  path=tmp_path / "fresh.nfidx")
     assert all(np.array_equal(a, b) for a, b in zip(part.layer0_csr(), fresh.layer0_csr()))
+
+
+def test_largest_size_at_a_recall_target(tmp_path):
+    """Issue 22: the scale run reports the largest size that reaches recall@10 >= 0.9, not a fast low-recall one."""
+    from nearflash.ndsearch.scale import EFS, largest_at_recall
+
+    recs = largest_at_recall("sift-like", 0, 8, 32, 0.9, 2048, budget_s=1e9, cache_dir=tmp_path, max_n=4096)
+    assert recs[0]["n"] == 2048 and len(recs) <= 2 and all(b["n"] == 2 * a["n"] for a, b in zip(recs, recs[1:]))
+    for r in recs:
+        assert r["met"] == (r["recall@10"] >= 0.9) and (r["ef"] in EFS if r["met"] else r["ef"] is None)
+        assert r["recall_by_ef"] and r["build_cpu_s"] >= 0
+    # a target nothing reaches stops at the first size; a generous budget of zero builds one size
+    assert len(largest_at_recall("sift-like", 0, 8, 32, 1.01, 2048, budget_s=1e9, cache_dir=tmp_path)) == 1
+    assert len(largest_at_recall("sift-like", 0, 8, 32, 0.5, 2048, budget_s=0.0, cache_dir=tmp_path)) == 0

@@ -55,8 +55,11 @@ def test_bad_arguments(setup):
         searssd.batch(ix, q, geometry={**GEOM, "blocks_per_plane": 1, "pages_per_block": 1})
     with pytest.raises(InvalidArgument, match="uint8"):
         searssd.batch(ix, q.astype(np.float32))
-    with pytest.raises(InvalidArgument, match="k=5000"):
-        searssd.batch(ix, q, k=5000)
+    n = ix.ntotal
+    _, d, i = searssd.batch(ix, q[:3], k=n + 2, ef=8, geometry=GEOM)  # beyond the index: padded, as Index.search
+    assert (i[:, n:] == -1).all() and np.isinf(d[:, n:]).all() and (i[:, :n] >= 0).all()
+    with pytest.raises(InvalidArgument, match="k"):
+        searssd.batch(ix, q, k=0)
     with pytest.raises(InvalidArgument, match="index"):
         searssd.batch("not an index", q)
 

@@ -12,8 +12,8 @@ import zlib
 import numpy as np
 import pytest
 
-from nearflash import Device
-from nearflash.errors import NvmeError
+from nearflash import Device, nice
+from nearflash.errors import InvalidArgument, NvmeError
 from nearflash.nice.host import NiceHost
 
 SMALL = {"channels": "2", "chips_per_channel": "1", "blocks_per_plane": "96", "pages_per_block": "64",
@@ -151,9 +151,9 @@ def test_a_refusal_carries_the_firmware_reason_from_the_error_log(fs):
     h = NiceHost(dev)
     h.open("/other.txt")
     with pytest.raises(NvmeError, match=r"NICE_Read /other.txt at hyper-address \d+: no NICE_Write bound an op to it "
-                                        r"\(device: NICE_Read of the file at LBA \d+ before a NICE_Write bound an op to it\)") as e:
+                                        r"\(NICE_Read of the file at LBA \d+ before a NICE_Write bound an op to it\)") as e:
         h.nice_read("/other.txt")
-    assert (e.value.sct, e.value.sc) == (0, 0x0C)
+    assert (e.value.sct, e.value.sc) == (0, 0x0C) and "before a NICE_Write" in e.value.reason
     # A NICE-K shape the file does not have: the firmware names the field and its allowed range.
     with pytest.raises(NvmeError, match=r"NICE-K over a file of 13 bytes: .*not a whole number of 6-byte vectors") as e:
         h.nice_write("/other.txt", "knn", query=np.zeros(3, dtype=np.int32), k=1)
@@ -162,3 +162,20 @@ def test_a_refusal_carries_the_firmware_reason_from_the_error_log(fs):
     assert entry["reason"] in str(e.value) and entry["status"] == "Invalid Field in Command"
     h.nice_write("/other.txt", "sum")
     assert h.nice_read("/other.txt")["value"] == sum(FILES["/other.txt"]), "nothing changed by the refusals"
+
+
+@pytest.mark.parametrize("call,what", [
+    (lambda: nice.knn(np.zeros((5, 4), np.int16), np.zeros(4, np.int16), 1.5), "k must be an integer"),  # was k=1
+    (lambda: nice.knn(np.zeros((5, 4), np.int16), np.zeros(4, np.int16), -1), "k -1 is out of range"),
+    (lambda: nice.knn(np.zeros((5, 4), np.int16), np.zeros(4, np.int16), 4097), "k 4097 is out of range"),
+    (lambda: nice.knn_timing(-1, 4, 16, 1), "n -1 is out of range"),
+    (lambda: nice.knn_timing(10, -4, 16, 1), "dim -4 is out of range"),
+    (lambda: nice.knn_timing(10, 4, 16, 0), "k 0 is out of range"),
+    (lambda: nice.mobilenet_v2_timing(-1), "batch -1 is out of range"),
+    (lambda: nice.lookup("/nonexistent.img", "/a", -1), "start_lba -1 is out of range"),
+    (lambda: nice.lookup_via(lambda lba: bytes(4096), "/a", -3), "start_lba -3 is out of range"),
+])
+def test_module_functions_name_a_bad_count(call, what):
+    """Negative counts were the binding's OverflowError, a fractional k silently truncated."""
+    with pytest.raises(InvalidArgument, match=f"^{what}"):
+        call()

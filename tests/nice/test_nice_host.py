@@ -23,7 +23,9 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("root")
     (root / "d").mkdir()
     emb = np.random.default_rng(5).integers(-3000, 3000, size=(800, 12), dtype=np.int16)
-    files = {"/d/data.bin": os.urandom(70_000), "/d/emb.bin": emb.tobytes(), "/open.txt": b"anyone may read this\n", "/secret": b"owner only\n"}
+    wide = np.array([[2**31 - 1] * 4, [0] * 4, [-(2**31)] * 4], dtype="<i4")
+    files = {"/d/data.bin": os.urandom(70_000), "/d/emb.bin": emb.tobytes(), "/d/wide.bin": wide.tobytes(),
+             "/open.txt": b"anyone may read this\n", "/secret": b"owner only\n"}
     for p, d in files.items():
         (root / p.lstrip("/")).write_bytes(d)
     os.chmod(root / "secret", 0o600)
@@ -78,9 +80,22 @@ def test_nice_k_in_storage_equals_a_numpy_brute_force(setup):
     d = ((emb - q) ** 2).sum(axis=1)
     order = np.lexsort((np.arange(len(d)), d))[:20]
     assert got[:, 1].tolist() == order.tolist() and got[:, 0].tolist() == d[order].tolist()
-    for bad in [dict(query=[1.5] * 12, k=3), dict(query=q, k=0), dict(query=q, k=3, bits=8), dict(query=[2**40] * 12, k=3)]:
+    h.nice_write("/d/emb.bin", "knn", query=q, k=np.int64(20), bits=16)  # a numpy integer is an integer
+    assert h.nice_read("/d/emb.bin")["neighbours"].tolist() == got.tolist()
+    for bad in [dict(query=[1.5] * 12, k=3), dict(query=q, k=0), dict(query=q, k=3, bits=8), dict(query=[2**40] * 12, k=3),
+                dict(query=[40_000] * 12, k=3, bits=16), dict(query=q, k=True), dict(query=q, k=2.0)]:
         with pytest.raises(InvalidArgument):
             h.nice_write("/d/emb.bin", "knn", **bad)
+
+
+def test_nice_k_in_storage_is_exact_on_full_range_int32(setup):
+    dev, _ = setup
+    h = NiceHost(dev)
+    h.open("/d/wide.bin")
+    h.nice_write("/d/wide.bin", "knn", query=[-(2**31)] * 4, k=3, bits=32)
+    got = h.nice_read("/d/wide.bin")["neighbours"]
+    # Distances 0, 2^64 and 4 (2^32 - 1)^2: the 64-bit result field saturates the last two, the ranking is exact.
+    assert got[:, 1].tolist() == [2, 1, 0] and got[:, 0].tolist() == [0, 2**64 - 1, 2**64 - 1]
 
 
 def test_a_batch_of_queries_in_one_pass_equals_numpy_per_query_and_bad_batches_are_refused(setup):

@@ -16,6 +16,7 @@ import pytest
 from nearflash.errors import NvmeError
 from nearflash.nice import lenet
 from nearflash.nice.experiments.common import cap, debugfs, device, invoke
+from nearflash.nice.host import RESULT_HEADER
 
 pytestmark = pytest.mark.skipif(shutil.which("mke2fs") is None or not Path("/usr/share/datasets/fashion-mnist").exists(),
                                 reason="needs Debian's e2fsprogs and dataset-fashion-mnist (scripts/env.sh)")
@@ -59,7 +60,7 @@ def test_in_storage_lenet_equals_the_numpy_int8_reference(setup):
     dev, heads, wts, imgs = setup
     r, _, t_read = invoke(dev, heads["imgs.bin"], block(heads["w.bin"]))
     assert (r["op"], r["value"], r["size"]) == (OP_LENET, len(imgs), imgs.nbytes)
-    got = np.frombuffer(r["raw"], dtype="<u2", count=len(imgs), offset=24)
+    got = np.frombuffer(r["raw"], dtype="<u2", count=len(imgs), offset=RESULT_HEADER)
     # The default datapath is int8: integer arithmetic, so every class equals the reference's, no near-tie excuse.
     assert np.array_equal(got, lenet.logits_int8(wts, imgs, dev.scales).argmax(1))
     assert t_read > 0
@@ -72,7 +73,7 @@ def test_the_f32_path_equals_the_float_reference_and_times_as_int8(setup):
     r, t_w, t_r = invoke(f32, heads["imgs.bin"], block(heads["w.bin"]))
     # The f32 path ignores nothing: the section is checked, and a file without one is fine in f32.
     assert invoke(f32, heads["imgs.bin"], block(heads["w_f32.bin"]))[0]["raw"] == r["raw"]
-    got = np.frombuffer(r["raw"], dtype="<u2", count=len(imgs), offset=24)
+    got = np.frombuffer(r["raw"], dtype="<u2", count=len(imgs), offset=RESULT_HEADER)
     ref = lenet.logits(wts, imgs)
     top2 = np.sort(ref, axis=1)[:, -2:]
     clear = top2[:, 1] - top2[:, 0] > 1e-4 * np.abs(top2).max()

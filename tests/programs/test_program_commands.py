@@ -153,6 +153,24 @@ def test_wrong_types_and_ranges_raise_invalid_argument(dev, call):
         call(dev)
 
 
+@pytest.mark.parametrize("call,names", [
+    (lambda d, p: programs.copy_to_slm(d, 0, 0, 2**32), "nblocks must be in 1..4294967295, got 4294967296"),
+    (lambda d, p: programs.copy_to_slm(d, 0, 0, -1), "nblocks"),
+    (lambda d, p: programs.copy_to_slm(d, 0, -1, 1), "lba"),
+    (lambda d, p: programs.copy_to_slm(d, 0, sources=[(0, 2**32)]), "sources[0] length must be in 1..4294967295"),
+    (lambda d, p: programs.host_run(d, p, [(0, 1)], outputs=[2**32] * 15), "outputs[0] must be in 1..1073741824"),
+    (lambda d, p: programs.host_run(d, p, [(0, 1)], outputs=[2**30, 8]), "sources and outputs take 1073745928 bytes"),
+    (lambda d, p: programs.host_run(d, p, [(0, 2**32 - 1)]), "sources[0]: 4294967295 blocks from LBA 0"),
+    (lambda d, p: programs.host_run(d, p, [(0, 1)], outputs=7), "outputs must be a list"),
+], ids=lambda c: "")
+def test_counts_at_and_past_the_apis_bounds_name_the_argument(dev, call, names):
+    """Before: nblocks = 2^32 (the bound this API itself allowed) was an OverflowError from the binding, and
+    host_run allocated 15 x 4 GiB of outputs (or 16 TiB of sources) and aborted the process when it failed."""
+    with pytest.raises(InvalidArgument) as e:
+        call(dev, b"not even a program: the sizes are checked first")
+    assert names in str(e.value)
+
+
 def test_commands_without_the_extension_say_so():
     import nearflash
 

@@ -35,8 +35,33 @@ def test_compile_examples_identify(tmp_path, capsys):
 
 
 def test_errors_are_reported_not_raised(tmp_path, capsys):
+    (tmp_path / "x").write_bytes(b"data")
     assert main(["programs", "run", str(tmp_path / "missing.o"), "--input", str(tmp_path / "x")]) == 2
-    assert "error" in capsys.readouterr().err
+    assert "program" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--input", "{tmp}/missing.txt"], "--input '{tmp}/missing.txt' cannot be read: No such file or directory"),
+    (["--input", "{tmp}"], "cannot be read: Is a directory"),
+    (["--input", "{tmp}/empty.txt"], "is empty"),
+])
+def test_a_bad_input_file_is_an_error_naming_the_option_not_a_traceback(tmp_path, capsys, args, says):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert main(["programs", "run", "grep", *[a.format(tmp=tmp_path) for a in args]]) == 2
+    assert says.format(tmp=tmp_path) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,value,says", [("--out-bytes", "-5", "must be 0 or more"),
+                                             ("--cparam1", "-1", "must be in [0, 2**64)"),
+                                             ("--cparam2", str(2**64), "must be in [0, 2**64)"),
+                                             ("--param-i32", str(2**31), "an int32"),
+                                             ("--seed", "-3", "a seed")])
+def test_out_of_range_options_are_refused_by_name(tmp_path, capsys, flag, value, says):
+    (tmp_path / "x").write_bytes(b"data")
+    with pytest.raises(SystemExit):
+        main(["programs", "run", "grep", "--input", str(tmp_path / "x"), flag, value])
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and says in err
 
 
 def test_docs_list_every_parameter_and_status():

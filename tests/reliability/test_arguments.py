@@ -60,7 +60,7 @@ def test_queue_nblocks_must_match_the_data(dev):
 
 
 def test_native_submit_refuses_a_buffer_of_another_length(dev):
-    q = dev._sync()
+    q = dev.sync_qid
     with pytest.raises(nearflash.InvalidArgument, match="data"):
         dev.native.submit_write(q, 1, 0, 1, pattern(0, 2, dev.lba_bytes), False)
     with pytest.raises(nearflash.InvalidArgument, match="nlb"):

@@ -5,7 +5,7 @@
 
 use crate::error::{CognitiveError, Result};
 use crate::weight_layout::{PhysPage, ReservedArea};
-use nearflash_core::nand::Geometry;
+use nearflash_core::ext::Geometry;
 
 /// The reserved blocks of a device.
 #[derive(Debug, Clone, PartialEq, Eq)]

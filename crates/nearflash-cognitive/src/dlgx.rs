@@ -24,7 +24,7 @@ use crate::package::{gather_tensors, ModelDescriptor};
 use crate::params::CognitiveParams;
 use crate::quant::QModel;
 use crate::weight_layout::WeightLayout;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 
 /// A deployed model as the firmware holds it: the description, the layout and where every weight page is. The

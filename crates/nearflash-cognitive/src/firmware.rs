@@ -31,7 +31,7 @@ use crate::params::CognitiveParams;
 use crate::wire::{ConfigTarget, DlgCommand, OP_ANALYSIS, OP_CONFIG, OP_HASHING, OP_INDEX, OP_SSD_READ, OP_SSD_WRITE};
 use crate::weight_layout::WeightLayout;
 use nearflash_core::config::ExtParams;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
 use nearflash_core::SimError;
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,23 @@ struct Saved {
     instructions: Vec<u8>,
     graph: Option<GraphDescriptor>,
     dirty: Vec<u32>,
+    #[serde(default)]
+    digest: Digest,
+}
+
+/// CRC-32s of the two `DLG_config` payloads of the current deployment (model, then instructions and graph), so that
+/// a host can tell the deployment it made from another one of the same size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Digest {
+    model: Option<u32>,
+    instructions: Option<u32>,
+}
+
+impl Digest {
+    /// `"<model>-<instructions>"` in hex once both are deployed.
+    fn hex(&self) -> Option<String> {
+        Some(format!("{:08x}-{:08x}", self.model?, self.instructions?))
+    }
 }
 
 /// The extension.
@@ -95,6 +112,7 @@ pub struct CognitiveFirmware {
     session_order: VecDeque<u32>,
     /// DLG-area blocks programmed since their last erase.
     dirty: BTreeSet<u32>,
+    digest: Digest,
     stats: FirmwareStats,
     faults: BTreeMap<String, u64>,
 }
@@ -116,6 +134,7 @@ impl CognitiveFirmware {
             sessions: BTreeMap::new(),
             session_order: VecDeque::new(),
             dirty: BTreeSet::new(),
+            digest: Digest::default(),
             stats: FirmwareStats::default(),
             faults: BTreeMap::new(),
         }
@@ -158,13 +177,24 @@ impl CognitiveFirmware {
         Ok(done)
     }
 
-    /// Programs `(ppn, bytes)` pages from `ready`; returns when the last one ends.
+    /// Programs `(ppn, bytes)` pages from `ready`; returns when the last one ends. A block this firmware believed
+    /// erased that refuses the program (its record was lost: the device stopped before saving it) is erased and
+    /// programmed again.
     fn program(&mut self, ctx: &mut ExecCtx<'_>, pages: &[(u64, &[u8])], ready: Time) -> Result<Time, Status> {
         let ppb = u64::from(ctx.geometry().pages_per_block);
         let mut done = ready;
         for &(ppn, bytes) in pages {
-            self.dirty.insert((ppn / ppb) as u32);
-            done = done.max(ctx.program_page(ready, ppn, bytes, &[])?);
+            let block = (ppn / ppb) as u32;
+            let believed_erased = self.dirty.insert(block);
+            let end = match ctx.program_page(ready, ppn, bytes, &[]) {
+                Err(_) if believed_erased && ppn % ppb == 0 => {
+                    let erased = ctx.erase_block(ready, block)?;
+                    self.stats.blocks_erased += 1;
+                    ctx.program_page(erased, ppn, bytes, &[])?
+                }
+                other => other?,
+            };
+            done = done.max(end);
             self.stats.pages_programmed += 1;
         }
         Ok(done)
@@ -195,8 +225,10 @@ impl CognitiveFirmware {
                 self.graph = None;
                 self.sessions.clear();
                 self.session_order.clear();
+                self.digest = Digest::default();
                 let done = self.program(ctx, &pages, erased).map_err(|s| (s, "program_failed"))?;
                 self.model = Some(dep);
+                self.digest.model = Some(crc32fast::hash(payload));
                 Ok(done)
             }
             ConfigTarget::Instructions => {
@@ -225,6 +257,7 @@ impl CognitiveFirmware {
                 let erased = self.erase(ctx, Some(&blocks), t).map_err(|s| (s, "erase_failed"))?;
                 self.instructions.clear();
                 self.graph = None;
+                self.digest.instructions = None;
                 let mut pages: Vec<(u64, &[u8])> = instr_pages.iter().copied().zip(chunks).collect();
                 if let Some((g, _)) = &graph {
                     pages.extend(g.ppns.iter().copied().zip(p.graph_pages.iter().map(Vec::as_slice)));
@@ -232,6 +265,7 @@ impl CognitiveFirmware {
                 let done = self.program(ctx, &pages, erased).map_err(|s| (s, "program_failed"))?;
                 self.instructions = p.instructions;
                 self.graph = graph;
+                self.digest.instructions = Some(crc32fast::hash(payload));
                 Ok(done)
             }
         }
@@ -330,7 +364,7 @@ impl CognitiveFirmware {
             return Err((Status::INVALID_FIELD, "t_out_of_range"));
         }
         let cfg = SearchConfig::from_params(&self.params);
-        if ((t as f64 * cfg.termination_ratio).ceil() as usize).max(t as usize) > (cfg.v_final + 2) * cfg.d_block {
+        if cfg.limits(t as usize).is_err() {
             return Err((Status::INVALID_FIELD, "t_beyond_inout_buffer"));
         }
         let out = Self::out_buf(data, size, 4 * t as usize * s.codes.len())?;
@@ -501,6 +535,7 @@ impl Extension for CognitiveFirmware {
             instructions: self.instructions.iter().flat_map(|i| i.encode()).collect(),
             graph: self.graph.as_ref().map(|g| g.1.clone()),
             dirty: self.dirty.iter().copied().collect(),
+            digest: self.digest,
         };
         Some(serde_json::to_vec(&s).expect("plain data serialises"))
     }
@@ -518,6 +553,7 @@ impl Extension for CognitiveFirmware {
         }
         self.instructions = s.instructions.chunks(instr::INSTR_BYTES).map(Instr::decode).collect::<crate::Result<_>>().map_err(|e| bad(e.to_string()))?;
         self.dirty = s.dirty.into_iter().collect();
+        self.digest = s.digest;
         Ok(())
     }
 
@@ -527,6 +563,7 @@ impl Extension for CognitiveFirmware {
             "weight_reads": self.params.weight_reads,
             "model_deployed": self.model.is_some(),
             "graph_deployed": self.graph.as_ref().map(|g| g.0.format.vertices),
+            "deployment": self.digest.hex(),
             "sessions": self.sessions.len(),
             "stats": self.stats,
             "faults": self.faults,

@@ -1,6 +1,7 @@
 //! DLG-x's graph search engine (Sec. 4.3): random initial vertices, a vertex detector (visited bitmap), distance
 //! buckets B_0..B_Vfinal plus the ring B_others in the InOut buffer, expansion of the first unexpanded vertex in
-//! ascending distance, and a termination counter on the held vertices. Graph pages come from a `PageSource` (flash
+//! ascending distance, and a termination counter on the held vertices (a full enough pool whose next vertex is no nearer
+//! than its L-th, or a count threshold; `Termination`). Graph pages come from a `PageSource` (flash
 //! on the device, generated pages on the host); pages kept on chip (`gse_page_slots`, most recent first) are not
 //! read again. Counts pages read and vertices evaluated, the inputs of the GSE timing.
 
@@ -9,7 +10,8 @@ use crate::graph_pages::{Entry, GraphLayout, GraphPages, PageFormat};
 use crate::knn::hamming;
 use crate::params::CognitiveParams;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
 
 /// Where the GSE's graph pages come from.
 pub trait PageSource {
@@ -54,13 +56,23 @@ pub struct SearchStats {
     pub expansions: u64,
 }
 
+/// When the termination counter stops a search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Termination {
+    /// When the next vertex to expand is no nearer than the L-th nearest held vertex, L = max(T, pool), or when
+    /// the InOut buffer is full.
+    Converged { pool: usize },
+    /// When the held vertices reach `ratio` x T (at least T).
+    Count { ratio: f64 },
+}
+
 /// The search knobs, from the parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct SearchConfig {
     pub v_final: usize,
     pub d_block: usize,
     pub initial_vertices: usize,
-    pub termination_ratio: f64,
+    pub termination: Termination,
     pub page_slots: usize,
 }
 
@@ -70,9 +82,39 @@ impl SearchConfig {
             v_final: p.v_final(),
             d_block: p.d_block as usize,
             initial_vertices: p.initial_vertices as usize,
-            termination_ratio: p.termination_ratio,
+            termination: match p.termination.as_str() {
+                "count" => Termination::Count { ratio: p.termination_ratio },
+                _ => Termination::Converged { pool: p.search_pool as usize },
+            },
             page_slots: p.gse_page_slots as usize,
         }
+    }
+
+    /// Vertices the InOut buffer holds: the buckets B_0..B_Vfinal and the ring B_others, D_block ids each.
+    pub fn capacity(&self) -> usize {
+        (self.v_final + 2) * self.d_block
+    }
+
+    /// The held-vertex count at which a top-`t` search stops at the latest (the `count` rule's threshold, or a
+    /// full buffer), and the L of the `converged` rule (0 for `count`); refused where the buffer cannot hold it.
+    /// The `converged` rule's L must fit D_block: the ring B_others keeps its last D_block vertices, so at least
+    /// that many are always held, while buckets that fill unevenly may drop others.
+    pub fn limits(&self, t: usize) -> Result<(usize, usize)> {
+        let capacity = self.capacity();
+        let (threshold, pool, need, room) = match self.termination {
+            Termination::Count { ratio } => {
+                let threshold = ((t as f64 * ratio).ceil() as usize).max(t);
+                (threshold, 0, threshold, capacity)
+            }
+            Termination::Converged { pool } => (capacity, pool.max(t), pool.max(t), self.d_block),
+        };
+        if need > room {
+            return Err(CognitiveError::invalid(
+                "T",
+                format!("{t}: the search must hold {need} vertices, the InOut buffer is sure to hold {room}"),
+            ));
+        }
+        Ok((threshold, pool))
     }
 }
 
@@ -80,6 +122,8 @@ struct Queue {
     buckets: Vec<Vec<(u32, bool)>>,
     cursor: Vec<usize>,
     others: VecDeque<(u32, u32, bool)>,
+    /// The ring's entries before this one are all expanded (its search resumes here).
+    others_cursor: usize,
     d_block: usize,
     held: usize,
 }
@@ -93,28 +137,51 @@ impl Queue {
         } else {
             if self.others.len() == self.d_block {
                 self.others.pop_front(); // the ring overwrites its oldest entry
+                self.others_cursor = self.others_cursor.saturating_sub(1);
                 self.held -= 1;
             }
             self.others.push_back((id, d, false));
         }
     }
 
-    /// The first unexpanded vertex in ascending distance, marked expanded.
-    fn pop_unexpanded(&mut self, expanded: &[bool]) -> Option<u32> {
+    /// The first unexpanded vertex in ascending distance, marked expanded, with its distance.
+    fn pop_unexpanded(&mut self, expanded: &[bool]) -> Option<(u32, u32)> {
         for b in 0..self.buckets.len() {
             while self.cursor[b] < self.buckets[b].len() {
                 let (id, done) = &mut self.buckets[b][self.cursor[b]];
                 self.cursor[b] += 1;
                 if !*done && !expanded[*id as usize] {
                     *done = true;
-                    return Some(*id);
+                    return Some((*id, b as u32));
                 }
             }
         }
-        self.others.iter_mut().find(|e| !e.2 && !expanded[e.0 as usize]).map(|e| {
-            e.2 = true;
-            e.0
-        })
+        while let Some(e) = self.others.get_mut(self.others_cursor) {
+            self.others_cursor += 1;
+            if !e.2 && !expanded[e.0 as usize] {
+                e.2 = true;
+                return Some((e.0, e.1));
+            }
+        }
+        None
+    }
+
+    /// Distance of the `l`-th nearest held vertex if it lies in the buckets B_0..B_Vfinal (their fill levels); the
+    /// ring B_others keeps arrival order, not distance, so a pool that reaches into it never counts as converged.
+    fn kth_distance(&self, l: usize) -> Option<u32> {
+        let mut n = 0;
+        for (d, b) in self.buckets.iter().enumerate() {
+            n += b.len();
+            if n >= l {
+                return Some(d as u32);
+            }
+        }
+        None
+    }
+
+    /// Whether the `converged` rule stops before expanding a vertex at distance `d`.
+    fn converged(&self, pool: usize, d: u32) -> bool {
+        pool > 0 && self.held >= pool && self.kth_distance(pool).is_some_and(|dl| d >= dl)
     }
 
     fn top(&self, t: usize) -> Vec<u32> {
@@ -128,26 +195,48 @@ impl Queue {
     }
 }
 
-/// On-chip page slots, most recently used first.
-struct Slots {
-    pages: VecDeque<(usize, Vec<u8>)>,
+/// Graph pages kept after they are read, least recently used dropped first: the GSE's on-chip page slots, or a
+/// host's page cache (which may outlive one search). A hit costs no read.
+pub struct PageCache {
     cap: usize,
+    clock: u64,
+    pages: HashMap<usize, (u64, Rc<Vec<u8>>)>,
+    by_use: BTreeMap<u64, usize>,
 }
 
-impl Slots {
-    fn get(&mut self, src: &mut dyn PageSource, page: usize, stats: &mut SearchStats) -> Result<Vec<u8>> {
-        if let Some(i) = self.pages.iter().position(|p| p.0 == page) {
-            let p = self.pages.remove(i).unwrap();
-            self.pages.push_front(p);
-        } else {
-            stats.pages_read += 1;
-            let bytes = src.read(page)?;
-            if self.pages.len() == self.cap {
-                self.pages.pop_back();
+impl PageCache {
+    /// A cache of `cap` pages (at least one).
+    pub fn new(cap: usize) -> PageCache {
+        PageCache { cap: cap.max(1), clock: 0, pages: HashMap::new(), by_use: BTreeMap::new() }
+    }
+
+    /// Empties it (a cold cache).
+    pub fn clear(&mut self) {
+        self.pages.clear();
+        self.by_use.clear();
+    }
+
+    fn get(&mut self, src: &mut dyn PageSource, page: usize, stats: &mut SearchStats) -> Result<Rc<Vec<u8>>> {
+        self.clock += 1;
+        let bytes = match self.pages.get_mut(&page) {
+            Some((used, bytes)) => {
+                self.by_use.remove(used);
+                *used = self.clock;
+                bytes.clone()
             }
-            self.pages.push_front((page, bytes));
-        }
-        Ok(self.pages[0].1.clone())
+            None => {
+                stats.pages_read += 1;
+                let bytes = Rc::new(src.read(page)?);
+                if self.pages.len() == self.cap {
+                    let (_, old) = self.by_use.pop_first().expect("a full cache has pages");
+                    self.pages.remove(&old);
+                }
+                self.pages.insert(page, (self.clock, bytes.clone()));
+                bytes
+            }
+        };
+        self.by_use.insert(self.clock, page);
+        Ok(bytes)
     }
 }
 
@@ -164,7 +253,8 @@ pub fn entry_vertices(codes: &[u64], count: usize, seed: u64) -> Vec<Entry> {
 }
 
 /// Searches the top-`t` vertices nearest to `query`, starting from `entries`. `seed` picks further random vertices
-/// if the reachable part of the graph runs out before the termination counter fires.
+/// if the reachable part of the graph runs out before the termination counter fires. Pages stay in the GSE's
+/// `page_slots` for the search.
 pub fn search(
     layout: &PageFormat,
     src: &mut dyn PageSource,
@@ -174,29 +264,38 @@ pub fn search(
     cfg: &SearchConfig,
     seed: u64,
 ) -> Result<(Vec<u32>, SearchStats)> {
+    search_cached(layout, src, entries, query, t, cfg, seed, &mut PageCache::new(cfg.page_slots))
+}
+
+/// [`search`] with pages kept in `cache` (which may hold pages of earlier searches: a host's page cache);
+/// `pages_read` counts its misses.
+#[allow(clippy::too_many_arguments)]
+pub fn search_cached(
+    layout: &PageFormat,
+    src: &mut dyn PageSource,
+    entries: &[Entry],
+    query: u64,
+    t: usize,
+    cfg: &SearchConfig,
+    seed: u64,
+    slots: &mut PageCache,
+) -> Result<(Vec<u32>, SearchStats)> {
     let n = layout.vertices;
     if t == 0 || t > n {
         return Err(CognitiveError::invalid("T", format!("{t}; 1 to {n} (the database size) allowed")));
     }
-    let capacity = (cfg.v_final + 2) * cfg.d_block;
-    let threshold = ((t as f64 * cfg.termination_ratio).ceil() as usize).max(t);
-    if threshold > capacity {
-        return Err(CognitiveError::invalid(
-            "T",
-            format!("{t}: the termination threshold {threshold} exceeds the InOut buffer's {capacity} vertex slots"),
-        ));
-    }
+    let (threshold, pool) = cfg.limits(t)?;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut q = Queue {
         buckets: vec![Vec::new(); cfg.v_final + 1],
         cursor: vec![0; cfg.v_final + 1],
         others: VecDeque::new(),
+        others_cursor: 0,
         d_block: cfg.d_block,
         held: 0,
     };
     let mut visited = vec![false; n];
     let mut expanded = vec![false; n];
-    let mut slots = Slots { pages: VecDeque::new(), cap: cfg.page_slots.max(1) };
     let mut st = SearchStats::default();
     let mut seeded = 0usize;
     let k = layout.k;
@@ -208,17 +307,17 @@ pub fn search(
         }
     }
     while q.held < threshold {
-        let Some(v) = q.pop_unexpanded(&expanded) else {
-            // nothing left to expand (a disconnected component): draw random vertices, read from flash
-            if seeded >= n {
+        let Some((v, dv)) = q.pop_unexpanded(&expanded) else {
+            // nothing left to expand (a disconnected component): draw random vertices, read from flash, unless the
+            // pool is already full
+            if seeded >= n || (pool > 0 && q.held >= pool) {
                 break;
             }
             for _ in 0..cfg.initial_vertices.max(1) {
-                let v = rng.gen_range(0..n as u32);
+                // a random vertex, or the first unvisited one after it (the visited bitmap's next free bit)
+                let r = rng.gen_range(0..n);
                 seeded += 1;
-                if visited[v as usize] {
-                    continue;
-                }
+                let Some(v) = (r..n).chain(0..r).find(|&v| !visited[v]).map(|v| v as u32) else { break };
                 let page = slots.get(src, layout.page_of(v), &mut st)?;
                 let rec = layout.decode_record(&page, v)?;
                 visited[v as usize] = true;
@@ -227,6 +326,9 @@ pub fn search(
             }
             continue;
         };
+        if q.converged(pool, dv) {
+            break;
+        }
         expanded[v as usize] = true;
         st.expansions += 1;
         let page = slots.get(src, layout.page_of(v), &mut st)?;
@@ -259,9 +361,37 @@ pub fn brute_force(codes: &[u64], query: u64, t: usize) -> Result<Vec<u32>> {
     if t == 0 || t > codes.len() {
         return Err(CognitiveError::invalid("T", format!("{t}; 1 to {} (the database size) allowed", codes.len())));
     }
-    let mut by_d: Vec<Vec<u32>> = vec![Vec::new(); 65];
-    codes.iter().enumerate().for_each(|(i, &c)| by_d[hamming(query, c) as usize].push(i as u32));
-    Ok(by_d.into_iter().flatten().take(t).collect())
+    // two passes: count the codes at each distance, then place only those that make the top-t (by distance, ties by
+    // id), in order
+    let mut count = [0usize; 65];
+    codes.iter().for_each(|&c| count[hamming(query, c) as usize] += 1);
+    let mut offset = [usize::MAX; 65];
+    let mut at = 0;
+    for (d, &k) in count.iter().enumerate() {
+        if at >= t {
+            break;
+        }
+        offset[d] = at;
+        at += k;
+    }
+    let mut out = vec![0u32; t];
+    for (i, &c) in codes.iter().enumerate() {
+        let slot = &mut offset[hamming(query, c) as usize];
+        if *slot < t {
+            out[*slot] = i as u32;
+            *slot += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Recall against brute force's top-T (`bf`) with ties interchangeable: the fraction of `returned` ids no farther
+/// from `query` than brute force's T-th nearest. (Which of several codes at the same distance brute force lists
+/// first is its tie order, not a quality: on 60k Fashion-MNIST codes hundreds can share the T-th distance.)
+pub fn distance_recall(codes: &[u64], query: u64, returned: &[u32], bf: &[u32]) -> f64 {
+    let Some(&last) = bf.last() else { return 0.0 };
+    let d_t = hamming(query, codes[last as usize]);
+    returned.iter().filter(|&&i| hamming(query, codes[i as usize]) <= d_t).count() as f64 / bf.len() as f64
 }
 
 /// Fraction of `returned` ids whose label equals `label`.
@@ -344,5 +474,106 @@ mod tests {
         assert!(st.pages_read > 0);
         let cfg2 = SearchConfig { d_block: 10, ..cfg };
         assert!(search(&lay.format(), &mut gp, &e, 0, 150, &cfg2, 0).is_err(), "threshold beyond the buffer");
+        let cfg3 = SearchConfig { termination: Termination::Count { ratio: 4.0 }, ..cfg2 };
+        assert!(search(&lay.format(), &mut gp, &e, 0, 50, &cfg3, 0).is_err(), "4T beyond the buffer");
+        assert!(search(&lay.format(), &mut gp, &e, 0, 30, &cfg3, 0).is_ok());
+    }
+
+    #[test]
+    fn converged_rule_keeps_searching_where_the_count_rule_stops_after_one_page() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        // 10 classes of 40 sub-classes each (a few bits apart), items a few bits from their sub-class
+        let mut flip = |c: u64, n: usize| (0..n).fold(c, |c, _| c ^ (1u64 << rng.gen_range(0..48)));
+        let centres: Vec<u64> = (0..10).map(|i| flip(0, 24 + i)).collect();
+        let subs: Vec<u64> = (0..400).map(|i| flip(centres[i % 10], 6)).collect();
+        let codes: Vec<u64> = (0..4000).map(|i| flip(subs[i % 400], i % 4)).collect();
+        let g = knn::build(&codes, 48, 25, 1).unwrap();
+        let conv = SearchConfig::from_params(&CognitiveParams::default());
+        assert_eq!(conv.termination, Termination::Converged { pool: 32 });
+        let count = SearchConfig { termination: Termination::Count { ratio: 4.0 }, ..conv };
+        let entries = entry_vertices(&codes, conv.initial_vertices, 1);
+        let mut gp = GraphPages::new(GraphLayout::TwoHop, &g, &codes, 48, 16384).unwrap();
+        let lay = gp.format();
+        let (mut good, mut pages) = ([0.0; 2], [0u64; 2]);
+        for qi in 0..30u64 {
+            let query = codes[(qi * 131) as usize] ^ (0b1011 << (qi % 40));
+            for (k, cfg) in [conv, count].iter().enumerate() {
+                let (ids, st) = search(&lay, &mut gp, &entries, query, 10, cfg, qi).unwrap();
+                let bf = brute_force(&codes, query, 10).unwrap();
+                good[k] += distance_recall(&codes, query, &ids, &bf) / 30.0;
+                pages[k] += st.pages_read;
+            }
+        }
+        assert!(good[0] > good[1] + 0.1, "converged {:.3} vs count {:.3}", good[0], good[1]);
+        assert!(pages[0] > pages[1], "the price: more pages {pages:?}");
+    }
+
+    #[test]
+    fn the_pools_distance_comes_from_the_buckets_only() {
+        let mut q = Queue { buckets: vec![Vec::new(); 3], cursor: vec![0; 3], others: VecDeque::new(), others_cursor: 0, d_block: 2, held: 0 };
+        for (id, d) in [(0, 5), (1, 0), (2, 9), (3, 2), (4, 1), (6, 1)] {
+            q.push(id, d);
+        }
+        // B_1 is full after two: the third at distance 1 goes to the ring, whose two slots drop distance 5
+        q.push(7, 1);
+        assert_eq!((q.held, q.others.len()), (6, 2));
+        assert_eq!((q.kth_distance(1), q.kth_distance(3), q.kth_distance(4), q.kth_distance(5)), (Some(0), Some(1), Some(2), None));
+        q.push(8, 3); // and then distance 9
+        assert_eq!(q.held, 6);
+        assert!(q.converged(3, 1) && q.converged(3, 2) && !q.converged(4, 1) && !q.converged(5, 64) && !q.converged(0, 9));
+    }
+
+    #[test]
+    fn a_page_cache_kept_across_searches_reads_each_page_once() {
+        let (codes, _) = clustered(2000);
+        let g = knn::build(&codes, 48, 25, 1).unwrap();
+        let cfg = SearchConfig::from_params(&CognitiveParams::default());
+        let mut gp = GraphPages::new(GraphLayout::Plain, &g, &codes, 48, 16384).unwrap();
+        let (lay, pages) = (gp.format(), gp.pages());
+        let e = entry_vertices(&codes, 32, 1);
+        let mut big = PageCache::new(pages);
+        let (a, first) = search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut big).unwrap();
+        let (b, again) = search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut big).unwrap();
+        assert_eq!(a, b, "the cache changes what is read, not what is found");
+        assert!(first.pages_read > 0 && first.pages_read <= pages as u64 && again.pages_read == 0);
+        let (_, slots) = search(&lay, &mut gp, &e, codes[5], 200, &cfg, 1).unwrap();
+        assert!(slots.pages_read >= first.pages_read, "16 slots re-read what a page cache keeps");
+        big.clear();
+        assert_eq!(search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut big).unwrap().1, first);
+        let (_, one) = search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut PageCache::new(1)).unwrap();
+        assert!(one.pages_read >= slots.pages_read);
+    }
+
+    proptest::proptest! {
+        /// Brute force is the sort of every id by (distance, id), cut at t.
+        #[test]
+        fn brute_force_is_the_sorted_prefix(codes in proptest::collection::vec(0u64..1 << 12, 1..300), query in 0u64..1 << 12, t in 1usize..300) {
+            let t = t.min(codes.len());
+            let mut all: Vec<(u32, u32)> = codes.iter().enumerate().map(|(i, &c)| (hamming(query, c), i as u32)).collect();
+            all.sort_unstable();
+            proptest::prop_assert_eq!(brute_force(&codes, query, t).unwrap(), all.iter().take(t).map(|e| e.1).collect::<Vec<_>>());
+        }
+
+        /// A pool as large as the database makes the search exhaustive: the top-T are brute force's by distance, on
+        /// any graph (disconnected ones too: the search draws random vertices until the pool is full).
+        #[test]
+        fn a_pool_of_the_whole_database_is_exact(
+            codes in proptest::collection::vec(0u64..1 << 16, 30..120),
+            k in 1usize..6,
+            t in 1usize..30,
+            query in 0u64..1 << 16,
+            two_hop in proptest::bool::ANY,
+        ) {
+            let n = codes.len();
+            let g = knn::build(&codes, 16, k.min(n - 1), 1).unwrap();
+            let layout = if two_hop { GraphLayout::TwoHop } else { GraphLayout::Plain };
+            let mut gp = GraphPages::new(layout, &g, &codes, 16, 16384).unwrap();
+            let lay = gp.format();
+            let cfg = SearchConfig { v_final: 4, d_block: n, initial_vertices: 2, termination: Termination::Converged { pool: n }, page_slots: 4 };
+            let entries = entry_vertices(&codes, 2, 7);
+            let (ids, _) = search(&lay, &mut gp, &entries, query, t.min(n), &cfg, 3).unwrap();
+            let d = |ids: &[u32]| ids.iter().map(|&i| hamming(query, codes[i as usize])).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(d(&ids), d(&brute_force(&codes, query, t.min(n)).unwrap()));
+        }
     }
 }

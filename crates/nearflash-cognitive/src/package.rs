@@ -356,7 +356,7 @@ mod tests {
     use super::*;
     use crate::model::Model;
     use crate::network::fashion_hash_cnn;
-    use nearflash_core::nand::Geometry;
+    use nearflash_core::ext::Geometry;
 
     pub(crate) fn area() -> DlgArea {
         let geo = Geometry {

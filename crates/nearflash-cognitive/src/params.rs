@@ -34,14 +34,31 @@ nearflash_core::ext_params! {
         d_block: Count = 5000, "count", "paper Sec. 4.3: D_block = 5000";
         /// Random initial vertices of a search.
         initial_vertices: Count = 32, "count", "assumed: the paper starts 'from random initial vertices' without a count; 32 fills the first buckets in one step";
-        /// Held vertices at which the termination counter stops a search, as a multiple of T.
-        termination_ratio: Real = 4, "ratio", "assumed: the paper's threshold is user-configured; 4T keeps the plain layout within a point of brute-force precision@T on Fashion-MNIST (docs/cognitive.md)";
+        /// When the termination counter stops a search: `converged` when the next vertex to expand is no nearer
+        /// than the L-th nearest vertex held (L = max(T, `search_pool`); the counter reads the buckets' fill
+        /// levels), or when the InOut buffer is full; `count` when the held vertices reach `termination_ratio` x T.
+        termination: Choice["converged", "count"] = "converged", "choice", "paper Sec. 4.3: the counter stops the search by 'monitoring the total number of vertices stored in the InOut buffer' at a user-configured threshold, not given; `count` at 4T kept 88-96% of brute-force precision@T on Fashion-MNIST (issue 27), `converged` keeps >= 98.9% at T = 10-1000 on 1k-60k images (docs/cognitive.md)";
+        /// Smallest L of the `converged` rule: a search holds at least this many vertices before it may stop.
+        search_pool: Count = 32, "count", "assumed: the smallest pool that keeps >= 97% of brute-force precision@T at T = 10 on 1k-60k Fashion-MNIST images (pools of 32, 64 and 128 measured, docs/cognitive.md); NSG's search pool plays the same part";
+        /// Held vertices at which the `count` rule stops a search, as a multiple of T.
+        termination_ratio: Real = 4, "ratio", "assumed: the paper's threshold is user-configured; 4T, the setting before issue 27 (`termination = count` only)";
         /// GSE cycles per neighbour (visited check, XOR-popcount on the NPE, bucket append).
         gse_neighbour_cycles: Real = 2, "cycles", "assumed: VDU lookup and BAG append are single-cycle pipelined stages; the Hamming distance takes one more";
         /// Graph pages the GSE keeps on chip (most recently read first): S_buffer / S_page.
         gse_page_slots: Count = 16, "count", "paper Sec. 4.3: the weight buffer (256 KB) holds neighbour data = 16 pages of 16 KB";
         /// Flash page read (array to register), used for timing the page reads counted by the search.
         t_read: Time = 60, "us", "cosmos-plus preset t_read (assumed there: MLC tR 50-80 us)";
+        // --- host-CPU baselines (B-CPU, the CPU parts of B-GPU and B-FPGA, Fig. 9's CPU searches): counted work x
+        // --- these, measured once on a reference machine (benches/cognitive_host_costs.py) --------------------------
+        /// Host CPU time per int8 multiply-accumulate of a hashing network, one image at a time (numpy/BLAS).
+        host_mac_time: Time = 0.688, "ns", "measured 2026-11-28 by benches/cognitive_host_costs.py on this project's reference machine (Intel Xeon VM, 2 logical CPUs, Linux 6.18), one thread, least thread CPU time of 7 runs: numpy 2.4.6 + OpenBLAS 0.3.31 runs the int8 Fashion CNN (im2col + a matrix product per layer, codes equal to the crate executor's) one image at a time in 0.772 ms for 1,121,280 MACs (batched 16: 0.183 ns/MAC; the crate's direct-loop executor 2.86 ms)";
+        /// Host CPU time per database code of a brute-force Hamming top-T scan.
+        host_hamming_time: Time = 4.3, "ns", "measured 2026-11-28 by benches/cognitive_host_costs.py (machine and method as host_mac_time): top-200 of 10,000 48-bit codes, the fastest of the crate's two-pass Rust scan 4.3 ns, FAISS 1.15 IndexBinaryFlat 10.9 ns and numpy XOR/bitwise_count/argpartition 12.8 ns per code";
+        /// Host CPU time per neighbour step of the graph search (visited check, Hamming distance, bucket append),
+        /// graph pages in DRAM.
+        host_graph_step_time: Time = 25, "ns", "measured 2026-11-28 by benches/cognitive_host_costs.py (machine and method as host_mac_time): the GSE algorithm in Rust on the host over 10,000 codes in the plain layout, T = 50 / 200 / 1000: 32 / 24.5 / 24.9 ns per step";
+        /// Page cache the host keeps the graph pages it read from the SSD in (LRU).
+        host_page_cache: Bytes = 8, "GiB", "assumed: a quarter of the paper's baseline server's 32 GB DRAM (Sec. 5.2) left to the page cache";
         // --- runtime on the controller cores (firmware extension) ---------------------------------------------------
         /// Ordinary I/O page transfers the I/O scheduler lets through a channel between two of DLG-x's back-to-back
         /// weight-page reads on it (DLG-x senses its next page meanwhile); 0: DLG-x's weight stream goes first.

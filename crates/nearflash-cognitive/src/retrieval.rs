@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::fmnist::Split;
 use crate::graph_pages::{GraphLayout, GraphPages};
-use crate::gse::{brute_force, entry_vertices, precision, search, PageImage, SearchConfig};
+use crate::gse::{brute_force, distance_recall, entry_vertices, precision, search, PageImage, SearchConfig};
 use crate::knn::KnnGraph;
 use crate::model::{pack_code, Model};
 use crate::quant::QModel;
@@ -42,6 +42,9 @@ pub struct PrecisionRow {
     /// Recall of the graph search against brute force's top-T (as sets; ties at the cut count as misses).
     pub plain_recall: f64,
     pub two_hop_recall: f64,
+    /// Recall with ties at equal distance interchangeable ([`distance_recall`]).
+    pub plain_distance_recall: f64,
+    pub two_hop_distance_recall: f64,
 }
 
 /// Precision@T for each `t` over `queries` (codes, labels) against the database.
@@ -63,7 +66,7 @@ pub fn precision_at(
     let plain_image = PageImage::build(&plain)?;
     ts.iter()
         .map(|&t| {
-            let per: Vec<[f64; 9]> = (0..q_codes.len())
+            let per: Vec<[f64; 11]> = (0..q_codes.len())
                 .into_par_iter()
                 .map(|i| {
                     let (code, label) = (q_codes[i], q_labels[i]);
@@ -83,6 +86,8 @@ pub fn precision_at(
                         h_st.evaluated as f64,
                         recall(&p_ids),
                         recall(&h_ids),
+                        distance_recall(db_codes, code, &p_ids, &bf),
+                        distance_recall(db_codes, code, &h_ids, &bf),
                     ])
                 })
                 .collect::<Result<_>>()?;
@@ -99,6 +104,8 @@ pub fn precision_at(
                 two_hop_evaluated: mean(6),
                 plain_recall: mean(7),
                 two_hop_recall: mean(8),
+                plain_distance_recall: mean(9),
+                two_hop_distance_recall: mean(10),
             })
         })
         .collect()

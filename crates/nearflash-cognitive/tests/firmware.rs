@@ -204,7 +204,8 @@ fn read_during_hashing(method: &str) -> (u64, u64) {
     assert!(w.status.is_success());
     let fl = Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() };
     dev.execute(2, fl, DataBuf::None).unwrap();
-    dev.advance_to(dev.horizon());
+    let h = dev.horizon();
+    dev.advance_to(h);
     let imgs = images(16, 1).concat();
     let c = DlgCommand::Hashing { address: 0, size: imgs.len() as u32, bits: BITS }.encode(1, 1).unwrap();
     let t0 = dev.now();
@@ -238,7 +239,8 @@ fn reads_beside_hashing(turns: u32) -> (u64, u64) {
         assert!(dev.execute(2, Sqe::rw(opcode::WRITE, 0, 32 * i, 32), DataBuf::ToDevice(&data)).unwrap().status.is_success());
     }
     dev.execute(2, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
-    dev.advance_to(dev.horizon());
+    let h = dev.horizon();
+    dev.advance_to(h);
     let imgs = images(16, 1).concat();
     let t0 = dev.now();
     dev.submit(1, DlgCommand::Hashing { address: 0, size: imgs.len() as u32, bits: BITS }.encode(1, 1).unwrap(), DataBuf::ToDevice(&imgs)).unwrap();
@@ -263,13 +265,16 @@ fn reads_beside_hashing(turns: u32) -> (u64, u64) {
 }
 
 #[test]
-fn ordinary_reads_take_turns_with_the_weight_stream() {
+fn ordinary_reads_get_their_share_beside_the_weight_stream_without_reserved_turns() {
     let (first, task_first) = reads_beside_hashing(0);
     let (turns, task_turns) = reads_beside_hashing(1);
-    // without turns DLG-x's weight reads, booked ahead for the whole task, leave the channels in gaps shorter than
-    // a page transfer; with one page each in turn the reads get their share
-    assert!(turns as f64 > 2.0 * first as f64 * task_turns as f64 / task_first as f64, "{turns} reads in {task_turns} ns vs {first} in {task_first} ns");
-    assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its turns: {task_turns} vs {task_first} ns");
+    // The flash scheduler issues DLG-x's weight reads and the ordinary reads as the dies and channels free up, so
+    // the reads get their share of the channels with no turn left free in advance (when every command's flash work
+    // was booked at submission, the weight stream left only gaps shorter than a page transfer without turns)
+    let rate = |reads: u64, ns: u64| reads as f64 / ns as f64;
+    assert!(first > 50, "{first} reads in {task_first} ns");
+    assert!(rate(first, task_first) >= 0.8 * rate(turns, task_turns), "{first} reads in {task_first} ns vs {turns} in {task_turns} ns");
+    assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its pace: {task_turns} vs {task_first} ns");
 }
 
 /// DLG_hashing of `qs` on a fresh device reading weights as `weight_reads`: the hash codes (DLG_analysis 1), the

@@ -1,5 +1,6 @@
 //! Simulator speed: simulated I/Os per wall-clock second for the workloads the platform issue names.
 //! `cargo run --release -p nearflash-core --example simspeed [preset] [fill] [case index] [key=value ...]`
+//! (`SIMSPEED_IOS` sets the I/Os per case, 1,000,000 by default: fewer for instruction counts under callgrind).
 
 use nearflash_core::bench::{run, Pattern, Workload};
 use nearflash_core::config::load_preset;
@@ -35,7 +36,8 @@ fn main() -> nearflash_core::Result<()> {
         dev.precondition(fill, prefill, 1.0, 1)?;
         let pre = t.elapsed().as_secs_f64();
         let lbas = (dev.namespace().lbas as f64 * fill) as u64 / 32 * 32;
-        let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios: 1_000_000, span: Some((0, lbas)), seed: 1, data };
+        let ios = std::env::var("SIMSPEED_IOS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+        let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios, span: Some((0, lbas)), seed: 1, data };
         let r = run(&mut dev, &w, None)?;
         let op = r.report.ops.values().next().unwrap();
         let die = r.report.utilisation.iter().find(|u| u.name == "die").map_or(0.0, |u| u.mean);

@@ -3,6 +3,7 @@
 //! figures and the simulator's own speed (simulated I/Os per wall-clock second).
 
 use crate::nvme::DataBuf;
+use crate::ctrl::sched::Priority;
 use crate::device::{Device, Report};
 use crate::engine::rng_stream;
 use crate::error::{Result, SimError};
@@ -88,21 +89,56 @@ pub struct BenchResult {
     pub sim_ios_per_s: f64,
 }
 
+/// The I/Os of one job, fio-like: their first LBAs and directions, drawn from the job's own random stream in I/O
+/// order (a sequential job streams through its slice and wraps around). Shared by `bench` and the flows of trace
+/// replay, so that a synthetic flow issues what the same `bench` job would.
+pub struct AddressStream {
+    pattern: Pattern,
+    /// Blocks per I/O.
+    nlb: u64,
+    first: u64,
+    len: u64,
+    cursor: u64,
+    rng: crate::engine::Rng,
+}
+
+impl AddressStream {
+    /// I/Os of `nlb` blocks inside LBAs `[first, first + len)` (at least one I/O fits), drawn from `rng`.
+    pub fn new(pattern: Pattern, nlb: u64, first: u64, len: u64, rng: crate::engine::Rng) -> AddressStream {
+        AddressStream { pattern, nlb, first, len, cursor: 0, rng }
+    }
+
+    /// The next I/O: (first LBA, read?).
+    pub fn next_io(&mut self) -> (u64, bool) {
+        let slots = self.len / self.nlb;
+        let slba = if self.pattern.is_random() {
+            self.first + self.rng.gen_range(0..slots) * self.nlb
+        } else {
+            let s = self.first + (self.cursor % slots) * self.nlb;
+            self.cursor += 1;
+            s
+        };
+        let read = match self.pattern {
+            Pattern::Read | Pattern::RandRead => true,
+            Pattern::Write | Pattern::RandWrite => false,
+            Pattern::RandRw(f) => self.rng.gen::<f64>() < f,
+        };
+        (slba, read)
+    }
+}
+
 struct Job {
     qid: u16,
     issued: u64,
     quota: u64,
-    cursor: u64,
     /// The next I/Os, drawn ahead (see `issue`).
     ahead: std::collections::VecDeque<(u64, bool)>,
-    first: u64,
-    len: u64,
-    rng: crate::engine::Rng,
+    stream: AddressStream,
 }
 
 /// Runs `w` on `dev` (which keeps its state; statistics are reset first). `progress(done, total)` is called now
 /// and then; an error from it stops the run (after the commands in flight complete) and is returned.
-pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>) -> Result<BenchResult> {
+pub fn run(dev: &mut Device, w: &Workload, progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>) -> Result<BenchResult> {
     let lba = dev.lba_bytes();
     if w.block_size == 0 || !w.block_size.is_multiple_of(lba) {
         return Err(SimError::Config(format!("block size {} is not a multiple of the {lba} B LBA", w.block_size)));
@@ -123,29 +159,75 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     if start.checked_add(len).is_none_or(|end| end > dev.namespace().lbas) || len < nlb * u64::from(w.jobs) {
         return Err(SimError::Config(format!("span {start}+{len} does not fit {} jobs of {nlb}-block I/Os", w.jobs)));
     }
-    let mut jobs = Vec::new();
-    for j in 0..w.jobs {
-        let qid = 1 + j as u16;
-        let depth = w.queue_depth + 1;
-        if dev.config().nvme.max_queue_depth.0 < u64::from(depth) {
-            return Err(SimError::Config(format!("queue depth {} exceeds the device's maximum", w.queue_depth)));
+    if dev.config().nvme.max_queue_depth.0 <= u64::from(w.queue_depth) {
+        let most = dev.config().nvme.max_queue_depth.0.saturating_sub(1);
+        return Err(SimError::Config(format!("queue depth {} exceeds the device's maximum of {most}", w.queue_depth)));
+    }
+    let max_queues = dev.config().nvme.max_queues.0;
+    if u64::from(w.jobs) > max_queues {
+        return Err(SimError::Config(format!("{} jobs need as many I/O queues; the device has {max_queues}", w.jobs)));
+    }
+    // Job j runs on queue 1 + j.
+    let qids: Vec<u16> = (1..=w.jobs as u16).collect();
+    let before = borrow_queues(dev, &qids, &format!("the workload's {} jobs", w.jobs))?;
+    let result = drive(dev, w, nlb, (start, len), &qids, progress);
+    let restored = give_back(dev, &qids, &before);
+    result.and_then(|r| restored.map(|()| r))
+}
+
+/// Borrows queues `qids` for a run (of `users`, named in the error): one with commands in flight is refused (taking
+/// it over would lose their completions); returns their depths (None: absent) for `give_back` when the run ends.
+pub fn borrow_queues(dev: &Device, qids: &[u16], users: &str) -> Result<Vec<Option<(u32, Priority)>>> {
+    if let Some(busy) = qids.iter().find(|&&q| dev.has_commands_in_flight(q)) {
+        let last = qids.last().copied().unwrap_or(1);
+        return Err(SimError::InvalidArgument(format!(
+            "queue {busy} has commands in flight: {users} run on queues 1..={last}; reap them first"
+        )));
+    }
+    Ok(qids.iter().map(|&q| dev.queue_depth(q).zip(dev.queue_priority(q))).collect())
+}
+
+/// Puts queues `qids` back as they were before a run: absent, or at depth and priority `before[i]`.
+pub fn give_back(dev: &mut Device, qids: &[u16], before: &[Option<(u32, Priority)>]) -> Result<()> {
+    for (&qid, &was) in qids.iter().zip(before) {
+        let now = dev.queue_depth(qid).zip(dev.queue_priority(qid));
+        if now != was {
+            if now.is_some() {
+                dev.delete_queue_pair(qid)?;
+            }
+            if let Some((depth, prio)) = was {
+                dev.create_queue_pair_with(qid, depth, prio)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// Runs the validated workload `w` with job j on queue `qids[j]`.
+fn drive(
+    dev: &mut Device,
+    w: &Workload,
+    nlb: u64,
+    (start, len): (u64, u64),
+    qids: &[u16],
+    mut progress: Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
+) -> Result<BenchResult> {
+    let mut jobs = Vec::new();
+    for (j, &qid) in (0..w.jobs).zip(qids) {
         if dev.has_queue(qid) {
             dev.delete_queue_pair(qid)?;
         }
-        dev.create_queue_pair(qid, depth)?;
+        dev.create_queue_pair(qid, w.queue_depth + 1)?;
         // Sequential jobs each stream through their own slice of the span.
         let slice = len / u64::from(w.jobs) / nlb * nlb;
         let first = start + u64::from(j) * slice;
+        let (first, len) = if w.pattern.is_random() { (start, len) } else { (first, slice) };
         jobs.push(Job {
             qid,
             issued: 0,
             quota: w.ios / u64::from(w.jobs) + u64::from(u64::from(j) < w.ios % u64::from(w.jobs)),
-            cursor: 0,
             ahead: Default::default(),
-            first: if w.pattern.is_random() { start } else { first },
-            len: if w.pattern.is_random() { len } else { slice },
-            rng: rng_stream(w.seed, &format!("bench-job-{j}")),
+            stream: AddressStream::new(w.pattern, nlb, first, len, rng_stream(w.seed, &format!("bench-job-{j}"))),
         });
     }
     let payload: Vec<u8> = (0..w.block_size).map(|i| (i * 131 % 251) as u8).collect();
@@ -160,15 +242,14 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     }
     let mut done = 0u64;
     let every = (total / 100).max(1);
+    let qids: Vec<u16> = jobs.iter().map(|j| j.qid).collect();
     while done < total {
         // The job whose next completion comes first.
-        let (j, _) = jobs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, jb)| dev.next_completion_time(jb.qid).map(|t| (i, t)))
-            .min_by_key(|&(i, t)| (t, i))
+        let (qid, _) = dev
+            .next_completion(&qids)
             .ok_or_else(|| SimError::InvalidArgument("workload stalled: no completion pending".into()))?;
-        dev.wait(jobs[j].qid);
+        let j = usize::from(qid - 1);
+        dev.wait(qid);
         done += 1;
         issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
         if done.is_multiple_of(every) {
@@ -188,35 +269,17 @@ pub fn run(dev: &mut Device, w: &Workload, mut progress: Option<&mut dyn FnMut(u
     Ok(BenchResult { report: dev.report(), ios: total, wall_s, sim_ios_per_s: total as f64 / wall_s.max(1e-9) })
 }
 
-/// The next I/O of a job: (first LBA, read?). Draws from the job's stream in I/O order.
-fn draw(job: &mut Job, w: &Workload, nlb: u64) -> (u64, bool) {
-    let slots = job.len / nlb;
-    let slba = if w.pattern.is_random() {
-        job.first + job.rng.gen_range(0..slots) * nlb
-    } else {
-        let s = job.first + (job.cursor % slots) * nlb;
-        job.cursor += 1;
-        s
-    };
-    let read = match w.pattern {
-        Pattern::Read | Pattern::RandRead => true,
-        Pattern::Write | Pattern::RandWrite => false,
-        Pattern::RandRw(f) => job.rng.gen::<f64>() < f,
-    };
-    (slba, read)
-}
-
 fn issue(dev: &mut Device, job: &mut Job, w: &Workload, nlb: u64, payload: &[u8], sink: &mut [u8]) -> Result<()> {
     if job.issued >= job.quota {
         return Ok(());
     }
     job.issued += 1;
-    let (slba, read) = job.ahead.pop_front().unwrap_or_else(|| draw(job, w, nlb));
+    let (slba, read) = job.ahead.pop_front().unwrap_or_else(|| job.stream.next_io());
     // The following I/Os are drawn now (the stream's order is unchanged) so that what they will touch is on its way
     // into the cache while this one is simulated: the mapping entry two I/Os ahead, and the stored data of the next
     // one (whose mapping entry was requested one I/O ago).
     while job.ahead.len() < 2 && job.issued + (job.ahead.len() as u64) < job.quota {
-        let next = draw(job, w, nlb);
+        let next = job.stream.next_io();
         dev.prefetch(next.0);
         job.ahead.push_back(next);
     }

@@ -23,9 +23,10 @@ pub enum SimError {
     /// with the configuration). A simulator fault, never turned into an NVMe status the host would see.
     #[error("simulator fault: {0}")]
     Fault(String),
-    /// A command a host library issued completed with an error status (`sct`, `sc`), named `status`.
-    #[error("{command}: {status} (SCT {sct:#x}, SC {sc:#04x})")]
-    Nvme { command: String, status: String, sct: u8, sc: u8 },
+    /// A command a host library issued completed with an error status (`sct`, `sc`), named `status`; `reason` is
+    /// the device's own word for it (its error log), where it gave one (`Device::command_error` reads it).
+    #[error("{command}{}: {status} (SCT {sct:#x}, SC {sc:#04x})", .reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default())]
+    Nvme { command: String, status: String, sct: u8, sc: u8, reason: Option<String> },
 }
 
 impl SimError {

@@ -20,19 +20,23 @@ pub mod nand;
 pub mod nvme;
 pub mod store;
 
+pub use ctrl::sched::Priority;
 pub use device::{Device, DeviceOptions, Done, Report};
+pub use ftl::FillPattern;
 
 /// The firmware extension interface (what an in-storage system implements and calls), in one place.
 pub mod ext {
+    pub use crate::ctrl::sched::{ClassId, Level};
     pub use crate::ctrl::{UnitHandle, UnitSpec};
     pub use crate::device::ext::{build, registered, Registration};
     pub use crate::device::{
-        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, PageDone, PageRead,
-        Placement, PhysAddr, ReadTo,
+        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, OpClass, PageDone,
+        PageRead, Placement, PhysAddr, ReadTo,
     };
+    pub use crate::engine::Time;
     pub use crate::ftl::oob::SPARE_BYTES;
     pub use crate::ftl::{PageData, Relocation};
-    pub use crate::nand::EccOutcome;
+    pub use crate::nand::{EccOutcome, Geometry};
     pub use crate::nvme::{DataBuf, Sqe, Status};
     pub use inventory;
 }

@@ -58,7 +58,8 @@ fn device() -> Device {
     let data: Vec<u8> = (0..LBAS as usize * dev.lba_bytes() as usize).map(|i| (i % 241) as u8).collect();
     assert!(dev.execute(1, Sqe::rw(opcode::WRITE, 0, 0, LBAS), DataBuf::ToDevice(&data)).unwrap().status.is_success());
     assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
-    dev.advance_to(dev.horizon());
+    let h = dev.horizon();
+    dev.advance_to(h);
     dev.reset_stats();
     dev
 }

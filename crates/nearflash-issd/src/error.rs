@@ -33,7 +33,9 @@ impl From<IssdError> for nearflash_core::SimError {
         use nearflash_core::SimError as S;
         match e {
             IssdError::Sim(s) => s,
-            IssdError::Device { what, status, sct, sc } => S::Nvme { command: what, status, sct, sc },
+            IssdError::Device { what, status, sct, sc } => S::Nvme { command: what, status, sct, sc, reason: None },
+            // The core's kind says "invalid argument" itself.
+            IssdError::InvalidArgument(why) => S::InvalidArgument(why),
             other => S::InvalidArgument(other.to_string()),
         }
     }

@@ -133,13 +133,40 @@ impl Rows {
             Rows::I8(v) => VecRef::I8(&v[r]),
         }
     }
-    /// Appends `other` (same dtype; checked by the caller).
-    pub(crate) fn extend(&mut self, other: &Rows) {
+    /// Appends `other` (same dtype; checked by the caller), taking its buffer where this is empty.
+    pub(crate) fn extend(&mut self, other: Rows) {
+        fn append<T: Copy>(a: &mut Vec<T>, b: Vec<T>) {
+            if a.is_empty() {
+                *a = b;
+            } else {
+                crate::graph::reserve_gently(a, b.len());
+                a.extend_from_slice(&b);
+            }
+        }
         match (self, other) {
-            (Rows::F32(a), Rows::F32(b)) => a.extend_from_slice(b),
-            (Rows::U8(a), Rows::U8(b)) => a.extend_from_slice(b),
-            (Rows::I8(a), Rows::I8(b)) => a.extend_from_slice(b),
+            (Rows::F32(a), Rows::F32(b)) => append(a, b),
+            (Rows::U8(a), Rows::U8(b)) => append(a, b),
+            (Rows::I8(a), Rows::I8(b)) => append(a, b),
             _ => unreachable!("dtype checked before extend"),
+        }
+    }
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Rows::F32(v) => v.capacity() * 4,
+            Rows::U8(v) => v.capacity(),
+            Rows::I8(v) => v.capacity(),
+        }
+    }
+    /// The rows `i` (of width `dim`) for which `keep(i)` holds, in order.
+    pub(crate) fn select(&self, dim: usize, keep: impl Fn(usize) -> bool) -> Rows {
+        fn pick<T: Copy>(v: &[T], dim: usize, keep: &dyn Fn(usize) -> bool) -> Vec<T> {
+            v.chunks_exact(dim.max(1)).enumerate().filter(|(i, _)| keep(*i)).flat_map(|(_, r)| r.iter().copied()).collect()
+        }
+        match self {
+            Rows::F32(v) => Rows::F32(pick(v, dim, &keep)),
+            Rows::U8(v) => Rows::U8(pick(v, dim, &keep)),
+            Rows::I8(v) => Rows::I8(pick(v, dim, &keep)),
         }
     }
     /// Address of row `i`'s first byte, for prefetching.

@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 
-use nearflash_core::ctrl::{UnitHandle, UnitSpec};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::{UnitHandle, UnitSpec};
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status};
-use nearflash_core::nand::Geometry as NandGeometry;
+use nearflash_core::ext::Geometry as NandGeometry;
 use nearflash_core::config::ExtParams;
 use nearflash_core::SimError;
 use serde::Serialize;
@@ -221,7 +221,7 @@ impl SearSsd {
         }
         let mut t = ctx.from_host(ctx.start, req.len() as u64);
         let mut results = Vec::with_capacity(nq * k * 8);
-        let batch = self.p.batch as usize;
+        let batch = crate::timing::sub_batch(&self.p, vb, dep.layout.max_degree());
         let mut batches = 0u32;
         for b0 in (0..nq).step_by(batch) {
             let b1 = (b0 + batch).min(nq);
@@ -271,7 +271,7 @@ impl SearSsd {
         ef: usize,
         ready: Time,
     ) -> Result<(Vec<Vec<crate::search::Cand>>, Time), Status> {
-        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize };
+        let cfg = LockstepConfig { k, ef, speculate: self.p.speculate as usize, vertices: dep.order.len() };
         let first: Vec<Pair> = entries.iter().enumerate().map(|(q, &v)| Pair { query: q as u32, vertex: v }).collect();
         let mut clock = Clock { gathered: ready, sorted: ready };
         let ef_list = ef.max(k);
@@ -286,6 +286,17 @@ impl SearSsd {
             iterations += 1;
         }
         self.stats.iterations += iterations;
+        if !self.p.sort_per_iteration {
+            // The final lists over the private link, one bitonic sort each on the FPGA, the top k back.
+            let units = self.units.as_ref().expect("attached");
+            let nq = entries.len();
+            let p = &self.p;
+            let lists = ctx.compute(clock.gathered, units.link, 0, (nq * ef_list) as f64 * p.tuple_bytes);
+            let sorted = ctx.compute(lists, units.fpga, 0, nq as f64 * bitonic_ops(ef_list, 0) / p.sort_lanes as f64);
+            let back = ctx.compute(sorted, units.link, 0, (nq * k) as f64 * 8.0);
+            self.stats.sorting_ns += back.saturating_sub(clock.gathered);
+            clock.sorted = back;
+        }
         Ok((run.results(), clock.sorted))
     }
 
@@ -367,6 +378,13 @@ impl SearSsd {
         }
         self.stats.distances += all.len() as u64;
         self.stats.searching_ns += gathered.saturating_sub(start);
+        if !p.sort_per_iteration {
+            // The controller applies the tuples to the queries' lists (Reduce/Apply); the FPGA sorts at the end.
+            let applied = ctx.compute(gathered, units.vgen, 0, pairs.len() as f64 * p.apply_cycles_per_pair);
+            clock.gathered = applied;
+            clock.sorted = applied;
+            return Ok(out);
+        }
         // Tuples over the private link, the sorter merges each query's list with its new candidates, lists back.
         let mut per_query: HashMap<u32, usize> = HashMap::new();
         pairs.iter().for_each(|q| *per_query.entry(q.query).or_default() += 1);

@@ -29,7 +29,14 @@ impl Adjacency {
     }
     /// Grows to `n` vertices (new rows empty).
     pub fn resize(&mut self, n: usize) {
-        self.slots.resize_with(n * (self.cap + 1), || AtomicU32::new(0));
+        let want = n * (self.cap + 1);
+        let more = want.saturating_sub(self.slots.len());
+        reserve_gently(&mut self.slots, more);
+        self.slots.resize_with(want, || AtomicU32::new(0));
+    }
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<AtomicU32>()
     }
     /// Number of neighbours of `v`.
     #[inline(always)]
@@ -91,9 +98,32 @@ impl Adjacency {
     }
 }
 
+/// Makes room for `additional` more elements, growing by an eighth at least rather than doubling: an index added
+/// to in many small batches keeps at most ~12% spare room (memory per vector is what a large index is judged by),
+/// and copying stays amortised O(1).
+pub(crate) fn reserve_gently<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() < additional {
+        let want = (v.len() + additional).max(v.capacity() + v.capacity() / 8);
+        v.reserve_exact(want - v.len());
+    }
+}
+
+/// Hands freed heap pages back to the operating system. glibc keeps the buffers an index outgrows (and the copies
+/// an add brings in) as free heap, not returned: after ten adds an index held ~2x its own bytes resident (measured,
+/// docs/ndsearch.md). Called after an add or a removal, which take far longer than this walk of the heap.
+pub(crate) fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's arenas; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Prunes distance-sorted candidates `(distance to p, id)` to at most `max` diverse neighbours of `p`: a candidate
-/// is kept unless an already kept neighbour `s` has `alpha * d(s, c) <= d(p, c)` (Vamana's RobustPrune; with
-/// `alpha = 1` it is HNSW's neighbour-selection heuristic). `dist(a, b)` measures between vertices.
+/// is kept unless an already kept neighbour `s` has `alpha * d(s, c) < d(p, c)` (Vamana's RobustPrune; with
+/// `alpha = 1` it is HNSW's neighbour-selection heuristic, strict as hnswlib's). Strict, so that duplicates of `p`
+/// (`d(p, c) = 0`) are kept as neighbours: pruning them collapses a graph of repeated vectors into pieces.
+/// `dist(a, b)` measures between vertices.
 pub fn robust_prune(
     sorted: &[(f32, u32)],
     alpha: f32,
@@ -108,7 +138,7 @@ pub fn robust_prune(
         if kept.contains(&c) {
             continue;
         }
-        if kept.iter().all(|&s| alpha * dist(s, c) > dpc) {
+        if kept.iter().all(|&s| alpha * dist(s, c) >= dpc) {
             kept.push(c);
         }
     }
@@ -141,5 +171,14 @@ mod tests {
         // a large alpha keeps more
         assert_eq!(robust_prune(&sorted, 3.0, 8, d), vec![1, 2, 3]);
         assert_eq!(robust_prune(&sorted, 3.0, 2, d), vec![1, 2]);
+    }
+
+    #[test]
+    fn duplicates_of_p_are_kept() {
+        // p and candidates 1, 2, 3 at the same point: none shadows another (hnswlib keeps them too).
+        let d = |_: u32, _: u32| 0.0f32;
+        let sorted = vec![(0.0, 1), (0.0, 2), (0.0, 3)];
+        assert_eq!(robust_prune(&sorted, 1.0, 8, d), vec![1, 2, 3]);
+        assert_eq!(robust_prune(&sorted, 1.2, 2, d), vec![1, 2]);
     }
 }

@@ -90,12 +90,12 @@ impl Index {
         let Some((ep, top)) = *self.entry.read().unwrap() else { return };
         let mut cur = Cand { d: self.dist_q(q, ep), id: ep };
         for lev in (level + 1..=top).rev() {
-            cur = self.greedy(q, cur, lev);
+            cur = self.greedy(q, cur, lev, &mut 0);
         }
         let ef = self.p.ef_construction;
         for lev in (0..=level.min(top)).rev() {
             let found =
-                if lev == 0 { self.search_layer0(q, cur.id, ef, false).0 } else { self.search_upper(q, cur, ef, lev) };
+                if lev == 0 { self.search_layer0(q, cur.id, ef, false, 0).0 } else { self.search_upper(q, cur, ef, lev) };
             self.connect(v, &found, lev);
             if let Some(&best) = found.iter().find(|c| c.id != v) {
                 cur = best;

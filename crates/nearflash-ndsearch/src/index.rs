@@ -95,6 +95,13 @@ pub struct Index {
     pub(crate) upper: Vec<Upper>,
     /// (entry vertex, its level); None while empty.
     pub(crate) entry: RwLock<Option<(u32, usize)>>,
+    /// External ids (labels) of the vertices; None while they are the vertex ids themselves (no `add_with_ids`,
+    /// no removal), which costs no memory.
+    pub(crate) labels: Option<Vec<i64>>,
+    /// The label `add` gives the next vector (one past the largest ever used, so labels are never reused).
+    pub(crate) next_label: i64,
+    /// Bumped by every change of the vectors (add, remove): a deployment made before a change is stale.
+    pub(crate) generation: u64,
 }
 
 /// How much of a row to prefetch ahead of measuring it: 24 cache lines, a whole 384-d float32 row. Measured
@@ -115,8 +122,37 @@ impl Index {
             rows: Rows::empty(p.dtype),
             upper: Vec::new(),
             entry: RwLock::new(None),
+            labels: None,
+            next_label: 0,
+            generation: 0,
             p,
         })
+    }
+    /// The external id (label) of vertex `v`.
+    #[inline]
+    pub fn label(&self, v: u32) -> i64 {
+        self.labels.as_ref().map_or(v as i64, |l| l[v as usize])
+    }
+    /// Changes of the stored vectors so far (adds and removals).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// Bytes the index holds on the heap: vectors, layer-0 rows, per-vertex upper-level state and rows, labels
+    /// (not the per-thread search scratch, `n` bytes x 2 per searching thread).
+    pub fn memory_bytes(&self) -> usize {
+        let upper: usize = self
+            .upper
+            .iter()
+            .map(|u| {
+                let g = u.lock().unwrap();
+                g.capacity() * std::mem::size_of::<Vec<u32>>() + g.iter().map(|r| r.capacity() * 4).sum::<usize>()
+            })
+            .sum();
+        self.rows.heap_bytes()
+            + self.layer0.heap_bytes()
+            + self.upper.capacity() * std::mem::size_of::<Upper>()
+            + upper
+            + self.labels.as_ref().map_or(0, |l| l.capacity() * 8)
     }
     pub fn params(&self) -> &Params {
         &self.p
@@ -134,12 +170,17 @@ impl Index {
     /// The vertex every layer-0 search starts from for `query` (HNSW: the end of the greedy upper-layer descent;
     /// Vamana: the medoid).
     pub fn entry_for(&self, query: VecRef<'_>) -> Option<u32> {
+        self.entry_counted(query).map(|(e, _)| e)
+    }
+    /// `entry_for` and the distances the descent measured (the host's work above layer 0).
+    pub fn entry_counted(&self, query: VecRef<'_>) -> Option<(u32, usize)> {
         let (ep, top) = (*self.entry.read().unwrap())?;
         let mut cur = Cand { d: self.dist_q(query, ep), id: ep };
+        let mut measured = 1;
         for lev in (1..=top).rev() {
-            cur = self.greedy(query, cur, lev);
+            cur = self.greedy(query, cur, lev, &mut measured);
         }
-        Some(cur.id)
+        Some((cur.id, measured))
     }
     pub fn rows(&self) -> &Rows {
         &self.rows
@@ -206,16 +247,44 @@ impl Index {
         Ok(rows.len() / self.p.dim)
     }
 
-    /// Adds vectors (row-major, the index's dtype) and links them into the graph, on rayon's current pool.
-    pub fn add(&mut self, mut rows: Rows) -> Result<(), NdError> {
+    /// Adds vectors (row-major, the index's dtype) and links them into the graph, on rayon's current pool. They
+    /// get the labels `next_label..` (the vertex ids, unless vectors were removed or added with ids before).
+    pub fn add(&mut self, rows: Rows) -> Result<(), NdError> {
+        self.add_with_ids(rows, None)
+    }
+
+    /// `add` with the labels `ids` (one per row, each >= 0, none already in the index, no repeats); `None`: the
+    /// next labels. A refused call changes nothing.
+    pub fn add_with_ids(&mut self, mut rows: Rows, ids: Option<&[i64]>) -> Result<(), NdError> {
         let n_new = self.prepare(&mut rows, "x")?;
         let first = self.len();
         if first + n_new > u32::MAX as usize - 1 {
             return Err(NdError::Argument(format!("the index holds at most {} vectors", u32::MAX - 1)));
         }
-        self.rows.extend(&rows);
+        if let Some(ids) = ids {
+            self.check_new_ids(ids, n_new)?;
+        }
+        if n_new == 0 {
+            return Ok(());
+        }
+        match ids {
+            Some(ids) => {
+                let labels = self.labels.get_or_insert_with(|| (0..first as i64).collect());
+                labels.extend_from_slice(ids);
+                self.next_label = self.next_label.max(ids.iter().max().map_or(0, |&m| m + 1));
+            }
+            None => {
+                if let Some(l) = &mut self.labels {
+                    l.extend(self.next_label..self.next_label + n_new as i64);
+                }
+                self.next_label += n_new as i64;
+            }
+        }
+        self.generation += 1;
+        self.rows.extend(rows);
         let n = first + n_new;
         self.layer0.resize(n);
+        crate::graph::reserve_gently(&mut self.upper, n_new);
         let ids: Vec<u32> = (first as u32..n as u32).collect();
         match self.p.kind {
             Kind::Hnsw => {
@@ -228,11 +297,31 @@ impl Index {
                 self.vamana_insert_all(&ids, first == 0);
             }
         }
+        crate::graph::release_freed_memory();
         Ok(())
     }
 
-    /// Best-first search on layer 0 from `entry` with list size `ef`; results nearest first.
-    pub(crate) fn search_layer0(&self, q: VecRef<'_>, entry: u32, ef: usize, record: bool) -> (Vec<Cand>, Vec<Cand>) {
+    fn check_new_ids(&self, ids: &[i64], n_new: usize) -> Result<(), NdError> {
+        let bad = |m: String| Err(NdError::Argument(m));
+        if ids.len() != n_new {
+            return bad(format!("ids has {} entries for {n_new} vectors", ids.len()));
+        }
+        if let Some(&i) = ids.iter().find(|&&i| i < 0) {
+            return bad(format!("ids must be >= 0 (-1 marks a missing result), not {i}"));
+        }
+        let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::with_capacity(ids.len());
+        if let Some(&i) = ids.iter().find(|&&i| !seen.insert(i)) {
+            return bad(format!("id {i} appears twice in ids"));
+        }
+        if let Some(v) = (0..self.len() as u32).find(|&v| seen.contains(&self.label(v))) {
+            return bad(format!("id {} is already in the index", self.label(v)));
+        }
+        Ok(())
+    }
+
+    /// Best-first search on layer 0 from `entry` with list size `ef`; results nearest first, at least
+    /// `min(want, len)` of them (`BestFirst::guarantee`; the build asks for none).
+    pub(crate) fn search_layer0(&self, q: VecRef<'_>, entry: u32, ef: usize, record: bool, want: usize) -> (Vec<Cand>, Vec<Cand>) {
         SCRATCH.with(|s| {
             let (vis, st, buf) = &mut *s.borrow_mut();
             vis.ensure(self.len());
@@ -240,18 +329,22 @@ impl Index {
             vis.insert(entry);
             st.record_expanded = record;
             st.start(ef, &[Cand { d: self.dist_q(q, entry), id: entry }]);
+            st.guarantee(want, self.len());
             let adj = &self.layer0;
             run(st, vis, buf, |v, f| adj.for_each(v, f), |u| self.dist_q(q, u), |u| self.prefetch(u), |v| adj.prefetch(v));
             (st.results(), std::mem::take(&mut st.expanded))
         })
     }
 
-    /// Greedy walk on upper level `lev` (HNSW): moves to a nearer neighbour until none is nearer.
-    pub(crate) fn greedy(&self, q: VecRef<'_>, mut cur: Cand, lev: usize) -> Cand {
+    /// Greedy walk on upper level `lev` (HNSW): moves to a nearer neighbour until none is nearer; adds the
+    /// distances it measures to `measured`.
+    pub(crate) fn greedy(&self, q: VecRef<'_>, mut cur: Cand, lev: usize, measured: &mut usize) -> Cand {
         loop {
             let start = cur;
             // Measured under the lock: upper rows are short, and nothing writes them while searching.
-            for &u in &self.upper[start.id as usize].lock().unwrap()[lev - 1] {
+            let row = &self.upper[start.id as usize].lock().unwrap()[lev - 1];
+            *measured += row.len();
+            for &u in row {
                 let c = Cand { d: self.dist_q(q, u), id: u };
                 if c < cur {
                     cur = c;
@@ -266,17 +359,17 @@ impl Index {
     /// The `k` nearest neighbours of one prepared query with list size `max(ef, k)`.
     pub fn search_one(&self, q: VecRef<'_>, k: usize, ef: usize) -> Vec<Cand> {
         let Some(entry) = self.entry_for(q) else { return Vec::new() };
-        let mut r = self.search_layer0(q, entry, ef.max(k), false).0;
+        let mut r = self.search_layer0(q, entry, ef.max(k), false, k).0;
         r.truncate(k);
         r
     }
 
-    /// Searches a batch of rows (the index's dtype); returns distances and ids, `k` per query, nearest first
-    /// (padded with +inf / -1 where the graph yields fewer). Runs on rayon's current pool.
+    /// Searches a batch of rows (the index's dtype); returns distances and labels, `k` per query, nearest first,
+    /// padded with +inf / -1 beyond the vectors the index holds (as FAISS). Runs on rayon's current pool.
     pub fn search(&self, mut queries: Rows, k: usize, ef: usize) -> Result<(Vec<f32>, Vec<i64>), NdError> {
         let nq = self.prepare(&mut queries, "q")?;
-        if k == 0 || k > self.len() {
-            return Err(NdError::Argument(format!("k must be in 1..={} (the vectors in the index), not {k}", self.len())));
+        if k == 0 || k > MAX_EF {
+            return Err(NdError::Argument(format!("k must be in 1..={MAX_EF}, not {k}")));
         }
         if ef == 0 || ef > MAX_EF {
             return Err(NdError::Argument(format!("ef must be in 1..={MAX_EF}, not {ef}")));
@@ -287,7 +380,7 @@ impl Index {
         let one = |(i, (d, id)): (usize, (&mut [f32], &mut [i64]))| {
             for (j, c) in self.search_one(queries.row(i, dim), k, ef).into_iter().enumerate() {
                 d[j] = c.d;
-                id[j] = c.id as i64;
+                id[j] = self.label(c.id);
             }
         };
         if rayon::current_num_threads() <= 1 {

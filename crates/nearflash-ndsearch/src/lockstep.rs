@@ -20,6 +20,9 @@ pub struct LockstepConfig {
     pub ef: usize,
     /// Second-order neighbours speculated per query and iteration (0: off).
     pub speculate: usize,
+    /// Vertices in the graph (ids `0..vertices`): a query whose reachable part holds fewer than `k` continues from
+    /// unvisited vertices in id order, as the host search does (`BestFirst::guarantee`); 0: no such guarantee.
+    pub vertices: usize,
 }
 
 /// What one iteration asked of the device.
@@ -80,6 +83,7 @@ impl LockstepRun {
         states.par_iter_mut().zip(entries.par_iter()).enumerate().for_each(|(q, (s, &e))| {
             s.visited.insert(e);
             s.search.start(ef, &[Cand { d: dist(q as u32, e), id: e }]);
+            s.search.guarantee(cfg.k, cfg.vertices);
         });
         let first = Iteration {
             live: entries.len(),

@@ -119,6 +119,11 @@ impl LunCsr {
         self.lun.is_empty()
     }
     /// Neighbours of `v` (the NBR fetcher's read, after the OFS fetcher's two offsets).
+    /// The longest neighbour list.
+    pub fn max_degree(&self) -> usize {
+        self.offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
+    }
+
     pub fn neighbours_of(&self, v: u32) -> &[u32] {
         let (a, b) = (self.offsets[v as usize] as usize, self.offsets[v as usize + 1] as usize);
         &self.neighbours[a..b]

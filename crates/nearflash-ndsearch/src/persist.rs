@@ -1,6 +1,7 @@
 //! The index file: a fixed header (magic, format version, kind, metric, dtype, dim, R, ef_construction, alpha,
 //! seed, vector count, entry vertex and its level, layer-0 row capacity), the vectors, the layer-0 rows, the upper
-//! rows, and a CRC-32 of all that. Loading checks the checksum first and then every count and id against the
+//! rows, (version 2) the labels - the next label, a flag, and one i64 per vector where they are not the vertex
+//! ids - and a CRC-32 of all that. Version 1 files (no labels) are still read. Loading checks the checksum first and then every count and id against the
 //! header before it allocates, so a damaged or hostile file gives an error, never a panic or a huge allocation.
 //! Saving writes a temporary file and renames it, so a crash leaves the old file or the new one.
 
@@ -14,7 +15,9 @@ use crate::index::{Index, Kind, Params};
 use crate::NdError;
 
 pub const MAGIC: &[u8; 8] = b"NFNDSIDX";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest version this build reads (version 1: no labels section).
+pub const OLDEST: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 4 * 3 + 4 + 8 + 8 + 4 + 4 + 4;
 const NO_ENTRY: u32 = u32::MAX;
 
@@ -53,6 +56,14 @@ impl Index {
                 row.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
             }
         }
+        b.extend_from_slice(&self.next_label.to_le_bytes());
+        match &self.labels {
+            None => b.push(0),
+            Some(l) => {
+                b.push(1);
+                l.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+            }
+        }
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -87,8 +98,8 @@ impl Index {
         }
         let mut r = Reader { b: body, at: 8 };
         let version = r.u32()?;
-        if version != VERSION {
-            return Err(NdError::Format(format!("format version {version}, this build reads {VERSION}")));
+        if !(OLDEST..=VERSION).contains(&version) {
+            return Err(NdError::Format(format!("format version {version}, this build reads {OLDEST}..={VERSION}")));
         }
         let codes = r.take(4)?;
         let kind = [Kind::Hnsw, Kind::Vamana].get(codes[0] as usize).copied().ok_or_else(|| bad("unknown kind"))?;
@@ -153,6 +164,32 @@ impl Index {
             }
             levels.push(lv);
         }
+        let (next_label, labels) = if version >= 2 {
+            let next = r.u64()? as i64;
+            let labels = match r.take(1)?[0] {
+                0 => None,
+                1 => {
+                    if r.left() < n.saturating_mul(8) {
+                        return Err(bad("the file is shorter than its labels"));
+                    }
+                    Some((0..n).map(|_| r.u64().map(|x| x as i64)).collect::<Result<Vec<i64>, _>>()?)
+                }
+                _ => return Err(bad("unknown labels flag")),
+            };
+            (next, labels)
+        } else {
+            (n as i64, None)
+        };
+        match &labels {
+            None if next_label < n as i64 => return Err(bad("the next label is below the vector count")),
+            Some(l) => {
+                let mut seen = std::collections::HashSet::with_capacity(l.len());
+                if l.iter().any(|&x| x < 0 || x >= next_label || !seen.insert(x)) {
+                    return Err(bad("a label is negative, repeated or not below the next label"));
+                }
+            }
+            None => {}
+        }
         if r.left() != 0 {
             return Err(bad("trailing bytes after the graph"));
         }
@@ -175,7 +212,16 @@ impl Index {
             }
             _ => return Err(bad("the entry vertex is out of range")),
         };
-        Ok(Index { p, rows, layer0, upper: levels.into_iter().map(Mutex::new).collect(), entry: RwLock::new(entry) })
+        Ok(Index {
+            p,
+            rows,
+            layer0,
+            upper: levels.into_iter().map(Mutex::new).collect(),
+            entry: RwLock::new(entry),
+            labels,
+            next_label,
+            generation: 0,
+        })
     }
 }
 

@@ -34,12 +34,12 @@ pub trait Visited {
     fn clear(&mut self);
 }
 
-/// Epoch-stamped array over all vertices: clearing is O(1) (the epoch moves on), so one per thread is reused by
-/// every search it runs.
+/// Epoch-stamped array over all vertices: clearing is O(1) (the epoch moves on; every 65,535th clear rewrites the
+/// marks, as hnswlib's visited lists do), so one per thread is reused by every search it runs. Two bytes a vertex.
 #[derive(Debug, Default)]
 pub struct EpochVisited {
-    marks: Vec<u32>,
-    epoch: u32,
+    marks: Vec<u16>,
+    epoch: u16,
 }
 
 impl EpochVisited {
@@ -99,6 +99,12 @@ pub struct BestFirst {
     pub record_expanded: bool,
     /// The candidate most likely to be expanded next (for prefetching its row).
     pub next_hint: Option<u32>,
+    /// Results the search must reach (`guarantee`): when the candidates run out first (a graph whose reachable
+    /// part is smaller, e.g. one collapsed by duplicate vectors), unvisited vertices `reseed..vertices` are taken
+    /// in id order as new entries.
+    want: usize,
+    vertices: u32,
+    reseed: u32,
 }
 
 impl BestFirst {
@@ -109,6 +115,7 @@ impl BestFirst {
         self.res.clear();
         self.expanded.clear();
         self.done = false;
+        self.want = 0;
         for &c in entries {
             self.cand.push(Reverse(c));
             self.res.push(c);
@@ -122,9 +129,33 @@ impl BestFirst {
         self.done
     }
 
+    /// After `start`: the search does not end with fewer than `min(want, vertices)` results while unvisited
+    /// vertices remain among ids `0..vertices` (each such vertex becomes a new entry; normal searches never need one).
+    pub fn guarantee(&mut self, want: usize, vertices: usize) {
+        self.want = want.min(vertices);
+        self.vertices = vertices.min(u32::MAX as usize) as u32;
+        self.reseed = 0;
+    }
+
+    /// The next unvisited vertex in id order (marked visited), while results are short of `want`.
+    fn reseed_vertex<V: Visited>(&mut self, visited: &mut V) -> Option<u32> {
+        if self.res.len() >= self.want {
+            return None;
+        }
+        while self.reseed < self.vertices {
+            let v = self.reseed;
+            self.reseed += 1;
+            if visited.insert(v) {
+                return Some(v);
+            }
+        }
+        None
+    }
+
     /// Pops the next entry vertex and writes its unvisited neighbours (marking them) into `out`; returns the
     /// entry vertex, or None when the search has converged (the nearest candidate is worse than the worst result
-    /// of a full list) or has no candidates left.
+    /// of a full list) or has no candidates left. With no candidates left but fewer results than `guarantee`
+    /// asks, `out` holds one unvisited vertex (a new entry) and that vertex is returned.
     #[inline(always)]
     pub fn expand<V: Visited>(
         &mut self,
@@ -134,6 +165,10 @@ impl BestFirst {
     ) -> Option<u32> {
         out.clear();
         let Some(Reverse(c)) = self.cand.pop() else {
+            if let Some(v) = self.reseed_vertex(visited) {
+                out.push(v);
+                return Some(v);
+            }
             self.done = true;
             return None;
         };

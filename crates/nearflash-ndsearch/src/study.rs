@@ -9,8 +9,9 @@ use serde::Serialize;
 use crate::allocate::{allocate, page_reads_per_query, LunWork, Pair};
 use crate::baselines::{batch_energy_pj, BaselineParams, BatchWork, Design};
 use crate::distance::Rows;
+use crate::hosts::HostWork;
 use crate::index::Index;
-use crate::lockstep::{lockstep_search, LockstepConfig};
+use crate::lockstep::{lockstep_search, Lockstep, LockstepConfig};
 use crate::luncsr::{Geometry, LunCsr};
 use crate::reorder::{bandwidth, degree_ascending_bfs, positions, random_bfs, relabel, Order};
 use crate::timing::{batch_time, FlashTiming, IterationTime, SearssdParams};
@@ -51,6 +52,8 @@ fn single_plane(work: &mut [LunWork], planes: usize) {
 pub struct BatchReport {
     pub queries: usize,
     pub iterations: usize,
+    /// Lock-step sub-batches the queries ran in (`timing::sub_batch`).
+    pub sub_batches: usize,
     /// Distances needed (trace length) and speculative distances computed.
     pub trace_length: usize,
     pub speculative: usize,
@@ -74,6 +77,8 @@ pub struct BatchReport {
     pub link_bytes: f64,
     pub energy_j: f64,
     pub queries_per_joule: f64,
+    /// The host search's work on this batch (the same search: `hosts::costs` prices it on the paper's CPU/GPU).
+    pub host_work: HostWork,
     /// Result ids (original numbering), `k` per query.
     #[serde(skip)]
     pub ids: Vec<Vec<u32>>,
@@ -130,25 +135,42 @@ pub fn run_batch_as(
     let layout = LunCsr::build(&graph, vec_bytes, geometry)?;
     // The search runs on original ids (ties between equal distances break by id, as on the host) over the
     // LUNCSR arrays; pairs are mapped to storage positions for the Allocator.
-    let entries: Vec<u32> =
-        (0..nq).map(|i| index.entry_for(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
-    let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize };
-    let mut ls = lockstep_search(
-        &entries,
-        cfg,
-        |v, f| layout.neighbours_of(pos[v as usize]).iter().for_each(|&u| f(order[u as usize])),
-        |q, v| index.distance_to(queries.row(q as usize, dim), v),
-    );
-    for it in &mut ls.iterations {
-        for p in it.pairs.iter_mut().chain(it.speculative.iter_mut()) {
-            p.vertex = pos[p.vertex as usize];
+    let counted: Vec<(u32, usize)> =
+        (0..nq).map(|i| index.entry_counted(queries.row(i, dim)).expect("k <= len implies a non-empty index")).collect();
+    let entries: Vec<u32> = counted.iter().map(|e| e.0).collect();
+    let cfg = LockstepConfig { k, ef, speculate: params.speculate as usize, vertices: index.len() };
+    // Sub-batches as the firmware runs them (`timing::sub_batch`), one after another; their iterations are
+    // concatenated, `starts` marks where each begins.
+    let per = crate::timing::sub_batch(params, vec_bytes, layout.max_degree());
+    let mut ls = Lockstep::default();
+    let mut starts = Vec::new();
+    for c0 in (0..nq).step_by(per) {
+        let c1 = (c0 + per).min(nq);
+        let part = lockstep_search(
+            &entries[c0..c1],
+            cfg,
+            |v, f| layout.neighbours_of(pos[v as usize]).iter().for_each(|&u| f(order[u as usize])),
+            |q, v| index.distance_to(queries.row(c0 + q as usize, dim), v),
+        );
+        starts.push(ls.iterations.len());
+        for mut it in part.iterations {
+            for p in it.pairs.iter_mut().chain(it.speculative.iter_mut()) {
+                p.query += c0 as u32;
+                p.vertex = pos[p.vertex as usize];
+            }
+            ls.iterations.push(it);
         }
+        ls.results.extend(part.results);
     }
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(ls.iterations.len())).collect();
     let mut rep = BatchReport {
         queries: nq, iterations: ls.iterations.len(), bandwidth: bandwidth(&graph, None), ..Default::default() };
     let mut times: Vec<IterationTime> = Vec::with_capacity(ls.iterations.len());
     for it in &ls.iterations {
-        let all: Vec<Pair> = it.pairs.iter().chain(&it.speculative).copied().collect();
+        // With `speculate_overlap` the speculative pages are read apart, in the LUNs' idle window (below).
+        let overlap = params.speculate_overlap && variant.design == Design::SearSsd && dynamic && !it.speculative.is_empty();
+        let all: Vec<Pair> =
+            if overlap { it.pairs.clone() } else { it.pairs.iter().chain(&it.speculative).copied().collect() };
         let mut work = allocate(&all, &layout);
         if !variant.multiplane {
             single_plane(&mut work, geometry.planes_per_lun);
@@ -160,6 +182,15 @@ pub fn run_batch_as(
             variant.design, params, baseline, flash, &work, it.live, &live, dim, ef.max(k), geometry.luns, geometry.page_bytes);
         if !dynamic {
             t.page_reads = page_reads_per_query(&all, &layout);
+        }
+        if overlap {
+            // The LUNs idle while the tuples are gathered and applied and the next iteration is allocated (taken
+            // as long as this one's); speculative reads fill that window and only what overruns it costs time.
+            let ts = crate::timing::iteration_time(params, flash, &allocate(&it.speculative, &layout), it.live, &[], dim, ef.max(k));
+            t.searching += (ts.searching - (t.gathering + t.allocating)).max(0.0);
+            t.page_reads += ts.page_reads;
+            t.read_ops += ts.read_ops;
+            t.nand_io_bytes += ts.nand_io_bytes;
         }
         rep.trace_length += it.pairs.len();
         rep.speculative += it.speculative.len();
@@ -195,7 +226,17 @@ pub fn run_batch_as(
         rep.nand_io_bytes += t.nand_io_bytes;
         rep.link_bytes += t.link_bytes;
     }
-    rep.total_ns = batch_time(&times);
+    // Each sub-batch ends with the FPGA's sort of its final lists (when it sorts once per batch).
+    let mut final_ns = 0.0;
+    for &a in starts.iter().filter(|_| variant.design != Design::SmartSsdOnly) {
+        // (SmartSSD-only's FPGA holds the lists and merges them every iteration: nothing is left to sort.)
+        let (ns, bytes) = crate::timing::final_sort(params, ls.iterations[a].live, ef.max(k), k);
+        final_ns += ns;
+        rep.link_bytes += bytes;
+    }
+    rep.sorting_ns += final_ns;
+    rep.total_ns = starts.iter().zip(&ends).map(|(&a, &b)| batch_time(&times[a..b])).sum::<f64>() + final_ns;
+    rep.sub_batches = starts.len();
     rep.qps = if rep.total_ns > 0.0 { nq as f64 / (rep.total_ns * 1e-9) } else { 0.0 };
     rep.design = variant.design.name();
     let work = BatchWork {
@@ -212,6 +253,18 @@ pub fn run_batch_as(
     let pj = batch_energy_pj(variant.design, params, baseline, &work);
     rep.energy_j = pj * 1e-12;
     rep.queries_per_joule = if rep.energy_j > 0.0 { nq as f64 / rep.energy_j } else { 0.0 };
+    rep.host_work = HostWork {
+        queries: nq,
+        distances: ls.iterations.iter().map(|it| it.pairs.len() + it.reused).sum(),
+        upper_distances: counted.iter().map(|e| e.1).sum(),
+        hops: ls.iterations.iter().enumerate().filter(|(i, _)| !starts.contains(i)).map(|(_, it)| it.live).sum(),
+        max_hops: starts.iter().zip(&ends).map(|(a, b)| b - a - 1).max().unwrap_or(0),
+        dim,
+        n: index.len(),
+        row_cap: index.layer0().capacity(),
+        k,
+        ef: ef.max(k),
+    };
     rep.ids = ls.results.iter().map(|r| r.iter().map(|c| c.id).collect()).collect();
     rep.distances = ls.results.iter().map(|r| r.iter().map(|c| c.d).collect()).collect();
     Ok(rep)

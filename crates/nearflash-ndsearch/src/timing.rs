@@ -39,10 +39,22 @@ nearflash_core::ext_params! {
         fpga_clock: Frequency = 250, "MHz", "assumed: typical SmartSSD (KU15P) kernel clock; the paper gives none";
         /// Compare-exchange units of the bitonic sorter working in parallel.
         sort_lanes: Int = 64 in 1..=65536, "count", "assumed: a 64-wide bitonic network stage";
+        /// Whether the FPGA merges every query's list with its new candidates in every iteration (the earlier
+        /// model) rather than sorting the final lists once per batch while the controller keeps the lists.
+        sort_per_iteration: Bool = false, "bool", "NDSearch Algorithm 1 line 12 and Sec. V: BitonicSort runs once, 'when all queries have met the termination condition'; within the iterations the Reduce/Apply operators update each query's list in the Query Property Table";
+        /// Allocator-logic cycles to apply one gathered tuple to its query's list (compare with the worst, insert).
+        apply_cycles_per_pair: Real = 2, "cycles", "assumed: one comparison with the list's worst and one insertion into the QPT's list (Sec. V Reduce/Apply), pipelined in the Vgenerator/Allocator logic like its fetch stages";
         /// Private FPGA link bandwidth (PCIe 3.0 x4 at 85% efficiency).
         fpga_link: Rate = 3.35, "GB/s", "NDSearch Sec. IV-A: private PCIe 3.0 x4 (3.94 GB/s raw), 0.85 efficiency as the searssd preset's host link";
         /// Batch size (queries in lock-step).
         batch: Int = 2048 in 1..=1048576, "count", "NDSearch Sec. VII-A: one batch of 2048 queries";
+        /// The Vgenerator's buffer, which holds the batch's queries and their entry vertices' neighbour lists.
+        vgen_buffer: Bytes = 2, "MiB", "NDSearch Table I: Vgen Buffer 2 MB (Query, NBR and Pref portions, Sec. IV-C2)";
+        /// Bytes of one neighbour-list entry in the Vgenerator's NBR buffer (neighbour id and its LUN id).
+        nbr_entry_bytes: Bytes = 5, "B", "assumed: a 32-bit neighbour id N_ij and a LUN id L_ij of one byte (256 LUNs), Sec. IV-C2";
+        /// Whether the pure model reads speculative pages while the LUNs would idle (the controller's gathering and
+        /// the next allocating) instead of with the iteration's own pages; the firmware always reads them together.
+        speculate_overlap: Bool = false, "bool", "NDSearch Sec. VI-B2, Fig. 12: the speculative Searching stage runs during Gathering and the next Allocating, and is cancelled if unfinished; off: the firmware's booking, the same in the model";
         /// Second-order neighbours speculated per query and iteration (0: off).
         speculate: Int = 0 in 0..=1024, "count", "assumed: the paper does not give the count; swept in Fig. 15";
         /// Table I powers (32 nm): MAC groups (x512).
@@ -107,6 +119,7 @@ pub struct IterationTime {
 
 /// Cycles of the bitonic merge of an `ef`-list with `new` candidates.
 pub fn bitonic_ops(ef: usize, new: usize) -> f64 {
+    // Comparators of a bitonic network over m = ef + new (padded to a power of two): m log2(m)^2 / 2.
     let m = (ef + new).max(2).next_power_of_two() as f64;
     m * m.log2() * m.log2() / 2.0
 }
@@ -145,11 +158,38 @@ pub fn iteration_time(
         per_channel[ch] += w.pairs();
     }
     let gathering = per_channel.iter().map(|&n| n as f64 * p.tuple_bytes / f.channel_bytes_per_s * 1e9).fold(0.0, f64::max);
+    let tuples = pairs as f64 * p.tuple_bytes;
+    if !p.sort_per_iteration {
+        // The controller applies the tuples to the queries' lists; the FPGA sorts once, at the end (`final_sort`).
+        let gathering = gathering + pairs as f64 * p.apply_cycles_per_pair / clk;
+        return IterationTime { allocating, searching, gathering, sorting: 0.0, page_reads, read_ops, nand_io_bytes: tuples, link_bytes: 0.0 };
+    }
     let link = |bytes: f64| bytes / p.fpga_link * 1e9;
     let sort_cycles: f64 = new_per_query.iter().map(|&m| bitonic_ops(ef, m)).sum::<f64>() / p.sort_lanes as f64;
-    let (tuples, results) = (pairs as f64 * p.tuple_bytes, (live * ef) as f64 * 8.0);
+    let results = (live * ef) as f64 * 8.0;
     let sorting = link(tuples) + sort_cycles / (p.fpga_clock / 1e9) + link(results);
     IterationTime { allocating, searching, gathering, sorting, page_reads, read_ops, nand_io_bytes: tuples, link_bytes: tuples + results }
+}
+
+/// The FPGA's sort of a (sub-)batch's final lists when it sorts once per batch (`sort_per_iteration` off): every
+/// query's `ef` (id, distance) tuples over the private link, a bitonic sort of each list, the top `k` back. Time
+/// (ns) and link bytes; zero when the FPGA merged every iteration.
+pub fn final_sort(p: &SearssdParams, queries: usize, ef: usize, k: usize) -> (f64, f64) {
+    if p.sort_per_iteration || queries == 0 {
+        return (0.0, 0.0);
+    }
+    let (lists, top) = ((queries * ef) as f64 * p.tuple_bytes, (queries * k) as f64 * 8.0);
+    let cycles = queries as f64 * bitonic_ops(ef, 0) / p.sort_lanes as f64;
+    ((lists + top) / p.fpga_link * 1e9 + cycles / (p.fpga_clock / 1e9), lists + top)
+}
+
+/// Queries one lock-step (sub-)batch holds: the Vgenerator's buffer keeps each live query's vector and its entry
+/// vertex's neighbour list (`max_degree` entries); a larger batch runs as sub-batches one after another (NDSearch
+/// Sec. VII-B: past ~4096 "the batch have to be split into two or more sub-batches ... due to the limited
+/// resources"). Never more than `batch`.
+pub fn sub_batch(p: &SearssdParams, vector_bytes: usize, max_degree: usize) -> usize {
+    let per_query = vector_bytes as f64 + max_degree as f64 * p.nbr_entry_bytes;
+    ((p.vgen_buffer / per_query.max(1.0)).floor() as usize).clamp(1, p.batch.max(1) as usize)
 }
 
 /// Batch time (ns) of a sequence of iterations with allocating overlapped by the previous sort.
@@ -186,6 +226,16 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_splits_into_what_the_vgen_buffer_holds() {
+        let p = SearssdParams { batch: 8192, ..SearssdParams::default() };
+        // Fashion-MNIST (784 B uint8, 32 neighbours): 2 MiB / (784 + 32 x 5) B
+        assert_eq!(sub_batch(&p, 784, 32), (2.0 * 1048576.0 / 944.0) as usize);
+        assert_eq!(sub_batch(&p, 128, 32), (2.0 * 1048576.0 / 288.0) as usize);
+        assert_eq!(sub_batch(&SearssdParams::default(), 128, 32), 2048, "never more than the batch");
+        assert_eq!(sub_batch(&p, 1 << 30, 32), 1);
+    }
+
+    #[test]
     fn more_reads_on_one_lun_take_longer_and_sharing_helps() {
         let g = Geometry { luns: 4, planes_per_lun: 2, blocks_per_plane: 8, pages_per_block: 8, page_bytes: 1024 };
         let mut a = Adjacency::new(1);
@@ -203,6 +253,13 @@ mod tests {
         assert!(t1.searching >= f.t_read_ns);
         let total = batch_time(&[t1, t2]);
         assert!(total > t1.searching + t2.searching);
+        // the FPGA sorts once per batch by default (Algorithm 1); per iteration only when asked
+        assert_eq!(t1.sorting, 0.0);
+        let every = SearssdParams { sort_per_iteration: true, ..p.clone() };
+        assert!(iteration_time(&every, &f, &allocate(&shared, &l), 16, &[1; 16], 16, 10).sorting > 0.0);
+        let (ns, bytes) = final_sort(&p, 16, 10, 5);
+        assert!(ns > 0.0 && bytes == 16.0 * 10.0 * 12.0 + 16.0 * 5.0 * 8.0);
+        assert_eq!(final_sort(&every, 16, 10, 5), (0.0, 0.0));
         // a higher hard-decode failure rate slows searching
         let worse = SearssdParams { ecc_fail_probability: 0.3, ..p.clone() };
         assert!(iteration_time(&worse, &f, &allocate(&spread, &l), 16, &[1; 16], 16, 10).searching > t2.searching);

@@ -21,7 +21,7 @@ fn sort_dedup(c: &mut Vec<(f32, u32)>) {
 
 impl Index {
     /// The vertex nearest the mean of all vectors.
-    fn medoid(&self) -> u32 {
+    pub(crate) fn medoid(&self) -> u32 {
         let (n, dim) = (self.len(), self.p.dim);
         let mut mean = vec![0f64; dim];
         for i in 0..n {
@@ -49,7 +49,7 @@ impl Index {
 
     fn vamana_insert(&self, v: u32, entry: u32, alpha: f32) {
         let (r, q) = (self.p.r, self.vector(v));
-        let (_, expanded) = self.search_layer0(q, entry, self.p.ef_construction, true);
+        let (_, expanded) = self.search_layer0(q, entry, self.p.ef_construction, true, 0);
         let mut cands: Vec<(f32, u32)> = expanded.iter().filter(|c| c.id != v).map(|c| (c.d, c.id)).collect();
         {
             let _g = self.upper[v as usize].lock().unwrap();

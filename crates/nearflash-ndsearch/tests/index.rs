@@ -93,7 +93,13 @@ fn incremental_adds_and_bad_arguments() {
         assert!(idx.add(Rows::F32(vec![f32::NAN; dim])).is_err());
         assert_eq!(idx.len(), 1100, "a refused add changes nothing");
         assert!(idx.search(Rows::F32(vec![0.0; dim]), 0, 10).is_err());
-        assert!(idx.search(Rows::F32(vec![0.0; dim]), 1101, 10).is_err());
+        // k beyond the index: every vector, then -1 / +inf (as FAISS)
+        let (d, i) = idx.search(Rows::F32(vec![0.0; dim]), 1103, 10).unwrap();
+        assert!(i[..1100].iter().all(|&x| x >= 0) && i[1100..] == [-1; 3] && d[1100..].iter().all(|x| x.is_infinite()));
+        let mut all = i[..1100].to_vec();
+        all.sort_unstable();
+        assert_eq!(all, (0..1100).collect::<Vec<i64>>());
+        assert!(idx.search(Rows::F32(vec![0.0; dim]), (1 << 20) + 1, 10).is_err());
         assert!(idx.search(Rows::F32(vec![0.0; dim]), 5, 0).is_err());
     }
     let mut p = params(Kind::Hnsw, Metric::L2, Dtype::F32, 0);
@@ -143,4 +149,110 @@ fn a_checksummed_but_inconsistent_file_is_refused() {
     b[body..].copy_from_slice(&crc.to_le_bytes());
     let e = Index::from_bytes(&b).unwrap_err().to_string();
     assert!(e.contains("out of range"), "{e}");
+}
+
+/// Issue 22: repeated vectors collapsed the graph (200 identical: 9 of 10 results; Vamana with 1,000 identical:
+/// 2 of 10). Every search returns `k` results whenever the index holds `k` vectors, duplicates or not.
+#[test]
+fn duplicate_vectors_still_give_k_results() {
+    let dim = 8;
+    for (kind, n) in [(Kind::Hnsw, 200), (Kind::Vamana, 1000), (Kind::Hnsw, 1000), (Kind::Vamana, 200)] {
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut ix = Index::new(params(kind, Metric::L2, Dtype::F32, dim)).unwrap();
+            pool.install(|| ix.add(Rows::F32(vec![0.5; n * dim]))).unwrap();
+            // the duplicates' own point and a point elsewhere
+            let q = Rows::F32([vec![0.5; dim], vec![3.0; dim]].concat());
+            for k in [1, 10, 100, n] {
+                let (d, ids) = ix.search(q.clone(), k, 16).unwrap();
+                let mut seen: Vec<i64> = ids[..k].to_vec();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), k, "{kind:?} n {n} k {k} threads {threads}: {ids:?}");
+                assert!(ids.iter().all(|&i| (0..n as i64).contains(&i)));
+                assert!(d[..k].iter().all(|&x| x == 0.0));
+            }
+        }
+    }
+    // duplicates beside distinct points: the nearest are the duplicates, all found (built on one thread, so the
+    // graph is the same in every run: a parallel build's graph depends on the threads' timing)
+    let mut v = vec![0.25f32; 300 * dim];
+    v.extend(clustered(700, dim, 5));
+    let mut ix = Index::new(params(Kind::Hnsw, Metric::L2, Dtype::F32, dim)).unwrap();
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    one.install(|| ix.add(Rows::F32(v))).unwrap();
+    let (d, ids) = ix.search(Rows::F32(vec![0.25; dim]), 50, 60).unwrap();
+    assert!(ids.iter().all(|&i| (0..300).contains(&i)) && d.iter().all(|&x| x == 0.0), "{ids:?}");
+}
+
+fn labelled_search(ix: &Index, q: &[f32], k: usize) -> Vec<i64> {
+    ix.search(Rows::F32(q.to_vec()), k, 64).unwrap().1
+}
+
+#[test]
+fn add_with_ids_remove_ids_and_their_file_round_trip() {
+    let dim = 6;
+    for kind in [Kind::Hnsw, Kind::Vamana] {
+        let pts = clustered(900, dim, 11);
+        let mut ix = Index::new(params(kind, Metric::L2, Dtype::F32, dim)).unwrap();
+        ix.add(Rows::F32(pts[..300 * dim].to_vec())).unwrap();
+        let g0 = ix.generation();
+        let ids: Vec<i64> = (0..300).map(|i| 10_000 + 7 * i).collect();
+        ix.add_with_ids(Rows::F32(pts[300 * dim..600 * dim].to_vec()), Some(&ids)).unwrap();
+        assert!(ix.generation() > g0);
+        ix.add(Rows::F32(pts[600 * dim..].to_vec())).unwrap(); // labels continue past the largest: 12094..
+        assert_eq!((ix.label(0), ix.label(300), ix.label(600)), (0, 10_000, 10_000 + 7 * 299 + 1));
+        // refused: repeats, ids already present, negatives, wrong count; nothing changes
+        let one = Rows::F32(pts[..dim].to_vec());
+        for bad in [vec![5i64], vec![10_000], vec![-1]] {
+            assert!(ix.add_with_ids(one.clone(), Some(&bad)).is_err(), "{bad:?}");
+        }
+        assert!(ix.add_with_ids(Rows::F32(pts[..2 * dim].to_vec()), Some(&[1 << 40, 1 << 40])).is_err());
+        assert!(ix.add_with_ids(one.clone(), Some(&[])).is_err());
+        assert_eq!(ix.len(), 900);
+        // each stored vector finds itself under its label
+        let q = &pts[305 * dim..306 * dim];
+        assert_eq!(labelled_search(&ix, q, 1), vec![10_000 + 7 * 5]);
+        // remove a third (every third label) plus unknown labels: the rest are still found, the removed never
+        let gone: Vec<i64> = (0..900u32).filter(|v| v % 3 == 0).map(|v| ix.label(v)).chain([-5, 1 << 50]).collect();
+        let before: Vec<i64> = (0..900u32).map(|v| ix.label(v)).collect();
+        assert_eq!(ix.remove_ids(&gone), 300);
+        assert_eq!(ix.remove_ids(&gone), 0, "removing again removes nothing");
+        assert_eq!(ix.len(), 600);
+        let mut found = 0;
+        for v in (0..900usize).filter(|v| v % 3 != 0) {
+            let got = labelled_search(&ix, &pts[v * dim..(v + 1) * dim], 10);
+            assert!(got.iter().all(|l| !gone.contains(l)), "{kind:?}: a removed label came back");
+            found += usize::from(got[0] == before[v]);
+        }
+        assert!(found >= 590, "{kind:?}: {found} of 600 survivors find themselves first");
+        // the file keeps the labels; a reloaded index searches alike
+        let back = Index::from_bytes(&ix.to_bytes()).unwrap();
+        assert_eq!(labelled_search(&back, q, 5), labelled_search(&ix, q, 5));
+        // removing everything leaves an empty index that searches to padding, then takes new vectors
+        let all: Vec<i64> = (0..ix.len() as u32).map(|v| ix.label(v)).collect();
+        assert_eq!(ix.remove_ids(&all), 600);
+        assert!(ix.is_empty());
+        let (d, i) = ix.search(Rows::F32(q.to_vec()), 3, 8).unwrap();
+        assert_eq!(i, vec![-1; 3]);
+        assert!(d.iter().all(|x| x.is_infinite()));
+        ix.add(Rows::F32(pts[..10 * dim].to_vec())).unwrap();
+        assert!(labelled_search(&ix, &pts[..dim], 1)[0] > 12_094, "labels are never reused");
+    }
+}
+
+#[test]
+fn version_one_files_still_load() {
+    let dim = 4;
+    let mut ix = Index::new(params(Kind::Hnsw, Metric::L2, Dtype::F32, dim)).unwrap();
+    ix.add(Rows::F32(clustered(100, dim, 2))).unwrap();
+    let v2 = ix.to_bytes();
+    // a version-1 file is the version-2 one without the labels section (next label u64 + flag byte)
+    let mut v1 = v2[..v2.len() - 4 - 9].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32fast::hash(&v1);
+    v1.extend_from_slice(&crc.to_le_bytes());
+    let back = Index::from_bytes(&v1).unwrap();
+    assert_eq!(back.len(), 100);
+    assert_eq!(back.to_bytes(), v2);
 }

@@ -33,7 +33,7 @@ fn lockstep_equals_host_search_over_many_seeds() {
         let qv = |i: u32| nearflash_ndsearch::VecRef::F32(&q[i as usize * dim..(i as usize + 1) * dim]);
         let entries: Vec<u32> = (0..40).map(|i| ix.entry_for(qv(i)).unwrap()).collect();
         for speculate in [0, 4] {
-            let cfg = LockstepConfig { k: 10, ef: 24 + seed as usize, speculate };
+            let cfg = LockstepConfig { k: 10, ef: 24 + seed as usize, speculate, vertices: ix.len() };
             let ls = lockstep_search(&entries, cfg, |v, f| ix.layer0().for_each(v, f), |qi, v| ix.distance_to(qv(qi), v));
             for i in 0..40u32 {
                 let host = ix.search_one(qv(i), cfg.k, cfg.ef);
@@ -55,7 +55,7 @@ fn reordering_and_dynamic_allocating_cut_page_accesses() {
     let g = Geometry { luns: 8, planes_per_lun: 2, blocks_per_plane: 64, pages_per_block: 16, page_bytes: 1024 };
     let qv = |i: u32| nearflash_ndsearch::VecRef::F32(&q[i as usize * dim..(i as usize + 1) * dim]);
     let entries: Vec<u32> = (0..40).map(|i| ix.entry_for(qv(i)).unwrap()).collect();
-    let trace = lockstep_search(&entries, LockstepConfig { k: 10, ef: 32, speculate: 0 }, |v, f| ix.layer0().for_each(v, f), |qi, v| {
+    let trace = lockstep_search(&entries, LockstepConfig { k: 10, ef: 32, speculate: 0, vertices: ix.len() }, |v, f| ix.layer0().for_each(v, f), |qi, v| {
         ix.distance_to(qv(qi), v)
     });
     let its: Vec<_> = trace.iterations.iter().map(|i| i.pairs.clone()).collect();
@@ -156,5 +156,31 @@ fn baselines_return_the_host_results_and_are_ordered_against_searssd() {
         let sp = run_batch_as(&ix, Rows::F32(q.clone()), 10, 32, Reorder::DegreeBfs, true, g, &p, &f,
                               Variant { design: Design::SearSsd, multiplane: false }, &b).unwrap();
         assert!(sp.read_ops > s.read_ops && sp.total_ns >= s.total_ns && sp.ids == s.ids);
+    }
+}
+
+/// The lock-step batch search continues from unvisited vertices exactly as the host search does when a graph of
+/// repeated vectors leaves fewer than `k` reachable: equal results, `k` each.
+#[test]
+fn lockstep_equals_host_search_on_duplicates() {
+    let dim = 4;
+    for kind in [Kind::Hnsw, Kind::Vamana] {
+        let p = Params { kind, metric: Metric::L2, dtype: Dtype::F32, dim, r: 4, ef_construction: 20, alpha: 1.2, seed: 3 };
+        let mut ix = Index::new(p).unwrap();
+        let mut v = vec![1.0f32; 400 * dim];
+        v.extend((0..100 * dim).map(|i| (i % 13) as f32));
+        ix.add(Rows::F32(v)).unwrap();
+        let q: Vec<f32> = [vec![1.0; dim], vec![5.0; dim], vec![12.0; dim]].concat();
+        let qv = |i: u32| nearflash_ndsearch::VecRef::F32(&q[i as usize * dim..(i as usize + 1) * dim]);
+        let entries: Vec<u32> = (0..3).map(|i| ix.entry_for(qv(i)).unwrap()).collect();
+        for k in [10, 60] {
+            let cfg = LockstepConfig { k, ef: 8, speculate: 2, vertices: ix.len() };
+            let ls = lockstep_search(&entries, cfg, |v, f| ix.layer0().for_each(v, f), |qi, v| ix.distance_to(qv(qi), v));
+            for i in 0..3u32 {
+                let host = ix.search_one(qv(i), k, cfg.ef);
+                assert_eq!(host.len(), k, "{kind:?} k {k}");
+                assert_eq!(ls.results[i as usize], host, "{kind:?} k {k} query {i}");
+            }
+        }
     }
 }

@@ -38,9 +38,9 @@ use crate::learner::{Learnt, Learner};
 use crate::oob_list::{self, PageCache};
 use crate::sched::{instructions_for, Fetcher, NiceParams, Sequencer, SharedPages};
 use nearflash_core::config::ExtParams;
-use nearflash_core::device::OpClass;
+use nearflash_core::ext::OpClass;
 use crate::source::BlockSource;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{UnitHandle, UnitSpec};
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Sqe, Status};
 use nearflash_core::nvme::opcode;
@@ -412,7 +412,8 @@ impl NiceFirmware {
                     }
                     (value, done)
                 };
-                let res = result_block(op, found.size, found.inode, value, &tail);
+                let file = ops::Found { size: found.size, inode: found.inode, generation: found.generation };
+                let res = result_block(op, file, value, &tail);
                 out.fill(0);
                 let n = res.len().min(out.len());
                 out[..n].copy_from_slice(&res[..n]);
@@ -503,7 +504,8 @@ impl NiceFirmware {
                 let (r, done) = crate::fsr::walk(ctx, learner, &mut self.cache, &path, t)?;
                 self.stats.fsr_walks += 1;
                 self.stats.fsr_reads += u64::from(r.flash_reads);
-                let res = result_block(OP_FSR, r.size, r.inode, u64::from(r.flash_reads), &r.levels.to_le_bytes());
+                let file = ops::Found { size: r.size, inode: r.inode, generation: r.generation };
+                let res = result_block(OP_FSR, file, u64::from(r.flash_reads), &r.levels.to_le_bytes());
                 out.fill(0);
                 let n = res.len().min(out.len());
                 out[..n].copy_from_slice(&res[..n]);

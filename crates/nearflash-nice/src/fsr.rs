@@ -7,7 +7,7 @@ use crate::learner::Learner;
 use crate::oob_list::{PageCache, INODE_PARSE_INSTR};
 use crate::reader::Ext4Reader;
 use crate::source::BlockSource;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use std::collections::{BTreeSet, HashMap};
 
@@ -15,6 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FsrResult {
     pub inode: u32,
+    pub generation: u32,
     pub size: u64,
     pub levels: u32,
     pub flash_reads: u32,
@@ -76,13 +77,13 @@ pub fn walk(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, pat
         let mut fs = Ext4Reader::open(&mut w, start).ok()?;
         let (ino, levels) = fs.lookup(path).ok()?;
         let inode = fs.inode(ino).ok()?;
-        inode.is_regular().then_some((ino, inode.size, levels))
+        inode.is_regular().then_some((ino, inode.generation, inode.size, levels))
     })();
     if let Some(e) = w.error {
         return Err(e);
     }
-    let Some((inode, size, levels)) = found else {
+    let Some((inode, generation, size, levels)) = found else {
         return Err(w.ctx.explain(Status::INVALID_FIELD, None, format!("FSR path {path:?}: no regular file of that path in partition 0")));
     };
-    Ok((FsrResult { inode, size, levels: levels as u32, flash_reads: w.reads }, w.t))
+    Ok((FsrResult { inode, generation, size, levels: levels as u32, flash_reads: w.reads }, w.t))
 }

@@ -5,7 +5,7 @@
 //! another request holds in the shared buffer comes from DRAM; what this read brings in is held until it completes.
 
 use crate::sched::SharedPages;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{DataBuf, ExecCtx, ReadTo, Sqe, Status};
 
 /// What serving one ordinary Read did.

@@ -8,7 +8,10 @@
 //! port at `axi_bytes_per_cycle`, which bounds large D (the paper's D = 64 result).
 //!
 //! Distances are squared L2 in exact integer arithmetic, so partitioning by dimension or by vector changes nothing
-//! in the answer: ties are broken by vector index, so the answer equals a brute-force sort.
+//! in the answer: ties are broken by vector index, so the answer equals a brute-force sort. The accumulators are
+//! 128 bits wide: a 32-bit difference squared needs 64 bits and a sum over up to `MAX_DIM` = 2^10 dimensions 74,
+//! so every representable input is exact (a 64-bit accumulator wraps on full-range int32 embeddings). The
+//! firmware's result carries each distance in 64 bits, saturated ([`reported`]); the ranking never is.
 
 use crate::error::{invalid, Result};
 use nearflash_core::config::{ExtParams, ParamError};
@@ -42,6 +45,13 @@ pub enum Width {
 }
 
 impl Width {
+    /// The values an element (and a query value) of this width may hold.
+    pub fn range(self) -> std::ops::RangeInclusive<i64> {
+        match self {
+            Width::I16 => i64::from(i16::MIN)..=i64::from(i16::MAX),
+            Width::I32 => i64::from(i32::MIN)..=i64::from(i32::MAX),
+        }
+    }
     pub fn bytes(self) -> usize {
         match self {
             Width::I16 => 2,
@@ -60,6 +70,12 @@ impl Width {
 /// Dimensions NICE-K supports (the paper evaluates D = 4..64).
 pub const MAX_DIM: usize = 1024;
 pub const MAX_K: usize = 4096;
+
+/// A squared distance as the 64-bit result field carries it: exact below 2^64 - 1, else saturated at
+/// `u64::MAX` (only int32 embeddings far apart reach it).
+pub fn reported(dist: u128) -> u64 {
+    u64::try_from(dist).unwrap_or(u64::MAX)
+}
 
 fn element(b: &[u8], w: Width) -> i64 {
     match w {
@@ -84,11 +100,11 @@ pub fn vector_count(data: &[u8], dim: usize, width: Width) -> Result<usize> {
 #[derive(Debug, Clone)]
 struct Selector {
     k: usize,
-    best: Vec<(u64, u32)>,
+    best: Vec<(u128, u32)>,
 }
 
 impl Selector {
-    fn push(&mut self, c: (u64, u32)) {
+    fn push(&mut self, c: (u128, u32)) {
         if self.best.len() == self.k && c >= *self.best.last().expect("k >= 1") {
             return;
         }
@@ -99,8 +115,17 @@ impl Selector {
 }
 
 /// The K nearest vectors to `query` (squared L2 distance, vector index), nearest first.
-pub fn knn(data: &[u8], dim: usize, width: Width, query: &[i64], k: usize, p: &KnnParams) -> Result<Vec<(u64, u32)>> {
+pub fn knn(data: &[u8], dim: usize, width: Width, query: &[i64], k: usize, p: &KnnParams) -> Result<Vec<(u128, u32)>> {
     Ok(knn_batch(data, dim, width, &[query.to_vec()], k, p)?.remove(0))
+}
+
+/// Checks that every query value fits the embedding's element width (the distance unit's operand width).
+pub fn check_query_values(queries: &[Vec<i64>], width: Width) -> Result<()> {
+    let range = width.range();
+    match queries.iter().flatten().find(|v| !range.contains(v)) {
+        Some(v) => Err(invalid(format!("query value {v}: a {}-bit embedding takes {}..={}", 8 * width.bytes(), range.start(), range.end()))),
+        None => Ok(()),
+    }
 }
 
 /// Checks a batch's size against the query buffer (`max_queries`).
@@ -113,12 +138,13 @@ pub fn check_batch(queries: usize, p: &KnnParams) -> Result<()> {
 
 /// The K nearest vectors to each of `queries`, in one pass over the file: every vector is decoded once and each
 /// query's distance unit and selectors see it (as [`knn`] per query, the same answers).
-pub fn knn_batch(data: &[u8], dim: usize, width: Width, queries: &[Vec<i64>], k: usize, p: &KnnParams) -> Result<Vec<Vec<(u64, u32)>>> {
+pub fn knn_batch(data: &[u8], dim: usize, width: Width, queries: &[Vec<i64>], k: usize, p: &KnnParams) -> Result<Vec<Vec<(u128, u32)>>> {
     let n = vector_count(data, dim, width)?;
     check_batch(queries.len(), p)?;
     if let Some(q) = queries.iter().find(|q| q.len() != dim) {
         return Err(invalid(format!("query has {} values, dim is {dim}", q.len())));
     }
+    check_query_values(queries, width)?;
     if k == 0 || k > MAX_K {
         return Err(invalid(format!("k {k}: 1..={MAX_K} allowed")));
     }
@@ -129,7 +155,7 @@ pub fn knn_batch(data: &[u8], dim: usize, width: Width, queries: &[Vec<i64>], k:
     let s = p.selectors.max(1.0) as usize;
     let w = width.bytes();
     let mut sel = vec![vec![Selector { k, best: Vec::with_capacity(k + 1) }; s]; queries.len()];
-    let (mut row, mut partial) = (vec![0i64; dim], vec![0u64; lanes]);
+    let (mut row, mut partial) = (vec![0i64; dim], vec![0u128; lanes]);
     for i in 0..n {
         for (d, v) in row.iter_mut().enumerate() {
             *v = element(&data[(i * dim + d) * w..], width);
@@ -138,10 +164,12 @@ pub fn knn_batch(data: &[u8], dim: usize, width: Width, queries: &[Vec<i64>], k:
             // Dimension-partitioned: lane j accumulates dimensions j, j + lanes, ...; the adder tree sums the lanes.
             partial.fill(0);
             for d in 0..dim {
-                let diff = (row[d] - query[d]).unsigned_abs();
-                partial[d % lanes] = partial[d % lanes].wrapping_add(diff.wrapping_mul(diff));
+                // |difference| < 2^32 (both in the width's range), so its square fits 64 bits and a lane's sum
+                // of at most MAX_DIM of them fits 128.
+                let diff = u128::from((row[d] - query[d]).unsigned_abs());
+                partial[d % lanes] += diff * diff;
             }
-            let dist = partial.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+            let dist: u128 = partial.iter().sum();
             sel[i % s].push((dist, i as u32));
         }
     }
@@ -212,16 +240,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn brute(data: &[u8], dim: usize, w: Width, q: &[i64], k: usize) -> Vec<(u64, u32)> {
+    /// The exact reference: signed 128-bit arithmetic, a plain sort.
+    fn brute(data: &[u8], dim: usize, w: Width, q: &[i64], k: usize) -> Vec<(u128, u32)> {
         let n = data.len() / (dim * w.bytes());
-        let mut all: Vec<(u64, u32)> = (0..n)
+        let mut all: Vec<(u128, u32)> = (0..n)
             .map(|i| {
-                let d = (0..dim)
+                let d: i128 = (0..dim)
                     .map(|j| {
-                        let x = element(&data[(i * dim + j) * w.bytes()..], w) - q[j];
-                        (x * x) as u64
+                        let x = i128::from(element(&data[(i * dim + j) * w.bytes()..], w)) - i128::from(q[j]);
+                        x * x
                     })
                     .sum();
+                let d = u128::try_from(d).unwrap();
                 (d, i as u32)
             })
             .collect();
@@ -246,6 +276,72 @@ mod tests {
             let p = KnnParams { lanes: f64::from(lanes), selectors: f64::from(sel), ..KnnParams::default() };
             prop_assert_eq!(knn(&data, dim, w, &q, k, &p).unwrap(), brute(&data, dim, w, &q, k));
         }
+    }
+
+    /// Values over the width's whole range, its extremes often (where a narrow accumulator wraps).
+    fn full_range(w: Width) -> impl Strategy<Value = i64> {
+        let (lo, hi) = (*w.range().start(), *w.range().end());
+        prop_oneof![Just(lo), Just(hi), Just(0i64), Just(lo + 1), Just(hi - 1), lo..=hi]
+    }
+
+    fn full_range_case() -> impl Strategy<Value = (Width, usize, Vec<i64>, Vec<Vec<i64>>, usize)> {
+        (any::<bool>(), 1usize..=64, 1usize..40, 1usize..4).prop_flat_map(|(wide, dim, n, q)| {
+            let w = if wide { Width::I32 } else { Width::I16 };
+            (
+                Just(w),
+                Just(dim),
+                proptest::collection::vec(full_range(w), n * dim),
+                proptest::collection::vec(proptest::collection::vec(full_range(w), dim), q),
+                1usize..=n + 2,
+            )
+        })
+    }
+
+    fn encode(values: &[i64], w: Width) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|&v| match w {
+                Width::I16 => (v as i16).to_le_bytes().to_vec(),
+                Width::I32 => (v as i32).to_le_bytes().to_vec(),
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn exact_over_the_full_range_of_either_width((w, dim, values, queries, k) in full_range_case(), lanes in 1u32..20, sel in 1u32..6) {
+            let data = encode(&values, w);
+            let p = KnnParams { lanes: f64::from(lanes), selectors: f64::from(sel), ..KnnParams::default() };
+            let got = knn_batch(&data, dim, w, &queries, k, &p).unwrap();
+            for (g, q) in got.iter().zip(&queries) {
+                prop_assert_eq!(g, &brute(&data, dim, w, q, k));
+            }
+        }
+    }
+
+    #[test]
+    fn full_range_int32_rows_rank_exactly() {
+        // A 64-bit accumulator wraps the far row's 4 x (2^32 - 1)^2 and ranks it first.
+        let rows: Vec<i64> = [i64::from(i32::MAX), 0, i64::from(i32::MIN)].iter().flat_map(|&v| [v; 4]).collect();
+        let q = vec![i64::from(i32::MIN); 4];
+        let got = knn(&encode(&rows, Width::I32), 4, Width::I32, &q, 3, &KnnParams::default()).unwrap();
+        assert_eq!(got.iter().map(|c| c.1).collect::<Vec<_>>(), vec![2, 1, 0]);
+        assert_eq!(got[2].0, 4 * u128::from(u32::MAX) * u128::from(u32::MAX));
+        assert_eq!(got[1].0, 1 << 64);
+        assert_eq!((reported(got[1].0 - 1), reported(got[1].0)), (u64::MAX, u64::MAX), "the result field saturates");
+        assert_eq!(reported((1 << 64) - 2), u64::MAX - 1);
+    }
+
+    #[test]
+    fn query_values_outside_the_width_are_refused() {
+        let p = KnnParams::default();
+        for (w, bad) in [(Width::I16, 32768), (Width::I16, -32769), (Width::I32, 1 << 31), (Width::I32, -(1 << 31) - 1)] {
+            let data = vec![0u8; 4 * w.bytes()];
+            let e = knn(&data, 4, w, &[0, 0, bad, 0], 1, &p).unwrap_err().to_string();
+            assert!(e.contains(&format!("query value {bad}")), "{e}");
+        }
+        assert!(knn(&[0; 8], 4, Width::I16, &[-32768, 32767, 0, 0], 1, &p).is_ok(), "the extremes are allowed");
     }
 
     proptest! {

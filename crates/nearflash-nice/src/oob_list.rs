@@ -24,7 +24,7 @@ use crate::ext4::{resolve_extents, Inode};
 use crate::learner::{FileLayout, Learner};
 use crate::oob::{chain_records, OobRecord, OOB_RECORD_BYTES};
 use crate::sched::Fetcher;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status};
 use nearflash_core::ext::SPARE_BYTES;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -101,6 +101,8 @@ impl PageCache {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located {
     pub inode: u32,
+    /// The inode's `i_generation` (which allocation of the inode number this file is).
+    pub generation: u32,
     pub size: u64,
     pub lbas: Vec<u64>,
     /// Byte offset in the file of each of `lbas` (holes between extents read as zeros).
@@ -186,7 +188,7 @@ pub fn locate(ctx: &mut ExecCtx<'_>, learner: &Learner, cache: &mut PageCache, h
         return Err(Status::INVALID_FIELD);
     }
     let t = ctx.firmware(t, INODE_PARSE_INSTR);
-    Ok((Located { inode: rec.inode, size: inode.size, lbas, offsets, flash_reads: reads }, t))
+    Ok((Located { inode: rec.inode, generation: inode.generation, size: inode.size, lbas, offsets, flash_reads: reads }, t))
 }
 
 /// The OOB records of a file at its pages' current physical sectors, written in place. Returns the chain.
@@ -316,7 +318,7 @@ mod tests {
 
     #[test]
     fn assembly_puts_sectors_at_their_offsets_with_zero_holes_and_cuts_the_tail() {
-        let loc = Located { inode: 12, size: 10, lbas: vec![7, 9], offsets: vec![0, 6], flash_reads: 2 };
+        let loc = Located { inode: 12, generation: 0, size: 10, lbas: vec![7, 9], offsets: vec![0, 6], flash_reads: 2 };
         let sectors = [1u8, 1, 1, 1, 2, 2, 2, 2];
         assert_eq!(loc.assemble(&sectors, 4), vec![1, 1, 1, 1, 0, 0, 2, 2, 2, 2]);
         // A size beyond the last data sector: a trailing hole.

@@ -3,8 +3,8 @@
 
 use crate::cnn::{network_timing, CnnParams};
 use crate::firmware::{OP_CNN, OP_CRC32, OP_FSR, OP_KNN, OP_KNN_BATCH, OP_LOCATE, OP_SUM};
-use crate::knn::{knn_batch, knn_batch_timing, KnnParams, Width};
-use nearflash_core::engine::Time;
+use crate::knn::{knn_batch, knn_batch_timing, reported, KnnParams, Width};
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, Status, UnitHandle};
 
 /// Firmware instructions per byte processed by the software ops on the A53 (CRC table walk), assumed.
@@ -78,6 +78,17 @@ impl Job {
                 }
                 let q = b.get(8..8 + 4 * dim * n).ok_or_else(|| short(8 + 4 * dim * n))?;
                 let values: Vec<i64> = q.chunks(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect();
+                // The query travels as i32 whatever the width; a 16-bit embedding's distance unit takes 16-bit values.
+                if let Some(at) = values.iter().position(|v| !width.range().contains(v)) {
+                    return Err(format!(
+                        "NICE-K query value {} (block bytes {}..{}): a {bits}-bit embedding takes {}..={}",
+                        values[at],
+                        8 + 4 * at,
+                        12 + 4 * at,
+                        width.range().start(),
+                        width.range().end()
+                    ));
+                }
                 Ok(Job::Knn { width, dim, k, queries: values.chunks(dim).map(<[i64]>::to_vec).collect(), batch })
             }
             other => Err(format!(
@@ -110,8 +121,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let best = knn_batch(bytes, *dim, *width, queries, *k, knn_params)
                 .map_err(|e| ctx.explain(Status::INVALID_FIELD, None, format!("NICE-K over a file of {} bytes: {e}", bytes.len())))?;
             let pairs: usize = best.iter().map(Vec::len).sum();
-            if out_len < 24 + 12 * pairs {
-                let why = format!("NICE_Read of {out_len} bytes: the result of {pairs} neighbours takes {} (raise NLB)", 24 + 12 * pairs);
+            if out_len < RESULT_HEADER + 12 * pairs {
+                let why = format!("NICE_Read of {out_len} bytes: the result of {pairs} neighbours takes {} (raise NLB)", RESULT_HEADER + 12 * pairs);
                 return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             let n = (bytes.len() / (dim * width.bytes())) as u64;
@@ -125,7 +136,7 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let busy = queries.len().min(knn_params.query_units.max(1.0) as usize) as u32;
             let done = (0..busy).map(|lane| ctx.compute(start, unit, lane, timing.total_cycles)).max().unwrap_or(start).max(done);
             for (d, i) in best.iter().flatten() {
-                tail.extend_from_slice(&d.to_le_bytes());
+                tail.extend_from_slice(&reported(*d).to_le_bytes());
                 tail.extend_from_slice(&i.to_le_bytes());
             }
             (if *batch { queries.len() as u64 } else { pairs as u64 }, done)
@@ -142,8 +153,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
                 return Err(ctx.explain(Status::INVALID_FIELD, None, why));
             }
             let n = bytes.len() / frame;
-            if out_len < 24 + 2 * n {
-                let why = format!("NICE_Read of {out_len} bytes: the classes of {n} images take {} (raise NLB)", 24 + 2 * n);
+            if out_len < RESULT_HEADER + 2 * n {
+                let why = format!("NICE_Read of {out_len} bytes: the classes of {n} images take {} (raise NLB)", RESULT_HEADER + 2 * n);
                 return Err(ctx.explain(Status::INVALID_FIELD, Some(48), why));
             }
             for img in bytes.chunks_exact(frame) {
@@ -160,13 +171,50 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
     })
 }
 
-/// The result block of a NICE_Read: op, file size, inode, value, then the op's tail.
-pub(crate) fn result_block(op: u32, size: u64, inode: u32, value: u64, tail: &[u8]) -> Vec<u8> {
-    let mut res = Vec::with_capacity(24 + tail.len());
+/// Bytes of a NICE_Read result before the op's tail: op u32, file size u64, inode u32, value u64, the inode's
+/// generation u32, 4 reserved (zero) bytes. Size, inode and generation let the host library tell a result of the
+/// file it opened from one of another file now at the same head LBA (a stale handle).
+pub const RESULT_HEADER: usize = 32;
+
+/// The file a result is about, as the firmware found it on flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub size: u64,
+    pub inode: u32,
+    pub generation: u32,
+}
+
+/// The result block of a NICE_Read: the header ([`RESULT_HEADER`]), then the op's tail.
+pub(crate) fn result_block(op: u32, file: Found, value: u64, tail: &[u8]) -> Vec<u8> {
+    let mut res = Vec::with_capacity(RESULT_HEADER + tail.len());
     res.extend_from_slice(&op.to_le_bytes());
-    res.extend_from_slice(&size.to_le_bytes());
-    res.extend_from_slice(&inode.to_le_bytes());
+    res.extend_from_slice(&file.size.to_le_bytes());
+    res.extend_from_slice(&file.inode.to_le_bytes());
     res.extend_from_slice(&value.to_le_bytes());
+    res.extend_from_slice(&file.generation.to_le_bytes());
+    res.extend_from_slice(&[0; 4]);
     res.extend_from_slice(tail);
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knn_block(bits: u8, query: &[i32]) -> Vec<u8> {
+        let mut b = vec![OP_KNN as u8, bits];
+        b.extend_from_slice(&(query.len() as u16).to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        b.extend(query.iter().flat_map(|v| v.to_le_bytes()));
+        b
+    }
+
+    #[test]
+    fn a_query_value_outside_the_embedding_width_is_refused_at_bind() {
+        let why = Job::parse(&knn_block(16, &[0, 40_000, 0, 0])).unwrap_err();
+        assert!(why.contains("query value 40000 (block bytes 12..16)") && why.contains("-32768..=32767"), "{why}");
+        assert!(Job::parse(&knn_block(16, &[-32768, 32767, 0, 0])).is_ok());
+        assert!(Job::parse(&knn_block(32, &[i32::MIN, i32::MAX, 40_000, 0])).is_ok());
+    }
 }

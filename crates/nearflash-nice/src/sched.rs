@@ -24,7 +24,7 @@
 //!   instead of reading the NAND again. The buffer holds `shared_buffer_pages` sectors at most (oldest dropped) and
 //!   a host write to an LBA drops its copy.
 
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
 use std::collections::BTreeMap;
 

@@ -8,6 +8,7 @@ use nearflash_core::ext::{DataBuf, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
 use nearflash_nice::firmware::{NiceFirmware, OP_CRC32, OP_SUM};
+use nearflash_nice::ops::RESULT_HEADER;
 use nearflash_nice::reader::Ext4Reader;
 use nearflash_nice::source::MemDisk;
 
@@ -157,7 +158,7 @@ fn nice_k_over_an_embedding_file_equals_a_brute_force_reference() {
     assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), k as u64);
     let got: Vec<(u64, u32)> = (0..k)
         .map(|j| {
-            let o = 24 + 12 * j;
+            let o = RESULT_HEADER + 12 * j;
             (u64::from_le_bytes(out[o..o + 8].try_into().unwrap()), u32::from_le_bytes(out[o + 8..o + 12].try_into().unwrap()))
         })
         .collect();
@@ -234,14 +235,14 @@ fn a_batch_of_queries_shares_one_pass_and_each_answer_equals_the_brute_force() {
     let b = knn_block(OP_KNN_BATCH, dim, k, &queries, n as u16, s.ss);
     let sectors = (b.len() / s.ss) as u32;
     assert!(io(&mut s.dev, opcode::WRITE, s.cap + head, DataBuf::ToDevice(&b), sectors).is_success());
-    let out_sectors = (24 + 12 * n * k).div_ceil(s.ss) as u32;
+    let out_sectors = (RESULT_HEADER + 12 * n * k).div_ceil(s.ss) as u32;
     let (st, batch_ns, out) = read(&mut s, out_sectors);
     assert!(st.is_success(), "{st}");
     assert_eq!(u64::from_le_bytes(out[16..24].try_into().unwrap()), n as u64, "value = the number of queries");
     for (qi, q) in queries.iter().enumerate() {
         let got: Vec<(u64, u32)> = (0..k)
             .map(|j| {
-                let o = 24 + 12 * (qi * k + j);
+                let o = RESULT_HEADER + 12 * (qi * k + j);
                 (u64::from_le_bytes(out[o..o + 8].try_into().unwrap()), u32::from_le_bytes(out[o + 8..o + 12].try_into().unwrap()))
             })
             .collect();

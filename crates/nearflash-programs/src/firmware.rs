@@ -17,7 +17,7 @@ use crate::program::{self, Fault, Program};
 use crate::slm::{MemoryRange, Slm};
 use crate::status::{self, Refusal};
 use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, UnitHandle};
 use nearflash_core::nvme::{Sqe, Status};
 use nearflash_core::SimError;

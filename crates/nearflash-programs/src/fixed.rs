@@ -10,7 +10,7 @@
 //! DRAM, and the unit adds `dim` lanes per row at `sls_unit_lanes` fp32 adds per cycle.
 
 use nearflash_core::ext::{ExecCtx, UnitHandle, UnitSpec};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_recssd::sls::{embedding_bag_sum_into, TableView};
 
 /// Device-defined programs and their descriptions; their indexes follow the downloadable slots.
@@ -44,11 +44,16 @@ pub fn sls_f32(
     let [table, idx, lens, out] = ranges else {
         return Err(Refused(format!("sls_f32 needs 4 ranges (table, indices, lengths, output), got {}", ranges.len())));
     };
-    let dim = usize::try_from(dim).ok().filter(|&d| d > 0).ok_or_else(|| Refused("dim (cparam1) must be > 0".into()))?;
-    if table.len() % (4 * dim) != 0 || idx.len() % 4 != 0 || lens.len() % 4 != 0 {
+    // CPARAM1 is the host's: every product with it is checked (a row of 2^62 f32 would wrap to 0 bytes).
+    let row_bytes = usize::try_from(dim).ok().filter(|&d| d > 0).and_then(|d| d.checked_mul(4)).filter(|&b| b <= out.len());
+    let Some(row_bytes) = row_bytes else {
+        return Err(Refused(format!("dim (cparam1) = {dim}: expected 1..={} (a row of f32 within the {}-byte output range)", out.len() / 4, out.len())));
+    };
+    let dim = row_bytes / 4;
+    if table.len() % row_bytes != 0 || idx.len() % 4 != 0 || lens.len() % 4 != 0 {
         return Err(Refused("range lengths must be whole rows and whole u32s".into()));
     }
-    let rows = table.len() / (4 * dim);
+    let rows = table.len() / row_bytes;
     let values: Vec<f32> = words(table, f32::from_le_bytes);
     let indices: Vec<u32> = words(idx, u32::from_le_bytes);
     let lengths: Vec<u32> = words(lens, u32::from_le_bytes);
@@ -62,7 +67,7 @@ pub fn sls_f32(
         return Err(Refused(format!("lengths add up to {at}, but there are {} indices", indices.len())));
     }
     let bags = lengths.len();
-    if out.len() != bags * dim * 4 {
+    if bags.checked_mul(row_bytes) != Some(out.len()) {
         return Err(Refused(format!("the output range must hold {bags} x {dim} f32")));
     }
     let view = TableView::new(&values, rows, dim).map_err(|e| Refused(e.to_string()))?;
@@ -71,9 +76,10 @@ pub fn sls_f32(
     for (o, v) in out.chunks_exact_mut(4).zip(&sums) {
         o.copy_from_slice(&v.to_le_bytes());
     }
-    let gathered = (indices.len() * dim * 4 + idx.len() + lens.len() + out.len()) as u64;
+    // Bytes the gather moves: each index names a whole row.
+    let gathered = (indices.len() as u64).saturating_mul(row_bytes as u64).saturating_add((idx.len() + lens.len() + out.len()) as u64);
     let moved = ctx.dram(ready, gathered);
-    let cycles = (indices.len() * dim) as f64 / lanes.max(1e-9);
+    let cycles = indices.len() as f64 * dim as f64 / lanes.max(1e-9);
     let added = ctx.compute(ready, unit, 0, cycles);
     Ok((bags as u64, moved.max(added)))
 }

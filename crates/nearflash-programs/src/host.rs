@@ -153,8 +153,42 @@ pub struct HostRun {
     pub outputs: Vec<Vec<u8>>,
 }
 
+/// Most bytes the host path holds at once, sources and outputs together: 1 GiB (assumed: the working set of a
+/// comparison run; the device path's ranges live in SLM, 64 MiB by default). Larger requests are refused before
+/// anything is read or allocated.
+pub const HOST_RUN_MAX_BYTES: u64 = 1 << 30;
+
+/// Checks `host_run`'s sources (within the namespace) and sizes ([`HOST_RUN_MAX_BYTES`]) before anything is read
+/// or allocated.
+pub fn check_host_run(dev: &Device, sources: &[(u64, u32)], outputs: &[usize]) -> Result<()> {
+    let (lba, lbas) = (dev.lba_bytes(), dev.namespace().lbas);
+    let mut total = 0u64;
+    for (i, &(slba, n)) in sources.iter().enumerate() {
+        if n == 0 || slba.checked_add(u64::from(n)).is_none_or(|end| end > lbas) {
+            let why = format!("sources[{i}]: {n} blocks from LBA {slba}: expected 1 or more blocks within the namespace's {lbas}");
+            return Err(SimError::InvalidArgument(why));
+        }
+        total += u64::from(n) * lba;
+    }
+    let total = outputs.iter().fold(total, |t, &n| t.saturating_add(n as u64));
+    if total > HOST_RUN_MAX_BYTES {
+        let why = format!("sources and outputs take {total} bytes: the host path holds at most {HOST_RUN_MAX_BYTES}");
+        return Err(SimError::InvalidArgument(why));
+    }
+    Ok(())
+}
+
+/// A zeroed buffer of `n` bytes, or an error naming `what` where the host cannot give the memory (never an abort).
+fn zeroed(n: usize, what: &str) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| SimError::InvalidArgument(format!("{what}: {n} bytes cannot be allocated on this host")))?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 /// Reads `sources` (`(slba, blocks)`, one memory range each, cut to `lengths[i]` bytes where given) and runs
-/// `program` over them and zeroed output ranges of `outputs` bytes (mapped after the sources) on the host.
+/// `program` over them and zeroed output ranges of `outputs` bytes (mapped after the sources) on the host. Sources
+/// past the namespace and more than [`HOST_RUN_MAX_BYTES`] in all are refused before anything is read.
 #[allow(clippy::too_many_arguments)]
 pub fn host_run(
     dev: &mut Device,
@@ -168,10 +202,11 @@ pub fn host_run(
     budget: u64,
 ) -> Result<HostRun> {
     use nearflash_core::nvme::{opcode, Sqe};
+    check_host_run(dev, sources, outputs)?;
     let start = dev.now();
     let lba = dev.lba_bytes();
     let max = dev.namespace().max_lbas.max(1);
-    let mut bufs: Vec<Vec<u8>> = sources.iter().map(|&(_, n)| vec![0u8; (u64::from(n) * lba) as usize]).collect();
+    let mut bufs: Vec<Vec<u8>> = sources.iter().enumerate().map(|(i, &(_, n))| zeroed((u64::from(n) * lba) as usize, &format!("sources[{i}]"))).collect::<Result<_>>()?;
     let mut last = start;
     const IN_FLIGHT: usize = 16;
     let mut chunks = Vec::new();
@@ -218,7 +253,7 @@ pub fn host_run(
         }
     }
     let bytes_read = bufs.iter().map(|b| b.len() as u64).sum();
-    let mut outs: Vec<Vec<u8>> = outputs.iter().map(|&n| vec![0u8; n]).collect();
+    let mut outs: Vec<Vec<u8>> = outputs.iter().enumerate().map(|(i, &n)| zeroed(n, &format!("outputs[{i}]"))).collect::<Result<_>>()?;
     let mut views: Vec<&mut [u8]> = bufs
         .iter_mut()
         .enumerate()

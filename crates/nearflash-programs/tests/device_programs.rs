@@ -273,6 +273,16 @@ fn the_device_defined_sls_runs_on_its_unit_and_cannot_be_replaced() {
     assert_eq!(got, [bag(&[1, 63, 63]), vec![0.0; dim], bag(&[0, 5, 9])].concat());
     let bad = host::execute(&mut dev, 1, pind, &ranges, &[], (0, 0)).unwrap();
     assert_eq!((bad.status, bad.dw0), (status::INVALID_PROGRAM_DATA, 5), "dim 0 is refused");
+    // Row widths whose byte count wraps (4 x 2^62 = 0, 4 x 2^63 = 0) or overflows, or past the output range: refused
+    // by name, never a panic (a remainder by a wrapped zero).
+    for dim in [1u64 << 62, 1 << 63, u64::MAX, (1 << 62) + 8, out_len as u64 / 4 + 1] {
+        let bad = host::execute(&mut dev, 1, pind, &ranges, &[], (dim, 0)).unwrap();
+        assert_eq!(bad.status, status::INVALID_PROGRAM_DATA, "dim {dim}");
+        assert!(bad.reason.as_deref().unwrap_or("").contains(&format!("dim (cparam1) = {dim}")), "{:?}", bad.reason);
+    }
+    let mut again = vec![0u8; out_len as usize];
+    ok(host::read_slm(&mut dev, 1, d, &mut again).unwrap());
+    assert_eq!(again, out, "a refused run leaves the output range as it was");
 }
 
 /// Every refusal puts its reason (the field and its allowed range) into the error log, where the host library

@@ -171,6 +171,27 @@ impl QModel {
             .map_err(err)?;
         Ok(v.into_pyarray(py))
     }
+    /// Everything the int8 executor computes with, for other executors of the same arithmetic: `network` (the
+    /// layer list), `input_scale`, and per weighted layer in body order `weight` (int8, the layer's weight shape),
+    /// `bias` (int32), `mult` and `shift` (requantisation `round(acc * mult * 2^-shift)`, saturated to +-127).
+    fn export<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("network", to_python(py, &self.inner.network)?)?;
+        d.set_item("input_scale", self.inner.input_scale)?;
+        let shapes = self.inner.network.body.iter().filter_map(|l| l.weight_shape().map(|w| w.0));
+        let layers = pyo3::types::PyList::empty(py);
+        for (w, shape) in self.inner.layers.iter().zip(shapes) {
+            let l = pyo3::types::PyDict::new(py);
+            let weight = numpy::ndarray::ArrayD::from_shape_vec(shape, w.weight.clone()).map_err(err)?;
+            l.set_item("weight", weight.into_pyarray(py))?;
+            l.set_item("bias", w.bias.clone().into_pyarray(py))?;
+            l.set_item("mult", w.mult)?;
+            l.set_item("shift", w.shift)?;
+            layers.append(l)?;
+        }
+        d.set_item("layers", layers)?;
+        Ok(d)
+    }
     /// Dequantised hash-layer pre-activations, (n, bits).
     fn forward<'py>(&self, py: Python<'py>, images: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let s = split_of(&images, self.inner.network.input.iter().product())?;
@@ -204,6 +225,20 @@ pub struct Graph {
     entries: Vec<Entry>,
     /// The plain layout's pages, generated on first use.
     plain_image: std::sync::OnceLock<gse::PageImage>,
+}
+
+impl Graph {
+    /// The plain layout's pages, generated once (at the default page size); `None` for other layouts, whose pages
+    /// are generated on demand.
+    fn plain_pages(&self, gp: &GraphPages<'_>) -> nearflash_cognitive::Result<Option<&gse::PageImage>> {
+        if gp.layout != GraphLayout::Plain || gp.page_size != CognitiveParams::default().page_size as usize {
+            return Ok(None);
+        }
+        if self.plain_image.get().is_none() {
+            let _ = self.plain_image.set(gse::PageImage::build(gp)?);
+        }
+        Ok(self.plain_image.get())
+    }
 }
 
 #[pymethods]
@@ -252,18 +287,68 @@ impl Graph {
         let cfg = SearchConfig::from_params(&p);
         let (ids, st) = py
             .allow_threads(|| {
-                if gp.layout == GraphLayout::Plain && gp.page_size == CognitiveParams::default().page_size as usize {
-                    if self.plain_image.get().is_none() {
-                        let _ = self.plain_image.set(gse::PageImage::build(&gp)?);
-                    }
-                    gse::search(&gp.format(), &mut self.plain_image.get().expect("set above"), &self.entries, query, t, &cfg, seed)
-                } else {
-                    gse::search(&gp.format(), &mut gp.clone(), &self.entries, query, t, &cfg, seed)
+                match self.plain_pages(&gp)? {
+                    Some(mut image) => gse::search(&gp.format(), &mut image, &self.entries, query, t, &cfg, seed),
+                    None => gse::search(&gp.format(), &mut gp.clone(), &self.entries, query, t, &cfg, seed),
                 }
             })
             .map_err(err)?;
         let stats = [("pages_read", st.pages_read), ("evaluated", st.evaluated), ("neighbour_steps", st.neighbour_steps), ("expansions", st.expansions)];
         Ok((ids.into_pyarray(py), stats.into_iter().collect()))
+    }
+    /// Graph searches of `queries` one after another on a host that reads the pages from an SSD through a page
+    /// cache of `cache_pages` pages, LRU, kept across the queries (`cold`: emptied before each, as when the graph
+    /// does not stay in DRAM). Query i draws its fallback vertices with `seed + i`. Returns (ids (n, t) uint32,
+    /// per-query stats as arrays: `pages_read` = the cache's misses, `evaluated`, `neighbour_steps`, `expansions`).
+    #[pyo3(signature = (queries, t, layout="plain", cache_pages=1, cold=false, seed=0, params=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn host_search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: PyReadonlyArray1<'_, u64>,
+        t: usize,
+        layout: &str,
+        cache_pages: usize,
+        cold: bool,
+        seed: u64,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyArray2<u32>>, std::collections::HashMap<&'static str, Bound<'py, PyArray1<u64>>>)> {
+        let p = params_from(params)?;
+        if cache_pages == 0 {
+            return Err(err("cache_pages: 0; a page cache holds at least 1 page"));
+        }
+        let gp = GraphPages::new(GraphLayout::parse(layout).map_err(err)?, &self.inner, &self.codes, self.bits, p.page_size as usize).map_err(err)?;
+        let cfg = SearchConfig::from_params(&p);
+        let qs: Vec<u64> = queries.as_array().iter().copied().collect();
+        let (ids, stats) = py
+            .allow_threads(|| -> nearflash_cognitive::Result<(Vec<u32>, Vec<gse::SearchStats>)> {
+                let mut image = self.plain_pages(&gp)?;
+                let mut generated = gp.clone();
+                let mut cache = gse::PageCache::new(cache_pages);
+                let (mut ids, mut stats) = (Vec::with_capacity(qs.len() * t), Vec::with_capacity(qs.len()));
+                for (i, &q) in qs.iter().enumerate() {
+                    if cold {
+                        cache.clear();
+                    }
+                    let src: &mut dyn gse::PageSource = match image.as_mut() {
+                        Some(img) => img,
+                        None => &mut generated,
+                    };
+                    let (found, st) = gse::search_cached(&gp.format(), src, &self.entries, q, t, &cfg, seed.wrapping_add(i as u64), &mut cache)?;
+                    ids.extend(found);
+                    stats.push(st);
+                }
+                Ok((ids, stats))
+            })
+            .map_err(err)?;
+        let column = |f: fn(&gse::SearchStats) -> u64| stats.iter().map(f).collect::<Vec<u64>>().into_pyarray(py);
+        let out = [
+            ("pages_read", column(|s| s.pages_read)),
+            ("evaluated", column(|s| s.evaluated)),
+            ("neighbour_steps", column(|s| s.neighbour_steps)),
+            ("expansions", column(|s| s.expansions)),
+        ];
+        Ok((rows_array(py, ids, t)?, out.into_iter().collect()))
     }
     /// Precision@T rows (brute force, plain, two-hop; pages and recall) for queries with labels.
     #[pyo3(signature = (labels, queries, query_labels, ts, params=None))]
@@ -331,6 +416,20 @@ fn compile_deployment<'py>(
         })
         .map_err(err)?;
     Ok((PyBytes::new(py, &m), PyBytes::new(py, &i)))
+}
+
+/// Recall of `returned` against brute force's top-T `bf` with ties at equal distance interchangeable: the
+/// fraction of `returned` no farther from `query` than brute force's T-th nearest.
+#[pyfunction]
+fn distance_recall(codes: PyReadonlyArray1<'_, u64>, query: u64, returned: PyReadonlyArray1<'_, u32>, bf: PyReadonlyArray1<'_, u32>) -> PyResult<f64> {
+    let (c, r, b) = (codes.as_slice().map_err(err)?, returned.as_slice().map_err(err)?, bf.as_slice().map_err(err)?);
+    if let Some(bad) = r.iter().chain(b).find(|&&i| i as usize >= c.len()) {
+        return Err(err(format!("ids: {bad} is not an index into the {} codes", c.len())));
+    }
+    if b.is_empty() || r.len() > b.len() {
+        return Err(err(format!("returned: {} ids against brute force's {}; bf holds the top-T (T >= 1), returned at most T", r.len(), b.len())));
+    }
+    Ok(gse::distance_recall(c, query, r, b))
 }
 
 /// Brute-force top-`t` ids by Hamming distance (ties by id).
@@ -413,6 +512,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "cognitive")?;
     sub.add_function(wrap_pyfunction!(load_fashion_mnist, &sub)?)?;
     sub.add_function(wrap_pyfunction!(brute_force, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(distance_recall, &sub)?)?;
     sub.add_function(wrap_pyfunction!(npe_timing, &sub)?)?;
     sub.add_function(wrap_pyfunction!(parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_command, &sub)?)?;

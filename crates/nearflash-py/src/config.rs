@@ -10,18 +10,22 @@ fn presets() -> Vec<&'static str> {
     preset_names()
 }
 
-/// Every parameter of a preset (after overrides) as (path, value, unit, source) tuples.
+/// Every parameter of a preset (after overrides) as (path, value, unit, source) tuples. With `validate` false the
+/// overrides are only resolved and parsed in their units (a combination's consistency is not checked).
 #[pyfunction]
-#[pyo3(signature = (name, overrides = None))]
+#[pyo3(signature = (name, overrides = None, validate = true))]
 fn preset_params(
     name: &str,
     overrides: Option<Vec<(String, String)>>,
+    validate: bool,
 ) -> PyResult<Vec<(String, String, String, String)>> {
     let mut tree = load_preset(name).map_err(to_py)?;
     for (k, v) in overrides.unwrap_or_default() {
         tree.set(&k, &v).map_err(to_py)?;
     }
-    DeviceConfig::from_tree(&tree).map_err(to_py)?;
+    if validate {
+        DeviceConfig::from_tree(&tree).map_err(to_py)?;
+    }
     Ok(tree.docs().into_iter().map(|d| (d.path, d.value, d.unit, d.source)).collect())
 }
 

@@ -74,7 +74,8 @@ const MAX_LOG_PAGE_BYTES: usize = 16 << 20;
 impl PyDevice {
     /// Creates a device: in directory `path` (an image) or in memory (`path` None).
     #[staticmethod]
-    #[pyo3(signature = (path, preset, overrides, seed = 1, materialise = true, durability_mode = "process"))]
+    #[pyo3(signature = (path, preset, overrides, seed = 1, materialise = true, durability_mode = "process", memory_limit = None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: Option<PathBuf>,
@@ -83,9 +84,13 @@ impl PyDevice {
         seed: u64,
         materialise: bool,
         durability_mode: &str,
+        memory_limit: Option<u64>,
     ) -> PyResult<Self> {
         let t = tree(preset, overrides)?;
-        let opts = DeviceOptions { seed, materialise, durability: durability(durability_mode)? };
+        if memory_limit.is_some() && path.is_some() {
+            return Err(invalid("memory_limit bounds an in-memory device's data: give no path".into()));
+        }
+        let opts = DeviceOptions { seed, materialise, durability: durability(durability_mode)?, memory_limit };
         let dev = py
             .allow_threads(|| match path {
                 Some(p) => Device::create(&p, t, opts),
@@ -168,12 +173,31 @@ impl PyDevice {
         Ok(())
     }
 
-    fn create_queue(&mut self, qid: u16, depth: u32) -> PyResult<()> {
-        device_mut(self)?.create_queue_pair(qid, depth).map_err(to_py)
+    /// A queue pair; `priority` (urgent, high, medium, low: the submission queue's QPRIO) is the class of its
+    /// commands' flash work.
+    #[pyo3(signature = (qid, depth, priority = "medium"))]
+    fn create_queue(&mut self, qid: u16, depth: u32, priority: &str) -> PyResult<()> {
+        let prio: nearflash_core::ctrl::sched::Priority = priority.parse().map_err(to_py)?;
+        device_mut(self)?.create_queue_pair_with(qid, depth, prio).map_err(to_py)
     }
 
     fn delete_queue(&mut self, qid: u16) -> PyResult<()> {
         device_mut(self)?.delete_queue_pair(qid).map_err(to_py)
+    }
+
+    /// Identifiers of the I/O queues that exist on the device, whoever created them.
+    fn io_queue_ids(&mut self) -> PyResult<Vec<u16>> {
+        Ok(device_mut(self)?.io_queue_ids())
+    }
+
+    /// Entries of I/O queue `qid`, or None if it does not exist.
+    fn queue_depth(&mut self, qid: u16) -> PyResult<Option<u32>> {
+        Ok(device_mut(self)?.queue_depth(qid))
+    }
+
+    /// Whether command `cid` on `qid` was taken and not reaped yet (a submit that raised may still complete).
+    fn in_flight(&mut self, qid: u16, cid: u16) -> PyResult<bool> {
+        Ok(device_mut(self)?.is_in_flight(qid, cid))
     }
 
     fn next_cid(&mut self, qid: u16) -> PyResult<u16> {
@@ -239,25 +263,30 @@ impl PyDevice {
         device_mut(self)?.submit(qid, sqe, buf).map_err(to_py)
     }
 
-    /// Submits a raw 64-byte SQE; `data` goes to the device (`to_device`) or receives data from it.
+    /// Submits a raw 64-byte SQE as it is (its command id included); `data` goes to the device (`to_device`: any
+    /// contiguous uint8 array, read-only ones too) or receives data from it (a writable one).
     #[pyo3(signature = (qid, sqe, data = None, to_device = true))]
-    fn submit_raw(&mut self, qid: u16, sqe: &[u8], data: Option<PyReadwriteArray1<'_, u8>>, to_device: bool) -> PyResult<()> {
+    fn submit_raw(&mut self, qid: u16, sqe: &[u8], data: Option<Bound<'_, PyArray1<u8>>>, to_device: bool) -> PyResult<()> {
         let raw: &[u8; SQE_BYTES] = sqe
             .try_into()
             .map_err(|_| to_py(SimError::InvalidArgument(format!("an SQE is {SQE_BYTES} bytes, got {}", sqe.len()))))?;
-        let mut data = data;
-        let buf = match data.as_mut() {
-            None => DataBuf::None,
-            Some(a) => {
-                let s = a.as_slice_mut().map_err(|_| to_py(SimError::InvalidArgument("data must be contiguous uint8".into())))?;
-                if to_device {
-                    DataBuf::ToDevice(s)
-                } else {
-                    DataBuf::FromDevice(s)
-                }
-            }
+        let (src, mut dst) = match &data {
+            None => (None, None),
+            Some(a) if to_device => (Some(a.try_readonly().map_err(|_| invalid("data is being written elsewhere".into()))?), None),
+            Some(a) => (None, Some(writable(a, "data")?)),
+        };
+        let buf = match (&src, dst.as_mut()) {
+            (Some(a), _) => DataBuf::ToDevice(bytes_of(a)?),
+            (None, Some(a)) => DataBuf::FromDevice(a.as_slice_mut().map_err(|_| invalid("data must be a contiguous uint8 array".into()))?),
+            (None, None) => DataBuf::None,
         };
         device_mut(self)?.submit(qid, Sqe::from_bytes(raw), buf).map_err(to_py)
+    }
+
+    /// The device's reason for failed command `cid` on `qid` (its error log, read with Get Log Page 0xC1 on the
+    /// admin queue, which the device models as any command), or None.
+    fn error_reason(&mut self, qid: u16, cid: u16) -> PyResult<Option<String>> {
+        Ok(device_mut(self)?.error_reason(qid, cid))
     }
 
     /// Completions on `qid` up to now.
@@ -380,30 +409,8 @@ impl PyDevice {
             pattern = Pattern::RandRw(read_fraction);
         }
         let w = Workload { pattern, block_size, queue_depth, jobs, ios, span, seed, data };
-        if let Some(p) = &progress {
-            if !p.bind(py).is_callable() {
-                return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
-            }
-        }
         let d = device_mut(self)?;
-        // An exception from `progress` (KeyboardInterrupt included) stops the run and is raised as itself.
-        let mut raised: Option<PyErr> = None;
-        let result = py.allow_threads(|| {
-            let mut cb = |done: u64, total: u64| {
-                if let Some(p) = &progress {
-                    if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
-                        raised = Some(e);
-                        return Err(SimError::InvalidArgument("the progress callback raised".into()));
-                    }
-                }
-                Ok(())
-            };
-            bench::run(d, &w, Some(&mut cb))
-        });
-        if let Some(e) = raised {
-            return Err(e);
-        }
-        let r = result.map_err(to_py)?;
+        let r = with_progress(py, progress, |cb| bench::run(d, &w, Some(cb)))?;
         Ok(serde_json::to_string(&r).expect("bench result serializes"))
     }
 
@@ -442,4 +449,35 @@ impl PyDevice {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()
+}
+
+/// Runs `work` without the GIL, calling `progress(done, total)` (a Python callable, or None) as it goes: an exception
+/// from it (KeyboardInterrupt included) stops the work and is raised as itself.
+pub(crate) fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<PyObject>,
+    work: impl Send + FnOnce(&mut dyn FnMut(u64, u64) -> nearflash_core::error::Result<()>) -> nearflash_core::error::Result<T>,
+) -> PyResult<T> {
+    if let Some(p) = &progress {
+        if !p.bind(py).is_callable() {
+            return Err(PyTypeError::new_err("progress must be callable as progress(done, total) or None"));
+        }
+    }
+    let mut raised: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut cb = |done: u64, total: u64| {
+            if let Some(p) = &progress {
+                if let Err(e) = Python::with_gil(|py| p.call1(py, (done, total))) {
+                    raised = Some(e);
+                    return Err(SimError::InvalidArgument("the progress callback raised".into()));
+                }
+            }
+            Ok(())
+        };
+        work(&mut cb)
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    result.map_err(to_py)
 }

@@ -39,9 +39,13 @@ fn host_io_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
         .map(|t| t.bind(py))
 }
 
+/// ENOSPC: what an in-memory device past its memory limit reports, as a full disk does (Linux's value).
+const ENOSPC: i32 = 28;
+
 /// `HostIoError` (an `OSError` with `errno`) carrying `msg`.
 pub fn host_io_err(e: &std::io::Error, msg: String) -> PyErr {
-    Python::with_gil(|py| match host_io_error(py).and_then(|t| t.call1((e.raw_os_error().unwrap_or(0), msg))) {
+    let errno = e.raw_os_error().unwrap_or(if e.kind() == std::io::ErrorKind::StorageFull { ENOSPC } else { 0 });
+    Python::with_gil(|py| match host_io_error(py).and_then(|t| t.call1((errno, msg))) {
         Ok(v) => PyErr::from_value(v),
         Err(e) => e,
     })
@@ -56,11 +60,11 @@ pub fn to_py(e: SimError) -> PyErr {
         SimError::Io(io) => host_io_err(&io, msg),
         SimError::InvalidArgument(_) => InvalidArgument::new_err(msg),
         SimError::Fault(_) => SimulatorFault::new_err(msg),
-        SimError::Nvme { command, sct, sc, .. } => {
+        SimError::Nvme { command, sct, sc, reason, .. } => {
             let raised = py
                 .import("nearflash.errors")
                 .and_then(|m| m.getattr("NvmeError"))
-                .and_then(|cls| cls.call1((sct, sc, command)));
+                .and_then(|cls| cls.call1((sct, sc, command, reason)));
             match raised {
                 Ok(v) => PyErr::from_value(v),
                 Err(e) => e,

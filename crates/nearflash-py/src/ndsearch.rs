@@ -9,6 +9,7 @@ use crate::convert::{err, rows_array, to_python};
 use nearflash_core::config::ExtParams;
 use nearflash_ndsearch::luncsr::Geometry;
 use nearflash_ndsearch::baselines::{BaselineParams, Design};
+use nearflash_ndsearch::hosts::{self, HostParams};
 use nearflash_ndsearch::study::{run_batch_as, Reorder, Variant};
 use nearflash_ndsearch::timing::{FlashTiming, SearssdParams};
 use pyo3::types::PyDict;
@@ -18,7 +19,7 @@ use nearflash_core::nvme::{DataBuf, Sqe, Status};
 use nearflash_ndsearch::deploy::encode;
 use nearflash_ndsearch::firmware;
 use nearflash_ndsearch::{Dtype, Index as RsIndex, Kind, Metric, NdError, Params, Rows};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 fn nd_err(e: NdError) -> PyErr {
@@ -97,6 +98,43 @@ impl PyIndex {
         let p = *self.inner.params();
         let rows = rows_of(x, p.dtype, p.dim, "x")?;
         self.on_pool(py, threads, move |i| i.add(rows))?.map_err(nd_err)
+    }
+
+    /// `add` under the int64 labels `ids` (one per row).
+    #[pyo3(signature = (x, ids, threads = None))]
+    fn add_with_ids(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>, ids: PyReadonlyArray1<'_, i64>, threads: Option<usize>) -> PyResult<()> {
+        let p = *self.inner.params();
+        let rows = rows_of(x, p.dtype, p.dim, "x")?;
+        let ids = ids.as_array().to_vec();
+        self.on_pool(py, threads, move |i| i.add_with_ids(rows, Some(&ids)))?.map_err(nd_err)
+    }
+
+    /// Removes the vectors with these labels and repairs the graph; returns how many were removed.
+    fn remove_ids(&mut self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
+        let ids = ids.as_array().to_vec();
+        self.on_pool(py, None, move |i| i.remove_ids(&ids))
+    }
+
+    /// The index in its file format (for pickling).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        let b = py.allow_threads(|| self.inner.to_bytes());
+        pyo3::types::PyBytes::new(py, &b)
+    }
+
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, raw: &[u8]) -> PyResult<Self> {
+        let inner = py.allow_threads(|| RsIndex::from_bytes(raw)).map_err(nd_err)?;
+        Ok(PyIndex { inner, pool: None })
+    }
+
+    /// Bytes held on the heap (vectors, graph rows, per-vertex state, labels).
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.inner.generation()
     }
 
     /// The `k` nearest stored vectors of each row of `q`: (distances float32, ids int64), both nq x k.
@@ -198,7 +236,7 @@ fn geometry(g: Option<&Bound<'_, PyDict>>) -> PyResult<Geometry> {
 
 /// One lock-step SearSSD batch modelled on the host: (report dict, distances nq x k, ids nq x k).
 #[pyfunction]
-#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0, design = "searssd", multiplane = true, baseline = None))]
+#[pyo3(signature = (index, q, k, ef = 64, reorder = "degree", dynamic = true, params = None, geometry = None, seed = 0, design = "searssd", multiplane = true, baseline = None, hosts = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn searssd_batch<'py>(
     py: Python<'py>,
@@ -214,6 +252,7 @@ fn searssd_batch<'py>(
     design: &str,
     multiplane: bool,
     baseline: Option<&str>,
+    hosts: Option<&str>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>)> {
     let p = *index.inner.params();
     let rows = rows_of(q, p.dtype, p.dim, "q")?;
@@ -237,6 +276,11 @@ fn searssd_batch<'py>(
         let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
         bp.apply_json_object(&v, &[]).map_err(err)?;
     }
+    let mut hp = HostParams::default();
+    if let Some(js) = hosts {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        hp.apply_json_object(&v, &[]).map_err(err)?;
+    }
     let variant = Variant { design, multiplane };
     let g = self::geometry(geometry)?;
     if ef == 0 || ef > nearflash_ndsearch::index::MAX_EF {
@@ -246,8 +290,11 @@ fn searssd_batch<'py>(
         .allow_threads(|| run_batch_as(&index.inner, rows, k, ef, reorder, dynamic, g, &sp, &FlashTiming::SEARSSD, variant, &bp))
         .map_err(nd_err)?;
     let d: Vec<f32> = rep.distances.iter().flat_map(|r| r.iter().copied().chain(std::iter::repeat(f32::INFINITY)).take(k)).collect();
-    let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| v as i64).chain(std::iter::repeat(-1)).take(k)).collect();
-    Ok((to_python(py, &rep)?, rows_array(py, d, k)?, rows_array(py, i, k)?))
+    let ix = &index.inner;
+    let i: Vec<i64> = rep.ids.iter().flat_map(|r| r.iter().map(|&v| ix.label(v)).chain(std::iter::repeat(-1)).take(k)).collect();
+    let report = to_python(py, &rep)?;
+    report.set_item("hosts", to_python(py, &hosts::costs(&hp, &rep.host_work))?)?;
+    Ok((report, rows_array(py, d, k)?, rows_array(py, i, k)?))
 }
 
 
@@ -273,15 +320,11 @@ fn searssd_device(dev: &mut PyDevice) -> PyResult<&mut nearflash_core::Device> {
     Ok(d)
 }
 
-fn nvme(what: &str, s: Status) -> PyErr {
-    to_py_core(nearflash_core::SimError::Nvme { command: what.to_string(), status: s.to_string(), sct: s.sct, sc: s.sc })
-}
-
 /// Runs a vendor command; a failed status raises `NvmeError` (via `to_py`) naming `what`.
 fn vendor(d: &mut nearflash_core::Device, qid: u16, op: u8, data: DataBuf<'_>, what: &str) -> PyResult<nearflash_core::Done> {
     let done = d.execute(qid, Sqe { opcode: op, nsid: 1, ..Sqe::default() }, data).map_err(to_py_core)?;
     if !done.status.is_success() {
-        return Err(nvme(&d.explained(what, qid, done.cid), done.status));
+        return Err(to_py_core(d.command_error(what, qid, done.cid, done.status)));
     }
     Ok(done)
 }
@@ -305,7 +348,7 @@ fn device_deploy(py: Python<'_>, dev: &mut PyDevice, qid: u16, index: &PyIndex, 
         )));
     }
     if !done.status.is_success() {
-        return Err(nvme(&d.explained("ndsearch deploy", qid, done.cid), done.status));
+        return Err(to_py_core(d.command_error("ndsearch deploy", qid, done.cid, done.status)));
     }
     Ok((done.dw0, done.latency_ns))
 }
@@ -359,7 +402,7 @@ fn device_search<'py>(
     let mut ids = Vec::with_capacity(nq * k);
     for c in out.chunks_exact(8) {
         let id = u32::from_le_bytes(c[..4].try_into().unwrap());
-        ids.push(if id == u32::MAX { -1 } else { i64::from(id) });
+        ids.push(if id == u32::MAX || id as usize >= ix.len() { -1 } else { ix.label(id) });
         dist.push(f32::from_le_bytes(c[4..].try_into().unwrap()));
     }
     Ok((rows_array(py, dist, k)?, rows_array(py, ids, k)?, s.latency_ns + r.latency_ns, s.dw0))
@@ -385,7 +428,7 @@ fn lockstep_trace<'py>(
     let ix = &index.inner;
     let ls = py.allow_threads(|| {
         let entries: Vec<u32> = (0..nq).map(|i| ix.entry_for(rows.row(i, p.dim)).expect("k <= len")).collect();
-        let cfg = nearflash_ndsearch::lockstep::LockstepConfig { k, ef, speculate: 0 };
+        let cfg = nearflash_ndsearch::lockstep::LockstepConfig { k, ef, speculate: 0, vertices: ix.len() };
         nearflash_ndsearch::lockstep::lockstep_search(&entries, cfg, |v, f| ix.layer0().for_each(v, f), |qi, v| {
             ix.distance_to(rows.row(qi as usize, p.dim), v)
         })
@@ -413,12 +456,19 @@ fn baseline_parameters() -> Vec<(&'static str, &'static str, &'static str, &'sta
     BaselineParams::DOCS.to_vec()
 }
 
+/// (name, default, unit, source) of the host CPU and GPU the comparisons are costed on.
+#[pyfunction]
+fn host_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    HostParams::DOCS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "ndsearch")?;
     sub.add_class::<PyIndex>()?;
     sub.add_function(wrap_pyfunction!(searssd_batch, &sub)?)?;
     sub.add_function(wrap_pyfunction!(searssd_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(baseline_parameters, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(host_parameters, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(lockstep_trace, &sub)?)?;

@@ -143,14 +143,14 @@ fn lookup_via<'py>(py: Python<'py>, read: Bound<'py, PyAny>, fs_path: &str, star
     }
     let (ino, levels, inode, lbas) = found.map_err(to_py)?;
     to_python(py, &serde_json::json!({"inode": ino, "levels": levels, "mode": inode.mode, "uid": inode.uid,
-        "size": inode.size, "is_dir": inode.is_dir(), "lbas": lbas, "reads": src.lbas}))
+        "size": inode.size, "generation": inode.generation, "is_dir": inode.is_dir(), "lbas": lbas, "reads": src.lbas}))
 }
 
 /// NICE-K: the k nearest vectors of an embedding file (raw little-endian 16/32-bit integers) to `query`, as
-/// (squared distance, index) nearest first. `params` is a JSON object of NICE-K parameters.
+/// (squared distance, exact, index) nearest first. `params` is a JSON object of NICE-K parameters.
 #[pyfunction]
 #[pyo3(signature = (data, dim, bits, query, k, params = None))]
-fn knn_search(data: &[u8], dim: usize, bits: u32, query: Vec<i64>, k: usize, params: Option<&str>) -> PyResult<Vec<(u64, u32)>> {
+fn knn_search(data: &[u8], dim: usize, bits: u32, query: Vec<i64>, k: usize, params: Option<&str>) -> PyResult<Vec<(u128, u32)>> {
     let p = KnnParams::from_json(&json_params(params)?).map_err(to_py)?;
     knn::knn(data, dim, Width::from_bits(bits).map_err(to_py)?, &query, k, &p).map_err(to_py)
 }

@@ -167,6 +167,8 @@ fn host_run(
     lengths: Option<Vec<u64>>,
     outputs: Vec<usize>,
 ) -> PyResult<HashMap<&'static str, PyObject>> {
+    // The sizes first: a bad request is refused by name whatever the program.
+    host::check_host_run(device_mut(dev)?, &sources, &outputs).map_err(to_py)?;
     let p = prepared(elf)?;
     let budget = ProgramsParams::default().instruction_budget;
     let r = host::host_run(device_mut(dev)?, qid, &p, &sources, lengths.as_deref(), &outputs, params, (cparam1, cparam2), budget).map_err(to_py)?;
@@ -224,5 +226,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(status_names, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_programs, &sub)?)?;
     sub.add_function(wrap_pyfunction!(parameters, &sub)?)?;
+    sub.add("HOST_RUN_MAX_BYTES", host::HOST_RUN_MAX_BYTES)?;
     m.add_submodule(&sub)
 }

@@ -5,7 +5,7 @@
 //! the host broke the config/result protocol and the config is refused (the artifact would assert).
 
 use crate::ndp_command::NdpFault;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 
 /// A request's identity: (table start LBA, request id), both decoded from the commands' SLBA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -33,8 +33,8 @@ type Refusal = (NdpFault, Option<u8>, String);
 const CDW10: Option<u8> = Some(40);
 const CDW12: Option<u8> = Some(48);
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo};
-use nearflash_core::device::OpClass;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::OpClass;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
 use serde::Serialize;
 

@@ -23,7 +23,7 @@ use crate::ndp_exec::SlsRequest;
 use crate::page_buffer::PageBuffer;
 use crate::ssd_cache::SsdEmbeddingCache;
 use crate::table_dir::{RowData, TableDescriptor};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::Status;
 
 /// What the loop needs from the device.

@@ -10,7 +10,7 @@
 
 use crate::ssd_cache::CacheStats;
 use lru::LruCache;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use std::num::NonZeroUsize;
 
 /// A buffered page.

@@ -3,18 +3,24 @@ model (Table 6).
 
 As in the paper's Fig. 11 set-up, "data (weight/graph) cannot be accommodated in DRAM and must travel across the
 SSD cache, I/O interface, and DRAM before reaching a compute unit": every baseline reads the hashing model's int8
-weights and the graph pages its search visits from the SSD through the host's kernel I/O stack, per query.
+weights and the graph pages its search visits from the SSD through the host's kernel I/O stack, per query (each page
+once per query: the host's page cache is cold at each query, never re-read within one).
 
-- **B-CPU**: hashing and graph search on the host CPU (our Rust executors, measured on this host).
+Every host-CPU time is counted work times a per-operation cost (`host_*` parameters, measured once on a reference
+machine by ``benches/cognitive_host_costs.py``), so the comparisons do not move with this machine's load:
+
+- **B-CPU**: hashing on the host CPU (the network's MACs x ``host_mac_time``, numpy/BLAS one image at a time; for
+  Hash-AlexNet the paper's Table 5 CPU time, an input), graph search on the host CPU (neighbour steps x
+  ``host_graph_step_time``).
 - **B-GPU**: hashing on a GTX 1080 Ti (weights and the image over PCIe 3.0 x16; per-layer kernel launches plus
-  FLOPs at a share of peak), graph search on the host CPU (measured).
+  FLOPs at a share of peak), graph search on the host CPU (as B-CPU).
 - **B-FPGA**: hashing on a ZC706 board (the DLG-x NPE timing, Eqs. 2-4, with weights streamed from the board's DDR3
-  instead of the flash channels, after crossing PCIe Gen2 x4), graph search on the host CPU (measured).
+  instead of the flash channels, after crossing PCIe Gen2 x4), graph search on the host CPU (as B-CPU).
 - **B-DLG-x**: DLG-x on the ZC706 without near-data processing: NPE as B-FPGA, and the GSE's cycles with every graph
-  page read from the SSD by the host and sent over PCIe to the board, one dependent page at a time.
+  page the GSE asks for read from the SSD by the host and sent over PCIe to the board, one dependent page at a time.
 
-Measured inputs (host CPU time, one 16 KiB read and one weight read through the kernel stack on the same device
-model) come from the run; every other cost is a named parameter below, with unit and source.
+The reads through the kernel stack are timed on the same device model; every other cost is a named parameter with
+unit and source (`PARAMS` here, `host_*` in ``nearflash._native.cognitive.parameters()``).
 """
 
 from __future__ import annotations
@@ -65,6 +71,27 @@ BOARD_POWER_W = (17.0, 20.0)
 CONFIGS = ("Cognitive SSD", "B-CPU", "B-GPU", "B-FPGA", "B-DLG-x")
 
 
+#: Canonical units of the `host_*` parameters as ``parameters()`` lists them (seconds, bytes).
+_SI = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "B": 1.0, "KiB": 1024.0, "MiB": 1024.0 ** 2, "GiB": 1024.0 ** 3}
+
+
+def host_cost(name: str) -> float:
+    """A host-CPU baseline parameter (``host_*``) in seconds or bytes."""
+    from nearflash import _native
+
+    for key, value, unit, _source in _native.cognitive.parameters():
+        if key == name:
+            return float(value) * _SI[unit]
+    raise KeyError(name)
+
+
+def host_sources() -> list[list[str]]:
+    """(name, value, unit, source) of the `host_*` parameters, for the experiments' parameter tables."""
+    from nearflash import _native
+
+    return [list(p) for p in _native.cognitive.parameters() if p[0].startswith("host_")]
+
+
 def params(**overrides: float) -> dict[str, float]:
     """Parameter values, with overrides by name (unknown names refused)."""
     bad = sorted(set(overrides) - set(PARAMS))
@@ -107,14 +134,16 @@ def npe_seconds(network: str, bits: int, channels: int, channel_bw: float, clock
 
 
 def latencies(m: dict[str, float], p: dict[str, float]) -> dict[str, dict[str, float]]:
-    """Per-query latency (s) of each configuration, split into parts, from the measured inputs ``m``:
+    """Per-query latency (s) of each configuration, split into parts, from the inputs ``m``:
 
-    ``cssd`` device time of DLG_hashing + DLG_index; ``cpu_hash``, ``cpu_search`` host CPU times; ``read_page`` one
-    16 KiB read and ``read_weights`` the model's int8 weights read through the kernel stack; ``pages`` graph pages
-    per query (two-hop layout); ``weight_bytes``; ``image_bytes``; ``flops``; ``layers`` (weighted layers plus
-    activations: kernel launches); ``npe_ddr`` the NPE with weights from board DDR; ``gse`` the GSE's compute time.
+    ``cssd`` device time of DLG_hashing + DLG_index; ``cpu_hash``, ``cpu_search`` host CPU times (counted work x
+    cost); ``read_page`` one 16 KiB read and ``read_weights`` the model's int8 weights read through the kernel stack;
+    ``host_pages`` the distinct graph pages a search visits (two-hop layout), which the host reads once each;
+    ``pages`` the pages the GSE's 16 on-chip slots ask for (B-DLG-x ships each over PCIe); ``weight_bytes``;
+    ``image_bytes``; ``flops``; ``layers`` (weighted layers plus activations: kernel launches); ``npe_ddr`` the NPE
+    with weights from board DDR; ``gse`` the GSE's compute time.
     """
-    io_graph = m["pages"] * m["read_page"]
+    io_graph = m["host_pages"] * m["read_page"]
     gpu_in = m["weight_bytes"] + m["image_bytes"]
     fpga_page = 16384 / p["fpga_pcie_bw"] + p["fpga_pcie_latency_s"]
     return {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+from pathlib import Path
 
 
 def cmd_train(a: argparse.Namespace) -> int:
@@ -22,17 +24,33 @@ def cmd_info(a: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def catalogue_path(device: str, given: str | None) -> Path:
+    """Where the host keeps what it knows of the device's deployment: `given`, or beside the image directory."""
+    if given:
+        return Path(given)
+    d = Path(device).resolve()
+    return d.with_name(d.name + ".cognitive.npz")
+
+
 def cmd_serve(a: argparse.Namespace) -> int:
     import numpy as np
 
     from nearflash import Device
-    from nearflash.cognitive.data import fashion_mnist, load_model
+    from nearflash.cognitive.catalogue import Catalogue
+    from nearflash.cognitive.data import fashion_mnist, load_model, shipped_model_path
     from nearflash.cognitive.serve import make_server
     from nearflash.cognitive.ssd import CognitiveSSD
     from nearflash.errors import InvalidArgument
 
     if not 0 <= a.port <= 65535:
         raise InvalidArgument(f"--port: {a.port}; 0 (any free port) to 65535")
+    if not 1 <= a.backlog <= 65535:
+        raise InvalidArgument(f"--backlog: {a.backlog}; connects from 1 to 65535")
+    labels = None
     if a.database is not None:
         try:
             db = np.load(a.database, allow_pickle=False)
@@ -41,20 +59,33 @@ def cmd_serve(a: argparse.Namespace) -> int:
     else:
         if a.db < 1:
             raise InvalidArgument(f"--db: {a.db}; at least 1 image")
-        db, _ = fashion_mnist("train", a.db)
+        db, labels = fashion_mnist("train", a.db)
+    model_path = Path(a.model) if a.model else shipped_model_path()
+    model = load_model(model_path)
     dev = Device(a.device, create=False)
     try:
         ssd = CognitiveSSD(dev, method=a.method)
-        t = ssd.deploy(load_model(a.model), db, layout=a.layout, calibration=min(1000, len(db)), seed=a.seed)
-        server = make_server(ssd, a.host, a.port, verbose=a.verbose)
+        setup = {"layout": a.layout, "calibration": min(1000, len(db)), "seed": a.seed}
+        where = catalogue_path(a.device, a.catalogue)
+        kept = None if a.redeploy else Catalogue.load(where)
+        if kept is not None and kept.matches(model_path.read_bytes(), db, setup) and kept.digest == ssd.deployment:
+            ssd.resume(model, db, kept.codes, kept.digest, **setup)
+            what = f"resumed the deployment of {len(db)} images ({a.layout}) the device holds ({kept.digest})"
+        else:
+            t = ssd.deploy(model, db, **setup)
+            Catalogue.of(ssd, model_path.read_bytes(), db, setup).save(where)
+            what = f"deployed {len(db)} images ({a.layout}) in {t / 1e6:.1f} ms of device time"
+        server = make_server(ssd, a.host, a.port, verbose=a.verbose, backlog=a.backlog, labels=labels)
         host, port = server.server_address[:2]
-        print(f"deployed {len(db)} images ({a.layout}) in {t / 1e6:.1f} ms of device time; "
-              f"serving http://{host}:{port}/search?t=T (POST a 28x28 image) and /stats", flush=True)
+        print(f"{what}; serving http://{host}:{port}/search?t=T (POST a 28x28 image) and /stats", flush=True)
+        # SIGTERM (kill, systemd, docker stop) stops like Ctrl-C: the device closes and keeps its deployment
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
+            signal.signal(signal.SIGTERM, previous)
             server.server_close()
     finally:
         dev.close()
@@ -88,5 +119,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--layout", default="two_hop", choices=["two_hop", "plain"])
     s.add_argument("--method", default="B", choices=["A", "B"])
     s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--backlog", type=int, default=128, help="listen backlog: connects queued before they are "
+                                                            "accepted (default 128)")
+    s.add_argument("--catalogue", metavar="NPZ", help="the host's record of the deployment (default: "
+                                                      "DEVICE.cognitive.npz beside the image); a matching one on a "
+                                                      "device that still holds it is resumed without DLG_config")
+    s.add_argument("--redeploy", action="store_true", help="deploy even if the device holds this deployment")
     s.add_argument("--verbose", action="store_true", help="log each request")
     s.set_defaults(fn=cmd_serve)

@@ -1,6 +1,7 @@
-"""The DLG pipeline on the host: int8 hashing (the DLG-x executor), the K-NN hash graph, and the GSE search under
-the plain or two-hop page layout. The firmware extension will run the same Rust code behind ``DLG_hashing`` /
-``DLG_index`` / ``DLG_analysis``; this class is its functional core and the B-CPU baseline."""
+"""The DLG pipeline on the host: int8 hashing (DLG-x's arithmetic, run by numpy/BLAS: :mod:`host_int8`, equal bit
+for bit to the crate's executor that the firmware runs), the K-NN hash graph, and the GSE search under the plain or
+two-hop page layout (the firmware's Rust code behind ``DLG_index``). This class is the host side of a deployment and
+the B-CPU baseline's functional core."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from nearflash import _native
 from nearflash.cognitive.data import load_model
+from nearflash.cognitive.host_int8 import Int8Network
 from nearflash.errors import InvalidArgument
 
 _cog = _native.cognitive
@@ -54,6 +56,7 @@ class DlgIndex:
         calibration: int = 1000,
         k: int = 25,
         seed: int = 1,
+        codes: Optional[np.ndarray] = None,
     ) -> None:
         self.model = model if model is not None else load_model()
         pixels = self.model.input_bytes
@@ -64,16 +67,29 @@ class DlgIndex:
             raise InvalidArgument(f"k: {k!r}; 1 to {len(db) - 1} (database size - 1)")
         self.bits = self.model.bits
         self.qmodel = self.model.quantise(db[:calibration])
-        self.codes = self.qmodel.hash(db)
-        self.graph = _cog.Graph(self.codes, self.bits, k, seed)
-        self.seed = seed
+        self.net = Int8Network(self.qmodel)
+        if codes is None:
+            self.codes = self.net.hash(db)
+        else:  # kept from an earlier hashing of this database by this model (a deployment's record)
+            self.codes = np.ascontiguousarray(codes, dtype=np.uint64)
+            if self.codes.shape != (len(db),):
+                raise InvalidArgument(f"codes: shape {self.codes.shape}; one per database image, ({len(db)},)")
+        self.k, self.seed = k, seed
+        self._graph: Optional[Any] = None
+
+    @property
+    def graph(self) -> Any:
+        """The K-NN graph over the codes (built on first use)."""
+        if self._graph is None:
+            self._graph = _cog.Graph(self.codes, self.bits, self.k, self.seed)
+        return self._graph
 
     def __len__(self) -> int:
         return len(self.codes)
 
     def hash(self, images: Any) -> np.ndarray:
         """Int8 hash codes (uint64, ``bits`` low bits used), as ``DLG_hashing`` returns them."""
-        return self.qmodel.hash(_images(images, self.model.input_bytes))
+        return self.net.hash(_images(images, self.model.input_bytes))
 
     def classify(self, images: Any) -> np.ndarray:
         """Class of each image (``DLG_analysis``)."""

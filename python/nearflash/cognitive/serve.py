@@ -12,12 +12,23 @@ Endpoints:
   Answer (200, JSON): ``ids`` (the top-T database ids, nearest first, as ``CognitiveSSD.search``), ``t``,
   ``device_latency_us`` (modelled device time of DLG_hashing + DLG_index), ``device_times_us`` (per command) and
   ``wall_ms`` (time in the server, waiting for the device included).
+  An optional ``label=L`` (the query's class, 0-255) counts toward the precision in ``/stats``.
 - ``GET /stats``: counters (requests, answers by status, searches, device and wall time in total, the extension's
-  counters).
+  counters) and the answers' quality against brute force on the same codes (``quality``: mean recall of brute
+  force's top-T, as id sets and with ties at equal distance interchangeable; precision@T of the answers and of
+  brute force over the searches that gave a label, where the database's labels are known). The host hashes each
+  query with DLG-x's arithmetic (bit-identical) after the answer is sent, so the check costs the client nothing.
 
 Bad input gets a JSON ``{"error": ...}`` naming what was wrong: 400 (wrong body size or format, T missing, not an
-integer, 0, or above the database size), 404 (unknown path), 405 (wrong method; ``Allow`` names the right one), 411
-(no Content-Length), 413 (body above :data:`MAX_BODY`), 408 (the body stops coming for ``timeout`` seconds). An unexpected exception answers 500 and the server goes on.
+integer, 0, or above the database size; a malformed request line or header), 404 (unknown path), 405 (wrong method;
+``Allow`` names the right one), 411 (no Content-Length), 413 (body above :data:`MAX_BODY`), 408 (the body stops
+coming for ``timeout`` seconds), 414/431/505/501 (request line or headers too long, HTTP version or method not
+supported). An unexpected exception answers 500 and the server goes on.
+
+Connections: HTTP/1.1 keeps them open unless the client says ``Connection: close``; HTTP/1.0 keeps one open only
+when asked (``Connection: keep-alive``, as ``ab -k`` does) and says so in the answer. The listen backlog
+(``backlog``, 128 by default; the standard library's is 5) takes a burst of concurrent connects without the kernel
+dropping them.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
+
+from nearflash import _native
 
 #: Largest request body read (bytes); a PNG or .npy of one 28 x 28 image is far below it.
 MAX_BODY = 1 << 20
@@ -84,6 +97,16 @@ def decode_image(body: bytes) -> np.ndarray:
     return np.frombuffer(body, dtype=np.uint8).copy()
 
 
+def parse_label(query: str) -> Optional[int]:
+    """The query's class from ``label=`` (0-255), if given."""
+    values = parse_qs(query, keep_blank_values=True).get("label")
+    if not values:
+        return None
+    if len(values) > 1 or not whole_number(values[0].strip()) or int(values[0]) > 255:
+        raise BadRequest(400, f"label: {values!r}; one class number from 0 to 255")
+    return int(values[0])
+
+
 def parse_t(query: str, database: int) -> int:
     """T from the query string (``t=``), 1 to the database size."""
     values = parse_qs(query, keep_blank_values=True).get("t")
@@ -101,17 +124,41 @@ def parse_t(query: str, database: int) -> int:
 
 
 class RetrievalService:
-    """The state behind the endpoint: the device, its lock and the counters."""
+    """The state behind the endpoint: the device, its lock, the counters and the quality check (``labels``: the
+    database's classes, for precision)."""
 
-    def __init__(self, ssd: Any) -> None:
+    def __init__(self, ssd: Any, labels: Optional[np.ndarray] = None) -> None:
         if ssd.index is None:
             raise ValueError("ssd: deploy(model, database) first")
         self.ssd = ssd
         self.database = len(ssd.index)
+        if labels is not None and len(labels) != self.database:
+            raise ValueError(f"labels: {len(labels)}; one per database image ({self.database})")
+        self.labels = labels
         self.lock = threading.Lock()
         self.started = time.time()
         self.counters: dict[str, Any] = {"requests": 0, "searches": 0, "by_status": {}, "device_ns": 0,
                                          "wall_s": 0.0}
+        self.quality: dict[str, float] = {"checked": 0, "recall_ids": 0.0, "recall_ties": 0.0, "labelled": 0,
+                                          "precision": 0.0, "precision_brute_force": 0.0}
+
+    def check(self, image: np.ndarray, t: int, ids: list[int], label: Optional[int]) -> None:
+        """Adds one answer to the quality counters: brute force's top-T on the same codes (the query hashed on the
+        host with DLG-x's arithmetic), recall, and precision if the query's and the database's labels are known."""
+        index = self.ssd.index
+        code = int(index.hash(image[None, :])[0])
+        bf = _native.cognitive.brute_force(index.codes, code, t)
+        got = np.asarray(ids, dtype=np.uint32)
+        q = {"recall_ids": len(np.intersect1d(got, bf)) / t,
+             "recall_ties": _native.cognitive.distance_recall(index.codes, code, got, bf)}
+        if label is not None and self.labels is not None:
+            q["precision"] = float((self.labels[got] == label).mean())
+            q["precision_brute_force"] = float((self.labels[bf] == label).mean())
+        with self.lock:
+            self.quality["checked"] += 1
+            self.quality["labelled"] += "precision" in q
+            for k, v in q.items():
+                self.quality[k] += v
 
     def search(self, image: np.ndarray, t: int) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -136,11 +183,17 @@ class RetrievalService:
         with self.lock:
             c = json.loads(json.dumps(self.counters))
             ext = self.ssd.report().get("stats", {})
+            qc = dict(self.quality)
         n = c["searches"]
+        checked, labelled = qc.pop("checked"), qc.pop("labelled")
+        quality = {"checked": checked, "labelled": labelled}
+        for k, v in qc.items():
+            count = labelled if k.startswith("precision") else checked
+            quality[k] = v / count if count else None
         return {**c, "uptime_s": time.time() - self.started, "database": self.database,
                 "layout": self.ssd.layout, "bits": self.ssd.index.bits,
                 "mean_device_latency_us": c["device_ns"] / n / 1e3 if n else None,
-                "mean_wall_ms": c["wall_s"] / n * 1e3 if n else None, "extension": ext}
+                "mean_wall_ms": c["wall_s"] / n * 1e3 if n else None, "quality": quality, "extension": ext}
 
 
 ROUTES = {"/search": "POST", "/stats": "GET"}
@@ -151,6 +204,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     service: RetrievalService  # set on the subclass made by make_server
     verbose = False
+    #: Whether each answer is checked against brute force on the host (``/stats`` quality).
+    audit = True
     #: Seconds a connection may stay silent (socket timeout): a client that stops sending holds a thread no longer.
     timeout: float = 10.0
 
@@ -165,9 +220,27 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if allow:
             self.send_header("Allow", allow)
+        # say what happens to the connection: an HTTP/1.0 client (ab -k) only keeps it if told, and waits for the
+        # close otherwise
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        elif self.request_version == "HTTP/1.0":
+            self.send_header("Connection", "keep-alive")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
         self.service.count(status)
+
+    def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
+        """The standard library's refusals (malformed request line or headers, unsupported version or method) as
+        JSON like the others, on a connection that then closes."""
+        if self.request_version == "HTTP/0.9":  # no version parsed yet: answer with a status line all the same
+            self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        try:
+            self._send(int(code), {"error": message or explain or "bad request"})
+        except OSError:
+            pass  # the client is gone
 
     def _body(self) -> bytes:
         length = self.headers.get("Content-Length")
@@ -205,8 +278,12 @@ class Handler(BaseHTTPRequestHandler):
                 return
             body = self._body()  # read first, so that a refusal leaves the connection usable
             t = parse_t(url.query, self.service.database)
+            label = parse_label(url.query)
             image = decode_image(body)
-            self._send(200, self.service.search(image, t))
+            answer = self.service.search(image, t)
+            self._send(200, answer)
+            if self.audit:
+                self.service.check(image, t, answer["ids"], label)
         except BadRequest as e:
             self._send(e.status, {"error": str(e)}, e.allow)
         except Exception as e:  # never take the server down; the client learns what happened
@@ -232,16 +309,31 @@ class Handler(BaseHTTPRequestHandler):
         self._handle("HEAD")
 
 
+class RetrievalServer(ThreadingHTTPServer):
+    """A thread per connection, behind a listen backlog of ``backlog`` connects."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type, backlog: int) -> None:
+        self.request_queue_size = backlog  # read by server_activate's listen()
+        super().__init__(address, handler)
+
+
 def make_server(ssd: Any, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False,
-                timeout: float = 10.0) -> ThreadingHTTPServer:
+                timeout: float = 10.0, backlog: int = 128, labels: Optional[np.ndarray] = None,
+                audit: bool = True) -> RetrievalServer:
     """An HTTP server (not yet serving) for the deployed ``ssd``; port 0 picks a free port
     (``server.server_address``). Call ``serve_forever()`` (in a thread if need be) and ``shutdown()``. ``timeout``:
-    seconds a connection may stay silent before it is answered 408 or dropped."""
+    seconds a connection may stay silent before it is answered 408 or dropped; ``backlog``: connects the kernel
+    queues before the server accepts them; ``labels``: the database's classes (for precision in ``/stats``);
+    ``audit``: check each answer against brute force (``/stats`` quality)."""
     if not timeout > 0:
         raise ValueError(f"timeout: {timeout}; seconds above 0")
-    service = RetrievalService(ssd)
-    handler = type("CognitiveHandler", (Handler,), {"service": service, "verbose": verbose, "timeout": timeout})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    if isinstance(backlog, bool) or not isinstance(backlog, int) or not 1 <= backlog <= 65535:
+        raise ValueError(f"backlog: {backlog!r}; connects from 1 to 65535")
+    service = RetrievalService(ssd, labels)
+    handler = type("CognitiveHandler", (Handler,), {"service": service, "verbose": verbose, "timeout": timeout,
+                                                    "audit": audit})
+    server = RetrievalServer((host, port), handler, backlog)
     server.service = service  # type: ignore[attr-defined]
     return server

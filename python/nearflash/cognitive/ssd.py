@@ -14,7 +14,7 @@ from nearflash import _native
 from nearflash.cognitive.data import load_model
 from nearflash.cognitive.pipeline import LAYOUTS, DlgIndex, _images
 from nearflash.cognitive.wire import encode_command
-from nearflash.errors import InvalidArgument, NvmeError
+from nearflash.errors import InvalidArgument
 
 #: Images per DLG_hashing command (one session each).
 BATCH = 32
@@ -37,7 +37,8 @@ class CognitiveSSD:
         self.device = device
         if attach:
             device.attach("cognitive", method=method, **params)
-        self._qid = device.queue(depth=4).qid
+        #: The I/O queue the DLG library's commands go through.
+        self.queue = device.queue(depth=4)
         self.index: Optional[DlgIndex] = None
         self.layout: Optional[str] = None
         #: Device time (ns) of the last call's commands, from first submission to last completion, and per command.
@@ -46,36 +47,22 @@ class CognitiveSSD:
 
     # --- the wire ----------------------------------------------------------------------------------------------
     def _command(self, name: str, address: int, dw12: int, data: np.ndarray, to_device: bool) -> int:
-        dev = self.device.native
-        cid = dev.next_cid(self._qid)
-        sqe = encode_command(name, address, int(data.size), dw12, cid)
-        start = dev.now_ns
-        dev.submit_raw(self._qid, sqe, data, to_device)
-        c = dev.wait(self._qid)
-        while c is not None and c[0] != cid:
-            c = dev.wait(self._qid)
-        if c is None:
-            raise InvalidArgument(f"{name}: completion lost")
-        if (c[1], c[2]) != (0, 0):
-            why = self.device.error_reason(self._qid, cid)
-            raise NvmeError(c[1], c[2], f"{name} ({why})" if why else name)
-        self.last_times[name] = self.last_times.get(name, 0) + c[4] - start
-        return c[4] - start
+        sqe = encode_command(name, address, int(data.size), dw12)
+        c = self.queue.command(sqe, data if to_device else None, out=None if to_device else data, what=name)
+        self.last_times[name] = self.last_times.get(name, 0) + c.latency_ns
+        return c.latency_ns
 
     @property
     def qid(self) -> int:
-        """The I/O queue the DLG library's commands go through."""
-        return self._qid
+        """The id of :attr:`queue`."""
+        return self.queue.qid
 
     def submit_hashing(self, images: Any, address: int = 0) -> int:
         """Submits one ``DLG_hashing`` of ``images`` without waiting (for load generators); returns its command id.
-        Its completion is reaped on :attr:`qid` (``device.native.reap(ssd.qid)``)."""
+        Its completion is reaped on :attr:`queue` (``ssd.queue.reap()``)."""
         index = self._deployed()
         batch = np.ascontiguousarray(_images(images, index.model.input_bytes)).reshape(-1).copy()
-        dev = self.device.native
-        cid = dev.next_cid(self._qid)
-        dev.submit_raw(self._qid, encode_command("DLG_hashing", address, int(batch.size), index.bits, cid), batch, True)
-        return cid
+        return self.queue.submit(encode_command("DLG_hashing", address, int(batch.size), index.bits), batch, what="DLG_hashing")
 
     # --- deployment --------------------------------------------------------------------------------------------
     def deploy(
@@ -108,6 +95,27 @@ class CognitiveSSD:
         self.index, self.layout = index, layout
         self.last_latency_ns = t
         return t
+
+    @property
+    def deployment(self) -> Optional[str]:
+        """The device's digest of its current deployment (CRC-32s of the two DLG_config payloads), None if none."""
+        return self.report().get("deployment")
+
+    def resume(self, model: Any, database: Any, codes: np.ndarray, digest: str, *, layout: str = "two_hop",
+               k: int = 25, calibration: int = 1000, seed: int = 1) -> None:
+        """Takes up a deployment the device already holds (it persists in the image) without sending DLG_config:
+        the host side (int8 model, `codes` of `database` kept from when it was deployed) is rebuilt and checked
+        against the device's `digest` and graph size. Raises `InvalidArgument` if the device holds another one."""
+        if layout not in LAYOUTS:
+            raise InvalidArgument(f"layout: {layout!r}; one of {', '.join(LAYOUTS)}")
+        if model is None or isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+            model = load_model(model)
+        rep = self.report()
+        if rep.get("deployment") != digest or rep.get("graph_deployed") != len(codes):
+            raise InvalidArgument(f"digest: the device holds deployment {rep.get('deployment')} of "
+                                  f"{rep.get('graph_deployed')} vertices, not {digest} of {len(codes)}")
+        self.index = DlgIndex(database, model, calibration=calibration, k=k, seed=seed, codes=codes)
+        self.layout = layout
 
     def _deployed(self) -> DlgIndex:
         if self.index is None:

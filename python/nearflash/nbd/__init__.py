@@ -1,5 +1,6 @@
 """Block export over NBD: `nearflash serve DEVICE` exports an emulated device to unmodified clients (nbdinfo,
-nbdcopy, qemu-img, fio's nbd engine, the kernel's nbd driver) through nbdkit and our Python plugin; see docs/nbd.md.
+nbdcopy, qemu-img, fio's nbd engine, nbdfuse, the kernel's nbd driver) through nbdkit and our Rust plugin
+(crates/nearflash-nbd); see docs/nbd.md.
 """
 
 from nearflash.nbd.launch import ServeOptions, command, serve, status

@@ -1,12 +1,10 @@
 """`nearflash serve`: checks everything it can before starting, then replaces itself with nbdkit running our plugin.
 
-nbdkit's Python plugin embeds the system's python3 (Debian's), not the interpreter of the virtual environment, so:
-- the plugin must find nearflash, numpy and the native module: we pass this environment's site directories in
-  NEARFLASH_SITE_DIRS and the plugin adds them (with their .pth files) ahead of its own path;
-- compiled modules (ours, numpy's) only load into the same Python minor version: we compare the version nbdkit's
-  plugin was built for (`nbdkit python --dump-plugin`) with ours and refuse a mismatch with a clear message.
-The process is replaced (exec) rather than supervised, so signals reach nbdkit directly: SIGINT/SIGTERM close the
-image cleanly, and a `kill -9` of the server is a kill of nbdkit itself.
+The plugin is a Rust library (crates/nearflash-nbd, `libnearflash_nbd.so`) that nbdkit loads directly: thread model
+parallel, so that requests in flight reach the device concurrently. It is found in NEARFLASH_NBD_PLUGIN, the source
+tree's target/release (scripts/env.sh builds it), or built with cargo from a source checkout. The process is
+replaced (exec) rather than supervised, so signals reach nbdkit directly: SIGINT/SIGTERM close the image cleanly,
+and a `kill -9` of the server is a kill of nbdkit itself.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import ipaddress
 import json
 import os
 import shutil
-import site
 import socket
 import stat
 import subprocess
@@ -28,8 +25,13 @@ from nearflash import _native
 from nearflash.errors import InvalidArgument
 from nearflash.nbd.stats import image_locked, read_status
 
-PLUGIN = Path(__file__).with_name("plugin.py")
+PLUGIN_LIB = "libnearflash_nbd.so"
+PLUGIN_CRATE = "nearflash-nbd"
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PORT = 10809  # IANA's NBD port
+PACES = ("none", "realtime")
+#: nbdkit worker threads per connection: the deepest client queue the device can see.
+DEFAULT_THREADS = 64
 UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
@@ -42,36 +44,45 @@ class ServeOptions:
     read_only: bool = False
     ext: list[str] = field(default_factory=list)
     seed: int = 1
+    pace: str = "none"
+    threads: int = DEFAULT_THREADS
+    log: Optional[str] = None
 
 
 def find_nbdkit() -> str:
     exe = shutil.which("nbdkit")
     if exe is None:
-        raise InvalidArgument("nbdkit is not installed (Debian: apt-get install nbdkit nbdkit-plugin-python)")
+        raise InvalidArgument("nbdkit is not installed (Debian: apt-get install nbdkit)")
     return exe
 
 
-def plugin_python_version(nbdkit: str) -> tuple[int, int]:
-    """The Python version nbdkit's python plugin embeds (major, minor)."""
-    p = subprocess.run([nbdkit, "python", "--dump-plugin"], capture_output=True, text=True, timeout=30)
-    if p.returncode != 0:
+def find_plugin() -> str:
+    """The plugin library: NEARFLASH_NBD_PLUGIN, the source tree's build, or built now from a source checkout."""
+    env = os.environ.get("NEARFLASH_NBD_PLUGIN")
+    if env:
+        if not Path(env).is_file():
+            raise InvalidArgument(f"NEARFLASH_NBD_PLUGIN={env}: no such file")
+        return env
+    built = REPO / "target" / "release" / PLUGIN_LIB
+    if built.is_file():
+        return str(built)
+    if (REPO / "crates" / PLUGIN_CRATE / "Cargo.toml").exists() and shutil.which("cargo"):
+        p = subprocess.run(["cargo", "build", "--quiet", "--release", "--manifest-path", str(REPO / "Cargo.toml"), "-p",
+                            PLUGIN_CRATE], capture_output=True, text=True)
+        if p.returncode == 0 and built.is_file():
+            return str(built)
         why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit status {p.returncode}"
-        raise InvalidArgument(f"nbdkit's python plugin is missing (Debian: apt-get install nbdkit-plugin-python): {why}")
-    for line in p.stdout.splitlines():
-        if line.startswith("python_version="):
-            major, minor = line.split("=", 1)[1].split(".")[:2]
-            return int(major), int(minor)
-    raise InvalidArgument("nbdkit's python plugin did not report its python_version")
+        raise InvalidArgument(f"building the NBD plugin failed ({why})")
+    raise InvalidArgument(f"the NBD plugin {PLUGIN_LIB} is not built: cargo build --release -p {PLUGIN_CRATE} "
+                          f"(or set NEARFLASH_NBD_PLUGIN)")
 
 
-def site_dirs() -> list[str]:
-    """Where this environment's packages live: its site-packages, and the directory nearflash itself was imported
-    from when that is elsewhere (a source checkout on PYTHONPATH)."""
-    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
-    pkg_parent = str(Path(__import__("nearflash").__file__).resolve().parent.parent)
-    if pkg_parent not in dirs:
-        dirs.insert(0, pkg_parent)
-    return dirs
+def check_plugin(nbdkit: str, plugin: str) -> None:
+    """nbdkit can load the plugin (`--dump-plugin`); a library built for another nbdkit is refused here."""
+    p = subprocess.run([nbdkit, plugin, "--dump-plugin"], capture_output=True, text=True, timeout=30)
+    if p.returncode != 0 or "name=nearflash" not in p.stdout:
+        why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit status {p.returncode}"
+        raise InvalidArgument(f"nbdkit cannot load the NBD plugin {plugin}: {why}")
 
 
 def _check_unix(path: str) -> str:
@@ -133,16 +144,27 @@ def _check_ext_attach(image: str, ext: list[str]) -> None:
             twin.attach(name, **(json.loads(params) if params else {}))
 
 
-def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]]]:
-    """(lba_bytes, what crash recovery did) of the image, opened once with its extensions attached (an image left
-    unclean by a killed server is recovered here, and extension state saved in it is restored)."""
+def _check_image(image: str, ext: list[str], seed: int) -> tuple[int, Optional[dict[str, Any]], dict[str, Any]]:
+    """(lba_bytes, what crash recovery did, Identify) of the image, opened once with its extensions attached (an
+    image left unclean by a killed server is recovered here, and extension state saved in it is restored)."""
     from nearflash.device import Device
 
     with Device(image, seed=seed, create=False) as dev:
         for spec in ext:
             name, _, params = spec.partition(":")
             dev.attach(name, **(json.loads(params) if params else {}))
-        return dev.lba_bytes, dev.recovery
+        return dev.lba_bytes, dev.recovery, dev.identify()
+
+
+def _check_log(path: str) -> str:
+    p = Path(path).absolute()
+    if not p.parent.is_dir():
+        raise InvalidArgument(f"--log: directory {p.parent} does not exist")
+    if p.is_dir():
+        raise InvalidArgument(f"--log: {p} is a directory")
+    if p.exists() and not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK):
+        raise InvalidArgument(f"--log: cannot write {p}")
+    return str(p)
 
 
 def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
@@ -159,13 +181,14 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
         where, uri = ["-i", opts.bind, "-p", str(port)], f"nbd://{host}:{port}"
     for spec in opts.ext:
         _check_ext(spec)
+    if opts.pace not in PACES:
+        raise InvalidArgument(f"--pace must be one of {', '.join(PACES)}, got {opts.pace!r}")
+    if isinstance(opts.threads, bool) or not isinstance(opts.threads, int) or not 1 <= opts.threads <= 1024:
+        raise InvalidArgument(f"--threads must be in 1..1024, got {opts.threads!r}")
+    log = _check_log(opts.log) if opts.log is not None else None
     nbdkit = find_nbdkit()
-    theirs, ours = plugin_python_version(nbdkit), sys.version_info[:2]
-    if theirs != ours:
-        raise InvalidArgument(
-            f"nbdkit's python plugin embeds Python {theirs[0]}.{theirs[1]} but nearflash is installed for "
-            f"{ours[0]}.{ours[1]}; its compiled modules load only into the same version: create the virtual "
-            f"environment with python{theirs[0]}.{theirs[1]} (the system's python3)")
+    plugin = find_plugin()
+    check_plugin(nbdkit, plugin)
     image = str(Path(opts.image).absolute())
     d = Path(image)
     if not d.is_dir() or not (d / "state.json").is_file():
@@ -175,15 +198,19 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
         who = f" (served by pid {served['pid']} at {served['address']})" if served else ""
         raise InvalidArgument(f"{opts.image} is open in another process{who}")
     _check_ext_attach(image, opts.ext)
-    lba_bytes, recovery = _check_image(image, opts.ext, opts.seed)
+    lba_bytes, recovery, identify = _check_image(image, opts.ext, opts.seed)
     pidfile = Path(image) / "serve.pid"
     pidfile.unlink(missing_ok=True)  # left by a server that was killed (the image was not locked)
-    argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), *(["--readonly"] if opts.read_only else []),
-            "--filter=blocksize", "python", str(PLUGIN), f"image={image}", f"seed={opts.seed}", f"address={uri}",
-            f"readonly={'true' if opts.read_only else 'false'}", f"minblock={lba_bytes}", "maxdata=4M",
+    # The log filter sits behind blocksize: it records the requests the device is given (whole blocks, at most
+    # maxdata each), so that replaying the log issues exactly what the recording did.
+    filters = ["--filter=blocksize", *(["--filter=log"] if log else [])]
+    argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), "--threads", str(opts.threads),
+            *(["--readonly"] if opts.read_only else []), *filters, plugin, f"image={image}", f"seed={opts.seed}",
+            f"address={uri}", f"readonly={'true' if opts.read_only else 'false'}", f"pace={opts.pace}",
+            f"threads={opts.threads}", f"identify={json.dumps(identify)}", f"minblock={lba_bytes}", "maxdata=4M",
+            *([f"logfile={log}", "logappend=true"] if log else []),
             *[f"ext={e}" for e in opts.ext], *([f"recovery={json.dumps(recovery)}"] if recovery else [])]
-    env = dict(os.environ, NEARFLASH_SITE_DIRS=os.pathsep.join(site_dirs()))
-    return argv, env, uri
+    return argv, dict(os.environ), uri
 
 
 def serve(opts: ServeOptions) -> None:
@@ -193,8 +220,8 @@ def serve(opts: ServeOptions) -> None:
     if recovered:
         print(f"nearflash serve: the image was not closed cleanly; recovered: {recovered[0][9:]}", file=sys.stderr)
     mode = "read-only" if opts.read_only else "read-write"
-    print(f"nearflash serve: {opts.image} ({mode}) at {uri}; `nearflash info {opts.image}` shows its figures, "
-          f"Ctrl-C stops it", file=sys.stderr, flush=True)
+    print(f"nearflash serve: {opts.image} ({mode}, pace {opts.pace}) at {uri}; `nearflash info {opts.image}` shows "
+          f"its figures, Ctrl-C stops it", file=sys.stderr, flush=True)
     os.execve(argv[0], argv, env)
 
 

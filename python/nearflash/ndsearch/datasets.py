@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,19 @@ FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 #: Held-out queries of ``fortunes-minilm``: the texts with the smallest SHA-256 digests (one SearSSD batch).
 FORTUNES_QUERIES = 2048
-DEFAULT_CACHE = Path.home() / ".cache" / "nearflash" / "ndsearch"
+
+
+def xdg_cache() -> Path:
+    """The user's cache for nearflash's vector-search data: ``$XDG_CACHE_HOME/nearflash/ndsearch`` (the XDG base
+    directory specification; ``~/.cache`` where the variable is unset or not absolute)."""
+    root = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(root) if os.path.isabs(root) else Path.home() / ".cache"
+    return base / "nearflash" / "ndsearch"
+
+
+#: Where embeddings, large graphs and ground truth are cached unless a caller names another directory (the
+#: experiments keep their ground truth under ``--out`` unless ``--set cache=xdg``).
+DEFAULT_CACHE = xdg_cache()
 CHUNK = 65536
 SYNTHETIC = {
     # name: (dim, dtype, metric, clusters)

@@ -108,10 +108,61 @@ def load_or_build(name: str, n: int, seed: int = 0, R: int = 16, ef_construction
     return ix, built
 
 
+#: List sizes tried, smallest first, when looking for the ``ef`` that reaches a recall target.
+EFS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def ef_for_recall(ix: Index, name: str, n: int, seed: int, target: float, queries: int = 100,
+                  cache_dir: Path | str = DEFAULT_CACHE) -> tuple[int | None, float, dict[int, float]]:
+    """The smallest ``ef`` of :data:`EFS` whose recall@10 over ``queries`` queries (exact ground truth of the first
+    ``n`` rows, streamed) reaches ``target``: ``(ef or None, its recall or the best seen, {ef: recall})``."""
+    from nearflash.ndsearch.datasets import cached_synthetic_ground_truth, recall_at
+
+    q = synthetic(name, queries, seed=seed, queries=True)
+    _, truth = cached_synthetic_ground_truth(name, n, q, 10, seed, cache_dir=cache_dir)
+    seen: dict[int, float] = {}
+    for ef in EFS:
+        seen[ef] = recall_at(ix.search(q, 10, ef=ef)[1], truth, 10)
+        if seen[ef] >= target:
+            return ef, seen[ef], seen
+    return None, max(seen.values()), seen
+
+
+def largest_at_recall(name: str, seed: int, R: int, ef_construction: int, target: float, start: int, budget_s: float,
+                      log=None, cache_dir: Path | str = DEFAULT_CACHE, max_n: int = 2**32 - 2) -> list[dict]:
+    """Builds (or loads) the graphs of ``start``, ``2 start``, ... rows until one misses ``target`` at every ``ef``
+    of :data:`EFS`, the builds so far have taken ``budget_s`` of wall time or the size would pass ``max_n``; one
+    record per size (build wall and
+    CPU seconds, peak RSS, the ``ef`` reaching the target, the recall, the search's wall and CPU time for 2,048
+    queries on all cores). The largest size this machine builds at the target is the last record that met it."""
+    out: list[dict] = []
+    n, spent = start, 0.0
+    while spent < budget_s and n <= max_n:
+        ix, built = load_or_build(name, n, seed, R, ef_construction, cache_dir=cache_dir, log=log)
+        spent += 0.0 if built["loaded"] else built["build_wall_s"]
+        ef, recall, seen = ef_for_recall(ix, name, n, seed, target, cache_dir=cache_dir)
+        q = synthetic(name, 2048, seed=seed, queries=True)
+        t, c = time.perf_counter(), cpu_seconds()
+        ix.search(q, 10, ef=ef or EFS[-1])
+        rec = {"n": n, "R": R, "ef_construction": ef_construction, "target": target, "met": ef is not None,
+               "ef": ef, "recall@10": recall, "recall_by_ef": seen, "build_wall_s": built["build_wall_s"],
+               "build_cpu_s": built["build_cpu_s"], "peak_rss_bytes": built.get("peak_rss_bytes"),
+               "search_2048_wall_s": time.perf_counter() - t, "search_2048_cpu_s": cpu_seconds() - c,
+               "threads": cpu_count()}
+        out.append(rec)
+        if log is not None:
+            print(json.dumps({k: v for k, v in rec.items() if k != "recall_by_ef"}), file=log, flush=True)
+        if ef is None:
+            break
+        n *= 2
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(description="Build and cache the HNSW graph of a large synthetic set.")
+    p = argparse.ArgumentParser(description="Build and cache the HNSW graph of a large synthetic set; with "
+                                "--target-recall, find the largest size this machine builds that reaches it.")
     p.add_argument("--name", default="sift-like")
     p.add_argument("--n", type=int, default=10_000_000)
     p.add_argument("--seed", type=int, default=0)
@@ -119,7 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ef-construction", type=int, default=100)
     p.add_argument("--checkpoints", action="store_true",
                    help="also save the index of the first BUILD_STEP x 2**j rows on the way")
+    p.add_argument("--target-recall", type=float, metavar="R",
+                   help="double the size from --start until recall@10 >= R is out of reach (or --budget-s is spent)")
+    p.add_argument("--start", type=int, default=65_536)
+    p.add_argument("--budget-s", type=float, default=3600.0, help="wall seconds of graph builds to spend at most")
     a = p.parse_args(argv)
+    if a.target_recall is not None:
+        recs = largest_at_recall(a.name, a.seed, a.R, a.ef_construction, a.target_recall, a.start, a.budget_s,
+                                 log=sys.stdout)
+        met = [r for r in recs if r["met"]]
+        print(f"largest size at recall@10 >= {a.target_recall}: "
+              + (f"{met[-1]['n']:,} (ef {met[-1]['ef']}, recall {met[-1]['recall@10']:.3f})" if met else "none"))
+        return 0
     _, rec = build_index(a.name, a.n, a.seed, a.R, a.ef_construction, log=sys.stdout, checkpoints=a.checkpoints)
     print(rec)
     return 0

@@ -5,6 +5,7 @@ sets on any preset (the ``programs`` extension). Write a function in C, compile 
 charged on the preset's controller cores. docs/programs.md maps every command and field to the specifications."""
 
 from nearflash.programs.api import (
+    HOST_RUN_MAX_BYTES,
     ExecuteResult,
     ProgramError,
     activate,
@@ -25,6 +26,7 @@ from nearflash.programs.build import EXAMPLES, compile_c, example, have_clang
 
 __all__ = [
     "EXAMPLES",
+    "HOST_RUN_MAX_BYTES",
     "ExecuteResult",
     "ProgramError",
     "activate",

@@ -13,23 +13,28 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from nearflash._native import programs as _p
+from nearflash.device import Completion
 from nearflash.errors import InvalidArgument, NvmeError
 
 _NAMES = {(sct, sc): name for sct, sc, name in _p.status_names()}
 _U16 = (1, 0xFFFF)
+#: Most bytes `host_run` holds at once, sources and outputs together (refused beyond, before anything is read).
+HOST_RUN_MAX_BYTES: int = _p.HOST_RUN_MAX_BYTES
+#: Most blocks one Memory Copy source range carries (its NLB is a 0's-based 32-bit field; all ones is reserved).
+MAX_COPY_BLOCKS = 2**32 - 1
 
 
 class ProgramError(NvmeError):
     """A Computational Programs or SLM command completed with an error status (``dw0`` carries a fault code for
     a program stopped at run time: 1 out of range, 2 instruction budget, 3 arithmetic, 4 call depth, 5 other)."""
 
-    def __init__(self, sct: int, sc: int, command: str = "", dw0: int = 0):
-        super().__init__(sct, sc, command)
-        self.dw0 = dw0
+    def __init__(self, sct: int, sc: int, command: str = "", reason: Optional[str] = None, dw0: int = 0):
+        super().__init__(sct, sc, command, reason, dw0)
         name = _NAMES.get((sct, sc))
         if name is not None:
             self.status = name
-            self.args = (f"{command}: {name} (SCT {sct:#x}, SC {sc:#04x}, DW0 {dw0})",)
+            where = f"{command} ({reason})" if reason else command
+            self.args = (f"{where}: {name} (SCT {sct:#x}, SC {sc:#04x}, DW0 {dw0})",)
 
 
 def _check(outcome: tuple[int, int, int, int, Optional[str]], what: str) -> tuple[int, int]:
@@ -37,9 +42,8 @@ def _check(outcome: tuple[int, int, int, int, Optional[str]], what: str) -> tupl
     (from its error log: the field and what it may hold)."""
     sct, sc, dw0, latency, reason = outcome
     if (sct, sc) == (0, 1):
-        raise ProgramError(sct, sc, f"{what} (is the 'programs' extension attached? dev.attach('programs'))", dw0)
-    if (sct, sc) != (0, 0):
-        raise ProgramError(sct, sc, f"{what} ({reason})" if reason else what, dw0)
+        what = f"{what} (is the 'programs' extension attached? dev.attach('programs'))"
+    Completion(0, sct, sc, dw0, 0, latency_ns=latency, reason=reason, what=what).check(ProgramError)
     return dw0, latency
 
 
@@ -86,7 +90,7 @@ def _dev(dev: Any) -> tuple[Any, int]:
     native = getattr(dev, "native", None)
     if native is None:
         raise InvalidArgument(f"dev must be a nearflash.Device, got {type(dev).__name__}")
-    return native, dev._sync()
+    return native, dev.sync_qid
 
 
 def load(dev: Any, pind: int, program: Any) -> int:
@@ -130,10 +134,11 @@ def copy_to_slm(dev: Any, slm_offset: int, lba: int | None = None, nblocks: int 
     if sources is None:
         if lba is None or nblocks is None:
             raise InvalidArgument("give lba and nblocks, or sources")
-        sources = [(lba, nblocks)]
+        s = [(_int(lba, "lba", 0, 2**64 - 1), _int(nblocks, "nblocks", 1, MAX_COPY_BLOCKS))]
     elif lba is not None or nblocks is not None:
         raise InvalidArgument("give lba and nblocks, or sources, not both")
-    s = _pairs(sources, "sources", 2**64 - 1, (1, 2**32))
+    else:
+        s = _pairs(sources, "sources", 2**64 - 1, (1, MAX_COPY_BLOCKS))
     if len(s) > 256:
         raise InvalidArgument(f"at most 256 source ranges, got {len(s)}")
     off = _int(slm_offset, "slm_offset", 0, 2**64 - 1)
@@ -231,11 +236,14 @@ def host_run(dev: Any, program: Any, sources: Sequence[tuple[int, int]], params:
     """The host path of a comparison: ``sources`` (``(lba, nblocks)``) read with ordinary Reads, then the same
     program run on one host core (its counted instructions at the host's clock and energy per instruction) over
     one range per source, cut to ``lengths`` bytes where given, then zeroed output ranges of ``outputs`` bytes.
-    Returns result, fault, instructions, latency_ns, bytes_read, outputs (bytes each)."""
+    Sources and outputs together hold at most :data:`HOST_RUN_MAX_BYTES`. Returns result, fault, instructions,
+    latency_ns, bytes_read, outputs (bytes each)."""
     native, q = _dev(dev)
     s = _pairs(sources, "sources", 2**64 - 1, (1, 2**32 - 1))
     lens = None if lengths is None else [_int(n, f"lengths[{i}]", 0, 2**64 - 1) for i, n in enumerate(lengths)]
-    outs = [_int(n, f"outputs[{i}]", 1, 2**32) for i, n in enumerate(outputs)]
+    if isinstance(outputs, (str, bytes)) or not isinstance(outputs, (list, tuple)):
+        raise InvalidArgument(f"outputs must be a list of byte counts, got {type(outputs).__name__}")
+    outs = [_int(n, f"outputs[{i}]", 1, HOST_RUN_MAX_BYTES) for i, n in enumerate(outputs)]
     if len(s) + len(outs) > 16:
         raise InvalidArgument("at most 16 ranges (sources and outputs together)")
     return _p.host_run(native, q, _program_bytes(program), s, _bytes(params, "params"),

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from nearflash.cli import non_negative_int, seed_int, u64_int
 from nearflash.errors import InvalidArgument
 
 
@@ -81,10 +82,13 @@ def cmd_identify(a: argparse.Namespace) -> int:
 def cmd_run(a: argparse.Namespace) -> int:
     from nearflash.programs.compare import compare, in_storage
 
-    program = _program(a.program)
-    data = Path(a.input).read_bytes()
+    try:
+        data = Path(a.input).read_bytes()
+    except OSError as e:
+        raise InvalidArgument(f"--input {a.input!r} cannot be read: {e.strerror or e}") from None
     if not data:
-        raise InvalidArgument(f"input {a.input!r} is empty")
+        raise InvalidArgument(f"--input {a.input!r} is empty")
+    program = _program(a.program)
     with _device(a) as dev:
         block = dev.lba_bytes
         nblocks = -(-len(data) // block)
@@ -124,6 +128,17 @@ def cmd_run(a: argparse.Namespace) -> int:
     return 0
 
 
+def int32(text: str) -> int:
+    """A little-endian int32 parameter value."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not -(2**31) <= v < 2**31:
+        raise argparse.ArgumentTypeError(f"an int32 is in [-2**31, 2**31), got {v}")
+    return v
+
+
 def add_parser(sub: Any) -> None:
     """Adds ``nearflash programs ...`` to the top-level subparsers."""
     p = sub.add_parser("programs", help="NVMe computational programs: compile C to eBPF, run it in storage")
@@ -140,7 +155,7 @@ def add_parser(sub: Any) -> None:
     def device_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--preset", default="cosmos-plus")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a preset parameter")
-        sp.add_argument("--seed", type=int, default=1)
+        sp.add_argument("--seed", type=seed_int, default=1)
 
     sp = ps.add_parser("identify", help="the compute and memory resources a preset's device reports")
     device_args(sp)
@@ -150,12 +165,12 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("program")
     sp.add_argument("--input", required=True, help="file written to the device and copied into SLM (range 0)")
     device_args(sp)
-    sp.add_argument("--out-bytes", type=int, default=0, help="size of an output range (range 1), read back")
+    sp.add_argument("--out-bytes", type=non_negative_int, default=0, help="size of an output range (range 1), read back")
     sp.add_argument("--param-str", help="parameter data: a string")
-    sp.add_argument("--param-i32", type=int, nargs="+", help="parameter data: little-endian int32 values")
+    sp.add_argument("--param-i32", type=int32, nargs="+", help="parameter data: little-endian int32 values")
     sp.add_argument("--param-hex", help="parameter data: hex bytes")
-    sp.add_argument("--cparam1", type=int, default=0)
-    sp.add_argument("--cparam2", type=int, default=0)
+    sp.add_argument("--cparam1", type=u64_int, default=0)
+    sp.add_argument("--cparam2", type=u64_int, default=0)
     sp.add_argument("--compare-host", action="store_true", help="also run the host path and print the ratios")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nearflash._native import recssd as _rs
+from nearflash.device import _count
 from nearflash.recssd.models import Batch, ModelSpec
 
 
@@ -20,7 +21,7 @@ def _table_seed(seed: int, table: int) -> int:
 
 def fixed_offsets(batch_size: int, lookups: int) -> np.ndarray:
     """Offsets of ``batch_size`` bags of ``lookups`` ids each."""
-    return np.arange(batch_size, dtype=np.int64) * lookups
+    return np.arange(_count("batch_size", batch_size), dtype=np.int64) * _count("lookups", lookups)
 
 
 def _dense(spec: ModelSpec, batch_size: int, seed: int) -> np.ndarray:
@@ -29,6 +30,7 @@ def _dense(spec: ModelSpec, batch_size: int, seed: int) -> np.ndarray:
 
 def uniform_batch(spec: ModelSpec, batch_size: int, seed: int) -> Batch:
     """One batch with uniformly random ids."""
+    batch_size, seed = _count("batch_size", batch_size), _count("seed", seed)
     sparse = []
     for t, ts in enumerate(spec.tables):
         ids = _rs.uniform_bags(ts.rows, batch_size, ts.lookups, _table_seed(seed, t))
@@ -79,6 +81,8 @@ def locality_batches(
 ) -> tuple[list[Batch], list[float]]:
     """``batches`` batches whose ids follow the stack-distance trace of locality ``k``, one trace per table.
     Returns the batches and each table's new-reference ("unique access") fraction."""
+    batch_size, batches, seed = _count("batch_size", batch_size), _count("batches", batches), _count("seed", seed)
+    line_rows = _count("line_rows", line_rows, 1)
     traces, unique = locality_traces(spec, batch_size, batches, k, seed, line_rows)
     return trace_batches(spec, traces, batch_size, range(batches), seed), unique
 
@@ -88,7 +92,8 @@ def microbenchmark_ids(pattern: str, rows: int, dim: int, batch_size: int, looku
     if pattern == "seq":
         stride = 1
     elif pattern == "str":
-        stride = _rs.one_row_per_page_stride(4 * dim)
+        stride = _rs.one_row_per_page_stride(4 * _count("dim", dim, 1))
     else:
         raise ValueError(f"pattern must be 'seq' or 'str', not {pattern!r}")
+    rows, batch_size, lookups = _count("rows", rows, 1), _count("batch_size", batch_size), _count("lookups", lookups)
     return _rs.strided_bags(rows, batch_size, lookups, stride=stride)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from nearflash._native import recssd as _rs
-from nearflash.device import Device
+from nearflash.device import Device, _count
 from nearflash.errors import ConfigError, InvalidArgument
 from nearflash.recssd.embeddings import TableSpec
 from nearflash.recssd.models import Batch, RecModel
@@ -40,9 +40,12 @@ def as_numpy(x: Any, dtype: Any = None) -> np.ndarray:
 
 
 def integer_ids(x: Any, name: str, rows: int | None = None) -> np.ndarray:
-    """``x`` as int64 ids, refusing what numpy would silently truncate (floats, bools, objects) with a TypeError
-    and, given ``rows``, ids outside ``0..rows-1`` with a ValueError; both name the argument ``name``."""
+    """``x`` as 1-D int64 ids, refusing what numpy would silently truncate (floats, bools, objects) with a TypeError
+    and, given ``rows``, ids outside ``0..rows-1`` and other shapes than 1-D with InvalidArgument; all name the
+    argument ``name``."""
     a = as_numpy(x)
+    if a.ndim != 1:
+        raise InvalidArgument(f"{name} must be a 1-D array of ids, got shape {a.shape}")
     if a.size == 0 and a.dtype.kind == "f":  # [] arrives as float64: an empty list of ids is fine
         a = a.astype(np.int64)
     if a.dtype.kind not in "iu":
@@ -152,31 +155,39 @@ class RecSSD:
     ):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+        seed = _count("seed", seed, 0, 2**64 - 1)
+        if isinstance(tables, (str, bytes, np.ndarray)) or not isinstance(tables, Sequence) or not tables:
+            raise InvalidArgument(f"tables must be a non-empty list of TableSpec or 2-D float32 arrays, "
+                                  f"got {tables!r:.80}")
         self.precision = precision
         self.device = device
         self.params = dict(params or {})
+        specs = []
+        self.dims: list[int] = []
+        self.rows: list[int] = []
+        for i, t in enumerate(tables):
+            if isinstance(t, TableSpec):
+                rows = _count(f"tables[{i}].rows", t.rows, 1, 2**32 - 1)
+                dim = _count(f"tables[{i}].dim", t.dim, 1, 2**32 - 1)
+                specs.append((rows, dim, None, seed))
+                self.dims.append(dim)
+                self.rows.append(rows)
+            else:
+                a = np.ascontiguousarray(as_numpy(t, np.float32))
+                if a.ndim != 2 or 0 in a.shape:
+                    raise InvalidArgument(f"tables[{i}]: a stored table must be a 2-D array of 1 or more rows and "
+                                          f"columns, got shape {a.shape}")
+                specs.append((a.shape[0], a.shape[1], a, seed))
+                self.dims.append(a.shape[1])
+                self.rows.append(a.shape[0])
+        # Attached once every argument is checked: a refused call leaves the device as it was.
         try:
             device.attach("recssd", **self.params)
         except ConfigError as e:
             if "already attached" not in str(e):
                 raise
-        specs = []
-        self.dims: list[int] = []
-        self.rows: list[int] = []
-        for t in tables:
-            if isinstance(t, TableSpec):
-                specs.append((int(t.rows), int(t.dim), None, int(seed)))
-                self.dims.append(int(t.dim))
-                self.rows.append(int(t.rows))
-            else:
-                a = np.ascontiguousarray(as_numpy(t, np.float32))
-                if a.ndim != 2:
-                    raise ValueError(f"a stored table must be a 2-D array, got shape {a.shape}")
-                specs.append((a.shape[0], a.shape[1], a, int(seed)))
-                self.dims.append(a.shape[1])
-                self.rows.append(a.shape[0])
         # Set-up commands (table writes, registrations) go through the SDK's synchronous queue.
-        setup_queue = device._sync()
+        setup_queue = device.sync_qid
         self.host = _rs.Host(device.native, specs, placement=placement, params=json.dumps(self.params),
                              setup_queue=setup_queue, attribute_bytes=PRECISIONS[precision])
 
@@ -189,15 +200,19 @@ class RecSSD:
         """The firmware's counters (``extensions.recssd`` of the device report)."""
         return self.device.report().data["extensions"].get("recssd", {})
 
+    def _table(self, table: Any) -> int:
+        return _count("table", table, 0, len(self.rows) - 1)
+
     def sls(self, table: int, indices: Any, offsets: Any, path: str = "ndp") -> np.ndarray:
         """EmbeddingBag(mode="sum") of one table through ``path``; advances the device clock."""
-        rows = self.rows[table] if isinstance(table, int) and 0 <= table < len(self.rows) else None
-        pooled, _ = self.host.sls(table, integer_ids(indices, "indices", rows), integer_ids(offsets, "offsets"), path)
+        table = self._table(table)
+        ids = integer_ids(indices, "indices", self.rows[table])
+        pooled, _ = self.host.sls(table, ids, integer_ids(offsets, "offsets"), path)
         return pooled
 
     def embedding_bag(self, table: int, path: str = "ndp") -> "EmbeddingBag":
         """A ``torch.nn.EmbeddingBag(mode="sum")``-like callable over one table."""
-        return EmbeddingBag(self, table, path)
+        return EmbeddingBag(self, self._table(table), path)
 
     def lookup(self, path: str = "ndp"):
         """A model lookup ``(table, indices, offsets) -> pooled`` through ``path`` (for ``RecModel.forward``)."""
@@ -216,7 +231,7 @@ class RecSSD:
 
     def set_lru_rows(self, rows: int) -> None:
         """Resizes the baseline's host LRU per table (0: no host cache); empties it."""
-        self.host.set_lru_rows(int(rows))
+        self.host.set_lru_rows(_count("rows", rows, 0, 2**32 - 1))
 
     def run(
         self,

@@ -26,18 +26,13 @@ import argparse
 import hashlib
 import itertools
 import json
-import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterable, Union
 
 from nearflash.errors import InvalidArgument
+from nearflash.tomlfile import read_toml
 from nearflash.workload import BenchJob
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 TOP_KEYS = {"name", "base", "workload", "grid", "points"}
 BASE_KEYS = {"preset", "seed", "overrides"}
@@ -179,17 +174,30 @@ def expand(spec: dict[str, Any]) -> Spec:
         p = Point(b["preset"], b["seed"], b["overrides"], b["workload"], {a: c.get(a) for a in axes})
         p.job()  # a wrong workload value is the specification's fault: refuse it before running anything
         points.setdefault(p.id, p)
+    check_device_parameters(points.values())
     return Spec(name, list(points.values()), axes)
 
 
+def check_device_parameters(points: Iterable[Point]) -> None:
+    """Refuses an unknown preset, an unknown parameter or a value that does not parse in its parameter's unit before
+    anything runs or is created: each (preset, parameter, value) the points use (a grid's lists, not its product).
+    Values that are only wrong together (too few blocks for the over-provisioning) still fail as points."""
+    from nearflash.device import check_overrides
+    from nearflash.errors import NearflashError
+
+    seen: set[tuple[str, str, str]] = set()
+    for p in points:
+        for key, value in [("", ""), *p.overrides.items()]:
+            check = (p.preset, key, json.dumps(value))
+            if check in seen:
+                continue
+            seen.add(check)
+            try:
+                check_overrides(p.preset, {key: value} if key else {})
+            except NearflashError as e:
+                what = f"preset {p.preset!r}" + (f", {key} = {value!r}" if key else "")
+                raise InvalidArgument(f"{what}: {e}") from None
+
+
 def load(path: Union[str, Path]) -> Spec:
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise InvalidArgument(f"no sweep specification at {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidArgument(f"cannot read {p}: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidArgument(f"{p} is not valid TOML: {e}") from None
-    return expand(data)
+    return expand(read_toml(Path(path), "sweep specification"))

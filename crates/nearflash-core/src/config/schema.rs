@@ -53,6 +53,21 @@ pub struct NandConfig {
     pub channel_arbitration: Choice,
     /// Rated program/erase cycles, used by the wear term of the bit-error model.
     pub endurance: Count,
+    /// Program/erase suspension for reads (and erase suspension for programs): none | program | erase | both.
+    pub suspend: Choice,
+    /// From the suspend command until the die takes the read (the step under way finishes; its progress counts).
+    pub t_suspend_program: Nanos,
+    /// Resuming a suspended program: the interrupted step is set up again before the time it had left.
+    pub t_resume_program: Nanos,
+    pub t_suspend_erase: Nanos,
+    pub t_resume_erase: Nanos,
+    /// A program (erase) is suspended only if at least this much of it is left.
+    pub suspend_min_left_program: Nanos,
+    pub suspend_min_left_erase: Nanos,
+    /// Suspensions one program or erase may take before it runs to its end.
+    pub max_suspensions: Count,
+    /// With erase suspension, programs may suspend erases too (write-suspend-erase), not only reads.
+    pub suspend_erase_for_writes: Flag,
 }
 
 /// Error-correction and the raw bit-error model.
@@ -89,6 +104,9 @@ pub struct FtlConfig {
     pub gc_start_free_blocks: Count,
     /// GC in a plane stops once it has this many free blocks.
     pub gc_stop_free_blocks: Count,
+    /// Below this many free blocks in its plane, GC's flash work is urgent (with `controller.gc_priority =
+    /// background`: it stops yielding to host I/O).
+    pub gc_hard_free_blocks: Count,
     /// Victim selection: greedy (fewest valid sectors) | rga (fewest valid of `gc_rga_d` random candidates,
     /// randomized greedy) | random | fifo (the block closed longest ago).
     pub gc_policy: Choice,
@@ -135,6 +153,12 @@ pub struct ControllerConfig {
     pub dram_size: Bytes,
     pub dram_bandwidth: BytesPerSec,
     pub dram_latency: Nanos,
+    /// The order of one class's flash transactions on a die: read_first (reads, then programs, then erases) | fifo.
+    pub flash_order: Choice,
+    /// GC's flash work beside host I/O: urgent (GC first, MQSim's non-preemptive GC) | equal (a class weighted as
+    /// the medium-priority queues) | background (only while no host transaction waits, until the plane is below
+    /// `ftl.gc_hard_free_blocks`).
+    pub gc_priority: Choice,
 }
 
 /// Host side: link, driver stack and CPU.
@@ -188,6 +212,9 @@ pub struct EnergyConfig {
     pub nand_read_page: PicoJoules,
     pub nand_program_page: PicoJoules,
     pub nand_erase_block: PicoJoules,
+    /// Energy of resuming a suspended program (erase): the interrupted step repeated.
+    pub nand_resume_program: PicoJoules,
+    pub nand_resume_erase: PicoJoules,
     pub channel_per_byte: PjPerByte,
     pub ecc_per_byte: PjPerByte,
     pub ssd_dram_per_byte: PjPerByte,
@@ -274,6 +301,23 @@ pub enum UnmappedRead {
     Allocate,
 }
 
+/// The order of a class's flash transactions on a die (`controller.flash_order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashOrder {
+    /// Reads, then programs, then erases (read-priority scheduling).
+    ReadFirst,
+    /// Arrival order.
+    Fifo,
+}
+
+/// GC's flash work beside host I/O (`controller.gc_priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcPriority {
+    Urgent,
+    Equal,
+    Background,
+}
+
 /// Demand-paged or fully cached mapping table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MappingMode {
@@ -329,6 +373,22 @@ impl DeviceConfig {
             UnmappedRead::Allocate
         } else {
             UnmappedRead::Zeroes
+        }
+    }
+
+    pub fn flash_order(&self) -> FlashOrder {
+        if self.controller.flash_order.0 == "fifo" {
+            FlashOrder::Fifo
+        } else {
+            FlashOrder::ReadFirst
+        }
+    }
+
+    pub fn gc_priority(&self) -> GcPriority {
+        match self.controller.gc_priority.0.as_str() {
+            "urgent" => GcPriority::Urgent,
+            "background" => GcPriority::Background,
+            _ => GcPriority::Equal,
         }
     }
 
@@ -446,6 +506,12 @@ impl DeviceConfig {
                 n.channel_arbitration.0
             ));
         }
+        if !matches!(n.suspend.0.as_str(), "none" | "program" | "erase" | "both") {
+            return bad(format!("nand.suspend {:?}: expected none, program, erase or both", n.suspend.0));
+        }
+        if n.suspend.0 != "none" && n.max_suspensions.0 < 1 {
+            return bad("nand.max_suspensions must be at least 1 when nand.suspend is on".into());
+        }
         if n.channel_arbitration.0 == "mqsim_tsu" && n.cache_read.0 {
             return bad(
                 "nand.channel_arbitration mqsim_tsu models MQSim's scheduler, which has no cache read: set \
@@ -471,6 +537,16 @@ impl DeviceConfig {
         }
         if !matches!(f.unmapped_read.0.as_str(), "zeroes" | "allocate") {
             return bad(format!("ftl.unmapped_read {:?}: expected zeroes or allocate", f.unmapped_read.0));
+        }
+        if f.gc_hard_free_blocks.0 < 1 {
+            return bad("ftl.gc_hard_free_blocks must be at least 1".into());
+        }
+        let c = &self.controller;
+        if !matches!(c.flash_order.0.as_str(), "read_first" | "fifo") {
+            return bad(format!("controller.flash_order {:?}: expected read_first or fifo", c.flash_order.0));
+        }
+        if !matches!(c.gc_priority.0.as_str(), "urgent" | "equal" | "background") {
+            return bad(format!("controller.gc_priority {:?}: expected urgent, equal or background", c.gc_priority.0));
         }
         if !matches!(f.mapping.0.as_str(), "dram" | "demand") {
             return bad(format!("ftl.mapping {:?}: expected dram or demand", f.mapping.0));

@@ -24,6 +24,8 @@ pub enum Dimension {
     Real,
     Bool,
     Text,
+    /// A vendor-specific NVMe opcode (an extension's parameter; `ext_params!` checks its range).
+    Opcode,
 }
 
 impl fmt::Display for Dimension {
@@ -41,6 +43,7 @@ impl fmt::Display for Dimension {
             Dimension::Real => "dimensionless (ratio, fraction, %, cycles/B, instructions, ...)",
             Dimension::Bool => "bool",
             Dimension::Text => "enum/text",
+            Dimension::Opcode => "vendor opcode (opcode)",
         };
         f.write_str(s)
     }
@@ -98,6 +101,9 @@ const UNITS: &[(&str, Dimension, f64)] = &[
     ("bool", Dimension::Bool, 1.0),
     ("enum", Dimension::Text, 1.0),
     ("text", Dimension::Text, 1.0),
+    // The units of extension parameters only (`ext_params!`), so that a preset's [ext.*] section may hold them.
+    ("choice", Dimension::Text, 1.0),
+    ("opcode", Dimension::Opcode, 1.0),
 ];
 
 /// Looks up a unit string; `None` if unknown.

@@ -2,6 +2,7 @@
 //! units firmware extensions declare (the extension interface itself is `device::ext`, above the layers it uses).
 
 mod buffer;
+pub mod sched;
 mod units;
 
 pub use buffer::WriteBuffer;

@@ -1,6 +1,7 @@
 //! Admin commands: Identify, Get Log Page and I/O queue management.
 
 use super::Device;
+use crate::error::SimError;
 use crate::nvme::DataBuf;
 use crate::engine::Time;
 use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
@@ -8,7 +9,8 @@ use crate::nvme::{self, decode_admin, field, AdminCommand, Refusal, Sqe, Status}
 
 impl Device {
     pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
-        let fw = self.fw(t, self.core.ctrl.fw_other);
+        let c = &mut self.core;
+        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_other);
         let result: Result<Option<Vec<u8>>, Refusal> = decode_admin(sqe).and_then(|cmd| match cmd {
             AdminCommand::Identify { cns, nsid } => self.identify(cns, nsid).map(Some),
             AdminCommand::GetLogPage { lid, dwords, offset } => self.log_page(lid).map(|page| {
@@ -17,7 +19,7 @@ impl Device {
                 Some(page[start..end].to_vec())
             }),
             AdminCommand::CreateIoCq { qid, size } => self.queues.create_cq(qid, size).map(|_| None),
-            AdminCommand::CreateIoSq { qid, size, cqid } => self.queues.create_sq(qid, size, cqid).map(|_| None),
+            AdminCommand::CreateIoSq { qid, size, cqid, prio } => self.queues.create_sq(qid, size, cqid, prio).map(|_| None),
             AdminCommand::DeleteIoSq { qid } => self.queues.delete_sq(qid).map(|_| None),
             AdminCommand::DeleteIoCq { qid } => self.queues.delete_cq(qid).map(|_| None),
             AdminCommand::Vendor(op) => Err(Refusal::new(Status::INVALID_OPCODE, Some(field::OPCODE), format!("vendor admin opcode {op:#04x}: no extension takes admin commands"))),
@@ -60,6 +62,13 @@ impl Device {
             .iter()
             .find(|r| r["sqid"] == sqid && r["cid"] == cid)
             .and_then(|r| r["reason"].as_str().map(str::to_owned))
+    }
+
+    /// The error a host library returns for command `cid` on `sqid` that completed with `status`: named `what`,
+    /// with the device's reason for it read from its error log (`error_reason`, a Get Log Page on the admin queue).
+    pub fn command_error(&mut self, what: &str, sqid: u16, cid: u16, status: Status) -> SimError {
+        let reason = self.error_reason(sqid, cid);
+        SimError::Nvme { command: what.to_owned(), status: status.to_string(), sct: status.sct, sc: status.sc, reason }
     }
 
     /// `what`, followed by the device's reason for failed command `cid` on `sqid` in brackets where it gave one: the

@@ -1,14 +1,19 @@
-//! The device's components and the timed data paths shared by NVMe commands and firmware extensions: reading
-//! LBAs into controller memory, writing them through the write buffer, and the FTL's flash work on the array.
+//! The device's components and the data paths shared by NVMe commands and firmware extensions: reading LBAs into
+//! controller memory, writing them through the write buffer, and the FTL's flash work. Each path does its functional
+//! work at once and builds its timing as steps of a plan (`engine::flow`, run by `timing`): flash transactions go to
+//! the scheduler, reservations to their timelines.
 
-use crate::config::{DeviceConfig, UnmappedRead};
-use super::exec::{FlashRead, PageDone, ReadTo};
+use super::timing::{Booking, Ev, Posting, Step};
+use crate::config::{DeviceConfig, GcPriority, UnmappedRead};
+use crate::ctrl::sched::suspend::{Rule, Rules};
+use crate::ctrl::sched::{ClassId, ClassTable, Level, SchedConfig, Scheduler, TxnReq, GC, GC_URGENT};
+use super::exec::ReadTo;
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
-use crate::engine::{rng_stream, EnergyLedger, IntMap, Resources, Rng, Time};
+use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
-use crate::ftl::{FlashSink, Ftl, Location};
+use crate::ftl::{FlashSink, Ftl, Location, Work};
 use crate::host::HostModel;
-use crate::nand::{EccOutcome, NandArray};
+use crate::nand::{EccModel, EccOutcome, Geometry, NandArray};
 use crate::nvme::Status;
 
 /// Everything a command touches. Private to the core: extensions reach it through `ExecCtx`, host libraries
@@ -30,19 +35,64 @@ pub struct DeviceCore {
     pub(crate) fault: Option<crate::error::SimError>,
     /// Why the current command failed, as the firmware explained it (`ExecCtx::explain`); goes to the error log.
     pub(crate) error_detail: Option<crate::nvme::ErrorDetail>,
-    /// Completion times of recent page programs: until a program ends, its data is still served from the
-    /// write buffer in DRAM.
-    programming: IntMap<u64, Time>,
-    /// End of the latest page program (a Flush waits for it).
-    pub(crate) last_program: Time,
+    /// The flash transaction scheduler and the event loop's queue.
+    pub(crate) sched: Scheduler,
+    pub(crate) events: EventQueue<Ev>,
+    /// The timing plans of the commands in flight.
+    pub(crate) flow: Flow<Step>,
+    /// The host's clock (nothing starts before it).
+    pub(crate) host_now: Time,
+    /// Completions whose posting time is known, for the device to queue.
+    pub(crate) posted: Vec<(Posting, Time)>,
+    /// Forecasts of the flash work of the extension command being executed (`None` outside `ExecCtx`).
+    pub(crate) forecast: Option<super::forecast::Forecast>,
+    /// The class of the flash work of the command being executed.
+    pub(crate) class: ClassId,
+    /// GC's priority (`controller.gc_priority`).
+    gc_priority: GcPriority,
+    /// Programs of recent pages: until one ends, its data is still served from the write buffer in DRAM.
+    programming: IntMap<u64, At>,
+    /// Programs not known to have ended (a Flush waits for them).
+    programs: Vec<At>,
+    programs_pruned_at: usize,
     /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing.
     scratch: ReadScratch,
-    /// Set while a host read executes under `mqsim_tsu`: `read_lbas` queues its pages on the array's issue queue
-    /// instead of booking them, and lists them in `deferred` as (token, index in `FlashRead::pages`).
-    pub(crate) defer_reads: bool,
-    pub(crate) deferred: Vec<(u64, usize)>,
-    /// The pages of the deferred host read just executed.
-    pub(crate) deferred_pages: Vec<PageDone>,
+    pub(crate) txn_done: Vec<(u32, Time)>,
+    pub(crate) admitted: Vec<u32>,
+}
+
+/// One flash page's part of a read: its sectors and when its data is in the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageAt {
+    /// First LBA of the read served by this page.
+    pub lba: u64,
+    pub sectors: u32,
+    /// Byte offset of those sectors in the output buffer.
+    pub offset: usize,
+    pub channel: u32,
+    pub die: u32,
+    /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up).
+    pub done: At,
+    /// How the ECC decoded the page (buffered or unmapped sectors: `Corrected`).
+    pub ecc: EccOutcome,
+}
+
+/// What a read does with a page the ECC cannot correct, or a sector whose stored data fails its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnMediaError {
+    /// The whole read fails with Unrecovered Read Error (a host Read; most firmware reads).
+    Fail,
+    /// The read completes: the page's `PageAt::ecc` says `Uncorrectable` and its bytes in `out` are zeroes (never
+    /// the damaged data), so that firmware can tell its caller which page was lost (computational programs' reads).
+    Report,
+}
+
+/// The outcome of reading LBAs into controller memory.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reads {
+    /// When the mapping lookups are done.
+    pub lookup: At,
+    pub pages: Vec<PageAt>,
 }
 
 /// Working buffers of one `read_lbas` call.
@@ -53,82 +103,116 @@ struct ReadScratch {
     page_reads: Vec<(u64, usize, u32)>,
     group: Vec<usize>,
     xfer: Vec<u64>,
-    /// A spent `FlashRead::pages` given back by `recycle`.
-    pages: Vec<PageDone>,
+    /// A spent `Reads::pages` given back by `recycle`.
+    pages: Vec<PageAt>,
 }
 
-/// What a read does with a page the ECC cannot correct, or a sector whose stored data fails its checksum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OnMediaError {
-    /// The whole read fails with Unrecovered Read Error (a host Read; most firmware reads).
-    Fail,
-    /// The read completes: the page's `PageDone::ecc` says `Uncorrectable` and its bytes in `out` are zeroes (never
-    /// the damaged data), so that firmware can tell its caller which page was lost (computational programs' reads).
-    Report,
-}
-
-/// The FTL's flash work, timed on the array.
-struct FlashTiming<'a> {
-    nand: &'a mut NandArray,
-    res: &'a mut Resources,
-    ledger: &'a mut EnergyLedger,
-    wbuf: &'a mut WriteBuffer,
+/// The FTL's flash work, as steps of the current command's plan.
+pub(crate) struct FlashTiming<'a> {
+    geo: &'a Geometry,
+    ecc: &'a EccModel,
+    flow: &'a mut Flow<Step>,
     rng: &'a mut Rng,
-    programming: &'a mut IntMap<u64, Time>,
-    last_program: &'a mut Time,
+    programming: &'a mut IntMap<u64, At>,
+    programs: &'a mut Vec<At>,
+    floor: Time,
+    class: ClassId,
+    gc_priority: GcPriority,
+}
+
+impl FlashTiming<'_> {
+    fn class_of(&self, work: Work) -> ClassId {
+        match work {
+            Work::Host => self.class,
+            Work::Gc { urgent } if urgent && self.gc_priority == GcPriority::Background => GC_URGENT,
+            Work::Gc { .. } => GC,
+        }
+    }
+
+    fn flash(&mut self, req: TxnReq, ready: At, release: u32) -> At {
+        self.flow.add1(Step::Flash { req, release }, self.floor, ready)
+    }
 }
 
 impl FlashSink for FlashTiming<'_> {
-    fn read_page(&mut self, ready: Time, ppn: u64, sectors: u32, raw_errors: u32, pe: u32) -> Time {
-        let geo = &self.nand.geo;
-        let a = geo.page_addr(ppn);
-        let die = geo.die_of_plane(a.plane);
-        let bytes = u64::from(sectors) * u64::from(geo.sector_size);
-        let sampled = self.nand.ecc.sample_worst(self.rng, self.nand.ecc.codewords(bytes), pe);
-        let outcome = self.nand.ecc.decode(raw_errors.max(sampled));
-        self.nand.read(self.res, self.ledger, ready, die, a.page, &[bytes], outcome)
+    fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At {
+        let a = self.geo.page_addr(ppn);
+        let die = self.geo.die_of_plane(a.plane);
+        let bytes = u64::from(sectors) * u64::from(self.geo.sector_size);
+        let sampled = self.ecc.sample_worst(self.rng, self.ecc.codewords(bytes), pe);
+        let outcome = self.ecc.decode(raw_errors.max(sampled));
+        let req = read_req(die, a.page, self.geo.plane_in_die(a.plane), bytes, outcome, self.class_of(work));
+        self.flash(req, ready, 0)
     }
 
-    fn program_pages(&mut self, ready: Time, ppns: &[u64], sectors_released: u32) -> Time {
-        let geo = &self.nand.geo;
-        let a = geo.page_addr(ppns[0]);
-        let die = geo.die_of_plane(a.plane);
-        let page_bytes = u64::from(geo.page_size);
-        let done = self.nand.program(self.res, self.ledger, ready, die, a.page, ppns.len() as u32, page_bytes);
-        self.wbuf.release(done, u64::from(sectors_released));
-        if self.programming.len() > 1 << 16 {
-            self.programming.retain(|_, &mut t| t > ready);
-        }
+    fn program_pages(&mut self, ready: At, ppns: &[u64], sectors_released: u32, work: Work) -> At {
+        let a = self.geo.page_addr(ppns[0]);
+        let die = self.geo.die_of_plane(a.plane);
+        let bytes = u64::from(self.geo.page_size) * ppns.len() as u64;
+        let req = TxnReq::program(die, a.page, ppns.len() as u32, bytes, self.class_of(work));
+        let done = self.flash(req, ready, sectors_released);
         for &p in ppns {
             self.programming.insert(p, done);
         }
-        *self.last_program = (*self.last_program).max(done);
+        self.programs.push(done);
         done
     }
 
-    fn copyback(&mut self, ready: Time, src: u64, dst: u64) -> Time {
-        let geo = &self.nand.geo;
-        let (s, d) = (geo.page_addr(src), geo.page_addr(dst));
-        self.nand.copyback(self.res, self.ledger, ready, geo.die_of_plane(s.plane), s.page, d.page)
+    fn copyback(&mut self, ready: At, src: u64, dst: u64, work: Work) -> At {
+        let (s, d) = (self.geo.page_addr(src), self.geo.page_addr(dst));
+        let req = TxnReq::copyback(self.geo.die_of_plane(s.plane), s.page, d.page, self.class_of(work));
+        self.flash(req, ready, 0)
     }
 
-    fn erase_block(&mut self, ready: Time, block_id: u32) -> Time {
-        let die = self.nand.geo.die_of_plane(self.nand.geo.plane_of_block(block_id));
-        self.nand.erase(self.res, self.ledger, ready, die, 1)
+    fn erase_block(&mut self, ready: At, block_id: u32, work: Work) -> At {
+        let die = self.geo.die_of_plane(self.geo.plane_of_block(block_id));
+        self.flash(TxnReq::erase(die, 1, self.class_of(work)), ready, 0)
     }
 
-    fn map_read(&mut self, ready: Time, tpage: u64) -> Time {
-        let geo = &self.nand.geo;
-        let die = (tpage % u64::from(geo.dies())) as u32;
-        let bytes = u64::from(geo.page_size);
-        self.nand.read(self.res, self.ledger, ready, die, 0, &[bytes], EccOutcome::Corrected)
+    fn map_read(&mut self, ready: At, tpage: u64) -> At {
+        let die = (tpage % u64::from(self.geo.dies())) as u32;
+        let req = TxnReq::read(die, 0, u32::MAX, u64::from(self.geo.page_size), self.class);
+        self.flash(req, ready, 0)
     }
 
-    fn map_write(&mut self, ready: Time, tpage: u64) -> Time {
-        let geo = &self.nand.geo;
-        let die = (tpage % u64::from(geo.dies())) as u32;
-        let bytes = u64::from(geo.page_size);
-        self.nand.program(self.res, self.ledger, ready, die, 0, 1, bytes)
+    fn map_write(&mut self, ready: At, tpage: u64) -> At {
+        let die = (tpage % u64::from(self.geo.dies())) as u32;
+        let done = self.flash(TxnReq::program(die, 0, 1, u64::from(self.geo.page_size), self.class), ready, 0);
+        self.programs.push(done);
+        done
+    }
+
+    fn max_all(&mut self, floor: At, times: &[At]) -> At {
+        self.flow.max_all(0, std::iter::once(floor).chain(times.iter().copied()))
+    }
+}
+
+/// The suspension rules of `nand.suspend` (None when off: no suspension code runs).
+fn suspend_rules(cfg: &DeviceConfig) -> Option<Rules> {
+    let n = &cfg.nand;
+    let (program, erase) = match n.suspend.0.as_str() {
+        "program" => (true, false),
+        "erase" => (false, true),
+        "both" => (true, true),
+        _ => return None,
+    };
+    let e = &cfg.energy;
+    let rule = |t_suspend: u64, t_resume: u64, min_left: u64, energy_resume: f64| Rule { t_suspend, t_resume, min_left, energy_resume };
+    Some(Rules {
+        program: program.then(|| rule(n.t_suspend_program.0, n.t_resume_program.0, n.suspend_min_left_program.0, e.nand_resume_program.0)),
+        erase: erase.then(|| rule(n.t_suspend_erase.0, n.t_resume_erase.0, n.suspend_min_left_erase.0, e.nand_resume_erase.0)),
+        programs_suspend_erases: n.suspend_erase_for_writes.0,
+        max_per_op: n.max_suspensions.0.min(u64::from(u32::MAX)) as u32,
+    })
+}
+
+/// A read transaction of `bytes` of one page with its ECC outcome's retries and soft decode.
+fn read_req(die: u32, page: u32, plane: u32, bytes: u64, outcome: EccOutcome, class: ClassId) -> TxnReq {
+    TxnReq {
+        senses: 1 + outcome.retries(),
+        soft: outcome.soft_decoded(),
+        uncorrectable: !outcome.is_ok(),
+        ..TxnReq::read(die, page, plane, bytes, class)
     }
 }
 
@@ -140,6 +224,19 @@ impl DeviceCore {
         let ctrl = Controller::new(&cfg, &mut res, &mut ledger);
         let host = HostModel::new(&cfg, &mut res, &mut ledger);
         let wbuf = WriteBuffer::new(cfg.ftl.write_buffer.0 / cfg.ftl.sector_size.0);
+        let gc_priority = cfg.gc_priority();
+        let gc_level = match gc_priority {
+            GcPriority::Urgent => Level::Urgent,
+            GcPriority::Equal => Level::Normal,
+            GcPriority::Background => Level::Background,
+        };
+        let sc = SchedConfig {
+            order: cfg.flash_order(),
+            tsu: nand.timing.data_outs_first,
+            multi_plane: nand.timing.multi_plane,
+            suspend: suspend_rules(&cfg),
+        };
+        let sched = Scheduler::new(sc, ClassTable::new([4, 2, 1], gc_level), &nand, &mut ledger);
         DeviceCore {
             res,
             ledger,
@@ -153,12 +250,20 @@ impl DeviceCore {
             media_errors: 0,
             fault: None,
             error_detail: None,
+            sched,
+            events: EventQueue::new(),
+            flow: Flow::new(),
+            host_now: 0,
+            posted: Vec::new(),
+            class: crate::ctrl::sched::Priority::Medium.class(),
+            gc_priority,
             programming: IntMap::default(),
-            last_program: 0,
+            programs: Vec::new(),
+            programs_pruned_at: 0,
             scratch: ReadScratch::default(),
-            defer_reads: false,
-            deferred: Vec::new(),
-            deferred_pages: Vec::new(),
+            forecast: None,
+            txn_done: Vec::new(),
+            admitted: Vec::new(),
             cfg,
         }
     }
@@ -170,36 +275,31 @@ impl DeviceCore {
         status
     }
 
-    /// Splits the borrow: the FTL and the timing sink over the array.
-    fn ftl_and_sink(&mut self) -> (&mut Ftl, FlashTiming<'_>) {
+    /// Splits the borrow: the FTL and the timing sink.
+    pub(crate) fn ftl_and_sink(&mut self) -> (&mut Ftl, FlashTiming<'_>) {
+        let floor = self.floor();
         (
             &mut self.ftl,
             FlashTiming {
-                nand: &mut self.nand,
-                res: &mut self.res,
-                ledger: &mut self.ledger,
-                wbuf: &mut self.wbuf,
+                geo: &self.nand.geo,
+                ecc: &self.nand.ecc,
+                flow: &mut self.flow,
                 rng: &mut self.ecc_rng,
                 programming: &mut self.programming,
-                last_program: &mut self.last_program,
+                programs: &mut self.programs,
+                floor,
+                class: self.class,
+                gc_priority: self.gc_priority,
             },
         )
     }
 
-    /// Looks up and reads `nlb` sectors from `slba` into controller memory (`out`, `nlb` sectors long), starting
-    /// at `ready`. Sectors of one physical page share one sensing; pages at the same offset in sibling planes of
-    /// a die share a multi-plane read.
-    /// `issue_on_cores`: charge the firmware's per-page transaction cost to the controller cores.
-    /// `media`: what an unreadable page does ([`OnMediaError`]).
-    pub(crate) fn read_lbas(
-        &mut self,
-        slba: u64,
-        nlb: u32,
-        ready: Time,
-        out: &mut [u8],
-        issue_on_cores: bool,
-        media: OnMediaError,
-    ) -> Result<FlashRead, Status> {
+    /// Looks up and reads `nlb` sectors from `slba` into controller memory (`out`, `nlb` sectors long; empty:
+    /// timing only), once `ready`. Sectors of one physical page share one read; pages at the same offset in sibling
+    /// planes of a die, adjacent in the request, share a multi-plane read (under `mqsim_tsu` each page is a
+    /// transaction of its own and the scheduler gathers them). `issue_on_cores`: charge the firmware's per-page
+    /// transaction cost to the controller cores. `media`: what an unreadable page does ([`OnMediaError`]).
+    pub(crate) fn read_lbas(&mut self, slba: u64, nlb: u32, ready: At, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<Reads, Status> {
         let mut sc = std::mem::take(&mut self.scratch);
         let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores, media);
         self.scratch = sc;
@@ -231,7 +331,7 @@ impl DeviceCore {
     /// Moves `bytes` read from flash, decoded at `decoded`, where `to` says: into controller DRAM and out once to
     /// their consumer (the host DMA, a firmware core, a compute unit: the DRAM port carries twice the bytes), into
     /// DRAM to stay (once), or into a unit's own buffer (no DRAM). Returns when they are there. The one place where
-    /// flash reads book DRAM: host Reads (`deliver_pages`, `ReadTo::Dram`) and the `ExecCtx` reads come here.
+    /// flash reads book DRAM: host Reads (`Booking::Deliver`) and the `ExecCtx` reads come here.
     pub(crate) fn through_dram(&mut self, decoded: Time, bytes: u64, to: ReadTo) -> Time {
         let passes = match to {
             ReadTo::Dram => 2,
@@ -241,34 +341,29 @@ impl DeviceCore {
         self.ctrl.dram(&mut self.res, &mut self.ledger, decoded, passes * bytes)
     }
 
-    /// Moves the pages of a read `to` their place (`through_dram`) in the order they are decoded: `pages` is sorted
-    /// by decode time and each page's `done` becomes when its data is there.
-    pub(crate) fn stage_in_dram(&mut self, pages: &mut [PageDone], to: ReadTo) {
-        pages.sort_by_key(|p| p.done);
+    /// Moves the pages of a host read through DRAM to the host, each as soon as its data is decoded; returns when
+    /// the last has arrived (at least `fw`).
+    pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
         let sector = u64::from(self.nand.geo.sector_size);
-        for p in pages {
-            p.done = self.through_dram(p.done, u64::from(p.sectors) * sector, to);
-        }
-    }
-
-    /// Moves the pages of a host read, each decoded at its `done`, through DRAM to the host as soon as each is
-    /// decoded; returns when the last has arrived (at least `fw`).
-    pub(crate) fn deliver_pages(&mut self, fw: Time, mut pages: Vec<PageDone>) -> Time {
-        self.stage_in_dram(&mut pages, ReadTo::Dram);
-        let sector = u64::from(self.nand.geo.sector_size);
-        let mut done = fw;
+        let mut arrived = Vec::with_capacity(pages.len());
         for p in &pages {
-            let b = u64::from(p.sectors) * sector;
-            done = done.max(self.host.to_host(&mut self.res, &mut self.ledger, p.done, b));
+            arrived.push(self.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done));
         }
         self.recycle(pages);
-        done
+        // Every page is read after the firmware's lookup (`fw`), so it bounds nothing once a page was read.
+        let floor = if arrived.is_empty() { fw } else { At::ZERO };
+        self.max_all(floor, &arrived)
     }
 
-    /// Gives a spent `FlashRead::pages` back, so that the next read reuses its allocation.
-    pub(crate) fn recycle(&mut self, mut pages: Vec<PageDone>) {
+    /// Gives a spent `Reads::pages` back, so that the next read reuses its allocation.
+    pub(crate) fn recycle(&mut self, mut pages: Vec<PageAt>) {
         pages.clear();
         self.scratch.pages = pages;
+    }
+
+    /// Whether page `ppn` is being programmed (its data is still served from the write buffer).
+    fn programming(&self, ppn: u64) -> bool {
+        self.programming.get(&ppn).is_some_and(|&p| self.flow.pending(p))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -277,11 +372,11 @@ impl DeviceCore {
         sc: &mut ReadScratch,
         slba: u64,
         nlb: u32,
-        ready: Time,
+        ready: At,
         out: &mut [u8],
         issue_on_cores: bool,
         media: OnMediaError,
-    ) -> Result<FlashRead, Status> {
+    ) -> Result<Reads, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
         self.check_lbas(slba, nlb)?;
@@ -290,14 +385,17 @@ impl DeviceCore {
             return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
-        let mut lookup_done = ready;
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
+        let demand = self.ftl.cmt_stats().is_some();
+        let mut lookups: Vec<At> = Vec::new();
         let locs = &mut sc.locs;
         locs.clear();
         for i in 0..u64::from(nlb) {
             let lpn = (slba + i) as u32;
             let (ftl, mut sink) = self.ftl_and_sink();
-            lookup_done = lookup_done.max(ftl.map_access(lpn, false, ready, &mut sink));
+            if demand {
+                lookups.push(ftl.map_access(lpn, false, ready, &mut sink));
+            }
             let mut loc = ftl.locate(lpn);
             if allocate && loc == Location::Unmapped {
                 // MQSim's page-level FTL: the never-written sector gets a page and is read from flash.
@@ -315,15 +413,16 @@ impl DeviceCore {
             }
             locs.push(loc);
         }
+        let lookup_done = self.max_all(ready, &lookups);
         // Group flash sectors by page: runs of consecutive sectors on one page.
-        let mut result = FlashRead { done: lookup_done, pages: std::mem::take(&mut sc.pages) };
+        let mut result = Reads { lookup: lookup_done, pages: std::mem::take(&mut sc.pages) };
         let mut ok = true;
         let mut i = 0usize;
         let page_reads = &mut sc.page_reads; // (ppn, first index, sectors)
         page_reads.clear();
         while i < locs.len() {
             match locs[i] {
-                Location::Flash(psa) if self.programming.get(&(psa / spp)).is_none_or(|&t| t <= ready) => {
+                Location::Flash(psa) if !self.programming(psa / spp) => {
                     let ppn = psa / spp;
                     let mut n = 1;
                     while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if p / spp == ppn) {
@@ -333,7 +432,7 @@ impl DeviceCore {
                     i += n;
                 }
                 _ => {
-                    result.pages.push(PageDone {
+                    result.pages.push(PageAt {
                         lba: slba + i as u64,
                         sectors: 1,
                         offset: i * sector as usize,
@@ -350,35 +449,14 @@ impl DeviceCore {
         let issue = if page_reads.is_empty() || !issue_on_cores {
             lookup_done
         } else {
-            self.ctrl.run(&mut self.res, &mut self.ledger, lookup_done, self.ctrl.fw_page * page_reads.len() as f64)
+            let n = self.ctrl.fw_page * page_reads.len() as f64;
+            self.book(Booking::Firmware(n), lookup_done)
         };
         let geo = self.nand.geo.clone();
         let ppd = geo.planes_per_die;
-        if self.defer_reads && self.nand.defers_reads() {
-            // mqsim_tsu: each page waits in its die's queue; the array decides when it is read (tokens in
-            // `deferred`, decode ends reported by the array).
-            for k in 0..page_reads.len() {
-                let a = geo.page_addr(page_reads[k].0);
-                let die = geo.die_of_plane(a.plane);
-                let outcome = self.group_outcome(page_reads, &[k], locs, &mut sc.xfer);
-                let bytes = sc.xfer[0];
-                let token = self.nand.queue_read(issue, die, a.page, a.plane % ppd, bytes, outcome);
-                ok &= outcome.is_ok();
-                let (_, first, n) = page_reads[k];
-                self.deferred.push((token, result.pages.len()));
-                result.pages.push(PageDone {
-                    lba: slba + first as u64,
-                    sectors: n,
-                    offset: first * sector as usize,
-                    channel: geo.channel_of_die(die),
-                    die,
-                    done: Time::MAX,
-                    ecc: outcome,
-                });
-            }
-            page_reads.clear();
-        }
-        // Multi-plane grouping: same die, same page offset, distinct planes, adjacent in the list.
+        // Under mqsim_tsu each page is a transaction of its own (the scheduler gathers them across requests, as
+        // MQSim); otherwise pages at one offset of sibling planes, adjacent in the list, are one multi-plane read.
+        let per_page = self.nand.timing.data_outs_first;
         let mut k = 0;
         while k < page_reads.len() {
             let a0 = geo.page_addr(page_reads[k].0);
@@ -386,9 +464,9 @@ impl DeviceCore {
             let group = &mut sc.group;
             group.clear();
             group.push(k);
-            if self.nand.timing.multi_plane {
+            if self.nand.timing.multi_plane && !per_page {
                 let mut j = k + 1;
-                while j < page_reads.len() && group.len() < geo.planes_per_die as usize {
+                while j < page_reads.len() && group.len() < ppd as usize {
                     let a = geo.page_addr(page_reads[j].0);
                     let distinct = group.iter().all(|&g| geo.page_addr(page_reads[g].0).plane != a.plane);
                     if geo.die_of_plane(a.plane) == die && a.page == a0.page && distinct {
@@ -399,15 +477,16 @@ impl DeviceCore {
                     }
                 }
             }
-            let outcome = self.group_outcome(page_reads, group, locs, &mut sc.xfer);
-            let xfer = &sc.xfer;
-            // Planes of the die read (bit per plane; 0, "not known", past 32 planes).
-            let mask = if ppd > 32 { 0 } else { group.iter().fold(0u32, |m, &g| m | 1 << (geo.page_addr(page_reads[g].0).plane % ppd)) };
-            let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, issue, die, a0.page, mask, xfer, false, outcome);
+            let outcome = self.group_outcome(page_reads, &sc.group, locs, &mut sc.xfer);
+            let bytes: u64 = sc.xfer.iter().sum();
+            let planes = sc.group.len() as u32;
+            let plane = if planes == 1 { a0.plane % ppd } else { u32::MAX };
+            let req = TxnReq { planes, ..read_req(die, a0.page, plane, bytes, outcome, self.class) };
+            let done = self.flash(req, issue, 0);
             ok &= outcome.is_ok();
-            for &g in group.iter() {
+            for &g in sc.group.iter() {
                 let (_, first, n) = page_reads[g];
-                result.pages.push(PageDone {
+                result.pages.push(PageAt {
                     lba: slba + first as u64,
                     sectors: n,
                     offset: first * sector as usize,
@@ -417,16 +496,16 @@ impl DeviceCore {
                     ecc: outcome,
                 });
             }
-            result.done = result.done.max(done);
-            k += group.len();
+            k += sc.group.len();
         }
         if !ok && media == OnMediaError::Fail {
+            // The pages are still read (the array's time is spent); the command fails.
             self.media_errors += 1;
             let why = format!("LBAs {slba} + {nlb}: a page's bit errors are beyond what ECC, read retry and soft decoding correct");
             return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
         }
         // Functional read (skipped for timing-only callers); a checksum mismatch is a media error, never silently
-        // returned data.
+        // returned data. Reporting: a lost page's bytes are zeroes and its outcome says so.
         if out.is_empty() {
             return Ok(result);
         }
@@ -434,7 +513,7 @@ impl DeviceCore {
         for p in result.pages.iter_mut() {
             let span = p.offset..p.offset + p.sectors as usize * sector;
             let mut lost = !p.ecc.is_ok();
-            for (k, idx) in (p.offset / sector..span.end / sector).enumerate() {
+            for idx in span.start / sector..span.end / sector {
                 if lost {
                     break;
                 }
@@ -443,7 +522,7 @@ impl DeviceCore {
                     Ok(false) | Err(_) if media == OnMediaError::Report => lost = true,
                     Ok(false) | Err(_) => {
                         self.media_errors += 1;
-                        let why = format!("LBA {}: the stored data fails its checksum", p.lba + k as u64);
+                        let why = format!("LBA {}: the stored data fails its checksum", slba + idx as u64);
                         return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
                     }
                 }
@@ -468,22 +547,23 @@ impl DeviceCore {
 
     /// Writes whole sectors from `data` at `slba` through the write buffer (with `SPARE_BYTES` of extension spare
     /// bytes per sector if given); returns when all are buffered. `data` empty means timing-only (nothing stored).
-    pub(crate) fn write_lbas(&mut self, slba: u64, data: &[u8], spare: Option<&[u8]>, ready: Time) -> Result<Time, Status> {
+    pub(crate) fn write_lbas(&mut self, slba: u64, data: &[u8], spare: Option<&[u8]>, ready: At) -> Result<At, Status> {
         let sector = self.nand.geo.sector_size as usize;
         let nlb = if data.is_empty() { 0 } else { data.len() / sector };
         let nlb = u32::try_from(nlb).map_err(|_| self.refuse(Status::INVALID_FIELD, None, format!("{nlb} blocks in one write: at most {} are allowed", u32::MAX)))?;
         self.write_sectors(slba, nlb, Some(data), spare, ready)
     }
 
-    /// Writes `nlb` sectors (data `None` or empty: timing-only) admitted to the buffer from `ready`.
+    /// Writes `nlb` sectors (data `None` or empty: timing-only) whose data is in controller DRAM at `ready`;
+    /// returns when the write buffer has admitted them.
     pub(crate) fn write_sectors(
         &mut self,
         slba: u64,
         nlb: u32,
         data: Option<&[u8]>,
         spare: Option<&[u8]>,
-        ready: Time,
-    ) -> Result<Time, Status> {
+        ready: At,
+    ) -> Result<At, Status> {
         let sector = self.nand.geo.sector_size as usize;
         self.check_lbas(slba, nlb)?;
         let data = data.filter(|d| !d.is_empty());
@@ -493,23 +573,18 @@ impl DeviceCore {
                 return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
             }
         }
-        let admitted = match self.wbuf.admit(ready, u64::from(nlb)) {
-            Some(t) => t,
-            None => {
-                // Everything buffered is in partial pages: push them out, then the releases they schedule free room.
-                let (ftl, mut sink) = self.ftl_and_sink();
-                ftl.flush(ready, &mut sink);
-                self.wbuf.admit(ready, u64::from(nlb)).unwrap_or(ready)
-            }
-        };
-        let mut done = admitted;
+        let admitted = self.admit(u64::from(nlb), ready);
+        let mut maps = Vec::new();
+        let demand = self.ftl.cmt_stats().is_some();
         for i in 0..nlb as usize {
             let lpn = (slba + i as u64) as u32;
             let chunk = data.map(|d| &d[i * sector..(i + 1) * sector]);
             let tag: Option<&[u8; SPARE_BYTES]> =
                 spare.and_then(|s| s.get(i * SPARE_BYTES..(i + 1) * SPARE_BYTES)).and_then(|s| s.try_into().ok());
             let (ftl, mut sink) = self.ftl_and_sink();
-            done = done.max(ftl.map_access(lpn, true, admitted, &mut sink));
+            if demand {
+                maps.push(ftl.map_access(lpn, true, admitted, &mut sink));
+            }
             if let Err(e) = ftl.write_tagged(lpn, chunk, tag, admitted, &mut sink) {
                 // Range and size were checked above: what remains is the model's own failure.
                 let why = format!("the FTL failed to place LBA {lpn}: {e}");
@@ -517,22 +592,39 @@ impl DeviceCore {
                 return Err(self.refuse(Status::INTERNAL_ERROR, None, why));
             }
         }
-        Ok(done)
+        Ok(self.max_all(admitted, &maps))
     }
 
     /// Programs all buffered partial pages; returns when every program issued so far has ended.
-    pub(crate) fn flush_buffer(&mut self, ready: Time) -> Time {
+    pub(crate) fn flush_buffer(&mut self, ready: At) -> At {
         let (ftl, mut sink) = self.ftl_and_sink();
-        ftl.flush(ready, &mut sink).max(self.last_program)
+        ftl.flush(ready, &mut sink);
+        let pending: Vec<At> = self.programs.iter().copied().filter(|&p| self.flow.pending(p)).collect();
+        self.programs = pending.clone();
+        self.programs_pruned_at = self.programs.len();
+        self.max_all(ready, &pending)
+    }
+
+    /// Drops programs known to have ended from the Flush list now and then.
+    pub(crate) fn prune_programs(&mut self) {
+        if self.programs.len() > 2 * self.programs_pruned_at + 1024 {
+            let flow = &self.flow;
+            self.programs.retain(|&p| flow.pending(p));
+            self.programs_pruned_at = self.programs.len();
+        }
+        if self.programming.len() > 1 << 16 {
+            let flow = &self.flow;
+            self.programming.retain(|_, &mut p| flow.pending(p));
+        }
     }
 
     /// Senses page `ppn` (at offset `page` of `die`) and moves `xfer_bytes` of it to the controller, with the ECC
     /// outcome of those bytes (bit errors sampled with the block's wear, plus any injected into its sectors).
     /// `column`: a column read, the bytes (whole ECC codewords) start inside the page, after a Change Read Column.
-    pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, column: bool, ready: Time) -> (Time, EccOutcome) {
+    pub(crate) fn read_page_timed(&mut self, die: u32, page: u32, ppn: u64, xfer_bytes: u64, column: bool, ready: At) -> (At, EccOutcome) {
         let outcome = self.ecc_outcome(ppn, xfer_bytes);
-        let done = self.nand.read_on_planes(&mut self.res, &mut self.ledger, ready, die, page, 0, &[xfer_bytes], column, outcome);
-        (done, outcome)
+        let req = TxnReq { column, ..read_req(die, page, u32::MAX, xfer_bytes, outcome, self.class) };
+        (self.flash(req, ready, 0), outcome)
     }
 
     /// The ECC outcome of moving `xfer_bytes` of page `ppn` (bit errors sampled with the block's wear, plus any
@@ -551,7 +643,7 @@ impl DeviceCore {
 
     /// One multi-plane read of pages `ppns` (offset `page` of `die`, one per plane), moving `xfer[i]` of each: the
     /// planes are sensed together, and the worst plane's ECC outcome (retries, soft decode) holds up the operation.
-    pub(crate) fn read_planes_timed(&mut self, die: u32, page: u32, ppns: &[u64], xfer: &[u64], ready: Time) -> (Time, Vec<EccOutcome>) {
+    pub(crate) fn read_planes_timed(&mut self, die: u32, page: u32, ppns: &[u64], xfer: &[u64], ready: At) -> (At, Vec<EccOutcome>) {
         let outcomes: Vec<EccOutcome> = ppns.iter().zip(xfer).map(|(&p, &x)| self.ecc_outcome(p, x)).collect();
         let rank = |o: &EccOutcome| match *o {
             EccOutcome::Corrected => (0, 0),
@@ -560,21 +652,22 @@ impl DeviceCore {
             EccOutcome::Uncorrectable(n) => (3, n),
         };
         let worst = outcomes.iter().copied().max_by_key(rank).unwrap_or(EccOutcome::Corrected);
-        let done = self.nand.read(&mut self.res, &mut self.ledger, ready, die, page, xfer, worst);
-        (done, outcomes)
+        let bytes = xfer.iter().sum();
+        let req = TxnReq { planes: ppns.len() as u32, ..read_req(die, page, u32::MAX, bytes, worst, self.class) };
+        (self.flash(req, ready, 0), outcomes)
     }
 
     /// Moves a page of data from controller DRAM to `die` and programs it at offset `page`; returns when tPROG ends.
-    pub(crate) fn program_page_timed(&mut self, die: u32, page: u32, ready: Time) -> Time {
+    pub(crate) fn program_page_timed(&mut self, die: u32, page: u32, ready: At) -> At {
         let bytes = u64::from(self.nand.geo.page_size);
-        let in_dram = self.ctrl.dram(&mut self.res, &mut self.ledger, ready, bytes);
-        let done = self.nand.program(&mut self.res, &mut self.ledger, in_dram, die, page, 1, bytes);
-        self.last_program = self.last_program.max(done);
+        let in_dram = self.book(Booking::Dram(bytes), ready);
+        let done = self.flash(TxnReq::program(die, page, 1, bytes, self.class), in_dram, 0);
+        self.programs.push(done);
         done
     }
 
     /// Erases one block of `die`; returns when tBERS ends.
-    pub(crate) fn erase_block_timed(&mut self, die: u32, ready: Time) -> Time {
-        self.nand.erase(&mut self.res, &mut self.ledger, ready, die, 1)
+    pub(crate) fn erase_block_timed(&mut self, die: u32, ready: At) -> At {
+        self.flash(TxnReq::erase(die, 1, self.class), ready, 0)
     }
 }

@@ -17,7 +17,7 @@ use super::core::{DeviceCore, OnMediaError};
 use super::report::OpClass;
 use crate::config::DeviceConfig;
 use crate::ctrl::UnitHandle;
-use crate::engine::{Rng, Time};
+use crate::engine::{At, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{Location, PageData, PhysError};
 use crate::nand::{EccOutcome, Geometry};
@@ -122,9 +122,24 @@ pub struct ExecCtx<'a> {
     /// When the firmware has fetched and decoded the command.
     pub start: Time,
     pub(crate) accounted_as: Option<(OpClass, u64)>,
+    /// This command's flash work whose end is not known yet (the command completes after it).
+    pub(crate) pending: Vec<At>,
 }
 
 impl ExecCtx<'_> {
+    /// The time of `at` for the extension's straight-line code: its value if known, else its forecast
+    /// (`device::forecast`), and the command's completion waits for it.
+    fn settle(&mut self, at: At) -> Time {
+        let floor = self.core.floor();
+        match self.core.flow.value(at) {
+            Some(t) => t,
+            None => {
+                self.pending.push(at);
+                self.core.forecast.as_ref().map_or(floor, |f| f.time_of(at, &self.core.flow, floor))
+            }
+        }
+    }
+
     /// Counts this command in the report as `class` moving `bytes` (e.g. an intercepted standard Read that the
     /// extension served as an ordinary read); by default extension commands count as vendor commands of 0 bytes.
     pub fn account_as(&mut self, class: OpClass, bytes: u64) {
@@ -142,6 +157,12 @@ impl ExecCtx<'_> {
     /// reason does not replace a more specific one given deeper down.
     pub fn is_explained(&self) -> bool {
         self.core.error_detail.is_some()
+    }
+
+    /// The flash work this command enters from now on is of `class` (declared with `AttachCtx::flash_class`), not of
+    /// its submission queue's priority: it then overtakes, shares with or yields to host I/O as the class says.
+    pub fn use_class(&mut self, class: crate::ctrl::sched::ClassId) {
+        self.core.class = class;
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -184,19 +205,31 @@ impl ExecCtx<'_> {
         self.logical_read(ready, slba, nlb, to, out, true, OnMediaError::Report)
     }
 
+    /// Reads through the FTL (each page's time as `settle` gives it) and moves the pages `to` their place in the
+    /// order they are decoded.
     #[allow(clippy::too_many_arguments)]
     fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<FlashRead, Status> {
-        let mut r = self.core.read_lbas(slba, nlb, ready, out, issue_on_cores, media)?;
-        if to != ReadTo::UnitBuffer {
-            self.core.stage_in_dram(&mut r.pages, to);
-            r.done = r.pages.iter().fold(r.done, |d, p| d.max(p.done));
+        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, issue_on_cores, media)?;
+        let lookup = self.settle(r.lookup);
+        let mut read = FlashRead { done: lookup, pages: Vec::with_capacity(r.pages.len()) };
+        for p in &r.pages {
+            let done = self.settle(p.done);
+            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done, ecc: p.ecc });
         }
-        Ok(r)
+        self.core.recycle(r.pages);
+        read.pages.sort_by_key(|p| p.done);
+        let sector = self.lba_bytes();
+        for p in &mut read.pages {
+            p.done = self.core.through_dram(p.done, u64::from(p.sectors) * sector, to);
+            read.done = read.done.max(p.done);
+        }
+        Ok(read)
     }
 
     /// Writes whole blocks through the write buffer and FTL; returns when buffered.
     pub fn write_lbas(&mut self, ready: Time, slba: u64, data: &[u8]) -> Result<Time, Status> {
-        self.core.write_lbas(slba, data, None, ready)
+        let at = self.core.write_lbas(slba, data, None, At::at(ready))?;
+        Ok(self.settle(at))
     }
 
     /// As `write_lbas`, with `SPARE_BYTES` of extension spare bytes per block programmed into its OOB slot and
@@ -206,7 +239,8 @@ impl ExecCtx<'_> {
         if spare.len() != blocks * SPARE_BYTES || data.len() % self.lba_bytes() as usize != 0 {
             return Err(Status::INVALID_FIELD);
         }
-        self.core.write_lbas(slba, data, Some(spare), ready)
+        let at = self.core.write_lbas(slba, data, Some(spare), At::at(ready))?;
+        Ok(self.settle(at))
     }
 
     /// The extension spare bytes written with an LBA's current copy (zeroes if unmapped or written without).
@@ -234,7 +268,8 @@ impl ExecCtx<'_> {
             return Ok((psa, self.dram(ready, SPARE_BYTES as u64)));
         }
         let addr = self.page_addr(psa / u64::from(self.core.nand.geo.sectors_per_page))?;
-        Ok((psa, self.core.program_page_timed(addr.die, addr.page, ready)))
+        let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
+        Ok((psa, self.settle(at)))
     }
 
     fn lpn(&self, lba: u64) -> Result<u32, Status> {
@@ -362,7 +397,8 @@ impl ExecCtx<'_> {
                 Err(_) => return Err(Status::INTERNAL_ERROR),
             }
         }
-        let (done, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, ready);
+        let (at, ecc) = self.core.read_planes_timed(a0.die, a0.page, ppns, xfer_bytes, At::at(ready));
+        let done = self.settle(at);
         if ecc.iter().any(|e| !e.is_ok()) || pages.iter().any(|p| p.corrupt != 0) {
             self.core.media_errors += 1;
             outs.iter_mut().for_each(|o| o.fill(0));
@@ -379,7 +415,8 @@ impl ExecCtx<'_> {
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         };
-        let (done, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, ready);
+        let (at, ecc) = self.core.read_page_timed(addr.die, addr.page, ppn, xfer, column, At::at(ready));
+        let done = self.settle(at);
         if !ecc.is_ok() || page.corrupt != 0 {
             self.core.media_errors += 1;
             out.fill(0);
@@ -418,7 +455,8 @@ impl ExecCtx<'_> {
             Ok(Err(e)) => return Err(phys_status(e)),
             Err(_) => return Err(Status::INTERNAL_ERROR),
         }
-        Ok(self.core.program_page_timed(addr.die, addr.page, ready))
+        let at = self.core.program_page_timed(addr.die, addr.page, At::at(ready));
+        Ok(self.settle(at))
     }
 
     /// Erases reserved block `block` (global number); returns when tBERS ends.
@@ -430,7 +468,8 @@ impl ExecCtx<'_> {
         }
         let g = &self.core.nand.geo;
         let die = g.die_of_plane(g.plane_of_block(block));
-        Ok(self.core.erase_block_timed(die, ready))
+        let at = self.core.erase_block_timed(die, At::at(ready));
+        Ok(self.settle(at))
     }
 
     /// The extension spare bytes of a physical page's slots (`SPARE_BYTES` each, in slot order).

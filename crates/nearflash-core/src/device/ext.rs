@@ -159,6 +159,15 @@ impl AttachCtx<'_> {
         &self.core.cfg
     }
 
+    /// Declares a flash scheduling class for this extension's device-internal work (`ctrl::sched`): `level` strict
+    /// (urgent above normal above background), `weight` its share (1..=256) among the normal level's classes, where
+    /// the host's medium-priority queues weigh 2. Its name in reports is `<extension>.<name>`. Use it per command
+    /// with `ExecCtx::use_class`.
+    pub fn flash_class(&mut self, name: &str, level: crate::ctrl::sched::Level, weight: u32) -> Result<crate::ctrl::sched::ClassId> {
+        let spec = crate::ctrl::sched::ClassSpec { name: format!("{}.{name}", self.name), level, weight };
+        self.core.sched.declare(spec)
+    }
+
     pub fn geometry(&self) -> &Geometry {
         &self.core.nand.geo
     }

@@ -2,31 +2,36 @@
 //! firmware extensions, persistence and reports.
 //!
 //! The host's clock (`now`) only moves forward: commands are submitted at `now`, and `wait` moves it to the
-//! next completion. A command's whole path is reserved when it is submitted (see `engine`), so its completion
-//! time is known at once; functional effects (data stored or read) happen at submission as well.
+//! next completion. A command's functional effects (data stored or read) happen when it is submitted; its timing is
+//! a plan of steps (`timing`) that the device's event loop resolves as flash transactions complete, so its
+//! completion is posted when the loop reaches it. The loop runs up to the host's clock, or up to the completion the
+//! host waits for.
 
 mod admin;
 mod core;
 pub mod ext;
 mod exec;
+mod forecast;
 mod host_ctx;
 pub mod model_check;
 mod repair;
 mod report;
+mod timing;
 
 pub use self::core::DeviceCore;
 pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
-pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report};
+pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report, SchedReport};
 
 use crate::config::{ConfigTree, DeviceConfig};
-use crate::engine::{rng_stream, IntMap, Rng, Time};
+use crate::engine::{rng_stream, At, IntMap, Rng, Time};
 use crate::nvme::DataBuf;
 use ext::{AttachSnapshot, Declared};
 use crate::error::{Result, SimError};
 use crate::ftl::{FillPattern, Ftl, RecoveryReport};
 use crate::image::{Durability, Image, Opened};
+use crate::ctrl::sched::Priority;
 use crate::nvme::{self, decode_io, Completion, ErrorLog, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
 use std::path::Path;
@@ -43,11 +48,14 @@ pub struct DeviceOptions {
     /// Store sector data (false: timing-only, reads return zeroes).
     pub materialise: bool,
     pub durability: Durability,
+    /// Bytes of sector data a device without an image directory may keep in host memory (None: the host's RAM);
+    /// a write past it fails as a write to a full disk does (an I/O error, "storage full").
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { seed: 1, materialise: true, durability: Durability::Process }
+        DeviceOptions { seed: 1, materialise: true, durability: Durability::Process, memory_limit: None }
     }
 }
 
@@ -67,29 +75,6 @@ struct InFlight {
     submitted: Time,
     class: OpClass,
     bytes: u64,
-}
-
-/// A host read whose pages wait in the array's issue queue (`mqsim_tsu`): completed when the last is decoded.
-struct DeferredRead {
-    sqid: u16,
-    cid: u16,
-    status: Status,
-    /// End of the firmware's work on the command.
-    fw: Time,
-    pages: Vec<PageDone>,
-    /// Pages not yet decoded.
-    left: usize,
-}
-
-/// Host reads waiting in the issue queue and where their pages' tokens point.
-#[derive(Default)]
-struct DeferredReads {
-    reads: IntMap<u64, DeferredRead>,
-    /// Token of a page read -> (read, index in its `pages`).
-    tokens: IntMap<u64, (u64, usize)>,
-    /// Deferred reads per submission queue.
-    per_queue: IntMap<u16, u32>,
-    next: u64,
 }
 
 /// An attached extension with what it declared and its own random stream.
@@ -119,7 +104,10 @@ pub struct Device {
     last_trims: Vec<(u64, u32)>,
     /// Failed commands (Get Log Page 0x01 and 0xC1).
     errors: ErrorLog,
-    deferred: DeferredReads,
+    /// Commands whose completion is not posted yet, per submission queue.
+    unposted: IntMap<u16, u32>,
+    /// Commands submitted while the event loop was ahead of the host's clock (`Report::sched`).
+    late_submissions: u64,
 }
 
 impl Device {
@@ -157,7 +145,7 @@ impl Device {
     /// A device without an image directory (state and data in anonymous memory).
     pub fn memory(tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
         let cfg = DeviceConfig::from_tree(&tree)?;
-        let store = Image::memory_store(&cfg, opts.materialise)?;
+        let store = Image::memory_store(&cfg, opts.materialise, opts.memory_limit)?;
         let ftl = Ftl::new(&cfg, store)?;
         Ok(Device::assemble(cfg, tree, ftl, None, opts))
     }
@@ -186,7 +174,8 @@ impl Device {
             next_cid: 0,
             last_trims: Vec::new(),
             errors: ErrorLog::default(),
-            deferred: DeferredReads::default(),
+            unposted: IntMap::default(),
+            late_submissions: 0,
         }
     }
 
@@ -203,9 +192,12 @@ impl Device {
         HostCtx { core: &mut self.core, now: self.now }
     }
 
-    /// When every resource is free of the work booked so far.
-    pub fn horizon(&self) -> Time {
-        self.core.res.horizon()
+    /// When every resource is free of the work issued so far: runs the event loop to its end (the host's clock does
+    /// not move).
+    pub fn horizon(&mut self) -> Time {
+        self.core.run_until(Time::MAX);
+        self.collect_posted();
+        self.core.res.horizon().max(self.core.events.clock())
     }
 
     /// Checks the FTL's invariants (valid counts match the mapping table; every entry's OOB names its LBA).
@@ -242,11 +234,13 @@ impl Device {
         self.now
     }
 
-    /// Moves the host clock forward (think time); never backwards.
+    /// Moves the host clock forward (think time); never backwards. The event loop runs up to it.
     pub fn advance_to(&mut self, t: Time) {
-        self.run_reads_until(|e| e <= t);
+        self.core.run_until(t);
+        self.collect_posted();
         if t > self.now {
             self.now = t;
+            self.core.host_now = t;
             self.core.res.prune(t);
         }
     }
@@ -303,12 +297,18 @@ impl Device {
 
     /// Creates I/O queue pair `qid` with `depth` entries (through the admin queue, as a host driver does).
     pub fn create_queue_pair(&mut self, qid: u16, depth: u32) -> Result<()> {
+        self.create_queue_pair_with(qid, depth, Priority::Medium)
+    }
+
+    /// As `create_queue_pair`, the submission queue of priority `prio` (Create I/O SQ's QPRIO): its commands' flash
+    /// work is of that class in the flash scheduler (urgent strictly first, then high, medium and low 4:2:1).
+    pub fn create_queue_pair_with(&mut self, qid: u16, depth: u32, prio: Priority) -> Result<()> {
         for sqe in [
             Sqe { opcode: nvme::opcode::ADMIN_CREATE_CQ, cdw10: u32::from(qid) | ((depth - 1) << 16), cdw11: 1, ..Sqe::default() },
             Sqe {
                 opcode: nvme::opcode::ADMIN_CREATE_SQ,
                 cdw10: u32::from(qid) | ((depth.max(1) - 1) << 16),
-                cdw11: 1 | (u32::from(qid) << 16),
+                cdw11: 1 | (prio.qprio() << 1) | (u32::from(qid) << 16),
                 ..Sqe::default()
             },
         ] {
@@ -340,6 +340,32 @@ impl Device {
         self.queues.sq_exists(qid)
     }
 
+    /// The priority class (QPRIO) I/O submission queue `qid` was created with, or None if it does not exist.
+    pub fn queue_priority(&self, qid: u16) -> Option<Priority> {
+        self.queue_depth(qid).map(|_| self.queues.priority(qid))
+    }
+
+    /// Entries of I/O submission queue `qid` (it holds one fewer commands), or None if it does not exist.
+    pub fn queue_depth(&self, qid: u16) -> Option<u32> {
+        self.queues.sq_depth(qid).filter(|_| qid != 0)
+    }
+
+    /// Whether command `cid` of `sqid` was taken and its completion not reaped yet (a submit that returned a fault
+    /// still completes, with Internal Error).
+    pub fn is_in_flight(&self, sqid: u16, cid: u16) -> bool {
+        self.inflight.contains_key(&key(sqid, cid))
+    }
+
+    /// Whether queue `sqid` holds a command whose completion is not reaped yet (submitted, running or posted).
+    pub fn has_commands_in_flight(&self, sqid: u16) -> bool {
+        self.inflight.keys().any(|&k| (k >> 16) as u16 == sqid)
+    }
+
+    /// Identifiers of the I/O queue pairs that exist (whoever created them), ascending.
+    pub fn io_queue_ids(&self) -> Vec<u16> {
+        self.queues.sq_ids().into_iter().filter(|&q| q != 0).collect()
+    }
+
     /// A command identifier unused on `sqid`.
     pub fn next_cid(&mut self, sqid: u16) -> u16 {
         loop {
@@ -361,15 +387,19 @@ impl Device {
         }
         self.queues.take_slot(sqid)?;
         let t0 = self.now;
+        if self.core.events.clock() > t0 {
+            self.late_submissions += 1;
+        }
         let c = &mut self.core;
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
         let latency = c.host.link_latency;
         let t_fetched = c.host.to_device(&mut c.res, &mut c.ledger, t_doorbell + 2 * latency, nvme::SQE_BYTES as u64);
-        let (class, bytes, status, dw0, t_done) = if sqid == 0 {
+        self.core.class = self.queues.priority(sqid).class();
+        let (class, bytes, status, dw0, done) = if sqid == 0 {
             let (s, dw0, t) = self.exec_admin(&sqe, data, t_fetched);
-            (OpClass::Admin, 0, s, dw0, t)
+            (OpClass::Admin, 0, s, dw0, At::at(t))
         } else {
-            self.exec_io(&sqe, data, t_fetched)
+            self.exec_io(&sqe, data, At::at(t_fetched))
         };
         let detail = self.core.error_detail.take();
         if !status.is_success() {
@@ -377,12 +407,12 @@ impl Device {
                 .then(|| sqe.slba());
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
-        if self.core.deferred.is_empty() {
-            self.post(sqid, sqe.cid, status, dw0, t_done);
-        } else {
-            self.defer(sqid, sqe.cid, status, t_done);
-        }
         self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 } });
+        *self.unposted.entry(sqid).or_default() += 1;
+        self.core.complete(timing::Posting { sqid, cid: sqe.cid, status, dw0 }, done);
+        self.core.drain();
+        self.core.prune_programs();
+        self.collect_posted();
         // The command completes (Internal Error) so that the queue stays consistent, and the fault is the caller's
         // error: the simulation cannot be trusted past it.
         match self.core.fault.take() {
@@ -391,55 +421,21 @@ impl Device {
         }
     }
 
-    /// Posts the completion of a command whose work ended at `t_done`.
-    fn post(&mut self, sqid: u16, cid: u16, status: Status, dw0: u32, t_done: Time) {
-        let c = &mut self.core;
-        let t_cqe = c.host.to_host(&mut c.res, &mut c.ledger, t_done, nvme::CQE_BYTES as u64) + c.host.link_latency;
-        let t_app = c.host.complete_path(&mut c.res, t_cqe);
-        self.queues.post(sqid, t_app, cid, status, dw0, 0);
-    }
-
-    /// Keeps the read just executed (its pages in `core.deferred`, its firmware end `fw`) until its pages are read.
-    fn defer(&mut self, sqid: u16, cid: u16, status: Status, fw: Time) {
-        let d = &mut self.deferred;
-        let id = d.next;
-        d.next += 1;
-        let pages = std::mem::take(&mut self.core.deferred_pages);
-        for (token, idx) in self.core.deferred.drain(..) {
-            d.tokens.insert(token, (id, idx));
-        }
-        let left = pages.iter().filter(|p| p.done == Time::MAX).count();
-        d.reads.insert(id, DeferredRead { sqid, cid, status, fw, pages, left });
-        *d.per_queue.entry(sqid).or_default() += 1;
-    }
-
-    /// Processes the array's issue-queue events while `go(time of the next)` holds, completing the reads whose
-    /// pages are all decoded.
-    fn run_reads_until(&mut self, go: impl Fn(Time) -> bool) {
-        while self.core.nand.next_read_event().is_some_and(&go) {
-            self.step_read_event();
-        }
-    }
-
-    /// Processes the array's next issue-queue event and completes the reads it finishes.
-    fn step_read_event(&mut self) {
-        let c = &mut self.core;
-        c.nand.step_reads(&mut c.res, &mut c.ledger);
-        for (token, done) in c.nand.take_finished_reads() {
-            let Some((id, idx)) = self.deferred.tokens.remove(&token) else { continue };
-            let r = self.deferred.reads.get_mut(&id).expect("a token points to a deferred read");
-            r.pages[idx].done = done;
-            r.left -= 1;
-            if r.left > 0 {
-                continue;
-            }
-            let r = self.deferred.reads.remove(&id).expect("present");
-            if let Some(n) = self.deferred.per_queue.get_mut(&r.sqid) {
+    /// Queues the completions whose time the event loop now knows.
+    fn collect_posted(&mut self) {
+        for (p, t) in self.core.posted.drain(..) {
+            self.queues.post(p.sqid, t, p.cid, p.status, p.dw0, 0);
+            if let Some(n) = self.unposted.get_mut(&p.sqid) {
                 *n -= 1;
             }
-            let t_done = self.core.deliver_pages(r.fw, r.pages);
-            self.post(r.sqid, r.cid, r.status, 0, t_done);
         }
+    }
+
+    /// Runs the next event; false if there was none.
+    fn step(&mut self) -> bool {
+        let stepped = self.core.step_event();
+        self.collect_posted();
+        stepped
     }
 
     /// A hint that `lba` will be accessed soon (brings its mapping entry into the host's cache); changes nothing.
@@ -455,25 +451,60 @@ impl Device {
         self.core.ftl.prefetch_data(lba);
     }
 
-    /// Time of the earliest pending completion on `sqid`'s completion queue.
-    /// Under `mqsim_tsu` the array's issue queue is run up to that completion first (a command submitted later at
-    /// an earlier host time is queued on the array no earlier than the last event run).
+    /// Time of the earliest pending completion on `sqid`'s completion queue. The event loop runs until it is
+    /// known (a command of another queue submitted afterwards at an earlier host time arrives after the loop's
+    /// clock: see `Report::sched.late_submissions`; `next_completion` looks at every queue and avoids that).
     pub fn next_completion_time(&mut self, sqid: u16) -> Option<Time> {
-        // Until no read of the queue is deferred, an event before its earliest posted completion may post an
+        self.next_completion_before(sqid, Time::MAX)
+    }
+
+    /// Time of the earliest completion on `sqid` that comes before `limit`, if one does. The event loop runs only
+    /// up to `limit`: a host that will submit at `limit` (an open-loop arrival) finds the device where it was then,
+    /// not past it.
+    pub fn next_completion_before(&mut self, sqid: u16, limit: Time) -> Option<Time> {
+        // Until every command of the queue has posted, an event before its earliest posted completion may post an
         // earlier one.
-        while self.deferred.per_queue.get(&sqid).is_some_and(|&n| n > 0) {
+        while self.unposted.get(&sqid).is_some_and(|&n| n > 0) {
             let posted = self.queues.next_time(sqid);
-            match self.core.nand.next_read_event() {
-                Some(e) if posted.is_none_or(|c| e < c) => self.step_read_event(),
+            match self.core.next_event() {
+                Some(e) if e < limit && posted.is_none_or(|c| e < c) => {
+                    self.step();
+                }
                 _ => break,
             }
         }
-        self.queues.next_time(sqid)
+        self.queues.next_time(sqid).filter(|&t| t < limit)
+    }
+
+    /// The earliest pending completion of any I/O queue in `sqids`: (queue, time). The event loop runs only as
+    /// far as needed, so submissions made at that time never arrive in its past.
+    pub fn next_completion(&mut self, sqids: &[u16]) -> Option<(u16, Time)> {
+        let earliest = |d: &Self| sqids.iter().filter_map(|&q| d.queues.next_time(q).map(|t| (t, q))).min();
+        loop {
+            let waiting = sqids.iter().any(|q| self.unposted.get(q).is_some_and(|&n| n > 0));
+            let posted = earliest(self);
+            match self.core.next_event() {
+                Some(e) if waiting && posted.is_none_or(|(c, _)| e < c) => {
+                    self.step();
+                }
+                _ => return posted.map(|(t, q)| (q, t)),
+            }
+        }
     }
 
     /// Reaps a completion on `sqid` that happened at or before now.
     pub fn reap(&mut self, sqid: u16) -> Option<Completion> {
         let c = self.queues.reap(sqid, self.now)?;
+        self.account(sqid, &c);
+        Some(c)
+    }
+
+    /// Reaps the earliest pending completion on `sqid` whenever it happens, without moving the host clock: a host
+    /// whose reactions to completions are set by something else than this clock (an NBD client, whose requests
+    /// arrive on their own) learns each completion's time, and the device can go on taking commands at `now`.
+    pub fn reap_next(&mut self, sqid: u16) -> Option<Completion> {
+        let t = self.next_completion_time(sqid)?;
+        let c = self.queues.reap(sqid, t)?;
         self.account(sqid, &c);
         Some(c)
     }
@@ -512,7 +543,7 @@ impl Device {
         Ok(Done { status: c.cqe.status(), dw0: c.cqe.dw0, latency_ns: c.time - t0, completed_at: c.time, cid: c.cqe.cid })
     }
 
-    fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
+    fn exec_io(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: At) -> (OpClass, u64, Status, u32, At) {
         // Intercepts never overlap (checked at attach), so at most one extension matches.
         if let Some(i) = self.exts.iter().position(|e| e.declared.intercepts.iter().any(|r| r.matches(sqe))) {
             return self.exec_ext(i, sqe, data, t);
@@ -561,7 +592,7 @@ impl Device {
         }
     }
 
-    fn exec_standard(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
+    fn exec_standard(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: At) -> (OpClass, u64, Status, u32, At) {
         let cmd = match decode_io(sqe, &self.ns) {
             Ok(c) => c,
             Err(r) => {
@@ -621,26 +652,33 @@ impl Device {
         }
     }
 
-    fn fw(&mut self, ready: Time, instructions: f64) -> Time {
-        let c = &mut self.core;
-        c.ctrl.run(&mut c.res, &mut c.ledger, ready, instructions)
+    /// Firmware instructions on a controller core once `ready` is known.
+    fn fw(&mut self, ready: At, instructions: f64) -> At {
+        self.core.book(timing::Booking::Firmware(instructions), ready)
     }
 
-    fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (OpClass, u64, Status, u32, Time) {
-        let start = self.fw(t, self.core.ctrl.fw_other);
+    fn exec_ext(&mut self, i: usize, sqe: &Sqe, data: DataBuf<'_>, t: At) -> (OpClass, u64, Status, u32, At) {
+        let fw = self.fw(t, self.core.ctrl.fw_other);
+        let start = self.core.wait_for(fw);
         let slot = &mut self.exts[i];
-        let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None };
+        self.core.forecast = Some(forecast::Forecast::default());
+        let class_before = self.core.class;
+        let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None, pending: Vec::new() };
         let r = slot.ext.execute(&mut ctx, sqe, data);
+        let pending = std::mem::take(&mut ctx.pending);
         let (class, bytes) = ctx.accounted_as.unwrap_or((OpClass::Vendor, 0));
         if !r.status.is_success() && !ctx.is_explained() {
             let why = format!("extension {} failed opcode {:#04x} without giving a reason", slot.ext.name(), sqe.opcode);
             ctx.explain(r.status, None, why);
         }
+        self.core.forecast = None;
+        self.core.class = class_before;
         self.dispatch_relocations();
-        (class, bytes, r.status, r.dw0, r.done.max(start))
+        let done = self.core.max_all(At::at(r.done.max(start)), &pending);
+        (class, bytes, r.status, r.dw0, done)
     }
 
-    fn exec_read(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, t: Time) -> (Status, Time) {
+    fn exec_read(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, t: At) -> (Status, At) {
         let bytes = u64::from(nlb) * self.lba_bytes();
         let out: &mut [u8] = match data {
             DataBuf::FromDevice(b) if b.len() as u64 >= bytes => &mut b[..bytes as usize],
@@ -648,26 +686,14 @@ impl Device {
             _ => return (self.short_buffer(bytes, "from"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
-        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb));
-        c.defer_reads = c.nand.defers_reads();
-        let r = c.read_lbas(slba, nlb, fw, out, true, self::core::OnMediaError::Fail);
-        c.defer_reads = false;
-        match r {
-            Ok(r) if !c.deferred.is_empty() => {
-                // mqsim_tsu: completed when the array has read the pages (`Device::defer`).
-                c.deferred_pages = r.pages;
-                (Status::SUCCESS, fw)
-            }
+        let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb)), t);
+        match c.read_lbas(slba, nlb, fw, out, true, self::core::OnMediaError::Fail) {
             Ok(r) => (Status::SUCCESS, c.deliver_pages(fw, r.pages)),
-            Err(s) => {
-                // Pages already queued are still read (the array's time is spent), the command fails now.
-                c.deferred.clear();
-                (s, fw)
-            }
+            Err(s) => (s, fw),
         }
     }
 
-    fn exec_write(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, fua: bool, t: Time) -> (Status, Time) {
+    fn exec_write(&mut self, slba: u64, nlb: u32, data: DataBuf<'_>, fua: bool, t: At) -> (Status, At) {
         let bytes = u64::from(nlb) * self.lba_bytes();
         let src: Option<&[u8]> = match data {
             DataBuf::ToDevice(b) if b.len() as u64 >= bytes => Some(&b[..bytes as usize]),
@@ -675,10 +701,10 @@ impl Device {
             _ => return (self.short_buffer(bytes, "to"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
-        let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb));
+        let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb)), t);
         let latency = c.host.link_latency;
-        let arrived = c.host.to_device(&mut c.res, &mut c.ledger, fw + latency, bytes);
-        let in_dram = c.ctrl.dram(&mut c.res, &mut c.ledger, arrived, bytes);
+        let arrived = c.book(timing::Booking::FromHost(bytes), fw + latency);
+        let in_dram = c.book(timing::Booking::Dram(bytes), arrived);
         match c.write_sectors(slba, nlb, src, None, in_dram) {
             Ok(buffered) if fua => (Status::SUCCESS, c.flush_buffer(buffered)),
             Ok(buffered) => (Status::SUCCESS, buffered),
@@ -686,10 +712,9 @@ impl Device {
         }
     }
 
-    fn exec_dsm(&mut self, ranges: u32, deallocate: bool, data: DataBuf<'_>, t: Time) -> (Status, Time) {
+    fn exec_dsm(&mut self, ranges: u32, deallocate: bool, data: DataBuf<'_>, t: At) -> (Status, At) {
         let fw = self.fw(t, self.core.ctrl.fw_other);
-        let c = &mut self.core;
-        let arrived = c.host.to_device(&mut c.res, &mut c.ledger, fw, u64::from(ranges) * 16);
+        let arrived = self.core.book(timing::Booking::FromHost(u64::from(ranges) * 16), fw);
         let bytes: &[u8] = match &data {
             DataBuf::ToDevice(b) => b,
             _ => &[],
@@ -753,7 +778,8 @@ impl Device {
     /// the next open recovers, as after a crash.)
     pub fn close(mut self) -> Result<()> {
         let t = self.now;
-        self.core.flush_buffer(t);
+        self.core.flush_buffer(At::at(t));
+        self.core.drain();
         self.save_extensions()?;
         if let Some(img) = &self.image {
             img.close(&mut self.core.ftl)?;
@@ -772,6 +798,9 @@ impl Device {
         self.core.ftl.stats = Default::default();
         self.core.host.stats = Default::default();
         self.core.ctrl.stats = Default::default();
+        self.core.sched.reset_stats();
+        self.core.wbuf.overcommits = 0;
+        self.late_submissions = 0;
         self.core.media_errors = 0;
         for e in &mut self.exts {
             e.ext.reset_stats();
@@ -805,6 +834,11 @@ impl Device {
             },
             energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
             utilisation: c.res.utilisation(window),
+            sched: SchedReport {
+                stats: c.sched.stats(),
+                late_submissions: self.late_submissions,
+                buffer_overcommits: c.wbuf.overcommits,
+            },
             media_errors: c.media_errors,
             extensions: self.exts.iter().map(|e| (e.ext.name().to_string(), e.ext.report())).collect(),
         }

@@ -1,6 +1,7 @@
 //! Measurement of a run: per-class latency histograms and counters, and the report that gathers them with the
 //! array, FTL, link, energy and utilisation figures.
 
+use crate::ctrl::sched::SchedStats;
 use crate::engine::GroupUtilisation;
 use crate::ftl::FtlStats;
 use crate::host::HostStats;
@@ -143,6 +144,19 @@ pub struct EnergyReport {
     pub total_j: f64,
 }
 
+/// What the flash scheduler did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchedReport {
+    /// Transactions per class (and the time they waited for their die), suspensions.
+    #[serde(flatten)]
+    pub stats: SchedStats,
+    /// Commands submitted while the event loop was ahead of the host's clock (their flash work started at the
+    /// loop's clock instead: a host that peeked at one queue's next completion and then submitted earlier).
+    pub late_submissions: u64,
+    /// Writes let into a full write buffer because no program under way could make room.
+    pub buffer_overcommits: u64,
+}
+
 /// Everything measured over a window of virtual time.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -155,6 +169,7 @@ pub struct Report {
     pub ftl: FtlReport,
     pub energy: EnergyReport,
     pub utilisation: Vec<GroupUtilisation>,
+    pub sched: SchedReport,
     pub media_errors: u64,
     pub extensions: BTreeMap<String, serde_json::Value>,
 }

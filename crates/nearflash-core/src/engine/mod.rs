@@ -1,11 +1,13 @@
 //! Virtual time: a nanosecond clock, resource timelines, the energy ledger and seeded random streams.
 //!
-//! The engine is deliberately small. Commands are executed when they are submitted: each one walks the
-//! resources it needs in order and reserves them on their timelines, which yields its completion time; the
-//! device keeps completions in time order and the host observes them as its clock advances. Given the same
-//! inputs and seed, every reservation and therefore every reported number is identical.
+//! The engine is deliberately small: reservation timelines for resources that serve requests as they come (link,
+//! cores, DRAM, compute units), an event queue for the device's event loop, and timing plans (`flow`): each
+//! command's timing as a graph of steps whose ends (`At`) become known as the loop resolves them. Given the same
+//! inputs and seed, every event and reservation and therefore every reported number is identical.
 
 mod energy;
+pub mod events;
+pub mod flow;
 mod fasthash;
 mod port;
 mod resources;
@@ -13,6 +15,8 @@ mod rng;
 mod timeline;
 
 pub use energy::{EnergyAccount, EnergyLedger};
+pub use events::{EventQueue, Schedule};
+pub use flow::{At, Flow};
 pub use fasthash::{IntHasher, IntMap};
 pub use port::Port;
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};

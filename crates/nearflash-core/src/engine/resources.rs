@@ -89,6 +89,12 @@ impl Resources {
         self.timeline_mut(r).reserve(ready, dur)
     }
 
+    /// Counts use of a resource whose state an event-driven model keeps (`Timeline::tally`).
+    #[inline]
+    pub fn tally(&mut self, r: ResourceId, busy: u64, ops: u64) {
+        self.timelines[r.0 as usize].tally(busy, ops);
+    }
+
     /// Reserves whichever member of the group can start earliest (ties: lowest index); returns (member, start).
     pub fn reserve_any(&mut self, g: GroupId, ready: Time, dur: u64) -> (ResourceId, Time) {
         let grp = &self.groups[g.0 as usize];

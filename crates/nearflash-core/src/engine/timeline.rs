@@ -166,6 +166,13 @@ impl Timeline {
         self.busy.back().map_or(0, |&(_, e)| e)
     }
 
+    /// Counts `busy` ns of use and `ops` operations without booking an interval (resources whose state is kept by an
+    /// event-driven model, the flash array's dies and channels, report their use here).
+    pub fn tally(&mut self, busy: u64, ops: u64) {
+        self.busy_total += busy;
+        self.ops += ops;
+    }
+
     /// Total reserved time since creation (for utilisation).
     pub fn busy_ns(&self) -> u64 {
         self.busy_total

@@ -21,9 +21,9 @@
 //!   instant, so later host pages of the die wait for the whole episode).
 
 use super::oob::{Oob, INVALID_LPN, SPARE_BYTES};
-use super::{FlashSink, Ftl, Stream};
+use super::{FlashSink, Ftl, Stream, Work};
 use crate::config::VictimPolicy;
-use crate::engine::Time;
+use crate::engine::At;
 use crate::error::Result;
 use rand::seq::SliceRandom as _;
 
@@ -35,7 +35,7 @@ pub(super) struct GcCursor {
     /// Victim pages moved per host page filled: pages / (reclaimable sectors / sectors per page).
     pages_per_step: u32,
     /// When the last move so far is programmed (the erase waits for it).
-    last: Time,
+    last: At,
 }
 
 /// Free blocks below which a host write waits for blocking collection: one for the host frontier's next block,
@@ -44,7 +44,7 @@ pub const FREE_FLOOR: u32 = 2;
 
 impl Ftl {
     /// Blocking collection: finishes the current victim, then collects whole victims until `target` blocks are free.
-    pub(super) fn collect(&mut self, plane: u32, target: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    pub(super) fn collect(&mut self, plane: u32, target: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         if let Some(c) = self.gc_cursor[plane as usize].take() {
             self.advance_victim(plane, c, u32::MAX, ready, sink)?;
         }
@@ -61,7 +61,7 @@ impl Ftl {
     }
 
     /// Before a host frontier opens a block: collect if the pool is below what the pacing allows.
-    pub(super) fn collect_before_open(&mut self, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    pub(super) fn collect_before_open(&mut self, plane: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         let free = self.blocks.free_blocks(plane);
         let (limit, target) = if self.incremental_gc { (FREE_FLOOR, self.gc_start) } else { (self.gc_start, self.gc_stop) };
         if free < limit {
@@ -72,7 +72,7 @@ impl Ftl {
     }
 
     /// Incremental pacing, after a host page of `plane` filled: moves the next pages of the plane's victim.
-    pub(super) fn pace_gc(&mut self, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    pub(super) fn pace_gc(&mut self, plane: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         if !self.incremental_gc {
             return Ok(());
         }
@@ -97,7 +97,7 @@ impl Ftl {
     }
 
     /// The victim of `plane` under the configured policy, as a cursor at its first page.
-    fn pick_victim(&mut self, plane: u32, ready: Time) -> Option<GcCursor> {
+    fn pick_victim(&mut self, plane: u32, ready: At) -> Option<GcCursor> {
         let capacity = self.geo.pages_per_block * self.spp;
         let victim = match self.victim_policy {
             VictimPolicy::Greedy => self.blocks.victim(plane, capacity)?,
@@ -124,10 +124,11 @@ impl Ftl {
 
     /// Moves up to `pages` more pages of the cursor's victim; if that was its last page, pads the GC page and erases
     /// the victim, else keeps the cursor.
-    fn advance_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    fn advance_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         let written = self.blocks.info[c.victim as usize].pages_written;
         let end = c.next_page.saturating_add(pages).min(written);
-        c.last = c.last.max(self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink)?);
+        let moved = self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink)?;
+        c.last = sink.max_all(c.last, &moved);
         c.next_page = end;
         if end < written {
             self.gc_cursor[plane as usize] = Some(c);
@@ -135,24 +136,26 @@ impl Ftl {
         }
         if self.gc[plane as usize].filled > 0 {
             self.store.data.flush_copies()?;
-            c.last = c.last.max(self.program(Stream::Gc, &[plane], sink));
+            let p = self.program(Stream::Gc, &[plane], sink);
+            c.last = sink.max_all(c.last, &[p]);
         }
-        sink.erase_block(c.last, c.victim);
+        sink.erase_block(c.last, c.victim, Work::Gc { urgent: self.gc_urgent(plane) });
         self.erase(c.victim)
     }
 
-    /// Moves every current sector of `victim`'s `pages` out; returns when the last move programmed so far ends.
+    /// Moves every current sector of `victim`'s `pages` out; returns the moves programmed so far (their ends).
     fn relocate_pages(
         &mut self,
         plane: u32,
         victim: u32,
         pages: std::ops::Range<u32>,
-        ready: Time,
+        ready: At,
         sink: &mut dyn FlashSink,
-    ) -> Result<Time> {
+    ) -> Result<Vec<At>> {
         let spp = self.spp as usize;
         let first = self.geo.block_first_ppn(victim);
-        let mut last = ready;
+        let mut last = Vec::new();
+        let work = Work::Gc { urgent: self.gc_urgent(plane) };
         // The mapping entries of the victim's sectors are scattered over the table: request them `AHEAD` pages in
         // advance, so that their cache misses overlap instead of following one another.
         const AHEAD: u32 = 8;
@@ -187,18 +190,18 @@ impl Ftl {
                 continue;
             }
             if self.copyback && self.gc_frontier_empty(plane) {
-                last = last.max(self.copy_back_page(plane, ppn, &live, ready, sink)?);
+                last.push(self.copy_back_page(plane, ppn, &live, ready, sink)?);
                 continue;
             }
             let pe = self.blocks.info[victim as usize].erase_count;
-            let data_ready = sink.read_page(ready, ppn, n as u32, worst, pe);
+            let data_ready = sink.read_page(ready, ppn, n as u32, worst, pe, work);
             for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
                 if lpn == INVALID_LPN {
                     continue;
                 }
                 let src = ppn * spp as u64 + slot as u64;
                 if let Some(t) = self.append_gc(plane, lpn, src, crc, present, data_ready, sink)? {
-                    last = last.max(t);
+                    last.push(t);
                 }
             }
         }
@@ -218,15 +221,15 @@ impl Ftl {
         src: u64,
         crc: u32,
         present: bool,
-        data_ready: Time,
+        data_ready: At,
         sink: &mut dyn FlashSink,
-    ) -> Result<Option<Time>> {
+    ) -> Result<Option<At>> {
         self.ensure_slot(Stream::Gc, plane, data_ready, sink)?;
         let (dst, slot) = self.next_psa(Stream::Gc, plane);
         self.move_sector(plane, slot, lpn, crc, present, src, dst)?;
+        self.slot_ready[Self::spare_index(Stream::Gc, plane)][slot] = data_ready;
         let fr = &mut self.gc[plane as usize];
         fr.filled += 1;
-        fr.ready = fr.ready.max(data_ready);
         self.stats.gc_sectors_moved += 1;
         if fr.filled == self.spp {
             self.store.data.flush_copies()?; // the data is in place before the OOB record says so
@@ -241,14 +244,14 @@ impl Ftl {
         plane: u32,
         src_ppn: u64,
         live: &[(u32, u32, bool); 32],
-        ready: Time,
+        ready: At,
         sink: &mut dyn FlashSink,
-    ) -> Result<Time> {
+    ) -> Result<At> {
         let spp = self.spp as usize;
         self.ensure_slot(Stream::Gc, plane, ready, sink)?;
         let (dst_first, _) = self.next_psa(Stream::Gc, plane);
         let dst_ppn = dst_first / spp as u64;
-        let done = sink.copyback(ready, src_ppn, dst_ppn);
+        let done = sink.copyback(ready, src_ppn, dst_ppn, Work::Gc { urgent: self.gc_urgent(plane) });
         for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
             let src = src_ppn * spp as u64 + slot as u64;
             let dst = dst_ppn * spp as u64 + slot as u64;
@@ -256,11 +259,13 @@ impl Ftl {
         }
         let fr = &mut self.gc[plane as usize];
         fr.filled = self.spp;
-        fr.ready = done;
         self.stats.gc_pages_copied_back += 1;
         self.stats.gc_sectors_moved += live.iter().filter(|l| l.0 != INVALID_LPN).count() as u64;
         self.store.data.flush_copies()?;
         // The copyback already programmed the page: record it without a second program's timing.
+        let i = Self::spare_index(Stream::Gc, plane);
+        self.slot_ready[i] = [At::ZERO; super::MAX_SPP];
+        self.page_floor[i] = At::ZERO;
         let mut sink_done = super::Untimed;
         self.program(Stream::Gc, &[plane], &mut sink_done);
         Ok(done)

@@ -25,7 +25,7 @@ pub use precondition::FillPattern;
 pub use recovery::{RecoverOptions, RecoveryReport};
 
 use crate::config::{DeviceConfig, GcPacing, MappingMode};
-use crate::engine::{IntMap, Time};
+use crate::engine::{At, IntMap};
 use crate::error::{Result, SimError};
 use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
 use crate::nand::Geometry;
@@ -33,42 +33,59 @@ use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
 use std::collections::BTreeMap;
 
-/// Where the FTL's flash work gets its timing.
+/// Who a flash operation of the FTL is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// The host's data (the command being executed).
+    Host,
+    /// Garbage collection; `urgent` once the plane's free pool is below `ftl.gc_hard_free_blocks`.
+    Gc { urgent: bool },
+}
+
+/// Where the FTL's flash work gets its timing: each operation starts once `ready` is known and returns when it
+/// ends (an [`At`] the device's event loop resolves).
 pub trait FlashSink {
     /// Reads `sectors` sectors of page `ppn` (in a block with `pe` erase cycles) into the controller;
     /// `raw_errors` is the worst codeword's injected error count. Returns when the data is in the controller.
-    fn read_page(&mut self, ready: Time, ppn: u64, sectors: u32, raw_errors: u32, pe: u32) -> Time;
-    /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several).
-    fn program_pages(&mut self, ready: Time, ppns: &[u64], sectors_released: u32) -> Time;
+    fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At;
+    /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several); the program
+    /// releases `sectors_released` sectors of the write buffer when it ends.
+    fn program_pages(&mut self, ready: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
     /// Moves page `src` to `dst` on-die (GC copyback).
-    fn copyback(&mut self, ready: Time, src: u64, dst: u64) -> Time;
-    fn erase_block(&mut self, ready: Time, block_id: u32) -> Time;
+    fn copyback(&mut self, ready: At, src: u64, dst: u64, work: Work) -> At;
+    fn erase_block(&mut self, ready: At, block_id: u32, work: Work) -> At;
     /// Reads / writes a translation page of the demand-paged map.
-    fn map_read(&mut self, ready: Time, tpage: u64) -> Time;
-    fn map_write(&mut self, ready: Time, tpage: u64) -> Time;
+    fn map_read(&mut self, ready: At, tpage: u64) -> At;
+    fn map_write(&mut self, ready: At, tpage: u64) -> At;
+    /// The latest of `floor` and `times`.
+    fn max_all(&mut self, floor: At, times: &[At]) -> At;
 }
 
-/// A sink that takes no time (preconditioning, recovery).
+/// A sink that takes no time (preconditioning, recovery): every time it is given must be known.
 pub struct Untimed;
 
 impl FlashSink for Untimed {
-    fn read_page(&mut self, ready: Time, _: u64, _: u32, _: u32, _: u32) -> Time {
+    fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         ready
     }
-    fn program_pages(&mut self, ready: Time, _: &[u64], _: u32) -> Time {
+    fn program_pages(&mut self, ready: At, _: &[u64], _: u32, _: Work) -> At {
         ready
     }
-    fn copyback(&mut self, ready: Time, _: u64, _: u64) -> Time {
+    fn copyback(&mut self, ready: At, _: u64, _: u64, _: Work) -> At {
         ready
     }
-    fn erase_block(&mut self, ready: Time, _: u32) -> Time {
+    fn erase_block(&mut self, ready: At, _: u32, _: Work) -> At {
         ready
     }
-    fn map_read(&mut self, ready: Time, _: u64) -> Time {
+    fn map_read(&mut self, ready: At, _: u64) -> At {
         ready
     }
-    fn map_write(&mut self, ready: Time, _: u64) -> Time {
+    fn map_write(&mut self, ready: At, _: u64) -> At {
         ready
+    }
+    fn max_all(&mut self, floor: At, times: &[At]) -> At {
+        let known = |a: At| a.known().expect("the untimed sink is given known times only");
+        At::at(times.iter().fold(known(floor), |m, &t| m.max(known(t))))
     }
 }
 
@@ -122,7 +139,6 @@ struct Frontier {
     present: u32,
     /// Slots whose extension spare bytes were given (in `Ftl::spares`; the others program zeroes).
     tagged: u32,
-    ready: Time,
     held: bool,
 }
 
@@ -137,7 +153,6 @@ impl Frontier {
             src: [0; MAX_SPP],
             present: 0,
             tagged: 0,
-            ready: 0,
             held: false,
         }
     }
@@ -147,7 +162,6 @@ impl Frontier {
         self.lpns = [INVALID_LPN; MAX_SPP];
         self.present = 0;
         self.tagged = 0;
-        self.ready = 0;
         self.held = false;
     }
 }
@@ -200,6 +214,12 @@ pub struct Ftl {
     relocations: Option<Vec<Relocation>>,
     /// Extension spare bytes of the open pages' slots: host frontiers at `2 * plane`, GC frontiers at `2 * plane + 1`.
     spares: Vec<[[u8; SPARE_BYTES]; MAX_SPP]>,
+    /// When each slot's data is in the controller (indexed as `spares`), and a time the whole page waits for (a
+    /// flush's): a page is programmed once all are known.
+    slot_ready: Vec<[At; MAX_SPP]>,
+    page_floor: Vec<At>,
+    /// GC becomes urgent below this many free blocks in its plane (`ftl.gc_hard_free_blocks`).
+    gc_hard: u32,
     pub stats: FtlStats,
 }
 
@@ -277,6 +297,9 @@ impl Ftl {
             cmt,
             relocations: None,
             spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
+            slot_ready: vec![[At::ZERO; MAX_SPP]; 2 * geo.planes() as usize],
+            page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
+            gc_hard: cfg.ftl.gc_hard_free_blocks.0 as u32,
             stats: FtlStats::default(),
             geo,
         };
@@ -377,7 +400,8 @@ impl Ftl {
     }
 
     /// Charges a mapping-table access under demand mapping; returns when the entry is available.
-    pub fn map_access(&mut self, lpn: u32, dirty: bool, ready: Time, sink: &mut dyn FlashSink) -> Time {
+    pub fn map_access(&mut self, lpn: u32, dirty: bool, ready: impl Into<At>, sink: &mut dyn FlashSink) -> At {
+        let ready = ready.into();
         let Some(cmt) = &mut self.cmt else { return ready };
         let a = cmt.access(lpn, dirty);
         let mut t = ready;
@@ -397,7 +421,7 @@ impl Ftl {
     }
 
     /// Writes one sector (data `None`: timing-only, nothing stored). `ready` is when its data is in DRAM.
-    pub fn write(&mut self, lpn: u32, data: Option<&[u8]>, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    pub fn write(&mut self, lpn: u32, data: Option<&[u8]>, ready: impl Into<At>, sink: &mut dyn FlashSink) -> Result<()> {
         self.write_tagged(lpn, data, None, ready, sink)
     }
 
@@ -407,9 +431,10 @@ impl Ftl {
         lpn: u32,
         data: Option<&[u8]>,
         spare: Option<&[u8; SPARE_BYTES]>,
-        ready: Time,
+        ready: impl Into<At>,
         sink: &mut dyn FlashSink,
     ) -> Result<()> {
+        let ready = ready.into();
         self.check_lpn(lpn)?;
         let plane = self.plane_of(lpn);
         self.ensure_slot(Stream::Host, plane, ready, sink)?;
@@ -432,9 +457,9 @@ impl Ftl {
             fr.tagged |= 1 << slot;
             self.spares[Self::spare_index(Stream::Host, plane)][slot] = *b;
         }
+        self.slot_ready[Self::spare_index(Stream::Host, plane)][slot] = ready;
         let fr = &mut self.host[plane as usize];
         fr.filled += 1;
-        fr.ready = fr.ready.max(ready);
         self.buffered.insert(lpn, psa);
         self.stats.host_sectors_written += 1;
         if self.host[plane as usize].filled == self.spp {
@@ -471,7 +496,7 @@ impl Ftl {
 
     /// Makes sure the frontier has a free slot: programs a held page, opens a block (collecting garbage first
     /// when the plane runs low on free blocks).
-    fn ensure_slot(&mut self, s: Stream, plane: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<()> {
+    fn ensure_slot(&mut self, s: Stream, plane: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         if self.frontier(s, plane).held {
             self.program_with_held_siblings(plane, sink);
         }
@@ -516,7 +541,7 @@ impl Ftl {
     }
 
     /// Programs `plane`'s host page together with held sibling pages at the same offset.
-    fn program_with_held_siblings(&mut self, plane: u32, sink: &mut dyn FlashSink) -> Time {
+    fn program_with_held_siblings(&mut self, plane: u32, sink: &mut dyn FlashSink) -> At {
         let page = self.host[plane as usize].page;
         let mut group = vec![plane];
         if self.multi_plane {
@@ -529,11 +554,29 @@ impl Ftl {
     }
 
     /// Programs the current page of each listed plane's frontier (one die, one offset), padding unfilled slots.
-    fn program(&mut self, s: Stream, planes: &[u32], sink: &mut dyn FlashSink) -> Time {
+    fn program(&mut self, s: Stream, planes: &[u32], sink: &mut dyn FlashSink) -> At {
         let spp = self.spp as usize;
         let mut ppns = Vec::with_capacity(planes.len());
-        let mut ready = 0;
         let mut released = 0;
+        // The page goes to flash once every slot's data is in the controller.
+        let mut readies: Vec<At> = Vec::with_capacity(planes.len() * spp);
+        let mut floor = At::ZERO;
+        for &plane in planes {
+            let i = Self::spare_index(s, plane);
+            let filled = self.frontier(s, plane).filled as usize;
+            for &r in &self.slot_ready[i][..filled] {
+                if r != At::ZERO && !readies.contains(&r) {
+                    readies.push(r);
+                }
+            }
+            floor = if floor == At::ZERO { self.page_floor[i] } else { sink.max_all(floor, &[self.page_floor[i]]) };
+            self.page_floor[i] = At::ZERO;
+        }
+        let ready = sink.max_all(floor, &readies);
+        let work = match s {
+            Stream::Host => Work::Host,
+            Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0]) },
+        };
         // The mapping entries about to be updated are scattered over the table: start loading them all at once,
         // so their cache misses overlap instead of following one another.
         for &plane in planes {
@@ -597,11 +640,15 @@ impl Ftl {
             if s == Stream::Host {
                 released += fr.filled; // GC sectors never occupied the host write buffer
             }
-            ready = ready.max(fr.ready);
             ppns.push(ppn);
             self.next_page(s, plane);
         }
-        sink.program_pages(ready, &ppns, released)
+        sink.program_pages(ready, &ppns, released, work)
+    }
+
+    /// Whether GC in `plane` is urgent (its free pool below `ftl.gc_hard_free_blocks`).
+    fn gc_urgent(&self, plane: u32) -> bool {
+        self.blocks.free_blocks(plane) < self.gc_hard
     }
 
     /// Moves a frontier past its current page (now recorded in its block), closing the block after its last page.
@@ -665,19 +712,20 @@ impl Ftl {
         self.store.trims.append(TrimRecord { seq, lpn, count })
     }
 
-    /// Programs every partially filled or held host page (padding); returns when the last program ends.
-    pub fn flush(&mut self, ready: Time, sink: &mut dyn FlashSink) -> Time {
-        let mut done = ready;
+    /// Programs every partially filled or held host page (padding), none before `ready`; returns when the last of
+    /// these programs ends.
+    pub fn flush(&mut self, ready: impl Into<At>, sink: &mut dyn FlashSink) -> At {
+        let ready = ready.into();
+        let mut programs = Vec::new();
         for plane in 0..self.geo.planes() {
             let f = &self.host[plane as usize];
             if f.block != NO_BLOCK && f.filled > 0 {
-                if f.ready < ready {
-                    self.host[plane as usize].ready = ready;
-                }
-                done = done.max(self.program_with_held_siblings(plane, sink));
+                let i = Self::spare_index(Stream::Host, plane);
+                self.page_floor[i] = sink.max_all(self.page_floor[i], &[ready]);
+                programs.push(self.program_with_held_siblings(plane, sink));
             }
         }
-        done
+        sink.max_all(ready, &programs)
     }
 
     /// Sectors waiting in unprogrammed pages.

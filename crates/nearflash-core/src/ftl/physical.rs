@@ -169,7 +169,7 @@ mod tests {
         }
         tree.set("ext_reserved_blocks", &reserved.to_string()).unwrap();
         let cfg = DeviceConfig::from_tree(&tree).unwrap();
-        Ftl::new(&cfg, Image::memory_store(&cfg, true).unwrap()).unwrap()
+        Ftl::new(&cfg, Image::memory_store(&cfg, true, None).unwrap()).unwrap()
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! pages (its logical page is a flash page), and programming the buffered sectors early would change write timing.
 
 use super::{FlashSink, Ftl, Location, Stream};
-use crate::engine::Time;
+use crate::engine::At;
 use crate::error::Result;
 use super::oob::{OobMut, INVALID_LPN};
 
@@ -30,7 +30,8 @@ impl Ftl {
     /// Maps the never-written sectors of `lpn`'s group to the next page of its plane's host frontier (opening a
     /// block, after GC if the plane needs it) and returns `lpn`'s new location; a mapped `lpn` is left as it is.
     /// Returns `Location::Unmapped` (nothing changed) while the frontier's open page holds buffered sectors.
-    pub fn allocate_for_read(&mut self, lpn: u32, ready: Time, sink: &mut dyn FlashSink) -> Result<Location> {
+    pub fn allocate_for_read(&mut self, lpn: u32, ready: impl Into<At>, sink: &mut dyn FlashSink) -> Result<Location> {
+        let ready = ready.into();
         self.check_lpn(lpn)?;
         let loc = self.locate(lpn);
         let plane = self.plane_of(lpn);

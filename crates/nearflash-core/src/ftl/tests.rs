@@ -32,7 +32,7 @@ pub(crate) fn small_config(extra: &[(&str, &str)]) -> DeviceConfig {
 }
 
 fn memory_ftl(cfg: &DeviceConfig) -> Ftl {
-    Ftl::new(cfg, Image::memory_store(cfg, true).unwrap()).unwrap()
+    Ftl::new(cfg, Image::memory_store(cfg, true, None).unwrap()).unwrap()
 }
 
 fn sector(cfg: &DeviceConfig, lpn: u32, version: u32) -> Vec<u8> {

@@ -269,12 +269,13 @@ impl Image {
         Ok((img, tree, store, opened))
     }
 
-    /// In-memory storage for a device without a directory (data in anonymous memory, see `store::DataStore::memory`).
-    pub fn memory_store(cfg: &DeviceConfig, materialise: bool) -> Result<FtlStore> {
+    /// In-memory storage for a device without a directory (data in anonymous memory, see `store::DataStore::memory`),
+    /// keeping at most `limit` bytes of data (None: the host's RAM).
+    pub fn memory_store(cfg: &DeviceConfig, materialise: bool, limit: Option<u64>) -> Result<FtlStore> {
         let geo = Geometry::from_config(cfg);
         let spp = geo.sectors_per_page as usize;
         let data = if materialise {
-            DataStore::memory(geo.sector_size, geo.page_size, geo.pages_per_block, geo.blocks(), None)?
+            DataStore::memory(geo.sector_size, geo.page_size, geo.pages_per_block, geo.blocks(), limit)?
         } else {
             DataStore::none(geo.sector_size, geo.page_size)
         };

@@ -1,20 +1,23 @@
-//! Timing of flash operations on the array: how a read, program or erase occupies the channel bus, the die and
-//! its cache register, and the channel's ECC engine.
+//! The flash array as state machines driven by events: what a die, its registers and its channel are doing, and
+//! when each phase of a command ends. Which command a die gets next is the scheduler's choice (`ctrl::sched`); this
+//! module only carries a command through its phases.
 //!
-//! - A read sends command/address cycles on the channel, senses the page (tR) on the die, moves the data out over
-//!   the channel (one transfer at a time per channel) and decodes it on the channel's ECC engine (pipelined with
-//!   the bus). Without cache read the die stays busy until its page register has drained; with cache read the
-//!   page moves to the cache register (t_cache_xfer) and the die may sense the next page while it drains.
-//! - A multi-plane operation addresses the same page offset in several planes of one die: one tR (or tPROG) for
-//!   all of them, one transfer per plane.
-//! - A program moves the data in over the channel, then programs (tPROG); the die is busy from data-in to the end.
-//! - Read retries repeat sensing, transfer and decoding; a soft decode follows the last failed retry.
+//! - A read sends command/address cycles (on the channel under `data_first`/`mqsim_tsu`, else charged as latency on
+//!   the die), senses its planes' pages (tR), then moves each page out over the channel (one transfer at a time per
+//!   channel, in the order they were ready) and decodes it on the channel's ECC engine (pipelined with the bus).
+//!   Without cache read the die holds its page register until the last page has left. With cache read, a read whose
+//!   sensing ends while another read waits for the die moves its data to the cache register (`t_cache_xfer`, once
+//!   the cache register is free) and frees the die, which senses the next page while the data drains (ONFI 31h).
+//! - A multi-plane operation addresses the same page offset in several planes of one die: one tR (or tPROG) for all.
+//! - A program moves its data in over the channel (the die waits for the channel), then programs (tPROG).
+//! - An erase (tBERS) and an on-die copyback (tR + tPROG) occupy the die only.
+//! - A program or erase in progress can be suspended (it stops `t_suspend` later, its progress kept), the die then
+//!   takes reads, and resumed (`t_resume`, then the time it had left). Whether to suspend is the scheduler's choice.
 
-use super::{EccModel, EccOutcome, Geometry};
+use super::{EccModel, Geometry};
 use crate::config::DeviceConfig;
-use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Time};
-
-mod tsu;
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Schedule, Time};
+use std::collections::VecDeque;
 
 /// Array and bus timing, in ns.
 #[derive(Debug, Clone)]
@@ -32,12 +35,10 @@ pub struct NandTiming {
     pub t_soft_decode: u64,
     pub cache_read: bool,
     pub multi_plane: bool,
-    /// `nand.channel_arbitration = data_first` or `mqsim_tsu`: read command cycles are booked on the channel
-    /// (MQSim's order).
+    /// `nand.channel_arbitration = data_first` or `mqsim_tsu`: read command cycles take the channel (MQSim's order).
     pub commands_on_bus: bool,
-    /// `nand.channel_arbitration = mqsim_tsu`: a read command is sent only while no data-out waits for the channel
-    /// (MQSim's transaction scheduler issues on channel-idle events, after the PHY has drained its waiting
-    /// data-outs).
+    /// `nand.channel_arbitration = mqsim_tsu`: commands are sent only on channel-idle events, after the waiting
+    /// data-outs (MQSim's transaction scheduling unit).
     pub data_outs_first: bool,
 }
 
@@ -131,90 +132,168 @@ struct Energies {
     ecc_byte: f64,
 }
 
-/// Spans of one channel during which a sensed page waits for, or is in, its data-out (`mqsim_tsu`): merged,
-/// disjoint `[start, end)` spans keyed by start. A read command is sent only outside them.
-#[derive(Default)]
-struct DataOutWaits {
-    spans: std::collections::BTreeMap<Time, Time>,
+/// What a command does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmdKind {
+    Read,
+    Program,
+    Erase,
+    /// On-die copy of page `page` to page `dst_page` (GC without the bus).
+    Copyback,
 }
 
-impl DataOutWaits {
-    /// Spans that ended this long before the newest one are dropped (assumed: no read is issued that far in the
-    /// past of the channel's latest data-out; a query before it sees the channel as free of waiting data-outs).
-    const KEEP_NS: Time = 100_000_000;
-
-    /// Earliest start at or after `from` of `dur` ns that overlaps no span.
-    fn first_free(&self, from: Time, dur: u64) -> Time {
-        let mut t = from;
-        // The span starting last before the window's end overlaps it iff it ends after the window's start (the
-        // spans are disjoint, so no earlier one can).
-        while let Some((_, &e)) = self.spans.range(..t + dur.max(1)).next_back() {
-            if e <= t {
-                break;
-            }
-            t = e;
-        }
-        t
-    }
-
-    /// Marks `[start, end)`, merging it with the spans it touches.
-    fn insert(&mut self, start: Time, end: Time) {
-        if end <= start {
-            return;
-        }
-        let (mut a, mut b) = (start, end);
-        while let Some((&s, &e)) = self.spans.range(..=b).next_back() {
-            if e < a {
-                break;
-            }
-            self.spans.remove(&s);
-            a = a.min(s);
-            b = b.max(e);
-        }
-        self.spans.insert(a, b);
-        let horizon = b.saturating_sub(Self::KEEP_NS);
-        while let Some((&s, &e)) = self.spans.first_key_value() {
-            if e >= horizon {
-                break;
-            }
-            self.spans.remove(&s);
-        }
-    }
+/// A command the scheduler issues to a die.
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    pub kind: CmdKind,
+    pub die: u32,
+    /// Page offset within the block (the page type): sensed, programmed, or a copyback's source.
+    pub page: u32,
+    /// Planes the operation covers (a multi-plane read, program or erase).
+    pub planes: u32,
+    /// Reads: (transaction, bytes to move out) per page, in data-out order; others: one (transaction, bytes in).
+    pub pages: &'a [(u32, u64)],
+    /// A column read: each data-out starts after a Change Read Column.
+    pub column: bool,
+    /// A copyback's destination page offset.
+    pub dst_page: u32,
 }
 
-/// The last read booked on a die under `mqsim_tsu`: a read of another plane at the same page offset that arrives
-/// before its command is sent joins it as one multi-plane read (MQSim's `TSU_Base::issue_command_to_chip` gathers
-/// every queued transaction of the die at that offset, whichever request it belongs to).
-#[derive(Clone, Copy)]
-struct QueuedRead {
+/// An event of the array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NandEv {
+    /// The die's current phase ends (stale if the die's epoch moved on: a suspension cancelled it).
+    Die { die: u32, epoch: u32 },
+    /// The channel's transfer ends.
+    Channel { ch: u32 },
+}
+
+/// What an event changed, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NandOut {
+    /// Transaction `txn`'s work on the array is done at `at` (a read's page decoded; a program or erase ended).
+    Done { txn: u32, at: Time },
+    /// The die can take a command (or, with an operation suspended, what the suspension allows).
+    DieIdle(u32),
+    /// The channel has nothing left to move.
+    ChannelIdle(u32),
+    /// The die's operation is suspended: it can serve reads now.
+    Suspended(u32),
+    /// The die started (or resumed) the timed part of a program or erase: it may be suspended from now on.
+    Working(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// The command's cycles or a program's data wait for the channel.
+    WaitBus,
+    /// The command's cycles or a program's data are on the channel (ends with the channel's event).
+    Bus,
+    /// Sensing (tR, after the command cycles when they are charged on the die).
+    Sense,
+    /// Sensed; waiting for the cache register to drain.
+    WaitCache,
+    /// Moving the sensed data to the cache register.
+    CacheXfer,
+    /// The page register holds data moving out.
+    Hold,
+    /// tPROG, tBERS or a copyback.
+    Work,
+    Suspending,
+    Resuming,
+}
+
+/// A program or erase set aside for reads.
+#[derive(Debug, Clone, Copy)]
+struct Suspended {
+    kind: CmdKind,
+    txn: u32,
+    /// Time the operation still needs when it resumes.
+    left: Time,
+    /// When the suspend command was sent.
+    since: Time,
+    /// Its suspensions so far (this one included).
+    count: u32,
+}
+
+struct Die {
+    phase: Phase,
+    epoch: u32,
+    kind: CmdKind,
     page: u32,
-    /// Planes of the die (bit per plane) the command reads.
     planes: u32,
-    command: Time,
-    sensed: Time,
-    /// End of the last data-out, when the die is free again.
+    column: bool,
+    /// The current command's pages (reads) or its one transaction (others).
+    pages: Vec<(u32, u64)>,
+    /// Data-outs from the page register not done yet.
+    hold_left: u32,
+    /// Data-outs from the cache register not done yet, and since when it holds data.
+    cache_left: u32,
+    cache_from: Time,
+    /// End of the current timed phase.
     end: Time,
+    /// A resuming operation's time left.
+    left: Time,
+    busy_from: Time,
+    suspended: Option<Suspended>,
+    /// Suspensions of the program or erase in progress (or suspended).
+    suspensions: u32,
 }
 
-/// The flash array's resources and the rules for occupying them.
+impl Die {
+    fn new() -> Self {
+        Die {
+            phase: Phase::Idle,
+            epoch: 0,
+            kind: CmdKind::Read,
+            page: 0,
+            planes: 0,
+            column: false,
+            pages: Vec::new(),
+            hold_left: 0,
+            cache_left: 0,
+            cache_from: 0,
+            end: 0,
+            left: 0,
+            busy_from: 0,
+            suspended: None,
+            suspensions: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Xfer {
+    /// A read's command cycles.
+    Cmd { die: u32 },
+    /// A program's command cycles and data.
+    In { die: u32 },
+    /// A page moving out (from the cache register or the page register).
+    Out { die: u32, txn: u32, bytes: u64, cache: bool },
+}
+
+#[derive(Default)]
+struct Channel {
+    busy: bool,
+    start: Time,
+    cur: Option<Xfer>,
+    queue: VecDeque<Xfer>,
+}
+
+/// The flash array's state and the rules of its phases.
 pub struct NandArray {
     pub geo: Geometry,
     pub timing: NandTiming,
     pub ecc: EccModel,
-    channel: GroupId,
-    die: GroupId,
-    cache_reg: GroupId,
+    channel_res: GroupId,
+    die_res: GroupId,
+    cache_res: GroupId,
     ecc_engine: GroupId,
     acc: Accounts,
     e: Energies,
-    /// Per channel, where data-outs wait (only kept under `mqsim_tsu`).
-    waits: Vec<DataOutWaits>,
-    /// Per die, the last read booked (only kept under `mqsim_tsu`).
-    queued: Vec<Option<QueuedRead>>,
-    /// Command start, sensing end and data-out end of the latest plain read (set under `mqsim_tsu`).
-    issued: (Time, Time, Time),
-    /// The event-driven issue queue of host reads (only under `mqsim_tsu`).
-    tsu: Option<tsu::Tsu>,
+    dies: Vec<Die>,
+    channels: Vec<Channel>,
     pub stats: NandStats,
 }
 
@@ -223,9 +302,9 @@ impl NandArray {
         let geo = Geometry::from_config(cfg);
         let en = &cfg.energy;
         NandArray {
-            channel: res.add_group("channel", geo.channels),
-            die: res.add_group("die", geo.dies()),
-            cache_reg: res.add_group("cache_register", geo.dies()),
+            channel_res: res.add_group("channel", geo.channels),
+            die_res: res.add_group("die", geo.dies()),
+            cache_res: res.add_group("cache_register", geo.dies()),
             ecc_engine: res.add_group("ecc", geo.channels),
             acc: Accounts {
                 read: ledger.account("nand_read"),
@@ -242,226 +321,337 @@ impl NandArray {
                 ecc_byte: en.ecc_per_byte.0,
             },
             timing: NandTiming::from_config(cfg),
-            waits: (0..geo.channels).map(|_| DataOutWaits::default()).collect(),
-            queued: vec![None; geo.dies() as usize],
-            issued: (0, 0, 0),
-            tsu: (cfg.nand.channel_arbitration.0 == "mqsim_tsu")
-                .then(|| tsu::Tsu::new(geo.dies(), geo.channels, |d| geo.channel_of_die(d))),
             ecc: EccModel::from_config(cfg),
+            dies: (0..geo.dies()).map(|_| Die::new()).collect(),
+            channels: (0..geo.channels).map(|_| Channel::default()).collect(),
             geo,
             stats: NandStats::default(),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    /// Reads pages at offset `page` of the planes listed in `xfer` (bytes to move out per plane page) of `die`,
-    /// ready at `ready`; returns when the data is decoded in the controller. Several planes make a multi-plane read.
-    pub fn read(
+    /// Whether the die can take a command now.
+    #[inline]
+    pub fn die_idle(&self, die: u32) -> bool {
+        self.dies[die as usize].phase == Phase::Idle
+    }
+
+    /// Whether the channel is moving something.
+    #[inline]
+    pub fn channel_busy(&self, ch: u32) -> bool {
+        self.channels[ch as usize].busy
+    }
+
+    /// The kind of operation suspended on the die, if any.
+    #[inline]
+    pub fn suspended(&self, die: u32) -> Option<CmdKind> {
+        self.dies[die as usize].suspended.map(|s| s.kind)
+    }
+
+    /// The program or erase the die is working on (not suspended, past its data-in): (kind, time left at `now`,
+    /// suspensions so far).
+    pub fn working(&self, die: u32, now: Time) -> Option<(CmdKind, Time, u32)> {
+        let d = &self.dies[die as usize];
+        (d.phase == Phase::Work && matches!(d.kind, CmdKind::Program | CmdKind::Erase))
+            .then(|| (d.kind, d.end.saturating_sub(now), d.suspensions))
+    }
+
+    /// Issues `cmd` to its die, which must be idle; its phases follow as events.
+    pub fn issue(&mut self, cmd: Command<'_>, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
+        let t = &self.timing;
+        let die = cmd.die;
+        let ch = self.geo.channel_of_die(die);
+        let planes = u64::from(cmd.planes);
+        let d = &mut self.dies[die as usize];
+        debug_assert_eq!(d.phase, Phase::Idle, "die {die} is not idle");
+        if d.suspended.is_none() {
+            d.busy_from = now;
+        }
+        d.kind = cmd.kind;
+        d.page = cmd.page;
+        d.planes = cmd.planes;
+        d.column = cmd.column;
+        d.pages.clear();
+        d.pages.extend_from_slice(cmd.pages);
+        match cmd.kind {
+            CmdKind::Read => {
+                self.stats.read_ops += 1;
+                self.stats.pages_read += planes;
+                self.stats.multi_plane_reads += u64::from(planes > 1);
+                ledger.charge(self.acc.read, self.e.read_page * planes as f64);
+                if t.commands_on_bus {
+                    d.phase = Phase::WaitBus;
+                    self.channels[ch as usize].queue.push_back(Xfer::Cmd { die });
+                    self.start_channel(ch, now, ledger, ev);
+                } else {
+                    let tr = t.t_read(self.geo.page_type(cmd.page));
+                    self.timed(die, Phase::Sense, now + t.t_cmd * planes + tr, ev);
+                }
+            }
+            CmdKind::Program => {
+                d.phase = Phase::WaitBus;
+                d.suspensions = 0;
+                self.channels[ch as usize].queue.push_back(Xfer::In { die });
+                self.start_channel(ch, now, ledger, ev);
+            }
+            CmdKind::Erase => {
+                d.suspensions = 0;
+                self.stats.blocks_erased += planes;
+                ledger.charge(self.acc.erase, self.e.erase_block * planes as f64);
+                self.timed(die, Phase::Work, now + t.t_cmd * planes + t.t_erase, ev);
+            }
+            CmdKind::Copyback => {
+                let dur = 2 * t.t_cmd + t.t_read(self.geo.page_type(cmd.page)) + t.t_prog(self.geo.page_type(cmd.dst_page));
+                d.suspensions = 0;
+                self.stats.copybacks += 1;
+                self.stats.pages_read += 1;
+                self.stats.pages_programmed += 1;
+                ledger.charge(self.acc.read, self.e.read_page);
+                ledger.charge(self.acc.program, self.e.program_page);
+                self.timed(die, Phase::Work, now + dur, ev);
+            }
+        }
+    }
+
+    /// Suspends the die's program or erase (`working` says it has one): it stops `t_suspend` from now, keeping its
+    /// progress, and the die reports `Suspended` then.
+    pub fn suspend(&mut self, die: u32, now: Time, t_suspend: Time, ev: &mut impl Schedule<NandEv>) {
+        let d = &mut self.dies[die as usize];
+        debug_assert!(d.phase == Phase::Work && d.suspended.is_none(), "die {die} has nothing to suspend");
+        let txn = d.pages[0].0;
+        d.suspensions += 1;
+        d.suspended = Some(Suspended { kind: d.kind, txn, left: d.end.saturating_sub(now + t_suspend), since: now, count: d.suspensions });
+        self.timed(die, Phase::Suspending, now + t_suspend, ev);
+    }
+
+    /// Resumes the die's suspended operation (the die must be idle): `t_resume`, then the time it had left.
+    /// Returns how long it was suspended (from the suspend command to the end of the resume).
+    pub fn resume(&mut self, die: u32, now: Time, t_resume: Time, ev: &mut impl Schedule<NandEv>) -> Time {
+        let d = &mut self.dies[die as usize];
+        debug_assert_eq!(d.phase, Phase::Idle);
+        let s = d.suspended.take().expect("a suspended operation to resume");
+        d.kind = s.kind;
+        d.suspensions = s.count;
+        d.pages.clear();
+        d.pages.push((s.txn, 0));
+        d.left = s.left;
+        self.timed(die, Phase::Resuming, now + t_resume, ev);
+        now + t_resume - s.since
+    }
+
+    fn timed(&mut self, die: u32, phase: Phase, end: Time, ev: &mut impl Schedule<NandEv>) {
+        let d = &mut self.dies[die as usize];
+        d.phase = phase;
+        d.epoch = d.epoch.wrapping_add(1);
+        d.end = end;
+        ev.at(end, NandEv::Die { die, epoch: d.epoch });
+    }
+
+    /// Starts the channel's next transfer if it is free.
+    fn start_channel(&mut self, ch: u32, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
+        let c = &mut self.channels[ch as usize];
+        if c.busy {
+            return;
+        }
+        let Some(x) = c.queue.pop_front() else { return };
+        let t = &self.timing;
+        let dur = match x {
+            Xfer::Cmd { die } => {
+                self.dies[die as usize].phase = Phase::Bus;
+                t.t_cmd * u64::from(self.dies[die as usize].planes)
+            }
+            Xfer::In { die } => {
+                let d = &mut self.dies[die as usize];
+                d.phase = Phase::Bus;
+                let (planes, bytes) = (u64::from(d.planes), d.pages[0].1);
+                self.stats.pages_programmed += planes;
+                self.stats.multi_plane_programs += u64::from(planes > 1);
+                self.stats.bytes_to_flash += bytes;
+                ledger.charge(self.acc.program, self.e.program_page * planes as f64);
+                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
+                t.t_cmd * planes + t.xfer(bytes)
+            }
+            Xfer::Out { die, bytes, .. } => {
+                let setup = if self.dies[die as usize].column { t.t_column_change } else { 0 };
+                setup + t.xfer(bytes)
+            }
+        };
+        let c = &mut self.channels[ch as usize];
+        c.busy = true;
+        c.start = now;
+        c.cur = Some(x);
+        ev.at(now + dur, NandEv::Channel { ch });
+    }
+
+    /// Advances the array by one of its events; what changed goes to `out`. `read_waits(die)` says whether another
+    /// read waits for the die (a read whose sensing ends then uses the cache register).
+    pub fn on_event(
         &mut self,
+        e: NandEv,
+        now: Time,
         res: &mut Resources,
         ledger: &mut EnergyLedger,
-        ready: Time,
-        die: u32,
-        page: u32,
-        xfer: &[u64],
-        outcome: EccOutcome,
-    ) -> Time {
-        self.read_on_planes(res, ledger, ready, die, page, 0, xfer, false, outcome)
+        read_waits: impl Fn(u32) -> bool,
+        ev: &mut impl Schedule<NandEv>,
+        out: &mut Vec<NandOut>,
+    ) {
+        match e {
+            NandEv::Channel { ch } => self.channel_done(ch, now, res, ledger, ev, out),
+            NandEv::Die { die, epoch } => {
+                if self.dies[die as usize].epoch != epoch {
+                    return; // cancelled by a suspension
+                }
+                self.die_phase_done(die, now, res, ledger, read_waits, ev, out);
+            }
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    /// As [`read`](Self::read), naming the die's planes read (`plane_mask`, bit per plane; 0 = not known): under
-    /// `mqsim_tsu` a read may then join a queued read of other planes at the same page offset. `column`: a column
-    /// read (ONFI random data out): each page is sensed whole and only its `xfer` bytes (a span of whole ECC
-    /// codewords) move out, after a Change Read Column points the data-out at them (`t_column_change` on the
-    /// channel before each data-out); such a read never joins another.
-    pub fn read_on_planes(
+    fn channel_done(
         &mut self,
+        ch: u32,
+        now: Time,
         res: &mut Resources,
         ledger: &mut EnergyLedger,
-        ready: Time,
-        die: u32,
-        page: u32,
-        plane_mask: u32,
-        xfer: &[u64],
-        column: bool,
-        outcome: EccOutcome,
-    ) -> Time {
-        let setup = if column { self.timing.t_column_change } else { 0 };
-        let planes = xfer.len() as u64;
-        let bytes: u64 = xfer.iter().sum();
-        let joined = if matches!(outcome, EccOutcome::Corrected) && !column {
-            self.join_queued(res, ready, die, page, plane_mask, bytes)
-        } else {
-            None
-        };
-        let mut done = match joined {
-            Some(done) => done,
-            None => {
-                let done = self.sense_and_transfer(res, ready, die, page, planes, bytes, setup);
-                if self.timing.data_outs_first {
-                    let (command, sensed, end) = self.issued;
-                    self.queued[die as usize] = Some(QueuedRead { page, planes: plane_mask, command, sensed, end });
-                }
-                done
+        ev: &mut impl Schedule<NandEv>,
+        out: &mut Vec<NandOut>,
+    ) {
+        let c = &mut self.channels[ch as usize];
+        let x = c.cur.take().expect("a transfer in progress");
+        c.busy = false;
+        let start = c.start;
+        let r = res.member(self.channel_res, ch);
+        res.tally(r, now - start, 1);
+        match x {
+            Xfer::Cmd { die } => {
+                let tr = self.timing.t_read(self.geo.page_type(self.dies[die as usize].page));
+                self.timed(die, Phase::Sense, now + tr, ev);
             }
-        };
-        for _ in 0..outcome.retries() {
-            done = self.sense_and_transfer(res, done, die, page, planes, bytes, setup);
+            Xfer::In { die } => {
+                let d = &self.dies[die as usize];
+                let tp = self.timing.t_prog(self.geo.page_type(d.page));
+                self.timed(die, Phase::Work, now + tp, ev);
+                out.push(NandOut::Working(die));
+            }
+            Xfer::Out { die, txn, bytes, cache } => {
+                self.stats.bytes_to_controller += bytes;
+                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
+                ledger.charge(self.acc.ecc, self.e.ecc_byte * bytes as f64);
+                let setup = if self.dies[die as usize].column { self.timing.t_column_change } else { 0 };
+                let at = self.decode(res, ch, start + setup, now, bytes);
+                out.push(NandOut::Done { txn, at });
+                let d = &mut self.dies[die as usize];
+                if cache {
+                    d.cache_left -= 1;
+                    if d.cache_left == 0 {
+                        let r = res.member(self.cache_res, die);
+                        res.tally(r, now - self.dies[die as usize].cache_from, 1);
+                        if self.dies[die as usize].phase == Phase::WaitCache {
+                            self.timed(die, Phase::CacheXfer, now + self.timing.t_cache_xfer, ev);
+                        }
+                    }
+                } else {
+                    d.hold_left -= 1;
+                    if d.hold_left == 0 && d.phase == Phase::Hold {
+                        self.die_free(die, now, res, out);
+                    }
+                }
+            }
         }
-        if outcome.soft_decoded() {
-            let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
-            done = res.reserve(e, done, self.timing.t_soft_decode) + self.timing.t_soft_decode;
-            self.stats.soft_decodes += 1;
+        self.start_channel(ch, now, ledger, ev);
+        if !self.channels[ch as usize].busy {
+            out.push(NandOut::ChannelIdle(ch));
         }
-        let attempts = 1 + u64::from(outcome.retries());
-        self.stats.read_ops += 1;
-        self.stats.pages_read += planes * attempts;
-        self.stats.multi_plane_reads += u64::from(planes > 1);
-        self.stats.read_retries += u64::from(outcome.retries());
-        self.stats.uncorrectable += u64::from(!outcome.is_ok());
-        self.stats.bytes_to_controller += bytes * attempts;
-        ledger.charge(self.acc.read, self.e.read_page * (planes * attempts) as f64);
-        ledger.charge(self.acc.bus, self.e.bus_byte * (bytes * attempts) as f64);
-        ledger.charge(self.acc.ecc, self.e.ecc_byte * (bytes * attempts) as f64);
-        done
     }
 
-    /// Under `mqsim_tsu`, a read of planes `mask` at offset `page` of `die` that arrives while the die's last read
-    /// (same offset, other planes) still waits for its command joins that command: no sensing of its own, its
-    /// data-out follows the other's, and the die is held until it ends. Returns the decode end, or None when it
-    /// cannot join (the command was already sent, another offset or plane, or the die is booked after it). The
-    /// joined command keeps the single-plane command time (MQSim's two-plane command is t_DBSY + 6 t_WC longer,
-    /// about 0.6 us).
-    fn join_queued(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, mask: u32, bytes: u64) -> Option<Time> {
-        let t = &self.timing;
-        if !t.data_outs_first || !t.multi_plane || mask == 0 || bytes == 0 {
-            return None;
-        }
-        let q = self.queued[die as usize]?;
-        if q.page != page || q.planes & mask != 0 || q.planes == 0 || q.command < ready {
-            return None;
-        }
-        let ch = res.member(self.channel, self.geo.channel_of_die(die));
-        let d = res.member(self.die, die);
-        let x = t.xfer(bytes);
-        let xs = res.timeline(ch).find(q.end, x);
-        if !res.timeline(d).is_free(q.end, xs + x) {
-            return None;
-        }
-        res.timeline_mut(d).commit(q.end, xs + x);
-        res.timeline_mut(ch).commit(xs, xs + x);
-        let chn = self.geo.channel_of_die(die) as usize;
-        self.waits[chn].insert(q.sensed, xs + x);
-        self.queued[die as usize] = Some(QueuedRead { planes: q.planes | mask, end: xs + x, ..q });
-        Some(self.decode(res, die, xs, xs + x, bytes))
-    }
-
-    /// One sensing of `planes` pages and the transfer and decode of `bytes`, each data-out preceded by `setup` ns of
-    /// column selection; returns the decode end.
     #[allow(clippy::too_many_arguments)]
-    fn sense_and_transfer(&mut self, res: &mut Resources, ready: Time, die: u32, page: u32, planes: u64, bytes: u64, setup: u64) -> Time {
-        let t = &self.timing;
-        let ch = res.member(self.channel, self.geo.channel_of_die(die));
-        let d = res.member(self.die, die);
-        let reg = res.member(self.cache_reg, die);
-        let cmd = t.t_cmd * planes;
-        let t_r = t.t_read(self.geo.page_type(page));
-        let x = setup + t.xfer(bytes);
-        // The die accepts the command only when it is ready, so the command cycles open its busy period. They take
-        // bus time but never wait for it: a flash controller slips these few cycles between data bursts, so they
-        // are charged as latency rather than booked on the channel (booking them would let an earlier-booked
-        // burst of another die block the command for a whole page transfer). Find a start at which the die stays
-        // free until the data has left it; the holds only grow, so the loop ends.
-        let (xfer_start, xfer_end);
-        let sensed;
-        // A read finding its die idle is a plain page read; one queued behind earlier work on the die is issued as
-        // a cache read (ONFI 31h), so that its sensing overlaps the previous page's data-out.
-        // With data_first arbitration (MQSim) the command cycles take a slot on the channel of their own, found at
-        // or after `from`: a new read waits for the data-outs already booked there.
-        // With mqsim_tsu the slot must also lie outside every span in which a sensed page waits for its data-out:
-        // MQSim's PHY serves the waiting data-outs whenever the channel frees, and its transaction scheduler sends
-        // a new command only on the channel-idle event that follows, when none is left.
-        let on_bus = t.commands_on_bus;
-        let chn = self.geo.channel_of_die(die) as usize;
-        let waits = if t.data_outs_first { Some(&self.waits[chn]) } else { None };
-        let command_slot = |res: &Resources, from: Time| {
-            if !on_bus {
-                return from;
-            }
-            let mut c = res.timeline(ch).find(from, cmd);
-            if let Some(w) = waits {
-                loop {
-                    let free = w.first_free(c, cmd);
-                    if free == c {
-                        break;
+    fn die_phase_done(
+        &mut self,
+        die: u32,
+        now: Time,
+        res: &mut Resources,
+        ledger: &mut EnergyLedger,
+        read_waits: impl Fn(u32) -> bool,
+        ev: &mut impl Schedule<NandEv>,
+        out: &mut Vec<NandOut>,
+    ) {
+        let ch = self.geo.channel_of_die(die);
+        let phase = self.dies[die as usize].phase;
+        match phase {
+            Phase::Sense => {
+                let d = &self.dies[die as usize];
+                let moving = d.pages.iter().filter(|p| p.1 > 0).count() as u32;
+                // Pages that move nothing (a sense for computation beside the die) are done when sensed.
+                for &(txn, bytes) in &d.pages {
+                    if bytes == 0 {
+                        out.push(NandOut::Done { txn, at: now });
                     }
-                    c = res.timeline(ch).find(free, cmd);
+                }
+                if moving == 0 {
+                    self.die_free(die, now, res, out);
+                } else if self.timing.cache_read && d.suspended.is_none() && read_waits(die) {
+                    if d.cache_left == 0 {
+                        self.timed(die, Phase::CacheXfer, now + self.timing.t_cache_xfer, ev);
+                    } else {
+                        self.dies[die as usize].phase = Phase::WaitCache;
+                    }
+                } else {
+                    let d = &mut self.dies[die as usize];
+                    d.phase = Phase::Hold;
+                    d.hold_left = moving;
+                    self.queue_outs(die, false);
+                    self.start_channel(ch, now, ledger, ev);
                 }
             }
-            c
-        };
-        let pipelined = t.cache_read && res.timeline(d).find(ready, 1) > ready;
-        if pipelined {
-            let (mut hold_die, mut hold_reg) = (cmd + t_r + t.t_cache_xfer, t.t_cache_xfer + x);
-            loop {
-                let a = res.timeline(d).find(ready, hold_die);
-                // The command may be issued while the previous page moves into the cache register.
-                let c = command_slot(res, ready.max(a.saturating_sub(t.t_cache_xfer)));
-                let sense = a.max(c + cmd);
-                let m = res.timeline(reg).find(sense + t_r, hold_reg);
-                let xs = res.timeline(ch).find(m + t.t_cache_xfer, x);
-                let need_die = m + t.t_cache_xfer - a;
-                let need_reg = xs + x - m;
-                if need_die <= hold_die && need_reg <= hold_reg {
-                    res.timeline_mut(d).commit(a, a + need_die);
-                    res.timeline_mut(reg).commit(m, m + need_reg);
-                    res.timeline_mut(ch).commit(xs, xs + x);
-                    if on_bus {
-                        res.timeline_mut(ch).commit(c, c + cmd);
-                    }
-                    (xfer_start, xfer_end) = (xs, xs + x);
-                    sensed = m + t.t_cache_xfer;
-                    break;
-                }
-                hold_die = hold_die.max(need_die);
-                hold_reg = hold_reg.max(need_reg);
+            Phase::CacheXfer => {
+                let d = &mut self.dies[die as usize];
+                d.cache_left = d.pages.iter().filter(|p| p.1 > 0).count() as u32;
+                d.cache_from = now;
+                self.queue_outs(die, true);
+                self.die_free(die, now, res, out);
+                self.start_channel(ch, now, ledger, ev);
             }
-        } else {
-            let mut hold = cmd + t_r + x;
-            let mut from = ready;
-            loop {
-                let a = res.timeline(d).find(from, hold);
-                let c = command_slot(res, a);
-                if c > a && res.timeline(d).find(c, hold) != c {
-                    from = c; // the die is busy again by the time the channel can take the command
-                    continue;
-                }
-                let xs = res.timeline(ch).find(c + cmd + t_r, x);
-                let need = xs + x - c;
-                if need <= hold {
-                    res.timeline_mut(d).commit(c, c + need);
-                    res.timeline_mut(ch).commit(xs, xs + x);
-                    if on_bus {
-                        res.timeline_mut(ch).commit(c, c + cmd);
-                    }
-                    (xfer_start, xfer_end) = (xs, xs + x);
-                    sensed = c + cmd + t_r;
-                    break;
-                }
-                hold = need;
+            Phase::Work => {
+                let txn = self.dies[die as usize].pages[0].0;
+                out.push(NandOut::Done { txn, at: now });
+                self.die_free(die, now, res, out);
+            }
+            Phase::Suspending => {
+                self.dies[die as usize].phase = Phase::Idle;
+                out.push(NandOut::Suspended(die));
+            }
+            Phase::Resuming => {
+                let left = self.dies[die as usize].left;
+                self.timed(die, Phase::Work, now + left, ev);
+                out.push(NandOut::Working(die));
+            }
+            Phase::Idle | Phase::WaitBus | Phase::Bus | Phase::WaitCache | Phase::Hold => {
+                unreachable!("die {die}: no timed phase {phase:?} ends by itself")
             }
         }
-        if t.data_outs_first {
-            self.waits[chn].insert(sensed, xfer_end);
-            self.issued = (sensed.saturating_sub(t_r + cmd), sensed, xfer_end);
+    }
+
+    /// Queues the current command's data-outs on the die's channel.
+    fn queue_outs(&mut self, die: u32, cache: bool) {
+        let ch = self.geo.channel_of_die(die) as usize;
+        let d = &self.dies[die as usize];
+        for &(txn, bytes) in d.pages.iter().filter(|p| p.1 > 0) {
+            self.channels[ch].queue.push_back(Xfer::Out { die, txn, bytes, cache });
         }
-        self.decode(res, die, xfer_start + setup, xfer_end, bytes)
+    }
+
+    fn die_free(&mut self, die: u32, now: Time, res: &mut Resources, out: &mut Vec<NandOut>) {
+        let d = &mut self.dies[die as usize];
+        d.phase = Phase::Idle;
+        if d.suspended.is_none() {
+            let busy = now - d.busy_from;
+            let r = res.member(self.die_res, die);
+            res.tally(r, busy, 1);
+        }
+        out.push(NandOut::DieIdle(die));
     }
 
     /// Decoding pipelined with the transfer: the engine starts once the first codeword has arrived and cannot
     /// finish before one decode time after the last byte.
-    fn decode(&self, res: &mut Resources, die: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
+    fn decode(&self, res: &mut Resources, ch: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
         let t = &self.timing;
         if t.t_decode == 0 || bytes == 0 {
             return xfer_end;
@@ -469,282 +659,16 @@ impl NandArray {
         let cws = self.ecc.codewords(bytes);
         let first = xfer_start + t.xfer(u64::from(self.ecc.codeword_bytes).min(bytes));
         let busy = cws * t.t_decode;
-        let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
+        let e = res.member(self.ecc_engine, ch);
         let s = res.reserve(e, first, busy);
         (s + busy).max(xfer_end + t.t_decode)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    /// Programs `planes` pages at offset `page` of `die` with `bytes_per_page` moved in each; data is in controller
-    /// DRAM at `ready`. Returns the end of tPROG.
-    pub fn program(
-        &mut self,
-        res: &mut Resources,
-        ledger: &mut EnergyLedger,
-        ready: Time,
-        die: u32,
-        page: u32,
-        planes: u32,
-        bytes_per_page: u64,
-    ) -> Time {
-        let t = &self.timing;
-        let ch = res.member(self.channel, self.geo.channel_of_die(die));
-        let d = res.member(self.die, die);
-        let bytes = bytes_per_page * u64::from(planes);
-        let bus = t.t_cmd * u64::from(planes) + t.xfer(bytes);
-        let t_p = t.t_prog(self.geo.page_type(page));
-        let mut at = ready;
-        let end = loop {
-            let xs = res.timeline(ch).find(at, bus);
-            let a = res.timeline(d).find(xs, bus + t_p);
-            if a == xs {
-                res.timeline_mut(ch).commit(xs, xs + bus);
-                res.timeline_mut(d).commit(xs, xs + bus + t_p);
-                break xs + bus + t_p;
-            }
-            at = a;
-        };
-        self.stats.pages_programmed += u64::from(planes);
-        self.stats.multi_plane_programs += u64::from(planes > 1);
-        self.stats.bytes_to_flash += bytes;
-        ledger.charge(self.acc.program, self.e.program_page * f64::from(planes));
-        ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
-        end
+    /// A soft-decision decode of a page of `die` whose hard decode ended at `at`; returns its end.
+    pub fn soft_decode(&mut self, res: &mut Resources, die: u32, at: Time) -> Time {
+        let e = res.member(self.ecc_engine, self.geo.channel_of_die(die));
+        self.stats.soft_decodes += 1;
+        res.reserve(e, at, self.timing.t_soft_decode) + self.timing.t_soft_decode
     }
 
-    /// On-die copyback of one page (GC without the bus): sense, then program from the page register.
-    pub fn copyback(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, die: u32, src_page: u32, dst_page: u32) -> Time {
-        let t = &self.timing;
-        let d = res.member(self.die, die);
-        let dur = 2 * t.t_cmd + t.t_read(self.geo.page_type(src_page)) + t.t_prog(self.geo.page_type(dst_page));
-        let s = res.reserve(d, ready, dur);
-        self.stats.copybacks += 1;
-        self.stats.pages_read += 1;
-        self.stats.pages_programmed += 1;
-        ledger.charge(self.acc.read, self.e.read_page);
-        ledger.charge(self.acc.program, self.e.program_page);
-        s + dur
-    }
-
-    /// Erases `blocks` blocks (distinct planes, multi-plane erase) on `die`.
-    pub fn erase(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, die: u32, blocks: u32) -> Time {
-        let t = &self.timing;
-        let d = res.member(self.die, die);
-        let cmd = t.t_cmd * u64::from(blocks);
-        let s = res.reserve(d, ready, cmd + t.t_erase);
-        self.stats.blocks_erased += u64::from(blocks);
-        ledger.charge(self.acc.erase, self.e.erase_block * f64::from(blocks));
-        s + cmd + t.t_erase
-    }
-
-    /// The die resource group (extensions that compute beside the dies reserve these too).
-    pub fn die_group(&self) -> GroupId {
-        self.die
-    }
-
-    pub fn channel_group(&self) -> GroupId {
-        self.channel
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{load_preset, DeviceConfig};
-
-    pub(super) fn setup(overrides: &[(&str, &str)]) -> (NandArray, Resources, EnergyLedger) {
-        let mut tree = load_preset("cosmos-plus").unwrap();
-        for (k, v) in overrides {
-            tree.set(k, v).unwrap();
-        }
-        let cfg = DeviceConfig::from_tree(&tree).unwrap();
-        let mut res = Resources::new();
-        let mut led = EnergyLedger::new();
-        let n = NandArray::new(&cfg, &mut res, &mut led);
-        (n, res, led)
-    }
-
-    #[test]
-    fn single_read_is_the_sum_of_its_parts() {
-        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
-        let t = n.timing.clone();
-        let done = n.read(&mut res, &mut led, 1000, 0, 0, &[4096], EccOutcome::Corrected);
-        assert_eq!(done, 1000 + t.t_cmd + t.t_read(0) + t.xfer(4096));
-    }
-
-    #[test]
-    fn decode_adds_one_codeword_after_the_transfer() {
-        let (mut n, mut res, mut led) = setup(&[("cache_read", "false")]);
-        let t = n.timing.clone();
-        let done = n.read(&mut res, &mut led, 0, 0, 0, &[4096], EccOutcome::Corrected);
-        assert_eq!(done, t.t_cmd + t.t_read(0) + t.xfer(4096) + t.t_decode);
-    }
-
-    #[test]
-    fn cache_read_overlaps_sensing_with_transfer() {
-        let pages = 32usize;
-        let run = |cache: &str| {
-            let (mut n, mut res, mut led) = setup(&[("cache_read", cache), ("t_decode", "0us")]);
-            let done: Vec<u64> =
-                (0..pages).map(|p| n.read(&mut res, &mut led, 0, 0, p as u32, &[16384], EccOutcome::Corrected)).collect();
-            (done, n.timing.clone())
-        };
-        let (plain, t) = run("false");
-        let (cached, _) = run("true");
-        let x = t.xfer(16384);
-        let tr = t.t_read(0);
-        // Without cache read a page costs cmd + tR + transfer.
-        assert_eq!(plain[pages - 1], pages as u64 * (t.t_cmd + tr + x));
-        // With it, queued pages pipeline: one page per max(sensing, draining), after a plain first read.
-        assert_eq!(cached[0], t.t_cmd + tr + x, "an idle die serves a plain read");
-        let period = (tr + t.t_cache_xfer).max(t.t_cache_xfer + x);
-        let steady = (cached[pages - 1] - cached[2]) as f64 / (pages - 3) as f64;
-        assert!((steady / period as f64 - 1.0).abs() < 0.02, "period {steady} expected {period}");
-        assert!(cached[pages - 1] < plain[pages - 1]);
-    }
-
-    #[test]
-    fn multi_plane_read_shares_one_sense() {
-        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
-        let t = n.timing.clone();
-        let done = n.read(&mut res, &mut led, 0, 3, 0, &[16384, 16384], EccOutcome::Corrected);
-        assert_eq!(done, 2 * t.t_cmd + t.t_read(0) + t.xfer(32768));
-        assert_eq!(n.stats.multi_plane_reads, 1);
-        assert_eq!(n.stats.pages_read, 2);
-    }
-
-    #[test]
-    fn dies_on_one_channel_share_the_bus() {
-        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
-        let t = n.timing.clone();
-        // Dies 0 and 8 are both on channel 0; their transfers serialise after overlapping senses.
-        let a = n.read(&mut res, &mut led, 0, 0, 0, &[16384], EccOutcome::Corrected);
-        let b = n.read(&mut res, &mut led, 0, 8, 0, &[16384], EccOutcome::Corrected);
-        assert_eq!(a, t.t_cmd + t.t_read(0) + t.xfer(16384));
-        assert_eq!(b, a + t.xfer(16384));
-    }
-
-    #[test]
-    fn data_first_arbitration_holds_a_new_command_behind_a_data_out() {
-        let run = |policy: &str| {
-            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
-            let t = n.timing.clone();
-            let first = n.read(&mut res, &mut led, 0, 0, 0, &[16384], EccOutcome::Corrected);
-            // Die 8 shares channel 0; its read arrives as die 0's data-out begins.
-            let second = n.read(&mut res, &mut led, t.t_cmd + t.t_read(0), 8, 0, &[16384], EccOutcome::Corrected);
-            (first, second, t)
-        };
-        let (f, s, t) = run("interleave");
-        assert_eq!(f, t.t_cmd + t.t_read(0) + t.xfer(16384));
-        let sensed = 2 * (t.t_cmd + t.t_read(0));
-        assert_eq!(s, sensed.max(f) + t.xfer(16384), "the command slips in: sensing overlaps the data-out");
-        let (f2, s2, _) = run("data_first");
-        assert_eq!(f2, f, "an idle channel takes the command at once");
-        assert_eq!(s2, f + t.t_cmd + t.t_read(0) + t.xfer(16384), "the command waits for the data-out");
-        assert!(s2 > s);
-    }
-
-    #[test]
-    fn mqsim_tsu_sends_no_command_while_a_sensed_page_waits() {
-        // Channel 0 (dies 8, 16, 24 on it). Die 16's read is booked first and puts its 16 KiB data-out at
-        // [F + cmd + tR, + X). Die 8's read senses X/2 before that data-out starts: its page cannot fit in the gap
-        // and waits until [F + cmd + tR + X, + X). Die 24's read arrives while that page waits, the channel idle.
-        let run = |policy: &str| {
-            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
-            let t = n.timing.clone();
-            let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(16384));
-            let f = 2 * x;
-            let a = n.read(&mut res, &mut led, f, 16, 0, &[16384], EccOutcome::Corrected);
-            let b = n.read(&mut res, &mut led, f - x / 2, 8, 0, &[16384], EccOutcome::Corrected);
-            let waiting_from = f - x / 2 + c + tr;
-            let q = n.read(&mut res, &mut led, waiting_from + 1000, 24, 0, &[16384], EccOutcome::Corrected);
-            ((a, b, q), (c, tr, x, f))
-        };
-        let ((a, b, q), (c, tr, x, f)) = run("data_first");
-        assert_eq!(a, f + c + tr + x);
-        assert_eq!(b, f + c + tr + 2 * x, "the page waits behind the booked data-out");
-        assert_eq!(q, f + c + tr + 3 * x, "data_first: the command slips into the idle channel, its page queues");
-        let ((a2, b2, q2), _) = run("mqsim_tsu");
-        assert_eq!((a2, b2), (a, b));
-        // MQSim: the scheduler issues only on a channel-idle event with no data-out waiting, i.e. once die 8's
-        // page has left: command at f + c + tr + 2x, then tR and the transfer.
-        assert_eq!(q2, f + c + tr + 2 * x + c + tr + x, "mqsim_tsu: the command waits for the waiting page");
-        let (_, _, q3) = run("interleave").0;
-        assert!(q3 <= q && q <= q2);
-    }
-
-    #[test]
-    fn mqsim_tsu_joins_a_queued_read_of_another_plane_into_one_multi_plane_read() {
-        // Die 0: a read of page 0 keeps the die busy; a read of page 2, plane 0, queues behind it; a read of page 2,
-        // plane 1, arrives while that one still waits for its command. MQSim's scheduler sends both planes in one
-        // command: one tR, the second data-out right after the first.
-        let run = |policy: &str, mask: u32, third_ready: Time| {
-            let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us"), ("channel_arbitration", policy)]);
-            let t = n.timing.clone();
-            let b = 16384;
-            let first = n.read_on_planes(&mut res, &mut led, 0, 0, 0, 1, &[b], false, EccOutcome::Corrected);
-            let second = n.read_on_planes(&mut res, &mut led, 0, 0, 2, 1, &[b], false, EccOutcome::Corrected);
-            let third = n.read_on_planes(&mut res, &mut led, third_ready, 0, 2, mask, &[b], false, EccOutcome::Corrected);
-            let (c, x) = (t.t_cmd, t.xfer(b));
-            let tr = |p: u32| t.t_read(n.geo.page_type(p));
-            assert_eq!(first, c + tr(0) + x);
-            assert_eq!(second, first + c + tr(2) + x);
-            (second, third, c + tr(2) + x, x)
-        };
-        let (second, third, one, x) = run("mqsim_tsu", 2, 1000);
-        assert_eq!(third, second + x, "joined: shares the sensing, its data-out follows");
-        let (second, third, ..) = run("data_first", 2, 1000);
-        assert_eq!(third, second + one, "data_first: a read of its own after the queued one");
-        let (second, third, ..) = run("mqsim_tsu", 0, 1000);
-        assert_eq!(third, second + one, "planes not named: no join");
-        let (second, third, ..) = run("mqsim_tsu", 1, 1000);
-        assert_eq!(third, second + one, "same plane: no join");
-        // 200 us: after the second read's command (sent when the first read ends, at about 142 us).
-        let (second, third, ..) = run("mqsim_tsu", 2, 200_000);
-        assert_eq!(third, second + one, "the command was sent before the read arrived: no join");
-    }
-
-    #[test]
-    fn data_out_waits_merge_and_find_gaps() {
-        let mut w = DataOutWaits::default();
-        w.insert(100, 200);
-        w.insert(300, 400);
-        assert_eq!(w.first_free(0, 100), 0, "fits before the first span");
-        assert_eq!(w.first_free(50, 60), 200, "overlaps [100, 200), fits after it");
-        assert_eq!(w.first_free(0, 101), 400, "overlaps [100, 200), then does not fit before [300, 400)");
-        assert_eq!(w.first_free(150, 10), 200);
-        assert_eq!(w.first_free(200, 100), 200, "fits exactly between the spans");
-        assert_eq!(w.first_free(200, 101), 400);
-        w.insert(190, 310); // joins both
-        assert_eq!(w.spans.len(), 1);
-        assert_eq!(w.first_free(120, 1), 400);
-        w.insert(400, 410); // adjacent: merged
-        assert_eq!(w.spans.iter().next(), Some((&100, &410)));
-        w.insert(50, 50); // empty: ignored
-        assert_eq!(w.spans.len(), 1);
-        // Old spans are dropped once a span ends far enough after them.
-        w.insert(DataOutWaits::KEEP_NS + 1000, DataOutWaits::KEEP_NS + 2000);
-        assert_eq!(w.spans.len(), 1);
-    }
-
-    #[test]
-    fn retries_and_soft_decode_cost_extra_reads() {
-        let (mut n, mut res, mut led) = setup(&[("cache_read", "false"), ("t_decode", "0us")]);
-        let t = n.timing.clone();
-        let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
-        let done = n.read(&mut res, &mut led, 0, 0, 0, &[4096], EccOutcome::SoftDecoded(4));
-        assert_eq!(done, 5 * one + t.t_soft_decode);
-        assert_eq!((n.stats.read_retries, n.stats.soft_decodes), (4, 1));
-    }
-
-    #[test]
-    fn program_and_erase_occupy_the_die() {
-        let (mut n, mut res, mut led) = setup(&[]);
-        let t = n.timing.clone();
-        let p = n.program(&mut res, &mut led, 0, 0, 0, 2, 16384);
-        assert_eq!(p, 2 * t.t_cmd + t.xfer(32768) + t.t_prog(0));
-        let e = n.erase(&mut res, &mut led, 0, 0, 1);
-        assert_eq!(e, p + t.t_cmd + t.t_erase);
-        assert!(led.total_dynamic_joules() > 0.0);
-    }
 }

@@ -5,6 +5,7 @@
 //! panic (a cargo-fuzz target and a property test feed this module arbitrary bytes).
 
 use super::{Refusal, Sqe, Status};
+use crate::ctrl::sched::Priority;
 
 /// Opcodes (NVMe base and NVM command set specifications).
 pub mod opcode {
@@ -51,7 +52,8 @@ pub enum AdminCommand {
     Identify { cns: u8, nsid: u32 },
     GetLogPage { lid: u8, dwords: u32, offset: u64 },
     CreateIoCq { qid: u16, size: u32 },
-    CreateIoSq { qid: u16, size: u32, cqid: u16 },
+    /// `prio`: the QPRIO field (CDW11 bits 2:1), the class of the queue's commands' flash work.
+    CreateIoSq { qid: u16, size: u32, cqid: u16, prio: Priority },
     DeleteIoSq { qid: u16 },
     DeleteIoCq { qid: u16 },
     Vendor(u8),
@@ -195,7 +197,9 @@ pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Refusal> {
             refuse(Status::INVALID_FIELD, field::CDW11, "PC = 0: only physically contiguous queues are supported")
         }
         opcode::ADMIN_CREATE_CQ => Ok(AdminCommand::CreateIoCq { qid, size }),
-        opcode::ADMIN_CREATE_SQ => Ok(AdminCommand::CreateIoSq { qid, size, cqid: (sqe.cdw11 >> 16) as u16 }),
+        opcode::ADMIN_CREATE_SQ => {
+            Ok(AdminCommand::CreateIoSq { qid, size, cqid: (sqe.cdw11 >> 16) as u16, prio: Priority::from_qprio(sqe.cdw11 >> 1) })
+        }
         opcode::ADMIN_DELETE_SQ => Ok(AdminCommand::DeleteIoSq { qid }),
         opcode::ADMIN_DELETE_CQ => Ok(AdminCommand::DeleteIoCq { qid }),
         op => refuse(Status::INVALID_OPCODE, field::OPCODE, format!("admin opcode {op:#04x} is not supported")),

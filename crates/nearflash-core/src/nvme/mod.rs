@@ -1,5 +1,6 @@
 //! The NVMe-style host interface: entries, status codes, command decoding, queue pairs, identify and log pages.
 
+pub mod arbitration;
 mod buffer;
 mod command;
 mod entry;

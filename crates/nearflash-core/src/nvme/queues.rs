@@ -2,6 +2,7 @@
 //! delivered in virtual-time order (ties in submission order) with a phase tag per completion-queue lap.
 
 use super::{field, Cqe, Refusal, Status};
+use crate::ctrl::sched::Priority;
 use crate::engine::Time;
 use crate::error::{Result, SimError};
 use std::cmp::Reverse;
@@ -9,6 +10,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 struct Sq {
     depth: u32,
+    /// The class of its commands' flash work (QPRIO).
+    prio: Priority,
     cqid: u16,
     outstanding: u32,
     head: u16,
@@ -50,7 +53,7 @@ impl QueueSet {
     pub fn new(max_queues: u16, max_depth: u32, admin_depth: u32) -> Self {
         let mut q = QueueSet { sqs: BTreeMap::new(), cqs: BTreeMap::new(), max_queues, max_depth, order: 0 };
         q.cqs.insert(0, Cq { depth: admin_depth, pending: BinaryHeap::new(), head: 0, phase: true });
-        q.sqs.insert(0, Sq { depth: admin_depth, cqid: 0, outstanding: 0, head: 0 });
+        q.sqs.insert(0, Sq { depth: admin_depth, prio: Priority::Medium, cqid: 0, outstanding: 0, head: 0 });
         q
     }
 
@@ -61,15 +64,20 @@ impl QueueSet {
         Ok(())
     }
 
-    pub fn create_sq(&mut self, qid: u16, size: u32, cqid: u16) -> std::result::Result<(), Refusal> {
+    pub fn create_sq(&mut self, qid: u16, size: u32, cqid: u16, prio: Priority) -> std::result::Result<(), Refusal> {
         self.check_new_qid(qid, self.sqs.contains_key(&qid), "submission")?;
         if cqid == 0 || !self.cqs.contains_key(&cqid) {
             let why = format!("CQID = {cqid}: no I/O completion queue {cqid} to attach the submission queue to");
             return Err(Refusal::new(Status { sct: 1, sc: 0x00 }, Some(field::CDW11), why)); // Completion Queue Invalid
         }
         self.check_size(size)?;
-        self.sqs.insert(qid, Sq { depth: size, cqid, outstanding: 0, head: 0 });
+        self.sqs.insert(qid, Sq { depth: size, prio, cqid, outstanding: 0, head: 0 });
         Ok(())
+    }
+
+    /// The priority of submission queue `sqid` (medium if it does not exist).
+    pub fn priority(&self, sqid: u16) -> Priority {
+        self.sqs.get(&sqid).map_or(Priority::Medium, |q| q.prio)
     }
 
     fn check_new_qid(&self, qid: u16, exists: bool, kind: &str) -> std::result::Result<(), Refusal> {
@@ -134,8 +142,9 @@ impl QueueSet {
             .ok_or_else(|| SimError::InvalidArgument(format!("submission queue {sqid} does not exist")))?;
         if sq.outstanding + 1 >= sq.depth {
             return Err(SimError::InvalidArgument(format!(
-                "submission queue {sqid} is full ({} outstanding, depth {}): reap completions first",
-                sq.outstanding, sq.depth
+                "submission queue {sqid} is full: {} commands outstanding, the most its {} entries hold (a ring holds one fewer than its entries); reap completions first",
+                sq.outstanding,
+                sq.depth
             )));
         }
         sq.outstanding += 1;
@@ -195,15 +204,16 @@ mod tests {
     #[test]
     fn queue_rules_and_time_order() {
         let mut q = QueueSet::new(4, 64, 32);
-        assert_eq!(q.create_sq(1, 8, 1).map_err(|r| r.status), Err(Status { sct: 1, sc: 0 }));
+        assert_eq!(q.create_sq(1, 8, 1, Priority::Medium).map_err(|r| r.status), Err(Status { sct: 1, sc: 0 }));
         q.create_cq(1, 8).unwrap();
         assert_eq!(q.create_cq(1, 8).map_err(|r| r.status), Err(Status::INVALID_QUEUE_ID));
         assert_eq!(q.create_cq(2, 1000).map_err(|r| r.status), Err(Status::INVALID_QUEUE_SIZE));
-        q.create_sq(1, 4, 1).unwrap();
+        q.create_sq(1, 4, 1, Priority::Medium).unwrap();
         for _ in 0..3 {
             q.take_slot(1).unwrap();
         }
-        assert!(q.take_slot(1).is_err(), "depth 4 holds 3");
+        let full = q.take_slot(1).unwrap_err().to_string();
+        assert!(full.contains("3 commands outstanding, the most its 4 entries hold"), "depth 4 holds 3: {full}");
         q.post(1, 300, 1, Status::SUCCESS, 0, 0);
         q.post(1, 100, 2, Status::LBA_OUT_OF_RANGE, 0, 0);
         q.post(1, 100, 3, Status::SUCCESS, 0, 0);

@@ -122,9 +122,11 @@ impl AnonData {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::StorageFull,
                     format!(
-                        "in-memory device data is full: {} MiB of host memory hold written blocks (the limit is the \
-                         host's RAM); create the device with an image directory to keep more",
-                        self.resident_bytes() >> 20
+                        "in-memory device data is full: {} MiB of host memory hold written blocks, the most its limit \
+                         ({} MiB: the host's RAM or memory_limit) allows; create the device with an image directory \
+                         to keep more",
+                        self.resident_bytes() >> 20,
+                        (self.budget_slots * self.block_bytes as u64) >> 20
                     ),
                 )
                 .into())

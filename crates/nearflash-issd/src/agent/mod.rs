@@ -33,7 +33,7 @@ use crate::costs::KernelCosts;
 use crate::kernel::Kernel;
 use crate::PageLayout;
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitSpec};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::error::{Result as SimResult, SimError};
 use nearflash_core::nvme::{Sqe, Status};
 use pipeline::{AgentUnits, JobContext};

@@ -22,7 +22,7 @@ use super::params::AgentParams;
 use crate::costs::KernelCosts;
 use crate::kernel::{Chunk, Kernel, KernelSpec};
 use nearflash_core::ext::{ExecCtx, Placement, ReadTo, UnitHandle};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::Status;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -15,7 +15,7 @@
 
 use super::host::HostSide;
 use super::schedule::{chunks, Piece};
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use std::collections::VecDeque;
 
 /// Device chunks take this fraction of the remaining pages.

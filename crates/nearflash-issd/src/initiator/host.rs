@@ -12,7 +12,7 @@ use super::{Initiator, HOST_QUANTUM_NS};
 use crate::error::{device_error, invalid, Result};
 use crate::kernel::{Chunk, Kernel, Partial};
 use nearflash_core::nvme::DataBuf;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, Completion, Sqe};
 use std::collections::{HashMap, VecDeque};
 

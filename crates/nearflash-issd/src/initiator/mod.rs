@@ -25,7 +25,7 @@ use crate::costs::CostTable;
 use crate::error::{device_error, invalid, IssdError, Result};
 use crate::kernel::{KernelSpec, Output};
 use nearflash_core::nvme::DataBuf;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, Completion, Sqe, Status};
 use nearflash_core::Device;
 
@@ -106,6 +106,10 @@ pub struct Initiator<'d> {
     pub(crate) costs: CostTable,
 }
 
+/// Fewest entries of the Initiator's queue: two device jobs of two commands each, with room for host reads
+/// (a queue of N entries holds N - 1 commands).
+pub const MIN_QUEUE_DEPTH: u32 = 8;
+
 /// Agent job slot of an in-storage job (partitioned jobs alternate between slots 0 and 1).
 const SLOT: u32 = 0;
 
@@ -124,15 +128,23 @@ pub(crate) fn host_compute(dev: &mut Device, ready: Time, cycles: f64, instructi
 }
 
 impl<'d> Initiator<'d> {
-    /// Binds to `dev` on I/O queue `qid` (created with the device's largest queue depth if absent), with the
-    /// Agent's opcodes and the cost table of the host's kernels.
+    /// Binds to `dev` on I/O queue `qid` (used at its depth if the host created it, else created with the device's
+    /// largest queue depth), with the Agent's opcodes and the cost table of the host's kernels.
     pub fn new(dev: &'d mut Device, qid: u16, opcodes: Opcodes, costs: CostTable) -> Result<Self> {
-        let depth = dev.config().nvme.max_queue_depth.0.clamp(2, 1024) as u32;
         if qid == 0 {
             return Err(invalid("the Initiator needs an I/O queue (qid >= 1)"));
         }
-        if !dev.has_queue(qid) {
-            dev.create_queue_pair(qid, depth)?;
+        // A queue the host already created for it (the SDK owns the ids) is used at its own depth.
+        let depth = match dev.queue_depth(qid) {
+            Some(d) => d,
+            None => {
+                let d = dev.config().nvme.max_queue_depth.0.clamp(2, 1024) as u32;
+                dev.create_queue_pair(qid, d)?;
+                d
+            }
+        };
+        if depth < MIN_QUEUE_DEPTH {
+            return Err(invalid(format!("the Initiator needs a queue of at least {MIN_QUEUE_DEPTH} entries; queue {qid} has {depth}")));
         }
         Ok(Self { dev, qid, depth: depth - 1, opcodes, costs })
     }
@@ -203,7 +215,7 @@ impl<'d> Initiator<'d> {
     /// The error of command `cid` that completed with `status`, with the reason the device logged for it (read
     /// from the Error Information log, as a host library does).
     fn failed(&mut self, what: &str, cid: u16, status: Status) -> IssdError {
-        device_error(self.dev.explained(what, self.qid, cid), status)
+        IssdError::Sim(self.dev.command_error(what, self.qid, cid, status))
     }
 
     /// Runs a job with a strategy.

@@ -16,7 +16,7 @@ use super::{Initiator, Job, JobRun};
 use crate::agent::{Extent, ResultKind};
 use crate::error::{invalid, Result};
 use crate::kernel::Partial;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use std::collections::VecDeque;
 
 /// How a job's input is split between the device and the host.

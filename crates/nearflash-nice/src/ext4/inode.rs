@@ -103,6 +103,9 @@ pub struct Inode {
     pub size: u64,
     pub links: u16,
     pub flags: u32,
+    /// `i_generation`: the file version the kernel gives an inode each time it is allocated (NFS's stale-handle
+    /// check; 0 from tools that do not set it, such as `mke2fs -d`).
+    pub generation: u32,
     /// The raw 60-byte `i_block` (extent root, inline data or a short symlink target).
     pub i_block: [u8; 60],
 }
@@ -119,9 +122,10 @@ impl Inode {
         let size = u64::from(u32_at(b, 0x4, W)?) | (u64::from(u32_at(b, 0x6C, W)?) << 32);
         let links = u16_at(b, 0x1A, W)?;
         let flags = u32_at(b, 0x20, W)?;
+        let generation = u32_at(b, 0x64, W)?;
         let mut i_block = [0u8; 60];
         i_block.copy_from_slice(slice(b, 0x28, 60, W)?);
-        Ok(Inode { mode, uid, gid, size, links, flags, i_block })
+        Ok(Inode { mode, uid, gid, size, links, flags, generation, i_block })
     }
 
     /// An inode slot in use (a deleted or never used slot has no links and no mode).

@@ -129,10 +129,10 @@ fn entry(elf: &ElfFile64<Endianness>, places: &HashMap<SectionIndex, Place>) -> 
             continue;
         }
         let Some(Place::Text(base)) = sym.section_index().and_then(|i| places.get(&i).copied()) else { continue };
-        let off = base as u64 + sym.address();
-        if !off.is_multiple_of(INSN as u64) {
+        let off = (base as u64).checked_add(sym.address()).filter(|o| o.is_multiple_of(INSN as u64));
+        let Some(off) = off else {
             return fail("a function does not start on an instruction");
-        }
+        };
         found.push(((off / INSN as u64) as usize, sym.name().unwrap_or("?").to_string()));
     }
     match found.len() {
@@ -184,14 +184,17 @@ fn relocate(elf: &ElfFile64<Endianness>, places: &HashMap<SectionIndex, Place>, 
                     if text[at] != CALL || text[at + 1] >> 4 != 1 {
                         return fail("R_BPF_64_32 not on a local call");
                     }
-                    let mut dest = tb as i64 + sym.address() as i64;
-                    if sym.kind() == SymbolKind::Section {
-                        dest += (i64::from(imm) + 1) * INSN as i64;
-                    }
-                    let rel_pc = dest / INSN as i64 - (at / INSN) as i64 - 1;
-                    if dest % INSN as i64 != 0 || dest < 0 || dest as usize >= text.len() {
+                    // The symbol's address is the object's: any 64-bit value (checked, never wrapped).
+                    let section_offset = if sym.kind() == SymbolKind::Section { (i64::from(imm) + 1) * INSN as i64 } else { 0 };
+                    let dest = i64::try_from(sym.address())
+                        .ok()
+                        .and_then(|a| a.checked_add(tb as i64))
+                        .and_then(|d| d.checked_add(section_offset))
+                        .filter(|&d| d % INSN as i64 == 0 && d >= 0 && (d as usize) < text.len());
+                    let Some(dest) = dest else {
                         return fail(format!("call to {name:?} lands outside the code"));
-                    }
+                    };
+                    let rel_pc = dest / INSN as i64 - (at / INSN) as i64 - 1;
                     let rel_pc = i32::try_from(rel_pc).map_err(|_| LoadError("call distance overflows".into()))?;
                     text[at + 4..at + 8].copy_from_slice(&rel_pc.to_le_bytes());
                 }

@@ -20,10 +20,15 @@ fn agent_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static
     AgentParams::DOCS.to_vec()
 }
 
-/// The Initiator for `dev`: with the parameters the attached Agent resolved (preset section and overrides, one
-/// source of truth), or, on a device without the Agent (conventional runs), the defaults with `params_json`.
-fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
+/// The Initiator for `dev` on I/O queue `qid` (the SDK's `Device` reserves it: one owner of queue ids): with the
+/// parameters the attached Agent resolved (preset section and overrides, one source of truth), or, on a device
+/// without the Agent (conventional runs), the defaults with `params_json`.
+fn initiator<'d>(dev: &'d mut Device, qid: u16, params_json: Option<&str>) -> PyResult<Initiator<'d>> {
     let p = match dev.extension::<IssdExtension>("issd") {
+        Some(_) if params_json.is_some() => {
+            // Ignoring them silently would run with other parameters than the caller asked for.
+            return Err(err("agent_params apply only on a device without the Agent: the attached Agent's parameters are used (give them to attach)"));
+        }
         Some(agent) => agent.params().clone(),
         None => {
             let mut p = AgentParams::default();
@@ -34,14 +39,15 @@ fn initiator<'d>(dev: &'d mut Device, params_json: Option<&str>) -> PyResult<Ini
             p
         }
     };
-    Initiator::new(dev, 1, Opcodes::of(&p), p.costs.clone()).map_err(fail)
+    Initiator::new(dev, qid, Opcodes::of(&p), p.costs.clone()).map_err(fail)
 }
 
-/// Writes a paged input at `slba` (NVMe writes on queue 1, then Flush); returns its extents [(slba, nlb)].
+/// Writes a paged input at `slba` (NVMe writes on queue `qid`, then Flush); returns its extents [(slba, nlb)].
 #[pyfunction]
 fn write_input(
     py: Python<'_>,
     dev: &Bound<'_, PyDevice>,
+    qid: u16,
     slba: u64,
     data: PyReadonlyArray1<'_, u8>,
     page_size: u32,
@@ -49,7 +55,7 @@ fn write_input(
     let bytes = crate::convert::elements(&data);
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let input = py.allow_threads(|| initiator(d, None)?.write_input(slba, &bytes, page_size).map_err(fail))?;
+    let input = py.allow_threads(|| initiator(d, qid, None)?.write_input(slba, &bytes, page_size).map_err(fail))?;
     Ok(input.extents.iter().map(|e| (e.slba, e.nlb)).collect())
 }
 
@@ -63,15 +69,16 @@ fn strategy(name: &str, fraction: Option<f64>, chunk_pages: Option<u32>) -> PyRe
     })
 }
 
-/// Runs a job (kernel spec JSON over extents [(slba, nlb)] of `page_size` pages) with a strategy; returns the
-/// output fields plus `start_ns`, `end_ns`, `seconds`, `bandwidth`, `input_bytes`, `device_bytes`,
+/// Runs a job (kernel spec JSON over extents [(slba, nlb)] of `page_size` pages) on queue `qid` with a strategy;
+/// returns the output fields plus `start_ns`, `end_ns`, `seconds`, `bandwidth`, `input_bytes`, `device_bytes`,
 /// `result_bytes`, `device_jobs`. `agent_params` (JSON) must match the attached Agent's opcodes and costs.
 #[pyfunction]
-#[pyo3(signature = (dev, spec, extents, page_size, strategy_name = "in_storage", accelerate = false, fraction = None, chunk_pages = None, agent_params = None))]
+#[pyo3(signature = (dev, qid, spec, extents, page_size, strategy_name = "in_storage", accelerate = false, fraction = None, chunk_pages = None, agent_params = None))]
 #[allow(clippy::too_many_arguments)]
 fn run_job<'py>(
     py: Python<'py>,
     dev: &Bound<'py, PyDevice>,
+    qid: u16,
     spec: &str,
     extents: Vec<(u64, u32)>,
     page_size: u32,
@@ -87,7 +94,7 @@ fn run_job<'py>(
     let s = strategy(strategy_name, fraction, chunk_pages)?;
     let mut guard = dev.borrow_mut();
     let d = device_mut(&mut guard)?;
-    let run = py.allow_threads(|| initiator(d, agent_params)?.run(&job, s).map_err(fail))?;
+    let run = py.allow_threads(|| initiator(d, qid, agent_params)?.run(&job, s).map_err(fail))?;
     let out = output_dict(py, &run.output)?;
     out.set_item("start_ns", run.start)?;
     out.set_item("end_ns", run.end)?;

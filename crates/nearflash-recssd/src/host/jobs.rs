@@ -20,7 +20,7 @@ use crate::params::RecssdParams;
 use crate::partition::SplitRequest;
 use crate::sls::{add_row, bag_bounds, check_indices, embedding_bag_sum, RowSource};
 use nearflash_core::nvme::DataBuf;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, Sqe};
 use nearflash_core::Device;
 use serde::Serialize;

@@ -36,17 +36,15 @@ pub enum HostError {
     Invalid(String),
 }
 
-/// Into the core's error kinds, for front ends: device errors keep their status (with the firmware's fault in the
-/// command's name), simulator errors their kind.
+/// Into the core's error kinds, for front ends: device errors keep their status (with the device's reason, else the
+/// firmware's fault, as the reason), simulator errors their kind.
 impl From<HostError> for SimError {
     fn from(e: HostError) -> Self {
         match e {
             HostError::Sim(s) => s,
             HostError::Nvme { what, status, fault, reason } => SimError::Nvme {
-                command: match HostError::why(&fault, &reason) {
-                    Some(w) => format!("{what} ({w})"),
-                    None => what,
-                },
+                reason: HostError::why(&fault, &reason),
+                command: what,
                 status: status.to_string(),
                 sct: status.sct,
                 sc: status.sc,

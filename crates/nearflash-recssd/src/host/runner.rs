@@ -22,7 +22,7 @@ use super::tables::DeviceTables;
 use super::HostError;
 use crate::params::RecssdParams;
 use crate::ssd_cache::CacheStats;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::Device;
 use serde::Serialize;
 use std::cmp::Reverse;

@@ -15,7 +15,7 @@ use crate::rowgen::GeneratedTable;
 use crate::sls::{RowSource, TableView};
 use crate::table_dir::{RowData, TableDescriptor, DESCRIPTOR_BYTES};
 use nearflash_core::nvme::DataBuf;
-use nearflash_core::ftl::FillPattern;
+use nearflash_core::FillPattern;
 use nearflash_core::nvme::{opcode, Sqe};
 use nearflash_core::Device;
 use std::sync::Arc;

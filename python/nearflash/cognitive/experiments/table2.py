@@ -61,12 +61,12 @@ def fio_like(ssd, workload: str, window_ns: int, depth: int, dlgx_images, step_n
             inflight -= 1
             if (c[1], c[2]) == (0, 0) and c[4] <= end:
                 done_bytes += BLOCK
-        if dlg_busy and dev.reap(ssd.qid):
+        if dlg_busy and ssd.queue.reap(raise_errors=False):
             dlg_busy, tasks = False, tasks + 1
     while inflight:
         dev.wait(q)
         inflight -= 1
-    while dlg_busy and dev.wait(ssd.qid) is None:
+    while dlg_busy and ssd.queue.wait(raise_errors=False) is None:
         pass
     return done_bytes / (window_ns / 1e9) / 1e6, tasks
 

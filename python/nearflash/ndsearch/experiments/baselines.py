@@ -3,7 +3,8 @@ the Fig. 16 ablation and the Fig. 20 energy efficiency. Every design runs the sa
 numbering, queries and allocation; ``searssd.batch(design=...)``), so only where the distances are computed
 differs; each design's ids and distances are checked equal to the host search's. Energy: Table I powers x the
 busy time of the stage each part serves, page senses and bytes moved (``searssd.baseline_parameters()``); the
-CPU is charged ``cpu_power_per_core`` x the threads it ran for its measured (wall-clock) time."""
+paper's CPU and GPU are costed from the host search's counted work (``searssd.batch(...)["hosts"]``) and charged
+their rated power over that time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import searssd
-from nearflash.ndsearch.experiments.common import build, cpus, device_search, grouped_bars, host_qps, load, sizes
+from nearflash.ndsearch.experiments.common import (CPU_NAME, GPU_NAME, build, cpus, device_search, grouped_bars, host_note,
+                                                   host_qps, load, quick, sizes)
 from nearflash.recssd.experiments.common import option
 
 #: NDSearch Sec. VII-B (Fig. 13): SearSSD up to 2.9x DeepStore (2.81x HNSW, 2.94x DiskANN over DS-cp) and 7.4x
@@ -21,7 +23,7 @@ PAPER_OVER_DSCP, PAPER_OVER_DSCP_HNSW, PAPER_OVER_SMARTSSD = 2.9, 2.81, 7.44
 #: allocating SearSSD "can hardly beat DS-cp".
 PAPER_ABLATION_TOTAL, PAPER_BARE_OVER_CPU = 4.1, 4.0
 #: Fig. 20: energy efficiency up to 178.68x CPU, 120.87x GPU, 30.06x SmartSSD-only, 3.48x DS-cp.
-PAPER_ENERGY = {"cpu": 178.68, "smartssd-only": 30.06, "ds-cp": 3.48}
+PAPER_ENERGY = {"cpu": 178.68, "gpu": 120.87, "smartssd-only": 30.06, "ds-cp": 3.48}
 
 LABELS = {"searssd": "SearSSD", "ds-cp": "DS-cp (DeepStore chip-level)", "ds-c": "DS-c (DeepStore channel-level)",
           "smartssd-only": "SmartSSD-only"}
@@ -39,15 +41,15 @@ def designs(ix, q, ef: int, nq: int, hi: np.ndarray, hd: np.ndarray, name: str) 
     return out
 
 
-def compare_designs(exp: Experiment, name: str, reps: dict[str, dict]) -> None:
+def compare_designs(exp: Experiment, name: str, reps: dict[str, dict], opts: Options) -> None:
     """Fig. 13's factors: SearSSD over each baseline (the model's time for all, so the ratio is like for like)."""
     s = reps["searssd"]["qps"]
     exp.compare(f"{name}: SearSSD / DS-cp (model)", s / reps["ds-cp"]["qps"], PAPER_OVER_DSCP_HNSW, "x",
-                "paper: 2.81x on HNSW (2.94x DiskANN, 'up to 2.9x DeepStore'), billion-scale sets")
+                "paper: 2.81x on HNSW (2.94x DiskANN, 'up to 2.9x DeepStore'), billion-scale sets", **quick(opts))
     exp.compare(f"{name}: SearSSD / DS-c (model)", s / reps["ds-c"]["qps"], None, "x",
                 "paper: DS-cp beats DS-c on ANNS (no figure)")
     exp.compare(f"{name}: SearSSD / SmartSSD-only (model)", s / reps["smartssd-only"]["qps"], PAPER_OVER_SMARTSSD,
-                "x", "paper: up to 7.44x (DiskANN, sift-1b)")
+                "x", "paper: up to 7.44x (DiskANN, sift-1b)", **quick(opts))
 
 
 def baseline_notes(exp: Experiment) -> None:
@@ -76,7 +78,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
         base, q = load(name, n, nq, opts.seed)
         ix, _ = build(name, base)
         hd, hi = ix.search(q, 10, ef=ef)
-        cpu = host_qps(ix, q, 10, ef, threads, repeats)
+        this = host_qps(ix, q, 10, ef, threads, repeats)
         dscp, dd, di = searssd.batch(ix, q, 10, ef, reorder="degree", dynamic=True, params={"batch": nq}, design="ds-cp")
         if not (np.array_equal(di, hi) and np.array_equal(dd, hd)):
             raise AssertionError(f"{name} ds-cp: the results differ from the host search's")
@@ -87,19 +89,25 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
             if not (np.array_equal(i, hi) and np.array_equal(d, hd)):
                 raise AssertionError(f"{name} {label}: SearSSD's results differ from the host search's")
             qps.append(rep["qps"])
+            cpu = rep["hosts"]["cpu_qps"]  # the same host search whatever the SearSSD configuration
             rows.append([name, label, rep["qps"], rep["qps"] / qps[0], rep["page_reads"], rep["read_ops"],
                          rep["qps"] / cpu])
         best = max(qps)
-        data[name] = {"cpu_qps": cpu, "threads": threads, "ds_cp_qps": dscp["qps"], "qps": dict(zip([s[0] for s in steps], qps))}
-        rows.append([name, f"CPU in memory, {threads} threads (measured)", cpu, cpu / qps[0], None, None, 1.0])
+        data[name] = {"cpu_qps": cpu, "hosts": rep["hosts"], f"this_host_qps_{threads}": this,
+                      "ds_cp_qps": dscp["qps"], "qps": dict(zip([s[0] for s in steps], qps))}
+        rows.append([name, CPU_NAME, cpu, cpu / qps[0], None, None, 1.0])
+        rows.append([name, f"this host, {threads} threads (wall clock, not used)", this, this / qps[0], None, None,
+                     this / cpu])
         rows.append([name, "DS-cp (model, dynamic allocating)", dscp["qps"], dscp["qps"] / qps[0], dscp["page_reads"],
                      dscp["read_ops"], dscp["qps"] / cpu])
         exp.compare(f"{name}: all techniques / bare", best / qps[0], PAPER_ABLATION_TOTAL, "x",
-                    "paper: spacev-1b; ours the best configuration (speculation included only where it helps)")
-        exp.compare(f"{name}: bare / CPU ({threads} threads)", qps[0] / cpu, PAPER_BARE_OVER_CPU, "x",
-                    "paper: '> 4x' against 36 Xeon cores on a billion-scale set; ours against this machine")
+                    "paper: spacev-1b; ours the best configuration (speculation included only where it helps)",
+                    **quick(opts))
+        exp.compare(f"{name}: bare / {CPU_NAME}", qps[0] / cpu, PAPER_BARE_OVER_CPU, "x",
+                    "paper: '> 4x' against the same CPU on a billion-scale set (spacev-1b, SSD-resident)",
+                    **quick(opts))
         exp.compare(f"{name}: SearSSD without dynamic allocating / DS-cp", qps[2] / dscp["qps"], 1.0, "x",
-                    "paper: without dynamic allocating SearSSD 'can hardly beat DS-cp' (which has it)")
+                    "paper: without dynamic allocating SearSSD 'can hardly beat DS-cp' (which has it)", **quick(opts))
     exp.table("Fig. 16 ablation (model; QPS of one batch)", ["dataset", "configuration", "QPS", "over bare",
                                                              "page reads", "read operations", "over CPU"], rows)
     exp.record("runs", data)
@@ -111,6 +119,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
     ax.set_title("Fig. 16: ablation")
     ax.legend(fontsize=7)
     fig.tight_layout()
+    host_note(exp, threads)
     exp.note("Bare: vertices as the HNSW build numbered them, every plane's page read on its own, each query's page "
              "reads served on their own (no sharing across queries); then each technique added in the paper's order. "
              "Speculation is the paper's last step; in this model it does not pay (see Fig. 15), so 'all techniques' "
@@ -131,36 +140,43 @@ def run_energy(exp: Experiment, opts: Options) -> None:
     names, n, nq, ef = sizes(opts)
     repeats = option(opts, "repeats", 1, 3)
     threads = cpus()
-    per_core = next(float(p[1].split()[0]) for p in searssd.baseline_parameters() if p[0] == "cpu_power_per_core")
     rows, data = [], {}
     for name in exp.steps(names):
         base, q = load(name, n, nq, opts.seed)
         ix, _ = build(name, base)
         hd, hi = ix.search(q, 10, ef=ef)
-        cpu = host_qps(ix, q, 10, ef, threads, repeats)
-        cpu_qpj = cpu / (per_core * threads)
+        this = host_qps(ix, q, 10, ef, threads, repeats)
         reps = designs(ix, q, ef, nq, hi, hd, name)
         s = reps["searssd"]["queries_per_joule"]
+        hosts = reps["searssd"]["hosts"]
         dev_qps, dev_j, dev_parts = device_energy(ix, q, ef, nq, hi, hd, name)
-        rows.append([name, f"CPU in memory, {threads} threads", cpu, per_core * threads, cpu_qpj, s / cpu_qpj])
+        for label, key in ((CPU_NAME, "cpu"), (GPU_NAME, "gpu")):
+            qpj = hosts[f"{key}_queries_per_joule"]
+            rows.append([name, f"{label}, {hosts[f'{key}_choice']} search", hosts[f"{key}_qps"],
+                         hosts[f"{key}_energy_j"] * hosts[f"{key}_qps"] / nq, qpj, s / qpj])
         rows.append([name, "SearSSD on the device (platform energy model)", dev_qps, dev_j * dev_qps / nq, nq / dev_j,
                      s / (nq / dev_j)])
         for d, rep in reps.items():
             rows.append([name, LABELS[d], rep["qps"], rep["energy_j"] * rep["qps"] / rep["queries"],
                          rep["queries_per_joule"], s / rep["queries_per_joule"]])
-        data[name] = {"cpu_qps": cpu, "cpu_queries_per_joule": cpu_qpj, "threads": threads,
+        data[name] = {"hosts": hosts, f"this_host_qps_{threads}": this,
                       "designs": {d: {k: r[k] for k in ("qps", "energy_j", "queries_per_joule", "page_reads",
                                                         "nand_io_bytes", "link_bytes", "total_ns")}
                                   for d, r in reps.items()},
                       "device": {"qps": dev_qps, "energy_j": dev_j, "parts_j": dev_parts}}
-        exp.compare(f"{name}: SearSSD / CPU energy efficiency", s / cpu_qpj, PAPER_ENERGY["cpu"], "x",
-                    f"paper: up to, billion-scale; ours: CPU at {per_core} W per core x {threads} threads")
+        exp.compare(f"{name}: SearSSD / {CPU_NAME} energy efficiency", s / hosts["cpu_queries_per_joule"],
+                    PAPER_ENERGY["cpu"], "x", "paper: up to, billion-scale; ours: 2 sockets x 200 W TDP over the "
+                    "costed time", **quick(opts))
+        exp.compare(f"{name}: SearSSD / {GPU_NAME} energy efficiency", s / hosts["gpu_queries_per_joule"],
+                    PAPER_ENERGY["gpu"], "x", "paper: up to, billion-scale; ours: 280 W over the costed time",
+                    **quick(opts))
         for d in ("smartssd-only", "ds-cp", "ds-c"):
             exp.compare(f"{name}: SearSSD / {d} energy efficiency", s / reps[d]["queries_per_joule"],
-                        PAPER_ENERGY.get(d), "x", "model, same trace")
-        exp.compare(f"{name}: SearSSD queries per joule, device / model", (nq / dev_j) / s, None, "x",
-                    "device: the platform's energy model (per busy cycle); model: Table I powers x stage time")
-        compare_designs(exp, name, reps)
+                        PAPER_ENERGY.get(d), "x", "model, same trace", **quick(opts))
+        exp.compare(f"{name}: SearSSD queries per joule, device / model", (nq / dev_j) / s, 1.0, "x",
+                    "device: the platform's energy model (per busy cycle); model: Table I powers x stage time; "
+                    "a check, not a paper figure", reference="check")
+        compare_designs(exp, name, reps, opts)
     exp.table("Fig. 20 energy efficiency (one batch)", ["dataset", "design", "QPS", "average power (W)",
                                                         "queries per joule", "SearSSD over it"], rows)
     exp.record("runs", data)
@@ -168,7 +184,8 @@ def run_energy(exp: Experiment, opts: Options) -> None:
     grouped_bars(ax, rows, names, 4, 20)
     ax.set_yscale("log")
     ax.set_ylabel("queries per joule")
-    ax.set_title("Fig. 20: energy efficiency (paper: SearSSD 178.68x CPU, 30.06x SmartSSD-only, 3.48x DS-cp)")
+    ax.set_title("Fig. 20: energy efficiency (paper: SearSSD 178.68x CPU, 120.87x GPU, 30.06x SmartSSD-only, "
+                 "3.48x DS-cp)")
     ax.title.set_fontsize(8)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -178,7 +195,9 @@ def run_energy(exp: Experiment, opts: Options) -> None:
              "(SmartSSD-only: x traversal, distances and sort); all in-SSD designs also pay the SSD's static power, "
              "each page sense and each byte on NAND interfaces as the searssd preset charges them (154 mW, 6.62 uJ, "
              "50 pJ/B), and 40 pJ/B on the FPGA link (assumed); `searssd.baseline_parameters()`. "
-             "The CPU's energy excludes DRAM and the rest of the server, so its ratio is a lower bound. The device row "
+             "The CPU's energy is its two sockets' TDP over the costed time and the GPU's its board power (DRAM and "
+             "the rest of the server left out, so these ratios are lower bounds). The device row "
              "is SearSSD's firmware on the emulated device, its SSD-side energy from the platform's energy model "
              "(NAND reads, flash bus, ECC, controller cores, SSD static, the firmware's units charged per busy cycle).")
+    host_note(exp, threads)
     baseline_notes(exp)

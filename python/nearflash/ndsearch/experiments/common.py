@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
 from nearflash.device import Device
-from nearflash.experiment import Options
-from nearflash.ndsearch.datasets import FORTUNES_DIR, cached_ground_truth, fashion_mnist, fortunes_minilm, synthetic
+from nearflash.experiment import Experiment, Options
+from nearflash.ndsearch.datasets import (FORTUNES_DIR, cached_ground_truth, fashion_mnist, fortunes_minilm, synthetic,
+                                         xdg_cache)
 from nearflash.ndsearch.index import Index
 from nearflash.recssd.experiments.common import option
 
@@ -54,17 +56,32 @@ def load(name: str, n: int, nq: int, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def build(name: str, base: np.ndarray, R: int = 16, ef_construction: int = 100) -> tuple[Index, float]:
-    """The HNSW index of ``base`` and its build time (s)."""
+    """The HNSW index of ``base`` and its build time (s). Built on one thread: a parallel build's graph depends on
+    how the threads interleave, and every figure (the traces, the counted host work) must be the same in every run."""
     dim, metric, dtype = DATASETS[name]
     ix = Index(dim, metric, kind="hnsw", R=R, ef_construction=ef_construction, dtype=dtype)
     t = time.perf_counter()
-    ix.add(base.astype(dtype, copy=False))
+    ix.add(base.astype(dtype, copy=False), threads=1)
     return ix, time.perf_counter() - t
 
 
-def truth(name: str, base: np.ndarray, q: np.ndarray, seed: int) -> np.ndarray:
+#: ``--set cache=``: where the experiments keep exact ground truth - under the output directory (``out``, the
+#: default: ``<--out>/ndsearch/cache``) or in the user's XDG cache (``xdg``, shared across output directories).
+CACHES = ("out", "xdg")
+
+
+def cache_dir(exp: Experiment, opts: Options) -> Path:
+    """The ground-truth cache of this run (``--set cache=out|xdg``)."""
+    where = option(opts, "cache", "out", "out")
+    if where not in CACHES:
+        raise ValueError(f"cache must be one of {CACHES}, not {where!r}")
+    return exp.out_dir / "cache" if where == "out" else xdg_cache()
+
+
+def truth(name: str, base: np.ndarray, q: np.ndarray, seed: int, cache: Path) -> np.ndarray:
+    """Exact 10 nearest of every query, cached in ``cache`` (see :func:`cache_dir`)."""
     _, metric, _ = DATASETS[name]
-    _, ids = cached_ground_truth(f"{name}-{len(base)}-{len(q)}-{seed}", base, q, 10, metric)
+    _, ids = cached_ground_truth(f"{name}-{len(base)}-{len(q)}-{seed}", base, q, 10, metric, cache_dir=cache)
     return ids
 
 
@@ -122,3 +139,28 @@ def grouped_bars(ax, rows: list, names: list[str], column: int, rotation: int) -
         if i == 0:
             ax.set_xticks(x + 0.4 - width / 2, [r[1].split(" (")[0] for r in rs], rotation=rotation, ha="right",
                           fontsize=7)
+
+
+#: The paper's host processors, as the comparisons name them (costed from counted work: ``searssd.batch(...)
+#: ["hosts"]``, ``searssd.host_parameters()``).
+CPU_NAME = "CPU (2 x Xeon Gold 6254, costed)"
+GPU_NAME = "GPU (TITAN RTX, costed)"
+
+
+def host_note(exp: Experiment, threads: int) -> None:
+    exp.note("Host baselines (issue 22): the paper's CPU (2 x Intel Xeon Gold 6254, 36 cores, 3.1 GHz) and GPU (NVIDIA "
+             "TITAN RTX) are costed from the host search's counted work on this very batch (its distances, vector "
+             "width and expansions: the lock-step trace, which is the host search's) times per-operation costs "
+             "(`searssd.host_parameters()`: clock, cores, SIMD width, caches, DRAM from the processors' data sheets; "
+             "cycles per SIMD step, distance and expansion measured once by `benches/ndsearch_cpu_costs.py`). Each "
+             "runs what its practitioner would: the graph search (hnswlib / cuhnsw, float32) or brute force (FAISS's "
+             "flat index: SGEMM + top-k), whichever is faster for the batch. No clock of this machine enters a "
+             f"ratio; 'this host' ({threads} threads, wall clock) is printed beside for reference only.")
+
+
+def quick(opts: Options) -> dict:
+    """`compare` keywords marking a `--quick` run's paper comparisons as not comparable."""
+    if not opts.quick:
+        return {}
+    return {"comparable": False,
+            "why_not_comparable": "--quick: a few thousand vectors and 256 queries, far from the paper's sets"}

@@ -15,7 +15,7 @@ import numpy as np
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import searssd
 from nearflash.ndsearch.datasets import SYNTHETIC, cached_synthetic_ground_truth, recall_at, synthetic
-from nearflash.ndsearch.experiments.common import cpus
+from nearflash.ndsearch.experiments.common import CPU_NAME, GPU_NAME, cache_dir, cpus
 from nearflash.ndsearch.experiments.scheduling import (PAPER_DYNAMIC_CUT, PAPER_DYNAMIC_SPEEDUP,
                                                        PAPER_REORDER_CUT, PAPER_REORDER_SPEEDUP)
 from nearflash.ndsearch.scale import cpu_seconds, load_or_build, peak_rss_bytes
@@ -28,7 +28,11 @@ GOAL_RSS_GIB = 8.0
 #: cores, SSD-resident sets); the target recall@10 of sift-1b (94%).
 PAPER_OVER_DSCP = 2.81
 PAPER_OVER_CPU = 31.7
+PAPER_OVER_GPU = 14.6
 PAPER_SIFT1B_RECALL = 0.94
+#: The lowest recall@10 at which this run's speed-ups are shown as comparable with the paper's (issue 22: a 10M
+#: figure "only at a stated recall"; the paper's targets are 0.90-0.95).
+RECALL_FLOOR = 0.9
 
 #: (label, reorder, dynamic allocating, design): the first is SearSSD as built (the timed acceptance batch).
 CONFIGS = (("SearSSD (degree BFS + dynamic allocating)", "degree", True, "searssd"),
@@ -63,12 +67,13 @@ def run_scale(exp: Experiment, opts: Options) -> None:
         lambda: searssd.batch(ix, q, 10, ef, reorder="degree", dynamic=True, params={"batch": nq}))
     sim_wall, sim_cpu = load_wall + model_wall, load_cpu + model_cpu
     rss = peak_rss_bytes() / 2**30
-    # The host search of the same batch (CPU in-memory, all cores): the peer, and the model's results must equal it.
+    # The host search of the same batch: the model's results must equal it; its wall clock is only printed.
     (hd, hi), cpu_wall, _ = _timed(lambda: ix.search(q, 10, ef=ef, threads=cpus()))
+    hosts = rep["hosts"]
     if not (np.array_equal(i, hi) and np.array_equal(d, hd)):
         raise AssertionError(f"{name} {n}: SearSSD's results differ from the host search's")
     gt_q = q[:sample]
-    _, gt = cached_synthetic_ground_truth(name, n, gt_q, 10, seed)
+    _, gt = cached_synthetic_ground_truth(name, n, gt_q, 10, seed, cache_dir=cache_dir(exp, opts))
     recall = recall_at(i[:sample], gt, 10)
 
     rows = [[CONFIGS[0][0], rep["page_access_ratio"], rep["page_reads"], rep["trace_length"], rep["iterations"],
@@ -85,7 +90,7 @@ def run_scale(exp: Experiment, opts: Options) -> None:
            "build": built, "load_wall_s": load_wall, "load_cpu_s": load_cpu, "model_wall_s": model_wall,
            "model_cpu_s": model_cpu, "batch_wall_s": sim_wall, "batch_cpu_s": sim_cpu, "peak_rss_gib_after_batch": rss,
            "peak_rss_gib_end": peak_rss_bytes() / 2**30, "recall@10": recall, "truth_queries": len(gt_q),
-           "cpu_threads": cpus(), "cpu_qps": nq / cpu_wall, "reports": reps}
+           "this_host_threads": cpus(), "this_host_qps": nq / cpu_wall, "hosts": hosts, "reports": reps}
     exp.record("run", run)
 
     how = "loaded from the cache" if built["loaded"] else "built in this run"
@@ -95,11 +100,17 @@ def run_scale(exp: Experiment, opts: Options) -> None:
     exp.compare("peak resident memory (getrusage) after the batch", rss, GOAL_RSS_GIB, "GiB", "goal of issue 12")
     exp.compare(f"graph build ({built['n']:,} vectors, HNSW R {R}, ef_construction {efc}), wall",
                 built["build_wall_s"], None, "s", f"CPU {built['build_cpu_s']:.0f} s; reported apart, done once")
+    at = f"at recall@10 {recall:.2f}"
     exp.compare(f"recall@10 against exact ground truth ({len(gt_q)} queries)", recall, PAPER_SIFT1B_RECALL, "",
                 "paper: sift-1b's target recall")
-    exp.compare("SearSSD model QPS", rep["qps"], None, "queries/s")
-    exp.compare(f"SearSSD / CPU in-memory search, {cpus()} threads, same run (wall clock)", rep["qps"] / (nq / cpu_wall),
-                PAPER_OVER_CPU, "x", "paper: up to, billion-scale vs 36 Xeon cores")
+    low = {} if recall >= RECALL_FLOOR else {
+        "comparable": False, "why_not_comparable": f"recall@10 {recall:.2f} is below {RECALL_FLOOR}: the paper "
+        "compares at 0.90-0.95, and a search that stops early is fast for the wrong reason"}
+    exp.compare(f"SearSSD model QPS {at}", rep["qps"], None, "queries/s")
+    exp.compare(f"SearSSD / {CPU_NAME} {at}", rep["qps"] / hosts["cpu_qps"], PAPER_OVER_CPU, "x",
+                f"paper: up to, billion-scale; ours: its {hosts['cpu_choice']} search", **low)
+    exp.compare(f"SearSSD / {GPU_NAME} {at}", rep["qps"] / hosts["gpu_qps"], PAPER_OVER_GPU, "x",
+                f"paper: up to, billion-scale (sharded over PCIe); ours: its {hosts['gpu_choice']} search", **low)
     if configs == len(CONFIGS):
         dyn, stat, built_order, dscp = reps
         exp.compare("page accesses cut by degree BFS (no dynamic allocating)",
@@ -109,7 +120,8 @@ def run_scale(exp: Experiment, opts: Options) -> None:
                     1 - dyn["page_access_ratio"] / stat["page_access_ratio"], PAPER_DYNAMIC_CUT, "fraction")
         exp.compare("speed-up from dynamic allocating (model)", dyn["qps"] / stat["qps"], PAPER_DYNAMIC_SPEEDUP, "x",
                     "paper: up to")
-        exp.compare("SearSSD / DS-cp (model)", dyn["qps"] / dscp["qps"], PAPER_OVER_DSCP, "x", "paper: HNSW")
+        exp.compare(f"SearSSD / DS-cp (model) {at}", dyn["qps"] / dscp["qps"], PAPER_OVER_DSCP, "x", "paper: HNSW",
+                    **low)
     exp.note(f"Timing-only and synthetic: {n:,} {name} vectors regenerated from seed {seed}, the HNSW graph over "
              "them real; no emulated device holds them (its reserved area is far smaller), the SearSSD model times "
              "the pages the lock-step search reads on the searssd geometry (256 LUNs x 2 planes, 16 KiB pages).")

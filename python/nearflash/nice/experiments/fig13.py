@@ -113,8 +113,7 @@ def _run(dev: Device, runs: list[tuple[int, int]], request: tuple[int, int], thr
         isc_lat.append(c.time_ns - isc_sent.pop(c.cid))
     after = dict(dev.report().extensions["nice"])
     for q in qs + [iq]:
-        dev._dev.delete_queue(q.qid)
-        dev._queues.pop(q.qid, None)
+        q.close()
     return {
         "mb_per_s": read / max(1, last - t0) * 1e3,
         "isc_done": len(isc_lat),

@@ -26,6 +26,7 @@ from nearflash.experiment import Experiment, Options
 from nearflash.nice.experiments.common import (OP_KNN, OP_KNN_BATCH, compare_headline, debugfs, device, host_compute_j,
                                                host_gpu_j, invoke, make_image, measured)
 from nearflash.nice.gpu import Gpu
+from nearflash.nice.host import RESULT_HEADER
 from nearflash.recssd.experiments.common import option
 
 #: Paper Sec. V-D: host CPU / NICE latency over D.
@@ -100,7 +101,7 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
             block = bytes([OP_KNN, bits]) + struct.pack("<HHH", d, K, 0) + q.astype("<i4").tobytes()
             invoke(dev, head, block)  # warm: learning and linking are paid once, before measuring
             (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, head, block))
-            got = np.frombuffer(r["raw"], dtype=np.dtype([("d", "<u8"), ("i", "<u4")]), count=r["value"], offset=24)
+            got = np.frombuffer(r["raw"], dtype=np.dtype([("d", "<u8"), ("i", "<u4")]), count=r["value"], offset=RESULT_HEADER)
             dist = ((m.astype(np.int64) - q) ** 2).sum(axis=1)
             want = np.lexsort((np.arange(n), dist))[:K]
             assert np.array_equal(got["i"].astype(np.int64), want), f"NICE-K differs from numpy at D={d}"
@@ -108,11 +109,11 @@ def run_fig14(exp: Experiment, opts: Options) -> None:
             # The batch: nice_q queries in one NICE_Write (op 7), one pass, every query's K answers read back.
             qs = rng.integers(-2000, 2000, (nice_q, d)).astype(np.int64)
             bblock = bytes([OP_KNN_BATCH, bits]) + struct.pack("<HHH", d, K, nice_q) + qs.astype("<i4").tobytes()
-            out_sectors = -(-(24 + 12 * nice_q * min(K, n)) // dev.lba_bytes)
+            out_sectors = -(-(RESULT_HEADER + 12 * nice_q * min(K, n)) // dev.lba_bytes)
             (rb, bt_w, bt_r), nice_batch_j = measured(dev, lambda: invoke(dev, head, bblock, out_sectors))
             assert rb["value"] == nice_q, f"NICE-K answered {rb['value']} of {nice_q} queries at D={d}"
             gotb = np.frombuffer(rb["raw"], dtype=np.dtype([("d", "<u8"), ("i", "<u4")]), count=nice_q * min(K, n),
-                                 offset=24)["i"].reshape(nice_q, -1)
+                                 offset=RESULT_HEADER)["i"].reshape(nice_q, -1)
             m64 = m.astype(np.int64)
             dists = (m64 * m64).sum(1)[None, :] - 2 * (qs @ m64.T) + (qs * qs).sum(1)[:, None]
             for j in range(nice_q):

@@ -27,6 +27,7 @@ from nearflash.nice.experiments.common import (OP_LOCATE, cnn_classes_match, cnn
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.nice.experiments.fig17 import OP_CNN
 from nearflash.nice.gpu import Gpu
+from nearflash.nice.host import RESULT_HEADER
 from nearflash.recssd.experiments.common import option
 
 NET_MOBILENET = 1
@@ -83,7 +84,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
         for b in exp.steps(batches):
             h = head(f"{DIR}/images_{b}.bin")
             (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, h, block))
-            got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
+            got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=RESULT_HEADER)
             for i in range(b):
                 if i not in ref:
                     ref[i] = forward(wts, imgs[i])

@@ -39,6 +39,7 @@ from nearflash.nice.experiments.common import (OP_LOCATE, cnn_classes_match, cnn
                                                make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.nice.gpu import Gpu
+from nearflash.nice.host import RESULT_HEADER
 from nearflash.recssd.experiments.common import option
 
 OP_CNN, NET_LENET = 6, 0
@@ -98,7 +99,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
             h = head(f"{DIR}/images_{b}.bin")
             invoke(dev, h, block)  # warm: learning and linking are paid once, before measuring
             (r, t_w, t_r), nice_j = measured(dev, lambda: invoke(dev, h, block))
-            got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=24)
+            got = np.frombuffer(r["raw"], dtype="<u2", count=r["value"], offset=RESULT_HEADER)
             assert r["value"] == b and cnn_classes_match(got, ref[:b], precision), f"NICE-C differs from numpy at batch {b}"
             nice_ns = t_w + t_r
             sectors = -(-b * lenet.IMAGE_BYTES // 4096) + -(-len(wfile) // 4096)
@@ -119,9 +120,9 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
                          read_ns / gpu_ns, host_ns / nice_ns, gpu_ns / nice_ns, nice_j * 1e3, host_j * 1e3,
                          gpu_j * 1e3, acc])
         # Accuracy through the in-storage path: every class NICE-C returns for the accuracy file.
-        r, _, _ = invoke(dev, head(f"{DIR}/accuracy.bin"), block, -(-(24 + 2 * n_acc) // dev.lba_bytes))
+        r, _, _ = invoke(dev, head(f"{DIR}/accuracy.bin"), block, -(-(RESULT_HEADER + 2 * n_acc) // dev.lba_bytes))
         assert r["value"] == n_acc, f"NICE-C classified {r['value']} of {n_acc} images"
-        got_acc = np.frombuffer(r["raw"], dtype="<u2", count=n_acc, offset=24)
+        got_acc = np.frombuffer(r["raw"], dtype="<u2", count=n_acc, offset=RESULT_HEADER)
         nice_acc = float((got_acc == all_labels[:n_acc]).mean())
         same = float((got_acc == acc_ref.argmax(1)).mean())
         agree = float((got_acc == acc_float.argmax(1)).mean())

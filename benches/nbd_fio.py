@@ -1,0 +1,220 @@
+"""fio's nbd engine against `nearflash serve` beside nbdkit's own memory plugin, in the same run.
+
+Two checks of docs/nbd.md and docs/workloads.md (issue 24):
+
+1. **Pace none, throughput and depth**: 4 KiB random reads at iodepth 32 (``--iodepth``) for ``--runtime`` seconds,
+   against nbdkit's ``memory`` plugin (a RAM disk of the same size, the same worker threads) and against
+   `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), alternating, ``--repeats`` times each.
+   Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), and the queue
+   depth the device saw over each run (the status file's ``pacing``).
+2. **Pace realtime, keeping time**: fio at QD 1, 4 and 16 against `nearflash serve --pace realtime` on cosmos-plus
+   with ``nand.t_read`` = each of ``--t-read`` (slow enough for this machine, then faster until it cannot keep up):
+   fio's IOPS and mean latency beside the device's own for fio's connection (the status file's
+   ``pacing.last_connection``), and the late completions (replies delivered 20 us or more after their modelled
+   completion, with the mean and worst delay).
+
+Both servers and every fio run share the machine: ratios, not absolute rates, are the result (load average saved).
+Results: ``out/bench/nbd_fio.{json,md}``.
+
+    .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--t-read 2ms 500us 100us] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "out" / "bench"
+PY = sys.executable
+#: 59.5 GiB cosmos-plus (8 channels, 128 blocks per plane), filled so that every read goes to flash.
+DEVICE = ["--set", "channels=8", "--set", "blocks_per_plane=128"]
+
+
+def fio(uri: str, iodepth: int, runtime: float, out: Path, size: str = "8g") -> dict[str, float]:
+    p = subprocess.run(["fio", "--name=r", "--ioengine=nbd", f"--uri={uri}", "--rw=randread", "--bs=4k",
+                        f"--size={size}", f"--iodepth={iodepth}", "--time_based", f"--runtime={runtime}",
+                        "--randseed=11", "--output-format=json", f"--output={out}"], capture_output=True, text=True,
+                       timeout=runtime + 120)
+    if p.returncode != 0:
+        raise SystemExit(f"fio failed: {p.stderr}")
+    j = json.loads(out.read_text())["jobs"][0]["read"]
+    return {"iops": j["iops"], "mean_us": j["lat_ns"]["mean"] / 1e3, "ios": j["total_ios"]}
+
+
+class Server:
+    def __init__(self, argv: list[str], pidfile: Path, sock: Path):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.uri = f"nbd+unix:///?socket={sock}"
+        deadline = time.monotonic() + 120
+        while not pidfile.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"server did not start: {argv}: {self.proc.stderr.read()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+
+
+def serve(image: Path, sock: Path, pace: str, threads: int) -> Server:
+    return Server([PY, "-m", "nearflash.cli", "serve", str(image), "--unix", str(sock), "--pace", pace,
+                   "--threads", str(threads)], image / "serve.pid", sock)
+
+
+def status(image: Path, settle: float = 1.0) -> dict[str, Any]:
+    """The served device's status once it has caught up with the last requests (rewritten within ~0.4 s)."""
+    time.sleep(settle)
+    return json.loads((image / "serve.json").read_text())
+
+
+def between(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
+    """The device's own figures for the fio run between two status snapshots: its connection (the last closed) as
+    the device saw it, the queue depth its commands met, and the replies that were late."""
+    conn = b["pacing"]["last_connection"]
+    pa, pb = a["pacing"], b["pacing"]
+    cmds = pb["commands"] - pa["commands"]
+    qd = (pb["mean_queue_depth"] * pb["commands"] - pa["mean_queue_depth"] * pa["commands"]) / max(cmds, 1)
+    replies = pb["replies"] - pa["replies"]
+    late_mean = (pb["mean_late_us"] * pb["replies"] - pa["mean_late_us"] * pa["replies"]) / max(replies, 1)
+    return {"reads": conn["requests"], "iops": conn["iops"], "mean_us": conn["mean_latency_us"], "queue_depth": qd,
+            "late": pb["late"] - pa["late"], "replies": replies, "mean_late_us": late_mean,
+            "max_late_us": pb["max_late_us"]}
+
+
+def create(image: Path, *extra: str) -> None:
+    """A filled timing-only image, its tables read once (the mapping table and OOB area are memory-mapped files:
+    cold, every random read would wait for the host's disk, which the memory plugin never does)."""
+    p = subprocess.run([PY, "-m", "nearflash.cli", "create", str(image), "--timing-only", "--precondition", "1.0",
+                        *DEVICE, *extra], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"create failed: {p.stderr}")
+    for f in image.glob("*.bin"):
+        with open(f, "rb") as r:
+            while r.read(1 << 24):
+                pass
+
+
+def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int) -> dict[str, Any]:
+    image = work / "img"
+    create(image)
+    size = json.loads(subprocess.run([PY, "-m", "nearflash.cli", "info", str(image), "--json"], capture_output=True,
+                                     text=True).stdout)["identify"]
+    nbytes = size["namespace_lbas"] * size["lba_bytes"]
+    nf = serve(image, work / "nf.sock", "none", threads)
+    mem = Server(["nbdkit", "--foreground", "-U", str(work / "mem.sock"), "-P", str(work / "mem.pid"), "--threads",
+                  str(threads), "memory", str(nbytes)], work / "mem.pid", work / "mem.sock")
+    runs: dict[str, list[dict[str, Any]]] = {"memory": [], "nearflash": []}
+    try:
+        for i in range(repeats):
+            runs["memory"].append(fio(mem.uri, iodepth, runtime, work / "fio.json"))
+            before = status(image, 0.5)
+            r = fio(nf.uri, iodepth, runtime, work / "fio.json")
+            r["device"] = between(before, status(image))
+            runs["nearflash"].append(r)
+            print(f"  run {i + 1}: memory {runs['memory'][-1]['iops']:,.0f} IOPS, nearflash {r['iops']:,.0f} IOPS "
+                  f"(device queue depth {r['device']['queue_depth']:.1f})", flush=True)
+    finally:
+        nf.stop()
+        mem.stop()
+    med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
+    best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
+    return {"iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
+            "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
+            "ratio_best": best["nearflash"] / best["memory"],
+            "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"])}
+
+
+def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: int) -> list[dict[str, Any]]:
+    image = work / f"rt-{t_read}"
+    create(image, "--set", f"t_read={t_read}")
+    s = serve(image, work / f"rt-{t_read}.sock", "realtime", threads)
+    rows = []
+    try:
+        for qd in qds:
+            before = status(image, 0.5)
+            f = fio(s.uri, qd, runtime, work / "fio.json")
+            d = between(before, status(image))
+            row = {"t_read": t_read, "qd": qd, "fio": f, "device": d,
+                   "iops_ratio": f["iops"] / d["iops"] if d["iops"] else None,
+                   "latency_ratio": f["mean_us"] / d["mean_us"] if d["mean_us"] else None}
+            rows.append(row)
+            print(f"  t_read {t_read} QD {qd}: fio {f['iops']:,.0f} IOPS {f['mean_us']:,.1f} us | device "
+                  f"{d['iops']:,.0f} IOPS {d['mean_us']:,.1f} us | late {d['late']} of {d['replies']}", flush=True)
+    finally:
+        s.stop()
+    return rows
+
+
+def markdown(r: dict[str, Any]) -> str:
+    t = r["throughput"]
+    lines = ["# fio over NBD: nearflash serve beside nbdkit's memory plugin", "",
+             f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", "",
+             f"## Pace none: 4 KiB random reads, iodepth {t['iodepth']}, {t['runtime_s']:g} s per run, "
+             f"{len(t['runs']['memory'])} runs each, alternating", "",
+             "| target | median IOPS | best IOPS | runs |", "|---|---|---|---|"]
+    for k in ("memory", "nearflash"):
+        name = "nbdkit memory plugin" if k == "memory" else "nearflash serve --pace none"
+        each = ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k])
+        lines.append(f"| {name} | {t['median_iops'][k]:,.0f} | {t['best_iops'][k]:,.0f} | {each} |")
+    lines += ["", f"nearflash / memory: **{t['ratio_median']:.2f}x** (medians), {t['ratio_best']:.2f}x (best runs); "
+              f"the device saw queue depth {t['device_queue_depth']:.1f} (fio's iodepth {t['iodepth']}).", ""]
+    if r.get("realtime"):
+        lines += ["## Pace realtime: fio beside the device's own figures", "",
+                  "| t_read | QD | fio IOPS | device IOPS | ratio | fio mean us | device mean us | ratio | late / replies | mean / worst late us |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for row in r["realtime"]:
+            f, d = row["fio"], row["device"]
+            lines.append(f"| {row['t_read']} | {row['qd']} | {f['iops']:,.0f} | {d['iops']:,.0f} | "
+                         f"{row['iops_ratio']:.3f} | {f['mean_us']:,.1f} | {d['mean_us']:,.1f} | {row['latency_ratio']:.3f} | "
+                         f"{d['late']} / {d['replies']} | {d['mean_late_us']:,.0f} / {d['max_late_us']:,.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--iodepth", type=int, default=32)
+    ap.add_argument("--runtime", type=float, default=5.0, help="seconds per fio run")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=64, help="nbdkit worker threads per connection (both servers)")
+    ap.add_argument("--t-read", nargs="*", default=["20ms", "5ms", "2ms"], help="realtime: nand.t_read values")
+    ap.add_argument("--qds", type=int, nargs="*", default=[1, 4, 16], help="realtime: fio queue depths")
+    ap.add_argument("--quick", action="store_true", help="2 s runs, 1 repeat")
+    ap.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args(argv)
+    for tool in ("nbdkit", "fio"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed")
+    if a.quick:
+        a.runtime, a.repeats = 2.0, 1
+    result: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "host": os.uname().nodename,
+                              "load_average": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="nf-nbdfio-", dir="/tmp") as w:
+        work = Path(w)
+        print(f"pace none: fio iodepth {a.iodepth}, memory plugin vs nearflash", flush=True)
+        result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads)
+        result["realtime"] = []
+        for t in a.t_read:
+            print(f"pace realtime, t_read {t}", flush=True)
+            result["realtime"] += realtime(work, t, a.qds, a.runtime, a.threads)
+    result["load_average_after"] = os.getloadavg()
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "nbd_fio.json").write_text(json.dumps(result, indent=1))
+    (a.out / "nbd_fio.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

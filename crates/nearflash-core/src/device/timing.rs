@@ -1,0 +1,292 @@
+//! The device's event loop and the steps of commands' timing plans (`engine::flow`): what a step does once its
+//! inputs are known (a reservation, a flash transaction, a write-buffer admission, a completion), and the events
+//! that resolve the steps that wait (the flash scheduler's and the write buffer's).
+
+use super::core::DeviceCore;
+use super::exec::ReadTo;
+use crate::ctrl::sched::{SchedEv, TxnReq};
+use crate::engine::{At, Time};
+use crate::nand::NandEv;
+use crate::nvme::Status;
+
+/// An event of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ev {
+    Sched(SchedEv),
+    /// Step `0`'s data reaches the write buffer.
+    Admit(u32),
+}
+
+impl From<SchedEv> for Ev {
+    fn from(e: SchedEv) -> Self {
+        Ev::Sched(e)
+    }
+}
+
+impl From<NandEv> for Ev {
+    fn from(e: NandEv) -> Self {
+        Ev::Sched(SchedEv::Nand(e))
+    }
+}
+
+/// A reservation on a timeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Booking {
+    /// Firmware instructions on the first free controller core.
+    Firmware(f64),
+    /// Bytes through controller DRAM.
+    Dram(u64),
+    FromHost(u64),
+    /// A page read for the host: its bytes cross controller DRAM twice (in and out), then the link.
+    Deliver(u64),
+}
+
+/// A completion to post once the command's work is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Posting {
+    pub sqid: u16,
+    pub cid: u16,
+    pub status: Status,
+    pub dw0: u32,
+}
+
+/// What a step does.
+#[derive(Debug, Default)]
+pub(crate) enum Step {
+    /// Ends when its inputs are known.
+    #[default]
+    Join,
+    Book(Booking),
+    /// A flash transaction; a program releases `release` write-buffer sectors when it ends.
+    Flash { req: TxnReq, release: u32 },
+    /// A flash transaction in the scheduler.
+    InFlash { release: u32 },
+    /// `n` sectors' admission to the write buffer.
+    Admit(u64),
+    /// Posts a command's completion (the CQE over the link, the driver's completion path).
+    Complete(Posting),
+    /// A one-page host read's delivery (`Booking::Deliver` of these bytes), then its completion.
+    DeliverThenComplete(u64, Posting),
+}
+
+/// Slots of resolved steps are reclaimed every this many events.
+const RECLAIM_EVERY: u64 = 4096;
+
+impl DeviceCore {
+    /// Nothing starts before this: the host's clock, or the loop's when it ran ahead.
+    #[inline]
+    pub(crate) fn floor(&self) -> Time {
+        self.host_now.max(self.events.clock())
+    }
+
+    /// A reservation once `after` is known (at once if it is).
+    pub(crate) fn book(&mut self, b: Booking, after: At) -> At {
+        match self.flow.value(after) {
+            Some(t) => At::at(self.run_booking(b, t.max(self.floor()))),
+            None => {
+                let floor = self.floor();
+                let at = self.flow.add1(Step::Book(b), floor, after);
+                if let Some(f) = self.forecast.as_mut() {
+                    let t = f.time_of(after, &self.flow, floor);
+                    f.note(at, t);
+                }
+                at
+            }
+        }
+    }
+
+    /// A flash transaction entered once `after` is known; a program releases `release` buffer sectors.
+    pub(crate) fn flash(&mut self, req: TxnReq, after: At, release: u32) -> At {
+        let floor = self.floor();
+        let at = self.flow.add1(Step::Flash { req, release }, floor, after);
+        if let Some(f) = self.forecast.as_mut() {
+            let ready = f.time_of(after, &self.flow, floor).max(floor);
+            f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
+        }
+        at
+    }
+
+    /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
+    pub(crate) fn admit(&mut self, n: u64, after: At) -> At {
+        let floor = self.floor();
+        self.flow.add1(Step::Admit(n), floor, after)
+    }
+
+    /// Posts the completion `p` once `done` is known.
+    pub(crate) fn complete(&mut self, p: Posting, done: At) {
+        // A read's last step is its delivery: the completion rides on it (one step less per read).
+        if let Some(step) = self.flow.unwatched_mut(done) {
+            if let Step::Book(Booking::Deliver(bytes)) = *step {
+                *step = Step::DeliverThenComplete(bytes, p);
+                return;
+            }
+        }
+        let floor = self.floor();
+        self.flow.add1(Step::Complete(p), floor, done);
+    }
+
+    /// Books the completion entry over the link and the driver's completion path; returns when the host sees it.
+    fn post(&mut self, p: Posting, ready: Time) -> Time {
+        let t_cqe = self.host.to_host(&mut self.res, &mut self.ledger, ready, crate::nvme::CQE_BYTES as u64) + self.host.link_latency;
+        let t_app = self.host.complete_path(&mut self.res, t_cqe);
+        self.posted.push((p, t_app));
+        t_app
+    }
+
+    /// The latest of `floor` and `times` (a step only when some are not known).
+    pub(crate) fn max_all(&mut self, floor: At, times: &[At]) -> At {
+        if times.is_empty() {
+            return floor;
+        }
+        if floor == At::ZERO && times.len() == 1 {
+            return times[0];
+        }
+        let mut all = Vec::with_capacity(times.len() + 1);
+        all.push(floor);
+        all.extend_from_slice(times);
+        let forecast = self.forecast.as_ref().map(|f| all.iter().map(|&a| f.time_of(a, &self.flow, 0)).max().unwrap_or(0));
+        let at = self.flow.max_all(0, all);
+        if let (Some(f), Some(t)) = (self.forecast.as_mut(), forecast) {
+            f.note(at, t);
+        }
+        at
+    }
+
+    fn run_booking(&mut self, b: Booking, ready: Time) -> Time {
+        let (res, led) = (&mut self.res, &mut self.ledger);
+        match b {
+            Booking::Firmware(n) => self.ctrl.run(res, led, ready, n),
+            Booking::Dram(bytes) => self.ctrl.dram(res, led, ready, bytes),
+            Booking::FromHost(bytes) => self.host.to_device(res, led, ready, bytes),
+            Booking::Deliver(bytes) => {
+                let in_dram = self.through_dram(ready, bytes, ReadTo::Dram);
+                self.host.to_host(&mut self.res, &mut self.ledger, in_dram, bytes)
+            }
+        }
+    }
+
+    /// Runs every step whose inputs are known.
+    pub(crate) fn drain(&mut self) {
+        while let Some((_, idx, ready)) = self.flow.pop_ready() {
+            let ready = ready.max(self.floor());
+            match self.flow.take_step(idx) {
+                Step::Join => self.flow.resolve(idx, ready),
+                Step::Book(b) => {
+                    let end = self.run_booking(b, ready);
+                    self.flow.resolve(idx, end);
+                }
+                Step::Flash { req, release } => {
+                    if release > 0 {
+                        self.wbuf.releasing(u64::from(release));
+                    }
+                    *self.flow.step_mut(idx) = Step::InFlash { release };
+                    self.sched.submit(req, idx, ready, &mut self.events);
+                }
+                Step::Admit(n) => {
+                    *self.flow.step_mut(idx) = Step::Admit(n);
+                    self.events.push(ready, Ev::Admit(idx));
+                }
+                Step::Complete(p) => {
+                    let t = self.post(p, ready);
+                    self.flow.resolve(idx, t);
+                }
+                Step::DeliverThenComplete(bytes, p) => {
+                    let delivered = self.run_booking(Booking::Deliver(bytes), ready);
+                    let t = self.post(p, delivered);
+                    self.flow.resolve(idx, t);
+                }
+                Step::InFlash { .. } => unreachable!("a transaction's step is resolved by its completion"),
+            }
+        }
+    }
+
+    /// Time of the next event.
+    #[inline]
+    pub(crate) fn next_event(&self) -> Option<Time> {
+        self.events.peek_time()
+    }
+
+    /// Processes the next event and every step it makes runnable; false if there was none.
+    pub(crate) fn step_event(&mut self) -> bool {
+        let Some((now, e)) = self.events.pop() else { return false };
+        match e {
+            Ev::Sched(se) => {
+                let mut done = std::mem::take(&mut self.txn_done);
+                self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut done);
+                for &(token, at) in &done {
+                    let release = match self.flow.take_step(token) {
+                        Step::InFlash { release } => release,
+                        _ => 0,
+                    };
+                    self.flow.resolve(token, at);
+                    if release > 0 {
+                        self.released(u64::from(release), now);
+                    }
+                }
+                done.clear();
+                self.txn_done = done;
+            }
+            Ev::Admit(idx) => {
+                let Step::Admit(n) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
+                if self.wbuf.offer(idx, n) {
+                    self.flow.resolve(idx, now);
+                } else if self.wbuf.stuck() {
+                    self.unstick(now);
+                }
+            }
+        }
+        self.drain();
+        if self.events.processed() % RECLAIM_EVERY == 0 {
+            self.flow.reclaim(self.events.clock());
+        }
+        true
+    }
+
+    /// A program released `n` buffer sectors at `now`: waiting admissions that fit are let in.
+    fn released(&mut self, n: u64, now: Time) {
+        let mut admitted = std::mem::take(&mut self.admitted);
+        self.wbuf.release(n, &mut admitted);
+        for &a in &admitted {
+            self.flow.resolve(a, now);
+        }
+        admitted.clear();
+        self.admitted = admitted;
+    }
+
+    /// Admissions wait and no program under way will make room: the buffer holds only sectors of pages that are
+    /// not full. Program those (padded); if that releases nothing either, let the first waiting write in over
+    /// capacity.
+    fn unstick(&mut self, now: Time) {
+        let (ftl, mut sink) = self.ftl_and_sink();
+        ftl.flush(now, &mut sink);
+        self.drain();
+        if self.wbuf.stuck() {
+            if let Some(a) = self.wbuf.force_head() {
+                self.flow.resolve(a, now);
+            }
+        }
+    }
+
+    /// Runs events up to and including time `t`.
+    pub(crate) fn run_until(&mut self, t: Time) {
+        self.drain();
+        while self.events.peek_time().is_some_and(|e| e <= t) {
+            self.step_event();
+        }
+    }
+
+    /// Runs the loop until `at` is known (a blocking call: the loop may run ahead of the host's clock); returns it.
+    pub(crate) fn wait_for(&mut self, at: At) -> Time {
+        self.drain();
+        loop {
+            if let Some(t) = self.flow.value(at) {
+                return t;
+            }
+            if !self.step_event() {
+                // Nothing left can resolve it: a step waits for itself (a bug); fail loudly rather than hang.
+                self.fault.get_or_insert(crate::error::SimError::Fault("a timing step can never complete".into()));
+                return self.floor();
+            }
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! Timing plans: a command's timing as a dataflow graph of steps, resolved by the device's event loop.
+//!
+//! A step waits for its inputs (each an [`At`]: a point in virtual time that may not be known yet), then runs: the
+//! owner of the flow (the device) takes each step whose inputs are all known (`pop_ready`) and either resolves it at
+//! once (a reservation on a timeline, a join) or later, when an event completes it (a flash transaction, a write
+//! admission). Resolving a step makes its dependents' inputs known in turn. The flow itself only keeps the graph: it
+//! knows nothing of what a step does (`S` is the owner's step type).
+//!
+//! Handles are `Copy` and may be kept across commands. A resolved step's slot is reused once it resolved more than
+//! [`RECLAIM_NS`] before the loop's clock (`reclaim`); a handle to a reused slot reads as "long ago" (value 0 plus its
+//! offset): as an input of a join it gives way to the other inputs, and a step that would start before the loop's
+//! clock starts at the clock (the owner clamps), which is where it would have started anyway.
+
+use super::Time;
+use std::collections::VecDeque;
+use std::ops::Add;
+
+/// How long after its resolution a step's slot is kept for handles that still name it.
+pub const RECLAIM_NS: Time = 100_000_000;
+
+const KNOWN: u32 = u32::MAX;
+const NONE: u32 = u32::MAX;
+
+/// A point in virtual time: known (`At::at(t)`), or the end of a step plus an offset.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct At {
+    node: u32,
+    gen: u32,
+    /// The time when known, else the offset after the step's end.
+    t: Time,
+}
+
+impl At {
+    pub const ZERO: At = At { node: KNOWN, gen: 0, t: 0 };
+
+    /// A known time.
+    #[inline]
+    pub const fn at(t: Time) -> At {
+        At { node: KNOWN, gen: 0, t }
+    }
+
+    /// The time, if it is a known constant (steps' ends are known through [`Flow::value`]).
+    #[inline]
+    pub fn known(self) -> Option<Time> {
+        (self.node == KNOWN).then_some(self.t)
+    }
+
+    /// Whether this is the end of a step (known or not) rather than a constant.
+    #[inline]
+    pub fn is_step(self) -> bool {
+        self.node != KNOWN
+    }
+}
+
+impl From<Time> for At {
+    fn from(t: Time) -> At {
+        At::at(t)
+    }
+}
+
+impl Default for At {
+    fn default() -> At {
+        At::ZERO
+    }
+}
+
+impl Add<u64> for At {
+    type Output = At;
+    #[inline]
+    fn add(self, d: u64) -> At {
+        At { t: self.t + d, ..self }
+    }
+}
+
+impl std::fmt::Debug for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.known() {
+            Some(t) => write!(f, "At({t})"),
+            None => write!(f, "At(step {} + {})", self.node, self.t),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Free,
+    /// Some inputs are not known yet.
+    Waiting,
+    /// Inputs known; in the ready queue.
+    Ready,
+    /// Taken by the owner, not resolved yet.
+    Running,
+    Resolved,
+}
+
+struct Node<S> {
+    gen: u32,
+    state: State,
+    waiting: u32,
+    /// Latest known input (the step's start once all are known).
+    ready: Time,
+    value: Time,
+    /// Head of the list of steps waiting for this one (`Flow::edges`).
+    deps: u32,
+    step: S,
+}
+
+/// A dependent of a step: `node` waits for this step's end plus `off`.
+#[derive(Clone, Copy)]
+struct Edge {
+    node: u32,
+    off: Time,
+    next: u32,
+}
+
+/// The graph of steps of every command in flight.
+pub struct Flow<S> {
+    nodes: Vec<Node<S>>,
+    free: Vec<u32>,
+    edges: Vec<Edge>,
+    free_edge: u32,
+    ready: VecDeque<u32>,
+    /// Resolved steps in order of resolution: (value, index, generation), reclaimed from the front.
+    resolved: VecDeque<(Time, u32, u32)>,
+    live: usize,
+}
+
+impl<S: Default> Default for Flow<S> {
+    fn default() -> Self {
+        Flow {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            edges: Vec::new(),
+            free_edge: NONE,
+            ready: VecDeque::new(),
+            resolved: VecDeque::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<S: Default> Flow<S> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Steps whose slot is in use.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    #[inline]
+    fn handle(&self, idx: u32) -> At {
+        At { node: idx, gen: self.nodes[idx as usize].gen, t: 0 }
+    }
+
+    /// Whether `at` names a step still in its slot.
+    #[inline]
+    fn current(&self, at: At) -> bool {
+        self.nodes.get(at.node as usize).is_some_and(|n| n.gen == at.gen && n.state != State::Free)
+    }
+
+    /// The time `at` stands for, if known (a reclaimed step counts as 0: long ago).
+    #[inline]
+    pub fn value(&self, at: At) -> Option<Time> {
+        if at.node == KNOWN {
+            return Some(at.t);
+        }
+        if !self.current(at) {
+            return Some(at.t);
+        }
+        let n = &self.nodes[at.node as usize];
+        (n.state == State::Resolved).then_some(n.value + at.t)
+    }
+
+    /// Whether `at` is not known yet.
+    #[inline]
+    pub fn pending(&self, at: At) -> bool {
+        self.value(at).is_none()
+    }
+
+    fn alloc(&mut self, step: S) -> u32 {
+        self.live += 1;
+        let node = Node { gen: 0, state: State::Waiting, waiting: 0, ready: 0, value: 0, deps: NONE, step };
+        match self.free.pop() {
+            Some(i) => {
+                let n = &mut self.nodes[i as usize];
+                let gen = n.gen;
+                *n = Node { gen, ..node };
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Makes node `idx` wait for `input` (or folds it into its start when known).
+    fn wire(&mut self, idx: u32, input: At) {
+        match self.value(input) {
+            Some(t) => {
+                let n = &mut self.nodes[idx as usize];
+                n.ready = n.ready.max(t);
+            }
+            None => {
+                let src = input.node as usize;
+                let edge = Edge { node: idx, off: input.t, next: self.nodes[src].deps };
+                let e = match self.free_edge {
+                    NONE => {
+                        self.edges.push(edge);
+                        (self.edges.len() - 1) as u32
+                    }
+                    e => {
+                        self.free_edge = self.edges[e as usize].next;
+                        self.edges[e as usize] = edge;
+                        e
+                    }
+                };
+                self.nodes[src].deps = e;
+                self.nodes[idx as usize].waiting += 1;
+            }
+        }
+    }
+
+    fn arm(&mut self, idx: u32) {
+        let n = &mut self.nodes[idx as usize];
+        if n.waiting == 0 {
+            n.state = State::Ready;
+            self.ready.push_back(idx);
+        }
+    }
+
+    /// A step that starts once every input is known (at the latest of them, and no earlier than `floor`).
+    pub fn add(&mut self, step: S, floor: Time, inputs: &[At]) -> At {
+        let idx = self.alloc(step);
+        self.nodes[idx as usize].ready = floor;
+        for &i in inputs {
+            self.wire(idx, i);
+        }
+        self.arm(idx);
+        self.handle(idx)
+    }
+
+    /// `add` with one input.
+    pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
+        self.add(step, floor, &[input])
+    }
+
+    /// The latest of `a` and `b` (a join step when either is not known).
+    pub fn max(&mut self, a: At, b: At) -> At {
+        match (self.value(a), self.value(b)) {
+            (Some(x), Some(y)) => At::at(x.max(y)),
+            _ if a == b => a,
+            _ => self.add(S::default(), 0, &[a, b]),
+        }
+    }
+
+    /// The latest of `times` (`floor` if there are none).
+    pub fn max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> At {
+        let mut known = floor;
+        let mut pending: Vec<At> = Vec::new();
+        for t in times {
+            match self.value(t) {
+                Some(v) => known = known.max(v),
+                None if !pending.contains(&t) => pending.push(t),
+                None => {}
+            }
+        }
+        match pending.len() {
+            0 => At::at(known),
+            _ => self.add(S::default(), known, &pending),
+        }
+    }
+
+    /// Takes the next step whose inputs are all known: (handle, index, start).
+    pub fn pop_ready(&mut self) -> Option<(At, u32, Time)> {
+        let idx = self.ready.pop_front()?;
+        let n = &mut self.nodes[idx as usize];
+        n.state = State::Running;
+        let ready = n.ready;
+        Some((self.handle(idx), idx, ready))
+    }
+
+    /// Whether a step is waiting to be taken.
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The step of a running node (its payload is left as `S::default()`).
+    pub fn take_step(&mut self, idx: u32) -> S {
+        std::mem::take(&mut self.nodes[idx as usize].step)
+    }
+
+    /// The payload of step `at` if it still waits for its inputs and no step waits for it: its creator may give it
+    /// more to do before it runs.
+    pub fn unwatched_mut(&mut self, at: At) -> Option<&mut S> {
+        if at.t != 0 || !self.current(at) {
+            return None;
+        }
+        let n = &mut self.nodes[at.node as usize];
+        (n.state == State::Waiting && n.deps == NONE).then_some(&mut n.step)
+    }
+
+    /// The payload of a step, to read while it runs.
+    pub fn step_mut(&mut self, idx: u32) -> &mut S {
+        &mut self.nodes[idx as usize].step
+    }
+
+    /// The step `at` names, if it is still running (not resolved, not reclaimed).
+    pub fn running(&self, at: At) -> Option<u32> {
+        (self.current(at) && self.nodes[at.node as usize].state == State::Running).then_some(at.node)
+    }
+
+    /// Resolves running step `idx` at `value`: its dependents learn the input.
+    pub fn resolve(&mut self, idx: u32, value: Time) {
+        let n = &mut self.nodes[idx as usize];
+        debug_assert_eq!(n.state, State::Running, "resolving a step that is not running");
+        n.state = State::Resolved;
+        n.value = value;
+        let mut e = std::mem::replace(&mut n.deps, NONE);
+        let gen = n.gen;
+        self.resolved.push_back((value, idx, gen));
+        while e != NONE {
+            let Edge { node, off, next } = self.edges[e as usize];
+            self.edges[e as usize].next = self.free_edge;
+            self.free_edge = e;
+            let d = &mut self.nodes[node as usize];
+            d.ready = d.ready.max(value + off);
+            d.waiting -= 1;
+            if d.waiting == 0 {
+                d.state = State::Ready;
+                self.ready.push_back(node);
+            }
+            e = next;
+        }
+    }
+
+    /// Frees the slots of steps resolved more than [`RECLAIM_NS`] before `clock`.
+    pub fn reclaim(&mut self, clock: Time) {
+        while let Some(&(v, idx, gen)) = self.resolved.front() {
+            if v.saturating_add(RECLAIM_NS) > clock {
+                break;
+            }
+            self.resolved.pop_front();
+            let n = &mut self.nodes[idx as usize];
+            if n.gen == gen && n.state == State::Resolved {
+                n.state = State::Free;
+                n.gen = n.gen.wrapping_add(1);
+                n.step = S::default();
+                self.free.push(idx);
+                self.live -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default, Debug, PartialEq, Clone, Copy)]
+    enum Step {
+        #[default]
+        Join,
+        Wait,
+        Book(u64),
+    }
+
+    /// Runs every ready step: joins resolve at their start, bookings `d` later, waits stay running.
+    fn run(f: &mut Flow<Step>) -> Vec<u32> {
+        let mut waiting = Vec::new();
+        while let Some((_, idx, ready)) = f.pop_ready() {
+            match f.take_step(idx) {
+                Step::Join => f.resolve(idx, ready),
+                Step::Book(d) => f.resolve(idx, ready + d),
+                Step::Wait => waiting.push(idx),
+            }
+        }
+        waiting
+    }
+
+    #[test]
+    fn known_inputs_make_known_times_without_steps() {
+        let mut f: Flow<Step> = Flow::new();
+        assert_eq!(f.max(At::at(5), At::at(9)), At::at(9));
+        assert_eq!(f.max_all(3, [At::at(1), At::at(2)]), At::at(3));
+        assert_eq!(At::at(5) + 10, At::at(15));
+        assert_eq!(f.live(), 0);
+    }
+
+    #[test]
+    fn a_chain_resolves_when_its_first_step_does() {
+        let mut f: Flow<Step> = Flow::new();
+        let w = f.add1(Step::Wait, 0, At::at(100));
+        let b = f.add1(Step::Book(50), 0, w + 7);
+        let j = f.max(b, At::at(1000));
+        let waiting = run(&mut f);
+        assert_eq!(waiting.len(), 1);
+        assert!(f.pending(b) && f.pending(j));
+        f.resolve(waiting[0], 400);
+        assert!(run(&mut f).is_empty());
+        assert_eq!(f.value(w), Some(400));
+        assert_eq!(f.value(b), Some(457), "starts at the wait's end + 7, books 50");
+        assert_eq!(f.value(j), Some(1000));
+        assert_eq!(f.value(j + 5), Some(1005));
+    }
+
+    #[test]
+    fn a_join_waits_for_every_input() {
+        let mut f: Flow<Step> = Flow::new();
+        let a = f.add1(Step::Wait, 0, At::ZERO);
+        let b = f.add1(Step::Wait, 0, At::ZERO);
+        let j = f.max_all(10, [a, b + 3, a]);
+        let w = run(&mut f);
+        f.resolve(w[0], 20);
+        run(&mut f);
+        assert!(f.pending(j));
+        f.resolve(w[1], 15);
+        run(&mut f);
+        assert_eq!(f.value(j), Some(20), "max(20, 15 + 3, floor 10)");
+    }
+
+    #[test]
+    fn reclaimed_slots_read_as_long_ago_and_are_reused() {
+        let mut f: Flow<Step> = Flow::new();
+        let a = f.add1(Step::Book(10), 0, At::at(5));
+        run(&mut f);
+        assert_eq!(f.value(a), Some(15));
+        f.reclaim(15 + RECLAIM_NS - 1);
+        assert_eq!((f.value(a), f.live()), (Some(15), 1), "kept until RECLAIM_NS after its end");
+        f.reclaim(15 + RECLAIM_NS);
+        assert_eq!(f.live(), 0);
+        let b = f.add1(Step::Wait, 0, At::ZERO);
+        assert_eq!(b.node, a.node, "slot reused");
+        assert_eq!(f.value(a + 4), Some(4), "the old handle is long ago");
+        assert!(f.pending(b));
+        let j = f.max(a + 4, b);
+        assert!(f.pending(j), "a join with a stale handle waits for the other input");
+    }
+}

@@ -1,0 +1,577 @@
+//! The device shared by the concurrent requests of unmodified clients (the NBD export's plugin calls this from
+//! nbdkit's worker threads): each request becomes its NVMe commands, submitted to the device's queue while other
+//! requests are in flight, so the device sees the clients' queue depth. One lock guards the device; a request holds
+//! it only to submit its commands and learn their completion times (the model books a command's work when it is
+//! submitted), never while it waits.
+//!
+//! Two paces:
+//!
+//! - [`Pace::None`], as fast as the simulator runs; arrival order sets virtual time. Each connection is a
+//!   closed-loop client: a request that arrives after a reply was sent is taken as the client's reaction to the
+//!   earliest completion it has not yet reacted to, and is submitted at that completion's virtual time (the clock
+//!   moves there); a request that finds no such completion is new (the client deepened its queue) and is submitted
+//!   at the current clock. A new request's reply is held until the burst it belongs to has arrived (no new request
+//!   on its connection for `burst_window`, or every worker thread of the connection holding one), so that the
+//!   requests a client sends together are seen together, not taken for reactions to each other. A client at queue
+//!   depth N is thus seen at depth N in virtual time, while replies leave as fast as the simulator computes them.
+//! - [`Pace::Realtime`], as FEMU does: the virtual clock follows the wall clock, each request is submitted at its
+//!   arrival's wall time, and its reply is held until the wall clock reaches its modelled completion; one that the
+//!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
+
+use nearflash_core::device::Report;
+use nearflash_core::error::{Result, SimError};
+use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe, Status};
+use nearflash_core::Device;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How virtual time relates to the wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pace {
+    None,
+    Realtime,
+}
+
+impl std::str::FromStr for Pace {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Pace> {
+        match s {
+            "none" => Ok(Pace::None),
+            "realtime" => Ok(Pace::Realtime),
+            _ => Err(SimError::Config(format!("pace {s:?}: none or realtime"))),
+        }
+    }
+}
+
+/// Choices of a shared device.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub pace: Pace,
+    /// Pace none: how long a new request's reply waits for the rest of its burst.
+    pub burst_window: Duration,
+    /// Worker threads per connection (nbdkit's `--threads`): a connection never holds more replies than this.
+    pub threads: u32,
+    /// Realtime: a reply delivered this much or more after its modelled completion is late (FEMU: 20 us).
+    pub late_threshold: Duration,
+    /// I/O queues to spread connections over (at most the device's).
+    pub max_queues: u16,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            pace: Pace::None,
+            burst_window: Duration::from_millis(10),
+            threads: 64,
+            late_threshold: Duration::from_micros(20),
+            max_queues: 8,
+        }
+    }
+}
+
+/// A client's request, in device blocks.
+#[derive(Debug)]
+pub enum Io<'a> {
+    Read { lba: u64, out: &'a mut [u8] },
+    Write { lba: u64, data: &'a [u8], fua: bool },
+    Flush,
+    Trim { lba: u64, blocks: u64, fua: bool },
+    /// Write Zeroes; `deallocate`: the device may trim instead.
+    Zero { lba: u64, blocks: u64, deallocate: bool, fua: bool },
+}
+
+/// Requests served, by kind (the status file's `requests`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    pub connections: u64,
+    pub open_connections: u64,
+    pub read: u64,
+    pub write: u64,
+    pub fua_writes: u64,
+    pub flush: u64,
+    pub trim: u64,
+    pub zero: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// The queue depth the device saw, and how well real time was kept.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Pacing {
+    pub pace: Option<Pace>,
+    /// Commands in the device when each command was submitted (itself included), averaged over `commands`, and
+    /// the most.
+    pub mean_queue_depth: f64,
+    pub max_queue_depth: u64,
+    pub commands: u64,
+    /// Requests whose reply waited for the rest of their burst (pace none).
+    pub held_for_burst: u64,
+    /// Realtime: replies delivered `late_threshold` or more after their modelled completion, and the worst delay.
+    pub late: u64,
+    pub late_threshold_us: f64,
+    pub max_late_us: f64,
+    /// Realtime: mean delay of all replies past their modelled completion.
+    pub mean_late_us: f64,
+    pub replies: u64,
+    /// The connection that closed last, as the device saw it.
+    pub last_connection: Option<ConnFigures>,
+    #[serde(skip)]
+    late_sum_ns: u128,
+}
+
+struct Conn {
+    qid: u16,
+    /// Completion times (virtual) of replies sent and not yet reacted to.
+    credits: BinaryHeap<Reverse<u64>>,
+    /// The open burst of new requests: its number, its requests' completion times (credits once it is released),
+    /// its requests still in the plugin, and when its last request arrived. Bursts released so far: `released`.
+    burst: u64,
+    burst_done: Vec<u64>,
+    held: u32,
+    last_new: Instant,
+    released: u64,
+    figures: ConnFigures,
+}
+
+/// One connection's requests as the device saw them (virtual time): a client's run, for comparison with what the
+/// client measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConnFigures {
+    pub requests: u64,
+    /// From its first request's submission to its last request's completion.
+    pub first_submit_ns: u64,
+    pub last_done_ns: u64,
+    /// Mean of each request's time from submission to its last command's completion.
+    pub mean_latency_us: f64,
+    pub iops: f64,
+    #[serde(skip)]
+    latency_sum_ns: u128,
+}
+
+impl ConnFigures {
+    fn record(&mut self, submitted: u64, done: u64) {
+        if self.requests == 0 {
+            self.first_submit_ns = submitted;
+        }
+        self.requests += 1;
+        self.last_done_ns = self.last_done_ns.max(done);
+        self.latency_sum_ns += u128::from(done - submitted);
+        self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
+        self.iops = self.requests as f64 / (self.last_done_ns - self.first_submit_ns).max(1) as f64 * 1e9;
+    }
+}
+
+struct State {
+    /// `None` once closed.
+    dev: Option<Device>,
+    conns: HashMap<u64, Conn>,
+    /// I/O queues created so far and how many connections use each.
+    queues: Vec<(u16, u32)>,
+    counts: Counts,
+    /// Completion times of commands submitted (for the queue depth at each submission).
+    in_device: BinaryHeap<Reverse<u64>>,
+    qd_sum: u128,
+    qd_n: u64,
+    pacing: Pacing,
+}
+
+impl State {
+    /// The device (`Shared::lock` has checked that it is open).
+    fn dev(&mut self) -> &mut Device {
+        self.dev.as_mut().expect("the device is open")
+    }
+}
+
+/// A device served to concurrent clients.
+pub struct Shared {
+    state: Mutex<State>,
+    burst: Condvar,
+    cfg: ServeConfig,
+    /// Realtime: the wall clock and the virtual clock at the same moment.
+    wall0: Instant,
+    virt0: u64,
+    next_conn: std::sync::atomic::AtomicU64,
+}
+
+/// What a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    /// Virtual time of its (last) completion.
+    pub done: u64,
+}
+
+fn poisoned<T>(_: T) -> SimError {
+    SimError::Fault("a request panicked while it held the device".into())
+}
+
+impl Shared {
+    pub fn new(dev: Device, cfg: ServeConfig) -> Result<Shared> {
+        if cfg.threads == 0 {
+            return Err(SimError::Config("threads must be at least 1".into()));
+        }
+        let max_queues = (dev.config().nvme.max_queues.0.min(u64::from(u16::MAX)) as u16).min(cfg.max_queues).max(1);
+        let virt0 = dev.now();
+        let mut pacing = Pacing { pace: Some(cfg.pace), ..Pacing::default() };
+        pacing.late_threshold_us = cfg.late_threshold.as_secs_f64() * 1e6;
+        Ok(Shared {
+            state: Mutex::new(State {
+                dev: Some(dev),
+                conns: HashMap::new(),
+                queues: Vec::new(),
+                counts: Counts::default(),
+                in_device: BinaryHeap::new(),
+                qd_sum: 0,
+                qd_n: 0,
+                pacing,
+            }),
+            burst: Condvar::new(),
+            cfg: ServeConfig { max_queues, ..cfg },
+            wall0: Instant::now(),
+            virt0,
+            next_conn: std::sync::atomic::AtomicU64::new(1),
+        })
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>> {
+        let st = self.state.lock().map_err(poisoned)?;
+        if st.dev.is_none() {
+            return Err(SimError::InvalidArgument("the device is closed".into()));
+        }
+        Ok(st)
+    }
+
+    /// A new connection: its id, and the queue it submits to (created on first use, shared beyond
+    /// `max_queues`).
+    pub fn connect(&self) -> Result<u64> {
+        let mut st = self.lock()?;
+        let id = self.next_conn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let qid = match st.queues.iter().position(|&(_, users)| users == 0) {
+            Some(i) => i,
+            None if st.queues.len() < usize::from(self.cfg.max_queues) => {
+                let qid = st.queues.len() as u16 + 1;
+                let dev = st.dev();
+                let depth = u32::try_from(dev.config().nvme.max_queue_depth.0).unwrap_or(u32::MAX).max(2);
+                if dev.has_queue(qid) {
+                    dev.delete_queue_pair(qid)?;
+                }
+                dev.create_queue_pair(qid, depth)?;
+                st.queues.push((qid, 0));
+                st.queues.len() - 1
+            }
+            None => (id % st.queues.len() as u64) as usize,
+        };
+        st.queues[qid].1 += 1;
+        let qid = st.queues[qid].0;
+        st.conns.insert(
+            id,
+            Conn {
+                qid,
+                credits: BinaryHeap::new(),
+                burst: 0,
+                burst_done: Vec::new(),
+                held: 0,
+                last_new: Instant::now(),
+                released: 0,
+                figures: ConnFigures::default(),
+            },
+        );
+        st.counts.connections += 1;
+        st.counts.open_connections += 1;
+        Ok(id)
+    }
+
+    /// The connection is gone: its client saw every reply, so the clock moves to its last completion (pace none).
+    pub fn disconnect(&self, conn: u64) {
+        let Ok(mut st) = self.state.lock() else { return };
+        if let Some(c) = st.conns.remove(&conn) {
+            if let Some(q) = st.queues.iter_mut().find(|q| q.0 == c.qid) {
+                q.1 -= 1;
+            }
+            if self.cfg.pace == Pace::None {
+                if let (Some(Reverse(last)), Some(dev)) = (c.credits.into_iter().max_by_key(|Reverse(t)| *t), st.dev.as_mut()) {
+                    dev.advance_to(last);
+                }
+            }
+            st.counts.open_connections -= 1;
+            if c.figures.requests > 0 {
+                st.pacing.last_connection = Some(c.figures);
+            }
+        }
+    }
+
+    /// Serves one request of connection `conn`; returns when its reply may be sent.
+    pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
+        let mut st = self.lock()?;
+        let Some(c) = st.conns.get_mut(&conn) else {
+            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+        };
+        let qid = c.qid;
+        // The burst this request opens or joins, if it is new.
+        let mut burst = None;
+        let at = match self.cfg.pace {
+            Pace::None => match c.credits.pop() {
+                Some(Reverse(t)) => Some(t),
+                None => {
+                    if c.released == c.burst {
+                        c.burst += 1;
+                    }
+                    burst = Some(c.burst);
+                    c.last_new = Instant::now();
+                    c.held += 1;
+                    self.burst.notify_all();
+                    None
+                }
+            },
+            Pace::Realtime => Some(self.virt0 + self.wall0.elapsed().as_nanos() as u64),
+        };
+        if let Some(t) = at {
+            st.dev().advance_to(t);
+        }
+        let submitted = st.dev().now();
+        let outcome = submit(&mut st, qid, io);
+        let outcome = match outcome {
+            Ok(o) => {
+                if let Some(c) = st.conns.get_mut(&conn) {
+                    c.figures.record(submitted, o.done);
+                }
+                o
+            }
+            Err(e) => {
+                if let (Some(_), Some(c)) = (burst, st.conns.get_mut(&conn)) {
+                    c.held -= 1;
+                }
+                return Err(e);
+            }
+        };
+        match self.cfg.pace {
+            Pace::None => {
+                match burst {
+                    Some(b) => {
+                        if let Some(c) = st.conns.get_mut(&conn) {
+                            c.burst_done.push(outcome.done);
+                        }
+                        st = self.hold_for_burst(st, conn, b)?;
+                        st.pacing.held_for_burst += 1;
+                        if let Some(c) = st.conns.get_mut(&conn) {
+                            c.held -= 1;
+                        }
+                    }
+                    None => {
+                        if let Some(c) = st.conns.get_mut(&conn) {
+                            c.credits.push(Reverse(outcome.done));
+                        }
+                    }
+                }
+                st.pacing.replies += 1;
+            }
+            Pace::Realtime => {
+                drop(st);
+                let target = self.wall0 + Duration::from_nanos(outcome.done.saturating_sub(self.virt0));
+                wait_until(target);
+                let late = Instant::now().saturating_duration_since(target);
+                let mut st = self.state.lock().map_err(poisoned)?;
+                let p = &mut st.pacing;
+                p.replies += 1;
+                if late >= self.cfg.late_threshold {
+                    p.late += 1;
+                }
+                p.max_late_us = p.max_late_us.max(late.as_secs_f64() * 1e6);
+                p.late_sum_ns += late.as_nanos();
+                p.mean_late_us = p.late_sum_ns as f64 / p.replies as f64 / 1e3;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Waits (the device unlocked) until burst `b` of the connection is released: no new request for
+    /// `burst_window`, or every worker thread of the connection holding one. The thread that sees it first releases
+    /// the whole burst: its completions become credits together, before any of its requests' reactions arrive.
+    fn hold_for_burst<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, b: u64) -> Result<MutexGuard<'a, State>> {
+        loop {
+            let closed = st.dev.is_none();
+            let Some(c) = st.conns.get_mut(&conn) else { return Ok(st) };
+            if c.released >= b {
+                return Ok(st);
+            }
+            let quiet = c.last_new.elapsed();
+            if quiet >= self.cfg.burst_window || c.held >= self.cfg.threads || closed {
+                let done: Vec<u64> = c.burst_done.drain(..).collect();
+                c.credits.extend(done.into_iter().map(Reverse));
+                c.released = c.burst;
+                self.burst.notify_all();
+                return Ok(st);
+            }
+            st = self.burst.wait_timeout(st, self.cfg.burst_window - quiet).map_err(poisoned)?.0;
+        }
+    }
+
+    /// Runs `f` on the device (status reports, shutdown).
+    pub fn with_device<T>(&self, f: impl FnOnce(&mut Device) -> T) -> Result<T> {
+        let mut st = self.lock()?;
+        Ok(f(st.dev()))
+    }
+
+    /// The figures of the status file: requests served, pacing, the device's clock and report.
+    pub fn snapshot(&self) -> Result<(Counts, Pacing, u64, Report)> {
+        let st = self.lock()?;
+        let mut p = st.pacing.clone();
+        p.mean_queue_depth = if st.qd_n == 0 { 0.0 } else { st.qd_sum as f64 / st.qd_n as f64 };
+        p.commands = st.qd_n;
+        let dev = st.dev.as_ref().expect("the device is open");
+        Ok((st.counts.clone(), p, dev.now(), dev.report()))
+    }
+
+    /// Takes the device out (to close it: flush, checkpoint); requests after this fail, held ones are let go.
+    pub fn take(&self) -> Option<Device> {
+        let mut st = self.state.lock().ok()?;
+        let dev = st.dev.take();
+        self.burst.notify_all();
+        dev
+    }
+}
+
+/// Sleeps until `target` (the last stretch in short sleeps: a plain sleep overshoots by the timer slack).
+fn wait_until(target: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= target {
+            return;
+        }
+        let left = target - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// What a request was, for the counts.
+#[derive(Clone, Copy)]
+enum Kind {
+    Read,
+    Write { fua: bool },
+    Flush,
+    Trim,
+    Zero,
+}
+
+/// Submits a request's commands at the device's clock and takes their completions; (status, last completion).
+fn submit(st: &mut State, qid: u16, io: Io<'_>) -> Result<Outcome> {
+    let lba_bytes = st.dev().lba_bytes();
+    let max = u64::from(st.dev().namespace().max_lbas).max(1);
+    let mut issued = 0u32;
+    let mut go = |st: &mut State, sqe: Sqe, data: DataBuf<'_>| -> Result<()> {
+        let mut sqe = sqe;
+        let dev = st.dev();
+        sqe.cid = dev.next_cid(qid);
+        let now = dev.now();
+        dev.submit(qid, sqe, data)?;
+        issued += 1;
+        // Queue depth the command meets: the commands before it (this request's too) that complete after now.
+        while st.in_device.peek().is_some_and(|Reverse(t)| *t <= now) {
+            st.in_device.pop();
+        }
+        let depth = st.in_device.len() as u64 + u64::from(issued);
+        st.qd_sum += u128::from(depth);
+        st.qd_n += 1;
+        st.pacing.max_queue_depth = st.pacing.max_queue_depth.max(depth);
+        Ok(())
+    };
+    let (kind, bytes) = match io {
+        Io::Read { lba, out } => {
+            let blocks = out.len() as u64 / lba_bytes;
+            for (i, chunk) in out.chunks_mut((max * lba_bytes) as usize).enumerate() {
+                let n = (chunk.len() as u64 / lba_bytes) as u32;
+                go(st, Sqe::rw(opcode::READ, 0, lba + i as u64 * max, n), DataBuf::FromDevice(chunk))?;
+            }
+            (Kind::Read, blocks * lba_bytes)
+        }
+        Io::Write { lba, data, fua } => {
+            for (i, chunk) in data.chunks((max * lba_bytes) as usize).enumerate() {
+                let n = (chunk.len() as u64 / lba_bytes) as u32;
+                let mut sqe = Sqe::rw(opcode::WRITE, 0, lba + i as u64 * max, n);
+                if fua {
+                    sqe.cdw12 |= 1 << 30;
+                }
+                go(st, sqe, DataBuf::ToDevice(chunk))?;
+            }
+            (Kind::Write { fua }, data.len() as u64)
+        }
+        Io::Flush => {
+            go(st, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None)?;
+            (Kind::Flush, 0)
+        }
+        Io::Trim { lba, blocks, fua } => {
+            let mut ranges = Vec::new();
+            let (mut s, mut left) = (lba, blocks);
+            while left > 0 {
+                let n = left.min(u64::from(u32::MAX));
+                ranges.push((s, n as u32));
+                s += n;
+                left -= n;
+            }
+            for group in ranges.chunks(256) {
+                let bytes = encode_dsm_ranges(group);
+                let sqe = Sqe { opcode: opcode::DSM, nsid: 1, cdw10: group.len() as u32 - 1, cdw11: 1 << 2, ..Sqe::default() };
+                go(st, sqe, DataBuf::ToDevice(&bytes))?;
+            }
+            if fua {
+                go(st, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None)?;
+            }
+            (Kind::Trim, 0)
+        }
+        Io::Zero { lba, blocks, deallocate, fua } => {
+            let (mut s, mut left) = (lba, blocks);
+            while left > 0 {
+                let n = left.min(1 << 16);
+                let mut sqe = Sqe::rw(opcode::WRITE_ZEROES, 0, s, n as u32);
+                if deallocate {
+                    sqe.cdw12 |= 1 << 25;
+                }
+                go(st, sqe, DataBuf::None)?;
+                s += n;
+                left -= n;
+            }
+            if fua {
+                go(st, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None)?;
+            }
+            (Kind::Zero, blocks * lba_bytes)
+        }
+    };
+    let mut status = Status::SUCCESS;
+    let mut done = st.dev().now();
+    for _ in 0..issued {
+        let c = st.dev().reap_next(qid).ok_or_else(|| SimError::Fault("a submitted command has no completion".into()))?;
+        if status.is_success() && !c.cqe.status().is_success() {
+            status = c.cqe.status();
+        }
+        done = done.max(c.time);
+        st.in_device.push(Reverse(c.time));
+    }
+    let n = &mut st.counts;
+    if status.is_success() {
+        match kind {
+            Kind::Read => (n.read, n.bytes_read) = (n.read + 1, n.bytes_read + bytes),
+            Kind::Write { fua } => {
+                (n.write, n.bytes_written) = (n.write + 1, n.bytes_written + bytes);
+                n.fua_writes += u64::from(fua);
+            }
+            Kind::Flush => n.flush += 1,
+            Kind::Trim => n.trim += 1,
+            Kind::Zero => (n.zero, n.bytes_written) = (n.zero + 1, n.bytes_written + bytes),
+        }
+    } else {
+        n.errors += 1;
+    }
+    Ok(Outcome { status, done })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! The shared device under concurrent clients: the queue depth a closed-loop client keeps is the depth the device
+//! sees (pace none), real time is kept (realtime), data round-trips, failures are statuses, not panics.
+
+use super::*;
+use nearflash_core::config::load_preset;
+use nearflash_core::DeviceOptions;
+use std::sync::Arc;
+
+fn device(overrides: &[(&str, &str)], materialise: bool) -> Device {
+    let mut t = load_preset("cosmos-plus").unwrap();
+    let base = [("channels", "2"), ("chips_per_channel", "2"), ("blocks_per_plane", "64"), ("pages_per_block", "32"), ("over_provisioning", "20")];
+    for (k, v) in base.iter().chain(overrides) {
+        t.set(k, v).unwrap();
+    }
+    let mut d = Device::memory(t, DeviceOptions { materialise, ..Default::default() }).unwrap();
+    d.precondition(0.5, nearflash_core::ftl::FillPattern::Sequential, 0.0, 1).unwrap();
+    d
+}
+
+/// `depth` threads on one connection, each sending `each` reads one after the other (a client at queue depth
+/// `depth`); returns the pacing figures.
+fn closed_loop(shared: &Arc<Shared>, depth: u64, each: u64) -> Pacing {
+    let conn = shared.connect().unwrap();
+    let threads: Vec<_> = (0..depth)
+        .map(|t| {
+            let s = Arc::clone(shared);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 4096];
+                for i in 0..each {
+                    let lba = (t * 7919 + i * 104_729) % 10_000;
+                    let o = s.io(conn, Io::Read { lba, out: &mut buf }).unwrap();
+                    assert!(o.status.is_success());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    shared.disconnect(conn);
+    shared.snapshot().unwrap().1
+}
+
+#[test]
+fn pace_none_sees_the_clients_queue_depth() {
+    for depth in [1u64, 8] {
+        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, ..ServeConfig::default() };
+        let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
+        let p = closed_loop(&shared, depth, 150);
+        let (counts, ..) = shared.snapshot().unwrap();
+        assert_eq!(counts.read, depth * 150);
+        assert!(p.mean_queue_depth > depth as f64 * 0.8 && p.max_queue_depth <= depth, "depth {depth}: {p:?}");
+        assert_eq!(p.held_for_burst, depth, "the first request of each thread is new, every later one a reaction");
+    }
+}
+
+#[test]
+fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
+    let shared = Arc::new(Shared::new(device(&[], false), ServeConfig { burst_window: Duration::from_millis(1), ..ServeConfig::default() }).unwrap());
+    let conn = shared.connect().unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut last = 0;
+    for i in 0..50u64 {
+        let o = shared.io(conn, Io::Read { lba: i * 97, out: &mut buf }).unwrap();
+        let at = shared.with_device(|d| d.now()).unwrap();
+        assert!(i == 0 || at == last, "each read is submitted when the one before completed");
+        assert!(o.done > at);
+        last = o.done;
+    }
+    shared.disconnect(conn);
+    assert_eq!(shared.with_device(|d| d.now()).unwrap(), last, "closing moves the clock to the last completion");
+    let c = shared.snapshot().unwrap().1.last_connection.unwrap();
+    assert_eq!((c.requests, c.last_done_ns), (50, last));
+    assert!((c.iops - 50.0 / (last - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
+}
+
+#[test]
+fn realtime_holds_replies_until_their_modelled_completion() {
+    let shared = Arc::new(Shared::new(device(&[("t_read", "2ms")], false), ServeConfig { pace: Pace::Realtime, ..ServeConfig::default() }).unwrap());
+    let conn = shared.connect().unwrap();
+    let mut buf = vec![0u8; 4096];
+    let wall = Instant::now();
+    for i in 0..5u64 {
+        shared.io(conn, Io::Read { lba: i * 4099, out: &mut buf }).unwrap();
+    }
+    let elapsed = wall.elapsed();
+    assert!(elapsed >= Duration::from_millis(10), "five 2 ms reads take 10 ms of wall time, took {elapsed:?}");
+    let (_, p, now, rep) = shared.snapshot().unwrap();
+    assert_eq!((p.replies, p.pace), (5, Some(Pace::Realtime)));
+    assert!(rep.ops["read"].latency.min_us >= 2000.0);
+    assert!(now >= 8_000_000, "the fifth read arrived after four 2 ms reads: {now}");
+}
+
+#[test]
+fn data_written_reads_back_and_failures_are_statuses() {
+    let shared = Shared::new(device(&[], true), ServeConfig::default()).unwrap();
+    let conn = shared.connect().unwrap();
+    let data: Vec<u8> = (0..(300u32 << 12)).map(|i| (i % 253) as u8).collect();
+    let o = shared.io(conn, Io::Write { lba: 10, data: &data, fua: true }).unwrap();
+    assert!(o.status.is_success());
+    let mut back = vec![0u8; data.len()];
+    assert!(shared.io(conn, Io::Read { lba: 10, out: &mut back }).unwrap().status.is_success());
+    assert!(back == data, "300 blocks (split at MDTS) read back as written");
+    assert!(shared.io(conn, Io::Zero { lba: 10, blocks: 4, deallocate: false, fua: true }).unwrap().status.is_success());
+    assert!(shared.io(conn, Io::Trim { lba: 14, blocks: 4, fua: false }).unwrap().status.is_success());
+    assert!(shared.io(conn, Io::Flush).unwrap().status.is_success());
+    shared.io(conn, Io::Read { lba: 10, out: &mut back[..8 << 12] }).unwrap();
+    assert!(back[..8 << 12].iter().all(|&b| b == 0), "zeroed and trimmed blocks read as zeroes");
+    let lbas = shared.with_device(|d| d.namespace().lbas).unwrap();
+    let o = shared.io(conn, Io::Read { lba: lbas - 1, out: &mut back[..8192] }).unwrap();
+    assert_eq!(o.status, Status::LBA_OUT_OF_RANGE);
+    let (counts, ..) = shared.snapshot().unwrap();
+    assert_eq!((counts.write, counts.fua_writes, counts.read, counts.zero, counts.trim, counts.flush, counts.errors), (1, 1, 2, 1, 1, 1, 1));
+    assert!(shared.io(99, Io::Flush).unwrap_err().to_string().contains("connection 99 is not open"));
+    let dev = shared.take().unwrap();
+    assert!(shared.io(conn, Io::Flush).unwrap_err().to_string().contains("closed"));
+    dev.close().unwrap();
+}
+
+#[test]
+fn connections_beyond_the_queue_limit_share_queues() {
+    let shared = Shared::new(device(&[], false), ServeConfig { max_queues: 2, ..ServeConfig::default() }).unwrap();
+    let conns: Vec<u64> = (0..5).map(|_| shared.connect().unwrap()).collect();
+    let mut buf = vec![0u8; 4096];
+    for &c in &conns {
+        assert!(shared.io(c, Io::Read { lba: c, out: &mut buf }).unwrap().status.is_success());
+    }
+    let admin = shared.snapshot().unwrap().3.ops["admin"].count;
+    for &c in &conns {
+        shared.disconnect(c);
+    }
+    let c = shared.connect().unwrap();
+    assert_eq!(shared.snapshot().unwrap().3.ops["admin"].count, admin, "a free queue is reused, none created");
+    let (counts, ..) = shared.snapshot().unwrap();
+    assert_eq!((counts.connections, counts.open_connections), (6, 1));
+    shared.disconnect(c);
+}
+
+/// The shared device's own cost per request, one thread (`cargo test --release -p nearflash-workloads -- --ignored
+/// --nocapture serve_speed`).
+#[test]
+#[ignore]
+fn serve_speed() {
+    let shared = Shared::new(device(&[], false), ServeConfig::default()).unwrap();
+    let conn = shared.connect().unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = 200_000u64;
+    let t = Instant::now();
+    for i in 0..n {
+        shared.io(conn, Io::Read { lba: (i * 7919) % 10_000, out: &mut buf }).unwrap();
+    }
+    let s = t.elapsed().as_secs_f64();
+    println!("{n} reads in {s:.3} s: {:.0} per second, {:.2} us each", n as f64 / s, s / n as f64 * 1e6);
+}

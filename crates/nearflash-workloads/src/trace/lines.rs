@@ -1,0 +1,86 @@
+//! Lines of a trace read with a bound on their length: a hostile file with one endless line costs at most
+//! `MAX_LINE` bytes of memory, and bytes that are not UTF-8 are a malformed line, not a panic.
+
+use super::MAX_LINE;
+use std::io::BufRead;
+
+/// UTF-8's byte order mark, which some tools write at the start of a text file.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+pub(crate) struct Lines<R: BufRead> {
+    src: R,
+    buf: Vec<u8>,
+    line: u64,
+    consumed: u64,
+    eof: bool,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(src: R) -> Self {
+        Lines { src, buf: Vec::new(), line: 0, consumed: 0, eof: false }
+    }
+
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The next line (number, text without its end of line), `None` at the end; `Err((number, why))` for a line
+    /// that is too long, not UTF-8, or unreadable (the reader goes on after it).
+    pub fn next_line(&mut self) -> Result<Option<(u64, &str)>, (u64, String)> {
+        if self.eof {
+            return Ok(None);
+        }
+        self.buf.clear();
+        let mut too_long = false;
+        loop {
+            let chunk = match self.src.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.eof = true;
+                    self.line += 1;
+                    return Err((self.line, format!("cannot read the file: {e}")));
+                }
+            };
+            if chunk.is_empty() {
+                self.eof = true;
+                if self.buf.is_empty() && !too_long {
+                    return Ok(None);
+                }
+                break;
+            }
+            let (take, done) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            if !too_long {
+                // Room for the longest line and its "\r\n"; one byte more marks it too long.
+                let room = MAX_LINE + 3 - self.buf.len().min(MAX_LINE + 3);
+                self.buf.extend_from_slice(&chunk[..take.min(room)]);
+                too_long = self.buf.len() > MAX_LINE + 2;
+            }
+            self.src.consume(take);
+            self.consumed += take as u64;
+            if done {
+                break;
+            }
+        }
+        self.line += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        if self.line == 1 && self.buf.starts_with(BOM) {
+            self.buf.drain(..BOM.len()); // a Windows tool's UTF-8 byte order mark (MSR's traces came from Windows)
+        }
+        if too_long || self.buf.len() > MAX_LINE {
+            return Err((self.line, format!("line longer than {MAX_LINE} bytes")));
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(s) => Ok(Some((self.line, s))),
+            Err(e) => Err((self.line, format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1))),
+        }
+    }
+}
