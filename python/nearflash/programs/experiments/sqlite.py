@@ -92,8 +92,8 @@ def run_sqlite(exp: Experiment, opts: Options) -> None:
     # (page size, rows): depth 2, 3 and 4 trees (the full depth-3 database has 1,000,000 rows)
     configs = [(4096, 3000), (4096, 60_000), (512, 60_000)] if opts.quick else \
         [(4096, 20_000), (4096, 1_000_000), (1024, 1_000_000)]
-    n_storage = option(opts, "lookups", 200, 10_000)
-    n_host = option(opts, "host_lookups", 100, 1000)
+    n_storage = option(opts, "lookups", 100, 10_000)
+    n_host = option(opts, "host_lookups", 50, 1000)
     obj = programs.example("sqlite_lookup")
     rows_out, results = [], {}
     tmp = Path(tempfile.mkdtemp(prefix="nearflash-sqlite-"))
