@@ -80,8 +80,9 @@ fuzz_target!(|data: &[u8]| {
         let mut dev = d.borrow_mut();
         let lba = dev.lba_bytes() as usize;
         let mut blocks = vec![0u8; BLOCKS * lba];
+        let n = blocks.len();
         for (i, b) in data[7..].iter().enumerate() {
-            blocks[i % blocks.len()] ^= *b;
+            blocks[i % n] ^= *b;
         }
         assert!(dev.execute(1, Sqe::rw(opcode::WRITE, 0, 0, BLOCKS as u32), DataBuf::ToDevice(&blocks)).unwrap().status.is_success());
         if mode & 4 != 0 {
