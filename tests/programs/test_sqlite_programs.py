@@ -187,3 +187,32 @@ def test_a_corrupt_page_pointer_is_reported_by_the_walk_and_the_device_stays_usa
     assert _lookup(dev, broken, flash, 10**9)[0].value == sq.CORRUPT, "a loop ends at the depth limit"
     flash_ok = _place(dev, image)
     assert _lookup(dev, image, flash_ok, 1)[1] is not None
+
+
+def test_wrong_arguments_are_refused_by_name(dev, objects, tmp_path):  # noqa: F811
+    prog = objects["read_flash"]
+    for kwargs, says in [
+        ({"flash": [], "runs": [(b"", 0, 0)]}, "flash"),
+        ({"flash": [(0, 0)], "runs": [(b"", 0, 0)]}, "flash"),
+        ({"flash": [(0, 1)], "runs": "x"}, "runs"),
+        ({"flash": [(0, 1)], "runs": [(b"", 0)]}, "runs[0]"),
+        ({"flash": [(0, 1)], "runs": [("p", 0, 0)]}, "runs[0] params"),
+        ({"flash": [(0, 1)], "runs": [(b"", -1, 0)]}, "runs[0] cparam1"),
+        ({"flash": [(0, 1)], "runs": [(b"", 0, 0)], "warm": "x"}, "warm"),
+        ({"flash": [(0, 1)], "runs": [(b"", 0, 0)], "warm": [-3]}, "warm[0]"),
+        ({"flash": [(dev.lbas, 1)], "runs": [(b"", 0, 0)]}, "namespace"),
+    ]:
+        with pytest.raises(InvalidArgument, match=r"(?i)" + says.replace("[", r"\[").replace("]", r"\]")):
+            programs.host_runs(dev, prog, **kwargs)
+    with pytest.raises(InvalidArgument, match="rows"):
+        sq.build(tmp_path / "x.db", 0)
+    with pytest.raises(InvalidArgument, match="page_size"):
+        sq.build(tmp_path / "x.db", 10, page_size=1000)
+    (tmp_path / "junk.db").write_bytes(b"not a database" * 20)
+    with pytest.raises(InvalidArgument, match="not an SQLite database"):
+        sq.open_image(tmp_path / "junk.db", 4096)
+    with pytest.raises(InvalidArgument, match="range_set"):
+        programs.execute(dev, 1, range_set=1, flash=[(0, 1)])
+    # a host run whose program reads outside its range reports the fault, as in storage
+    r = programs.host_runs(dev, prog, [(16, 1)], [(b"", 17, 1)])
+    assert r[0]["fault"].startswith("read_outside") and r[0]["result"] is None
