@@ -306,3 +306,76 @@ impl Program {
         RunOutcome { instructions: count, result }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::elf::{load, minimal_object};
+    use super::super::reads::{ReadLimits, ReadPath, Reads};
+    use super::*;
+
+    fn insn(opc: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
+        let mut b = [opc, dst | (src << 4), 0, 0, 0, 0, 0, 0];
+        b[2..4].copy_from_slice(&off.to_le_bytes());
+        b[4..8].copy_from_slice(&imm.to_le_bytes());
+        b
+    }
+
+    /// Blocks of 64 bytes, each byte its block number; 10 ns per read.
+    struct Blocks;
+
+    impl ReadPath for Blocks {
+        fn lba_bytes(&self) -> u64 {
+            64
+        }
+        fn compute(&mut self, ready: u64, n: u64) -> u64 {
+            ready + n
+        }
+        fn read(&mut self, ready: u64, slba: u64, _nlb: u32, out: &mut [u8]) -> Result<(u64, Option<u32>), Fault> {
+            out.fill(slba as u8);
+            Ok((ready + 10, Some(0)))
+        }
+    }
+
+    /// nf_read(cparam1, 0, r10 + `dst_off` or the absolute address `abs`, `len`); returns r0, or the byte read.
+    fn reader(dst: Option<i32>, len: i64, ret_byte: bool) -> Program {
+        let mut t = vec![insn(0x79, 6, 1, 8, 0), insn(0xbf, 1, 6, 0, 0), insn(0xb7, 2, 0, 0, 0)];
+        match dst {
+            Some(off) => t.extend([insn(0xbf, 3, 10, 0, 0), insn(0x07, 3, 0, 0, off)]),
+            None => t.push(insn(0xb7, 3, 0, 0, 64)), // address 64: no memory there
+        }
+        let lo = len as u64 as u32 as i32;
+        let hi = (len as u64 >> 32) as u32 as i32;
+        t.extend([insn(0x18, 4, 0, 0, lo), insn(0, 0, 0, 0, hi), insn(0x85, 0, 0, 0, 1)]);
+        if ret_byte {
+            t.push(insn(0x71, 0, 10, -8, 0));
+        }
+        t.push(insn(0x95, 0, 0, 0, 0));
+        Program::new(load(&minimal_object(&t.concat(), &[], &[]), 1 << 16).unwrap(), 1000).unwrap()
+    }
+
+    fn run(p: &Program, lba: u64, io: bool) -> (RunOutcome, u64) {
+        let extents = [(4u64, 4u64)];
+        let mut reads = Reads::new(Blocks, ReadLimits { extents: extents.to_vec(), budget: 8, max_bytes: 256 }, 0);
+        let io: Option<&mut dyn FlashIo> = if io { Some(&mut reads) } else { None };
+        let out = p.run_with(&mut [], &[], (lba, 0), 1000, (64, &extents), io);
+        let t = reads.finish(out.instructions);
+        (out, t)
+    }
+
+    #[test]
+    fn a_helper_read_lands_in_the_program_memory_and_its_time_is_the_runs() {
+        let (out, t) = run(&reader(Some(-8), 8, true), 6, true);
+        assert_eq!(out.result, Ok(6), "the byte read from block 6, in the stack");
+        assert!(t >= out.instructions + 10, "instructions and the read: {t}");
+        assert_eq!(run(&reader(Some(-8), 8, false), 6, true).0.result, Ok(0), "r0: the read's result");
+    }
+
+    #[test]
+    fn helper_misuse_stops_the_run_with_its_fault() {
+        assert!(matches!(run(&reader(None, 8, false), 5, true).0.result, Err(Fault::OutOfRange(_))), "dst not memory");
+        assert!(matches!(run(&reader(Some(-8), 4096, false), 5, true).0.result, Err(Fault::OutOfRange(_))), "past the stack");
+        assert!(matches!(run(&reader(Some(-8), -1, false), 5, true).0.result, Err(Fault::OutOfRange(_))), "len 2^64 - 1");
+        assert!(matches!(run(&reader(Some(-8), 8, false), 9, true).0.result, Err(Fault::ReadOutside(_))), "block 9");
+        assert!(matches!(run(&reader(Some(-8), 8, false), 5, false).0.result, Err(Fault::Other(_))), "no flash given");
+    }
+}
