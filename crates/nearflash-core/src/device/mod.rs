@@ -19,7 +19,7 @@ mod report;
 mod timing;
 
 pub use self::core::DeviceCore;
-pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
+pub use exec::{ExecCtx, FlashEnd, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, QueueReport, Report, SchedReport};
@@ -693,7 +693,7 @@ impl Device {
         };
         let c = &mut self.core;
         let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb)), t);
-        match c.read_lbas(slba, nlb, fw, out, true) {
+        match c.read_lbas(slba, nlb, fw, out, true, self::core::OnMediaError::Fail) {
             Ok(r) => (Status::SUCCESS, c.deliver_pages(fw, r.pages)),
             Err(s) => (s, fw),
         }
