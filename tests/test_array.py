@@ -144,7 +144,10 @@ def test_host_path_flattens_where_the_formula_says():
     rows = scan.scaling([1, 2, 4, 6], per_device, host={"uplink_bandwidth": uplink}, **SMALL)
     assert rows[0]["limit_by"] == "switch uplink" and rows[0]["knee_devices"] == pytest.approx(2.5, rel=0.1)
     for r in rows:
+        # Past the knee the uplink idles only while the shards' first reads fill the pipeline (about 10% of so
+        # short a run); it never carries more than its bandwidth.
         assert r["throughput_gb_s"] == pytest.approx(r["formula_gb_s"], rel=0.12), r
+        assert r["throughput_gb_s"] <= r["limit_gb_s"]
     assert rows[-1]["busiest"] == "uplink_to_host" and rows[-1]["busiest_utilisation"] > 0.9
 
 
