@@ -13,6 +13,9 @@ import nearflash
 from nearflash.array import Array, DeviceSpec, HostModel, KeyRange, ShardResult, Striped, Transfer, combine
 from nearflash.array import scan
 from nearflash.errors import InvalidArgument
+from nearflash.programs import have_clang
+
+needs_clang = pytest.mark.skipif(not have_clang(), reason="the in-storage scan's program needs clang (Debian's clang)")
 
 KIB = 1024
 SMALL = dict(chunk_bytes=64 * KIB, io_bytes=32 * KIB, depth=4)
@@ -112,6 +115,7 @@ def test_every_host_parameter_has_a_unit_and_a_source():
     lambda: Array(1).run("not a function"),
     lambda: scan.run(Array(1), 5000, **SMALL),  # not whole blocks
     lambda: scan.run(Array(1), 0, **SMALL),
+    lambda: scan.run(Array(1), 4096, path="gpu", **SMALL),
 ])
 def test_bad_arrays_are_refused(make):
     with pytest.raises(InvalidArgument):
@@ -163,3 +167,15 @@ def test_ray_workers_give_the_one_process_report():
     finally:
         ray_exec.shutdown()
     assert many.to_dict() == one.to_dict() and answer_ray == answer
+
+
+@needs_clang
+def test_in_storage_scan_finds_the_right_answer_and_scales_past_the_host_paths_knee():
+    per_device, kw = 256 * KIB, dict(SMALL, path="in_storage")
+    one = scan.scaling([1], per_device, **kw)[0]["throughput_gb_s"]
+    uplink = 2.5 * scan.scaling([1], per_device, **SMALL)[0]["throughput_gb_s"]
+    report, answer = scan.run(Array(4, host={"uplink_bandwidth": uplink}), 4 * per_device, **kw)
+    assert answer == reference(4, 4 * per_device, SMALL["chunk_bytes"])
+    assert report.whole["bytes"]["to_host"] == 16 * 4 * per_device // SMALL["io_bytes"]  # 16 B a piece
+    # Past the host path's knee (2.5 devices) the in-storage path still scales with N: its devices work alone.
+    assert 4 * per_device / report.elapsed_ns == pytest.approx(4 * one, rel=0.02)
