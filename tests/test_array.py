@@ -179,3 +179,28 @@ def test_in_storage_scan_finds_the_right_answer_and_scales_past_the_host_paths_k
     assert report.whole["bytes"]["to_host"] == 16 * 4 * per_device // SMALL["io_bytes"]  # 16 B a piece
     # Past the host path's knee (2.5 devices) the in-storage path still scales with N: its devices work alone.
     assert 4 * per_device / report.elapsed_ns == pytest.approx(4 * one, rel=0.02)
+
+
+def _bad_transfer(shard, done_ns, nbytes, direction, cpu_ns):
+    shard.transfer(done_ns, nbytes, direction, cpu_ns)
+
+
+@pytest.mark.parametrize("done_ns, nbytes, direction, cpu_ns", [
+    (-1, 8, "to_host", 0), (0, 0, "to_host", 0), (0, 8, "to_host", -5), (0.5, 8, "to_host", 0), (0, "8", "to_host", 0),
+    (0, 8, "up", 0),
+])
+def test_a_shard_refuses_bad_transfers(done_ns, nbytes, direction, cpu_ns):
+    with pytest.raises(InvalidArgument):
+        Array(1).run(_bad_transfer, done_ns, nbytes, direction, cpu_ns)
+
+
+def test_devices_keep_their_images_and_specs_mix_presets(tmp_path):
+    array = Array(2, images=tmp_path)
+    report, answer = scan.run(array, 4 * 64 * KIB, **SMALL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev0", "dev1"]
+    again, answer_again = scan.run(array, 4 * 64 * KIB, **SMALL)  # the images are opened now, not created
+    assert answer_again == answer == reference(2, 4 * 64 * KIB, 64 * KIB)
+    mixed = Array([DeviceSpec("cosmos-plus", seed=1), DeviceSpec("samsung-970pro", seed=2)])
+    report, _ = scan.run(mixed, 4 * 64 * KIB, **SMALL)
+    assert [d["preset"] for d in report.devices] == ["cosmos-plus", "samsung-970pro"]
+    assert report.devices[0]["own_end_ns"] != report.devices[1]["own_end_ns"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from nearflash.array.host import ArrayReport, HostModel, ShardResult, Transfer, combine
+from nearflash.array.host import DIRECTIONS, ArrayReport, HostModel, ShardResult, Transfer, combine
 from nearflash.device import Device, _count
 from nearflash.errors import InvalidArgument
 
@@ -41,6 +41,8 @@ class Shard:
     def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int = 0) -> None:
         """Records `nbytes` that crossed this device's link `direction`, done at device time `done_ns` (as a
         completion's time_ns), followed by `cpu_ns` of host CPU work on them."""
+        if direction not in DIRECTIONS:
+            raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {direction!r}")
         self.transfers.append(Transfer(_count("done_ns", done_ns, self.start_ns) - self.start_ns,
                                        _count("nbytes", nbytes, 1), direction, _count("cpu_ns", cpu_ns, 0)))
 
