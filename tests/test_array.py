@@ -132,11 +132,12 @@ def test_host_scan_finds_the_right_answer_and_reports_each_device():
     assert report.elapsed_ns >= max(d["own_end_ns"] for d in report.devices)
 
 
-def test_worker_processes_give_the_one_process_report():
+@pytest.mark.parametrize("path", ["host", pytest.param("in_storage", marks=needs_clang)])
+def test_worker_processes_give_the_one_process_report(path):
     array = Array(3, host={"uplink_bandwidth": 1.0})
-    one, answer = scan.run(array, 6 * 64 * KIB, **SMALL)
+    one, answer = scan.run(array, 6 * 64 * KIB, path=path, **SMALL)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        many, answer_many = scan.run(array, 6 * 64 * KIB, executor=pool, **SMALL)
+        many, answer_many = scan.run(array, 6 * 64 * KIB, path=path, executor=pool, **SMALL)
     assert many.to_dict() == one.to_dict()
     assert answer_many == answer == reference(3, 6 * 64 * KIB, 64 * KIB)
 
