@@ -120,8 +120,6 @@ pub struct Pacing {
     pub replies: u64,
     /// The connection that closed last, as the device saw it.
     pub last_connection: Option<ConnFigures>,
-    #[serde(skip)]
-    late_sum_ns: u128,
 }
 
 struct Conn {
@@ -192,10 +190,56 @@ pub struct Shared {
     state: Mutex<State>,
     burst: Condvar,
     cfg: ServeConfig,
-    /// Realtime: the wall clock and the virtual clock at the same moment.
-    wall0: Instant,
-    virt0: u64,
+    /// Realtime: how the virtual clock follows the wall clock.
+    clock: RealClock,
+    /// Realtime: how late replies were (apart from the device's lock: a reply never waits for it once woken).
+    lateness: Mutex<Lateness>,
     next_conn: std::sync::atomic::AtomicU64,
+}
+
+/// The virtual clock in real time: virtual time `virt0` at wall time `wall0`, then one virtual ns per wall ns.
+#[derive(Debug, Clone, Copy)]
+pub struct RealClock {
+    pub wall0: Instant,
+    pub virt0: u64,
+}
+
+impl RealClock {
+    /// The virtual time of wall time `t` (before `wall0`: `virt0`).
+    pub fn virt(&self, t: Instant) -> u64 {
+        self.virt0 + t.saturating_duration_since(self.wall0).as_nanos() as u64
+    }
+
+    /// The wall time of virtual time `v` (a reply's release for a completion at `v`; before `virt0`: `wall0`).
+    pub fn wall(&self, v: u64) -> Instant {
+        self.wall0 + Duration::from_nanos(v.saturating_sub(self.virt0))
+    }
+}
+
+/// Realtime: replies delivered past their modelled completion.
+#[derive(Debug, Clone, Default)]
+struct Lateness {
+    replies: u64,
+    late: u64,
+    max_ns: u128,
+    sum_ns: u128,
+}
+
+impl Lateness {
+    fn record(&mut self, late: Duration, threshold: Duration) {
+        self.replies += 1;
+        self.late += u64::from(late >= threshold);
+        self.max_ns = self.max_ns.max(late.as_nanos());
+        self.sum_ns += late.as_nanos();
+    }
+
+    /// Into the status file's figures.
+    fn report(&self, p: &mut Pacing) {
+        p.replies += self.replies;
+        p.late = self.late;
+        p.max_late_us = self.max_ns as f64 / 1e3;
+        p.mean_late_us = if self.replies == 0 { 0.0 } else { self.sum_ns as f64 / self.replies as f64 / 1e3 };
+    }
 }
 
 /// What a request came to.
@@ -232,8 +276,8 @@ impl Shared {
             }),
             burst: Condvar::new(),
             cfg: ServeConfig { max_queues, ..cfg },
-            wall0: Instant::now(),
-            virt0,
+            clock: RealClock { wall0: Instant::now(), virt0 },
+            lateness: Mutex::new(Lateness::default()),
             next_conn: std::sync::atomic::AtomicU64::new(1),
         })
     }
@@ -307,6 +351,8 @@ impl Shared {
 
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
+        // Realtime: the request is submitted at its arrival, whenever this thread gets the device's lock.
+        let arrived = Instant::now();
         let mut st = self.lock()?;
         let Some(c) = st.conns.get_mut(&conn) else {
             return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
@@ -328,7 +374,7 @@ impl Shared {
                     None
                 }
             },
-            Pace::Realtime => Some(self.virt0 + self.wall0.elapsed().as_nanos() as u64),
+            Pace::Realtime => Some(self.clock.virt(arrived)),
         };
         if let Some(t) = at {
             st.dev().advance_to(t);
@@ -372,18 +418,10 @@ impl Shared {
             }
             Pace::Realtime => {
                 drop(st);
-                let target = self.wall0 + Duration::from_nanos(outcome.done.saturating_sub(self.virt0));
+                let target = self.clock.wall(outcome.done);
                 wait_until(target);
                 let late = Instant::now().saturating_duration_since(target);
-                let mut st = self.state.lock().map_err(poisoned)?;
-                let p = &mut st.pacing;
-                p.replies += 1;
-                if late >= self.cfg.late_threshold {
-                    p.late += 1;
-                }
-                p.max_late_us = p.max_late_us.max(late.as_secs_f64() * 1e6);
-                p.late_sum_ns += late.as_nanos();
-                p.mean_late_us = p.late_sum_ns as f64 / p.replies as f64 / 1e3;
+                self.lateness.lock().map_err(poisoned)?.record(late, self.cfg.late_threshold);
             }
         }
         Ok(outcome)
@@ -421,6 +459,7 @@ impl Shared {
     pub fn snapshot(&self) -> Result<(Counts, Pacing, u64, Report)> {
         let st = self.lock()?;
         let mut p = st.pacing.clone();
+        self.lateness.lock().map_err(poisoned)?.report(&mut p);
         p.mean_queue_depth = if st.qd_n == 0 { 0.0 } else { st.qd_sum as f64 / st.qd_n as f64 };
         p.commands = st.qd_n;
         let dev = st.dev.as_ref().expect("the device is open");
@@ -436,20 +475,34 @@ impl Shared {
     }
 }
 
-/// Sleeps until `target` (the last stretch in short sleeps: a plain sleep overshoots by the timer slack).
+/// Sleeps until `target`. The thread's timer slack is set to 1 ns first (Linux lets a sleep overshoot by the slack,
+/// 50 us by default); there is no spinning: on a machine with fewer cores than runnable threads a spinning or
+/// yielding waiter takes the CPU from the threads that serve other requests (and a thread woken from sleep is
+/// scheduled sooner than one that used up its share yielding).
 fn wait_until(target: Instant) {
+    fine_timer_slack();
     loop {
         let now = Instant::now();
         if now >= target {
             return;
         }
-        let left = target - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
-        } else {
-            std::thread::yield_now();
-        }
+        std::thread::sleep(target - now);
     }
+}
+
+/// Sets this thread's timer slack to 1 ns, once per thread (Linux; elsewhere nothing).
+fn fine_timer_slack() {
+    thread_local!(static SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    SET.with(|s| {
+        if !s.get() {
+            #[cfg(target_os = "linux")]
+            // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+            }
+            s.set(true);
+        }
+    });
 }
 
 /// What a request was, for the counts.

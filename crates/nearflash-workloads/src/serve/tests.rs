@@ -152,3 +152,35 @@ fn serve_speed() {
     let s = t.elapsed().as_secs_f64();
     println!("{n} reads in {s:.3} s: {:.0} per second, {:.2} us each", n as f64 / s, s / n as f64 * 1e6);
 }
+
+/// Realtime's arithmetic: a request arriving at wall time w is submitted at virtual time virt0 + (w - wall0), and a
+/// completion at virtual time v is released at wall time wall0 + (v - virt0), so a reply is held exactly its modelled
+/// latency after its arrival (whatever the wall time the request waited for the device's lock).
+#[test]
+fn the_real_clock_maps_arrivals_and_completions_one_to_one() {
+    let wall0 = Instant::now();
+    let c = RealClock { wall0, virt0: 7_000_000 };
+    let arrival = wall0 + Duration::from_micros(1234);
+    assert_eq!(c.virt(arrival), 7_000_000 + 1_234_000);
+    let done = c.virt(arrival) + 5_000_000; // a 5 ms read
+    assert_eq!(c.wall(done) - arrival, Duration::from_millis(5));
+    assert_eq!(c.wall(c.virt(arrival)), arrival);
+    assert_eq!((c.virt(wall0), c.wall(0)), (7_000_000, wall0), "nothing before the start");
+}
+
+/// A held reply wakes at its time, not before, and (on an idle machine) within a fraction of a millisecond of it:
+/// without the 1 ns timer slack a sleep overshoots by 50 us, and spinning would take the CPU from other requests.
+#[test]
+fn a_held_reply_wakes_at_its_time() {
+    let mut late = Vec::new();
+    for ms in [1u64, 2, 3] {
+        let target = Instant::now() + Duration::from_millis(ms);
+        wait_until(target);
+        let now = Instant::now();
+        assert!(now >= target, "woke before its time");
+        late.push(now - target);
+    }
+    late.sort();
+    // The median of three: a loaded machine may delay one wake-up; a median past 2 ms means the wait is broken.
+    assert!(late[1] < Duration::from_millis(2), "{late:?}");
+}
