@@ -168,8 +168,7 @@ fn the_real_clock_maps_arrivals_and_completions_one_to_one() {
     assert_eq!((c.virt(wall0), c.wall(0)), (7_000_000, wall0), "nothing before the start");
 }
 
-/// A held reply wakes at its time, not before, and (on an idle machine) within a fraction of a millisecond of it:
-/// without the 1 ns timer slack a sleep overshoots by 50 us, and spinning would take the CPU from other requests.
+/// A held reply wakes at its time, not before, and (on an idle machine) within a fraction of a millisecond of it.
 #[test]
 fn a_held_reply_wakes_at_its_time() {
     let mut late = Vec::new();
@@ -183,4 +182,25 @@ fn a_held_reply_wakes_at_its_time() {
     late.sort();
     // The median of three: a loaded machine may delay one wake-up; a median past 2 ms means the wait is broken.
     assert!(late[1] < Duration::from_millis(2), "{late:?}");
+}
+
+/// Known defect since the event-driven scheduler (issue 24, docs/workloads.md "Pacing of served devices"): a request
+/// learns its completion time by running the device's event loop up to it, so the next request, submitted at an
+/// earlier virtual time, starts at the loop's clock (`late_submissions`): requests in flight are served one after the
+/// other in virtual time. Measured: 104 us per read at depth 1, 702 us at depth 8 (1,199 of 1,200 submissions late)
+/// on 4 dies, where overlapping reads would take about 150-250 us. Run with `-- --ignored` once serve drives the loop
+/// in its own time (a completion dispatcher: submit, then learn completions as the loop reaches them).
+#[test]
+#[ignore = "known defect: serve's requests in flight are serialised in virtual time (late submissions)"]
+fn requests_in_flight_overlap_in_virtual_time() {
+    let mean_read_us = |depth: u64| {
+        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, ..ServeConfig::default() };
+        let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
+        closed_loop(&shared, depth, 150);
+        let rep = shared.snapshot().unwrap().3;
+        assert_eq!(rep.sched.late_submissions, 0, "depth {depth}: submissions in the loop's past");
+        rep.ops["read"].latency.mean_us
+    };
+    let (one, eight) = (mean_read_us(1), mean_read_us(8));
+    assert!(eight < 3.0 * one, "depth 1: {one:.0} us, depth 8: {eight:.0} us");
 }
