@@ -364,8 +364,6 @@ impl Shared {
 
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
-        // Realtime: the request is submitted at its arrival, whenever this thread gets the device's lock.
-        let arrived = Instant::now();
         let mut st = self.lock()?;
         let Some(c) = st.conns.get_mut(&conn) else {
             return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
@@ -387,7 +385,8 @@ impl Shared {
                     None
                 }
             },
-            Pace::Realtime => Some(self.clock.virt(arrived)),
+            // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
+            Pace::Realtime => Some(self.clock.virt(Instant::now())),
         };
         if let Some(t) = at {
             st.dev().advance_to(t);
@@ -456,7 +455,7 @@ impl Shared {
     /// the device's next event, reaps every completion that is certain (computed ahead of its time, with nothing
     /// before it left to run) and wakes its request's thread; a request submitted meanwhile wakes the driver, and a
     /// driver whose own completions are known hands its part to another waiting thread.
-    fn collect_in_real_time<'a>(&'a self, mut st: MutexGuard<'a, State>, tickets: &[u64]) -> Result<(MutexGuard<'a, State>, Vec<(Status, u64)>)> {
+    fn collect_in_real_time<'a>(&'a self, mut st: MutexGuard<'a, State>, tickets: &[u64]) -> Result<(MutexGuard<'a, State>, Vec<Taken>)> {
         let me = std::thread::current();
         loop {
             let present = self.clock.virt(Instant::now());
@@ -587,6 +586,9 @@ enum Kind {
     Zero,
 }
 
+/// A command's completion: its status and time.
+type Taken = (Status, u64);
+
 /// A request's commands as submitted: what it was, and their tickets.
 struct Submitted {
     kind: Kind,
@@ -702,7 +704,7 @@ fn reap_one(st: &mut State, limit: u64) -> bool {
 
 /// Pace none: the completions of `tickets`, the event loop run one completion at a time until they are known. The
 /// loop is then past the submission time of the requests that follow (a known defect, docs/workloads.md).
-fn collect(st: &mut State, tickets: &[u64]) -> Result<Vec<(Status, u64)>> {
+fn collect(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
     while !tickets.iter().all(|t| st.done.contains_key(t)) {
         if !reap_one(st, u64::MAX) {
             return Err(SimError::Fault("a submitted command has no completion".into()));
@@ -712,7 +714,7 @@ fn collect(st: &mut State, tickets: &[u64]) -> Result<Vec<(Status, u64)>> {
 }
 
 /// A request's outcome from its commands' completions (`taken`), counted.
-fn finish(st: &mut State, sub: &Submitted, taken: &[(Status, u64)]) -> Outcome {
+fn finish(st: &mut State, sub: &Submitted, taken: &[Taken]) -> Outcome {
     let status = taken.iter().map(|c| c.0).find(|s| !s.is_success()).unwrap_or(Status::SUCCESS);
     let done = taken.iter().map(|c| c.1).max().unwrap_or_else(|| st.dev().now());
     let (kind, bytes) = (sub.kind, sub.bytes);

@@ -155,7 +155,7 @@ fn serve_speed() {
 
 /// Realtime's arithmetic: a request arriving at wall time w is submitted at virtual time virt0 + (w - wall0), and a
 /// completion at virtual time v is released at wall time wall0 + (v - virt0), so a reply is held exactly its modelled
-/// latency after its arrival (whatever the wall time the request waited for the device's lock).
+/// latency after its submission.
 #[test]
 fn the_real_clock_maps_arrivals_and_completions_one_to_one() {
     let wall0 = Instant::now();
