@@ -176,8 +176,13 @@ impl Probe {
                 if nlb == 0 || nlb > SUM_MAX_BLOCKS || to + u64::from(nlb) > ctx.lbas() {
                     return Err(ctx.explain(Status::INVALID_FIELD, Some(48), format!("copy of {nlb} blocks to LBA {to}")));
                 }
+                // A page the ECC cannot correct is reported (not a failed read), so the refusal names the lost block
+                // and nothing is written.
                 let mut buf = vec![0u8; (u64::from(nlb) * ctx.lba_bytes()) as usize];
-                let r = ctx.flash_read(t, from, nlb, ReadTo::Dram, &mut buf)?;
+                let r = ctx.flash_read_reporting(t, from, nlb, ReadTo::Dram, &mut buf)?;
+                if let Some(lost) = r.pages.iter().find(|p| matches!(p.ecc, EccOutcome::Uncorrectable(_))) {
+                    return Err(ctx.explain(Status::UNRECOVERED_READ_ERROR, None, format!("copy source LBAs {}-{} are lost", lost.lba, lost.lba + u64::from(lost.sectors) - 1)));
+                }
                 Ok((nlb, ctx.write_lbas(r.done, to, &buf)?))
             }
             sub::COLUMN => {
@@ -582,6 +587,15 @@ fn logical_reads_sum_copy_and_column_reads_return_the_stored_bytes() {
     assert!(dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 3), DataBuf::FromDevice(&mut back)).unwrap().status.is_success());
     assert_eq!(back, data[2 * 4096..5 * 4096]);
     assert_eq!(cmd4(&mut dev, sub::COPY, 0, 1, lbas as u32, DataBuf::None).status, Status::INVALID_FIELD);
+    // A lost source block (flash_read_reporting): the copy is refused naming it, and the destination is unchanged.
+    let soft = dev.config().ecc.soft_correctable_bits.0 as u32;
+    dev.inject_errors(3, soft * 1000).unwrap();
+    let lost = cmd4(&mut dev, sub::COPY, 2, 3, 200, DataBuf::None);
+    assert_eq!(lost.status, Status::UNRECOVERED_READ_ERROR);
+    assert_eq!(dev.error_reason(1, lost.cid).as_deref(), Some("copy source LBAs 2-3 are lost"), "the lost page's part");
+    let mut dest = vec![0u8; 3 * 4096];
+    assert!(dev.execute(1, Sqe::rw(opcode::READ, 0, 200, 3), DataBuf::FromDevice(&mut dest)).unwrap().status.is_success());
+    assert!(dest.iter().all(|&b| b == 0), "nothing was written");
     // COLUMN: a range of a physical page; only its codewords cross the channel.
     let ppn = ppn_of(&mut dev, 4);
     let mut range = vec![0u8; 100];
