@@ -479,15 +479,22 @@ impl Device {
     /// The earliest pending completion of any I/O queue in `sqids`: (queue, time). The event loop runs only as
     /// far as needed, so submissions made at that time never arrive in its past.
     pub fn next_completion(&mut self, sqids: &[u16]) -> Option<(u16, Time)> {
+        self.next_completion_among_before(sqids, Time::MAX)
+    }
+
+    /// The earliest pending completion of any I/O queue in `sqids` that comes before `limit`: (queue, time). The
+    /// event loop runs only up to the earlier of that completion and `limit`, so a host with several clients, one
+    /// of which submits at `limit` and others waiting for completions, never submits in the loop's past.
+    pub fn next_completion_among_before(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
         let earliest = |d: &Self| sqids.iter().filter_map(|&q| d.queues.next_time(q).map(|t| (t, q))).min();
         loop {
             let waiting = sqids.iter().any(|q| self.unposted.get(q).is_some_and(|&n| n > 0));
             let posted = earliest(self);
             match self.core.next_event() {
-                Some(e) if waiting && posted.is_none_or(|(c, _)| e < c) => {
+                Some(e) if e < limit && waiting && posted.is_none_or(|(c, _)| e < c) => {
                     self.step();
                 }
-                _ => return posted.map(|(t, q)| (q, t)),
+                _ => return posted.filter(|&(t, _)| t < limit).map(|(t, q)| (q, t)),
             }
         }
     }
