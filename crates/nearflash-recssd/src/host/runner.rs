@@ -306,27 +306,26 @@ fn lost(qid: u16) -> HostError {
 }
 
 /// Moves the waiting worker whose queue completes first onto the wake heap, finding that completion without
-/// running the device's event loop past the earliest timed wake (a worker that will submit then), so no
-/// submission arrives in the scheduler's past; the loop goes only as far as the earliest completion found.
+/// running the device's event loop past the earliest timed wake (a worker that will submit then) or past the
+/// completion itself, so no worker's submission arrives in the scheduler's past.
 fn wake_first_completion(
     dev: &mut Device,
     workers: &[Worker],
     waiting: &mut Vec<(usize, Time)>,
     wake: &mut BinaryHeap<Reverse<(Time, usize)>>,
 ) -> Result<(), HostError> {
-    let mut limit = wake.peek().map_or(Time::MAX, |r| r.0 .0);
-    let mut first: Option<(Time, usize)> = None;
-    for (i, &(w, _)) in waiting.iter().enumerate() {
-        if let Some(c) = dev.next_completion_before(workers[w].qid, limit) {
-            (limit, first) = (c, Some((c, i)));
-        }
+    if waiting.is_empty() {
+        return Ok(());
     }
-    match first {
-        Some((c, i)) => {
+    let limit = wake.peek().map_or(Time::MAX, |r| r.0 .0);
+    let qids: Vec<u16> = waiting.iter().map(|&(w, _)| workers[w].qid).collect();
+    match dev.next_completion_among_before(&qids, limit) {
+        Some((qid, c)) => {
+            let i = qids.iter().position(|&q| q == qid).expect("one of the waiting queues");
             let (w, not_before) = waiting.swap_remove(i);
             wake.push(Reverse((c.max(not_before), w)));
         }
-        None if wake.is_empty() && !waiting.is_empty() => return Err(lost(workers[waiting[0].0].qid)),
+        None if wake.is_empty() => return Err(lost(qids[0])),
         None => {}
     }
     Ok(())
