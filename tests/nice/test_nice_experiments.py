@@ -20,7 +20,8 @@ pytestmark = pytest.mark.skipif(shutil.which("mke2fs") is None or shutil.which("
 def test_experiments_write_json_markdown_and_png(tmp_path, name):
     title, run = EXPERIMENTS[name]
     exp = Experiment("nice", name, title, tmp_path)
-    run(exp, Options(quick=True, seed=1))
+    # Fig. 13's three ISC priorities are measured by its own test below; one setting writes the files.
+    run(exp, Options(quick=True, seed=1, extra={"isc_priority": "above"} if name == "fig13" else {}))
     paths = exp.write()
     assert paths["json"].exists() and paths["markdown"].exists() and paths[name].stat().st_size > 1000
     data = json.loads(paths["json"].read_text())
@@ -87,31 +88,49 @@ def test_fig12_nice_needs_two_reads_at_any_depth_and_fsr_one_more_per_level(tmp_
     assert pts["miss/12"]["fsr_ns"] / pts["miss/12"]["nice_ns"] > pts["miss/4"]["fsr_ns"] / pts["miss/4"]["nice_ns"]
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): ISC reads now compete with the host's reads on the dies; at 8,000 ISC IOPS the coroutine firmware loses 28% of its read throughput (polling 27%); Fig. 13 is re-measured with the ISC-priority switch when NICE is adapted to the scheduler (issue 23)")
 def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(tmp_path):
     title, run = EXPERIMENTS["fig13"]
     exp = Experiment("nice", "fig13", title, tmp_path)
     run(exp, Options(quick=True, seed=1, extra={"isc_iops": "0,8000", "bench_mib": "16"}))
     pts = exp.data["points"]
-    co0, co, po0, po = (pts[f"8T/{s}/{r}"] for s in ("coroutine", "polling") for r in (0, 8000))
-    assert co0["mb_per_s"] == po0["mb_per_s"], "without ISC load the two firmwares serve reads alike"
-    assert co["polling_ms"] == 0 and po["polling_ms"] > 0
-    loss_co, loss_po = 1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"]
-    assert loss_po > loss_co + 0.2, (loss_co, loss_po)
+    loss, isc_ms, cores_spinning = {}, {}, {}
+    for prio in ("above", "equal", "below"):
+        co0, co, po0, po = (pts[f"8T/{prio}/{s}/{r}"] for s in ("coroutine", "polling") for r in (0, 8000))
+        assert co0["mb_per_s"] == po0["mb_per_s"], "without ISC load the two firmwares serve reads alike"
+        assert co["polling_ms"] == 0 and po["polling_ms"] > 0
+        loss[prio] = (1 - co["mb_per_s"] / co0["mb_per_s"], 1 - po["mb_per_s"] / po0["mb_per_s"])
+        isc_ms[prio] = co["isc_ms"]
+        # A53 cores held spinning, on average over the benchmark's run (16 MiB at the measured rate).
+        cores_spinning[prio] = po["polling_ms"] / (16 * 2**20 / (po["mb_per_s"] * 1e6) * 1e3)
+    # The switch: strict levels put ISC reads before (above), beside (equal) or after (below) the host's on the dies,
+    # so the ordinary reads lose more the higher the ISC class, and the ISC requests wait longer the lower it is.
+    co_loss = [loss[p][0] for p in ("above", "equal", "below")]
+    assert co_loss[0] > co_loss[1] > co_loss[2], loss
+    assert isc_ms["above"] < isc_ms["below"], isc_ms
+    # The paper's claim (coroutines keep read throughput that run to completion loses) holds where the polled
+    # requests hold the four A53 cores the reads' page transactions need: ISC below host I/O, where an ISC request's
+    # reads wait behind the host's and its core spins until they are really done.
+    assert cores_spinning["below"] > 2 and loss["below"][1] > loss["below"][0], (cores_spinning, loss)
+    # At the paper's setting (ISC above) the requests' data comes soon enough that the spins hold fewer than the
+    # four cores, so at 8,000 requests/s of a 256 KiB file the two firmwares cost the reads alike (docs/nice.md).
+    assert cores_spinning["above"] < 4, cores_spinning
+    co = pts["8T/above/coroutine/8000"]
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
     # The control (host Reads of the ISC's file at the same rate) takes the same NAND bytes without the in-storage path.
     ctl0, ctl = pts["8T/host reads/0"], pts["8T/host reads/8000"]
-    assert ctl0["mb_per_s"] == co0["mb_per_s"] and ctl["isc_done"] > 0 and ctl["polling_ms"] == 0
+    assert ctl0["mb_per_s"] == pts["8T/above/coroutine/0"]["mb_per_s"] and ctl["isc_done"] > 0 and ctl["polling_ms"] == 0
     assert ctl["mb_per_s"] < ctl0["mb_per_s"], "reading the file takes flash bandwidth from the benchmark"
-    assert co["mb_per_s"] <= ctl["mb_per_s"] and po["mb_per_s"] < co["mb_per_s"]
-    beyond = {c.metric.rsplit(", ", 1)[1]: c.ours for c in exp.comparisons if "beyond host reads" in c.metric}
-    assert set(beyond) == {"coroutine", "polling"} and beyond["coroutine"] < beyond["polling"] - 20
+    beyond = {tuple(c.metric.rsplit(", ", 2)[1:]): c.ours for c in exp.comparisons if "beyond host reads" in c.metric}
+    assert set(beyond) == {(f"ISC {p}", s) for p in ("above", "equal", "below") for s in ("coroutine", "polling")}
+    assert beyond[("ISC below", "coroutine")] < beyond[("ISC below", "polling")]
 
 
 def test_fig13_refuses_an_unknown_wake_up_naming_it(tmp_path):
     title, run = EXPERIMENTS["fig13"]
     with pytest.raises(ValueError, match="wake='sometimes'"):
         run(Experiment("nice", "fig13", title, tmp_path), Options(quick=True, seed=1, extra={"wake": "sometimes"}))
+    with pytest.raises(ValueError, match="isc_priority='sideways'"):
+        run(Experiment("nice", "fig13", title, tmp_path), Options(quick=True, seed=1, extra={"isc_priority": "above,sideways"}))
 
 
 def test_fig14_refuses_an_empty_gpu_batch_naming_it(tmp_path):

@@ -11,9 +11,9 @@
 //! NPE timing per layer (Eqs. 2-4 for the cycles): a layer's weight pages are requested when the previous layer
 //! starts computing (the ping-pong bank fills while the other is used); it starts when its first row of pages (one
 //! page per channel) is in, runs its compute cycles, and cannot end before its last page is in plus one kernel's
-//! compute. Weight reads share the channels with ordinary I/O by the I/O scheduler's turns ([`ChannelShare`]):
-//! each of DLG-x's back-to-back weight pages on a channel leaves the channel free for
-//! `io_pages_between_weight_reads` ordinary page transfers first. GSE timing: the next page to read is known only after the previous expansion's distances, so the reads
+//! compute. Weight reads share the dies with ordinary I/O as a flash class of their own (`cognitive.weights`, the
+//! firmware's `weight_stream_share`): the scheduler's work-conserving round robin gives them their turns when host
+//! reads wait on the same die, and all of it when none do. GSE timing: the next page to read is known only after the previous expansion's distances, so the reads
 //! of one query are sequential; the per-neighbour cycles follow on the GSE.
 
 use crate::error::CognitiveError;
@@ -61,34 +61,6 @@ pub struct TaskCost {
     pub gse_cycles: f64,
 }
 
-/// The I/O scheduler's turns on a channel between DLG-x's weight stream and ordinary I/O (Method B's sharing, paper
-/// Sec. 3.1.3). Commands are booked when submitted, so ordinary I/O submitted while a task runs cannot delay the
-/// task's reads already booked; the turn is therefore left free in advance: a weight read that follows another on
-/// its channel starts sensing so that its transfer comes `free_ns` after the previous one's end. A stream that runs
-/// alone is slowed by that much per back-to-back page (the price of not knowing what ordinary I/O will arrive).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChannelShare {
-    /// Channel time left to ordinary I/O between two back-to-back weight pages.
-    pub free_ns: Time,
-    /// The page's sensing (t_read), overlapped with that free time.
-    pub sense_ns: Time,
-}
-
-impl ChannelShare {
-    pub fn from_params(p: &CognitiveParams) -> ChannelShare {
-        let xfer_s = p.page_size / p.channel_bw;
-        ChannelShare { free_ns: (p.io_pages_between_weight_reads * xfer_s * 1e9).round() as Time, sense_ns: p.t_read.round() as Time }
-    }
-
-    /// When a weight read wanted at `ready` may start, the previous one on its channel having ended at `last`.
-    pub fn ready(&self, last: Option<Time>, ready: Time) -> Time {
-        match last {
-            Some(last) if self.free_ns > 0 => ready.max((last + self.free_ns).saturating_sub(self.sense_ns)),
-            _ => ready,
-        }
-    }
-}
-
 fn weighted_index(timing: &[LayerTiming], i: usize) -> usize {
     timing[..i].iter().filter(|t| t.weight_bytes > 0.0).count()
 }
@@ -96,7 +68,7 @@ fn weighted_index(timing: &[LayerTiming], i: usize) -> usize {
 /// Runs the NPE over `images` (each the model's input size) from `ready`. The weights are read from flash for
 /// every image (DLG-x keeps none of them on chip between queries); the first image's reads also return the bytes
 /// the int8 executor computes with. Returns when the last image's hash layer is done, and per image the hash
-/// layer's int32 accumulators and real values. The clock and the I/O scheduler's turns come from `params`.
+/// layer's int32 accumulators and real values. The clock comes from `params`.
 pub fn hash(
     ctx: &mut ExecCtx<'_>,
     m: &DeployedModel,
@@ -106,10 +78,9 @@ pub fn hash(
     ready: Time,
     cost: &mut TaskCost,
 ) -> Result<(Time, Vec<(Vec<i32>, Vec<f32>)>), Status> {
-    let (cycle_ns, share) = (params.cycle_ns(), ChannelShare::from_params(params));
+    let cycle_ns = params.cycle_ns();
     let ps = ctx.geometry().page_size as usize;
     let column = params.weight_reads == "column";
-    let mut last: Vec<Option<Time>> = vec![None; m.ppns.len()];
     let mut pages: Vec<Vec<Vec<u8>>> = m.ppns.iter().map(|ch| vec![vec![0u8; ps]; ch.len()]).collect();
     let mut t = ready;
     let mut model: Option<QModel> = None;
@@ -120,7 +91,7 @@ pub fn hash(
             let (start, done) = if lt.weight_bytes > 0.0 {
                 let wi = weighted_index(&m.timing, i);
                 let span = if column { m.layout.layers[wi].span(&m.layout.area) } else { whole_pages(m.layout.layers[wi].span(&m.layout.area), ps) };
-                let (first, last) = read_layer(ctx, m, span, prev_start, (share, &mut last), model.is_none().then_some(&mut pages), ps, cost)?;
+                let (first, last) = read_layer(ctx, m, span, prev_start, model.is_none().then_some(&mut pages), ps, cost)?;
                 let start = t.max(first);
                 let computed = ctx.compute(start, npe, 0, lt.compute_cycles);
                 let out_ch = m.skeleton.layers[wi].bias.len().max(1) as f64;
@@ -147,29 +118,24 @@ fn whole_pages((start, end): (usize, usize), ps: usize) -> (usize, usize) {
 }
 
 /// Reads the byte span `[start, end)` of every channel's weight pages (one weighted layer) from `ready`, page by page
-/// (a part of a page as a column read; into `pages` when given), each channel's reads taking turns with ordinary I/O
-/// after the previous weight read on it (`turns`: the share and each channel's last weight read's end). Returns when
-/// the first row (one read per channel) and the last read are in.
-#[allow(clippy::too_many_arguments)]
+/// (a part of a page as a column read; into `pages` when given). Returns when the first row (one read per channel)
+/// and the last read are in.
 fn read_layer(
     ctx: &mut ExecCtx<'_>,
     m: &DeployedModel,
     (start, end): (usize, usize),
     ready: Time,
-    turns: (ChannelShare, &mut [Option<Time>]),
     mut pages: Option<&mut Vec<Vec<Vec<u8>>>>,
     ps: usize,
     cost: &mut TaskCost,
 ) -> Result<(Time, Time), Status> {
-    let (share, channel_last) = turns;
     let (mut first, mut last) = (ready, ready);
     let mut buf = Vec::new();
     for idx in start / ps..end.div_ceil(ps) {
         let (lo, hi) = (start.max(idx * ps) - idx * ps, end.min((idx + 1) * ps) - idx * ps);
         for (ch, ppns) in m.ppns.iter().enumerate() {
             buf.resize(if pages.is_some() { hi - lo } else { 0 }, 0);
-            let r = ctx.read_page_range(share.ready(channel_last[ch], ready), ppns[idx], lo as u64, (hi - lo) as u64, ReadTo::UnitBuffer, &mut buf)?;
-            channel_last[ch] = Some(r.done);
+            let r = ctx.read_page_range(ready, ppns[idx], lo as u64, (hi - lo) as u64, ReadTo::UnitBuffer, &mut buf)?;
             cost.weight_pages += 1;
             cost.weight_bytes += r.moved;
             if idx == start / ps {

@@ -17,9 +17,9 @@
 //!
 //! Method A: the runtime blocks every controller core from dispatch until DLG-x finishes (no ordinary command is
 //! handled meanwhile). Method B: it rings DLG-x's doorbell and polls its status every `poll_interval`, so ordinary
-//! commands run between polls; both share the flash channels with ordinary I/O, DLG-x's back-to-back weight reads
-//! taking turns with it on each channel (the I/O scheduler's `io_pages_between_weight_reads`,
-//! [`crate::dlgx::ChannelShare`]). Each weighted layer's bytes are read from the channels' pages as column reads
+//! commands run between polls; both share the flash with ordinary I/O, DLG-x's weight reads a flash class of their
+//! own (`cognitive.weights`) taking work-conserving turns with it on the dies at their declared share
+//! (`weight_stream_share`; 0: the weight stream first). Each weighted layer's bytes are read from the channels' pages as column reads
 //! of the layer's byte range (`weight_reads = column`) or as whole pages (`page`).
 
 use crate::area::DlgArea;
@@ -32,7 +32,7 @@ use crate::wire::{ConfigTarget, DlgCommand, OP_ANALYSIS, OP_CONFIG, OP_HASHING, 
 use crate::weight_layout::WeightLayout;
 use nearflash_core::config::ExtParams;
 use nearflash_core::ext::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
+use nearflash_core::ext::{AttachCtx, ClassId, DataBuf, ExecCtx, ExtCompletion, Extension, Level, ReadTo, Sqe, Status, UnitHandle, UnitSpec};
 use nearflash_core::SimError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -104,6 +104,8 @@ pub struct CognitiveFirmware {
     overrides: serde_json::Value,
     area: Option<DlgArea>,
     units: Option<(UnitHandle, UnitHandle)>,
+    /// The flash class of DLG-x's weight-stream reads (`weight_stream_share`).
+    weight_class: Option<ClassId>,
     ns_per_instruction: f64,
     model: Option<DeployedModel>,
     instructions: Vec<Instr>,
@@ -127,6 +129,7 @@ impl CognitiveFirmware {
             overrides,
             area: None,
             units: None,
+            weight_class: None,
             ns_per_instruction: 1.0,
             model: None,
             instructions: Vec::new(),
@@ -317,6 +320,9 @@ impl CognitiveFirmware {
         let in_dram = ctx.dram(arrived, u64::from(size));
         let dispatched = ctx.firmware(in_dram, self.params.dispatch_instructions);
         let (npe, _) = self.units.expect("attached");
+        if let Some(class) = self.weight_class {
+            ctx.use_class(class);
+        }
         let images: Vec<&[u8]> = bytes.chunks(input).collect();
         let mut cost = TaskCost::default();
         let m = self.model.as_ref().expect("checked above");
@@ -510,6 +516,9 @@ impl Extension for CognitiveFirmware {
         let c = &ctx.config().controller;
         self.ns_per_instruction = c.cpi.0 * 1e9 / c.core_freq.0;
         self.units = Some((npe, gse));
+        let share = p.weight_stream_share as u32;
+        let (level, weight) = if share == 0 { (Level::Urgent, 1) } else { (Level::Normal, share) };
+        self.weight_class = Some(ctx.flash_class("weights", level, weight)?);
         self.area = Some(area);
         self.params = p;
         Ok(())

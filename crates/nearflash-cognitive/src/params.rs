@@ -60,9 +60,10 @@ nearflash_core::ext_params! {
         /// Page cache the host keeps the graph pages it read from the SSD in (LRU).
         host_page_cache: Bytes = 8, "GiB", "assumed: a quarter of the paper's baseline server's 32 GB DRAM (Sec. 5.2) left to the page cache";
         // --- runtime on the controller cores (firmware extension) ---------------------------------------------------
-        /// Ordinary I/O page transfers the I/O scheduler lets through a channel between two of DLG-x's back-to-back
-        /// weight-page reads on it (DLG-x senses its next page meanwhile); 0: DLG-x's weight stream goes first.
-        io_pages_between_weight_reads: Count = 1, "count", "paper Sec. 3.1.3: the I/O scheduler 'dispatches I/O requests to the basic firmware or the DLG-x' on shared channels, policy not given; assumed: one page each in turn, as a NAND controller serving two queues round robin";
+        /// The declared share of DLG-x's weight-stream reads on the dies they share with ordinary I/O: their flash
+        /// class's weight in the dies' work-conserving round robin against the medium-priority host queues' 2
+        /// (2: one for one); 0: the weight stream goes first (the urgent level).
+        weight_stream_share: Int = 2 in 0..=256, "count", "paper Sec. 3.1.3: the I/O scheduler 'dispatches I/O requests to the basic firmware or the DLG-x' on shared channels, policy not given; assumed: equal turns (the medium host queues' weight), work-conserving, as a controller serving two queues round robin";
         /// How DLG-x reads a weighted layer's bytes from each channel's pages: `column` senses the page and moves
         /// only the ECC codewords holding the layer (ONFI random data out, `nand.t_column_change` before it), as
         /// Eq. 3 counts only weight bytes; `page` moves every page the layer touches whole.

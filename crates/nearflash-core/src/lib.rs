@@ -30,7 +30,7 @@ pub mod ext {
     pub use crate::ctrl::{UnitHandle, UnitSpec};
     pub use crate::device::ext::{build, registered, Registration};
     pub use crate::device::{
-        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashRead, HostCtx, HostEvent, Intercept, OpClass, PageDone,
+        AttachCtx, ExecCtx, ExtCompletion, Extension, FlashEnd, FlashRead, HostCtx, HostEvent, Intercept, OpClass, PageDone,
         PageRead, Placement, PhysAddr, ReadTo,
     };
     pub use crate::engine::Time;

@@ -41,7 +41,7 @@ use nearflash_core::config::ExtParams;
 use nearflash_core::ext::OpClass;
 use crate::source::BlockSource;
 use nearflash_core::ext::Time;
-use nearflash_core::ext::{UnitHandle, UnitSpec};
+use nearflash_core::ext::{ClassId, FlashEnd, UnitHandle, UnitSpec};
 use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,6 +125,10 @@ pub struct NiceFirmware {
     stats: ListStats,
     params: NiceParams,
     r5_unit: Option<UnitHandle>,
+    /// The flash class of ISC requests' work (`isc_priority`).
+    isc_class: Option<ClassId>,
+    /// Polling cores spinning on requests whose flash work had not ended when last looked at.
+    spins: Vec<Spin>,
     /// Sectors read by requests in flight, shared with others (`shared_reads`).
     shared: SharedPages,
     sched: SchedStats,
@@ -140,6 +144,16 @@ struct SchedStats {
     host_shared_sectors: u64,
     /// A53 time spent spinning on flash and FPGA (polling only), ns.
     polling_ns: u64,
+}
+
+/// A polling A53 core spinning on a request: until `tail` after the request's flash work really ends (`end`);
+/// booked until `until` so far.
+#[derive(Debug, Clone, Copy)]
+struct Spin {
+    core: u32,
+    end: FlashEnd,
+    tail: Time,
+    until: Time,
 }
 
 /// Counters of the OOB list, reported.
@@ -175,6 +189,8 @@ impl NiceFirmware {
             shared: SharedPages::new(params.shared_buffer_pages as usize),
             params,
             r5_unit: None,
+            isc_class: None,
+            spins: Vec::new(),
             sched: SchedStats::default(),
             capacity: 0,
             sector: 0,
@@ -316,6 +332,9 @@ impl NiceFirmware {
             let why = format!("SLBA {} + NLB {}: beyond the {} advertised blocks (hyper-addresses are {}..{})", sqe.slba(), sqe.nlb(), 2 * self.capacity, self.capacity, 2 * self.capacity);
             return Err(ctx.explain(Status::LBA_OUT_OF_RANGE, CDW10, why));
         }
+        if let Some(class) = self.isc_class {
+            ctx.use_class(class);
+        }
         let t = ctx.firmware(ctx.start, INVOKE_INSTR);
         let t = self.learn(ctx, t);
         if sqe.slba() == self.capacity {
@@ -376,6 +395,8 @@ impl NiceFirmware {
                         }
                         _ => None,
                     };
+                    // The real end of the request's reads (their returned times are unloaded forecasts).
+                    let end = ctx.flash_end();
                     let (coroutines, interrupts) = (self.params.coroutines(), self.params.interrupts());
                     // The R5's "transfers done": a task-queue message waking the coroutine (interrupts), or seen by
                     // the core that polls (below).
@@ -398,6 +419,7 @@ impl NiceFirmware {
                         let spun = ctx.firmware_on(from, polling_core, instructions_for(ctx, spin));
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
+                        self.spins.push(Spin { core: polling_core, end, tail: until.saturating_sub(read_done), until: spun });
                     }
                     if interrupts && on_fpga {
                         // The FPGA's completion interrupt wakes the coroutine (any core) or the sleeping core.
@@ -407,8 +429,12 @@ impl NiceFirmware {
                             ctx.firmware_on(done, polling_core, self.params.irq_wake_instructions)
                         };
                     }
+                    // What follows the data (the hand-off, the accelerator, the interrupt) follows its real landing,
+                    // which queued work may delay past the forecast; the request's pages are held until then.
+                    let tail = done.saturating_sub(read_done);
+                    ctx.complete_after(end, tail);
                     if self.params.shared_reads {
-                        self.shared.hold_all(read, done);
+                        self.shared.hold_all(read, done, Some((end, tail)));
                     }
                     (value, done)
                 };
@@ -463,6 +489,26 @@ impl NiceFirmware {
         self.sched.isc_shared_sectors += fetch.shared_hits;
         let issued = fetch.last_issue();
         Ok((found.assemble(&pages, self.sector as usize), read_done, issued, std::mem::take(&mut fetch.read)))
+    }
+
+    /// Polling cores still spinning when this command arrives: a spin was booked until its request's forecast end;
+    /// a request whose flash work has not really ended by now (the loop is at the host's clock) holds its core from
+    /// now until at least what follows its data, and one that ended later than forecast held it until then.
+    fn extend_spins(&mut self, ctx: &mut ExecCtx<'_>) {
+        let now = ctx.start;
+        let mut spins = std::mem::take(&mut self.spins);
+        spins.retain_mut(|s| {
+            let ended = ctx.ended(s.end);
+            let target = ended.unwrap_or(now) + s.tail;
+            let from = s.until.max(now);
+            if target > from {
+                let span = target - from;
+                s.until = ctx.firmware_on(from, s.core, instructions_for(ctx, span));
+                self.sched.polling_ns += span;
+            }
+            ended.is_none()
+        });
+        self.spins = spins;
     }
 
     /// An ordinary Read served by the firmware kernel (shared reads on).
@@ -571,6 +617,8 @@ impl Extension for NiceFirmware {
             static_mw: 0.0,
         })?);
         ctx.observe();
+        let (level, weight) = self.params.isc_class();
+        self.isc_class = Some(ctx.flash_class("isc", level, weight)?);
         self.knn_unit = Some(ctx.add_units(&UnitSpec {
             name: "nice.knn".into(),
             count: self.knn_params.query_units as u32,
@@ -583,6 +631,7 @@ impl Extension for NiceFirmware {
     }
 
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>) -> ExtCompletion {
+        self.extend_spins(ctx);
         if sqe.opcode == opcode::READ && sqe.slba() < self.capacity {
             return match self.host_read(ctx, sqe, data) {
                 Ok(done) => ExtCompletion::ok(done),

@@ -36,14 +36,17 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
     let c = &ctx.config().controller;
     let fw_rest = (c.fw_read_instructions.0 - c.fw_other_instructions.0).max(0.0) + ctx.config().ftl.map_instructions.0 * f64::from(nlb);
     let fw = ctx.firmware(t, fw_rest);
-    shared.prune(t);
+    shared.prune(t, |h| ctx.ended(h));
     // Each sector: from the shared buffer (landed time), or in a run of sectors read from flash together.
     let mut landed: Vec<Option<Time>> = vec![None; nlb as usize];
     let mut s = Served::default();
     for (i, slot) in landed.iter_mut().enumerate() {
-        if let Some((at, b)) = shared.take(slba + i as u64, fw, want) {
+        if let Some((at, b, holder)) = shared.take(slba + i as u64, fw, want, |h| ctx.ended(h)) {
             if let Some(b) = b {
                 out[i * ss..(i + 1) * ss].copy_from_slice(&b);
+            }
+            if let Some(h) = holder {
+                ctx.complete_after(h, 0);
             }
             *slot = Some(at.max(fw));
             s.shared_sectors += 1;
@@ -74,15 +77,20 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
     // Each page's data passes DRAM (a flash page in `flash_read`, as on the device's own path) and is DMA'd to the
     // host as soon as it is there.
     page_done.sort_unstable();
+    let last_landed = page_done.last().map_or(fw, |p| p.0);
     let mut done = fw;
     for (at, n, through_dram) in page_done {
         let b = n * ss as u64;
         let in_dram = if through_dram { at } else { ctx.dram(at, 2 * b) };
         done = done.max(ctx.to_host(in_dram, b));
     }
+    // The last page's DMA follows its real landing, which queued work may delay past the forecast.
+    let end = ctx.flash_end();
+    let tail = done.saturating_sub(last_landed);
+    ctx.complete_after(end, tail);
     for (k, l) in landed.iter().enumerate() {
         let bytes = want.then(|| out[k * ss..(k + 1) * ss].to_vec());
-        shared.hold(slba + k as u64, l.unwrap_or(fw), done, bytes);
+        shared.hold(slba + k as u64, l.unwrap_or(fw), done, bytes, Some((end, tail)));
     }
     s.done = done;
     Ok(s)

@@ -15,17 +15,20 @@
 //!   A53 core spins (booked, `polling_ns`) until the data and the accelerator are done. Coroutines with polling
 //!   spin from the hand-off to the R5; run to completion with interrupts spins on the transfers it issued and
 //!   sleeps through the accelerator, the interrupt waking that core.
-//! * **ISC priority**: an ISC request's page reads are all issued as soon as it is located (the paper prioritises
-//!   ISC requests). The device books each command when it is submitted, so a request cannot overtake work already
-//!   booked for earlier ones; a switch that withheld ISC pages for later turns only made both sides slower in
-//!   this model (measured, not kept).
+//! * **ISC priority** (`isc_priority`): the flash work of ISC requests (locating, streaming, learning) is a flash
+//!   class of its own, `nice.isc`, above the host queues' (the urgent level: an ISC read goes before any queued host
+//!   read on its die), equal to them (the normal level, weighted as the medium-priority queues: they take turns), or
+//!   below (the background level: it issues only while no host read waits on the die). Ordinary Reads the kernel
+//!   serves keep their queue's class.
 //! * **Shared reads** (`shared_reads`): pages read for one request stay in the firmware's buffer until that request
 //!   completes; another request (ISC or ordinary Read) that needs the same LBA while it is held takes it from DRAM
 //!   instead of reading the NAND again. The buffer holds `shared_buffer_pages` sectors at most (oldest dropped) and
-//!   a host write to an LBA drops its copy.
+//!   a host write to an LBA drops its copy. "Until it completes" follows the holder's real flash ends
+//!   (`ExecCtx::flash_end`): a copy is held while the holder's reads have not really landed, then for what the
+//!   holder does after them; a request that takes a copy completes no earlier than the copy really landed.
 
 use nearflash_core::ext::Time;
-use nearflash_core::ext::{ExecCtx, ReadTo, Status, UnitHandle};
+use nearflash_core::ext::{ExecCtx, FlashEnd, Level, ReadTo, Status, UnitHandle};
 use std::collections::BTreeMap;
 
 nearflash_core::ext_params! {
@@ -53,6 +56,9 @@ nearflash_core::ext_params! {
         /// task-queue message, the FPGA's completion interrupt) or one A53 core polling their status; "auto" is
         /// interrupts with coroutines and polling with run-to-completion (Fig. 13's two firmwares).
         wake: Choice["auto", "interrupt", "polling"] = "auto", "choice", "NICE Sec. IV-C: 'an interrupt-based wake-up mechanism to release computing resources in the main A53 processor'; polling is the alternative it argues against";
+        /// The flash class of ISC requests' work relative to the host queues' (medium priority): above (urgent
+        /// level), equal (normal level, weighted as the medium queues) or below (background level).
+        isc_priority: Choice["above", "equal", "below"] = "above", "choice", "NICE Sec. IV-C: 'For incoming ISC requests, we prioritize their' processing (the slave coroutines' run queues); equal and below are Fig. 13's other settings of the switch (issue 23)";
         /// The arithmetic of NICE-C's op 6: the FPGA's 8-bit datapath (`quant.rs`) or f32 (for comparison).
         cnn_precision: Choice["int8", "f32"] = "int8", "choice", "assumed: NICE gives no NICE-C precision; 8-bit quantised inference, the element width the NICE-C timing charges (element_bytes = 1)";
     }
@@ -61,6 +67,15 @@ nearflash_core::ext_params! {
 impl NiceParams {
     pub fn coroutines(&self) -> bool {
         self.scheduling == "coroutine"
+    }
+
+    /// The level and weight of the ISC flash class (`isc_priority`).
+    pub fn isc_class(&self) -> (Level, u32) {
+        match self.isc_priority.as_str() {
+            "above" => (Level::Urgent, 1),
+            "below" => (Level::Background, 1),
+            _ => (Level::Normal, MEDIUM_QUEUE_WEIGHT),
+        }
     }
 
     /// Whether waits end by interrupt (else an A53 core polls).
@@ -73,13 +88,22 @@ impl NiceParams {
     }
 }
 
+/// The weight of the medium-priority host queues' flash class (the core's 4:2:1, MQSim's `PRIORITY_OUT_OF_ORDER`):
+/// an ISC class "equal" to the host's takes turns with it one for one.
+const MEDIUM_QUEUE_WEIGHT: u32 = 2;
+
+/// The real end of a holder's flash work and what the holder does after it (ns) before it completes.
+pub type HolderEnd = (FlashEnd, Time);
+
 /// One sector held in the shared-read buffer.
 #[derive(Debug, Clone)]
 struct Held {
     /// When its read lands in DRAM.
     landed: Time,
-    /// Until when the request that read it holds it.
+    /// Until when the request that read it holds it (as forecast).
     release: Time,
+    /// The holder's real flash end: held while it has not ended, then for the holder's tail after it.
+    holder: Option<HolderEnd>,
     /// Its bytes (None: read for timing only; such a copy serves only other timing-only requests).
     bytes: Option<Vec<u8>>,
 }
@@ -96,27 +120,38 @@ impl SharedPages {
         SharedPages { capacity, ..Default::default() }
     }
 
-    /// A held copy of `lba` that a request issued at `t` may use: (when it is in DRAM, its bytes if wanted).
-    /// `Some((landed, None))` only when `want_bytes` is false.
-    pub fn take(&mut self, lba: u64, t: Time, want_bytes: bool) -> Option<(Time, Option<Vec<u8>>)> {
+    /// A held copy of `lba` that a request issued at `t` may use: (when it is in DRAM as forecast, its bytes if
+    /// wanted, the holder's real flash end to wait for). `Some((landed, None, _))` only when `want_bytes` is false.
+    /// `ended` says when a holder's flash work really ended (`ExecCtx::ended`).
+    pub fn take(&mut self, lba: u64, t: Time, want_bytes: bool, ended: impl Fn(FlashEnd) -> Option<Time>) -> Option<(Time, Option<Vec<u8>>, Option<FlashEnd>)> {
         let h = self.held.get(&lba)?;
-        if h.release < t || (want_bytes && h.bytes.is_none()) {
+        if Self::released(h, &ended) < t || (want_bytes && h.bytes.is_none()) {
             return None;
         }
-        Some((h.landed, if want_bytes { h.bytes.clone() } else { None }))
+        Some((h.landed, if want_bytes { h.bytes.clone() } else { None }, h.holder.map(|(e, _)| e)))
     }
 
-    /// Holds `lba` (landed at `landed`) until `release`; a copy already held longer is kept.
-    pub fn hold(&mut self, lba: u64, landed: Time, release: Time, bytes: Option<Vec<u8>>) {
+    /// When a held copy is released: its holder's forecast completion, or the holder's tail after its real flash
+    /// end (never while that end is not reached).
+    fn released(h: &Held, ended: &impl Fn(FlashEnd) -> Option<Time>) -> Time {
+        match h.holder {
+            None => h.release,
+            Some((end, tail)) => ended(end).map_or(Time::MAX, |t| h.release.max(t + tail)),
+        }
+    }
+
+    /// Holds `lba` (landed at `landed`) until `release` (as forecast; `holder`: until the holder's real end); a copy
+    /// already held longer is kept.
+    pub fn hold(&mut self, lba: u64, landed: Time, release: Time, bytes: Option<Vec<u8>>, holder: Option<HolderEnd>) {
         if self.capacity == 0 {
             return;
         }
         if let Some(h) = self.held.get(&lba) {
-            if h.release >= release && (h.bytes.is_some() || bytes.is_none()) {
+            if h.release >= release && h.holder.is_none() && (h.bytes.is_some() || bytes.is_none()) {
                 return;
             }
         }
-        self.held.insert(lba, Held { landed, release, bytes });
+        self.held.insert(lba, Held { landed, release, bytes, holder });
         if self.held.len() > self.capacity {
             // Drop the copies released first (the buffer is a bounded pool of DRAM pages).
             let mut by_release: Vec<(Time, u64)> = self.held.iter().map(|(&l, h)| (h.release, l)).collect();
@@ -128,17 +163,17 @@ impl SharedPages {
         }
     }
 
-    /// Holds every (LBA, landed, bytes) a request read until `release` (its completion).
-    pub fn hold_all(&mut self, read: Vec<(u64, Time, Vec<u8>)>, release: Time) {
+    /// Holds every (LBA, landed, bytes) a request read until `release` (its completion; `holder`: its real end).
+    pub fn hold_all(&mut self, read: Vec<(u64, Time, Vec<u8>)>, release: Time, holder: Option<HolderEnd>) {
         for (lba, landed, bytes) in read {
-            self.hold(lba, landed, release, Some(bytes));
+            self.hold(lba, landed, release, Some(bytes), holder);
         }
     }
 
     /// Drops copies released before `now` (no request issued later can use them).
-    pub fn prune(&mut self, now: Time) {
+    pub fn prune(&mut self, now: Time, ended: impl Fn(FlashEnd) -> Option<Time>) {
         if self.held.len() > 1024 {
-            self.held.retain(|_, h| h.release >= now);
+            self.held.retain(|_, h| Self::released(h, &ended) >= now);
         }
     }
 
@@ -187,9 +222,13 @@ impl<'s> Fetcher<'s> {
 
     /// Reads sector `lba` into `out` (issued no earlier than `ready`); returns when it is in controller DRAM.
     pub fn read(&mut self, ctx: &mut ExecCtx<'_>, lba: u64, ready: Time, out: &mut [u8]) -> Result<Time, Status> {
-        if let Some((landed, Some(bytes))) = self.shared.as_deref_mut().and_then(|s| s.take(lba, ready, true)) {
+        let shared = self.shared.as_deref_mut().and_then(|s| s.take(lba, ready, true, |h| ctx.ended(h)));
+        if let Some((landed, Some(bytes), holder)) = shared {
             out.copy_from_slice(&bytes);
             self.shared_hits += 1;
+            if let Some(h) = holder {
+                ctx.complete_after(h, 0);
+            }
             return Ok(ctx.dram(landed.max(ready), out.len() as u64));
         }
         let issued = match self.seq {
@@ -228,7 +267,12 @@ mod tests {
         let mut q = p.clone();
         q.apply_json_object(&serde_json::json!({"scheduling": "polling", "shared_reads": false}), &[]).unwrap();
         assert!(!q.coroutines() && !q.shared_reads);
-        for bad in [serde_json::json!({"scheduling": "fifo"}), serde_json::json!({"r5_cores": 3}), serde_json::json!({"nope": 1}), serde_json::json!({"shared_buffer_pages": -1}), serde_json::json!([1])] {
+        assert_eq!(p.isc_class(), (Level::Urgent, 1), "the paper prioritises ISC requests");
+        for (setting, level) in [("equal", Level::Normal), ("below", Level::Background)] {
+            q.apply_json_object(&serde_json::json!({ "isc_priority": setting }), &[]).unwrap();
+            assert_eq!(q.isc_class().0, level);
+        }
+        for bad in [serde_json::json!({"scheduling": "fifo"}), serde_json::json!({"r5_cores": 3}), serde_json::json!({"nope": 1}), serde_json::json!({"shared_buffer_pages": -1}), serde_json::json!({"isc_priority": "top"}), serde_json::json!([1])] {
             assert!(NiceParams::default().apply_json_object(&bad, &[]).is_err(), "{bad}");
         }
         let sec: toml::Table = toml::from_str(&NiceParams::section_toml()).unwrap();
@@ -238,19 +282,20 @@ mod tests {
     #[test]
     fn held_sectors_are_shared_only_while_held_and_not_after_a_write() {
         let mut s = SharedPages::new(8);
-        s.hold(5, 100, 1000, Some(vec![7; 4]));
-        s.hold(6, 100, 1000, None);
-        assert_eq!(s.take(5, 500, true), Some((100, Some(vec![7; 4]))));
-        assert_eq!(s.take(6, 500, true), None, "a timing-only copy has no bytes to give");
-        assert_eq!(s.take(6, 500, false), Some((100, None)));
-        assert_eq!(s.take(5, 1001, true), None, "released");
+        let never = |_| None;
+        s.hold(5, 100, 1000, Some(vec![7; 4]), None);
+        s.hold(6, 100, 1000, None, None);
+        assert_eq!(s.take(5, 500, true, never), Some((100, Some(vec![7; 4]), None)));
+        assert_eq!(s.take(6, 500, true, never), None, "a timing-only copy has no bytes to give");
+        assert_eq!(s.take(6, 500, false, never), Some((100, None, None)));
+        assert_eq!(s.take(5, 1001, true, never), None, "released");
         s.invalidate(5, 6);
-        assert_eq!(s.take(5, 500, false), None, "the host wrote it");
+        assert_eq!(s.take(5, 500, false, never), None, "the host wrote it");
         for l in 10..30 {
-            s.hold(l, 0, l, None);
+            s.hold(l, 0, l, None, None);
         }
         assert!(s.len() <= 8, "bounded: {}", s.len());
-        assert!(s.take(29, 0, false).is_some(), "the copies released last are kept");
+        assert!(s.take(29, 0, false, never).is_some(), "the copies released last are kept");
         assert_eq!(SharedPages::new(0).len(), 0);
     }
 }

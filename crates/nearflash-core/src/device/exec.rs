@@ -61,6 +61,13 @@ pub struct FlashRead {
     pub pages: Vec<PageDone>,
 }
 
+/// The real end of flash work a command entered ([`ExecCtx::flash_end`]). The times `ExecCtx`'s flash calls return
+/// are forecasts (the dies unloaded); this handle names when the work really ends, which the event loop learns
+/// later. It may be kept across commands: a later command asks whether it has ended (`ended`) or waits for it
+/// (`complete_after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlashEnd(At);
+
 /// Where a physical page sits in the array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhysAddr {
@@ -134,6 +141,30 @@ impl ExecCtx<'_> {
                 self.pending.push(at);
                 self.core.forecast.as_ref().map_or(floor, |f| f.time_of(at, &self.core.flow, floor))
             }
+        }
+    }
+
+    /// A handle on the real end of every flash transaction this command has entered so far (and of what its calls
+    /// booked after them), whatever their forecasts said.
+    pub fn flash_end(&mut self) -> FlashEnd {
+        let pending = self.pending.clone();
+        FlashEnd(self.core.max_all(At::ZERO, &pending))
+    }
+
+    /// When the flash work `h` names really ended, once the event loop has reached it; `None` while some of it is
+    /// still queued or running at the loop's clock, which is the host's clock when this command was submitted. (A
+    /// handle of work long gone reads as ended at 0.)
+    pub fn ended(&self, h: FlashEnd) -> Option<Time> {
+        self.core.flow.value(h.0)
+    }
+
+    /// This command completes no earlier than `ns` after the real end of `h`: what follows data that may land later
+    /// than forecast (an accelerator's pass after this command's reads, or data it shares with another command still
+    /// reading it).
+    pub fn complete_after(&mut self, h: FlashEnd, ns: Time) {
+        match self.core.flow.value(h.0) {
+            Some(t) => self.pending.push(At::at(t + ns)),
+            None => self.pending.push(h.0 + ns),
         }
     }
 

@@ -19,7 +19,7 @@ mod report;
 mod timing;
 
 pub use self::core::DeviceCore;
-pub use exec::{ExecCtx, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
+pub use exec::{ExecCtx, FlashEnd, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, Report, SchedReport};

@@ -13,6 +13,10 @@ int16 embedding file, issued by one more thread at a fixed rate (up to `isc_dept
 comes while that many are in flight waits). Virtual time advances in `step_us` steps; the throughput is bytes read
 over the virtual time the benchmark took.
 
+The ISC-priority switch (`isc_priority`, NICE's flash class relative to the host queues'): above (the paper's "we
+prioritize" ISC requests, Sec. IV-C), equal or below; each setting is a full set of the series (`--set
+isc_priority=above,equal,below`, all three by default).
+
 A control series ("host reads") replaces each ISC request by an ordinary Read of the same file's blocks on the
 coroutine firmware, at the same rate and depth: the NAND bytes an ISC request takes, without the in-storage path. The
 ordinary reads' loss under it is what any reader of that file would cost them; what ISC costs beyond it is the
@@ -40,6 +44,14 @@ K = 128
 #: The series: NICE's firmware, run to completion, and the control (ordinary Reads of the ISC's file, coroutines).
 CONTROL = "host reads"
 SERIES = ("coroutine", "polling", CONTROL)
+#: The ISC-priority switch's settings; the paper prioritises ISC requests (Sec. IV-C).
+PRIORITIES = ("above", "equal", "below")
+PAPER_PRIORITY = "above"
+
+
+def _key(threads: int, prio: str, sched: str, rate) -> str:
+    """A point's name: the control series is named without a priority (ordinary Reads keep their queue's class)."""
+    return f"{threads}T/{sched}/{rate}" if sched == CONTROL else f"{threads}T/{prio}/{sched}/{rate}"
 
 
 def _runs(blocks: list[int], n: int) -> list[tuple[int, int]]:
@@ -54,10 +66,10 @@ def _runs(blocks: list[int], n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _device(image: bytes, scheduling: str, threads: int, wake: str = "auto") -> Device:
+def _device(image: bytes, scheduling: str, threads: int, wake: str = "auto", isc_priority: str = PAPER_PRIORITY) -> Device:
     # One queue per benchmark thread plus the ISC issuer's (the preset's 16 covers the paper's 16T16Q alone).
     dev = Device(None, preset=PRESET, max_queues=max(16, threads + 1), **SHRINK)
-    dev.attach("nice", scheduling=scheduling, wake=wake)
+    dev.attach("nice", scheduling=scheduling, wake=wake, isc_priority=isc_priority)
     bs = dev.lba_bytes
     buf = np.frombuffer(image + b"\0" * ((-len(image)) % bs), dtype=np.uint8)
     for off in range(0, buf.size, 1 << 20):
@@ -144,6 +156,10 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
     wake = option(opts, "wake", "auto", "auto")
     if wake not in ("auto", "interrupt", "polling"):
         raise ValueError(f"wake={wake!r}: auto, interrupt or polling")
+    prios = option(opts, "isc_priority", list(PRIORITIES), list(PRIORITIES))
+    for p in prios:
+        if p not in PRIORITIES:
+            raise ValueError(f"isc_priority={p!r}: one or more of {', '.join(PRIORITIES)}")
     d = 16
     rng = np.random.default_rng(opts.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,39 +180,49 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
         block = bytes([OP_KNN, 16]) + struct.pack("<HHH", d, K, 0) + q.astype("<i4").tobytes()
         points, rows = {}, []
         for threads in modes:
-            for sched in SERIES:
-                dev = _device(image, "coroutine" if sched == CONTROL else sched, threads, wake)
-                for rate in exp.steps(rates):
-                    if sched == CONTROL:
-                        dev.advance(1_000_000_000)
-                        request = (head, len(emb_blocks))
-                    else:
-                        request = _bind(dev, head, block)
-                    r = _run(dev, runs, request, threads, rate, bench_mib << 20, isc_depth, step_ns)
-                    points[f"{threads}T/{sched}/{rate}"] = r
-                    rows.append([f"{threads}T{threads}Q", sched, rate, r["mb_per_s"], r["isc_done"],
-                                 r["isc_ms"], r["polling_ms"], r["isc_shared_sectors"]])
-                points[f"{threads}T/{sched}/alone"] = _alone(dev, request)
-                dev.close()
+            for prio in prios:
+                for sched in SERIES:
+                    if sched == CONTROL and prio != prios[0]:
+                        continue  # ordinary Reads keep their queue's class: the control is the same at every setting
+                    dev = _device(image, "coroutine" if sched == CONTROL else sched, threads, wake, prio)
+                    for rate in exp.steps(rates):
+                        if sched == CONTROL:
+                            dev.advance(1_000_000_000)
+                            request = (head, len(emb_blocks))
+                        else:
+                            request = _bind(dev, head, block)
+                        r = _run(dev, runs, request, threads, rate, bench_mib << 20, isc_depth, step_ns)
+                        points[_key(threads, prio, sched, rate)] = r
+                        rows.append([f"{threads}T{threads}Q", "-" if sched == CONTROL else prio, sched, rate,
+                                     r["mb_per_s"], r["isc_done"], r["isc_ms"], r["polling_ms"],
+                                     r["isc_shared_sectors"]])
+                    points[_key(threads, prio, sched, "alone")] = _alone(dev, request)
+                    dev.close()
     exp.table("Ordinary 256 KiB read throughput (MB/s) under ISC load; ISC = NICE-K over a "
               f"{file_kib} KiB int16 file (D = {d}, K = {K})",
-              ["mode", "firmware", "ISC IOPS (offered)", "read MB/s", "ISC done", "ISC latency (ms)",
+              ["mode", "ISC priority", "firmware", "ISC IOPS (offered)", "read MB/s", "ISC done", "ISC latency (ms)",
                "A53 spinning (ms)", "ISC sectors shared"], rows)
     exp.record("points", points)
+    top = max(rates)
     for threads in modes:
-        top = max(rates)
-        base = {s: points[f"{threads}T/{s}/0"]["mb_per_s"] if 0 in rates else None for s in SERIES}
-        for s in SERIES:
-            if base[s]:
-                loss = 1 - points[f"{threads}T/{s}/{top}"]["mb_per_s"] / base[s]
-                exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS, {s}", 100 * loss,
-                            None, "%")
-        for s in ("coroutine", "polling"):
-            beyond = 1 - points[f"{threads}T/{s}/{top}"]["mb_per_s"] / points[f"{threads}T/{CONTROL}/{top}"]["mb_per_s"]
-            exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS beyond host reads of the same "
-                        f"bytes, {s}", 100 * beyond, None, "%",
-                        "what the in-storage path costs the ordinary reads beyond the NAND bytes it reads")
-        co, po = points[f"{threads}T/coroutine/alone"], points[f"{threads}T/polling/alone"]
+        ctl = {r: points[_key(threads, prios[0], CONTROL, r)]["mb_per_s"] for r in rates}
+        for prio in prios:
+            pts = {(s, r): points[_key(threads, prio, s, r)]["mb_per_s"] for s in SERIES for r in rates
+                   if s != CONTROL}
+            for s in SERIES:
+                base = ctl[0] if s == CONTROL else pts.get((s, 0))
+                if base and (s != CONTROL or prio == prios[0]):
+                    got = ctl[top] if s == CONTROL else pts[(s, top)]
+                    label = "ordinary Reads" if s == CONTROL else f"ISC {prio}"
+                    exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS, {s} ({label})",
+                                100 * (1 - got / base), None, "%")
+            for s in ("coroutine", "polling"):
+                beyond = 1 - pts[(s, top)] / ctl[top]
+                exp.compare(f"{threads}T{threads}Q read throughput loss at {top} ISC IOPS beyond host reads of the "
+                            f"same bytes, ISC {prio}, {s}", 100 * beyond, None, "%",
+                            "what the in-storage path costs the ordinary reads beyond the NAND bytes it reads")
+        co, po = (points[_key(threads, PAPER_PRIORITY if PAPER_PRIORITY in prios else prios[0], s, "alone")]
+                  for s in ("coroutine", "polling"))
         exp.compare("ISC task latency alone, with / without scheduling", co / po, PAPER_ISC_MS[0] / PAPER_ISC_MS[1], "x",
                     f"{co * 1e3:.0f} us vs {po * 1e3:.0f} us (paper: 20.78 ms vs 19.5 ms, their ratio)",
                     reference="paper-derived")
@@ -204,16 +230,21 @@ def run_fig13(exp: Experiment, opts: Options) -> None:
              "on a mke2fs image copied in with ordinary Writes; the benchmark reads bench_mib (paper: 615 MB)")
     exp.note(f"wake-up: {wake} (--set wake=interrupt|polling applies one to both firmwares; auto is interrupts with "
              "coroutines and polling with run to completion)")
+    exp.note(f"ISC priority (NICE's flash class against the host queues'): {', '.join(prios)}; the paper "
+             "prioritises ISC requests (Sec. IV-C), so 'above' is its setting; ordinary Reads keep their queue's class "
+             "(the control series is run once)")
     exp.note("the paper gives no ISC task or rates; ours is NICE-K over a small file so that ISC requests are "
              "short and many, and each is issued as it comes due (up to isc_depth in flight)")
     fig, axes = exp.figure("fig13", 5.5 * len(modes), 4.2, ncols=len(modes))
     axes = np.atleast_1d(axes)
+    styles = {"above": "-", "equal": "-.", "below": ":"}
     for ax, threads in zip(axes, modes):
-        for s, m, label in (("coroutine", "o", "with scheduling (coroutine)"),
-                            ("polling", "s", "without scheduling (polling)"),
-                            (CONTROL, "^", "control: host reads of the ISC's file")):
-            ax.plot(rates, [points[f"{threads}T/{s}/{r}"]["mb_per_s"] for r in rates], marker=m, label=label,
-                    linestyle="--" if s == CONTROL else "-")
+        for prio in prios:
+            for s, m, label in (("coroutine", "o", "coroutine"), ("polling", "s", "polling")):
+                ax.plot(rates, [points[_key(threads, prio, s, r)]["mb_per_s"] for r in rates], marker=m,
+                        label=f"{label}, ISC {prio}", linestyle=styles[prio])
+        ax.plot(rates, [points[_key(threads, prios[0], CONTROL, r)]["mb_per_s"] for r in rates], marker="^",
+                label="control: host reads of the ISC's file", linestyle="--", color="grey")
         ax.set(title=f"Fig. 13: {threads}T{threads}Q, 256 KiB reads", xlabel="ISC IOPS offered",
                ylabel="ordinary read MB/s")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
