@@ -80,9 +80,17 @@ def test_quick_experiments_write_their_outputs(tmp_path):
     if not programs.have_clang():
         pytest.skip("clang is not installed (apt-get install clang)")
     assert main(["experiment", "programs", "all", "--quick", "--out", str(tmp_path)]) == 0
-    for name in ("compare", "scaling"):
+    for name in ("compare", "scaling", "sqlite"):
         for ext in ("json", "md", "png"):
             assert (tmp_path / "programs" / f"{name}.{ext}").exists()
+    # SQLite lookups: every answer checked against sqlite3 (the run raises otherwise); at depth 3 and more, in
+    # storage beats the cold host path by at least the ratio the preset predicts, and a warm host cache wins
+    lookups = json.loads((tmp_path / "programs" / "sqlite.json").read_text())["data"]["results"]
+    assert sorted({r["depth"] for r in lookups.values()}) == [2, 3, 4]
+    for r in lookups.values():
+        if r["depth"] >= 3:
+            assert r["host_cold_us"] / r["storage_us"] >= r["predicted"]["ratio"] * 0.99, r
+        assert r["host_warm_us"] < r["storage_us"], r
     scaling = json.loads((tmp_path / "programs" / "scaling.json").read_text())
     for f in scaling["data"]["fits"].values():
         assert f["ns_per_instruction"] == pytest.approx(f["expected"], rel=0.01)

@@ -12,7 +12,9 @@
 //! A command that fails validation changes nothing. SLM, range sets and programs are volatile (controller DRAM).
 
 use crate::fixed;
+use crate::flash_reads::DeviceReads;
 use crate::params::ProgramsParams;
+use crate::program::reads::{ReadLimits, Reads};
 use crate::program::{self, Fault, Program};
 use crate::slm::{MemoryRange, Slm};
 use crate::status::{self, Refusal};
@@ -75,6 +77,11 @@ pub struct Stats {
     pub last_result: u64,
     pub last_run_ns: u64,
     pub last_fault: Option<String>,
+    /// Flash reads of programs (helpers), their bytes, those that met an uncorrectable page, and the last run's.
+    pub flash_reads: u64,
+    pub flash_read_bytes: u64,
+    pub flash_read_errors: u64,
+    pub last_flash_reads: u64,
 }
 
 /// The extension.
@@ -335,6 +342,12 @@ impl ProgramsFirmware {
             let why = format!("{} bytes of parameter data: expected at most {}", params.len(), self.params.max_param_bytes);
             return refuse(ctx, Refusal::field(DLEN, why), t);
         }
+        // Ranges of the NVM namespace name the blocks the program may read (`program::reads`); the others are SLM.
+        let (flash, ranges): (Vec<MemoryRange>, Vec<MemoryRange>) = ranges.into_iter().partition(|r| r.nsid == wire::nsid::NVM);
+        let extents = match Self::extents(&flash, ctx.lba_bytes(), ctx.lbas()) {
+            Ok(x) => x,
+            Err(r) => return refuse(ctx, r, t),
+        };
         let arrived = if e.dlen > 0 { ctx.from_host(t, u64::from(e.dlen)) } else { t };
         let dispatched = ctx.firmware(arrived, self.params.execute_dispatch_instructions);
         let mut views = self.slm.views(&ranges);
@@ -360,9 +373,19 @@ impl ProgramsFirmware {
             };
         };
         let program: &Program = program;
-        let run = program.run(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget);
+        let lba_bytes = ctx.lba_bytes();
+        let limits = ReadLimits { extents: extents.clone(), budget: self.params.read_budget, max_bytes: self.params.max_read_bytes as u64 };
+        let path = DeviceReads { ctx: &mut *ctx, native_per_ebpf: self.params.native_per_ebpf_instruction };
+        let mut reads = Reads::new(path, limits, dispatched);
+        let run = program.run_with(&mut views, params, (e.cparam1, e.cparam2), self.params.instruction_budget, (lba_bytes, &extents), Some(&mut reads));
+        // The instructions in segments between helper calls, each from when the program could go on.
+        let computed = reads.finish(run.instructions);
+        let r = reads.stats;
+        self.stats.flash_reads += r.reads;
+        self.stats.flash_read_bytes += r.bytes;
+        self.stats.flash_read_errors += r.failed;
+        self.stats.last_flash_reads = r.reads;
         let bytes: u64 = ranges.iter().map(|r| u64::from(r.length)).sum();
-        let computed = ctx.firmware(dispatched, run.instructions as f64 * self.params.native_per_ebpf_instruction);
         let streamed = if bytes > 0 { ctx.dram(dispatched, bytes) } else { dispatched };
         let done = computed.max(streamed);
         self.stats.executions += 1;
@@ -380,7 +403,8 @@ impl ProgramsFirmware {
                 self.stats.last_fault = Some(format!("{f:?}"));
                 let s = match f {
                     Fault::OutOfRange(_) => status::INVALID_MEMORY_RANGE_SET,
-                    Fault::Budget => status::INSUFFICIENT_RESOURCES,
+                    Fault::ReadOutside(_) => Status::LBA_OUT_OF_RANGE,
+                    Fault::Budget | Fault::ReadBudget(_) => status::INSUFFICIENT_RESOURCES,
                     _ => status::INVALID_PROGRAM_DATA,
                 };
                 let why = match f {
@@ -391,6 +415,26 @@ impl ProgramsFirmware {
                 ExtCompletion { status: s, dw0: f.code(), done }
             }
         }
+    }
+
+    /// The `(first LBA, blocks)` of the NVM-namespace ranges of an Execute Program: whole blocks inside the
+    /// namespace (`lbas` blocks of `lba_bytes`), else Invalid Memory Range Set.
+    fn extents(flash: &[MemoryRange], lba_bytes: u64, lbas: u64) -> Result<Vec<(u64, u64)>, Refusal> {
+        flash
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (slba, nlb) = (r.sb / lba_bytes, u64::from(r.length) / lba_bytes);
+                if r.sb % lba_bytes != 0 || u64::from(r.length) % lba_bytes != 0 || nlb == 0 || slba.saturating_add(nlb) > lbas {
+                    let why = format!(
+                        "NVM range {i}: {} bytes from byte {}: expected whole {lba_bytes}-byte blocks inside the namespace's {lbas}",
+                        r.length, r.sb
+                    );
+                    return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, why));
+                }
+                Ok((slba, nlb))
+            })
+            .collect()
     }
 
     fn memory_copy(&mut self, ctx: &mut ExecCtx<'_>, c: MemoryCopy, data: DataBuf<'_>) -> ExtCompletion {

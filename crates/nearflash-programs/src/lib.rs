@@ -12,6 +12,7 @@
 
 pub mod firmware;
 pub mod fixed;
+pub mod flash_reads;
 pub mod host;
 pub mod params;
 pub mod program;

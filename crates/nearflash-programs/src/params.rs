@@ -43,6 +43,10 @@ nearflash_core::ext_params! {
         sls_unit_lanes: Real = 4, "ops/cycle", "assumed: a 128-bit adder (4 fp32 lanes), the width of a Cortex-A9 NEON unit on RecSSD's Cosmos+ controller";
         /// Energy per SLS unit cycle.
         sls_unit_pj_per_cycle: Energy = 50, "pJ", "assumed: a quarter of the 192 pJ an embedded core spends per instruction (iSSD Fig. 10), for a datapath without fetch and decode";
+        /// Flash reads (helpers `nf_read`, `nf_read_start`) one run may issue; past it the run stops with Insufficient Resources.
+        read_budget: Int = 4096 in 0..=1000000000, "count", "assumed: bounds a run's flash work as instruction_budget bounds its compute; a B-tree lookup reads its depth (2-5 pages), a scan of 4096 leaf pages of 4 KiB reads 16 MiB";
+        /// Largest single flash read of a program (bytes, across blocks).
+        max_read_bytes: Bytes = 64, "KiB", "SQLite's largest page (65536 bytes), so that any B-tree page is one read";
         /// Logical blocks per flash read a Memory Copy issues (reads of one range are split into these).
         copy_chunk_blocks: Int = 256 in 1..=65536, "count", "assumed: 1 MiB of 4 KiB blocks, a firmware's maximum transfer per internal read";
     }

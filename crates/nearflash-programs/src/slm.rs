@@ -112,16 +112,20 @@ impl Slm {
             return Err(self.too_many(ranges.len()));
         }
         for (i, r) in ranges.iter().enumerate() {
-            if r.nsid != nsid::SLM {
-                let why = format!("memory range {i}: NSID {} is not the SLM namespace ({})", r.nsid, nsid::SLM);
+            if r.nsid != nsid::SLM && r.nsid != nsid::NVM {
+                let why = format!("memory range {i}: NSID {}: expected the SLM namespace ({}) or, for blocks a program reads, the NVM namespace ({})", r.nsid, nsid::SLM, nsid::NVM);
                 return Err(Refusal::new(status::INVALID_MEMORY_NAMESPACE, None, why));
             }
-            if r.length == 0 || r.end() > self.capacity() {
+            if r.nsid == nsid::NVM && r.length == 0 {
+                return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, format!("memory range {i}: 0 bytes of the NVM namespace: expected 1 or more")));
+            }
+            if r.nsid == nsid::SLM && (r.length == 0 || r.end() > self.capacity()) {
                 let why = format!("memory range {i}: {} bytes from {}: expected 1 or more bytes inside the {}-byte SLM", r.length, r.sb, self.capacity());
                 return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, why));
             }
         }
-        let mut sorted: Vec<_> = ranges.to_vec();
+        // Only memory can overlap harmfully (blocks of the NVM namespace are read, never written).
+        let mut sorted: Vec<_> = ranges.iter().filter(|r| r.nsid == nsid::SLM).copied().collect();
         sorted.sort_by_key(|r| r.sb);
         if let Some(w) = sorted.windows(2).find(|w| w[0].end() > w[1].sb) {
             let why = format!("memory ranges {}..{} and {}..{} overlap", w[0].sb, w[0].end(), w[1].sb, w[1].end());
@@ -205,7 +209,7 @@ mod tests {
         assert_eq!(s.create_set(vec![r(0, 0)]).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET), "empty range");
         assert_eq!(s.create_set(vec![r(0, 10), r(9, 1)]).map_err(|r| r.status), Err(status::OVERLAPPING_MEMORY_RANGES));
         assert_eq!(s.create_set(vec![r(0, 1); 4]).map_err(|r| r.status), Err(status::MAX_MEMORY_RANGES_EXCEEDED));
-        let other = MemoryRange { nsid: nsid::NVM, sb: 0, length: 1 };
+        let other = MemoryRange { nsid: nsid::COMPUTE, sb: 0, length: 1 };
         assert_eq!(s.create_set(vec![other]).map_err(|r| r.status), Err(status::INVALID_MEMORY_NAMESPACE));
         assert_eq!(s.create_set(vec![r(u64::MAX - 2, 8)]).map_err(|r| r.status), Err(status::INVALID_MEMORY_RANGE_SET), "wrapping end");
         assert_eq!(s.create_set(vec![r(8, 8)]), Ok(1), "lowest free id");

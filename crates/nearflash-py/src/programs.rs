@@ -37,6 +37,8 @@ fn fault_name(f: &Fault) -> String {
         Fault::Arithmetic => "arithmetic".into(),
         Fault::CallDepth => "call_depth".into(),
         Fault::Other(why) => format!("other: {why}"),
+        Fault::ReadOutside(why) => format!("read_outside: {why}"),
+        Fault::ReadBudget(n) => format!("read_budget: more than {n} reads"),
     }
 }
 
@@ -83,7 +85,7 @@ fn read_slm(dev: &mut PyDevice, qid: u16, sb: u64, mut out_: PyReadwriteArray1<'
 }
 
 #[pyfunction]
-#[pyo3(signature = (dev, qid, pind, rsid, ranges, params, cparam1, cparam2))]
+#[pyo3(signature = (dev, qid, pind, rsid, ranges, params, cparam1, cparam2, flash = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn execute(
     dev: &mut PyDevice,
@@ -94,6 +96,7 @@ fn execute(
     params: &[u8],
     cparam1: u64,
     cparam2: u64,
+    flash: Vec<(u64, u64)>,
 ) -> PyResult<Outcome> {
     let r = match (rsid, ranges) {
         (Some(id), None) => Ranges::Set(id),
@@ -101,7 +104,7 @@ fn execute(
         (None, None) => Ranges::Inline(Vec::new()),
         (Some(_), Some(_)) => return Err(bad("give either a range set or inline ranges, not both")),
     };
-    host::execute(device_mut(dev)?, qid, pind, &r, params, (cparam1, cparam2)).map(out).map_err(to_py)
+    host::execute_reading(device_mut(dev)?, qid, pind, &r, &flash, params, (cparam1, cparam2)).map(out).map_err(to_py)
 }
 
 /// The resources data structure (Identify), as a dict.
@@ -189,6 +192,42 @@ fn host_run(
     })
 }
 
+/// The host path of a program that reads flash: each run's reads as Read commands through the kernel stack (or
+/// page-cache hits for the blocks of `warm`, read into the cache first), its instructions on a host core. Per run
+/// of `runs` (`(params, cparam1, cparam2)`): (result or None, fault or None, instructions, latency ns, reads,
+/// cache hits).
+#[pyfunction]
+#[pyo3(signature = (dev, qid, elf, flash, runs, warm = Vec::new()))]
+fn host_runs_reading(
+    dev: &mut PyDevice,
+    qid: u16,
+    elf: &[u8],
+    flash: Vec<(u64, u64)>,
+    runs: Vec<(Vec<u8>, u64, u64)>,
+    warm: Vec<u64>,
+) -> PyResult<Vec<(Option<u64>, Option<String>, u64, u64, u64, u64)>> {
+    let p = prepared(elf)?;
+    let d = ProgramsParams::default();
+    if flash.len() > program::vm::MAX_EXTENTS {
+        return Err(bad(format!("flash: at most {} ranges", program::vm::MAX_EXTENTS)));
+    }
+    let limits = program::reads::ReadLimits { extents: flash, budget: d.read_budget, max_bytes: d.max_read_bytes as u64 };
+    let runs: Vec<(Vec<u8>, (u64, u64))> = runs.into_iter().map(|(p, a, b)| (p, (a, b))).collect();
+    let dev = device_mut(dev)?;
+    let done = host::warm_cache(dev, qid, &warm).and_then(|cache| host::host_runs_reading(dev, qid, &p, &limits, &cache, &runs, d.instruction_budget));
+    Ok(done
+        .map_err(to_py)?
+        .into_iter()
+        .map(|r| {
+            let (v, f) = match r.result {
+                Ok(v) => (Some(v), None),
+                Err(f) => (None, Some(fault_name(&f))),
+            };
+            (v, f, r.instructions, r.latency_ns, r.reads, r.cache_hits)
+        })
+        .collect())
+}
+
 /// (name, description) of the device-defined programs, in program-index order.
 #[pyfunction]
 fn device_programs() -> Vec<(&'static str, &'static str)> {
@@ -223,6 +262,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(identify, &sub)?)?;
     sub.add_function(wrap_pyfunction!(run_local, &sub)?)?;
     sub.add_function(wrap_pyfunction!(host_run, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(host_runs_reading, &sub)?)?;
     sub.add_function(wrap_pyfunction!(status_names, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_programs, &sub)?)?;
     sub.add_function(wrap_pyfunction!(parameters, &sub)?)?;

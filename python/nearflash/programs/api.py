@@ -26,7 +26,8 @@ MAX_COPY_BLOCKS = 2**32 - 1
 
 class ProgramError(NvmeError):
     """A Computational Programs or SLM command completed with an error status (``dw0`` carries a fault code for
-    a program stopped at run time: 1 out of range, 2 instruction budget, 3 arithmetic, 4 call depth, 5 other)."""
+    a program stopped at run time: 1 out of range, 2 instruction budget, 3 arithmetic, 4 call depth, 5 other,
+    6 a flash read outside the LBA ranges named, 7 read budget)."""
 
     def __init__(self, sct: int, sc: int, command: str = "", reason: Optional[str] = None, dw0: int = 0):
         super().__init__(sct, sc, command, reason, dw0)
@@ -181,17 +182,23 @@ class ExecuteResult:
 
 
 def execute(dev: Any, pind: int, ranges: Optional[Sequence[tuple[int, int]]] = None, *, range_set: Optional[int] = None,
-            params: Any = b"", cparam1: int = 0, cparam2: int = 0) -> ExecuteResult:
+            params: Any = b"", cparam1: int = 0, cparam2: int = 0,
+            flash: Optional[Sequence[tuple[int, int]]] = None) -> ExecuteResult:
     """Execute Program ``pind`` over inline ``(slm_offset, length)`` ranges or a stored ``range_set``, with
-    parameter bytes ``params`` and the two 64-bit command parameters."""
+    parameter bytes ``params`` and the two 64-bit command parameters. ``flash``: ``(lba, nblocks)`` ranges of
+    the NVM namespace the program may read with its read helpers (inline, after ``ranges``; docs/programs.md
+    "Reading flash")."""
     native, q = _dev(dev)
     if ranges is not None and range_set is not None:
         raise InvalidArgument("give ranges or range_set, not both")
-    r = _pairs(ranges, "ranges", 2**64 - 1, (1, 2**32 - 1)) if ranges is not None else None
+    if flash is not None and range_set is not None:
+        raise InvalidArgument("flash ranges go inline: not with a range_set")
+    fl = _pairs(flash, "flash", 2**64 - 1, (1, 2**64 - 1)) if flash is not None else []
+    r = _pairs(ranges, "ranges", 2**64 - 1, (1, 2**32 - 1)) if ranges is not None else ([] if fl else None)
     rsid = _int(range_set, "range_set", *_U16) if range_set is not None else None
     p = _bytes(params, "params")
     c1, c2 = _int(cparam1, "cparam1", 0, 2**64 - 1), _int(cparam2, "cparam2", 0, 2**64 - 1)
-    outcome = _p.execute(native, q, _int(pind, "pind", *_U16), rsid, r, p, c1, c2)
+    outcome = _p.execute(native, q, _int(pind, "pind", *_U16), rsid, r, p, c1, c2, fl)
     _, latency = _check(outcome, "Execute Program")
     stats = json.loads(native.report_json()).get("extensions", {}).get("programs", {}).get("stats", {})
     return ExecuteResult(int(stats["last_result"]), int(stats["last_instructions"]), latency)
@@ -248,3 +255,28 @@ def host_run(dev: Any, program: Any, sources: Sequence[tuple[int, int]], params:
         raise InvalidArgument("at most 16 ranges (sources and outputs together)")
     return _p.host_run(native, q, _program_bytes(program), s, _bytes(params, "params"),
                        _int(cparam1, "cparam1", 0, 2**64 - 1), _int(cparam2, "cparam2", 0, 2**64 - 1), lens, outs)
+
+
+def host_runs(dev: Any, program: Any, flash: Sequence[tuple[int, int]], runs: Sequence[tuple[Any, int, int]],
+              warm: Sequence[int] = ()) -> list[dict[str, Any]]:
+    """The host path of a program that reads flash (a B-tree walk on the host): the same program run once per
+    ``(params, cparam1, cparam2)`` of ``runs``, one after another, on one host core, each of its reads of the
+    ``flash`` ranges (``(lba, nblocks)``) one Read command through the kernel stack, or a page-cache hit where
+    every block it reads is among ``warm`` (blocks read into the host's cache first). Returns per run: result,
+    fault, instructions, latency_ns, reads, cache_hits."""
+    native, q = _dev(dev)
+    fl = _pairs(flash, "flash", 2**64 - 1, (1, 2**64 - 1))
+    if not isinstance(runs, (list, tuple)):
+        raise InvalidArgument(f"runs must be a list of (params, cparam1, cparam2), got {type(runs).__name__}")
+    rs = []
+    for i, r in enumerate(runs):
+        if not isinstance(r, (list, tuple)) or len(r) != 3:
+            raise InvalidArgument(f"runs[{i}] must be (params, cparam1, cparam2), got {r!r}")
+        rs.append((_bytes(r[0], f"runs[{i}] params"), _int(r[1], f"runs[{i}] cparam1", 0, 2**64 - 1),
+                   _int(r[2], f"runs[{i}] cparam2", 0, 2**64 - 1)))
+    if isinstance(warm, (str, bytes)) or not isinstance(warm, (list, tuple, range)):
+        raise InvalidArgument(f"warm must be a list of block numbers, got {type(warm).__name__}")
+    w = [_int(b, f"warm[{i}]", 0, 2**64 - 1) for i, b in enumerate(warm)]
+    out = _p.host_runs_reading(native, q, _program_bytes(program), fl, rs, w)
+    keys = ("result", "fault", "instructions", "latency_ns", "reads", "cache_hits")
+    return [dict(zip(keys, r)) for r in out]

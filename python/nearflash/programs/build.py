@@ -19,6 +19,9 @@ EXAMPLES = {
     "grep": "non-overlapping occurrences of a byte string",
     "sls": "SparseLengthsSum over int32 embeddings",
     "out_of_range": "hostile: reads one byte past its memory range",
+    "sqlite_lookup": "SQLite table B-tree lookup by rowid, reading the database file's pages from flash",
+    "sqlite_scan": "SQLite table scan: rows in a rowid range whose integer column passes a comparison (count, sum)",
+    "read_flash": "hostile: reads the block cparam1 (nf_read), cparam2 times; returns the last result",
 }
 
 

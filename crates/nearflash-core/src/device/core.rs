@@ -75,6 +75,18 @@ pub(crate) struct PageAt {
     pub die: u32,
     /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up).
     pub done: At,
+    /// How the ECC decoded the page (buffered or unmapped sectors: `Corrected`).
+    pub ecc: EccOutcome,
+}
+
+/// What a read does with a page the ECC cannot correct, or a sector whose stored data fails its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnMediaError {
+    /// The whole read fails with Unrecovered Read Error (a host Read; most firmware reads).
+    Fail,
+    /// The read completes: the page's `PageAt::ecc` says `Uncorrectable` and its bytes in `out` are zeroes (never
+    /// the damaged data), so that firmware can tell its caller which page was lost (computational programs' reads).
+    Report,
 }
 
 /// The outcome of reading LBAs into controller memory.
@@ -289,10 +301,10 @@ impl DeviceCore {
     /// timing only), once `ready`. Sectors of one physical page share one read; pages at the same offset in sibling
     /// planes of a die, adjacent in the request, share a multi-plane read (under `mqsim_tsu` each page is a
     /// transaction of its own and the scheduler gathers them). `issue_on_cores`: charge the firmware's per-page
-    /// transaction cost to the controller cores.
-    pub(crate) fn read_lbas(&mut self, slba: u64, nlb: u32, ready: At, out: &mut [u8], issue_on_cores: bool) -> Result<Reads, Status> {
+    /// transaction cost to the controller cores. `media`: what an unreadable page does ([`OnMediaError`]).
+    pub(crate) fn read_lbas(&mut self, slba: u64, nlb: u32, ready: At, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<Reads, Status> {
         let mut sc = std::mem::take(&mut self.scratch);
-        let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores);
+        let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores, media);
         self.scratch = sc;
         r
     }
@@ -357,6 +369,7 @@ impl DeviceCore {
         self.programming.get(&ppn).is_some_and(|&p| self.flow.pending(p))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_lbas_with(
         &mut self,
         sc: &mut ReadScratch,
@@ -365,6 +378,7 @@ impl DeviceCore {
         ready: At,
         out: &mut [u8],
         issue_on_cores: bool,
+        media: OnMediaError,
     ) -> Result<Reads, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
         let spp = u64::from(self.nand.geo.sectors_per_page);
@@ -428,6 +442,7 @@ impl DeviceCore {
                         channel: 0,
                         die: 0,
                         done: lookup_done,
+                        ecc: EccOutcome::Corrected,
                     });
                     i += 1;
                 }
@@ -481,28 +496,44 @@ impl DeviceCore {
                     channel: geo.channel_of_die(die),
                     die,
                     done,
+                    ecc: outcome,
                 });
             }
             k += sc.group.len();
         }
-        if !ok {
+        if !ok && media == OnMediaError::Fail {
             // The pages are still read (the array's time is spent); the command fails.
             self.media_errors += 1;
             let why = format!("LBAs {slba} + {nlb}: a page's bit errors are beyond what ECC, read retry and soft decoding correct");
             return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
         }
         // Functional read (skipped for timing-only callers); a checksum mismatch is a media error, never silently
-        // returned data.
-        let functional = if out.is_empty() { 0 } else { locs.len() };
-        for (idx, loc) in locs.iter().enumerate().take(functional) {
-            let dst = &mut out[idx * sector as usize..(idx + 1) * sector as usize];
-            match self.ftl.read_sector(*loc, dst) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => {
-                    self.media_errors += 1;
-                    let why = format!("LBA {}: the stored data fails its checksum", slba + idx as u64);
-                    return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
+        // returned data. Reporting: a lost page's bytes are zeroes and its outcome says so.
+        if out.is_empty() {
+            return Ok(result);
+        }
+        let sector = sector as usize;
+        for p in result.pages.iter_mut() {
+            let span = p.offset..p.offset + p.sectors as usize * sector;
+            let mut lost = !p.ecc.is_ok();
+            for idx in span.start / sector..span.end / sector {
+                if lost {
+                    break;
                 }
+                match self.ftl.read_sector(locs[idx], &mut out[idx * sector..(idx + 1) * sector]) {
+                    Ok(true) => {}
+                    Ok(false) | Err(_) if media == OnMediaError::Report => lost = true,
+                    Ok(false) | Err(_) => {
+                        self.media_errors += 1;
+                        let why = format!("LBA {}: the stored data fails its checksum", slba + idx as u64);
+                        return Err(self.refuse(Status::UNRECOVERED_READ_ERROR, None, why));
+                    }
+                }
+            }
+            if lost {
+                self.media_errors += 1;
+                p.ecc = EccOutcome::Uncorrectable(p.ecc.retries());
+                out[span].fill(0);
             }
         }
         Ok(result)

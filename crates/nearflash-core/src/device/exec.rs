@@ -13,7 +13,7 @@
 //! One convention for time: every call that books work takes `ready` (the earliest virtual time, in ns, the work
 //! may start) as its first argument after `&mut self`, and returns when the work is done (`HostCtx` does the same).
 
-use super::core::DeviceCore;
+use super::core::{DeviceCore, OnMediaError};
 use super::report::OpClass;
 use crate::config::DeviceConfig;
 use crate::ctrl::UnitHandle;
@@ -52,6 +52,9 @@ pub struct PageDone {
     /// When the page's data is decoded in the controller (buffered or unmapped sectors: when looked up); read into
     /// DRAM ([`ReadTo`]), when it is through DRAM.
     pub done: Time,
+    /// How the ECC decoded the page (buffered or unmapped sectors: `Corrected`). `Uncorrectable` only from
+    /// [`ExecCtx::flash_read_reporting`], where such a page's bytes are zeroes.
+    pub ecc: EccOutcome,
 }
 
 /// The outcome of reading LBAs into controller memory.
@@ -215,24 +218,34 @@ impl ExecCtx<'_> {
     /// for timing only), from `ready`; the controller cores issue one flash transaction per page. Fails with LBA Out
     /// of Range or Unrecovered Read Error.
     pub fn flash_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.logical_read(ready, slba, nlb, to, out, true)
+        self.logical_read(ready, slba, nlb, to, out, true, OnMediaError::Fail)
     }
 
     /// As `flash_read`, but the per-page flash transactions are not charged to the controller cores: for firmware
     /// whose own units sequence the flash (iSSD's per-channel FMCs, NICE's R5 or A53 sequencer).
     pub fn flash_read_self_sequenced(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
-        self.logical_read(ready, slba, nlb, to, out, false)
+        self.logical_read(ready, slba, nlb, to, out, false, OnMediaError::Fail)
+    }
+
+    /// As `flash_read`, but a page the ECC cannot correct (or a sector whose stored data fails its checksum) does not
+    /// fail the read: its [`PageDone::ecc`] says `Uncorrectable`, its bytes in `out` are zeroes, and the other pages
+    /// are read as usual; the time spent on it (retries, soft decoding) is booked. Fails only with LBA Out of Range
+    /// (or Data Transfer Error for a short `out`). For firmware that tells its own caller which block was lost
+    /// (computational programs' reads).
+    pub fn flash_read_reporting(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8]) -> Result<FlashRead, Status> {
+        self.logical_read(ready, slba, nlb, to, out, true, OnMediaError::Report)
     }
 
     /// Reads through the FTL (each page's time as `settle` gives it) and moves the pages `to` their place in the
     /// order they are decoded.
-    fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool) -> Result<FlashRead, Status> {
-        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, issue_on_cores)?;
+    #[allow(clippy::too_many_arguments)]
+    fn logical_read(&mut self, ready: Time, slba: u64, nlb: u32, to: ReadTo, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<FlashRead, Status> {
+        let r = self.core.read_lbas(slba, nlb, At::at(ready), out, issue_on_cores, media)?;
         let lookup = self.settle(r.lookup);
         let mut read = FlashRead { done: lookup, pages: Vec::with_capacity(r.pages.len()) };
         for p in &r.pages {
             let done = self.settle(p.done);
-            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done });
+            read.pages.push(PageDone { lba: p.lba, sectors: p.sectors, offset: p.offset, channel: p.channel, die: p.die, done, ecc: p.ecc });
         }
         self.core.recycle(r.pages);
         read.pages.sort_by_key(|p| p.done);

@@ -1,6 +1,7 @@
 //! Programs: loading eBPF ELF objects, nearflash's verifier pass, and running them with counted instructions.
 
 pub mod elf;
+pub mod reads;
 pub mod verify;
 pub mod vm;
 

@@ -1,12 +1,14 @@
 //! nearflash's verifier pass over a relocated program, before the VM's own (`RequisiteVerifier`: known opcodes,
 //! registers, jump targets in range, shift and division immediates).
 //!
-//! What is refused here, at load: programs over the size limit; calls to helpers (none are provided: programs
-//! reach memory only through their memory range set) and indirect calls; local calls or jumps into the middle of
+//! What is refused here, at load: programs over the size limit; calls to helpers other than nearflash's flash
+//! reads (`reads::HELPERS`; their arguments are checked at run time by the helpers) and indirect calls; local calls or jumps into the middle of
 //! a 64-bit immediate load or out of the code; stack accesses through r10 outside the 512-byte frame; and the
 //! 32-bit add/sub/mul instructions, whose results the VM sign-extends where eBPF zero-extends (clang emits them
 //! only with `-mcpu=v3` or `-mattr=+alu32`). Loops are allowed: they are bounded at run time by the instruction
 //! budget, and every other memory access is bounded at run time by the VM's region checks (see `vm`).
+
+use super::reads::HELPERS;
 
 /// eBPF stack bytes per call frame (the clang BPF backend's limit).
 pub const STACK_FRAME: i64 = 512;
@@ -68,7 +70,11 @@ pub fn verify(text: &[u8], entry: usize, max_insns: usize) -> Result<(), VerifyE
                 return err(pc, "32-bit add/sub/mul (alu32): the VM sign-extends their results where eBPF zero-extends; compile without -mcpu=v3/-mattr=+alu32");
             }
             0x85 => match src {
-                0 => return err(pc, &format!("call to helper {imm}: no helper functions are provided")),
+                0 if HELPERS.iter().any(|h| i64::from(h.0) == imm) => {}
+                0 => {
+                    let known: Vec<String> = HELPERS.iter().map(|h| format!("{} ({})", h.0, h.1)).collect();
+                    return err(pc, &format!("call to helper {imm}: the helpers provided are {}", known.join(", ")));
+                }
                 1 if target_ok(pc as i64 + 1 + imm) => {}
                 1 => return err(pc, "local call outside the code or into an instruction's middle"),
                 _ => return err(pc, "call with an unknown source"),
@@ -96,6 +102,21 @@ pub fn verify(text: &[u8], entry: usize, max_insns: usize) -> Result<(), VerifyE
     Ok(())
 }
 
+/// Rewrites the helper calls of verified `text` (`call <id>`) to the VM's keys for them (`key(id)`).
+pub fn bind_helpers(text: &mut [u8], key: impl Fn(u32) -> Option<u32>) {
+    let mut pc = 0;
+    while pc + INSN <= text.len() {
+        let i = &mut text[pc..pc + INSN];
+        if i[0] == 0x85 && i[1] >> 4 == 0 {
+            let id = i32::from_le_bytes([i[4], i[5], i[6], i[7]]);
+            if let Some(k) = u32::try_from(id).ok().and_then(&key) {
+                i[4..8].copy_from_slice(&k.to_le_bytes());
+            }
+        }
+        pc += if i[0] == 0x18 { 2 * INSN } else { INSN };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,9 +140,13 @@ mod tests {
     fn accepts_plain_code_and_refuses_each_hazard() {
         let ok = prog(&[insn(0xb7, 0, 0, 0, 1), insn(0x7b, 10, 1, -8, 0), insn(0x79, 2, 10, -8, 0), EXIT]);
         verify(&ok, 0, 100).unwrap();
+        for (id, _) in HELPERS {
+            verify(&prog(&[insn(0x85, 0, 0, 0, id as i32), EXIT]), 0, 100).unwrap();
+        }
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (prog(&[insn(0x04, 0, 0, 0, 1), EXIT]), "alu32"),
-            (prog(&[insn(0x85, 0, 0, 0, 6), EXIT]), "helper"),
+            (prog(&[insn(0x85, 0, 0, 0, 6), EXIT]), "helper 6"),
+            (prog(&[insn(0x85, 0, 0, 0, 0), EXIT]), "helper 0"),
             (prog(&[insn(0x85, 0, 1, 0, 5), EXIT]), "outside"),
             (prog(&[insn(0x8d, 0, 0, 0, 1), EXIT]), "indirect"),
             (prog(&[insn(0x7b, 10, 1, -520, 0), EXIT]), "frame"),
