@@ -90,14 +90,18 @@ impl Horizons {
         match req.kind {
             CmdKind::Read => {
                 let sensed = start + t.t_cmd + u64::from(req.senses.max(1)) * t.t_read(geo.page_type(req.page));
-                let register = Self::slot(&mut self.register, req.die);
-                // With cache read the page moves to the cache register (once it is free) and the array is free to
-                // sense the next page; without, the page register holds it until the data-out ends.
-                let (movable, array_free) = if t.cache_read {
-                    let moved = sensed.max(*register) + t.t_cache_xfer;
-                    (moved, Some(moved))
-                } else {
+                let register = *Self::slot(&mut self.register, req.die);
+                let bus_free = *Self::slot(&mut self.channel, channel);
+                // With cache read a page that cannot go out at once moves to the cache register (once it is free)
+                // and the array is free to sense the next page; one that can goes straight out (a next read would
+                // move it first). Without, the page register holds it until the data-out ends.
+                let (movable, array_free) = if !t.cache_read {
                     (sensed, None)
+                } else if bus_free <= sensed && register <= sensed {
+                    (sensed, Some(sensed + t.t_cache_xfer))
+                } else {
+                    let moved = sensed.max(register) + t.t_cache_xfer;
+                    (moved, Some(moved))
                 };
                 let bus = Self::slot(&mut self.channel, channel);
                 let out_start = movable.max(*bus);
@@ -153,9 +157,8 @@ mod tests {
         let a = h.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), 0, &t, &geo);
         let b = h.forecast(&TxnReq::read(same, 0, 0, page, ClassId(0)), 0, &t, &geo);
         let c = h.forecast(&TxnReq::read(1, 0, 0, page, ClassId(0)), 0, &t, &geo);
-        let moved = sense + if t.cache_read { t.t_cache_xfer } else { 0 };
-        assert_eq!(a, moved + xfer + t.t_decode);
-        assert_eq!(b, moved + 2 * xfer + t.t_decode, "the second data-out waits for the first on the channel");
+        assert_eq!(a, sense + xfer + t.t_decode, "a lone read goes straight out");
+        assert_eq!(b, sense + 2 * xfer + t.t_decode, "the second data-out waits for the first on the channel");
         assert_eq!(c, a, "another channel is free");
     }
 
@@ -167,11 +170,11 @@ mod tests {
         let (sense, xfer) = (t.t_cmd + t.t_read(geo.page_type(0)), t.xfer(page));
         let mut f = Forecast::default();
         f.horizons.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), 0, &t, &geo);
-        // The next command's read of the same die: sensing starts when the first page moved to the cache register
-        // and its own move waits for the first data-out to end (xfer > tR on this part).
+        // The next command's read of the same die: sensing starts once the first page could have moved to the cache
+        // register, and its own move waits for the first data-out to end (xfer > tR on this part).
         let mut next = Forecast::new(f.into_horizons());
         let second = next.horizons.forecast(&TxnReq::read(0, 1, 0, page, ClassId(0)), 0, &t, &geo);
-        let first_out = sense + t.t_cache_xfer + xfer;
+        let first_out = sense + xfer;
         let second_moved = (sense + t.t_cache_xfer + sense).max(first_out) + t.t_cache_xfer;
         assert_eq!(second, second_moved + xfer + t.t_decode);
         // A program's data-in takes the channel after the reads' data-outs.
