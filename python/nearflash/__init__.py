@@ -6,6 +6,7 @@ the conventional host path side by side.
 """
 
 from nearflash import _native
+from nearflash.array import Array
 from nearflash.device import Completion, Device, Queue, preset_description, preset_params, presets
 from nearflash.errors import (
     ConfigError,
@@ -25,6 +26,7 @@ from nearflash.traces import TraceOptions, convert_trace, read_trace
 __version__ = _native.__version__
 
 __all__ = [
+    "Array",
     "Completion",
     "ConfigError",
     "Device",

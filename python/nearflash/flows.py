@@ -18,8 +18,8 @@ A flow is a dict (or a `[[flow]]` table of a scenario file, `load_scenario`):
   ``iodepth`` (default 32) or open loop at ``rate`` requests per second;
 - for both: ``start`` and ``size`` (the flow's span of the device: bytes, or a share of the capacity as "50%"; a
   synthetic flow's default is 16 GiB, as bench's), ``queue_depth`` (commands its queue holds; default the device's
-  maximum) and ``priority`` (urgent, high, medium, low: only the default, medium, until queue priorities land with
-  the event-driven scheduler; any other is refused).
+  maximum) and ``priority`` (urgent, high, medium, low, default medium: the flow's queue's QPRIO, the class of its
+  commands' flash work and write-buffer admissions; docs/workloads.md).
 
 Per flow, MQSim's figures: request counts, IOPS, bytes and bandwidth, read and write; device response time (from
 submission to completion) and end-to-end delay (from arrival, so host-side waiting for a full queue counts), with

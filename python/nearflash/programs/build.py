@@ -18,6 +18,7 @@ EXAMPLES = {
     "lineitem_filter": "TPC-H Q6 filter + aggregate over iSSD's 150-byte lineitem records (count, sum)",
     "grep": "non-overlapping occurrences of a byte string",
     "sls": "SparseLengthsSum over int32 embeddings",
+    "threshold_sum": "count and sum of the int64 values above a threshold (nearflash.array's in-storage scan)",
     "out_of_range": "hostile: reads one byte past its memory range",
     "sqlite_lookup": "SQLite table B-tree lookup by rowid, reading the database file's pages from flash",
     "sqlite_scan": "SQLite table scan: rows in a rowid range whose integer column passes a comparison (count, sum)",

@@ -479,24 +479,39 @@ impl Device {
     /// The earliest pending completion of any I/O queue in `sqids`: (queue, time). The event loop runs only as
     /// far as needed, so submissions made at that time never arrive in its past.
     pub fn next_completion(&mut self, sqids: &[u16]) -> Option<(u16, Time)> {
-        self.next_completion_among_before(sqids, Time::MAX)
+        self.next_completion_before_any(sqids, Time::MAX)
     }
 
-    /// The earliest pending completion of any I/O queue in `sqids` that comes before `limit`: (queue, time). The
-    /// event loop runs only up to the earlier of that completion and `limit`, so a host with several clients, one
-    /// of which submits at `limit` and others waiting for completions, never submits in the loop's past.
-    pub fn next_completion_among_before(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
-        let earliest = |d: &Self| sqids.iter().filter_map(|&q| d.queues.next_time(q).map(|t| (t, q))).min();
+    /// As `next_completion`, among the completions before `limit` (the loop runs only up to it: a host that will
+    /// submit at `limit` finds the device where it was then). At equal times, the first queue of `sqids` wins.
+    pub fn next_completion_before_any(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
+        self.next_completion_known(sqids, limit).filter(|&(_, t)| t < limit)
+    }
+
+    /// The earliest pending completion of any queue in `sqids` once it is certain, running the event loop only
+    /// before `limit`: it may lie at or past `limit` (the device has computed it, and no event before it can post
+    /// an earlier one). None while that needs events at or past `limit`, or when nothing is pending. A host that
+    /// follows the wall clock (NBD in real time) learns completions ahead without running the loop past the present.
+    pub fn next_completion_known(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
+        let earliest = |d: &Self| sqids.iter().enumerate().filter_map(|(i, &q)| d.queues.next_time(q).map(|t| (t, i))).min();
         loop {
             let waiting = sqids.iter().any(|q| self.unposted.get(q).is_some_and(|&n| n > 0));
             let posted = earliest(self);
             match self.core.next_event() {
-                Some(e) if e < limit && waiting && posted.is_none_or(|(c, _)| e < c) => {
+                Some(e) if waiting && posted.is_none_or(|(c, _)| e < c) => {
+                    if e >= limit {
+                        return None;
+                    }
                     self.step();
                 }
-                _ => return posted.filter(|&(t, _)| t < limit).map(|(t, q)| (q, t)),
+                _ => return posted.map(|(t, i)| (sqids[i], t)),
             }
         }
+    }
+
+    /// Time of the device's next event (None: nothing is under way).
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.core.next_event()
     }
 
     /// Reaps a completion on `sqid` that happened at or before now.

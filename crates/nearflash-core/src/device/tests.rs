@@ -727,15 +727,15 @@ fn the_earliest_completion_among_queues_before_a_limit_never_runs_the_loop_past_
     dev.submit(2, Sqe::rw(opcode::READ, 0, spp, 1), DataBuf::None).unwrap();
     // Nothing completes before a limit just after the submissions: None, and a submission at the limit is not late.
     let limit = dev.now() + 1;
-    assert_eq!(dev.next_completion_among_before(&[1, 2], limit), None);
+    assert_eq!(dev.next_completion_before_any(&[1, 2], limit), None);
     dev.advance_to(limit);
     dev.submit(3, Sqe::rw(opcode::READ, 0, 2 * spp, 1), DataBuf::None).unwrap();
     assert_eq!(dev.report().sched.late_submissions, 0);
     // Among both queues the loop stops at the earliest completion of either, so that queue's next command,
     // submitted then, is not late either.
-    let (q, first) = dev.next_completion_among_before(&[1, 2], Time::MAX).unwrap();
+    let (q, first) = dev.next_completion_before_any(&[1, 2], Time::MAX).unwrap();
     let other = 3 - q;
-    assert_eq!(dev.next_completion_among_before(&[other], first), None);
+    assert_eq!(dev.next_completion_before_any(&[other], first), None);
     dev.advance_to(first);
     dev.submit(q, Sqe::rw(opcode::READ, 9, 3 * spp, 1), DataBuf::None).unwrap();
     assert_eq!(dev.report().sched.late_submissions, 0);

@@ -4,7 +4,7 @@
 
 use super::core::DeviceCore;
 use super::exec::ReadTo;
-use crate::ctrl::sched::{SchedEv, TxnReq};
+use crate::ctrl::sched::{ClassId, SchedEv, TxnReq};
 use crate::engine::{At, Time};
 use crate::nand::NandEv;
 use crate::nvme::Status;
@@ -61,8 +61,8 @@ pub(crate) enum Step {
     Flash { req: TxnReq, release: u32 },
     /// A flash transaction in the scheduler.
     InFlash { release: u32 },
-    /// `n` sectors' admission to the write buffer.
-    Admit(u64),
+    /// `n` sectors' admission to the write buffer, for a command of this class.
+    Admit(u64, ClassId),
     /// Posts a command's completion (the CQE over the link, the driver's completion path).
     Complete(Posting),
     /// A one-page host read's delivery (`Booking::Deliver` of these bytes), then its completion.
@@ -109,7 +109,7 @@ impl DeviceCore {
     /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
     pub(crate) fn admit(&mut self, n: u64, after: At) -> At {
         let floor = self.floor();
-        self.flow.add1(Step::Admit(n), floor, after)
+        self.flow.add1(Step::Admit(n, self.class), floor, after)
     }
 
     /// Posts the completion `p` once `done` is known.
@@ -182,8 +182,8 @@ impl DeviceCore {
                     *self.flow.step_mut(idx) = Step::InFlash { release };
                     self.sched.submit(req, idx, ready, &mut self.events);
                 }
-                Step::Admit(n) => {
-                    *self.flow.step_mut(idx) = Step::Admit(n);
+                Step::Admit(n, class) => {
+                    *self.flow.step_mut(idx) = Step::Admit(n, class);
                     self.events.push(ready, Ev::Admit(idx));
                 }
                 Step::Complete(p) => {
@@ -227,8 +227,8 @@ impl DeviceCore {
                 self.txn_done = done;
             }
             Ev::Admit(idx) => {
-                let Step::Admit(n) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
-                if self.wbuf.offer(idx, n) {
+                let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
+                if self.wbuf.offer(idx, n, class) {
                     self.flow.resolve(idx, now);
                 } else if self.wbuf.stuck() {
                     self.unstick(now);
@@ -245,7 +245,7 @@ impl DeviceCore {
     /// A program released `n` buffer sectors at `now`: waiting admissions that fit are let in.
     fn released(&mut self, n: u64, now: Time) {
         let mut admitted = std::mem::take(&mut self.admitted);
-        self.wbuf.release(n, &mut admitted);
+        self.wbuf.release(n, &mut admitted, &self.sched.classes);
         for &a in &admitted {
             self.flow.resolve(a, now);
         }
@@ -261,7 +261,7 @@ impl DeviceCore {
         ftl.flush(now, &mut sink);
         self.drain();
         if self.wbuf.stuck() {
-            if let Some(a) = self.wbuf.force_head() {
+            if let Some(a) = self.wbuf.force_head(&self.sched.classes) {
                 self.flow.resolve(a, now);
             }
         }

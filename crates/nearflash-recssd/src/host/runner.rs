@@ -319,7 +319,7 @@ fn wake_first_completion(
     }
     let limit = wake.peek().map_or(Time::MAX, |r| r.0 .0);
     let qids: Vec<u16> = waiting.iter().map(|&(w, _)| workers[w].qid).collect();
-    match dev.next_completion_among_before(&qids, limit) {
+    match dev.next_completion_before_any(&qids, limit) {
         Some((qid, c)) => {
             let i = qids.iter().position(|&q| q == qid).expect("one of the waiting queues");
             let (w, not_before) = waiting.swap_remove(i);

@@ -411,6 +411,8 @@ fn event_loop(
     opts: &mut Options,
     progress: &mut Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
 ) -> Result<u64> {
+    let qids: Vec<u16> = runs.iter().map(|f| f.qid).collect();
+    let qids = &qids[..];
     let mut cmds = Vec::new();
     let mut done = 0u64;
     let mut events = 0u64;
@@ -443,11 +445,12 @@ fn event_loop(
                 }
             }
         }
+        // Every queue's completions at once: the loop runs only as far as the earliest, so that the closed-loop
+        // request that follows it is not submitted in the loop's past.
         let limit = best.map_or(u64::MAX, |(t, _, _)| t.saturating_add(1));
-        for (i, f) in runs.iter().enumerate() {
-            if let Some(t) = dev.next_completion_before(f.qid, limit) {
-                earliest(&mut best, (t, false, i));
-            }
+        if let Some((qid, t)) = dev.next_completion_before_any(qids, limit) {
+            let i = runs.iter().position(|f| f.qid == qid).expect("a flow's queue");
+            earliest(&mut best, (t, false, i));
         }
         let Some((t, arrival, i)) = best else {
             if runs.iter().all(FlowRun::idle) {

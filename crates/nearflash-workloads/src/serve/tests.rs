@@ -152,3 +152,71 @@ fn serve_speed() {
     let s = t.elapsed().as_secs_f64();
     println!("{n} reads in {s:.3} s: {:.0} per second, {:.2} us each", n as f64 / s, s / n as f64 * 1e6);
 }
+
+/// Realtime's arithmetic: a request arriving at wall time w is submitted at virtual time virt0 + (w - wall0), and a
+/// completion at virtual time v is released at wall time wall0 + (v - virt0), so a reply is held exactly its modelled
+/// latency after its submission.
+#[test]
+fn the_real_clock_maps_arrivals_and_completions_one_to_one() {
+    let wall0 = Instant::now();
+    let c = RealClock { wall0, virt0: 7_000_000 };
+    let arrival = wall0 + Duration::from_micros(1234);
+    assert_eq!(c.virt(arrival), 7_000_000 + 1_234_000);
+    let done = c.virt(arrival) + 5_000_000; // a 5 ms read
+    assert_eq!(c.wall(done) - arrival, Duration::from_millis(5));
+    assert_eq!(c.wall(c.virt(arrival)), arrival);
+    assert_eq!((c.virt(wall0), c.wall(0)), (7_000_000, wall0), "nothing before the start");
+}
+
+/// A held reply wakes at its time, not before, and (on an idle machine) within a fraction of a millisecond of it.
+#[test]
+fn a_held_reply_wakes_at_its_time() {
+    let mut late = Vec::new();
+    for ms in [1u64, 2, 3] {
+        let target = Instant::now() + Duration::from_millis(ms);
+        wait_until(target);
+        let now = Instant::now();
+        assert!(now >= target, "woke before its time");
+        late.push(now - target);
+    }
+    late.sort();
+    // The median of three: a loaded machine delays wake-ups by milliseconds (2.7 ms seen at load 10 on 2 cores);
+    // a median past 20 ms means the wait is broken.
+    assert!(late[1] < Duration::from_millis(20), "{late:?}");
+}
+
+/// Real time: requests in flight overlap in virtual time. A waiting request's thread runs the event loop only up to
+/// the wall clock's present and learns its completion once it is certain, so a request that arrives meanwhile is
+/// never submitted in the loop's past (before, each request ran the loop to its own completion at once, and four
+/// concurrent 2 ms reads took 8 ms each).
+#[test]
+fn realtime_requests_in_flight_overlap_in_virtual_time() {
+    let shared = Arc::new(Shared::new(device(&[("t_read", "2ms")], false), ServeConfig { pace: Pace::Realtime, ..ServeConfig::default() }).unwrap());
+    let p = closed_loop(&shared, 4, 10);
+    let rep = shared.snapshot().unwrap().3;
+    assert_eq!((rep.ops["read"].count, rep.sched.late_submissions), (40, 0));
+    // Measured 2.45 ms (four random reads on four dies sometimes meet on one).
+    assert!(rep.ops["read"].latency.mean_us < 4000.0, "{:?} {p:?}", rep.ops["read"].latency);
+}
+
+/// Known defect (pace none): a request learns its completion at once, running the event loop up to it, so the
+/// requests that follow (the rest of its burst, the client's reactions) are submitted past their virtual time
+/// (`late_submissions`): requests in flight are served one after the other. Measured on 4 dies: 104 us per 4 KiB read
+/// at depth 1, 702 us at depth 8 with 1,199 of 1,200 submissions late, where overlapping reads would take about
+/// 150-250 us. Learning completions lazily (as real time does) gave 396-536 us and 1,043 late, varying with the
+/// threads' timing. Run with `-- --ignored` once pace none holds the loop for the client's reactions (a closed-loop
+/// client at depth N sends one request per reply).
+#[test]
+#[ignore = "known defect: pace none submits a closed-loop client's reactions past their virtual time"]
+fn pace_none_requests_in_flight_overlap_in_virtual_time() {
+    let mean_read_us = |depth: u64| {
+        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, ..ServeConfig::default() };
+        let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
+        closed_loop(&shared, depth, 150);
+        let rep = shared.snapshot().unwrap().3;
+        assert_eq!(rep.sched.late_submissions, 0, "depth {depth}: submissions in the loop's past");
+        rep.ops["read"].latency.mean_us
+    };
+    let (one, eight) = (mean_read_us(1), mean_read_us(8));
+    assert!(eight < 3.0 * one, "depth 1: {one:.0} us, depth 8: {eight:.0} us");
+}

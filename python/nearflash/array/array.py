@@ -1,0 +1,127 @@
+"""`Array`: N devices, each with its own image (or memory) and preset and its own virtual clock, behind one shared
+host. A shard's work runs on its device alone (in this process or in a worker process); the combiner then replays
+every device's host-visible transfers through the shared host on one array clock (nearflash.array.host)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from nearflash.array.host import DIRECTIONS, ArrayReport, HostModel, ShardResult, Transfer, combine
+from nearflash.device import Device, _count
+from nearflash.errors import InvalidArgument
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """How to make (or open) one device of the array: everything a worker process needs, picklable."""
+
+    preset: str = "cosmos-plus"
+    seed: int = 1
+    path: Optional[str] = None
+    materialise: bool = True
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def open(self) -> Device:
+        return Device(self.path, self.preset, seed=self.seed, materialise=self.materialise, overrides=self.overrides)
+
+
+class Shard:
+    """What a shard's work function gets: its device, its index among `devices`, and :meth:`transfer` to record
+    each host-visible transfer on the device's clock."""
+
+    def __init__(self, device: Device, index: int, devices: int):
+        self.device, self.index, self.devices = device, index, devices
+        self.start_ns = device.now_ns
+        self.transfers: list[Transfer] = []
+
+    def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int = 0) -> None:
+        """Records `nbytes` that crossed this device's link `direction`, done at device time `done_ns` (as a
+        completion's time_ns), followed by `cpu_ns` of host CPU work on them."""
+        if direction not in DIRECTIONS:
+            raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {direction!r}")
+        self.transfers.append(Transfer(_count("done_ns", done_ns, self.start_ns) - self.start_ns,
+                                       _count("nbytes", nbytes, 1), direction, _count("cpu_ns", cpu_ns, 0)))
+
+
+#: A shard's work: (shard, *args) -> the shard's value for the host-side merge.
+Work = Callable[..., Any]
+
+
+def run_shard(spec: DeviceSpec, index: int, devices: int, work: Work, args: tuple[Any, ...]) -> ShardResult:
+    """Makes device `index` from `spec`, runs `work` on it and returns what the combiner needs (module-level, so
+    that a worker process can run it)."""
+    with spec.open() as dev:
+        shard = Shard(dev, index, devices)
+        value = work(shard, *args)
+        end = dev.now_ns - shard.start_ns
+        return ShardResult(index, dev.preset, shard.transfers, end, dev.report().data, value)
+
+
+class Array:
+    """N devices behind one shared host.
+
+    Args:
+        devices: the number of devices (each made from `preset`, `overrides` and seed `seed + i`), or a list of
+            :class:`DeviceSpec` (each its own preset, seed and image path).
+        host: overrides of the shared host's parameters (``nearflash/array/host.toml``), e.g. ``{"uplink_bandwidth": 8}``.
+        images: a directory: device i keeps its image in ``images/dev<i>`` (None: in-memory devices).
+    """
+
+    def __init__(self, devices: int | Sequence[DeviceSpec], preset: str = "cosmos-plus", *, seed: int = 1,
+                 host: Optional[dict[str, Any]] = None, images: Optional[os.PathLike | str] = None,
+                 materialise: bool = True, overrides: Optional[dict[str, Any]] = None):
+        if isinstance(devices, (list, tuple)):
+            if not devices or not all(isinstance(d, DeviceSpec) for d in devices):
+                raise InvalidArgument("devices must be a count or a non-empty list of DeviceSpec")
+            if images is not None:
+                raise InvalidArgument("give images, or DeviceSpec paths, not both")
+            self.specs = list(devices)
+        else:
+            n = _count("devices", devices, 1, 4096)
+            seed = _count("seed", seed, 0, 2**64 - 1 - n)
+            paths = [None] * n if images is None else [str(Path(images) / f"dev{i}") for i in range(n)]
+            self.specs = [DeviceSpec(preset, seed + i, paths[i], bool(materialise), dict(overrides or {}))
+                          for i in range(n)]
+        self.host = HostModel(host)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def run(self, work: Work, *args: Any, executor: Optional[Executor] = None) -> tuple[ArrayReport, list[Any]]:
+        """Runs `work(shard, *args)` on every device (here, one after another, or on `executor`'s workers: a
+        ProcessPoolExecutor or a Ray-backed one) and combines their transfers; returns the array's report and each
+        shard's value, in device order. The report is the same however the shards ran."""
+        if not callable(work):
+            raise InvalidArgument(f"work must be a function (shard, *args) -> value, got {type(work).__name__}")
+        n = len(self.specs)
+        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n)
+        results = list(map(run_shard, *jobs) if executor is None else executor.map(run_shard, *jobs))
+        return combine(results, self.host), [r.value for r in results]
+
+
+class RayExecutor:
+    """Runs each shard as a Ray task in a fresh worker process, on a local Ray (`address` None) or a cluster, as the
+    sweeps' ``--ray`` does; pass it as ``Array.run(..., executor=RayExecutor())``. Ray is the optional 'ray' extra."""
+
+    def __init__(self, address: Optional[str] = None):
+        from nearflash.sweeps.runner import ray_connect
+
+        self.started = ray_connect(address)
+
+    def map(self, fn: Callable[..., Any], *iterables: Any) -> list[Any]:
+        import ray
+
+        task = ray.remote(max_calls=1)(fn)
+        return ray.get([task.remote(*a) for a in zip(*iterables)])
+
+    def shutdown(self) -> None:
+        """Stops the Ray this executor started (a Ray it joined stays)."""
+        if self.started:
+            import ray
+
+            ray.shutdown()
+            self.started = False

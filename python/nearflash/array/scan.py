@@ -1,0 +1,162 @@
+"""A table of int64 values striped over an array and scanned for the count and sum of the values above a
+threshold, on either path; the host merges the shards' partial results.
+- host path: every device reads its chunks sequentially at a queue depth, the bytes cross the shared host, and host
+  CPU cores filter and sum them;
+- in storage: every device copies each piece from flash into its Subsystem Local Memory and runs the
+  ``threshold_sum`` computational program (examples/programs) on its controller; only 16 bytes per piece reach
+  the host.
+
+    python -m nearflash.array.scan --devices 1,2,4,8,16      # throughput vs N at quick sizes, with the formula's knee
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from nearflash.array.array import Array, Shard
+from nearflash.array.host import ArrayReport
+from nearflash.array.placement import Striped
+from nearflash.device import _count
+from nearflash.errors import InvalidArgument
+from nearflash.programs import api, example
+
+
+def chunk_values(seed: int, chunk: int, nbytes: int) -> np.ndarray:
+    """The table's values in logical chunk `chunk` (the same whichever device holds it)."""
+    return np.random.default_rng((seed, chunk)).integers(0, 1 << 20, nbytes // 8, dtype=np.int64)
+
+
+def _check_sizes(lba: int, table_bytes: int, chunk_bytes: int, io_bytes: int) -> None:
+    for name, v in (("table_bytes", table_bytes), ("chunk_bytes", chunk_bytes), ("io_bytes", io_bytes)):
+        if v % lba:
+            raise InvalidArgument(f"{name} must be a multiple of the device's {lba}-byte blocks, got {v}")
+
+
+def load(shard: Shard, layout: Striped, table_bytes: int, seed: int) -> None:
+    """Writes this device's stripes of the table, then starts a new measurement window."""
+    dev = shard.device
+    for e in layout.extents(shard.index, table_bytes):
+        dev.write(e.offset // dev.lba_bytes, chunk_values(seed, e.logical // layout.chunk_bytes, e.nbytes))
+    dev.reset_stats()
+
+
+def host_scan(shard: Shard, table_bytes: int, chunk_bytes: int, io_bytes: int, depth: int, threshold: int,
+              scan_ns_per_byte: float, seed: int) -> tuple[int, int]:
+    """One shard of the host path: loads its stripes, reads them back at `depth` commands of `io_bytes`, and filters
+    each command's bytes on the host; returns (count, sum) of its values above `threshold`."""
+    dev = shard.device
+    _check_sizes(dev.lba_bytes, table_bytes, chunk_bytes, io_bytes)
+    layout = Striped(shard.devices, chunk_bytes)
+    load(shard, layout, table_bytes, seed)
+    shard.start_ns = dev.now_ns
+    ios = _pieces(shard, layout, table_bytes, io_bytes)
+    q = dev.queue(depth)
+    count = total = 0
+    nxt = 0
+    while nxt < len(ios) or q.in_flight:
+        while nxt < len(ios) and q.in_flight < depth:
+            off, n = ios[nxt]
+            q.submit_read(off // dev.lba_bytes, n // dev.lba_bytes, np.empty(n, dtype=np.uint8))
+            nxt += 1
+        c = q.wait()
+        values = c.data.view(np.int64)
+        hit = values[values > threshold]
+        count, total = count + hit.size, total + int(hit.sum())
+        shard.transfer(c.time_ns, c.data.nbytes, cpu_ns=math.ceil(c.data.nbytes * scan_ns_per_byte))
+    q.close()
+    return count, total
+
+
+def _pieces(shard: Shard, layout: Striped, table_bytes: int, io_bytes: int) -> list[tuple[int, int]]:
+    """(device byte offset, bytes) of each command's piece of this device's stripes, in order."""
+    return [(e.offset + off, min(io_bytes, e.nbytes - off))
+            for e in layout.extents(shard.index, table_bytes) for off in range(0, e.nbytes, io_bytes)]
+
+
+def in_storage_scan(shard: Shard, table_bytes: int, chunk_bytes: int, io_bytes: int, depth: int, threshold: int,
+                    scan_ns_per_byte: float, seed: int, program: bytes) -> tuple[int, int]:
+    """One shard in storage: loads its stripes, then for each piece a Memory Copy from flash into SLM and an
+    Execute Program of `program` (threshold_sum) on it, one piece at a time; the host reads 16 bytes per piece and
+    adds them up. `depth` is unused: the programs' host library runs one command at a time."""
+    dev = shard.device
+    _check_sizes(dev.lba_bytes, table_bytes, chunk_bytes, io_bytes)
+    layout = Striped(shard.devices, chunk_bytes)
+    dev.attach("programs")
+    api.load(dev, 1, program)
+    api.activate(dev, 1)
+    load(shard, layout, table_bytes, seed)
+    shard.start_ns = dev.now_ns
+    count = total = 0
+    for off, n in _pieces(shard, layout, table_bytes, io_bytes):
+        api.copy_to_slm(dev, 0, off // dev.lba_bytes, n // dev.lba_bytes)
+        api.execute(dev, 1, [(0, n), (io_bytes, 16)], cparam1=threshold)
+        c, t = api.read_slm(dev, io_bytes, 16).view(np.int64)
+        count, total = count + int(c), total + int(t)
+        shard.transfer(dev.now_ns, 16, cpu_ns=math.ceil(16 * scan_ns_per_byte))
+    return count, total
+
+
+PATHS = {"host": host_scan, "in_storage": in_storage_scan}
+
+
+def run(array: Array, table_bytes: int, *, chunk_bytes: int = 1 << 20, io_bytes: int = 128 << 10, depth: int = 8,
+        threshold: int = 1 << 19, seed: int = 7, path: str = "host", executor: Any = None,
+        ) -> tuple[ArrayReport, tuple[int, int]]:
+    """Scans a striped table on `array` by `path` ("host" or "in_storage"); returns the array's report and the
+    merged (count, sum)."""
+    if path not in PATHS:
+        raise InvalidArgument(f"path must be one of {sorted(PATHS)}, got {path!r}")
+    args = (_count("table_bytes", table_bytes, 1), _count("chunk_bytes", chunk_bytes, 1),
+            _count("io_bytes", io_bytes, 1), _count("depth", depth, 1, 1024), _count("threshold", threshold, 0),
+            array.host["scan_ns_per_byte"], _count("seed", seed, 0))
+    if path == "in_storage":
+        args = (*args, example("threshold_sum"))
+    report, parts = array.run(PATHS[path], *args, executor=executor)
+    return report, (sum(p[0] for p in parts), sum(p[1] for p in parts))
+
+
+def scaling(ns: Sequence[int], per_device_bytes: int, host: Optional[dict[str, Any]] = None,
+            preset: str = "cosmos-plus", **kw: Any) -> list[dict[str, Any]]:
+    """Host-path throughput vs N (each device holding `per_device_bytes`) in GB/s of table scanned, beside the
+    formula min(N x B1, limit) where B1 is the one-device throughput and limit the host path's saturation point from
+    the host parameters. (With path="in_storage" the formula does not apply: its shared-host traffic is 16 B a piece.)"""
+    rows, b1 = [], None
+    for n in ns:
+        array = Array(n, preset, host=host)
+        report, _ = run(array, n * per_device_bytes, **kw)
+        scanned = n * per_device_bytes / report.elapsed_ns
+        b1 = b1 if b1 is not None else scanned
+        limit, by = array.host.host_path_limit_gb_s(array.host["scan_ns_per_byte"])
+        rows.append({"devices": n, "throughput_gb_s": scanned, "formula_gb_s": min(n * b1, limit),
+                     "limit_gb_s": limit, "limit_by": by, "knee_devices": limit / b1,
+                     "busiest": report.whole["busiest"],
+                     "busiest_utilisation": report.whole["utilisation"][report.whole["busiest"]]})
+    return rows
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m nearflash.array.scan", description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", default="1,2,4,8,16", help="comma-separated N values")
+    ap.add_argument("--mib-per-device", type=int, default=8)
+    ap.add_argument("--preset", default="cosmos-plus")
+    ap.add_argument("--uplink", type=float, default=None, help="override the switch uplink (GB/s)")
+    a = ap.parse_args(argv)
+    host = {"uplink_bandwidth": a.uplink} if a.uplink else None
+    ns = [int(x) for x in a.devices.split(",")]
+    rows = scaling(ns, a.mib_per_device << 20, host, a.preset)
+    isc = scaling(ns, a.mib_per_device << 20, host, a.preset, path="in_storage")
+    r0 = rows[0]
+    print(f"host path limit {r0['limit_gb_s']:.2f} GB/s ({r0['limit_by']}); knee at N = {r0['knee_devices']:.1f}")
+    print("| N | host path GB/s | formula min(N x B1, limit) GB/s | busiest shared resource | in storage GB/s |")
+    print("|---|---|---|---|---|")
+    for r, i in zip(rows, isc):
+        print(f"| {r['devices']} | {r['throughput_gb_s']:.3f} | {r['formula_gb_s']:.3f} | "
+              f"{r['busiest']} ({r['busiest_utilisation']:.0%}) | {i['throughput_gb_s']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
