@@ -232,3 +232,15 @@ def test_docs_list_every_agent_parameter():
     doc = (pathlib.Path(__file__).parents[2] / "docs" / "issd.md").read_text()
     missing = [p[0] for p in agent.parameters() if f"`{p[0]}`" not in doc]
     assert not missing, f"docs/issd.md does not list {missing}"
+
+
+def test_fmc_reads_carry_the_agents_flash_class(dev, placed):
+    # The FMCs' reads are transactions of the Agent's class (issue 23), not of the RUN command's queue.
+    before = dev.report().data["sched"]["classes"].get("issd.fmc", {}).get("transactions", 0)
+    agent.run(dev, kernels.spec("scan"), placed["extents"]["lineitem"], PAGE)
+    after = dev.report().data["sched"]["classes"]["issd.fmc"]["transactions"]
+    assert after > before
+    with nearflash.Device(None, preset="issd", channels=8, blocks_per_plane=128) as d:
+        with pytest.raises(nearflash.NearflashError, match="fmc_class_level"):
+            d.attach("issd", fmc_class_level="idle")
+        d.attach("issd", fmc_class_level="background", fmc_class_weight=1)

@@ -38,7 +38,6 @@ def test_every_experiment_writes_json_markdown_and_png(results):
         assert "| metric | ours | paper |" in paths["markdown"].read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): Eq. 1 against the executed runs' largest error 21.3% (bound 17.9%), the fitted 48-FMC wall now at 64; the FMCs' reads are timed by forecasts until iSSD is adapted to the scheduler (issue 23)")
 def test_fig7_reproduces_the_papers_trends(results):
     assert comparison(results, "fig7", "Eq. 1 vs executed: mean").ours <= 5.1
     assert comparison(results, "fig7", "Eq. 1 vs executed: max").ours <= 17.9
@@ -83,7 +82,6 @@ def test_fig9_partitioning_adds_host_and_issd(results):
     assert comparison(results, "fig9", "linear_regression, 4 CPUs, dynamic").ours > 1300
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): the prototype's executed speed-up is 1.87 (bound > 2.0, paper 2.3); iSSD is adapted to the scheduler after it lands (issue 23)")
 def test_fig10_and_prototype(results):
     assert comparison(results, "fig10", "executed: linear_regression HOST-SATA / iSSD-400").ours == pytest.approx(9, rel=0.1)
     assert comparison(results, "fig10", "executed: smallest").ours > 5

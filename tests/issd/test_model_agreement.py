@@ -24,7 +24,6 @@ def test_sweep_is_complete(sweep):
     assert {p["kernel"] for p in sweep} == set(model.KERNELS)
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): Eq. 1 against the executed runs' largest error 21.3% (iSSD-XL scan at 16-40 FMCs; bound 17.9%); the FMCs' reads are timed by forecasts until iSSD is adapted to the scheduler (issue 23)")
 def test_model_agrees_with_execution_within_the_papers_errors(sweep):
     mean, worst = sim.error_summary(sweep)
     bad = sorted(sweep, key=sim.model_error)[-3:]
@@ -33,7 +32,6 @@ def test_model_agrees_with_execution_within_the_papers_errors(sweep):
     assert worst <= 0.179, f"max error {worst:.2%} ({detail})"
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): iSSD-XL's executed scan no longer stops scaling between 40 and 48 FMCs (the fitted wall moved to 64); iSSD is adapted to the scheduler after it lands (issue 23)")
 def test_executed_runs_follow_the_models_bottlenecks(sweep):
     by = {(p["config"], p["kernel"], p["n_ch"]): p for p in sweep}
     # iSSD throughput scales with FMCs where the FMCs are the bottleneck

@@ -82,6 +82,8 @@ def test_a_lookup_waits_for_one_flash_read_per_level(objects, db):  # noqa: F811
     r, _ = _lookup(dev, image, flash, 5)
     stats = dev.report().extensions["programs"]["stats"]
     assert stats["last_flash_reads"] == image.depth()
+    # the helper reads are transactions of the programs' flash class (issue 23), not of the command's queue
+    assert dev.report().data["sched"]["classes"]["programs.exec"]["transactions"] >= image.depth()
     # each level's read waits for the one before: the run lasts at least depth x a page's sensing (cosmos-plus:
     # nand.t_read = 60 us)
     assert dev.param("nand.t_read").startswith("60")

@@ -56,16 +56,12 @@ def test_caching_targets_at_low_and_high_locality():
     assert 0.0 < low["ndp_cache"]["ssd_cache_hit_rate"] < high["ndp_cache"]["ssd_cache_hit_rate"]
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): NDP's SSD-cache-only "
-                   "run is now faster than the host-LRU baseline at high locality (86 vs 138 ms); RecSSD's NDP reads "
-                   "are timed by forecasts until its firmware is adapted to the scheduler (issue 23, systems' step)")
 def test_the_baseline_wins_at_high_locality_against_the_ssd_cache_only():
     # Paper 6.3: at high locality (K = 0) the host's LRU cache beats NDP with the SSD-side cache only.
     high = fig10.point(Experiment("recssd", "t", "t", "/tmp"), "RM1", 0.0, 8, 16, 40, 1)
     assert high["baseline"]["latency_ns"] < high["ndp_cache"]["latency_ns"]
 
 
-@pytest.mark.xfail(strict=True, reason="moved with the event-driven flash scheduler (issue 23): a speed-up in this test is now 7.2 (174.2 / 24.2 ms), above its bound of 2.5; RecSSD's NDP reads are timed by forecasts until its firmware is adapted to the scheduler (issue 23)")
 def test_static_partitioning_gains_most_on_rm3():
     # Paper 6.3: with static partitioning RecSSD reaches 2x (RM3, with few lookups per table, gains most).
     p = fig10.point(Experiment("recssd", "t", "t", "/tmp"), "RM3", 2.0, 8, 16, 40, 1)

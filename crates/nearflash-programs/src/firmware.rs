@@ -20,7 +20,7 @@ use crate::slm::{MemoryRange, Slm};
 use crate::status::{self, Refusal};
 use crate::wire::{self, Command, ExecuteProgram, LoadProgram, MemoryAccess, MemoryCopy, RangeSetManagement, SourceRange};
 use nearflash_core::ext::Time;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, ReadTo, UnitHandle};
+use nearflash_core::ext::{AttachCtx, ClassId, DataBuf, ExecCtx, ExtCompletion, Extension, Level, ReadTo, UnitHandle};
 use nearflash_core::nvme::{Sqe, Status};
 use nearflash_core::SimError;
 use serde::Serialize;
@@ -93,6 +93,8 @@ pub struct ProgramsFirmware {
     stats: Stats,
     errors: BTreeMap<&'static str, u64>,
     sls_unit: Option<UnitHandle>,
+    /// The flash class of programs' device work (Memory Copy, Execute Program), declared at attach.
+    exec_class: Option<ClassId>,
 }
 
 /// Fails the command at `done` with `r`, its reason going into the error log.
@@ -120,6 +122,7 @@ impl ProgramsFirmware {
             stats: Stats::default(),
             errors: BTreeMap::new(),
             sls_unit: None,
+            exec_class: None,
         }
     }
 
@@ -572,6 +575,8 @@ impl Extension for ProgramsFirmware {
         }
         self.slm = Slm::new(p.slm_bytes as u64, p.max_range_sets as usize, p.max_ranges_per_set as usize);
         self.sls_unit = Some(ctx.add_units(&fixed::unit_spec(p.sls_unit_clock, p.sls_unit_pj_per_cycle))?);
+        let level: Level = p.exec_class_level.parse().map_err(|e| SimError::Config(format!("{NAME}: exec_class_level: {e}")))?;
+        self.exec_class = Some(ctx.flash_class("exec", level, p.exec_class_weight as u32)?);
         self.params = p;
         let first = self.first_fixed_pind();
         for index in 0..fixed::PROGRAMS.len() {
@@ -589,6 +594,9 @@ impl Extension for ProgramsFirmware {
                 return refuse(ctx, r, t);
             }
         };
+        if let (Command::Execute(_) | Command::Copy(_), Some(class)) = (&c, self.exec_class) {
+            ctx.use_class(class);
+        }
         let done = match c {
             Command::Load(l) => self.load(ctx, l, data),
             Command::Activation(a) => self.activation(ctx, a.pind, a.activate),

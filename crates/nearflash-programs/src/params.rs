@@ -33,6 +33,10 @@ nearflash_core::ext_params! {
         management_instructions: Real = 200, "instructions", "assumed: a table update and its checks, well below a read's firmware path (presets' fw_read_instructions)";
         /// Firmware instructions per eBPF instruction to relocate and verify a downloaded program.
         verify_instructions_per_instruction: Real = 50, "instructions", "assumed: a verifier visits each instruction a few times with a few dozen instructions of bookkeeping each";
+        /// Level of the flash class (`programs.exec`) of Memory Copy's and Execute Program's flash reads.
+        exec_class_level: Choice["urgent", "normal", "background"] = "normal", "choice", "assumed: a program's reads share the dies with host I/O; background lets the host's reads go first (issue 23)";
+        /// Weight of that class among the normal level's (the host's medium-priority queues weigh 2).
+        exec_class_weight: Int = 2 in 1..=256, "count", "assumed: an equal share with the host's medium-priority queues (MQSim's PRIORITY_OUT_OF_ORDER 4:2:1)";
         /// Clock of the fixed-function SLS unit (device-defined program `sls_f32`).
         sls_unit_clock: Frequency = 400, "MHz", "assumed: the clock of iSSD's per-channel stream processors (f_fmc = 400 MHz, iSSD Table 2), a fixed-function block beside the flash controllers";
         /// fp32 adds the SLS unit retires per cycle (lanes).

@@ -337,3 +337,25 @@ fn every_refusal_says_why_in_the_error_log_and_changes_nothing() {
     let loaded = report["programs"].as_array().unwrap().iter().filter(|p| p["device_defined"].is_null()).count();
     assert_eq!((report["range_sets"].as_u64(), loaded), (Some(1), 0), "{report}");
 }
+
+#[test]
+fn memory_copy_reads_flash_in_the_programs_class_at_the_level_asked_for() {
+    for level in ["normal", "background", "urgent"] {
+        let mut dev = device("cosmos-plus", serde_json::json!({"exec_class_level": level}));
+        let lba = dev.lba_bytes() as usize;
+        write_blocks(&mut dev, 0, &text(32 * lba, 3));
+        // Flushed, so that the copy reads flash rather than the write buffer.
+        let cid = dev.next_cid(1);
+        assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, cid, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
+        dev.reset_stats();
+        ok(host::copy_to_slm(&mut dev, 1, 0, &[(0, 32)]).unwrap());
+        let classes = dev.report().sched.stats.classes;
+        let exec = classes.get("programs.exec").map_or(0, |c| c.transactions);
+        assert!(exec > 0, "{level}: Memory Copy's reads are programs.exec transactions: {classes:?}");
+        assert_eq!(classes.get("medium").map_or(0, |c| c.transactions), 0, "{level}: none in its queue's class");
+    }
+    // A level that is not one of the three is refused at attach, naming the parameter.
+    let mut dev = Device::memory(load_preset("cosmos-plus").unwrap(), DeviceOptions::default()).unwrap();
+    let err = dev.attach(Box::new(ProgramsFirmware::new(serde_json::json!({"exec_class_level": "idle"})))).unwrap_err();
+    assert!(err.to_string().contains("exec_class_level"), "{err}");
+}

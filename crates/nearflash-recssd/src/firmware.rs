@@ -32,7 +32,7 @@ type Refusal = (NdpFault, Option<u8>, String);
 /// Bytes of the command's CDW10 (SLBA: table start + request id) and CDW12 (NLB), for the error log.
 const CDW10: Option<u8> = Some(40);
 const CDW12: Option<u8> = Some(48);
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo};
+use nearflash_core::ext::{AttachCtx, ClassId, DataBuf, ExecCtx, ExtCompletion, Extension, HostEvent, Intercept, Placement, ReadTo};
 use nearflash_core::ext::OpClass;
 use nearflash_core::ext::Time;
 use nearflash_core::nvme::{decode_io, opcode, IoCommand, Namespace, Sqe, Status};
@@ -88,6 +88,8 @@ pub struct RecssdFirmware {
     limits: WireLimits,
     stats: FirmwareStats,
     faults: std::collections::BTreeMap<String, u64>,
+    /// The flash class of NDP page reads (declared at attach).
+    ndp_class: Option<ClassId>,
 }
 
 impl RecssdFirmware {
@@ -107,6 +109,7 @@ impl RecssdFirmware {
             limits: WireLimits::default(),
             stats: FirmwareStats::default(),
             faults: Default::default(),
+            ndp_class: None,
         }
     }
 
@@ -291,6 +294,9 @@ impl RecssdFirmware {
             }
         };
         if self.pending[i].plan.is_none() {
+            if let Some(class) = self.ndp_class {
+                ctx.use_class(class);
+            }
             self.schedule_pending(ctx, t);
         }
         let sector = ctx.lba_bytes() as usize;
@@ -523,6 +529,8 @@ impl Extension for RecssdFirmware {
         if p.ssd_cache {
             ctx.observe(); // host writes and trims to a table drop its cached rows
         }
+        let level: nearflash_core::ext::Level = p.ndp_class_level.parse().map_err(|e| SimError::Config(format!("recssd: ndp_class_level: {e}")))?;
+        self.ndp_class = Some(ctx.flash_class("ndp", level, p.ndp_class_weight as u32)?);
         self.params = p;
         Ok(())
     }

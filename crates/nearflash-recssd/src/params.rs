@@ -26,6 +26,11 @@ nearflash_core::ext_params! {
         page_buffer_pages_per_die: Int = 10 in 0..=1000000, "count", "Cosmos+ GreedyFTL lru_buffer.h (RecSSD artifact): BUF_ENTRY_NUM_PER_DIE = 10";
         /// Serve ordinary host Reads through the same whole-page LRU buffer, as GreedyFTL's LRUBufRead does.
         serve_host_reads: Bool = true, "bool", "RecSSD artifact nvme_io_cmd.c: plain reads go to LRUBufRead, which reads whole 16 KB pages into the LRU buffer (paper 6.1: 'the SSD page cache will hold pages')";
+        // --- flash scheduling ----------------------------------------------------------------------------------------
+        /// Level of the NDP page reads' flash class (`recssd.ndp`): `background` lets host reads go first on every die.
+        ndp_class_level: Choice["urgent", "normal", "background"] = "normal", "choice", "assumed: the artifact's FTL loop feeds NDP page reads and host reads to the same die queues (low_level_scheduler.c), so NDP shares the dies with host I/O; background models a firmware that serves host reads first";
+        /// Weight of that class among the normal level's (the host's medium-priority queues weigh 2).
+        ndp_class_weight: Int = 2 in 1..=256, "count", "assumed: an equal share with the host's medium-priority queues (weight 2, MQSim's PRIORITY_OUT_OF_ORDER 4:2:1)";
         // --- SSD-side embedding cache ----------------------------------------------------------------------------------
         /// Direct-mapped embedding cache in controller DRAM on/off.
         ssd_cache: Bool = true, "bool", "paper 4.2 'SSD-side DRAM Caching'";

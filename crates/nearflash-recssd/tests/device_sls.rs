@@ -287,3 +287,49 @@ fn bad_element_widths_are_refused_before_anything_is_written() {
         assert!(err.to_string().contains("attribute_bytes"), "{err}");
     }
 }
+
+/// One NDP request over `pages` strided rows beside 48 host 4 KiB reads: (the request's transactions in the
+/// `recssd.ndp` class, the host's in the medium class).
+fn ndp_beside_host_reads(level: &str, pages: u64) -> (u64, u64) {
+    // Host reads through the core's read path (not GreedyFTL's loop), so they keep their queue's class.
+    let mut dev = device(false, serde_json::json!({"ndp_class_level": level, "serve_host_reads": false}));
+    let spec = TableSpec { rows: 700_000, dim: 64, data: TableData::Generated { seed: 5 }, attribute_bytes: 4 };
+    let h = host(&mut dev, vec![spec], Placement::Packed);
+    let start = h.tables.tables[0].layout.start_lba();
+    let (ndp_q, host_q) = (2, 3);
+    dev.create_queue_pair(ndp_q, 64).unwrap();
+    dev.create_queue_pair(host_q, 64).unwrap();
+    dev.reset_stats();
+    let ids: Vec<u32> = (0..pages as u32).map(|i| 65 + 64 * i).collect();
+    let mut config = NdpConfig::from_bags(0, 64, &ids, &[0]).unwrap().encode().unwrap();
+    config.resize(config.len().div_ceil(4096) * 4096, 0);
+    dev.submit(ndp_q, config_sqe(0, start + 1, (config.len() / 4096) as u32), DataBuf::ToDevice(&config)).unwrap();
+    let mut result = vec![0u8; 4096];
+    dev.submit(ndp_q, result_sqe(1, start + 1, 1), DataBuf::FromDevice(&mut result)).unwrap();
+    // Rows the NDP request does not touch, on the same dies.
+    for i in 0..48u16 {
+        dev.submit(host_q, Sqe::rw(nearflash_core::nvme::opcode::READ, i, start + 4 * (2100 + 37 * u64::from(i)), 1), DataBuf::None).unwrap();
+    }
+    while let Some((q, t)) = dev.next_completion(&[ndp_q, host_q]) {
+        dev.advance_to(t);
+        while let Some(c) = dev.reap(q) {
+            assert!(c.cqe.status().is_success());
+        }
+    }
+    let classes = dev.report().sched.stats.classes;
+    let txns = |name: &str| classes.get(name).map_or(0, |c| c.transactions);
+    (txns("recssd.ndp"), txns("medium"))
+}
+
+#[test]
+fn ndp_reads_carry_their_own_flash_class_at_the_level_asked_for() {
+    for level in ["normal", "background", "urgent"] {
+        assert_eq!(ndp_beside_host_reads(level, 256), (256, 48), "{level}: one recssd.ndp transaction per NDP page");
+    }
+    // A level that is not one of the three is refused at attach, naming the parameter.
+    let mut tree = load_preset("cosmos-plus").unwrap();
+    tree.set("host.stack", "polled").unwrap();
+    let mut dev = Device::memory(tree, DeviceOptions::default()).unwrap();
+    let err = dev.attach(Box::new(RecssdFirmware::new(serde_json::json!({"ndp_class_level": "idle"})))).unwrap_err();
+    assert!(err.to_string().contains("ndp_class_level"), "{err}");
+}

@@ -47,6 +47,8 @@ pub struct DeviceCore {
     pub(crate) posted: Vec<(Posting, Time)>,
     /// Forecasts of the flash work of the extension command being executed (`None` outside `ExecCtx`).
     pub(crate) forecast: Option<super::forecast::Forecast>,
+    /// Where extension commands' forecasts left the dies and channels (carried to the next extension command).
+    pub(crate) horizons: super::forecast::Horizons,
     /// The class of the flash work of the command being executed.
     pub(crate) class: ClassId,
     /// GC's priority (`controller.gc_priority`).
@@ -267,6 +269,7 @@ impl DeviceCore {
             programs_pruned_at: 0,
             scratch: ReadScratch::default(),
             forecast: None,
+            horizons: Default::default(),
             txn_done: Vec::new(),
             admitted: Vec::new(),
             fetcher,

@@ -689,7 +689,7 @@ impl Device {
         let fw = self.fw(t, self.core.ctrl.fw_other);
         let start = self.core.wait_for(fw);
         let slot = &mut self.exts[i];
-        self.core.forecast = Some(forecast::Forecast::default());
+        self.core.forecast = Some(forecast::Forecast::new(std::mem::take(&mut self.core.horizons)));
         let class_before = self.core.class;
         let mut ctx = ExecCtx { core: &mut self.core, rng: &mut slot.rng, start, accounted_as: None, pending: Vec::new() };
         let r = slot.ext.execute(&mut ctx, sqe, data);
@@ -699,7 +699,7 @@ impl Device {
             let why = format!("extension {} failed opcode {:#04x} without giving a reason", slot.ext.name(), sqe.opcode);
             ctx.explain(r.status, None, why);
         }
-        self.core.forecast = None;
+        self.core.horizons = self.core.forecast.take().map(forecast::Forecast::into_horizons).unwrap_or_default();
         self.core.class = class_before;
         self.dispatch_relocations();
         let done = self.core.max_all(At::at(r.done.max(start)), &pending);

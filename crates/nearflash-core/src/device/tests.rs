@@ -760,3 +760,34 @@ fn arbitration_fetches_urgent_first_then_by_weight_into_a_limited_window() {
     let rr = order("round_robin");
     assert_eq!(&rr[..9], &[1, 1, 2, 3, 4, 1, 2, 3, 4], "round robin: each queue in turn, priorities ignored");
 }
+
+#[test]
+fn the_earliest_completion_among_queues_before_a_limit_never_runs_the_loop_past_either() {
+    let mut dev = dev_with(&small(&[]), false);
+    dev.precondition(1.0, FillPattern::Sequential, 0.0, 1).unwrap();
+    for q in 1..=3 {
+        dev.create_queue_pair(q, 16).unwrap();
+    }
+    // Queue 1 reads 8 pages, queue 2 one.
+    let ch = u64::from(dev.core.nand.geo.channels);
+    let spp = u64::from(dev.core.nand.geo.sectors_per_page);
+    for i in 0..8u64 {
+        dev.submit(1, Sqe::rw(opcode::READ, i as u16, i * ch * spp * 4, 1), DataBuf::None).unwrap();
+    }
+    dev.submit(2, Sqe::rw(opcode::READ, 0, spp, 1), DataBuf::None).unwrap();
+    // Nothing completes before a limit just after the submissions: None, and a submission at the limit is not late.
+    let limit = dev.now() + 1;
+    assert_eq!(dev.next_completion_before_any(&[1, 2], limit), None);
+    dev.advance_to(limit);
+    dev.submit(3, Sqe::rw(opcode::READ, 0, 2 * spp, 1), DataBuf::None).unwrap();
+    assert_eq!(dev.report().sched.late_submissions, 0);
+    // Among both queues the loop stops at the earliest completion of either, so that queue's next command,
+    // submitted then, is not late either.
+    let (q, first) = dev.next_completion_before_any(&[1, 2], Time::MAX).unwrap();
+    let other = 3 - q;
+    assert_eq!(dev.next_completion_before_any(&[other], first), None);
+    dev.advance_to(first);
+    dev.submit(q, Sqe::rw(opcode::READ, 9, 3 * spp, 1), DataBuf::None).unwrap();
+    assert_eq!(dev.report().sched.late_submissions, 0);
+    assert!(dev.next_completion_time(other).unwrap() >= first);
+}

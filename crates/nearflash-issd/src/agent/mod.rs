@@ -32,7 +32,7 @@ pub use pipeline::{JobStats, KERNEL_FAILED};
 use crate::costs::KernelCosts;
 use crate::kernel::Kernel;
 use crate::PageLayout;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, UnitSpec};
+use nearflash_core::ext::{AttachCtx, ClassId, DataBuf, ExecCtx, ExtCompletion, Extension, Level, UnitSpec};
 use nearflash_core::ext::Time;
 use nearflash_core::error::{Result as SimResult, SimError};
 use nearflash_core::nvme::{Sqe, Status};
@@ -73,6 +73,8 @@ pub struct IssdExtension {
     units: Option<AgentUnits>,
     slots: Vec<Option<Job>>,
     stats: AgentStats,
+    /// The flash class of the FMCs' reads (declared at attach).
+    fmc_class: Option<ClassId>,
 }
 
 type Step = std::result::Result<(u32, Time), (Status, Time)>;
@@ -88,7 +90,7 @@ impl IssdExtension {
     pub fn new(overrides: serde_json::Value) -> crate::Result<Self> {
         let mut params = AgentParams::default();
         params.apply_json(&overrides)?;
-        Ok(Self { overrides, params, units: None, slots: Vec::new(), stats: AgentStats::default() })
+        Ok(Self { overrides, params, units: None, slots: Vec::new(), stats: AgentStats::default(), fmc_class: None })
     }
 
     pub fn params(&self) -> &AgentParams {
@@ -250,6 +252,8 @@ impl Extension for IssdExtension {
         }
         self.slots = (0..params.job_slots as usize).map(|_| None).collect();
         self.units = Some(AgentUnits { fmc, sp });
+        let level: Level = params.fmc_class_level.parse().map_err(|e| SimError::Config(format!("{NAME}: fmc_class_level: {e}")))?;
+        self.fmc_class = Some(ctx.flash_class("fmc", level, params.fmc_class_weight as u32)?);
         self.params = params;
         Ok(())
     }
@@ -260,6 +264,9 @@ impl Extension for IssdExtension {
         let step = if op == p.opcode_load {
             self.load(ctx, sqe, data)
         } else if op == p.opcode_run {
+            if let Some(class) = self.fmc_class {
+                ctx.use_class(class);
+            }
             self.run(ctx, sqe, data)
         } else if op == p.opcode_fetch {
             self.fetch(ctx, sqe, data)

@@ -43,6 +43,10 @@ nearflash_core::ext_params! {
         ftl_lookups: Bool = true, "bool", "the preset's FTL: every read translates its blocks on the SSD CPUs (Eq. 1 has no such term; the model setups turn it off)";
         /// Job descriptors the Agent holds at once.
         job_slots: Int = 8 in 1..=1024, "count", "assumed: a few concurrent jobs";
+        /// Level of the FMC scans' flash class (`issd.fmc`).
+        fmc_class_level: Choice["urgent", "normal", "background"] = "normal", "choice", "assumed: the FMCs' reads share the dies with host I/O (the paper runs jobs alone); background lets host reads go first";
+        /// Weight of that class among the normal level's (the host's medium-priority queues weigh 2).
+        fmc_class_weight: Int = 2 in 1..=256, "count", "assumed: an equal share with the host's medium-priority queues (MQSim's PRIORITY_OUT_OF_ORDER 4:2:1)";
         /// SSD CPU instructions to accept a descriptor: fixed part and per byte of its kernel spec.
         load_instructions: Real = 2000.0, "instructions", "assumed: header checks, extent validation and slot bookkeeping";
         load_instructions_per_byte: Real = 20.0, "instructions/B", "assumed: parsing the kernel spec text on an embedded core";

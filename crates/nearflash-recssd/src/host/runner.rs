@@ -160,6 +160,12 @@ impl RecHost {
                     env.dev.advance_to(at);
                     now = at;
                 }
+                Step::Wait(not_before) => {
+                    let qid = self.queues[0];
+                    let next = env.dev.next_completion_time(qid).ok_or_else(|| lost(qid))?;
+                    now = next.max(not_before);
+                    env.dev.advance_to(now);
+                }
                 Step::Done(at) => {
                     env.dev.advance_to(at);
                     return Ok((job.into_output(), stats));
@@ -205,7 +211,11 @@ impl RecHost {
         if batches.is_empty() {
             wake.clear();
         }
-        while let Some(Reverse((t, w))) = wake.pop() {
+        // Workers waiting for a completion on their queue, and the time each resumes no earlier than.
+        let mut waiting: Vec<(usize, Time)> = Vec::new();
+        loop {
+            wake_first_completion(dev, &workers, &mut waiting, &mut wake)?;
+            let Some(Reverse((t, w))) = wake.pop() else { break };
             if t < start {
                 wake.push(Reverse((start, w)));
                 continue;
@@ -232,6 +242,10 @@ impl RecHost {
                 match job.resume(&mut env, table, &mut self.caches[table.id as usize], now)? {
                     Step::At(at) => {
                         wake.push(Reverse((at, w)));
+                        break;
+                    }
+                    Step::Wait(not_before) => {
+                        waiting.push((w, not_before));
                         break;
                     }
                     Step::Done(at) => {
@@ -285,4 +299,34 @@ impl RecHost {
         dev.advance_to(result.finished);
         Ok(result)
     }
+}
+
+fn lost(qid: u16) -> HostError {
+    HostError::Invalid(format!("queue {qid} lost a completion"))
+}
+
+/// Moves the waiting worker whose queue completes first onto the wake heap, finding that completion without
+/// running the device's event loop past the earliest timed wake (a worker that will submit then) or past the
+/// completion itself, so no worker's submission arrives in the scheduler's past.
+fn wake_first_completion(
+    dev: &mut Device,
+    workers: &[Worker],
+    waiting: &mut Vec<(usize, Time)>,
+    wake: &mut BinaryHeap<Reverse<(Time, usize)>>,
+) -> Result<(), HostError> {
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    let limit = wake.peek().map_or(Time::MAX, |r| r.0 .0);
+    let qids: Vec<u16> = waiting.iter().map(|&(w, _)| workers[w].qid).collect();
+    match dev.next_completion_before_any(&qids, limit) {
+        Some((qid, c)) => {
+            let i = qids.iter().position(|&q| q == qid).expect("one of the waiting queues");
+            let (w, not_before) = waiting.swap_remove(i);
+            wake.push(Reverse((c.max(not_before), w)));
+        }
+        None if wake.is_empty() => return Err(lost(qids[0])),
+        None => {}
+    }
+    Ok(())
 }
