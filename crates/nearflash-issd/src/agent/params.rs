@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(p.output_flush, 16384.0);
         assert_eq!(p.opcode_run, 0xC2);
         assert!(p.stream_processors);
-        assert_eq!(AgentParams::DOCS.len(), 19);
+        assert_eq!(AgentParams::DOCS.len(), 21);
         assert!(AgentParams::DOCS.iter().all(|d| !d.3.is_empty()));
     }
 
