@@ -104,15 +104,18 @@ def test_fig13_polling_firmware_loses_ordinary_throughput_that_coroutines_keep(t
         cores_spinning[prio] = po["polling_ms"] / (16 * 2**20 / (po["mb_per_s"] * 1e6) * 1e3)
     # The switch: strict levels put ISC reads before (above), beside (equal) or after (below) the host's on the dies,
     # so the ordinary reads lose more the higher the ISC class, and the ISC requests wait longer the lower it is.
+    # (Above and equal cost the coroutine firmware's reads alike at this size: an ISC request's page reads are few
+    # beside the readers' and, at equal weight, still served at their turn on each die; docs/nice.md.)
     co_loss = [loss[p][0] for p in ("above", "equal", "below")]
-    assert co_loss[0] > co_loss[1] > co_loss[2], loss
-    assert isc_ms["above"] < isc_ms["below"], isc_ms
-    # The paper's claim (coroutines keep read throughput that run to completion loses) holds where the polled
-    # requests hold the four A53 cores the reads' page transactions need: ISC below host I/O, where an ISC request's
-    # reads wait behind the host's and its core spins until they are really done.
-    assert cores_spinning["below"] > 2 and loss["below"][1] > loss["below"][0], (cores_spinning, loss)
+    assert co_loss[0] >= co_loss[1] > co_loss[2], loss
+    assert isc_ms["above"] <= isc_ms["equal"] < isc_ms["below"], isc_ms
+    # The paper's claim (coroutines keep read throughput that run to completion loses) holds at every setting: a
+    # polled request's core spins until its reads really end; below host I/O they wait behind the host's, so the
+    # spins hold most of the four A53 cores the reads' page transactions need.
+    assert all(loss[p][1] > loss[p][0] for p in loss), loss
+    assert cores_spinning["below"] > 2, cores_spinning
     # At the paper's setting (ISC above) the requests' data comes soon enough that the spins hold fewer than the
-    # four cores, so at 8,000 requests/s of a 256 KiB file the two firmwares cost the reads alike (docs/nice.md).
+    # four cores.
     assert cores_spinning["above"] < 4, cores_spinning
     co = pts["8T/above/coroutine/8000"]
     assert co["isc_done"] > 0 and co["isc_shared_sectors"] > 0, "ISC requests in flight together share NAND reads"
