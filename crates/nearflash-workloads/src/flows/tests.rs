@@ -37,6 +37,20 @@ fn flow(name: &str, reqs: Vec<Request>, timing: Timing) -> Flow {
 
 const OPEN: Timing = Timing::Open { time_scale: 1.0 };
 
+/// A closed-loop synthetic flow at depth 8 and medium priority.
+fn closed_synthetic(name: &str, spec: &SyntheticSpec) -> Flow {
+    Flow {
+        name: name.into(),
+        source: Box::new(Synthetic::new(name, spec, 4096).unwrap()),
+        kind: "synthetic",
+        origin: "synthetic".into(),
+        timing: Timing::Closed { iodepth: 8 },
+        mapping: Mapping::default(),
+        priority: Priority::Medium,
+        queue_depth: None,
+    }
+}
+
 fn mixed(n: u64, gap_ns: u64) -> Vec<Request> {
     (0..n)
         .map(|i| {
@@ -119,16 +133,7 @@ fn flows_share_the_device_on_their_own_queues() {
     let mut dev = device();
     let reads = flow("reads", mixed(200, 10_000), OPEN);
     let spec = SyntheticSpec { pattern: Pattern::RandWrite, block_size: 8192, ios: 500, span: (0, 4096), seed: 3, rate_iops: None };
-    let writes = Flow {
-        name: "writes".into(),
-        source: Box::new(Synthetic::new("writes", &spec, 4096).unwrap()),
-        kind: "synthetic",
-        origin: "synthetic".into(),
-        timing: Timing::Closed { iodepth: 8 },
-        mapping: Mapping::default(),
-        priority: Priority::Medium,
-        queue_depth: None,
-    };
+    let writes = closed_synthetic("writes", &spec);
     let r = run(&mut dev, vec![reads, writes], Options::default(), None).unwrap();
     let (a, b) = (&r.flows[0], &r.flows[1]);
     assert_eq!((a.qid, b.qid, a.source, b.source, a.timing, b.timing), (1, 2, "trace", "synthetic", "open", "closed"));
@@ -331,16 +336,7 @@ fn a_favoured_flows_writes_wait_less_for_the_write_buffer() {
         let mut favoured = flow("favoured", writes, OPEN);
         favoured.priority = priority;
         let spec = SyntheticSpec { pattern: Pattern::RandWrite, block_size: 16384, ios: 3000, span: (4096, 4096), seed: 5, rate_iops: None };
-        let writer = Flow {
-            name: "writer".into(),
-            source: Box::new(Synthetic::new("writer", &spec, 4096).unwrap()),
-            kind: "synthetic",
-            origin: "synthetic".into(),
-            timing: Timing::Closed { iodepth: 8 },
-            mapping: Mapping::default(),
-            priority: Priority::Medium,
-            queue_depth: None,
-        };
+        let writer = closed_synthetic("writer", &spec);
         let r = run(&mut dev, vec![favoured, writer], Options::default(), None).unwrap();
         assert_eq!(r.flows[0].all.requests, 150);
         r.flows[0].all.device_response_time.mean_us
