@@ -338,4 +338,10 @@ fn an_unknown_weight_reads_choice_is_refused_at_attach() {
     let mut dev = bare_device("8");
     let e = dev.attach(Box::new(CognitiveFirmware::new(serde_json::json!({ "weight_reads": "half" })))).unwrap_err();
     assert!(e.to_string().contains("weight_reads"), "{e}");
+    // the weight stream's share: a count in 0..=256, never a fraction or a word
+    for bad in [serde_json::json!(257), serde_json::json!(-1), serde_json::json!(1.5), serde_json::json!("half")] {
+        let e = dev.attach(Box::new(CognitiveFirmware::new(serde_json::json!({ "weight_stream_share": bad })))).unwrap_err();
+        assert!(e.to_string().contains("weight_stream_share"), "{bad}: {e}");
+    }
+    dev.attach(Box::new(CognitiveFirmware::new(serde_json::json!({ "weight_stream_share": 0 })))).unwrap();
 }
