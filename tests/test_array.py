@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nearflash
-from nearflash.array import Array, DeviceSpec, HostModel, KeyRange, ShardResult, Striped, Transfer, combine
+from nearflash.array import (Array, DeviceSpec, HostModel, KeyRange, Replicated, ShardResult, Striped, Transfer,
+                             combine)
 from nearflash.array import scan
 from nearflash.errors import InvalidArgument
 from nearflash.programs import have_clang
@@ -205,3 +206,139 @@ def test_devices_keep_their_images_and_specs_mix_presets(tmp_path):
     report, _ = scan.run(mixed, 4 * 64 * KIB, **SMALL)
     assert [d["preset"] for d in report.devices] == ["cosmos-plus", "samsung-970pro"]
     assert report.devices[0]["own_end_ns"] != report.devices[1]["own_end_ns"]
+
+
+# --- the Rust combiner keeps the first slice's reports ----------------------------------------------------------------
+def _python_combine(results, host):
+    """The first slice's Python combiner (main at 984b4a1), kept as the oracle the Rust one must match exactly."""
+    import heapq
+    import math
+
+    class Fifo:
+        def __init__(self, bytes_per_ns):
+            self.bytes_per_ns, self.free_ns, self.busy_ns = bytes_per_ns, 0, 0
+
+        def carry(self, start_ns, upstream_end_ns, nbytes):
+            start = max(start_ns, self.free_ns)
+            end = max(start + math.ceil(nbytes / self.bytes_per_ns), upstream_end_ns)
+            self.busy_ns += end - start
+            self.free_ns = end
+            return start, end
+
+    dirs = ("to_host", "to_device")
+    stages = {d: [Fifo(host["uplink_bandwidth"]), Fifo(host["root_complex_bandwidth"])] for d in dirs}
+    dram, cores, cpu_busy, latency = Fifo(host["dram_bandwidth"]), [(0, i) for i in range(host.cpu_cores)], 0, int(host["latency"])
+    order = sorted((t.t_ns, r.device, seq, t) for r in results for seq, t in enumerate(r.transfers))
+    delivered, delay = {r.device: 0 for r in results}, {r.device: 0 for r in results}
+    for t_ns, dev, _, t in order:
+        start, end = t_ns + latency, t_ns + latency
+        for stage in (*stages[t.direction], dram):
+            start, end = stage.carry(start, end, t.nbytes)
+        if t.cpu_ns:
+            free, core = heapq.heappop(cores)
+            end = max(end, free) + t.cpu_ns
+            cpu_busy += t.cpu_ns
+            heapq.heappush(cores, (end, core))
+        delivered[dev] = max(delivered[dev], end)
+        delay[dev] += end - t_ns
+    elapsed = max([0] + [r.end_ns for r in results] + list(delivered.values()))
+    moved = {d: sum(t.nbytes for r in results for t in r.transfers if t.direction == d) for d in dirs}
+    util = {"uplink_to_host": stages["to_host"][0].busy_ns, "uplink_to_device": stages["to_device"][0].busy_ns,
+            "root_complex_to_host": stages["to_host"][1].busy_ns, "root_complex_to_device": stages["to_device"][1].busy_ns,
+            "host_dram": dram.busy_ns, "host_cpu": cpu_busy / host.cpu_cores}
+    util = {k: (v / elapsed if elapsed else 0.0) for k, v in util.items()}
+    whole = {"devices": len(results), "elapsed_ns": elapsed, "bytes": moved, "transfers": len(order),
+             "throughput_gb_s": (moved["to_host"] + moved["to_device"]) / elapsed if elapsed else 0.0,
+             "utilisation": util, "busiest": max(util, key=lambda k: util[k]),
+             "host": {p: v.value for p, v in host.params.items()}}
+    devices = [{"device": r.device, "preset": r.preset, "own_end_ns": r.end_ns, "delivered_end_ns": delivered[r.device],
+                "transfers": len(r.transfers),
+                "bytes_to_host": sum(t.nbytes for t in r.transfers if t.direction == "to_host"),
+                "bytes_to_device": sum(t.nbytes for t in r.transfers if t.direction == "to_device"),
+                "mean_host_delay_ns": delay[r.device] / len(r.transfers) if r.transfers else 0.0, "report": r.report}
+               for r in sorted(results, key=lambda r: r.device)]
+    return {"whole": whole, "devices": devices}
+
+
+_transfer = st.tuples(st.integers(0, 10**6), st.integers(1, 1 << 22), st.sampled_from(["to_host", "to_device"]),
+                      st.integers(0, 10**5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2 * 10**6), st.lists(_transfer, max_size=25)), min_size=1, max_size=6),
+       st.sampled_from([{}, {"uplink_bandwidth": 0.7, "cpu_cores": 2}, {"latency": 0, "dram_bandwidth": 1.3},
+                        {"root_complex_bandwidth": 0.25, "cpu_cores": 1}]))
+def test_the_rust_combiner_gives_the_first_slices_reports_exactly(shards, overrides):
+    results = [ShardResult(d, "p", [Transfer(*t) for t in ts], end, {}, None) for d, (end, ts) in enumerate(shards)]
+    host = HostModel(overrides)
+    assert combine(results[::-1], host).to_dict() == _python_combine(results, host)
+
+
+@pytest.mark.parametrize("transfers, match", [
+    ([(-1, 8)], "integers"), ([(0.5, 8)], "integers"), ([(0, "8")], "integers"), ([(0, 0)], "no bytes"),
+    ([(0, 8, "to_host", -1)], "integers"), ([(2**64, 8)], "integers"),
+])
+def test_the_combiner_refuses_damaged_shard_results(transfers, match):
+    with pytest.raises(InvalidArgument, match=match):
+        combine([result(0, transfers)], HostModel())
+    with pytest.raises(InvalidArgument, match="label 0"):
+        combine([result(0, []), result(0, [])], HostModel())
+
+
+# --- replication ----------------------------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 7), st.integers(1, 64), st.integers(0, 3000))
+def test_replication_keeps_k_copies_on_distinct_devices_in_distinct_slots(devices, copies, chunk, total):
+    copies = min(copies, devices)
+    layout = Replicated(devices, copies, chunk)
+    held = {d: layout.extents(d, total) for d in range(devices)}
+    for d, extents in held.items():
+        offsets = [e.offset for e in extents]
+        assert len(set(offsets)) == len(offsets)  # no two copies share a slot
+        for e in extents:
+            assert (d, e.offset) in layout.copies_of(e.logical)
+    chunks = -(-total // chunk)
+    assert sum(len(x) for x in held.values()) == chunks * copies
+    for c in range(chunks):
+        assert len({d for d, _ in layout.copies_of(c * chunk)}) == copies
+
+
+def test_replicated_reads_go_to_the_least_loaded_copy_deterministically():
+    layout = Replicated(3, 2, 100)
+    # Chunk 0 lives on devices 0 and 1, chunk 1 on 1 and 2, chunk 2 on 2 and 0.
+    assert [d for d, _ in layout.copies_of(150)] == [1, 2]
+    route = [layout.route(c * 100, 100)[0] for c in (0, 0, 0, 1, 2)]
+    assert route == [0, 1, 0, 2, 2] and layout.load == [200, 100, 200]
+    again = Replicated(3, 2, 100)
+    assert [again.route(c * 100, 100)[0] for c in (0, 0, 0, 1, 2)] == route
+    with pytest.raises(InvalidArgument, match="crosses"):
+        layout.route(90, 20)
+    for make in (lambda: Replicated(2, 3, 8), lambda: Replicated(2, 0, 8), lambda: Replicated(2, 1, 0),
+                 lambda: layout.route(0, 0), lambda: layout.copies_of(-1), lambda: layout.extents(3, 10)):
+        with pytest.raises(InvalidArgument):
+            make()
+
+
+def _replicated_reads(shard, total, chunk, copies):
+    """Writes this device's copies, then reads what the routing (the same on every device) sends to it."""
+    dev, layout = shard.device, Replicated(shard.devices, copies, chunk)
+    for e in layout.extents(shard.index, total):
+        dev.write(e.offset // dev.lba_bytes, scan.chunk_values(3, e.logical // chunk, e.nbytes))
+    mine = [(c * chunk, off) for c in range(total // chunk) for d, off in [layout.route(c * chunk, chunk)]
+            if d == shard.index]
+    got = {}
+    for logical, off in mine:
+        got[logical] = dev.read(off // dev.lba_bytes, chunk // dev.lba_bytes).view(np.int64)
+        shard.transfer(dev.now_ns, chunk)
+    return got
+
+
+def test_a_replicated_table_reads_back_from_the_chosen_copies():
+    chunk, total = 8 * KIB, 12 * 8 * KIB
+    report, parts = Array(3).run(_replicated_reads, total, chunk, 2)
+    got = {k: v for p in parts for k, v in p.items()}
+    assert sorted(got) == [c * chunk for c in range(12)]
+    for c in range(12):
+        assert np.array_equal(got[c * chunk], scan.chunk_values(3, c, chunk))
+    assert [d["transfers"] for d in report.devices] == [4, 4, 4]  # balanced over the copies
+    assert [d["report"]["ops"]["write"]["bytes"] for d in report.devices] == [8 * chunk] * 3  # two copies each

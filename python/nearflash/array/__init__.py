@@ -5,7 +5,7 @@ what it leaves out."""
 
 from nearflash.array.array import Array, DeviceSpec, RayExecutor, Shard, run_shard
 from nearflash.array.host import ArrayReport, HostModel, PathCost, ShardResult, Transfer, combine
-from nearflash.array.placement import Extent, KeyRange, Striped
+from nearflash.array.placement import Extent, KeyRange, Replicated, Striped
 
-__all__ = ["Array", "ArrayReport", "DeviceSpec", "RayExecutor", "Extent", "HostModel", "KeyRange", "PathCost", "Shard",
+__all__ = ["Array", "ArrayReport", "DeviceSpec", "RayExecutor", "Extent", "HostModel", "KeyRange", "PathCost", "Replicated", "Shard",
            "ShardResult", "Striped", "Transfer", "combine", "run_shard"]

@@ -67,7 +67,7 @@ class Array:
     Args:
         devices: the number of devices (each made from `preset`, `overrides` and seed `seed + i`), or a list of
             :class:`DeviceSpec` (each its own preset, seed and image path).
-        host: overrides of the shared host's parameters (``nearflash/array/host.toml``), e.g. ``{"uplink_bandwidth": 8}``.
+        host: overrides of the shared host's parameters (``crates/nearflash-array/host.toml``), e.g. ``{"uplink_bandwidth": 8}``.
         images: a directory: device i keeps its image in ``images/dev<i>`` (None: in-memory devices).
     """
 

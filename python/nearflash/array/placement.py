@@ -1,4 +1,4 @@
-"""Where an array's data lives: striping (RAID-0 with a chunk size) and sharding by key range."""
+"""Where an array's data lives: striping (RAID-0 with a chunk size), sharding by key range, replication."""
 
 from __future__ import annotations
 
@@ -70,3 +70,47 @@ class KeyRange:
         """The positions in `keys` that each device holds."""
         where = np.searchsorted(np.asarray(self.bounds), np.asarray(keys), side="right")
         return [np.flatnonzero(where == d) for d in range(self.devices)]
+
+
+class Replicated:
+    """`copies` copies of every chunk of `chunk_bytes` (chained declustering): chunk c lives on devices c, c+1, ...,
+    c+copies-1 (mod n), so that a busy device's reads spread over its neighbours. Copy j of chunk c sits on its
+    device at slot (c div n) x copies + j. Writes go to every copy (:meth:`copies_of`); a read goes to the
+    least-loaded copy (:meth:`route`): the one with the fewest bytes routed to it so far, the lowest device index
+    among equals, so the same reads in the same order always go the same way."""
+
+    def __init__(self, devices: int, copies: int, chunk_bytes: int):
+        self.devices = _count("devices", devices, 1)
+        self.copies = _count("copies", copies, 1, self.devices)
+        self.chunk_bytes = _count("chunk_bytes", chunk_bytes, 1)
+        #: Bytes routed to each device by :meth:`route` so far.
+        self.load = [0] * self.devices
+
+    def copies_of(self, logical: int) -> list[tuple[int, int]]:
+        """(device, byte offset on it) of every copy of logical byte `logical`: where a write goes."""
+        chunk, within = divmod(_count("logical", logical, 0), self.chunk_bytes)
+        row, first = divmod(chunk, self.devices)
+        return [((first + j) % self.devices, (row * self.copies + j) * self.chunk_bytes + within)
+                for j in range(self.copies)]
+
+    def route(self, logical: int, nbytes: int) -> tuple[int, int]:
+        """(device, byte offset) of the copy a read of `nbytes` from logical byte `logical` goes to (it must stay
+        within one chunk), counted in :attr:`load`."""
+        nbytes = _count("nbytes", nbytes, 1)
+        if logical // self.chunk_bytes != (logical + nbytes - 1) // self.chunk_bytes:
+            raise InvalidArgument(f"a read of {nbytes} B from {logical} crosses a {self.chunk_bytes} B chunk boundary")
+        device, offset = min(self.copies_of(logical), key=lambda c: (self.load[c[0]], c[0]))
+        self.load[device] += nbytes
+        return device, offset
+
+    def extents(self, device: int, total_bytes: int) -> list[Extent]:
+        """The extents of a `total_bytes` logical space that `device` holds a copy of, in device order."""
+        device = _count("device", device, 0, self.devices - 1)
+        total = _count("total_bytes", total_bytes, 0)
+        out = []
+        for chunk in range(-(-total // self.chunk_bytes)):
+            start = chunk * self.chunk_bytes
+            for d, offset in self.copies_of(start):
+                if d == device:
+                    out.append(Extent(start, offset, min(self.chunk_bytes, total - start)))
+        return sorted(out, key=lambda e: e.offset)
