@@ -7,9 +7,11 @@ import math
 import pytest
 
 from nearflash import cli
-from nearflash.array import Array, HostModel, PathCost, scaling, scan
+import numpy as np
+
+from nearflash.array import Array, HostModel, PathCost, programs, scaling, scan
 from nearflash.errors import InvalidArgument
-from nearflash.programs import have_clang
+from nearflash.programs import example, have_clang
 
 needs_clang = pytest.mark.skipif(not have_clang(), reason="the in-storage scan's program needs clang (Debian's clang)")
 
@@ -81,7 +83,7 @@ def test_array_issd_quick_writes_the_prediction_the_points_and_the_plot(tmp_path
     rc = cli.main(["experiment", "array", "issd", "--quick", "--out", str(tmp_path), "--set", "devices=1,2,4"])
     assert rc == 0, capsys.readouterr().err
     out = tmp_path / "array"
-    assert (out / "issd.md").exists() and (out / "scaling.png").stat().st_size > 0
+    assert (out / "issd.md").exists() and (out / "issd-scaling.png").stat().st_size > 0
     res = json.loads((out / "issd.json").read_text())
     # The prediction is written down before the first measurement: the record's keys keep their insertion order.
     assert list(res["data"])[:2] == ["prediction", "host"]
@@ -96,3 +98,58 @@ def test_array_issd_quick_writes_the_prediction_the_points_and_the_plot(tmp_path
     assert comps["host path: one device"]["ours"] <= comps["host path: one device"]["paper"]  # the preset's bound
     isc = {p["devices"]: p["rate"] for p in res["data"]["points"]["in_storage"]}
     assert isc[4] == pytest.approx(4 * isc[1], rel=0.02)  # in storage: linear, its merge is 16 B a piece
+
+
+# --- programs on every drive's local data ---------------------------------------------------------------------------
+def _local_ints(shard, nbytes, piece):
+    """Each drive's own int64 values (seeded by its index), in pieces of `piece` bytes."""
+    dev = shard.device
+    values = scan.chunk_values(11, shard.index, nbytes)
+    dev.write(0, values)
+    return [(off // dev.lba_bytes, piece // dev.lba_bytes, piece) for off in range(0, nbytes, piece)]
+
+
+@needs_clang
+@pytest.mark.parametrize("path", ["in_storage", "host"])
+def test_a_program_runs_on_every_drives_local_data_and_the_host_reduces(path):
+    nbytes, piece, threshold = 96 * 1024, 32 * 1024, 1 << 19
+    job = programs.Job(example("threshold_sum"), 16, cparam1=threshold)
+    report, (count, total) = programs.run(Array(3), job, _local_ints, nbytes, piece, path=path, reduce=scan.count_and_sum)
+    values = np.concatenate([scan.chunk_values(11, d, nbytes) for d in range(3)])
+    assert (count, total) == (int((values > threshold).sum()), int(values[values > threshold].sum()))
+    per_device = 16 * 3 if path == "in_storage" else nbytes  # 3 pieces of 16 B each, or every byte
+    assert [d["bytes_to_host"] for d in report.devices] == [per_device] * 3
+    if path == "host":  # the program's instructions run on the shared host's cores
+        assert report.whole["utilisation"]["host_cpu"] > 0
+
+
+def _bad_piece(shard, piece):
+    return [piece]
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: programs.Job(b"", 16), "program"), (lambda: programs.Job(b"x", 0), "out_bytes"),
+    (lambda: programs.Job(b"x", 16, "params"), "params"), (lambda: programs.Job(b"x", 16, cparam1=-1), "cparam1"),
+    (lambda: programs.run(Array(1), "job", _bad_piece, (0, 1, 1)), "Job"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (0, 1, 1), path="gpu"), "path"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), "local"), "functions"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (0, 1, 1), path="host", depth=0), "depth"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (0, 1), path="host"), "piece 0"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (-1, 1, 1), path="host"), "lba"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (0, 1, 10**6), path="host"), "fit"),
+    (lambda: programs.run(Array(1), programs.Job(b"x", 16), _bad_piece, (2**40, 1, 1), path="host"), "fit"),
+])
+def test_bad_program_jobs_and_pieces_are_refused(make, match):
+    with pytest.raises(InvalidArgument, match=match):
+        make()
+
+
+@needs_clang
+def test_array_programs_quick_checks_the_merged_answer_and_marks_the_model(tmp_path, capsys):
+    rc = cli.main(["experiment", "array", "programs", "--quick", "--out", str(tmp_path), "--set", "devices=1,2,4"])
+    assert rc == 0, capsys.readouterr().err
+    res = json.loads((tmp_path / "array" / "programs.json").read_text())
+    assert (tmp_path / "array" / "programs-scaling.png").stat().st_size > 0
+    assert all(c["reference"] == "model" and not c["prediction"] for c in res["comparisons"])
+    host = res["data"]["prediction"]["host"]
+    assert host["limit_by"] == "switch uplink" and 0 < res["data"]["points"]["host"][-1]["rate"] <= host["limit"]

@@ -162,10 +162,12 @@ def _compare(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], po
                 f"throughput", reference="model", comparable=past, why_not_comparable=why)
     cross = host["limit"] / (isc["device_rate"] or _one(points["in_storage"]))
     from_isc = "" if isc["device_rate"] else " (in-storage B1 measured at N = 1: the preset does not give it)"
-    exp.compare("in storage passes the host path at N", crossing(points["host"], points["in_storage"]), cross,
+    crossed = crossing(points["host"], points["in_storage"])
+    exp.compare("in storage passes the host path at N", crossed, cross,
                 "devices", f"predicted: host-path limit / in-storage one-device throughput{from_isc}; measured: the "
                 f"smallest N run where it is at least the host path's", reference="model",
-                comparable=ns[-1] >= cross, why_not_comparable=f"the largest N ({ns[-1]}) is below {cross:.1f}")
+                comparable=crossed is not None or ns[-1] >= cross,
+                why_not_comparable=f"the largest N ({ns[-1]}) is below {cross:.1f}")
     exp.note(f"{work.name}: a unit is one {work.unit}. Host path per unit: {_cost(work.costs['host'])}; in storage: "
              f"{_cost(work.costs['in_storage'])}. In storage the shared host's limit is "
              f"{isc['limit'] / scale:.4g} {name} (the {isc['limit_by']}): its own host-side merge.")
@@ -190,7 +192,7 @@ def _table(exp: Experiment, pred: dict[str, dict[str, Any]], points: dict[str, l
 
 def _plot(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], points: dict[str, list[dict[str, Any]]],
           name: str, scale: float) -> None:
-    fig, ax = exp.figure("scaling")
+    fig, ax = exp.figure(f"{exp.name}-scaling")
     ns = [p["devices"] for p in points["host"]]
     host = pred["host"]
     b1 = host["device_rate"] or _one(points["host"])

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from nearflash import _native
+from nearflash.array import programs
 from nearflash.array.array import Array, Shard
 from nearflash.array.host import ArrayReport, HostModel, PathCost
 from nearflash.array.scaling import Scaling
@@ -82,24 +83,26 @@ def _pieces(shard: Shard, layout: Striped, table_bytes: int, io_bytes: int) -> l
 def in_storage_scan(shard: Shard, table_bytes: int, chunk_bytes: int, io_bytes: int, depth: int, threshold: int,
                     scan_ns_per_byte: float, seed: int, program: bytes) -> tuple[int, int]:
     """One shard in storage: loads its stripes, then for each piece a Memory Copy from flash into SLM and an
-    Execute Program of `program` (threshold_sum) on it, one piece at a time; the host reads 16 bytes per piece and
-    adds them up. `depth` is unused: the programs' host library runs one command at a time."""
+    Execute Program of `program` (threshold_sum) on it, one piece at a time (nearflash.array.programs); the host
+    reads 16 bytes per piece and adds them up. `depth` is unused: the programs' host library runs one command at a
+    time."""
     dev = shard.device
     _check_sizes(dev.lba_bytes, table_bytes, chunk_bytes, io_bytes)
     layout = Striped(shard.devices, chunk_bytes)
+    job = programs.Job(program, 16, cparam1=threshold)
     dev.attach("programs")
-    api.load(dev, 1, program)
-    api.activate(dev, 1)
+    api.load(dev, programs.PIND, program)
+    api.activate(dev, programs.PIND)
     load(shard, layout, table_bytes, seed)
     shard.start_ns = dev.now_ns
-    count = total = 0
-    for off, n in _pieces(shard, layout, table_bytes, io_bytes):
-        api.copy_to_slm(dev, 0, off // dev.lba_bytes, n // dev.lba_bytes)
-        api.execute(dev, 1, [(0, n), (io_bytes, 16)], cparam1=threshold)
-        c, t = api.read_slm(dev, io_bytes, 16).view(np.int64)
-        count, total = count + int(c), total + int(t)
-        shard.transfer(dev.now_ns, 16, cpu_ns=math.ceil(16 * scan_ns_per_byte))
-    return count, total
+    pieces = [(off // dev.lba_bytes, n // dev.lba_bytes, n) for off, n in _pieces(shard, layout, table_bytes, io_bytes)]
+    return count_and_sum(programs.in_storage(shard, job, pieces, scan_ns_per_byte))
+
+
+def count_and_sum(outputs: list[tuple[int, np.ndarray]]) -> tuple[int, int]:
+    """The host's merge of threshold_sum's outputs (u64 count, i64 sum each)."""
+    parts = [out.view(np.int64) for _, out in outputs]
+    return sum(int(p[0]) for p in parts), sum(int(p[1]) for p in parts)
 
 
 PATHS = {"host": host_scan, "in_storage": in_storage_scan}

@@ -6,15 +6,19 @@ and host parameters before measuring, then measured (JSON + Markdown + PNG).
 
 - ``issd``: a striped int64 table scanned for the count and sum above a threshold (:mod:`nearflash.array.scan`):
   host reads and host-side filtering vs the ``threshold_sum`` program on every device.
+- ``programs``: TPC-H Q6 (``lineitem_filter.c``) on every drive's local lineitem partition with a host-side
+  reduction (:mod:`nearflash.array.programs`): the same program in storage or on the shared host's cores.
 
 ``--set`` options: ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
 switch uplink, to move the knee)."""
 
 from __future__ import annotations
 
-from nearflash.array.experiments import issd
+from nearflash.array.experiments import issd, programs
 
 EXPERIMENTS = {
     "issd": ("iSSD striped scan on arrays: throughput vs N devices, host path vs in storage, the knee predicted and "
              "measured", issd.run_issd),
+    "programs": ("TPC-H Q6 on every drive's local data, reduced on the host: throughput vs N devices, the same "
+                 "program in storage or on the host", programs.run_programs),
 }
