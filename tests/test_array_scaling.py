@@ -3,6 +3,8 @@ before measuring, the measured knee and crossing, and `nearflash experiment arra
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -153,3 +155,25 @@ def test_array_programs_quick_checks_the_merged_answer_and_marks_the_model(tmp_p
     assert all(c["reference"] == "model" and not c["prediction"] for c in res["comparisons"])
     host = res["data"]["prediction"]["host"]
     assert host["limit_by"] == "switch uplink" and 0 < res["data"]["points"]["host"][-1]["rate"] <= host["limit"]
+
+
+# --- memory per simulated device ------------------------------------------------------------------------------------
+def test_devices_of_4_tb_cost_the_host_only_what_they_hold():
+    # In a fresh process (a clean peak RSS): four in-memory devices of 4 TB each open at once, 1 MiB written and read
+    # back on each. Their mapping tables and OOB areas alone span ~5 GB of address space each, mapped without swap
+    # reservation: a device must cost tens of MiB, not GBs (the figure for 64 devices is in docs/arrays.md).
+    code = ("import json; from nearflash.array import memory as m; "
+            "print(json.dumps(m.open_all(4, 'samsung-970pro', m.capacity_overrides('samsung-970pro', 4.0), 1)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 4.0 <= r["capacity_tb"] < 4.1
+    assert r["per_device_mib"] < 100, r
+
+
+@pytest.mark.parametrize("argv", [["--devices", "0"], ["--mib-per-device", "0"]])
+def test_the_memory_check_refuses_bad_sizes(argv):
+    from nearflash.array import memory
+
+    with pytest.raises(InvalidArgument):
+        memory.main(argv)

@@ -95,7 +95,9 @@ impl MappedRecords {
         out
     }
 
-    /// Anonymous zeroed records (devices without an image directory, tests).
+    /// Anonymous zeroed records (devices without an image directory, tests). The mapping reserves no swap
+    /// (`MAP_NORESERVE`), as the data area's: a table costs the pages written, so a sparse 4 TB device's mapping
+    /// table and OOB area (GBs of address space) are not refused by the kernel's overcommit check.
     pub fn anonymous(record: usize, len: u64) -> Result<Self> {
         Self::anonymous_with(record, len, false)
     }
@@ -106,6 +108,7 @@ impl MappedRecords {
         let bytes = (record as u64 * len).max(1);
         let map = MmapOptions::new()
             .len(usize::try_from(bytes).map_err(|_| SimError::Config("table too large for this host".into()))?)
+            .no_reserve_swap()
             .map_anon()?;
         // Huge pages cut the TLB misses of random lookups in large tables (a hint; ignored where unsupported).
         #[cfg(target_os = "linux")]
