@@ -133,13 +133,15 @@ def test_host_scan_finds_the_right_answer_and_reports_each_device():
     assert report.elapsed_ns >= max(d["own_end_ns"] for d in report.devices)
 
 
-@pytest.mark.parametrize("path", ["host", pytest.param("in_storage", marks=needs_clang)])
-def test_worker_processes_give_the_one_process_report(path):
+@pytest.mark.parametrize("path, closed_loop", [("host", 0), pytest.param("in_storage", 0, marks=needs_clang),
+                                               ("host", 4)])
+def test_worker_processes_give_the_one_process_report(path, closed_loop):
     array = Array(3, host={"uplink_bandwidth": 1.0})
-    one, answer = scan.run(array, 6 * 64 * KIB, path=path, **SMALL)
+    one, answer = scan.run(array, 6 * 64 * KIB, path=path, closed_loop=closed_loop, **SMALL)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        many, answer_many = scan.run(array, 6 * 64 * KIB, path=path, executor=pool, **SMALL)
+        many, answer_many = scan.run(array, 6 * 64 * KIB, path=path, executor=pool, closed_loop=closed_loop, **SMALL)
     assert many.to_dict() == one.to_dict()
+    assert ("closed_loop" in one.whole) == bool(closed_loop)  # an open-loop report is the first slice's
     assert answer_many == answer == reference(3, 6 * 64 * KIB, 64 * KIB)
 
 
@@ -164,11 +166,14 @@ def test_ray_workers_give_the_one_process_report():
     array = Array(2)
     one, answer = scan.run(array, 4 * 64 * KIB, **SMALL)
     ray_exec = RayExecutor()
+    closed, _ = scan.run(array, 4 * 64 * KIB, closed_loop=3, **SMALL)
     try:
         many, answer_ray = scan.run(array, 4 * 64 * KIB, executor=ray_exec, **SMALL)
+        closed_ray, _ = scan.run(array, 4 * 64 * KIB, executor=ray_exec, closed_loop=3, **SMALL)
     finally:
         ray_exec.shutdown()
     assert many.to_dict() == one.to_dict() and answer_ray == answer
+    assert closed_ray.to_dict() == closed.to_dict()
 
 
 @needs_clang
@@ -342,3 +347,34 @@ def test_a_replicated_table_reads_back_from_the_chosen_copies():
         assert np.array_equal(got[c * chunk], scan.chunk_values(3, c, chunk))
     assert [d["transfers"] for d in report.devices] == [4, 4, 4]  # balanced over the copies
     assert [d["report"]["ops"]["write"]["bytes"] for d in report.devices] == [8 * chunk] * 3  # two copies each
+
+
+# --- back-pressure: closed-loop rounds ------------------------------------------------------------------------------
+def _latency_us(report):
+    return [d["report"]["ops"]["read"]["latency"]["mean_us"] for d in report.devices]
+
+
+def test_a_closed_loop_host_waits_for_the_saturated_uplink():
+    # Four cosmos-plus devices behind a 2 GB/s uplink (each alone reads ~1.4 GB/s): the uplink is saturated.
+    array = Array(4, host={"uplink_bandwidth": 2.0})
+    args = (4 * 512 * KIB,)
+    open_loop, answer = scan.run(array, *args, **SMALL)
+    closed, answer_closed = scan.run(array, *args, closed_loop=10, **SMALL)
+    assert answer_closed == answer
+    loop = closed.whole["closed_loop"]
+    assert loop["converged"] and 1 <= loop["rounds"] <= 10 and loop["max_change_ns"] == 0
+    # The uplink carried the same bytes at its rate: throughput within a few percent (the host now closes its queue
+    # after consuming the last bytes), never above the uplink.
+    assert closed.throughput_gb_s == pytest.approx(open_loop.throughput_gb_s, rel=0.06)
+    assert closed.throughput_gb_s <= 2.0
+    # Commands no longer pile up in a device while the uplink is behind: shorter device latencies, shorter waits at
+    # the host, and each device's own clock runs until its host has consumed its last bytes.
+    assert all(c < o for c, o in zip(_latency_us(closed), _latency_us(open_loop)))
+    assert all(c["mean_host_delay_ns"] < o["mean_host_delay_ns"] for c, o in zip(closed.devices, open_loop.devices))
+    assert all(d["own_end_ns"] >= d["delivered_end_ns"] for d in closed.devices)
+
+
+@pytest.mark.parametrize("rounds", [-1, 1.5, "2", True, 1001])
+def test_bad_closed_loop_rounds_are_refused(rounds):
+    with pytest.raises(InvalidArgument, match="closed_loop"):
+        Array(1).run(_bad_transfer, 0, 8, "to_host", 0, closed_loop=rounds)

@@ -78,13 +78,16 @@ impl Utilisation {
 }
 
 /// What the shared host did with one device's transfers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Delivered {
     pub device: usize,
     /// When its last transfer's bytes (and their CPU work) were done on the array clock (0 without transfers).
     pub end: Time,
     /// Mean time from a transfer's completion on the device to its delivery (0 without transfers).
     pub mean_delay_ns: f64,
+    /// When each transfer was delivered (its CPU work done), in the order the shard made them: what a closed-loop
+    /// host waits for before it reuses the transfer's queue slot.
+    pub each: Vec<Time>,
 }
 
 /// The array's figures on its one clock.
@@ -162,9 +165,13 @@ pub fn combine(shards: &[Shard], host: &HostModel) -> Result<Combined, HostError
     let latency = host.switch_latency_ns();
     let index = |device: usize| labels.binary_search(&device).expect("every label is listed");
     let mut delivered = vec![0 as Time; labels.len()];
+    let mut each: Vec<Vec<Time>> = labels.iter().map(|_| Vec::new()).collect();
+    for s in shards {
+        each[index(s.device)] = vec![0; s.transfers.len()];
+    }
     let mut delay = vec![0u64; labels.len()];
     let mut bytes = [0u64; 2];
-    for &(t, device, _, tr) in &order {
+    for &(t, device, seq, tr) in &order {
         let d = tr.direction as usize;
         let (mut start, mut end) = (t + latency, t + latency);
         for stage in [&mut uplink[d], &mut root[d], &mut dram] {
@@ -179,6 +186,7 @@ pub fn combine(shards: &[Shard], host: &HostModel) -> Result<Combined, HostError
         let i = index(device);
         delivered[i] = delivered[i].max(end);
         delay[i] += end - t;
+        each[i][seq] = end;
         bytes[d] += tr.nbytes;
     }
     let elapsed = shards.iter().map(|s| s.end).chain(delivered.iter().copied()).max().unwrap_or(0);
@@ -197,7 +205,7 @@ pub fn combine(shards: &[Shard], host: &HostModel) -> Result<Combined, HostError
             let i = index(s.device);
             let n = s.transfers.len();
             let mean_delay_ns = if n > 0 { delay[i] as f64 / n as f64 } else { 0.0 };
-            Delivered { device: s.device, end: delivered[i], mean_delay_ns }
+            Delivered { device: s.device, end: delivered[i], mean_delay_ns, each: std::mem::take(&mut each[i]) }
         })
         .collect();
     devices.sort_by_key(|d| d.device);
@@ -240,6 +248,7 @@ mod tests {
         // Device 0: delivered at 1000 (delay 1000) and 3000 (delay 2500); device 1 at 2000.
         assert_eq!(c.devices[0].mean_delay_ns, 1750.0);
         assert_eq!(c.devices[1].mean_delay_ns, 2000.0);
+        assert_eq!((&c.devices[0].each[..], &c.devices[1].each[..]), (&[1000, 3000][..], &[2000][..]));
         // Full duplex: the transfer to the device does not wait behind the one to the host on the uplink; DRAM,
         // shared by both directions, carries it in 1000 B / 100 B/ns after the first.
         let c = combine(&[shard(0, 0, &[(0, 1000, UP, 0), (0, 1000, DOWN, 0)])], &h).unwrap();
@@ -304,6 +313,8 @@ mod tests {
                 for (s, d) in shards.iter().zip(&c.devices) {
                     let last = s.transfers.iter().map(|t| t.t).max();
                     prop_assert!(last.is_none_or(|l| d.end > l) && c.elapsed >= d.end.max(s.end));
+                    prop_assert!(s.transfers.iter().zip(&d.each).all(|(t, &e)| e > t.t && e <= d.end));
+                    prop_assert_eq!(d.each.len(), s.transfers.len());
                 }
                 for (name, u) in c.utilisation.named() {
                     prop_assert!((0.0..=1.0).contains(&u), "{} = {}", name, u);

@@ -26,8 +26,8 @@ fn host_limit(overrides: Overrides, to_host_bytes: f64, to_device_bytes: f64, cp
 /// One shard as (device label, own end ns, [(done ns, bytes, to the device?, host CPU ns)]).
 type PyShard = (usize, u64, Vec<(u64, u64, bool, u64)>);
 /// (elapsed ns, transfers, bytes to host, bytes to device, [(resource, utilisation)], busiest,
-/// [(device, delivered end ns, mean host delay ns)] by device label).
-type PyCombined = (u64, usize, u64, u64, Vec<(&'static str, f64)>, &'static str, Vec<(usize, u64, f64)>);
+/// [(device, delivered end ns, mean host delay ns, [delivery ns of each transfer])] by device label).
+type PyCombined = (u64, usize, u64, u64, Vec<(&'static str, f64)>, &'static str, Vec<(usize, u64, f64, Vec<u64>)>);
 
 /// Replays the shards' transfers through the shared host on one array clock.
 #[pyfunction]
@@ -50,8 +50,9 @@ fn combine(py: Python<'_>, overrides: Overrides, shards: Vec<PyShard>) -> PyResu
         })
         .collect();
     let c = py.allow_threads(|| combine_shards(&shards, &host)).map_err(err)?;
-    let devices = c.devices.iter().map(|d| (d.device, d.end, d.mean_delay_ns)).collect();
-    Ok((c.elapsed, c.transfers, c.bytes_to_host, c.bytes_to_device, c.utilisation.named().to_vec(), c.utilisation.busiest(), devices))
+    let devices = c.devices.into_iter().map(|d| (d.device, d.end, d.mean_delay_ns, d.each)).collect();
+    let util = c.utilisation.named().to_vec();
+    Ok((c.elapsed, c.transfers, c.bytes_to_host, c.bytes_to_device, util, c.utilisation.busiest(), devices))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

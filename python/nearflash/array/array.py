@@ -33,29 +33,42 @@ class Shard:
     """What a shard's work function gets: its device, its index among `devices`, and :meth:`transfer` to record
     each host-visible transfer on the device's clock."""
 
-    def __init__(self, device: Device, index: int, devices: int):
+    def __init__(self, device: Device, index: int, devices: int, holds: Optional[Sequence[int]] = None):
         self.device, self.index, self.devices = device, index, devices
         self.start_ns = device.now_ns
         self.transfers: list[Transfer] = []
+        #: In a closed-loop round: when the last round delivered each transfer (relative to the shard's start).
+        self.holds = holds
 
-    def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int = 0) -> None:
+    def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int = 0) -> int:
         """Records `nbytes` that crossed this device's link `direction`, done at device time `done_ns` (as a
-        completion's time_ns), followed by `cpu_ns` of host CPU work on them."""
+        completion's time_ns), followed by `cpu_ns` of host CPU work on them. Returns the device time at which the
+        host has consumed them: `done_ns` in an open-loop run; in a closed-loop round (``Array.run(closed_loop=k)``)
+        the transfer's delivery in the last round, and the device's clock advances to it, so that the host's next
+        command waits for the shared host as a host that consumes each completion before reusing its slot does."""
         if direction not in DIRECTIONS:
             raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {direction!r}")
+        seq = len(self.transfers)
         self.transfers.append(Transfer(_count("done_ns", done_ns, self.start_ns) - self.start_ns,
                                        _count("nbytes", nbytes, 1), direction, _count("cpu_ns", cpu_ns, 0)))
+        if self.holds is None or seq >= len(self.holds):
+            return done_ns
+        consumed = max(done_ns, self.start_ns + self.holds[seq])
+        if consumed > self.device.now_ns:
+            self.device.advance(consumed - self.device.now_ns)
+        return consumed
 
 
 #: A shard's work: (shard, *args) -> the shard's value for the host-side merge.
 Work = Callable[..., Any]
 
 
-def run_shard(spec: DeviceSpec, index: int, devices: int, work: Work, args: tuple[Any, ...]) -> ShardResult:
-    """Makes device `index` from `spec`, runs `work` on it and returns what the combiner needs (module-level, so
-    that a worker process can run it)."""
+def run_shard(spec: DeviceSpec, index: int, devices: int, work: Work, args: tuple[Any, ...],
+              holds: Optional[Sequence[int]] = None) -> ShardResult:
+    """Makes device `index` from `spec`, runs `work` on it (in a closed-loop round, with the last round's delivery
+    times `holds`) and returns what the combiner needs (module-level, so that a worker process can run it)."""
     with spec.open() as dev:
-        shard = Shard(dev, index, devices)
+        shard = Shard(dev, index, devices, holds)
         value = work(shard, *args)
         end = dev.now_ns - shard.start_ns
         return ShardResult(index, dev.preset, shard.transfers, end, dev.report().data, value)
@@ -91,14 +104,38 @@ class Array:
     def __len__(self) -> int:
         return len(self.specs)
 
-    def run(self, work: Work, *args: Any, executor: Optional[Executor] = None) -> tuple[ArrayReport, list[Any]]:
+    def run(self, work: Work, *args: Any, executor: Optional[Executor] = None,
+            closed_loop: int = 0) -> tuple[ArrayReport, list[Any]]:
         """Runs `work(shard, *args)` on every device (here, one after another, or on `executor`'s workers: a
         ProcessPoolExecutor or a Ray-backed one) and combines their transfers; returns the array's report and each
-        shard's value, in device order. The report is the same however the shards ran."""
+        shard's value, in device order. The report is the same however the shards ran.
+
+        `closed_loop` > 0: back-pressure from the shared host, by rounds (docs/arrays.md): every shard runs again
+        with the last round's delivery times, its host consuming each transfer at its delivery before going on
+        (:meth:`Shard.transfer`), until a round reproduces the last one's deliveries or `closed_loop` rounds have
+        run; ``whole["closed_loop"]`` says how many ran, whether they converged and the last round's largest change."""
         if not callable(work):
             raise InvalidArgument(f"work must be a function (shard, *args) -> value, got {type(work).__name__}")
+        rounds_max = _count("closed_loop", closed_loop, 0, 1000)
+        report, values = self._round(work, args, executor, None)
+        rounds, change = 0, 0
+        while rounds < rounds_max:
+            holds = [report.deliveries[i] for i in range(len(self.specs))]
+            new, values = self._round(work, args, executor, holds)
+            rounds += 1
+            change = max((abs(a - b) for i, h in enumerate(holds) for a, b in zip(h, new.deliveries[i])), default=0)
+            same = all(new.deliveries[i] == h for i, h in enumerate(holds))
+            report = new
+            if same:
+                break
+        if rounds_max:
+            report.whole["closed_loop"] = {"rounds": rounds, "converged": change == 0, "max_change_ns": change}
+        return report, values
+
+    def _round(self, work: Work, args: tuple[Any, ...], executor: Optional[Executor],
+               holds: Optional[list[list[int]]]) -> tuple[ArrayReport, list[Any]]:
         n = len(self.specs)
-        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n)
+        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n, holds or [None] * n)
         results = list(map(run_shard, *jobs) if executor is None else executor.map(run_shard, *jobs))
         return combine(results, self.host), [r.value for r in results]
 

@@ -125,6 +125,9 @@ class ArrayReport:
 
     whole: dict[str, Any]
     devices: list[dict[str, Any]] = field(default_factory=list)
+    #: Per device label, when each of its transfers was delivered on the array clock (in the order it made them):
+    #: what a closed-loop round's shards wait for (not part of the report).
+    deliveries: dict[int, list[int]] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"whole": self.whole, "devices": self.devices}
@@ -174,6 +177,6 @@ def combine(results: Sequence[ShardResult], host: HostModel) -> ArrayReport:
             "mean_host_delay_ns": mean_delay,
             "report": by_device[device].report,
         }
-        for device, end, mean_delay in delivered
+        for device, end, mean_delay, _ in delivered
     ]
-    return ArrayReport(whole, devices)
+    return ArrayReport(whole, devices, {device: each for device, _, _, each in delivered})

@@ -146,10 +146,11 @@ def _shard(shard: Shard, job: Job, path: str, local: Local, args: tuple[Any, ...
 
 def run(array: Array, job: Job, local: Local, *args: Any, path: str = "in_storage",
         reduce: Optional[Callable[[list[tuple[int, np.ndarray]]], Any]] = None, depth: int = 8,
-        executor: Any = None) -> tuple[ArrayReport, Any]:
+        executor: Any = None, closed_loop: int = 0) -> tuple[ArrayReport, Any]:
     """Runs `job` on every device's local pieces (`local(shard, *args)`, a module-level function when `executor`
     runs the shards elsewhere) by `path`, then reduces every (value, output) in (device, piece) order with `reduce`
-    (None: the list itself). The host's merge costs the host model's ``scan_ns_per_byte`` per output byte."""
+    (None: the list itself). The host's merge costs the host model's ``scan_ns_per_byte`` per output byte.
+    `closed_loop`: rounds of back-pressure from the shared host (:meth:`Array.run`)."""
     if not isinstance(job, Job):
         raise InvalidArgument(f"job must be a nearflash.array.programs.Job, got {type(job).__name__}")
     if path not in PATHS:
@@ -157,6 +158,7 @@ def run(array: Array, job: Job, local: Local, *args: Any, path: str = "in_storag
     if not callable(local) or (reduce is not None and not callable(reduce)):
         raise InvalidArgument("local and reduce must be functions")
     depth = _count("depth", depth, 1, 1024)
-    report, parts = array.run(_shard, job, path, local, args, depth, array.host["scan_ns_per_byte"], executor=executor)
+    report, parts = array.run(_shard, job, path, local, args, depth, array.host["scan_ns_per_byte"], executor=executor,
+                              closed_loop=closed_loop)
     outputs = [o for p in parts for o in p]
     return report, (outputs if reduce is None else reduce(outputs))

@@ -149,10 +149,10 @@ def scaling_work(preset: str, host: HostModel, per_device_bytes: int, **kw: Any)
 
 
 def run(array: Array, table_bytes: int, *, chunk_bytes: int = 1 << 20, io_bytes: int = 128 << 10, depth: int = 8,
-        threshold: int = 1 << 19, seed: int = 7, path: str = "host", executor: Any = None,
+        threshold: int = 1 << 19, seed: int = 7, path: str = "host", executor: Any = None, closed_loop: int = 0,
         ) -> tuple[ArrayReport, tuple[int, int]]:
     """Scans a striped table on `array` by `path` ("host" or "in_storage"); returns the array's report and the
-    merged (count, sum)."""
+    merged (count, sum). `closed_loop`: rounds of back-pressure from the shared host (:meth:`Array.run`)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {sorted(PATHS)}, got {path!r}")
     args = (_count("table_bytes", table_bytes, 1), _count("chunk_bytes", chunk_bytes, 1),
@@ -160,7 +160,7 @@ def run(array: Array, table_bytes: int, *, chunk_bytes: int = 1 << 20, io_bytes:
             array.host["scan_ns_per_byte"], _count("seed", seed, 0))
     if path == "in_storage":
         args = (*args, example("threshold_sum"))
-    report, parts = array.run(PATHS[path], *args, executor=executor)
+    report, parts = array.run(PATHS[path], *args, executor=executor, closed_loop=closed_loop)
     return report, (sum(p[0] for p in parts), sum(p[1] for p in parts))
 
 
