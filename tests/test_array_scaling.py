@@ -171,9 +171,12 @@ def test_devices_of_4_tb_cost_the_host_only_what_they_hold():
     assert r["per_device_mib"] < 100, r
 
 
-@pytest.mark.parametrize("argv", [["--devices", "0"], ["--mib-per-device", "0"]])
-def test_the_memory_check_refuses_bad_sizes(argv):
+@pytest.mark.parametrize("argv, says", [(["--devices", "0"], "--devices"), (["--mib-per-device", "0"], "--mib-per-device"),
+                                        (["--tb", "-1"], "--tb"), (["--tb", "nan"], "--tb"),
+                                        (["--preset", "nosuch"], "nosuch")])
+def test_the_memory_check_refuses_bad_sizes(argv, says, capsys):
     from nearflash.array import memory
 
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(SystemExit) as e:
         memory.main(argv)
+    assert e.value.code == 2 and says in capsys.readouterr().err

@@ -22,6 +22,7 @@ import numpy as np
 from nearflash.array import scan
 from nearflash.array.array import Array
 from nearflash.device import Device, _count
+from nearflash.errors import ConfigError, InvalidArgument
 
 
 def peak_rss_mib() -> float:
@@ -75,8 +76,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     ap.add_argument("--preset", default="samsung-970pro")
     ap.add_argument("--mib-per-device", type=int, default=1, help="data each device writes and reads")
     a = ap.parse_args(argv)
-    n, mib = _count("--devices", a.devices, 1, 4096), _count("--mib-per-device", a.mib_per_device, 1, 1 << 20)
-    overrides = capacity_overrides(a.preset, a.tb)
+    try:
+        n, mib = _count("--devices", a.devices, 1, 4096), _count("--mib-per-device", a.mib_per_device, 1, 1 << 20)
+        if not (math.isfinite(a.tb) and a.tb > 0):
+            raise InvalidArgument(f"--tb must be a positive number of TB, got {a.tb}")
+        overrides = capacity_overrides(a.preset, a.tb)
+    except (InvalidArgument, ConfigError) as e:
+        ap.error(str(e))
     print(f"{a.preset} with {overrides}: start at {peak_rss_mib():.0f} MiB peak RSS")
     s = array_scan(n, a.preset, overrides, mib)
     print(f"striped scan on {n} devices, {mib} MiB each (one device at a time): peak RSS {s['rss_peak_mib']:.0f} MiB, "
