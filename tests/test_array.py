@@ -112,7 +112,7 @@ def test_every_host_parameter_has_a_unit_and_a_source():
 # --- arrays of devices ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("make", [
     lambda: Array(0), lambda: Array("3"), lambda: Array([]), lambda: Array([1, 2]),
-    lambda: Array([DeviceSpec()], images="/tmp/x"), lambda: Array(2, host={"nope": 1}),
+    lambda: Array([DeviceSpec()], images="/tmp/x"), lambda: Array(2, host={"nope": 1}), lambda: Array(1, closed_loop=-1),
     lambda: Array(1).run("not a function"),
     lambda: scan.run(Array(1), 5000, **SMALL),  # not whole blocks
     lambda: scan.run(Array(1), 0, **SMALL),
@@ -359,7 +359,7 @@ def test_a_closed_loop_host_waits_for_the_saturated_uplink():
     array = Array(4, host={"uplink_bandwidth": 2.0})
     args = (4 * 512 * KIB,)
     open_loop, answer = scan.run(array, *args, **SMALL)
-    closed, answer_closed = scan.run(array, *args, closed_loop=10, **SMALL)
+    closed, answer_closed = scan.run(Array(4, host={"uplink_bandwidth": 2.0}, closed_loop=10), *args, **SMALL)
     assert answer_closed == answer
     loop = closed.whole["closed_loop"]
     assert loop["converged"] and 1 <= loop["rounds"] <= 10 and loop["max_change_ns"] == 0

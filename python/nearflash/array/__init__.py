@@ -7,5 +7,5 @@ from nearflash.array.array import Array, DeviceSpec, RayExecutor, Shard, run_sha
 from nearflash.array.host import ArrayReport, HostModel, PathCost, ShardResult, Transfer, combine
 from nearflash.array.placement import Extent, KeyRange, Replicated, Striped
 
-__all__ = ["Array", "ArrayReport", "DeviceSpec", "RayExecutor", "Extent", "HostModel", "KeyRange", "PathCost", "Replicated", "Shard",
-           "ShardResult", "Striped", "Transfer", "combine", "run_shard"]
+__all__ = ["Array", "ArrayReport", "DeviceSpec", "RayExecutor", "Extent", "HostModel", "KeyRange", "PathCost",
+           "Replicated", "Shard", "ShardResult", "Striped", "Transfer", "combine", "run_shard"]

@@ -80,13 +80,16 @@ class Array:
     Args:
         devices: the number of devices (each made from `preset`, `overrides` and seed `seed + i`), or a list of
             :class:`DeviceSpec` (each its own preset, seed and image path).
-        host: overrides of the shared host's parameters (``crates/nearflash-array/host.toml``), e.g. ``{"uplink_bandwidth": 8}``.
+        host: overrides of the shared host's parameters (``crates/nearflash-array/host.toml``), e.g.
+            ``{"uplink_bandwidth": 8}``.
         images: a directory: device i keeps its image in ``images/dev<i>`` (None: in-memory devices).
+        closed_loop: rounds of back-pressure from the shared host for :meth:`run` when a call does not say (0: open
+            loop).
     """
 
     def __init__(self, devices: int | Sequence[DeviceSpec], preset: str = "cosmos-plus", *, seed: int = 1,
                  host: Optional[dict[str, Any]] = None, images: Optional[os.PathLike | str] = None,
-                 materialise: bool = True, overrides: Optional[dict[str, Any]] = None):
+                 materialise: bool = True, overrides: Optional[dict[str, Any]] = None, closed_loop: int = 0):
         if isinstance(devices, (list, tuple)):
             if not devices or not all(isinstance(d, DeviceSpec) for d in devices):
                 raise InvalidArgument("devices must be a count or a non-empty list of DeviceSpec")
@@ -100,23 +103,25 @@ class Array:
             self.specs = [DeviceSpec(preset, seed + i, paths[i], bool(materialise), dict(overrides or {}))
                           for i in range(n)]
         self.host = HostModel(host)
+        self.closed_loop = _count("closed_loop", closed_loop, 0, 1000)
 
     def __len__(self) -> int:
         return len(self.specs)
 
     def run(self, work: Work, *args: Any, executor: Optional[Executor] = None,
-            closed_loop: int = 0) -> tuple[ArrayReport, list[Any]]:
+            closed_loop: Optional[int] = None) -> tuple[ArrayReport, list[Any]]:
         """Runs `work(shard, *args)` on every device (here, one after another, or on `executor`'s workers: a
         ProcessPoolExecutor or a Ray-backed one) and combines their transfers; returns the array's report and each
         shard's value, in device order. The report is the same however the shards ran.
 
-        `closed_loop` > 0: back-pressure from the shared host, by rounds (docs/arrays.md): every shard runs again
-        with the last round's delivery times, its host consuming each transfer at its delivery before going on
-        (:meth:`Shard.transfer`), until a round reproduces the last one's deliveries or `closed_loop` rounds have
-        run; ``whole["closed_loop"]`` says how many ran, whether they converged and the last round's largest change."""
+        `closed_loop` > 0 (None: the array's own): back-pressure from the shared host, by rounds (docs/arrays.md):
+        every shard runs again with the last round's delivery times, its host consuming each transfer at its
+        delivery before going on (:meth:`Shard.transfer`), until a round reproduces the last one's deliveries or
+        `closed_loop` rounds have run; ``whole["closed_loop"]`` says how many ran, whether they converged and the
+        last round's largest change."""
         if not callable(work):
             raise InvalidArgument(f"work must be a function (shard, *args) -> value, got {type(work).__name__}")
-        rounds_max = _count("closed_loop", closed_loop, 0, 1000)
+        rounds_max = self.closed_loop if closed_loop is None else _count("closed_loop", closed_loop, 0, 1000)
         report, values = self._round(work, args, executor, None)
         rounds, change = 0, 0
         while rounds < rounds_max:

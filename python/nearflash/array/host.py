@@ -45,7 +45,8 @@ class PathCost:
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InvalidArgument(f"PathCost.{name} must be a finite number >= 0, got {v!r}")
         r = self.device_rate
-        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r) and r > 0)):
+        bad = isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r) and r > 0)
+        if r is not None and bad:
             raise InvalidArgument(f"PathCost.device_rate must be a finite number > 0 or None, got {r!r}")
 
 
@@ -56,7 +57,8 @@ class HostModel:
 
     def __init__(self, overrides: Optional[dict[str, Any]] = None):
         if overrides is not None and not isinstance(overrides, dict):
-            raise InvalidArgument(f"host overrides must be a dict of parameter name -> value, got {type(overrides).__name__}")
+            raise InvalidArgument(
+                f"host overrides must be a dict of parameter name -> value, got {type(overrides).__name__}")
         self.overrides: list[tuple[str, float]] = []
         for name, value in (overrides or {}).items():
             if not isinstance(name, str):
@@ -148,7 +150,8 @@ def combine(results: Sequence[ShardResult], host: HostModel) -> ArrayReport:
         for t in r.transfers:
             if t.direction not in DIRECTIONS:
                 raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {t.direction!r}")
-        shards.append((r.device, r.end_ns, [(t.t_ns, t.nbytes, t.direction == "to_device", t.cpu_ns) for t in r.transfers]))
+        transfers = [(t.t_ns, t.nbytes, t.direction == "to_device", t.cpu_ns) for t in r.transfers]
+        shards.append((r.device, r.end_ns, transfers))
     try:
         elapsed, transfers, to_host, to_device, util, busiest, delivered = _native.combine(host.overrides, shards)
     except (TypeError, OverflowError) as e:

@@ -78,7 +78,8 @@ def _pieces(shard: Shard, local: Local, args: tuple[Any, ...]) -> list[tuple[int
     for i, p in enumerate(pieces):
         if not (isinstance(p, (tuple, list)) and len(p) == 3):
             raise InvalidArgument(f"local data piece {i} must be (lba, nblocks, nbytes), got {p!r}")
-        lba, nblocks, nbytes = (_count(f"piece {i} {n}", v, lo) for n, v, lo in zip(("lba", "nblocks", "nbytes"), p, (0, 1, 1)))
+        lba, nblocks, nbytes = (_count(f"piece {i} {name}", v, lo)
+                                for name, v, lo in zip(("lba", "nblocks", "nbytes"), p, (0, 1, 1)))
         if lba + nblocks > dev.lbas or nbytes > nblocks * dev.lba_bytes:
             raise InvalidArgument(f"local data piece {i} ({lba}, {nblocks}, {nbytes}) does not fit its blocks on the "
                                   f"device's {dev.lbas} blocks of {dev.lba_bytes} B")
@@ -146,7 +147,7 @@ def _shard(shard: Shard, job: Job, path: str, local: Local, args: tuple[Any, ...
 
 def run(array: Array, job: Job, local: Local, *args: Any, path: str = "in_storage",
         reduce: Optional[Callable[[list[tuple[int, np.ndarray]]], Any]] = None, depth: int = 8,
-        executor: Any = None, closed_loop: int = 0) -> tuple[ArrayReport, Any]:
+        executor: Any = None, closed_loop: Optional[int] = None) -> tuple[ArrayReport, Any]:
     """Runs `job` on every device's local pieces (`local(shard, *args)`, a module-level function when `executor`
     runs the shards elsewhere) by `path`, then reduces every (value, output) in (device, piece) order with `reduce`
     (None: the list itself). The host's merge costs the host model's ``scan_ns_per_byte`` per output byte.

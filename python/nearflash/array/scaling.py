@@ -67,7 +67,8 @@ def _point(n: int, path: str, report: ArrayReport, units: float) -> dict[str, An
     return {"devices": n, "path": path, "units": units, "elapsed_ns": report.elapsed_ns,
             "rate": units * 1e9 / report.elapsed_ns if report.elapsed_ns else 0.0,
             "busiest": w["busiest"], "busiest_utilisation": w["utilisation"][w["busiest"]],
-            "utilisation": w["utilisation"], "bytes": w["bytes"]}
+            "utilisation": w["utilisation"], "bytes": w["bytes"],
+            **({"closed_loop": w["closed_loop"]} if "closed_loop" in w else {})}
 
 
 def measured_knee(points: list[dict[str, Any]]) -> Optional[float]:

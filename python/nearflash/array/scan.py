@@ -149,8 +149,8 @@ def scaling_work(preset: str, host: HostModel, per_device_bytes: int, **kw: Any)
 
 
 def run(array: Array, table_bytes: int, *, chunk_bytes: int = 1 << 20, io_bytes: int = 128 << 10, depth: int = 8,
-        threshold: int = 1 << 19, seed: int = 7, path: str = "host", executor: Any = None, closed_loop: int = 0,
-        ) -> tuple[ArrayReport, tuple[int, int]]:
+        threshold: int = 1 << 19, seed: int = 7, path: str = "host", executor: Any = None,
+        closed_loop: Optional[int] = None) -> tuple[ArrayReport, tuple[int, int]]:
     """Scans a striped table on `array` by `path` ("host" or "in_storage"); returns the array's report and the
     merged (count, sum). `closed_loop`: rounds of back-pressure from the shared host (:meth:`Array.run`)."""
     if path not in PATHS:

@@ -1,5 +1,5 @@
-"""What every array experiment reads from ``--set``: the device counts, the data per device, the preset and the
-switch uplink (to move the knee); and the arrays they build."""
+"""What every array experiment reads from ``--set``: the device counts, the data per device, the preset, the
+switch uplink (to move the knee) and the closed-loop rounds; and the arrays they build."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ class Setup:
     preset: str
     seed: int
     host: Optional[dict[str, float]]
+    closed_loop: int = 0
 
     def array(self, n: int) -> Array:
-        return Array(n, self.preset, seed=self.seed, host=self.host)
+        return Array(n, self.preset, seed=self.seed, host=self.host, closed_loop=self.closed_loop)
 
 
 def setup(exp: Experiment, opts: Options) -> Setup:
@@ -32,6 +33,10 @@ def setup(exp: Experiment, opts: Options) -> Setup:
     preset = option(opts, "preset", "cosmos-plus", "samsung-970pro")
     uplink = option(opts, "uplink", QUICK_UPLINK, 0.0)
     host = {"uplink_bandwidth": uplink} if uplink > 0 else None
+    closed_loop = option(opts, "closed_loop", 0, 0)
     if host is not None:
         exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
-    return Setup(ns, mib, preset, opts.seed, host)
+    if closed_loop:
+        exp.note(f"Closed loop: up to {closed_loop} rounds of back-pressure from the shared host (docs/arrays.md); "
+                 "each point's report says how many ran (data.points[..].closed_loop).")
+    return Setup(ns, mib, preset, opts.seed, host, closed_loop)
