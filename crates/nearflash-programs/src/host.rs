@@ -10,7 +10,7 @@ use crate::wire::{
 use crate::params::HOST_CYCLES_PER_INSTRUCTION;
 use crate::program::reads::{ReadLimits, ReadPath, Reads};
 use crate::program::Fault;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, DataBuf, Sqe, Status};
 use nearflash_core::{Device, Result, SimError};
 use std::collections::HashMap;

@@ -11,16 +11,23 @@
 //! type costs nothing at run time (`#[repr(transparent)]` over `u64`) and serialises as the plain integer, so
 //! reports and JSON do not change.
 //!
-//! Swapping an instant for a byte count does not compile:
+//! An extension booking controller DRAM with the arguments swapped (a byte count as `ready`) does not compile:
 //!
 //! ```compile_fail
-//! use nearflash_core::engine::Time;
-//! fn dram(ready: Time, bytes: u64) -> Time { ready + bytes / 8 }
-//! let bytes: u64 = 4096;
-//! dram(bytes, Time::ZERO); // a byte count where the instant `ready` is expected
+//! use nearflash_core::ext::{ExecCtx, Time};
+//! fn stream(ctx: &mut ExecCtx<'_>, ready: Time, bytes: u64) -> Time {
+//!     ctx.dram(bytes, ready)
+//! }
 //! ```
 //!
-//! nor does using an instant as a duration:
+//! nor does a count or an LBA where an instant is expected, or an instant used as a duration:
+//!
+//! ```compile_fail
+//! use nearflash_core::ext::{ExecCtx, Time};
+//! fn wait(ctx: &mut ExecCtx<'_>, lba: u64) -> Time {
+//!     ctx.firmware(lba, 100.0)
+//! }
+//! ```
 //!
 //! ```compile_fail
 //! use nearflash_core::engine::Time;
@@ -28,14 +35,20 @@
 //! let _ = a + b; // adding two instants means nothing
 //! ```
 //!
-//! while the right shape does:
+//! while the right shapes do:
 //!
 //! ```
-//! use nearflash_core::engine::Time;
-//! fn dram(ready: Time, bytes: u64) -> Time { ready + bytes / 8 }
-//! let done = dram(Time::from_us(1), 4096);
-//! assert_eq!(done.as_ns(), 1_000 + 512);
-//! assert_eq!(done - Time::from_us(1), 512); // the span between two instants, in ns
+//! use nearflash_core::ext::{ExecCtx, Time};
+//! fn stream(ctx: &mut ExecCtx<'_>, ready: Time, bytes: u64) -> Time {
+//!     ctx.dram(ready, bytes)
+//! }
+//! fn wait(ctx: &mut ExecCtx<'_>, ready: Time) -> Time {
+//!     ctx.firmware(ready, 100.0)
+//! }
+//! let start = Time::from_us(1);
+//! let done = start + 512; // an instant plus a span in ns
+//! assert_eq!(done.as_ns(), 1_512);
+//! assert_eq!(done - start, 512); // the span between two instants, in ns
 //! ```
 
 use serde::{Deserialize, Serialize};

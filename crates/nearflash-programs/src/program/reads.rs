@@ -24,7 +24,7 @@
 //! on the flash array (and with the instructions that follow them).
 
 use super::vm::Fault;
-use nearflash_core::engine::Time;
+use nearflash_core::ext::Time;
 
 /// Helper ids, as the program calls them.
 pub const NF_READ: u32 = 1;

@@ -312,7 +312,7 @@ mod tests {
     use super::super::elf::{load, minimal_object};
     use super::super::reads::{ReadLimits, ReadPath, Reads};
     use super::*;
-    use nearflash_core::engine::Time;
+    use nearflash_core::ext::Time;
 
     fn insn(opc: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
         let mut b = [opc, dst | (src << 4), 0, 0, 0, 0, 0, 0];
