@@ -106,10 +106,10 @@ pub struct Combined {
 impl Combined {
     /// Bytes moved either way per ns of the array clock (= GB/s).
     pub fn throughput_gb_s(&self) -> f64 {
-        if self.elapsed == 0 {
+        if self.elapsed == Time::ZERO {
             return 0.0;
         }
-        (self.bytes_to_host + self.bytes_to_device) as f64 / self.elapsed as f64
+        (self.bytes_to_host + self.bytes_to_device) as f64 / self.elapsed.as_ns() as f64
     }
 }
 
@@ -123,7 +123,7 @@ struct Fifo {
 
 impl Fifo {
     fn new(bytes_per_ns: f64) -> Self {
-        Self { bytes_per_ns, free: 0, busy: 0 }
+        Self { bytes_per_ns, free: Time::ZERO, busy: 0 }
     }
 
     /// Cut-through: starts when the transfer arrives and this stage is free, ends no earlier than its upstream
@@ -160,14 +160,14 @@ pub fn combine(shards: &[Shard], host: &HostModel) -> Result<Combined, HostError
     let mut root = [Fifo::new(host.root_complex_bytes_per_ns()); 2];
     let mut dram = Fifo::new(host.dram_bytes_per_ns());
     let cores = host.cpu_cores();
-    let mut free_cores: BinaryHeap<Reverse<(Time, usize)>> = (0..cores).map(|c| Reverse((0, c))).collect();
+    let mut free_cores: BinaryHeap<Reverse<(Time, usize)>> = (0..cores).map(|c| Reverse((Time::ZERO, c))).collect();
     let mut cpu_busy: u64 = 0;
     let latency = host.switch_latency_ns();
     let index = |device: usize| labels.binary_search(&device).expect("every label is listed");
-    let mut delivered = vec![0 as Time; labels.len()];
+    let mut delivered = vec![Time::ZERO; labels.len()];
     let mut each: Vec<Vec<Time>> = labels.iter().map(|_| Vec::new()).collect();
     for s in shards {
-        each[index(s.device)] = vec![0; s.transfers.len()];
+        each[index(s.device)] = vec![Time::ZERO; s.transfers.len()];
     }
     let mut delay = vec![0u64; labels.len()];
     let mut bytes = [0u64; 2];
@@ -189,8 +189,8 @@ pub fn combine(shards: &[Shard], host: &HostModel) -> Result<Combined, HostError
         each[i][seq] = end;
         bytes[d] += tr.nbytes;
     }
-    let elapsed = shards.iter().map(|s| s.end).chain(delivered.iter().copied()).max().unwrap_or(0);
-    let over = |busy: f64| if elapsed > 0 { busy / elapsed as f64 } else { 0.0 };
+    let elapsed = shards.iter().map(|s| s.end).chain(delivered.iter().copied()).max().unwrap_or(Time::ZERO);
+    let over = |busy: f64| if elapsed > Time::ZERO { busy / elapsed.as_ns() as f64 } else { 0.0 };
     let utilisation = Utilisation {
         uplink_to_host: over(uplink[0].busy as f64),
         uplink_to_device: over(uplink[1].busy as f64),
@@ -227,9 +227,9 @@ mod tests {
         HostModel::new(&overrides.iter().map(|(n, v)| (n.to_string(), *v)).collect::<Vec<_>>()).unwrap()
     }
 
-    fn shard(device: usize, end: Time, transfers: &[(Time, u64, Direction, u64)]) -> Shard {
-        let transfers = transfers.iter().map(|&(t, nbytes, direction, cpu_ns)| Transfer { t, nbytes, direction, cpu_ns });
-        Shard { device, end, transfers: transfers.collect() }
+    fn shard(device: usize, end: u64, transfers: &[(u64, u64, Direction, u64)]) -> Shard {
+        let transfers = transfers.iter().map(|&(t, nbytes, direction, cpu_ns)| Transfer { t: Time::from_ns(t), nbytes, direction, cpu_ns });
+        Shard { device, end: Time::from_ns(end), transfers: transfers.collect() }
     }
 
     const UP: Direction = Direction::ToHost;
@@ -241,18 +241,19 @@ mod tests {
         // Two devices each deliver 1000 B at t=0 (and device 0 again at 500): at 1 B/ns the uplink carries them
         // one after another, device 0 first at equal times.
         let c = combine(&[shard(0, 0, &[(0, 1000, UP, 0), (500, 1000, UP, 0)]), shard(1, 0, &[(0, 1000, UP, 0)])], &h).unwrap();
-        assert_eq!(c.elapsed, 3000);
+        assert_eq!(c.elapsed.as_ns(), 3000);
         assert_eq!(c.utilisation.uplink_to_host, 1.0);
         assert_eq!(c.utilisation.busiest(), "uplink_to_host");
-        assert_eq!(c.devices.iter().map(|d| d.end).collect::<Vec<_>>(), [3000, 2000]);
+        assert_eq!(c.devices.iter().map(|d| d.end.as_ns()).collect::<Vec<_>>(), [3000, 2000]);
         // Device 0: delivered at 1000 (delay 1000) and 3000 (delay 2500); device 1 at 2000.
         assert_eq!(c.devices[0].mean_delay_ns, 1750.0);
         assert_eq!(c.devices[1].mean_delay_ns, 2000.0);
-        assert_eq!((&c.devices[0].each[..], &c.devices[1].each[..]), (&[1000, 3000][..], &[2000][..]));
+        let ns = |v: &[Time]| v.iter().map(|t| t.as_ns()).collect::<Vec<_>>();
+        assert_eq!((ns(&c.devices[0].each), ns(&c.devices[1].each)), (vec![1000, 3000], vec![2000]));
         // Full duplex: the transfer to the device does not wait behind the one to the host on the uplink; DRAM,
         // shared by both directions, carries it in 1000 B / 100 B/ns after the first.
         let c = combine(&[shard(0, 0, &[(0, 1000, UP, 0), (0, 1000, DOWN, 0)])], &h).unwrap();
-        assert_eq!(c.elapsed, 1010);
+        assert_eq!(c.elapsed.as_ns(), 1010);
         assert_eq!((c.bytes_to_host, c.bytes_to_device, c.transfers), (1000, 1000, 2));
     }
 
@@ -261,7 +262,7 @@ mod tests {
         let h = host(&[("cpu_cores", 2.0), ("latency", 0.0)]);
         let shards: Vec<Shard> = (0..3).map(|d| shard(d, 0, &[(0, 8, UP, 1000)])).collect();
         let c = combine(&shards, &h).unwrap();
-        assert_eq!(c.elapsed, 2001); // two run at once, the third waits for a core
+        assert_eq!(c.elapsed.as_ns(), 2001); // two run at once, the third waits for a core
         assert_eq!(c.utilisation.host_cpu, 3000.0 / 2.0 / 2001.0);
     }
 
@@ -269,12 +270,12 @@ mod tests {
     fn the_switch_latency_and_a_devices_own_end_count() {
         let h = host(&[("uplink_bandwidth", 1.0), ("latency", 150.0)]);
         let c = combine(&[shard(4, 10_000, &[(0, 100, UP, 0)]), shard(2, 0, &[])], &h).unwrap();
-        assert_eq!(c.devices[1].end, 250); // label 4 sorts after 2
-        assert_eq!(c.elapsed, 10_000);
-        assert_eq!((c.devices[0].device, c.devices[0].end, c.devices[0].mean_delay_ns), (2, 0, 0.0));
+        assert_eq!(c.devices[1].end.as_ns(), 250); // label 4 sorts after 2
+        assert_eq!(c.elapsed.as_ns(), 10_000);
+        assert_eq!((c.devices[0].device, c.devices[0].end, c.devices[0].mean_delay_ns), (2, Time::ZERO, 0.0));
         assert_eq!(c.throughput_gb_s(), 0.01);
         let empty = combine(&[], &h).unwrap();
-        assert_eq!((empty.elapsed, empty.throughput_gb_s(), empty.utilisation.host_cpu), (0, 0.0, 0.0));
+        assert_eq!((empty.elapsed, empty.throughput_gb_s(), empty.utilisation.host_cpu), (Time::ZERO, 0.0, 0.0));
     }
 
     #[test]
@@ -290,10 +291,10 @@ mod tests {
 
         fn shards() -> impl Strategy<Value = Vec<Shard>> {
             let transfer = (0u64..100_000, 1u64..1 << 20, any::<bool>(), 0u64..50_000).prop_map(|(t, nbytes, down, cpu_ns)| {
-                Transfer { t, nbytes, direction: if down { DOWN } else { UP }, cpu_ns }
+                Transfer { t: Time::from_ns(t), nbytes, direction: if down { DOWN } else { UP }, cpu_ns }
             });
             prop::collection::vec((0u64..200_000, prop::collection::vec(transfer, 0..20)), 1..6).prop_map(|v| {
-                v.into_iter().enumerate().map(|(device, (end, transfers))| Shard { device, end, transfers }).collect()
+                v.into_iter().enumerate().map(|(device, (end, transfers))| Shard { device, end: Time::from_ns(end), transfers }).collect()
             })
         }
 

@@ -3,6 +3,7 @@
 
 use crate::convert::err;
 use nearflash_array::{combine as combine_shards, Direction, HostModel, PathCost, Shard, Transfer};
+use nearflash_core::ext::Time;
 use pyo3::prelude::*;
 
 type Overrides = Vec<(String, f64)>;
@@ -37,11 +38,11 @@ fn combine(py: Python<'_>, overrides: Overrides, shards: Vec<PyShard>) -> PyResu
         .into_iter()
         .map(|(device, end, transfers)| Shard {
             device,
-            end,
+            end: Time::from_ns(end),
             transfers: transfers
                 .into_iter()
                 .map(|(t, nbytes, down, cpu_ns)| Transfer {
-                    t,
+                    t: Time::from_ns(t),
                     nbytes,
                     direction: if down { Direction::ToDevice } else { Direction::ToHost },
                     cpu_ns,
@@ -50,9 +51,9 @@ fn combine(py: Python<'_>, overrides: Overrides, shards: Vec<PyShard>) -> PyResu
         })
         .collect();
     let c = py.allow_threads(|| combine_shards(&shards, &host)).map_err(err)?;
-    let devices = c.devices.into_iter().map(|d| (d.device, d.end, d.mean_delay_ns, d.each)).collect();
+    let devices = c.devices.into_iter().map(|d| (d.device, d.end.as_ns(), d.mean_delay_ns, d.each.iter().map(|t| t.as_ns()).collect())).collect();
     let util = c.utilisation.named().to_vec();
-    Ok((c.elapsed, c.transfers, c.bytes_to_host, c.bytes_to_device, util, c.utilisation.busiest(), devices))
+    Ok((c.elapsed.as_ns(), c.transfers, c.bytes_to_host, c.bytes_to_device, util, c.utilisation.busiest(), devices))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
