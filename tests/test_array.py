@@ -123,6 +123,12 @@ def test_bad_arrays_are_refused(make):
         make()
 
 
+def test_images_in_a_missing_directory_are_refused_naming_images(tmp_path):
+    with pytest.raises(InvalidArgument, match="images"):
+        Array(2, images=tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+
+
 def test_host_scan_finds_the_right_answer_and_reports_each_device():
     array = nearflash.Array(3)
     report, answer = scan.run(array, 5 * 64 * KIB, **SMALL)

@@ -47,3 +47,19 @@ def test_every_registered_extension_has_a_row():
 @pytest.mark.parametrize("name", sorted(_native.extensions()))
 def test_the_table_lists_the_opcodes_the_extension_claims(name):
     assert claimed(name) == documented().get(name), f"{name}: docs/architecture.md's opcode table is stale"
+
+
+def test_no_two_extensions_default_to_the_same_opcode():
+    owners: dict[int, str] = {}
+    for name, ops in documented().items():
+        for op in ops:
+            assert op not in owners, f"{op:#04x} is both {owners[op]}'s and {name}'s default"
+            owners[op] = name
+
+
+def test_issd_and_cognitive_attach_to_one_device_with_their_defaults():
+    # iSSD's defaults once overlapped Cognitive SSD's (0xC1, 0xC2), so attaching both was refused
+    with Device(None, "cosmos-plus", overrides=dict(SMALL, ext_reserved_blocks=8)) as dev:
+        dev.attach("issd")
+        dev.attach("cognitive")
+        assert set(dev.report().extensions) >= {"issd", "cognitive"}

@@ -200,3 +200,15 @@ def test_single_queue_devices_share_their_queue():
             dev.queue(depth=4)
         with pytest.raises(nearflash.InvalidArgument, match="maximum"):
             Device(None, preset="issd-prototype", channels=2).queue(depth=64)
+
+
+def test_one_extensions_report_equals_its_part_of_the_whole_report():
+    import json
+
+    with Device(None, "cosmos-plus", channels=2, chips_per_channel=1, blocks_per_plane=64, over_provisioning=25) as dev:
+        assert dev.native.extension_report_json("programs") is None  # not attached
+        dev.attach("programs")
+        dev.write(0, np.arange(8192, dtype=np.uint8))
+        one = json.loads(dev.native.extension_report_json("programs"))
+        assert one == dev.report().extensions["programs"] and "stats" in one
+        assert dev.native.extension_report_json("nope") is None

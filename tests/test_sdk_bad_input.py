@@ -108,3 +108,13 @@ def test_a_flag_that_is_not_a_bool_is_refused_before_anything_is_written(dev, ca
 def test_attach_parameters_that_do_not_encode_name_the_call(dev):
     with pytest.raises(InvalidType, match=r"^attach\('nice'\): parameter values must be"):
         dev.attach("nice", lanes=object())
+
+
+def test_an_image_whose_parent_directory_is_missing_is_refused_naming_path(tmp_path):
+    # before, Device(path) created every missing directory above the image, hiding a mistyped path
+    for path in (tmp_path / "missing" / "dev", str(tmp_path / "missing" / "deeper" / "dev")):
+        with pytest.raises(InvalidValue, match=r"path .*parent directory .*missing.* does not exist"):
+            nearflash.Device(path, preset="cosmos-plus")
+    assert not (tmp_path / "missing").exists()
+    with nearflash.Device(tmp_path / "dev", preset="cosmos-plus") as dev:
+        assert dev.lbas > 0  # a new directory whose parent exists is created as before

@@ -171,7 +171,8 @@ class Device:
 
     Args:
         path: image directory; None for an in-memory device. An image there is opened; a missing or empty
-            directory gets a new device; any other directory is refused.
+            directory gets a new device (a missing one's parent must exist: nothing above it is created); any other
+            directory is refused.
         create: True: only create (refuse an existing image); False: only open (never create anything);
             None (default): open if `path` holds an image, else create.
         preset: preset name (`nearflash.presets()`) or a .toml file; used when creating.
@@ -212,6 +213,10 @@ class Device:
                 raise InvalidArgument("overrides apply when creating a device; this image already exists")
             self._dev = _native.Device.open(str(self.path), seed=seed, durability_mode=durability)
         else:
+            if self.path is not None and not self.path.exists() and not self.path.absolute().parent.is_dir():
+                raise InvalidValue(f"path {str(self.path)!r}: its parent directory {str(self.path.absolute().parent)!r} "
+                                   "does not exist (a device is created in a new or empty directory; its parent "
+                                   "must exist)")
             self._dev = _native.Device.create(
                 str(self.path) if self.path is not None else None,
                 preset,

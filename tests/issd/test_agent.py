@@ -150,7 +150,7 @@ def test_in_storage_scan_beats_the_sata_host_by_about_the_bandwidth_ratio(placed
 
 # ---- malformed commands ----
 
-LOAD, RUN, FETCH = 0xC1, 0xC2, 0xC6
+LOAD, RUN, FETCH = 0xB1, 0xB2, 0xB6
 
 
 def sqe(opcode, cdw10=0, cdw11=0, cdw12=0):

@@ -218,3 +218,51 @@ def test_wrong_arguments_are_refused_by_name(dev, objects, tmp_path):  # noqa: F
     # a host run whose program reads outside its range reports the fault, as in storage
     r = programs.host_runs(dev, prog, [(16, 1)], [(b"", 17, 1)])
     assert r[0]["fault"].startswith("read_outside") and r[0]["result"] is None
+
+
+def test_a_sized_database_on_a_sparse_file_backed_image_gives_sqlite3s_answers(objects, tmp_path):  # noqa: F811
+    # the GB path of `nearflash experiment programs sqlite --set gib=...` at 4 MiB: rows of a fixed size, the file
+    # mapped (not read), the device an image on disk holding only the database's blocks, removed afterwards
+    from nearflash.experiment import Options
+    from nearflash.programs.experiments import sqlite as exp_sqlite
+
+    path = tmp_path / "sized.db"
+    sq.build(path, sq.rows_for(4 << 20), page_size=4096, text_bytes=sq.SIZED_TEXT_BYTES)
+    assert 0.95 < path.stat().st_size / (4 << 20) < 1.1, "rows_for's 1 KiB of file per row"
+    image_dir = tmp_path / "dev.img"
+    with exp_sqlite._placed(path, "samsung-970pro", 1, image_dir) as (dev, image, wall):
+        assert not isinstance(image.image, bytes), "a file of whole blocks is mapped"
+        assert image.depth() == 3
+        on_disk, apparent = wall["image_bytes_on_disk"], wall["image_bytes_apparent"]
+        assert path.stat().st_size <= on_disk < path.stat().st_size + (64 << 20) < apparent / 100, "sparse"
+        programs.load(dev, 1, objects["sqlite_lookup"])
+        programs.activate(dev, 1)
+        con = sqlite3.connect(path)
+        flash = [(exp_sqlite.LBA, len(image.image) // dev.lba_bytes)]
+        s = exp_sqlite._storage(dev, image, flash, [1, 2, 7, 3000, 4600, 10**6], con, check=True)
+        assert s["wrong"] == 0 and s["reads"] == 6 * 3, "three levels read per lookup, found (1, 2, 3000, 4600) or not (7, 10**6)"
+    assert not image_dir.exists()
+
+
+@pytest.mark.parametrize("extra, says", [({"gib": "abc"}, "gib"), ({"gib": "-1"}, "gib"), ({"gib": "100"}, "gib"),
+                                         ({"gib": "0"}, "gib")])
+def test_the_sizes_of_the_gb_databases_are_checked(extra, says):
+    from nearflash.experiment import Options
+    from nearflash.programs.experiments import sqlite as exp_sqlite
+
+    with pytest.raises(InvalidArgument, match=says):
+        exp_sqlite.configs(Options(quick=True, extra=extra))
+    sized = [c for c in exp_sqlite.configs(Options(quick=False)) if c.sized]
+    assert [(c.page_size, c.rows) for c in sized] == [(8192, 2**20), (4096, 2**20), (8192, 3 * 2**20),
+                                                      (4096, 3 * 2**20)]
+    assert not [c for c in exp_sqlite.configs(Options(quick=True)) if c.sized]
+    assert not [c for c in exp_sqlite.configs(Options(quick=False, extra={"gib": ""})) if c.sized]
+
+
+def test_the_workdir_must_exist(tmp_path):
+    from nearflash.experiment import Experiment, Options
+    from nearflash.programs.experiments import sqlite as exp_sqlite
+
+    exp = Experiment("programs", "sqlite", "t", tmp_path / "out")
+    with pytest.raises(InvalidArgument, match="workdir"):
+        exp_sqlite.run_sqlite(exp, Options(quick=True, extra={"workdir": str(tmp_path / "missing")}))

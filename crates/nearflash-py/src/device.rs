@@ -418,6 +418,12 @@ impl PyDevice {
         Ok(device_mut(self)?.report().to_json())
     }
 
+    /// One attached extension's report as JSON (`report_json()`'s `extensions[name]`, without the rest), or None
+    /// when no extension of that name is attached.
+    fn extension_report_json(&mut self, name: &str) -> PyResult<Option<String>> {
+        Ok(device_mut(self)?.extension_report(name).map(|v| v.to_string()))
+    }
+
     fn reset_stats(&mut self) -> PyResult<()> {
         device_mut(self)?.reset_stats();
         Ok(())

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from nearflash.array.host import DIRECTIONS, ArrayReport, HostModel, ShardResult, Transfer, combine
 from nearflash.device import Device, _count
-from nearflash.errors import InvalidArgument
+from nearflash.errors import InvalidArgument, InvalidValue
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Array:
             :class:`DeviceSpec` (each its own preset, seed and image path).
         host: overrides of the shared host's parameters (``crates/nearflash-array/host.toml``), e.g.
             ``{"uplink_bandwidth": 8}``.
-        images: a directory: device i keeps its image in ``images/dev<i>`` (None: in-memory devices).
+        images: an existing directory: device i keeps its image in ``images/dev<i>`` (None: in-memory devices).
         closed_loop: rounds of back-pressure from the shared host for :meth:`run` when a call does not say (0: open
             loop).
     """
@@ -98,6 +98,8 @@ class Array:
             self.specs = list(devices)
         else:
             n = _count("devices", devices, 1, 4096)
+            if images is not None and not Path(images).is_dir():
+                raise InvalidValue(f"images {str(images)!r} is not an existing directory")
             seed = _count("seed", seed, 0, 2**64 - 1 - n)
             paths = [None] * n if images is None else [str(Path(images) / f"dev{i}") for i in range(n)]
             self.specs = [DeviceSpec(preset, seed + i, paths[i], bool(materialise), dict(overrides or {}))

@@ -200,7 +200,7 @@ def execute(dev: Any, pind: int, ranges: Optional[Sequence[tuple[int, int]]] = N
     c1, c2 = _int(cparam1, "cparam1", 0, 2**64 - 1), _int(cparam2, "cparam2", 0, 2**64 - 1)
     outcome = _p.execute(native, q, _int(pind, "pind", *_U16), rsid, r, p, c1, c2, fl)
     _, latency = _check(outcome, "Execute Program")
-    stats = json.loads(native.report_json()).get("extensions", {}).get("programs", {}).get("stats", {})
+    stats = json.loads(native.extension_report_json("programs") or "{}").get("stats", {})
     return ExecuteResult(int(stats["last_result"]), int(stats["last_instructions"]), latency)
 
 

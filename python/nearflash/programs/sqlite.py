@@ -5,6 +5,8 @@ extent), and the pieces of the file format the host needs to check answers (reco
 
 from __future__ import annotations
 
+import mmap
+import os
 import sqlite3
 import struct
 from dataclasses import dataclass
@@ -24,14 +26,17 @@ OPS = {"<": 0, "<=": 1, "=": 2, ">=": 3, ">": 4, "!=": 5}
 
 
 def build(path: str | Path, rows: int, *, page_size: int = 4096, seed: int = 0, big_every: int = 0,
-          big_bytes: int = 6000) -> None:
+          big_bytes: int = 6000, text_bytes: int = 0) -> None:
     """Creates table ``t`` with ``rows`` rows (rowids 1..rows with gaps: every 7th rowid is skipped) at
     ``page_size``; every ``big_every``-th row (0: none) carries ``big_bytes`` of text, so that it spills onto
-    overflow pages."""
+    overflow pages; the others' text is ``row <rowid>`` padded to ``text_bytes`` (rows of a fixed size, for
+    databases of a given file size: :func:`rows_for`)."""
     if not isinstance(rows, int) or rows < 1:
         raise InvalidArgument(f"rows must be an int >= 1, got {rows!r}")
     if page_size not in [2**k for k in range(9, 17)]:
         raise InvalidArgument(f"page_size must be a power of two in 512..65536, got {page_size!r}")
+    if not isinstance(text_bytes, int) or not 0 <= text_bytes <= 1 << 20:
+        raise InvalidArgument(f"text_bytes must be an int in 0..{1 << 20}, got {text_bytes!r}")
     p = Path(path)
     if p.exists():
         p.unlink()
@@ -49,7 +54,8 @@ def build(path: str | Path, rows: int, *, page_size: int = 4096, seed: int = 0, 
             for i in range(rows):
                 rowid = i + 1 + i // 6  # skips every 7th rowid
                 aval = int(a[i]) if i % 3 else int(small[i])  # 1..6-byte integers
-                text = ("x" * big_bytes) if big_every and i % big_every == big_every - 1 else f"row {rowid}"
+                big = big_every and i % big_every == big_every - 1
+                text = ("x" * big_bytes) if big else f"row {rowid}".ljust(text_bytes, ".")
                 yield rowid, aval, text, float(c[i])
 
         con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", gen())
@@ -58,11 +64,21 @@ def build(path: str | Path, rows: int, *, page_size: int = 4096, seed: int = 0, 
         con.close()
 
 
+#: Text per row of the sized databases (:func:`rows_for`): four rows fill a 4 KiB leaf page, eight an 8 KiB one.
+SIZED_TEXT_BYTES = 900
+
+
+def rows_for(nbytes: int) -> int:
+    """Rows of ``SIZED_TEXT_BYTES`` text that make a database file of about ``nbytes`` (1 KiB of file per row at
+    4 and 8 KiB pages, measured: 1.00-1.03 KiB)."""
+    return max(1, nbytes // 1024)
+
+
 @dataclass(frozen=True)
 class Database:
     """A database file as the device holds it."""
 
-    image: bytes  # the file, padded to whole blocks
+    image: bytes | mmap.mmap  # the file, padded to whole blocks (a read-only map of a file that needs no padding)
     page_size: int
     reserved: int
     root: int  # table t's root page
@@ -111,8 +127,12 @@ class Database:
 
 
 def open_image(path: str | Path, lba_bytes: int) -> Database:
-    """Reads a database file, its header and table t's root page; the image is padded to ``lba_bytes``."""
-    raw = Path(path).read_bytes()
+    """Reads a database file, its header and table t's root page; the image is padded to ``lba_bytes``. A file of
+    whole blocks is mapped, not read, so that a database of gigabytes is paged in only as it is used."""
+    with open(path, "rb") as f:
+        n = os.fstat(f.fileno()).st_size
+        raw: bytes | mmap.mmap = (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if n and n % lba_bytes == 0
+                                  else f.read())
     if len(raw) < 100 or raw[:16] != b"SQLite format 3\x00":
         raise InvalidArgument(f"{str(path)!r} is not an SQLite database file")
     size = struct.unpack_from(">H", raw, 16)[0]
@@ -125,7 +145,7 @@ def open_image(path: str | Path, lba_bytes: int) -> Database:
     if row is None:
         raise InvalidArgument(f"{str(path)!r} has no table t")
     pad = (-len(raw)) % lba_bytes
-    return Database(raw + bytes(pad), size, raw[20], int(row[0]), len(raw) // size)
+    return Database(raw + bytes(pad) if pad else raw, size, raw[20], int(row[0]), len(raw) // size)
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:

@@ -873,6 +873,12 @@ impl Device {
             extensions: self.exts.iter().map(|e| (e.ext.name().to_string(), e.ext.report())).collect(),
         }
     }
+
+    /// One attached extension's report (what [`Device::report`]'s `extensions[name]` holds), without building the
+    /// rest: for a host library that reads its extension's result after every command. `None`: not attached.
+    pub fn extension_report(&self, name: &str) -> Option<serde_json::Value> {
+        self.exts.iter().find(|e| e.ext.name() == name).map(|e| e.ext.report())
+    }
 }
 
 #[cfg(test)]

@@ -268,6 +268,15 @@ fn admin_identify_and_logs() {
 }
 
 #[test]
+fn an_image_under_a_missing_directory_is_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("missing").join("dev");
+    let e = Device::create(&p, load_preset("cosmos-plus").unwrap(), DeviceOptions::default()).err().expect("refused");
+    assert!(e.to_string().contains("parent directory") && e.to_string().contains("missing"), "{e}");
+    assert!(!dir.path().join("missing").exists(), "no directory was created");
+}
+
+#[test]
 fn image_persists_across_close_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("dev");

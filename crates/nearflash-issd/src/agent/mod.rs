@@ -5,9 +5,9 @@
 //!
 //! | command | opcode | data | dwords | completes with |
 //! |---|---|---|---|---|
-//! | LOAD  | 0xC1 | descriptor, host to device ([`descriptor`]) | cdw10 slot, cdw11 descriptor bytes | dw0 = slot |
-//! | RUN   | 0xC2 | result buffer, device to host (may be absent) | cdw10 slot | dw0 = result bytes |
-//! | FETCH | 0xC6 | result buffer, device to host | cdw10 slot, cdw12/13 byte offset | dw0 = bytes copied |
+//! | LOAD  | 0xB1 | descriptor, host to device ([`descriptor`]) | cdw10 slot, cdw11 descriptor bytes | dw0 = slot |
+//! | RUN   | 0xB2 | result buffer, device to host (may be absent) | cdw10 slot | dw0 = result bytes |
+//! | FETCH | 0xB6 | result buffer, device to host | cdw10 slot, cdw12/13 byte offset | dw0 = bytes copied |
 //!
 //! RUN executes the loaded job with the pipelining strategy ([`pipeline`]) and streams its result into the
 //! buffer as the Reduce produces it (selections in `output_flush` batches, other results at the end); a result

@@ -51,9 +51,9 @@ nearflash_core::ext_params! {
         load_instructions: Real = 2000.0, "instructions", "assumed: header checks, extent validation and slot bookkeeping";
         load_instructions_per_byte: Real = 20.0, "instructions/B", "assumed: parsing the kernel spec text on an embedded core";
         /// Vendor opcodes: load a job (host to device), run it (device to host), fetch more of its result.
-        opcode_load: Opcode = 0xC1, "opcode", "assumed: vendor I/O opcode with data direction bits 01 (host to controller)";
-        opcode_run: Opcode = 0xC2, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
-        opcode_fetch: Opcode = 0xC6, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host)";
+        opcode_load: Opcode = 0xB1, "opcode", "assumed: vendor I/O opcode with data direction bits 01 (host to controller), free beside the other extensions' (docs/architecture.md)";
+        opcode_run: Opcode = 0xB2, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host), free beside the other extensions'";
+        opcode_fetch: Opcode = 0xB6, "opcode", "assumed: vendor I/O opcode with data direction bits 10 (controller to host), free beside the other extensions'";
     }
     extra {
         /// Per-kernel cycles per byte (defaults: Table 2 / Table 1, see [`crate::costs`]).
@@ -117,7 +117,7 @@ mod tests {
         assert_eq!(p.f_fmc, 400e6);
         assert_eq!(p.e_proc_inst, 192.0);
         assert_eq!(p.output_flush, 16384.0);
-        assert_eq!(p.opcode_run, 0xC2);
+        assert_eq!((p.opcode_load, p.opcode_run, p.opcode_fetch), (0xB1, 0xB2, 0xB6));
         assert!(p.stream_processors);
         assert_eq!(AgentParams::DOCS.len(), 21);
         assert!(AgentParams::DOCS.iter().all(|d| !d.3.is_empty()));
@@ -141,7 +141,7 @@ mod tests {
         assert!(p.apply_json(&serde_json::json!({"f_gpu": 1})).is_err());
         assert!(p.apply_json(&serde_json::json!({"f_fmc": "fast"})).is_err());
         assert!(p.apply_json(&serde_json::json!({"opcode_run": 0x10})).is_err());
-        assert!(p.apply_json(&serde_json::json!({"opcode_run": 0xC1})).is_err());
+        assert!(p.apply_json(&serde_json::json!({"opcode_run": 0xB1})).is_err());
         assert!(p.apply_json(&serde_json::json!([1])).is_err());
         let wrong_unit: toml::Table = toml::from_str(r#"f_fmc = { value = 1, unit = "us", source = "x" }"#).unwrap();
         assert!(AgentParams::from_section(Some(&wrong_unit)).is_err());

@@ -68,11 +68,11 @@ fn raw(dev: &mut Device, sqe: Sqe, data: DataBuf<'_>) -> (Status, u32) {
 }
 
 fn load_sqe(len: usize) -> Sqe {
-    Sqe { opcode: 0xC1, nsid: 1, cdw10: 0, cdw11: len as u32, ..Sqe::default() }
+    Sqe { opcode: 0xB1, nsid: 1, cdw10: 0, cdw11: len as u32, ..Sqe::default() }
 }
 
 const RUN: Sqe = Sqe {
-    opcode: 0xC2,
+    opcode: 0xB2,
     flags: 0,
     cid: 0,
     nsid: 1,
@@ -108,7 +108,7 @@ fn malformed_commands_complete_with_nvme_errors() {
     let good = desc(r#"{"kernel":"scan"}"#, vec![Extent { slba: 0, nlb: 8 }]).encode();
     // RUN before any LOAD, FETCH of nothing
     assert_eq!(raw(&mut dev, RUN, DataBuf::None).0, Status::SEQUENCE_ERROR);
-    let fetch = Sqe { opcode: 0xC6, ..RUN };
+    let fetch = Sqe { opcode: 0xB6, ..RUN };
     assert_eq!(raw(&mut dev, fetch, DataBuf::FromDevice(&mut [0u8; 16])).0, Status::SEQUENCE_ERROR);
     // garbage, truncated, wrong direction, short buffer, bad slot
     assert_eq!(raw(&mut dev, load_sqe(40), DataBuf::ToDevice(&[0xAB; 40])).0, Status::INVALID_FIELD);
@@ -173,11 +173,11 @@ fn long_results_are_fetched_and_unaligned_pages_map_on_the_ssd_cpus() {
     assert_eq!(st, Status::SUCCESS);
     assert!(total as usize > head.len());
     let mut rest = vec![0u8; total as usize - 100];
-    let fetch = Sqe { opcode: 0xC6, cdw12: 100, ..RUN };
+    let fetch = Sqe { opcode: 0xB6, cdw12: 100, ..RUN };
     assert_eq!(raw(&mut dev, fetch, DataBuf::FromDevice(&mut rest)), (Status::SUCCESS, total - 100));
     head.extend_from_slice(&rest);
     assert_eq!(Output::decode(&head).unwrap(), reference.output);
-    let beyond = Sqe { opcode: 0xC6, cdw12: total + 1, ..RUN };
+    let beyond = Sqe { opcode: 0xB6, cdw12: total + 1, ..RUN };
     assert_eq!(raw(&mut dev, beyond, DataBuf::FromDevice(&mut [0u8; 4])).0, Status::INVALID_FIELD);
     // multi-extent inputs (a file's block list) number pages across extents
     let halves = Input {

@@ -3,7 +3,8 @@
 - ``compare``: each C example (Q6 filter over lineitem, grep, SparseLengthsSum) in storage and on the host path,
   on cosmos-plus and samsung-970pro: time, energy and their ratios, same answer on both paths.
 - ``sqlite``: SQLite rowid lookups walking the table B-tree in storage vs the host path (cold, warm cache), depths
-  2-4, answers checked against sqlite3 (``--set lookups=N,host_lookups=N``).
+  2-4, answers checked against sqlite3 (``--set lookups=N,host_lookups=N``); the full run adds 1 and 3 GiB databases
+  on sparse file-backed images (``--set gib=1,3``, ``gib=`` for none; ``workdir=DIR`` for where they are built).
 - ``scaling``: Execute Program time against counted instructions as the work grows: the fitted ns per instruction
   beside the preset's CPI / clock (what the model promises).
 
