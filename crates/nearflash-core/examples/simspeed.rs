@@ -1,6 +1,8 @@
 //! Simulator speed: simulated I/Os per wall-clock second for the workloads the platform issue names.
 //! `cargo run --release -p nearflash-core --example simspeed [preset] [fill] [case index] [key=value ...]`
-//! (`SIMSPEED_IOS` sets the I/Os per case, 1,000,000 by default: fewer for instruction counts under callgrind).
+//! (`SIMSPEED_IOS` sets the I/Os per case, 1,000,000 by default: fewer for instruction counts under callgrind;
+//! `SIMSPEED_GO=path`: after each case's set-up print `READY` and wait until `path` exists, so that callgrind can be
+//! switched on for the run alone with `callgrind_control -i on`).
 
 use nearflash_core::bench::{run, Pattern, Workload};
 use nearflash_core::config::load_preset;
@@ -36,6 +38,12 @@ fn main() -> nearflash_core::Result<()> {
         dev.precondition(fill, prefill, 1.0, 1)?;
         let pre = t.elapsed().as_secs_f64();
         let lbas = (dev.namespace().lbas as f64 * fill) as u64 / 32 * 32;
+        if let Ok(go) = std::env::var("SIMSPEED_GO") {
+            println!("READY");
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        }
         let ios = std::env::var("SIMSPEED_IOS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
         let w = Workload { pattern, block_size: bs, queue_depth: qd, jobs: 1, ios, span: Some((0, lbas)), seed: 1, data };
         let r = run(&mut dev, &w, None)?;

@@ -58,6 +58,8 @@ pub struct DeviceCore {
     /// Programs not known to have ended (a Flush waits for them).
     programs: Vec<At>,
     programs_pruned_at: usize,
+    /// `programming`'s size after its last pruning (the next prunes once it has grown well past that).
+    programming_pruned_at: usize,
     /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing.
     scratch: ReadScratch,
     pub(crate) txn_done: Vec<(u32, Time)>,
@@ -267,6 +269,7 @@ impl DeviceCore {
             programming: IntMap::default(),
             programs: Vec::new(),
             programs_pruned_at: 0,
+            programming_pruned_at: 0,
             scratch: ReadScratch::default(),
             forecast: None,
             horizons: Default::default(),
@@ -621,9 +624,12 @@ impl DeviceCore {
             self.programs.retain(|&p| flow.pending(p));
             self.programs_pruned_at = self.programs.len();
         }
-        if self.programming.len() > 1 << 16 {
+        // Pruned only once it has doubled since the last pruning: while more than 65,536 programs are pending (long
+        // GC-steady write runs), a fixed bound had the whole map scanned on every write.
+        if self.programming.len() > 2 * self.programming_pruned_at + (1 << 16) {
             let flow = &self.flow;
             self.programming.retain(|_, &mut p| flow.pending(p));
+            self.programming_pruned_at = self.programming.len();
         }
     }
 
