@@ -199,24 +199,22 @@ fn realtime_requests_in_flight_overlap_in_virtual_time() {
     assert!(rep.ops["read"].latency.mean_us < 4000.0, "{:?} {p:?}", rep.ops["read"].latency);
 }
 
-/// Known defect (pace none): a request learns its completion at once, running the event loop up to it, so the
-/// requests that follow (the rest of its burst, the client's reactions) are submitted past their virtual time
-/// (`late_submissions`): requests in flight are served one after the other. Measured on 4 dies: 104 us per 4 KiB read
-/// at depth 1, 702 us at depth 8 with 1,199 of 1,200 submissions late, where overlapping reads would take about
-/// 150-250 us. Learning completions lazily (as real time does) gave 396-536 us and 1,043 late, varying with the
-/// threads' timing. Run with `-- --ignored` once pace none holds the loop for the client's reactions (a closed-loop
-/// client at depth N sends one request per reply).
+/// Pace none: requests in flight overlap in virtual time, and none is submitted in the loop's past. The loop runs
+/// only as far as no reaction can still precede it (before, each request ran the loop to its own completion: on 4
+/// dies 8 concurrent readers saw 702 us per 4 KiB read instead of about 150-250 us, 1,199 of 1,200 submissions
+/// late).
 #[test]
-#[ignore = "known defect: pace none submits a closed-loop client's reactions past their virtual time"]
 fn pace_none_requests_in_flight_overlap_in_virtual_time() {
     let mean_read_us = |depth: u64| {
         let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, ..ServeConfig::default() };
         let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
-        closed_loop(&shared, depth, 150);
+        let p = closed_loop(&shared, depth, 150);
         let rep = shared.snapshot().unwrap().3;
+        assert!(p.mean_queue_depth > depth as f64 * 0.9, "depth {depth}: {p:?}");
         assert_eq!(rep.sched.late_submissions, 0, "depth {depth}: submissions in the loop's past");
         rep.ops["read"].latency.mean_us
     };
     let (one, eight) = (mean_read_us(1), mean_read_us(8));
-    assert!(eight < 3.0 * one, "depth 1: {one:.0} us, depth 8: {eight:.0} us");
+    // Measured 104 us and 137-144 us (four dies: eight reads often meet on one).
+    assert!(eight < 2.0 * one, "depth 1: {one:.0} us, depth 8: {eight:.0} us");
 }
