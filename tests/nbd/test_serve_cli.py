@@ -130,3 +130,23 @@ def test_command_loads_the_plugin_in_parallel_behind_the_blocksize_filter(image,
     assert Path(plugin).is_file()
     ident = json.loads(next(a for a in argv if a.startswith("identify="))[9:])
     assert ident["lba_bytes"] == 4096 and ident["namespace_lbas"] == 13104
+
+
+@pytest.mark.parametrize("param, msg", [
+    ("reaction_lag=0", "reaction_lag=0: a positive integer"),
+    ("reaction_lag=-1", "reaction_lag=-1: a positive integer"),
+    ("reaction_lag=two", "reaction_lag=two: a positive integer"),
+    ("reaction_us=1.5", "reaction_us=1.5: microseconds"),
+    ("reaction_us=", "reaction_us=: microseconds"),
+    ("reaction_window=1", "unknown parameter \"reaction_window\""),
+])
+def test_the_plugins_pacing_parameters_refuse_bad_values(image, tmp_path, param, msg):
+    """Pace none's reaction parameters (given to nbdkit directly; `nearflash serve` keeps the defaults) are checked
+    when nbdkit configures the plugin: it stops with the parameter named, before serving anything."""
+    import subprocess
+
+    need("nbdkit")
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+    p = subprocess.run([*argv, param, "--run", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and msg in p.stderr, p.stderr
+    assert not (tmp_path / "s").exists() and not (image / "serve.json").exists()

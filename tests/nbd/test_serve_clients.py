@@ -247,6 +247,9 @@ def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
     p = st["pacing"]
     assert p["pace"] == "none" and p["max_queue_depth"] == 16 and p["mean_queue_depth"] > 12, p
     assert st["report"]["ops"]["read"]["count"] == 600
+    # In virtual time too: no request was submitted in the event loop's past (they were, one after the other, before
+    # the loop waited for the client's reactions), so the 16 reads in flight overlap.
+    assert st["report"]["sched"]["late_submissions"] == 0
     p = nearflash_cli("info", str(image))
     assert "pace none: the device saw queue depth" in p.stdout, p.stdout
 

@@ -63,6 +63,10 @@ pub struct ServeConfig {
     /// Pace none: how long the event loop waits, at a completion whose reply was sent, for the client's reaction
     /// before it goes on without it (a reaction that comes later is submitted where the loop then is).
     pub reaction_window: Duration,
+    /// Pace none: how many completions may await their reactions before the loop holds (1: exact, a round trip per
+    /// completion; more: the reactions in flight are submitted where the loop then is, up to that many completions
+    /// later).
+    pub reaction_lag: u32,
     /// Realtime: a reply delivered this much or more after its modelled completion is late (FEMU: 20 us).
     pub late_threshold: Duration,
     /// I/O queues to spread connections over (at most the device's).
@@ -76,6 +80,7 @@ impl Default for ServeConfig {
             burst_window: Duration::from_millis(10),
             threads: 64,
             reaction_window: Duration::from_millis(1),
+            reaction_lag: 1,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
         }
@@ -516,10 +521,15 @@ impl Shared {
             return Some(self.cfg.reaction_window); // a request in the plugin goes first: it will run the loop
         }
         let window = self.cfg.reaction_window;
-        let holds = |st: &State| st.conns.values().flat_map(|c| &c.replies).filter(|r| r.holds_the_loop(window)).map(|r| r.done).min();
-        let mut limit = holds(st).unwrap_or(u64::MAX);
+        let lag = self.cfg.reaction_lag.max(1) as usize;
+        let mut holding: Vec<u64> = st.conns.values().flat_map(|c| &c.replies).filter(|r| r.holds_the_loop(window)).map(|r| r.done).collect();
+        let kth = |h: &mut Vec<u64>| if h.len() < lag { u64::MAX } else { *h.select_nth_unstable(lag - 1).1 };
+        let mut limit = kth(&mut holding);
         while let Some(done) = reap_one(st, limit) {
-            limit = limit.min(done);
+            if done != u64::MAX {
+                holding.push(done);
+                limit = kth(&mut holding);
+            }
         }
         // A reply not yet sent holds the loop until it is; one sent holds it until its window closes.
         let now = Instant::now();

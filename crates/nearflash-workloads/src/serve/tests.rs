@@ -218,3 +218,18 @@ fn pace_none_requests_in_flight_overlap_in_virtual_time() {
     // Measured 104 us and 137-144 us (four dies: eight reads often meet on one).
     assert!(eight < 2.0 * one, "depth 1: {one:.0} us, depth 8: {eight:.0} us");
 }
+
+/// Pace none with `reaction_lag`: the loop runs on past that many completions whose reactions are still coming, so
+/// the client's depth is seen shallower (its reactions start where the loop then is), never in the loop's past.
+#[test]
+fn pace_none_reaction_lag_trades_the_depth_seen_for_round_trips() {
+    let depth_seen = |lag: u32| {
+        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, reaction_lag: lag, ..ServeConfig::default() };
+        let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
+        let p = closed_loop(&shared, 8, 100);
+        assert_eq!(shared.snapshot().unwrap().3.sched.late_submissions, 0, "lag {lag}");
+        p.mean_queue_depth
+    };
+    let (exact, loose) = (depth_seen(1), depth_seen(1000));
+    assert!(exact > 7.0 && loose < exact, "lag 1: depth {exact:.2}, lag 1000: {loose:.2}");
+}
