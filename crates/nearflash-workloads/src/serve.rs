@@ -540,8 +540,8 @@ impl Shared {
     /// Waits (the device unlocked) until the completions of `tickets` are known. One waiting thread at a time runs
     /// the event loop (the driver): `reap` reaps what is certain, wakes the threads of the requests it completes,
     /// and says how long the driver may sleep (None: until woken); a request submitted meanwhile reaps for itself
-    /// (realtime: wakes the driver), and a driver whose own completions are known hands its part to another
-    /// waiting thread.
+    /// (realtime: wakes the driver), and a driver whose own completions are known hands its part to the oldest
+    /// waiting request's thread.
     fn collect<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
@@ -557,8 +557,10 @@ impl Shared {
                     st.waiters.remove(t);
                 }
                 if is_driver {
+                    // To the oldest request waiting: the likeliest to complete next, so that its reply, learnt by its
+                    // own thread as the driver, needs no second wake-up.
                     st.driver = None;
-                    if let Some(next) = st.waiters.values().next() {
+                    if let Some((_, next)) = st.waiters.iter().min_by_key(|(t, _)| **t) {
                         next.unpark();
                     }
                 }
@@ -568,7 +570,8 @@ impl Shared {
             for &t in tickets {
                 st.waiters.entry(t).or_insert_with(|| me.clone());
             }
-            let wake = if is_driver || st.driver.is_none() {
+            let oldest = st.waiters.keys().min().is_none_or(|t| tickets.contains(t));
+            let wake = if is_driver || st.driver.is_none() && oldest {
                 st.driver = Some(me.clone());
                 sleep
             } else {
