@@ -79,7 +79,7 @@ impl Default for ServeConfig {
             pace: Pace::None,
             burst_window: Duration::from_millis(10),
             threads: 64,
-            reaction_window: Duration::from_millis(1),
+            reaction_window: Duration::from_millis(2),
             reaction_lag: 1,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
@@ -140,6 +140,9 @@ struct Conn {
     qid: u16,
     /// Pace none: requests whose completion is known and whose reaction has not arrived, in no order.
     replies: Vec<Reply>,
+    /// Pace none: replies still to send before its sent replies hold the loop again, after one went unanswered for
+    /// `reaction_window` ([`DISTRUST_REPLIES`]).
+    distrust: u32,
     /// The open burst of new requests: its number, its requests still in the plugin, and when its last request
     /// arrived. Bursts released so far: `released`.
     burst: u64,
@@ -160,9 +163,23 @@ struct Reply {
 }
 
 impl Reply {
-    /// Whether its reaction may still arrive at its time, so that the event loop must not run past it.
-    fn holds_the_loop(&self, window: Duration) -> bool {
-        self.sent.is_none_or(|s| s.elapsed() < window)
+    /// Whether its reaction may still arrive at its time, so that the event loop must not run past it: not yet sent,
+    /// or sent less than `window` ago to a client that `reacts` (answers a reply with a request).
+    fn holds_the_loop(&self, window: Duration, reacts: bool) -> bool {
+        self.sent.is_none_or(|s| reacts && s.elapsed() < window)
+    }
+}
+
+/// Pace none: a connection that left a reply unanswered for `reaction_window` is taken for a client that answers a
+/// batch of replies only once it has them all, for this many replies: its sent replies hold the loop no longer
+/// (else each would hold it for the whole window). A client that answers each reply but was slow once is served
+/// inexactly (its reactions submitted where the loop is) for as long.
+const DISTRUST_REPLIES: u32 = 256;
+
+impl Conn {
+    /// Pace none: its replies that hold the event loop (`Reply::holds_the_loop`).
+    fn holds(&self, window: Duration) -> impl Iterator<Item = &Reply> {
+        self.replies.iter().filter(move |r| r.holds_the_loop(window, self.distrust == 0))
     }
 }
 
@@ -380,6 +397,7 @@ impl Shared {
             Conn {
                 qid,
                 replies: Vec::new(),
+                distrust: 0,
                 burst: 0,
                 held: 0,
                 last_new: Instant::now(),
@@ -498,8 +516,11 @@ impl Shared {
                         c.held -= 1;
                     }
                 }
-                if let Some(r) = st.conns.get_mut(&conn).and_then(|c| c.replies.iter_mut().find(|r| r.request == request)) {
-                    r.sent = Some(Instant::now());
+                if let Some(c) = st.conns.get_mut(&conn) {
+                    c.distrust = c.distrust.saturating_sub(1);
+                    if let Some(r) = c.replies.iter_mut().find(|r| r.request == request) {
+                        r.sent = Some(Instant::now());
+                    }
                 }
                 st.pacing.replies += 1;
             }
@@ -522,7 +543,12 @@ impl Shared {
         }
         let window = self.cfg.reaction_window;
         let lag = self.cfg.reaction_lag.max(1) as usize;
-        let mut holding: Vec<u64> = st.conns.values().flat_map(|c| &c.replies).filter(|r| r.holds_the_loop(window)).map(|r| r.done).collect();
+        for c in st.conns.values_mut() {
+            if c.distrust == 0 && c.replies.iter().any(|r| r.sent.is_some_and(|s| s.elapsed() >= window)) {
+                c.distrust = DISTRUST_REPLIES;
+            }
+        }
+        let mut holding: Vec<u64> = st.conns.values().flat_map(|c| c.holds(window)).map(|r| r.done).collect();
         let kth = |h: &mut Vec<u64>| if h.len() < lag { u64::MAX } else { *h.select_nth_unstable(lag - 1).1 };
         let mut limit = kth(&mut holding);
         while let Some(done) = reap_one(st, limit) {
@@ -533,7 +559,7 @@ impl Shared {
         }
         // A reply not yet sent holds the loop until it is; one sent holds it until its window closes.
         let now = Instant::now();
-        let expiry = st.conns.values().flat_map(|c| &c.replies).filter(|r| r.holds_the_loop(window));
+        let expiry = st.conns.values().flat_map(|c| c.holds(window));
         expiry.map(|r| r.sent.map_or(window, |s| (s + window).saturating_duration_since(now))).min()
     }
 

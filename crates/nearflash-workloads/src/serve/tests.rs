@@ -233,3 +233,37 @@ fn pace_none_reaction_lag_trades_the_depth_seen_for_round_trips() {
     let (exact, loose) = (depth_seen(1), depth_seen(1000));
     assert!(exact > 7.0 && loose < exact, "lag 1: depth {exact:.2}, lag 1000: {loose:.2}");
 }
+
+/// Pace none: a client that answers a batch of replies only once it has them all (eight threads meeting at a barrier
+/// after each read) holds the loop for one reaction window, not one per reply: a reply it leaves unanswered past the
+/// window marks it as batching, and its replies then hold the loop only until they are sent.
+#[test]
+fn pace_none_a_batching_client_is_not_held_a_window_per_reply() {
+    let window = Duration::from_millis(40);
+    let cfg = ServeConfig { burst_window: Duration::from_millis(5), threads: 8, reaction_window: window, ..ServeConfig::default() };
+    let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
+    let conn = shared.connect().unwrap();
+    let (rounds, barrier) = (20u64, Arc::new(std::sync::Barrier::new(8)));
+    let wall = Instant::now();
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let (s, b) = (Arc::clone(&shared), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 4096];
+                for i in 0..rounds {
+                    assert!(s.io(conn, Io::Read { lba: (t * 7919 + i * 104_729) % 10_000, out: &mut buf }).unwrap().status.is_success());
+                    b.wait();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let elapsed = wall.elapsed();
+    shared.disconnect(conn);
+    let rep = shared.snapshot().unwrap().3;
+    assert_eq!((rep.ops["read"].count, rep.sched.late_submissions), (8 * rounds, 0));
+    // Held a window per reply, it would take 20 rounds x 7 replies x 40 ms = 5.6 s.
+    assert!(elapsed < 10 * window, "{elapsed:?}");
+}
