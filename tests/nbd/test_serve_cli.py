@@ -106,6 +106,8 @@ def test_a_missing_or_foreign_plugin_library_is_explained(image, tmp_path, monke
 
 def test_wrong_pace_threads_and_log_from_python(image, tmp_path):
     for kw, msg in [({"pace": "turbo"}, "--pace must be one of none, realtime"), ({"threads": True}, "--threads"),
+                    ({"overlap": "yes"}, "--overlap must be True or False"), ({"overlap": 1}, "--overlap must be"),
+                    ({"overlap": True, "pace": "realtime"}, "--overlap applies to --pace none only"),
                     ({"threads": 0}, "--threads must be in 1..1024"), ({"log": str(tmp_path)}, "is a directory")]:
         with pytest.raises(InvalidArgument, match=msg):
             command(ServeOptions(str(image), unix=str(tmp_path / "s"), **kw))
@@ -125,7 +127,9 @@ def test_command_loads_the_plugin_in_parallel_behind_the_blocksize_filter(image,
     assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
     assert argv.index("--filter=blocksize") < argv.index("--filter=log"), "the log records what the device is given"
     assert argv[argv.index("--threads") + 1] == "16" and "threads=16" in argv and "pace=realtime" in argv
-    assert f"logfile={tmp_path / 'log'}" in argv
+    assert f"logfile={tmp_path / 'log'}" in argv and not any(a.startswith("reaction_us=") for a in argv)
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s"), overlap=True))
+    assert "reaction_us=10000" in argv, "--overlap holds the loop for reactions"
     plugin = next(a for a in argv if a.endswith("libnearflash_nbd.so"))
     assert Path(plugin).is_file()
     ident = json.loads(next(a for a in argv if a.startswith("identify="))[9:])

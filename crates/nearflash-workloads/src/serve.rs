@@ -12,12 +12,16 @@
 //!   moves there); a request that finds no such completion is new (the client deepened its queue) and is submitted
 //!   at the current clock. A new request's reply is held until the burst it belongs to has arrived (no new request
 //!   on its connection for `burst_window`, or every worker thread of the connection holding one), so that the
-//!   requests a client sends together are seen together, not taken for reactions to each other. The event loop
-//!   is run only as far as nothing can still arrive before it: every request already in the plugin is submitted
-//!   first, and the loop stops at the earliest completion whose reaction may still come (its reply not yet sent,
-//!   or sent less than `reaction_window` ago); completions the device has computed beyond that point are reaped
-//!   and replied to without running the loop. A client at queue depth N is thus seen at depth N in virtual time,
-//!   with no request submitted in the loop's past, while replies leave as fast as the simulator computes them.
+//!   requests a client sends together are seen together, not taken for reactions to each other. By default
+//!   (`reaction_window` zero) a request runs the event loop to its own completion at once, so the reactions to
+//!   earlier completions arrive in the loop's past (`late_submissions`) and requests in flight are served one
+//!   after the other in virtual time: fast, but the depth is kept only in the count of commands in flight. With a
+//!   `reaction_window`, the loop is run only as far as nothing can still arrive before it: every request already in
+//!   the plugin is submitted first, and the loop stops at the earliest completion whose reaction may still come (its
+//!   reply not yet sent, or sent less than `reaction_window` ago); completions the device has computed beyond that
+//!   point are reaped and replied to without running the loop. A client at queue depth N is then seen at depth N in
+//!   virtual time, with no request submitted in the loop's past, at the cost of a round trip to the client per
+//!   completion.
 //! - [`Pace::Realtime`], as FEMU does: the virtual clock follows the wall clock, each request is submitted at its
 //!   arrival's wall time, and its reply is held until the wall clock reaches its modelled completion; one that the
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
@@ -61,7 +65,8 @@ pub struct ServeConfig {
     /// Worker threads per connection (nbdkit's `--threads`): a connection never holds more replies than this.
     pub threads: u32,
     /// Pace none: how long the event loop waits, at a completion whose reply was sent, for the client's reaction
-    /// before it goes on without it (a reaction that comes later is submitted where the loop then is).
+    /// before it goes on without it (a reaction that comes later is submitted where the loop then is). Zero (the
+    /// default): it never waits, and each request runs the loop to its own completion at once.
     pub reaction_window: Duration,
     /// Pace none: how many completions may await their reactions before the loop holds (1: exact, a round trip per
     /// completion; more: the reactions in flight are submitted where the loop then is, up to that many completions
@@ -79,7 +84,7 @@ impl Default for ServeConfig {
             pace: Pace::None,
             burst_window: Duration::from_millis(10),
             threads: 64,
-            reaction_window: Duration::from_millis(2),
+            reaction_window: Duration::ZERO,
             reaction_lag: 1,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
@@ -443,7 +448,7 @@ impl Shared {
         let qid = c.qid;
         // The burst this request opens or joins, if it is new.
         let mut burst = None;
-        let at = match self.cfg.pace {
+        let mut at = match self.cfg.pace {
             Pace::None => {
                 let reacted = c.replies.iter().enumerate().filter(|(_, r)| r.sent.is_some()).min_by_key(|(_, r)| r.done);
                 match reacted.map(|(i, _)| i) {
@@ -463,11 +468,11 @@ impl Shared {
             // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
             Pace::Realtime => Some(self.clock.virt(Instant::now())),
         };
-        let at = match self.cfg.pace {
+        let held = self.cfg.pace == Pace::None && !self.cfg.reaction_window.is_zero();
+        if held {
             // Never in the loop's past (a reaction that came after `reaction_window` finds the loop moved on).
-            Pace::None => Some(at.unwrap_or_else(|| st.dev().now()).max(st.loop_bound)),
-            Pace::Realtime => at,
-        };
+            at = Some(at.unwrap_or_else(|| st.dev().now()).max(st.loop_bound));
+        }
         if let Some(t) = at {
             st.dev().advance_to(t);
         }
@@ -490,7 +495,12 @@ impl Shared {
                 } else {
                     st.requests.insert(request, (conn, sub.tickets.len() as u32, 0));
                 }
-                self.collect(st, &sub.tickets, |s, st| s.reap_in_order(st))?
+                if held {
+                    self.collect(st, &sub.tickets, |s, st| s.reap_in_order(st))?
+                } else {
+                    let taken = collect_at_once(&mut st, &sub.tickets)?;
+                    (st, taken)
+                }
             }
             Pace::Realtime => {
                 if let Some(d) = &st.driver {
@@ -834,6 +844,17 @@ fn reap_one(st: &mut State, limit: u64) -> Option<u64> {
         }
     }
     Some(completed)
+}
+
+/// Pace none without a reaction window: the completions of `tickets`, the event loop run until they are known (past
+/// the submission time of the requests that follow: the module's notes).
+fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
+    while !tickets.iter().all(|t| st.done.contains_key(t)) {
+        if reap_one(st, u64::MAX).is_none() {
+            return Err(SimError::Fault("a submitted command has no completion".into()));
+        }
+    }
+    Ok(tickets.iter().map(|t| st.done.remove(t).expect("known")).collect())
 }
 
 /// Pace none: request `request` of `conn` completed at `done`; its reply is not yet sent.
