@@ -27,6 +27,7 @@
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
 
 use nearflash_core::device::Report;
+use nearflash_core::engine::Time;
 use nearflash_core::error::{Result, SimError};
 use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe, Status};
 use nearflash_core::Device;
@@ -162,7 +163,7 @@ struct Conn {
 struct Reply {
     request: u64,
     /// Virtual time of its last completion.
-    done: u64,
+    done: Time,
     /// When its reply was sent (None: not yet).
     sent: Option<Instant>,
 }
@@ -204,12 +205,12 @@ pub struct ConnFigures {
 }
 
 impl ConnFigures {
-    fn record(&mut self, submitted: u64, done: u64) {
+    fn record(&mut self, submitted: Time, done: Time) {
         if self.requests == 0 {
-            self.first_submit_ns = submitted;
+            self.first_submit_ns = submitted.as_ns();
         }
         self.requests += 1;
-        self.last_done_ns = self.last_done_ns.max(done);
+        self.last_done_ns = self.last_done_ns.max(done.as_ns());
         self.latency_sum_ns += u128::from(done - submitted);
         self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
         self.iops = self.requests as f64 / (self.last_done_ns - self.first_submit_ns).max(1) as f64 * 1e9;
@@ -224,7 +225,7 @@ struct State {
     queues: Vec<(u16, u32)>,
     counts: Counts,
     /// Completion times of commands reaped (for the queue depth at each submission).
-    in_device: BinaryHeap<Reverse<u64>>,
+    in_device: BinaryHeap<Reverse<Time>>,
     qd_sum: u128,
     qd_n: u64,
     pacing: Pacing,
@@ -233,15 +234,15 @@ struct State {
     /// for all.
     tickets: HashMap<(u16, u16), (u64, u64)>,
     next_ticket: u64,
-    done: HashMap<u64, (Status, u64)>,
+    done: HashMap<u64, (Status, Time)>,
     /// Pace none: requests with commands not yet reaped -> (connection, commands left, latest completion so far).
-    requests: HashMap<u64, (u64, u32, u64)>,
+    requests: HashMap<u64, (u64, u32, Time)>,
     next_request: u64,
     /// Requests that hold the device's lock or have held it (pace none: one that arrived and does not yet hold it
     /// is admitted before the loop runs on, `Shared::arrived`).
     admitted: u64,
     /// Pace none: the event loop has run no event at or past this time (a submission here is never late).
-    loop_bound: u64,
+    loop_bound: Time,
     /// The served queues (their ids, for the event loop's look-ups).
     qids: Vec<u16>,
     /// Realtime: the thread that runs the event loop with the wall clock, and the threads waiting, by ticket.
@@ -274,18 +275,18 @@ pub struct Shared {
 #[derive(Debug, Clone, Copy)]
 pub struct RealClock {
     pub wall0: Instant,
-    pub virt0: u64,
+    pub virt0: Time,
 }
 
 impl RealClock {
     /// The virtual time of wall time `t` (before `wall0`: `virt0`).
-    pub fn virt(&self, t: Instant) -> u64 {
+    pub fn virt(&self, t: Instant) -> Time {
         self.virt0 + t.saturating_duration_since(self.wall0).as_nanos() as u64
     }
 
     /// The wall time of virtual time `v` (a reply's release for a completion at `v`; before `virt0`: `wall0`).
-    pub fn wall(&self, v: u64) -> Instant {
-        self.wall0 + Duration::from_nanos(v.saturating_sub(self.virt0))
+    pub fn wall(&self, v: Time) -> Instant {
+        self.wall0 + Duration::from_nanos(v.saturating_since(self.virt0))
     }
 }
 
@@ -320,7 +321,7 @@ impl Lateness {
 pub struct Outcome {
     pub status: Status,
     /// Virtual time of its (last) completion.
-    pub done: u64,
+    pub done: Time,
 }
 
 fn poisoned<T>(_: T) -> SimError {
@@ -352,7 +353,7 @@ impl Shared {
                 requests: HashMap::new(),
                 next_request: 0,
                 admitted: 0,
-                loop_bound: 0,
+                loop_bound: Time::ZERO,
                 qids: Vec::new(),
                 driver: None,
                 waiters: HashMap::new(),
@@ -493,7 +494,7 @@ impl Shared {
                 if sub.tickets.is_empty() {
                     add_reply(&mut st, conn, request, submitted);
                 } else {
-                    st.requests.insert(request, (conn, sub.tickets.len() as u32, 0));
+                    st.requests.insert(request, (conn, sub.tickets.len() as u32, Time::ZERO));
                 }
                 if held {
                     self.collect(st, &sub.tickets, |s, st| s.reap_in_order(st))?
@@ -508,7 +509,7 @@ impl Shared {
                 }
                 self.collect(st, &sub.tickets, |s, st| {
                     let present = s.clock.virt(Instant::now());
-                    while reap_one(st, present.saturating_add(1)).is_some() {}
+                    while reap_one(st, present.saturating_add_ns(1)).is_some() {}
                     st.dev().next_event_time().map(|e| s.clock.wall(e).saturating_duration_since(Instant::now()))
                 })?
             }
@@ -558,11 +559,11 @@ impl Shared {
                 c.distrust = DISTRUST_REPLIES;
             }
         }
-        let mut holding: Vec<u64> = st.conns.values().flat_map(|c| c.holds(window)).map(|r| r.done).collect();
-        let kth = |h: &mut Vec<u64>| if h.len() < lag { u64::MAX } else { *h.select_nth_unstable(lag - 1).1 };
+        let mut holding: Vec<Time> = st.conns.values().flat_map(|c| c.holds(window)).map(|r| r.done).collect();
+        let kth = |h: &mut Vec<Time>| if h.len() < lag { Time::MAX } else { *h.select_nth_unstable(lag - 1).1 };
         let mut limit = kth(&mut holding);
         while let Some(done) = reap_one(st, limit) {
-            if done != u64::MAX {
+            if done != Time::MAX {
                 holding.push(done);
                 limit = kth(&mut holding);
             }
@@ -647,7 +648,7 @@ impl Shared {
     }
 
     /// The figures of the status file: requests served, pacing, the device's clock and report.
-    pub fn snapshot(&self) -> Result<(Counts, Pacing, u64, Report)> {
+    pub fn snapshot(&self) -> Result<(Counts, Pacing, Time, Report)> {
         let st = self.lock()?;
         let mut p = st.pacing.clone();
         self.lateness.lock().map_err(poisoned)?.report(&mut p);
@@ -712,7 +713,7 @@ enum Kind {
 }
 
 /// A command's completion: its status and time.
-type Taken = (Status, u64);
+type Taken = (Status, Time);
 
 /// A request's commands as submitted: what it was, and their tickets.
 struct Submitted {
@@ -813,18 +814,18 @@ fn submit(st: &mut State, qid: u16, request: u64, io: Io<'_>) -> Result<Submitte
 
 /// Reaps the earliest completion of the served queues once it is certain, running the event loop only before
 /// `limit` (so never past a later submission's time); wakes the thread waiting for it. None if there was none;
-/// else the completion time of the request it completed (pace none), or `u64::MAX` if it completed none.
-fn reap_one(st: &mut State, limit: u64) -> Option<u64> {
+/// else the completion time of the request it completed (pace none), or `Time::MAX` if it completed none.
+fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
     let qids = std::mem::take(&mut st.qids);
     let next = st.dev().next_completion_known(&qids, limit);
     st.qids = qids;
     // The loop ran no event at or past `limit`, nor past the completion it found.
-    if limit != u64::MAX || next.is_some() {
+    if limit != Time::MAX || next.is_some() {
         st.loop_bound = st.loop_bound.max(next.map_or(limit, |(_, t)| t.min(limit)));
     }
     let (q, _) = next?;
     let c = st.dev().reap_next(q)?;
-    let mut completed = u64::MAX;
+    let mut completed = Time::MAX;
     if let Some((ticket, request)) = st.tickets.remove(&(q, c.cqe.cid)) {
         st.done.insert(ticket, (c.cqe.status(), c.time));
         st.in_device.push(Reverse(c.time));
@@ -850,7 +851,7 @@ fn reap_one(st: &mut State, limit: u64) -> Option<u64> {
 /// the submission time of the requests that follow: the module's notes).
 fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
     while !tickets.iter().all(|t| st.done.contains_key(t)) {
-        if reap_one(st, u64::MAX).is_none() {
+        if reap_one(st, Time::MAX).is_none() {
             return Err(SimError::Fault("a submitted command has no completion".into()));
         }
     }
@@ -858,7 +859,7 @@ fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
 }
 
 /// Pace none: request `request` of `conn` completed at `done`; its reply is not yet sent.
-fn add_reply(st: &mut State, conn: u64, request: u64, done: u64) {
+fn add_reply(st: &mut State, conn: u64, request: u64, done: Time) {
     if let Some(c) = st.conns.get_mut(&conn) {
         c.replies.push(Reply { request, done, sent: None });
     }
