@@ -68,9 +68,9 @@ class Server:
             self.proc.wait(timeout=60)
 
 
-def serve(image: Path, sock: Path, pace: str, threads: int) -> Server:
+def serve(image: Path, sock: Path, pace: str, threads: int, overlap: bool = False) -> Server:
     return Server([PY, "-m", "nearflash.cli", "serve", str(image), "--unix", str(sock), "--pace", pace,
-                   "--threads", str(threads)], image / "serve.pid", sock)
+                   "--threads", str(threads), *(["--overlap"] if overlap else [])], image / "serve.pid", sock)
 
 
 def status(image: Path, settle: float = 1.0) -> dict[str, Any]:
@@ -106,13 +106,13 @@ def create(image: Path, *extra: str) -> None:
                 pass
 
 
-def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int) -> dict[str, Any]:
+def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int, overlap: bool = False) -> dict[str, Any]:
     image = work / "img"
     create(image)
     size = json.loads(subprocess.run([PY, "-m", "nearflash.cli", "info", str(image), "--json"], capture_output=True,
                                      text=True).stdout)["identify"]
     nbytes = size["namespace_lbas"] * size["lba_bytes"]
-    nf = serve(image, work / "nf.sock", "none", threads)
+    nf = serve(image, work / "nf.sock", "none", threads, overlap)
     mem = Server(["nbdkit", "--foreground", "-U", str(work / "mem.sock"), "-P", str(work / "mem.pid"), "--threads",
                   str(threads), "memory", str(nbytes)], work / "mem.pid", work / "mem.sock")
     runs: dict[str, list[dict[str, Any]]] = {"memory": [], "nearflash": []}
@@ -130,7 +130,7 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
         mem.stop()
     med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
     best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
-    return {"iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
+    return {"iodepth": iodepth, "runtime_s": runtime, "threads": threads, "overlap": overlap, "runs": runs,
             "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
             "ratio_best": best["nearflash"] / best["memory"],
             "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"])}
@@ -158,17 +158,18 @@ def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: i
 
 
 def markdown(r: dict[str, Any]) -> str:
-    t = r["throughput"]
     lines = ["# fio over NBD: nearflash serve beside nbdkit's memory plugin", "",
-             f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", "",
+             f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", ""]
+    t = r.get("throughput")
+    lines += [] if t is None else [
              f"## Pace none: 4 KiB random reads, iodepth {t['iodepth']}, {t['runtime_s']:g} s per run, "
              f"{len(t['runs']['memory'])} runs each, alternating", "",
              "| target | median IOPS | best IOPS | runs |", "|---|---|---|---|"]
-    for k in ("memory", "nearflash"):
-        name = "nbdkit memory plugin" if k == "memory" else "nearflash serve --pace none"
+    for k in ("memory", "nearflash") if t is not None else ():
+        name = "nbdkit memory plugin" if k == "memory" else "nearflash serve --pace none" + (" --overlap" if t.get("overlap") else "")
         each = ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k])
         lines.append(f"| {name} | {t['median_iops'][k]:,.0f} | {t['best_iops'][k]:,.0f} | {each} |")
-    lines += ["", f"nearflash / memory: **{t['ratio_median']:.2f}x** (medians), {t['ratio_best']:.2f}x (best runs); "
+    lines += [] if t is None else ["", f"nearflash / memory: **{t['ratio_median']:.2f}x** (medians), {t['ratio_best']:.2f}x (best runs); "
               f"the device saw queue depth {t['device_queue_depth']:.1f} (fio's iodepth {t['iodepth']}).", ""]
     if r.get("realtime"):
         lines += ["## Pace realtime: fio beside the device's own figures", "",
@@ -191,6 +192,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--t-read", nargs="*", default=["20ms", "5ms", "2ms"], help="realtime: nand.t_read values")
     ap.add_argument("--qds", type=int, nargs="*", default=[1, 4, 16], help="realtime: fio queue depths")
     ap.add_argument("--quick", action="store_true", help="2 s runs, 1 repeat")
+    ap.add_argument("--skip", choices=["throughput", "realtime"], help="leave out one of the two checks")
+    ap.add_argument("--overlap", action="store_true", help="pace none: serve with --overlap (loop held for reactions)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     for tool in ("nbdkit", "fio"):
@@ -202,10 +205,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                               "load_average": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="nf-nbdfio-", dir="/tmp") as w:
         work = Path(w)
-        print(f"pace none: fio iodepth {a.iodepth}, memory plugin vs nearflash", flush=True)
-        result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads)
+        if a.skip != "throughput":
+            print(f"pace none: fio iodepth {a.iodepth}, memory plugin vs nearflash", flush=True)
+            result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads, a.overlap)
         result["realtime"] = []
-        for t in a.t_read:
+        for t in a.t_read if a.skip != "realtime" else []:
             print(f"pace realtime, t_read {t}", flush=True)
             result["realtime"] += realtime(work, t, a.qds, a.runtime, a.threads)
     result["load_average_after"] = os.getloadavg()

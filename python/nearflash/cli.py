@@ -247,7 +247,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     from nearflash.nbd import ServeOptions, serve
 
     serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
-                       seed=a.seed, pace=a.pace, threads=a.threads, log=a.log))
+                       seed=a.seed, pace=a.pace, overlap=a.overlap, threads=a.threads, log=a.log))
     return 0  # not reached: serve() replaces this process with nbdkit
 
 
@@ -658,6 +658,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--pace", choices=["none", "realtime"], default="none",
                     help="none: as fast as the simulator runs (default); realtime: replies held until the wall clock "
                          "reaches their modelled completion (late ones counted)")
+    sp.add_argument("--overlap", action="store_true",
+                    help="pace none: hold the event loop for each client's reaction to a reply (up to 10 ms), so that "
+                         "requests in flight overlap in virtual time at the client's depth; costs a round trip to the "
+                         "client per completion (docs/workloads.md)")
     sp.add_argument("--threads", type=int, default=64,
                     help="nbdkit worker threads per connection: the deepest client queue the device sees (default 64)")
     sp.add_argument("--log", metavar="FILE", help="record every request with nbdkit's log filter (a trace: "

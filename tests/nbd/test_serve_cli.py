@@ -106,6 +106,8 @@ def test_a_missing_or_foreign_plugin_library_is_explained(image, tmp_path, monke
 
 def test_wrong_pace_threads_and_log_from_python(image, tmp_path):
     for kw, msg in [({"pace": "turbo"}, "--pace must be one of none, realtime"), ({"threads": True}, "--threads"),
+                    ({"overlap": "yes"}, "--overlap must be True or False"), ({"overlap": 1}, "--overlap must be"),
+                    ({"overlap": True, "pace": "realtime"}, "--overlap applies to --pace none only"),
                     ({"threads": 0}, "--threads must be in 1..1024"), ({"log": str(tmp_path)}, "is a directory")]:
         with pytest.raises(InvalidArgument, match=msg):
             command(ServeOptions(str(image), unix=str(tmp_path / "s"), **kw))
@@ -125,8 +127,30 @@ def test_command_loads_the_plugin_in_parallel_behind_the_blocksize_filter(image,
     assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
     assert argv.index("--filter=blocksize") < argv.index("--filter=log"), "the log records what the device is given"
     assert argv[argv.index("--threads") + 1] == "16" and "threads=16" in argv and "pace=realtime" in argv
-    assert f"logfile={tmp_path / 'log'}" in argv
+    assert f"logfile={tmp_path / 'log'}" in argv and not any(a.startswith("reaction_us=") for a in argv)
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s"), overlap=True))
+    assert "reaction_us=10000" in argv, "--overlap holds the loop for reactions"
     plugin = next(a for a in argv if a.endswith("libnearflash_nbd.so"))
     assert Path(plugin).is_file()
     ident = json.loads(next(a for a in argv if a.startswith("identify="))[9:])
     assert ident["lba_bytes"] == 4096 and ident["namespace_lbas"] == 13104
+
+
+@pytest.mark.parametrize("param, msg", [
+    ("reaction_lag=0", "reaction_lag=0: a positive integer"),
+    ("reaction_lag=-1", "reaction_lag=-1: a positive integer"),
+    ("reaction_lag=two", "reaction_lag=two: a positive integer"),
+    ("reaction_us=1.5", "reaction_us=1.5: microseconds"),
+    ("reaction_us=", "reaction_us=: microseconds"),
+    ("reaction_window=1", "unknown parameter \"reaction_window\""),
+])
+def test_the_plugins_pacing_parameters_refuse_bad_values(image, tmp_path, param, msg):
+    """Pace none's reaction parameters (given to nbdkit directly; `nearflash serve` keeps the defaults) are checked
+    when nbdkit configures the plugin: it stops with the parameter named, before serving anything."""
+    import subprocess
+
+    need("nbdkit")
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+    p = subprocess.run([*argv, param, "--run", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and msg in p.stderr, p.stderr
+    assert not (tmp_path / "s").exists() and not (image / "serve.json").exists()

@@ -4,7 +4,9 @@
 //! Thread model parallel: nbdkit's worker threads call in concurrently, and each request becomes its NVMe commands
 //! on the shared device (`nearflash_workloads::serve`), so the device sees the clients' queue depth; `pace=none`
 //! runs as fast as the simulator, `pace=realtime` holds replies until the wall clock reaches their modelled
-//! completion. Connections are served by one device (each on an I/O queue of its own while the device has queues
+//! completion. Pace none's `reaction_lag=N` (default 1: exact) and `reaction_us=US` (default 2000) are
+//! `ServeConfig::reaction_lag` and `reaction_window`, for nbdkit run by hand (`nearflash serve` keeps the defaults).
+//! Connections are served by one device (each on an I/O queue of its own while the device has queues
 //! to spare): a Flush on any of them covers every write completed before it, so multi-conn is advertised.
 //!
 //!     NBD_CMD_READ            Read (split at MDTS)
@@ -39,6 +41,8 @@ struct Config {
     pace: Option<Pace>,
     threads: Option<u32>,
     burst_us: Option<u64>,
+    reaction_us: Option<u64>,
+    reaction_lag: Option<u32>,
     identify: Option<Value>,
     recovery: Option<Value>,
 }
@@ -180,11 +184,15 @@ impl Server for Conn {
                 "pace" => c.pace = Some(value.parse().map_err(|e: SimError| bad(&e.to_string()))?),
                 "threads" => c.threads = Some(value.parse().ok().filter(|&t: &u32| t > 0).ok_or_else(|| bad("a positive integer"))?),
                 "burst_us" => c.burst_us = Some(value.parse().map_err(|_| bad("microseconds"))?),
+                "reaction_us" => c.reaction_us = Some(value.parse().map_err(|_| bad("microseconds"))?),
+                "reaction_lag" => {
+                    c.reaction_lag = Some(value.parse().ok().filter(|&n: &u32| n > 0).ok_or_else(|| bad("a positive integer"))?)
+                }
                 "identify" => c.identify = Some(serde_json::from_str(value).map_err(|e| bad(&e.to_string()))?),
                 "recovery" => c.recovery = Some(serde_json::from_str(value).map_err(|e| bad(&e.to_string()))?),
                 _ => {
                     return Err(einval(format!(
-                        "unknown parameter {key:?} (image, ext, seed, address, readonly, pace, threads, burst_us, identify, recovery)"
+                        "unknown parameter {key:?} (image, ext, seed, address, readonly, pace, threads, burst_us, reaction_us, reaction_lag, identify, recovery)"
                     )))
                 }
             }
@@ -203,6 +211,8 @@ impl Server for Conn {
                 pace: c.pace.unwrap_or(Pace::None),
                 threads: c.threads.unwrap_or(ServeConfig::default().threads),
                 burst_window: c.burst_us.map_or(ServeConfig::default().burst_window, Duration::from_micros),
+                reaction_lag: c.reaction_lag.unwrap_or(ServeConfig::default().reaction_lag),
+                reaction_window: c.reaction_us.map_or(ServeConfig::default().reaction_window, Duration::from_micros),
                 ..ServeConfig::default()
             };
             (c.image.clone().expect("checked"), c.seed, c.ext.clone(), cfg, c.identify.clone(), c.recovery.clone())

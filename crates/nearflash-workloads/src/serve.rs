@@ -12,8 +12,16 @@
 //!   moves there); a request that finds no such completion is new (the client deepened its queue) and is submitted
 //!   at the current clock. A new request's reply is held until the burst it belongs to has arrived (no new request
 //!   on its connection for `burst_window`, or every worker thread of the connection holding one), so that the
-//!   requests a client sends together are seen together, not taken for reactions to each other. A client at queue
-//!   depth N is thus seen at depth N in virtual time, while replies leave as fast as the simulator computes them.
+//!   requests a client sends together are seen together, not taken for reactions to each other. By default
+//!   (`reaction_window` zero) a request runs the event loop to its own completion at once, so the reactions to
+//!   earlier completions arrive in the loop's past (`late_submissions`) and requests in flight are served one
+//!   after the other in virtual time: fast, but the depth is kept only in the count of commands in flight. With a
+//!   `reaction_window`, the loop is run only as far as nothing can still arrive before it: every request already in
+//!   the plugin is submitted first, and the loop stops at the earliest completion whose reaction may still come (its
+//!   reply not yet sent, or sent less than `reaction_window` ago); completions the device has computed beyond that
+//!   point are reaped and replied to without running the loop. A client at queue depth N is then seen at depth N in
+//!   virtual time, with no request submitted in the loop's past, at the cost of a round trip to the client per
+//!   completion.
 //! - [`Pace::Realtime`], as FEMU does: the virtual clock follows the wall clock, each request is submitted at its
 //!   arrival's wall time, and its reply is held until the wall clock reaches its modelled completion; one that the
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
@@ -26,6 +34,7 @@ use nearflash_core::Device;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -56,6 +65,14 @@ pub struct ServeConfig {
     pub burst_window: Duration,
     /// Worker threads per connection (nbdkit's `--threads`): a connection never holds more replies than this.
     pub threads: u32,
+    /// Pace none: how long the event loop waits, at a completion whose reply was sent, for the client's reaction
+    /// before it goes on without it (a reaction that comes later is submitted where the loop then is). Zero (the
+    /// default): it never waits, and each request runs the loop to its own completion at once.
+    pub reaction_window: Duration,
+    /// Pace none: how many completions may await their reactions before the loop holds (1: exact, a round trip per
+    /// completion; more: the reactions in flight are submitted where the loop then is, up to that many completions
+    /// later).
+    pub reaction_lag: u32,
     /// Realtime: a reply delivered this much or more after its modelled completion is late (FEMU: 20 us).
     pub late_threshold: Duration,
     /// I/O queues to spread connections over (at most the device's).
@@ -68,6 +85,8 @@ impl Default for ServeConfig {
             pace: Pace::None,
             burst_window: Duration::from_millis(10),
             threads: 64,
+            reaction_window: Duration::ZERO,
+            reaction_lag: 1,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
         }
@@ -125,16 +144,49 @@ pub struct Pacing {
 
 struct Conn {
     qid: u16,
-    /// Completion times (virtual) of replies sent and not yet reacted to.
-    credits: BinaryHeap<Reverse<Time>>,
-    /// The open burst of new requests: its number, its requests' completion times (credits once it is released),
-    /// its requests still in the plugin, and when its last request arrived. Bursts released so far: `released`.
+    /// Pace none: requests whose completion is known and whose reaction has not arrived, in no order.
+    replies: Vec<Reply>,
+    /// Pace none: replies still to send before its sent replies hold the loop again, after one went unanswered for
+    /// `reaction_window` ([`DISTRUST_REPLIES`]).
+    distrust: u32,
+    /// The open burst of new requests: its number, its requests still in the plugin, and when its last request
+    /// arrived. Bursts released so far: `released`.
     burst: u64,
-    burst_done: Vec<Time>,
     held: u32,
     last_new: Instant,
     released: u64,
     figures: ConnFigures,
+}
+
+/// Pace none: a request whose completion is known, until the client's reaction to it arrives.
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    request: u64,
+    /// Virtual time of its last completion.
+    done: Time,
+    /// When its reply was sent (None: not yet).
+    sent: Option<Instant>,
+}
+
+impl Reply {
+    /// Whether its reaction may still arrive at its time, so that the event loop must not run past it: not yet sent,
+    /// or sent less than `window` ago to a client that `reacts` (answers a reply with a request).
+    fn holds_the_loop(&self, window: Duration, reacts: bool) -> bool {
+        self.sent.is_none_or(|s| reacts && s.elapsed() < window)
+    }
+}
+
+/// Pace none: a connection that left a reply unanswered for `reaction_window` is taken for a client that answers a
+/// batch of replies only once it has them all, for this many replies: its sent replies hold the loop no longer
+/// (else each would hold it for the whole window). A client that answers each reply but was slow once is served
+/// inexactly (its reactions submitted where the loop is) for as long.
+const DISTRUST_REPLIES: u32 = 256;
+
+impl Conn {
+    /// Pace none: its replies that hold the event loop (`Reply::holds_the_loop`).
+    fn holds(&self, window: Duration) -> impl Iterator<Item = &Reply> {
+        self.replies.iter().filter(move |r| r.holds_the_loop(window, self.distrust == 0))
+    }
 }
 
 /// One connection's requests as the device saw them (virtual time): a client's run, for comparison with what the
@@ -177,11 +229,22 @@ struct State {
     qd_sum: u128,
     qd_n: u64,
     pacing: Pacing,
-    /// Commands submitted and not yet reaped, (queue, command id) -> ticket; the completions reaped, by ticket, until
-    /// their request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
-    tickets: HashMap<(u16, u16), u64>,
+    /// Commands submitted and not yet reaped, (queue, command id) -> (ticket, request); the completions reaped, by
+    /// ticket, until their request takes them (status, time). Whichever waiting request runs the event loop reaps
+    /// for all.
+    tickets: HashMap<(u16, u16), (u64, u64)>,
     next_ticket: u64,
     done: HashMap<u64, (Status, Time)>,
+    /// Pace none: requests with commands not yet reaped -> (connection, commands left, latest completion so far).
+    requests: HashMap<u64, (u64, u32, Time)>,
+    next_request: u64,
+    /// Requests that hold the device's lock or have held it (pace none: one that arrived and does not yet hold it
+    /// is admitted before the loop runs on, `Shared::arrived`).
+    admitted: u64,
+    /// Pace none: the event loop has run no event at or past this time (a submission here is never late).
+    loop_bound: Time,
+    /// The served queues (their ids, for the event loop's look-ups).
+    qids: Vec<u16>,
     /// Realtime: the thread that runs the event loop with the wall clock, and the threads waiting, by ticket.
     driver: Option<std::thread::Thread>,
     waiters: HashMap<u64, std::thread::Thread>,
@@ -204,6 +267,8 @@ pub struct Shared {
     /// Realtime: how late replies were (apart from the device's lock: a reply never waits for it once woken).
     lateness: Mutex<Lateness>,
     next_conn: std::sync::atomic::AtomicU64,
+    /// Requests that have entered `io` (pace none: compared with `State::admitted`).
+    arrived: AtomicU64,
 }
 
 /// The virtual clock in real time: virtual time `virt0` at wall time `wall0`, then one virtual ns per wall ns.
@@ -285,6 +350,11 @@ impl Shared {
                 tickets: HashMap::new(),
                 next_ticket: 0,
                 done: HashMap::new(),
+                requests: HashMap::new(),
+                next_request: 0,
+                admitted: 0,
+                loop_bound: Time::ZERO,
+                qids: Vec::new(),
                 driver: None,
                 waiters: HashMap::new(),
             }),
@@ -292,7 +362,8 @@ impl Shared {
             cfg: ServeConfig { max_queues, ..cfg },
             clock: RealClock { wall0: Instant::now(), virt0 },
             lateness: Mutex::new(Lateness::default()),
-            next_conn: std::sync::atomic::AtomicU64::new(1),
+            next_conn: AtomicU64::new(1),
+            arrived: AtomicU64::new(0),
         })
     }
 
@@ -308,7 +379,7 @@ impl Shared {
     /// `max_queues`).
     pub fn connect(&self) -> Result<u64> {
         let mut st = self.lock()?;
-        let id = self.next_conn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let qid = match st.queues.iter().position(|&(_, users)| users == 0) {
             Some(i) => i,
             None if st.queues.len() < usize::from(self.cfg.max_queues) => {
@@ -320,6 +391,7 @@ impl Shared {
                 }
                 dev.create_queue_pair(qid, depth)?;
                 st.queues.push((qid, 0));
+                st.qids.push(qid);
                 st.queues.len() - 1
             }
             None => (id % st.queues.len() as u64) as usize,
@@ -330,9 +402,9 @@ impl Shared {
             id,
             Conn {
                 qid,
-                credits: BinaryHeap::new(),
+                replies: Vec::new(),
+                distrust: 0,
                 burst: 0,
-                burst_done: Vec::new(),
                 held: 0,
                 last_new: Instant::now(),
                 released: 0,
@@ -352,7 +424,7 @@ impl Shared {
                 q.1 -= 1;
             }
             if self.cfg.pace == Pace::None {
-                if let (Some(Reverse(last)), Some(dev)) = (c.credits.into_iter().max_by_key(|Reverse(t)| *t), st.dev.as_mut()) {
+                if let (Some(last), Some(dev)) = (c.replies.iter().map(|r| r.done).max(), st.dev.as_mut()) {
                     dev.advance_to(last);
                 }
             }
@@ -365,36 +437,50 @@ impl Shared {
 
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
-        let mut st = self.lock()?;
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        let mut st = self.state.lock().map_err(poisoned)?;
+        st.admitted += 1;
+        if st.dev.is_none() {
+            return Err(SimError::InvalidArgument("the device is closed".into()));
+        }
         let Some(c) = st.conns.get_mut(&conn) else {
             return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
         };
         let qid = c.qid;
         // The burst this request opens or joins, if it is new.
         let mut burst = None;
-        let at = match self.cfg.pace {
-            Pace::None => match c.credits.pop() {
-                Some(Reverse(t)) => Some(t),
-                None => {
-                    if c.released == c.burst {
-                        c.burst += 1;
+        let mut at = match self.cfg.pace {
+            Pace::None => {
+                let reacted = c.replies.iter().enumerate().filter(|(_, r)| r.sent.is_some()).min_by_key(|(_, r)| r.done);
+                match reacted.map(|(i, _)| i) {
+                    Some(i) => Some(c.replies.swap_remove(i).done),
+                    None => {
+                        if c.released == c.burst {
+                            c.burst += 1;
+                        }
+                        burst = Some(c.burst);
+                        c.last_new = Instant::now();
+                        c.held += 1;
+                        self.burst.notify_all();
+                        None
                     }
-                    burst = Some(c.burst);
-                    c.last_new = Instant::now();
-                    c.held += 1;
-                    self.burst.notify_all();
-                    None
                 }
-            },
+            }
             // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
             Pace::Realtime => Some(self.clock.virt(Instant::now())),
         };
+        let held = self.cfg.pace == Pace::None && !self.cfg.reaction_window.is_zero();
+        if held {
+            // Never in the loop's past (a reaction that came after `reaction_window` finds the loop moved on).
+            at = Some(at.unwrap_or_else(|| st.dev().now()).max(st.loop_bound));
+        }
         if let Some(t) = at {
             st.dev().advance_to(t);
         }
         let submitted = st.dev().now();
-        let sub = submit(&mut st, qid, io);
-        let sub = match sub {
+        let request = st.next_request;
+        st.next_request += 1;
+        let sub = match submit(&mut st, qid, request, io) {
             Ok(sub) => sub,
             Err(e) => {
                 if let (Some(_), Some(c)) = (burst, st.conns.get_mut(&conn)) {
@@ -405,41 +491,50 @@ impl Shared {
         };
         let (mut st, taken) = match self.cfg.pace {
             Pace::None => {
-                let taken = collect(&mut st, &sub.tickets)?;
-                (st, taken)
+                if sub.tickets.is_empty() {
+                    add_reply(&mut st, conn, request, submitted);
+                } else {
+                    st.requests.insert(request, (conn, sub.tickets.len() as u32, Time::ZERO));
+                }
+                if held {
+                    self.collect(st, &sub.tickets, |s, st| s.reap_in_order(st))?
+                } else {
+                    let taken = collect_at_once(&mut st, &sub.tickets)?;
+                    (st, taken)
+                }
             }
             Pace::Realtime => {
                 if let Some(d) = &st.driver {
                     d.unpark(); // its next event may now be earlier
                 }
-                self.collect_in_real_time(st, &sub.tickets)?
+                self.collect(st, &sub.tickets, |s, st| {
+                    let present = s.clock.virt(Instant::now());
+                    while reap_one(st, present.saturating_add_ns(1)).is_some() {}
+                    st.dev().next_event_time().map(|e| s.clock.wall(e).saturating_duration_since(Instant::now()))
+                })?
             }
         };
         let outcome = finish(&mut st, &sub, &taken);
         if let Some(c) = st.conns.get_mut(&conn) {
             c.figures.record(submitted, outcome.done);
         }
-        if self.cfg.pace == Pace::None {
-            match burst {
-                Some(b) => {
-                    if let Some(c) = st.conns.get_mut(&conn) {
-                        c.burst_done.push(outcome.done);
-                    }
+        match self.cfg.pace {
+            Pace::None => {
+                if let Some(b) = burst {
                     st = self.hold_for_burst(st, conn, b)?;
                     st.pacing.held_for_burst += 1;
                     if let Some(c) = st.conns.get_mut(&conn) {
                         c.held -= 1;
                     }
                 }
-                None => {
-                    if let Some(c) = st.conns.get_mut(&conn) {
-                        c.credits.push(Reverse(outcome.done));
+                if let Some(c) = st.conns.get_mut(&conn) {
+                    c.distrust = c.distrust.saturating_sub(1);
+                    if let Some(r) = c.replies.iter_mut().find(|r| r.request == request) {
+                        r.sent = Some(Instant::now());
                     }
                 }
+                st.pacing.replies += 1;
             }
-        }
-        match self.cfg.pace {
-            Pace::None => st.pacing.replies += 1,
             Pace::Realtime => {
                 drop(st);
                 let target = self.clock.wall(outcome.done);
@@ -451,24 +546,58 @@ impl Shared {
         Ok(outcome)
     }
 
-    /// Realtime: waits (the device unlocked) until the completions of `tickets` are known, the event loop run
-    /// never past the wall clock's present. One waiting thread at a time runs the loop (the driver): it sleeps until
-    /// the device's next event, reaps every completion that is certain (computed ahead of its time, with nothing
-    /// before it left to run) and wakes its request's thread; a request submitted meanwhile wakes the driver, and a
-    /// driver whose own completions are known hands its part to another waiting thread.
-    fn collect_in_real_time<'a>(&'a self, mut st: MutexGuard<'a, State>, tickets: &[u64]) -> Result<(MutexGuard<'a, State>, Vec<Taken>)> {
+    /// Pace none: reaps every completion that nothing can still precede (see the module's notes); returns how long
+    /// the thread that runs the loop may sleep before the loop can go on without a reaction.
+    fn reap_in_order(&self, st: &mut State) -> Option<Duration> {
+        if self.arrived.load(Ordering::Acquire) > st.admitted {
+            return Some(self.cfg.reaction_window); // a request in the plugin goes first: it will run the loop
+        }
+        let window = self.cfg.reaction_window;
+        let lag = self.cfg.reaction_lag.max(1) as usize;
+        for c in st.conns.values_mut() {
+            if c.distrust == 0 && c.replies.iter().any(|r| r.sent.is_some_and(|s| s.elapsed() >= window)) {
+                c.distrust = DISTRUST_REPLIES;
+            }
+        }
+        let mut holding: Vec<Time> = st.conns.values().flat_map(|c| c.holds(window)).map(|r| r.done).collect();
+        let kth = |h: &mut Vec<Time>| if h.len() < lag { Time::MAX } else { *h.select_nth_unstable(lag - 1).1 };
+        let mut limit = kth(&mut holding);
+        while let Some(done) = reap_one(st, limit) {
+            if done != Time::MAX {
+                holding.push(done);
+                limit = kth(&mut holding);
+            }
+        }
+        // A reply not yet sent holds the loop until it is; one sent holds it until its window closes.
+        let now = Instant::now();
+        let expiry = st.conns.values().flat_map(|c| c.holds(window));
+        expiry.map(|r| r.sent.map_or(window, |s| (s + window).saturating_duration_since(now))).min()
+    }
+
+    /// Waits (the device unlocked) until the completions of `tickets` are known. One waiting thread at a time runs
+    /// the event loop (the driver): `reap` reaps what is certain, wakes the threads of the requests it completes,
+    /// and says how long the driver may sleep (None: until woken); a request submitted meanwhile reaps for itself
+    /// (realtime: wakes the driver), and a driver whose own completions are known hands its part to the oldest
+    /// waiting request's thread.
+    fn collect<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        tickets: &[u64],
+        reap: impl Fn(&Self, &mut State) -> Option<Duration>,
+    ) -> Result<(MutexGuard<'a, State>, Vec<Taken>)> {
         let me = std::thread::current();
         loop {
-            let present = self.clock.virt(Instant::now());
-            while reap_one(&mut st, present.saturating_add_ns(1)) {}
+            let sleep = reap(self, &mut st);
             let is_driver = st.driver.as_ref().is_some_and(|d| d.id() == me.id());
             if tickets.iter().all(|t| st.done.contains_key(t)) {
                 for t in tickets {
                     st.waiters.remove(t);
                 }
                 if is_driver {
+                    // To the oldest request waiting: the likeliest to complete next, so that its reply, learnt by its
+                    // own thread as the driver, needs no second wake-up.
                     st.driver = None;
-                    if let Some(next) = st.waiters.values().next() {
+                    if let Some((_, next)) = st.waiters.iter().min_by_key(|(t, _)| **t) {
                         next.unpark();
                     }
                 }
@@ -478,25 +607,23 @@ impl Shared {
             for &t in tickets {
                 st.waiters.entry(t).or_insert_with(|| me.clone());
             }
-            let wake = if is_driver || st.driver.is_none() {
+            let oldest = st.waiters.keys().min().is_none_or(|t| tickets.contains(t));
+            let wake = if is_driver || st.driver.is_none() && oldest {
                 st.driver = Some(me.clone());
-                st.dev().next_event_time().map(|e| self.clock.wall(e))
+                sleep
             } else {
                 None
             };
             drop(st);
             fine_timer_slack();
-            match wake {
-                Some(w) => std::thread::park_timeout(w.saturating_duration_since(Instant::now())),
-                None => std::thread::park_timeout(Duration::from_millis(10)),
-            }
+            std::thread::park_timeout(wake.unwrap_or(Duration::from_millis(10)));
             st = self.lock()?;
         }
     }
 
     /// Waits (the device unlocked) until burst `b` of the connection is released: no new request for
     /// `burst_window`, or every worker thread of the connection holding one. The thread that sees it first releases
-    /// the whole burst: its completions become credits together, before any of its requests' reactions arrive.
+    /// the whole burst: its requests' replies go together, before any of their reactions arrive.
     fn hold_for_burst<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, b: u64) -> Result<MutexGuard<'a, State>> {
         loop {
             let closed = st.dev.is_none();
@@ -506,8 +633,6 @@ impl Shared {
             }
             let quiet = c.last_new.elapsed();
             if quiet >= self.cfg.burst_window || c.held >= self.cfg.threads || closed {
-                let done: Vec<Time> = c.burst_done.drain(..).collect();
-                c.credits.extend(done.into_iter().map(Reverse));
                 c.released = c.burst;
                 self.burst.notify_all();
                 return Ok(st);
@@ -598,7 +723,7 @@ struct Submitted {
 }
 
 /// Submits a request's commands at the device's clock; their completions are learnt later (`collect`).
-fn submit(st: &mut State, qid: u16, io: Io<'_>) -> Result<Submitted> {
+fn submit(st: &mut State, qid: u16, request: u64, io: Io<'_>) -> Result<Submitted> {
     let lba_bytes = st.dev().lba_bytes();
     let max = u64::from(st.dev().namespace().max_lbas).max(1);
     let mut tickets = Vec::new();
@@ -610,7 +735,7 @@ fn submit(st: &mut State, qid: u16, io: Io<'_>) -> Result<Submitted> {
         dev.submit(qid, sqe, data)?;
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        st.tickets.insert((qid, sqe.cid), ticket);
+        st.tickets.insert((qid, sqe.cid), (ticket, request));
         tickets.push(ticket);
         // Queue depth the command meets: the commands reaped that complete after now, and those not yet reaped
         // (this one and this request's others included).
@@ -688,30 +813,56 @@ fn submit(st: &mut State, qid: u16, io: Io<'_>) -> Result<Submitted> {
 }
 
 /// Reaps the earliest completion of the served queues once it is certain, running the event loop only before
-/// `limit` (so never past a later submission's time in real time); wakes the thread waiting for it. False if none.
-fn reap_one(st: &mut State, limit: Time) -> bool {
-    let qids: Vec<u16> = st.queues.iter().map(|q| q.0).collect();
-    let Some((q, _)) = st.dev().next_completion_known(&qids, limit) else { return false };
-    let Some(c) = st.dev().reap_next(q) else { return false };
-    if let Some(ticket) = st.tickets.remove(&(q, c.cqe.cid)) {
+/// `limit` (so never past a later submission's time); wakes the thread waiting for it. None if there was none;
+/// else the completion time of the request it completed (pace none), or `Time::MAX` if it completed none.
+fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
+    let qids = std::mem::take(&mut st.qids);
+    let next = st.dev().next_completion_known(&qids, limit);
+    st.qids = qids;
+    // The loop ran no event at or past `limit`, nor past the completion it found.
+    if limit != Time::MAX || next.is_some() {
+        st.loop_bound = st.loop_bound.max(next.map_or(limit, |(_, t)| t.min(limit)));
+    }
+    let (q, _) = next?;
+    let c = st.dev().reap_next(q)?;
+    let mut completed = Time::MAX;
+    if let Some((ticket, request)) = st.tickets.remove(&(q, c.cqe.cid)) {
         st.done.insert(ticket, (c.cqe.status(), c.time));
         st.in_device.push(Reverse(c.time));
         if let Some(t) = st.waiters.remove(&ticket) {
             t.unpark();
         }
+        // Pace none: a request whose last command completed holds the loop from then on (`Reply`).
+        if let Some(r) = st.requests.get_mut(&request) {
+            r.1 -= 1;
+            r.2 = r.2.max(c.time);
+            if r.1 == 0 {
+                let (conn, _, done) = *r;
+                st.requests.remove(&request);
+                add_reply(st, conn, request, done);
+                completed = done;
+            }
+        }
     }
-    true
+    Some(completed)
 }
 
-/// Pace none: the completions of `tickets`, the event loop run one completion at a time until they are known. The
-/// loop is then past the submission time of the requests that follow (a known defect, docs/workloads.md).
-fn collect(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
+/// Pace none without a reaction window: the completions of `tickets`, the event loop run until they are known (past
+/// the submission time of the requests that follow: the module's notes).
+fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
     while !tickets.iter().all(|t| st.done.contains_key(t)) {
-        if !reap_one(st, Time::MAX) {
+        if reap_one(st, Time::MAX).is_none() {
             return Err(SimError::Fault("a submitted command has no completion".into()));
         }
     }
     Ok(tickets.iter().map(|t| st.done.remove(t).expect("known")).collect())
+}
+
+/// Pace none: request `request` of `conn` completed at `done`; its reply is not yet sent.
+fn add_reply(st: &mut State, conn: u64, request: u64, done: Time) {
+    if let Some(c) = st.conns.get_mut(&conn) {
+        c.replies.push(Reply { request, done, sent: None });
+    }
 }
 
 /// A request's outcome from its commands' completions (`taken`), counted.

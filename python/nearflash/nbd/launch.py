@@ -26,6 +26,8 @@ from nearflash.errors import InvalidArgument
 from nearflash.nbd.stats import image_locked, read_status
 
 PLUGIN_LIB = "libnearflash_nbd.so"
+#: `--overlap`: how long the event loop waits for a client's reaction to a reply (us; ServeConfig::reaction_window).
+OVERLAP_WINDOW_US = 10_000
 PLUGIN_CRATE = "nearflash-nbd"
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PORT = 10809  # IANA's NBD port
@@ -45,6 +47,8 @@ class ServeOptions:
     ext: list[str] = field(default_factory=list)
     seed: int = 1
     pace: str = "none"
+    #: Pace none: hold the event loop for each client's reaction (the plugin's reaction_us = OVERLAP_WINDOW_US).
+    overlap: bool = False
     threads: int = DEFAULT_THREADS
     log: Optional[str] = None
 
@@ -183,6 +187,10 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
         _check_ext(spec)
     if opts.pace not in PACES:
         raise InvalidArgument(f"--pace must be one of {', '.join(PACES)}, got {opts.pace!r}")
+    if not isinstance(opts.overlap, bool):
+        raise InvalidArgument(f"--overlap must be True or False, got {opts.overlap!r}")
+    if opts.overlap and opts.pace != "none":
+        raise InvalidArgument("--overlap applies to --pace none only (realtime requests overlap as they arrive)")
     if isinstance(opts.threads, bool) or not isinstance(opts.threads, int) or not 1 <= opts.threads <= 1024:
         raise InvalidArgument(f"--threads must be in 1..1024, got {opts.threads!r}")
     log = _check_log(opts.log) if opts.log is not None else None
@@ -207,7 +215,8 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
     argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), "--threads", str(opts.threads),
             *(["--readonly"] if opts.read_only else []), *filters, plugin, f"image={image}", f"seed={opts.seed}",
             f"address={uri}", f"readonly={'true' if opts.read_only else 'false'}", f"pace={opts.pace}",
-            f"threads={opts.threads}", f"identify={json.dumps(identify)}", f"minblock={lba_bytes}", "maxdata=4M",
+            f"threads={opts.threads}", *([f"reaction_us={OVERLAP_WINDOW_US}"] if opts.overlap else []),
+            f"identify={json.dumps(identify)}", f"minblock={lba_bytes}", "maxdata=4M",
             *([f"logfile={log}", "logappend=true"] if log else []),
             *[f"ext={e}" for e in opts.ext], *([f"recovery={json.dumps(recovery)}"] if recovery else [])]
     return argv, dict(os.environ), uri
