@@ -29,6 +29,28 @@ class Param:
     source: str
 
 
+@dataclass(frozen=True)
+class PathCost:
+    """What one unit of a path's work (a byte scanned, a query) costs the shared host: bytes to the host and to the
+    device, host CPU ns; and what one device alone does on that path (`device_rate`, units/s, derived from its preset;
+    None when the preset cannot tell, e.g. a program's instruction count, and `device_rate_why` says how)."""
+
+    to_host_bytes: float
+    to_device_bytes: float = 0.0
+    cpu_ns: float = 0.0
+    device_rate: Optional[float] = None
+    device_rate_why: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("to_host_bytes", "to_device_bytes", "cpu_ns"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InvalidArgument(f"PathCost.{name} must be a finite number >= 0, got {v!r}")
+        r = self.device_rate
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r) and r > 0)):
+            raise InvalidArgument(f"PathCost.device_rate must be a finite number > 0 or None, got {r!r}")
+
+
 class HostModel:
     """The shared host's parameters (``host.toml`` beside this module), each with its unit and source; `overrides`
     replace values by leaf name (``uplink_bandwidth=8``)."""
@@ -63,18 +85,24 @@ class HostModel:
     def cpu_cores(self) -> int:
         return int(self["cpu_cores"])
 
-    def host_path_limit_gb_s(self, cpu_ns_per_byte: float = 0.0) -> tuple[float, str]:
-        """The host path's saturation throughput in GB/s (one direction) and the resource that sets it:
-        min(uplink, root complex, host DRAM, cores / host CPU ns per byte)."""
-        limits = {
-            "switch uplink": self["uplink_bandwidth"],
-            "root complex": self["root_complex_bandwidth"],
-            "host DRAM": self["dram_bandwidth"],
-        }
-        if cpu_ns_per_byte > 0:
-            limits["host CPU"] = self.cpu_cores / cpu_ns_per_byte
+    def limit(self, cost: "PathCost") -> tuple[float, str]:
+        """The most units/s of a path's work the shared host can take (inf when a unit costs it nothing), and the
+        resource that sets it: min(uplink / b_up, root complex / b_up, DRAM / (b_up + b_down), cores / c), where
+        the uplink and root complex are full duplex (the busier direction counts) and DRAM carries both."""
+        up = max(cost.to_host_bytes, cost.to_device_bytes)
+        both = cost.to_host_bytes + cost.to_device_bytes
+        limits = {"switch uplink": self["uplink_bandwidth"] * 1e9 / up if up else math.inf,
+                  "root complex": self["root_complex_bandwidth"] * 1e9 / up if up else math.inf,
+                  "host DRAM": self["dram_bandwidth"] * 1e9 / both if both else math.inf,
+                  "host CPU": self.cpu_cores * 1e9 / cost.cpu_ns if cost.cpu_ns else math.inf}
         name = min(limits, key=lambda k: limits[k])
         return limits[name], name
+
+    def host_path_limit_gb_s(self, cpu_ns_per_byte: float = 0.0) -> tuple[float, str]:
+        """The saturation throughput in GB/s of a host path that moves every byte to the host and spends
+        `cpu_ns_per_byte` of host CPU on it, and the resource that sets it."""
+        limit, name = self.limit(PathCost(1.0, 0.0, cpu_ns_per_byte))
+        return limit / 1e9, name
 
     def table(self) -> list[tuple[str, float, str, str]]:
         return [(p, v.value, v.unit, v.source) for p, v in self.params.items()]

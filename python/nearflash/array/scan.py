@@ -17,8 +17,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from nearflash import _native
 from nearflash.array.array import Array, Shard
-from nearflash.array.host import ArrayReport
+from nearflash.array.host import ArrayReport, HostModel, PathCost
+from nearflash.array.scaling import Scaling
 from nearflash.array.placement import Striped
 from nearflash.device import _count
 from nearflash.errors import InvalidArgument
@@ -101,6 +103,46 @@ def in_storage_scan(shard: Shard, table_bytes: int, chunk_bytes: int, io_bytes: 
 
 
 PATHS = {"host": host_scan, "in_storage": in_storage_scan}
+
+#: PCIe generation -> (GT/s per lane, line coding), as the core's `Config::link_bandwidth`.
+_PCIE = {1: (2.5, 0.8), 2: (5.0, 0.8), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130), 5: (32.0, 128 / 130)}
+
+
+def read_rate(preset: str, overrides: Optional[dict[str, Any]] = None) -> tuple[float, str]:
+    """One device's sequential-read bound (B/s) from its preset, and what sets it: min(host link = PCIe line rate x
+    lanes x link_efficiency, channels x channel rate x width, dies x page / t_read). An upper bound: the host path
+    reads at a finite queue depth, so it falls somewhat short (docs/arrays.md)."""
+    p = {k: v for k, v, *_ in _native.preset_params(preset, [(k, str(v)) for k, v in (overrides or {}).items()])}
+    if p["host.interface"] != "pcie":
+        raise InvalidArgument(f"read_rate knows PCIe links only; preset {preset!r} has {p['host.interface']!r}")
+    gt, coding = _PCIE.get(int(p["host.pcie_gen"]), (64.0, 242 / 256))
+    link = gt * 1e9 * coding / 8 * int(p["host.pcie_lanes"]) * float(p["host.link_efficiency"])
+    channels = int(p["nand.channels"]) * float(p["nand.channel_rate"]) * 1e6 * int(p["nand.channel_width"]) / 8
+    dies = int(p["nand.channels"]) * int(p["nand.chips_per_channel"]) * int(p["nand.dies_per_chip"])
+    planes = int(p["nand.planes_per_die"]) if p["nand.multi_plane"] == "true" else 1
+    arrays = dies * planes * float(p["nand.page_size"]) * 1024 / (float(p["nand.t_read"]) * 1e-6)
+    bounds = {"host link": link, "flash channels": channels, "flash dies": arrays}
+    by = min(bounds, key=lambda k: bounds[k])
+    return bounds[by], by
+
+
+def scaling_work(preset: str, host: HostModel, per_device_bytes: int, **kw: Any) -> Scaling:
+    """The striped scan as the shared scaling experiment's work: a unit is one table byte; each array of N devices
+    scans N x `per_device_bytes`. Host path: every byte crosses the shared host and costs `scan_ns_per_byte` of
+    host CPU, one device reads at its preset's sequential-read bound; in storage: 16 B and a 16 B merge per piece
+    of `io_bytes`, and one device's rate is not predicted (it is the threshold_sum program's instruction count)."""
+    io_bytes = kw.get("io_bytes", 128 << 10)
+    c = host["scan_ns_per_byte"]
+    rate, by = read_rate(preset)
+    costs = {"host": PathCost(1.0, 0.0, c, rate, f"the preset's sequential-read bound ({by})"),
+             "in_storage": PathCost(16 / io_bytes, 0.0, 16 * c / io_bytes, None)}
+
+    def work(array: Array, path: str, executor: Any) -> tuple[ArrayReport, float]:
+        report, _ = run(array, len(array) * per_device_bytes, path=path, executor=executor, **kw)
+        return report, float(len(array) * per_device_bytes)
+
+    return Scaling(f"striped int64 scan ({preset}, {per_device_bytes >> 20} MiB per device)", "table byte", work,
+                   costs, ("GB/s", 1e9))
 
 
 def run(array: Array, table_bytes: int, *, chunk_bytes: int = 1 << 20, io_bytes: int = 128 << 10, depth: int = 8,

@@ -1,0 +1,20 @@
+"""Arrays of devices: ``nearflash experiment array <name>|all [--quick] [--set key=value]``.
+
+Every experiment here is the shared scaling experiment (:mod:`nearflash.array.scaling`) on one system's work:
+throughput vs N devices on the in-storage path and the host path, the host path's knee predicted from the preset
+and host parameters before measuring, then measured (JSON + Markdown + PNG).
+
+- ``issd``: a striped int64 table scanned for the count and sum above a threshold (:mod:`nearflash.array.scan`):
+  host reads and host-side filtering vs the ``threshold_sum`` program on every device.
+
+``--set`` options: ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
+switch uplink, to move the knee)."""
+
+from __future__ import annotations
+
+from nearflash.array.experiments import issd
+
+EXPERIMENTS = {
+    "issd": ("iSSD striped scan on arrays: throughput vs N devices, host path vs in storage, the knee predicted and "
+             "measured", issd.run_issd),
+}
