@@ -7,14 +7,19 @@ and host parameters before measuring, then measured (JSON + Markdown + PNG).
 - ``issd``: a striped int64 table scanned for the count and sum above a threshold (:mod:`nearflash.array.scan`):
   host reads and host-side filtering vs the ``threshold_sum`` program on every device.
 
-``--set`` options: ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
+- ``recssd``: one embedding table per drive, SparseLengthsSum batches over all of them
+  (:mod:`nearflash.recssd.sharded`): RecSSD's baseline (host reads a 4 KiB page per row) vs NDP.
+
+``--set`` options (issd): ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
 switch uplink, to move the knee)."""
 
 from __future__ import annotations
 
-from nearflash.array.experiments import issd
+from nearflash.array.experiments import issd, recssd
 
 EXPERIMENTS = {
     "issd": ("iSSD striped scan on arrays: throughput vs N devices, host path vs in storage, the knee predicted and "
              "measured", issd.run_issd),
+    "recssd": ("RecSSD tables spread across drives: SLS lookups/s vs N devices, baseline host reads vs NDP",
+               recssd.run_recssd),
 }
