@@ -63,6 +63,16 @@ def test_each_shard_answers_its_own_ids_and_the_host_pays_the_merge(data, three)
     assert all(d["report"]["extensions"]["ndsearch"]["stats"]["queries"] == 40 for d in three.report.devices)
 
 
+def test_the_host_path_reads_blocks_across_the_shared_host_and_answers_the_same(data, three):
+    base, q = data
+    host = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, path="host")
+    assert np.array_equal(host.ids, three.ids) and np.array_equal(host.distances, three.distances)
+    whole = host.report.whole
+    assert whole["bytes"]["to_host"] == 4096 * sum(s["reads"] for s in host.shards) > 50 * three.report.whole["bytes"]["to_host"]
+    cpu_ns = whole["utilisation"]["host_cpu"] * whole["elapsed_ns"] * whole["host"]["host.cpu_cores"]
+    assert cpu_ns == pytest.approx(3 * 40 * 10 * whole["host"]["cpu.topk_merge_ns_per_candidate"], rel=1e-6)
+
+
 def test_one_device_gives_its_deployment_s_answer(data):
     base, q = data
     res = sharded.search(array(1), base[:300], q, k=5, ef=24, graph=GRAPH, batch=16)
@@ -124,6 +134,7 @@ def test_merge_is_order_free_and_ties_go_to_the_smaller_id():
     (lambda b, q: sharded.search("array", b, q), "Array"),
     (lambda b, q: sharded.search(array(), b, q, graph={"R": 8}), "Graph"),
     (lambda b, q: sharded.search(array(), b, q, batch=0), "batch"),
+    (lambda b, q: sharded.search(array(), b, q, path="gpu"), "path"),
     (lambda b, q: sharded.Graph(kind="ivf"), "kind"),
     (lambda b, q: sharded.Synthetic("mnist", 10), "name"),
     (lambda b, q: sharded.Synthetic("sift-like", 0), "n"),

@@ -14,6 +14,7 @@ in every worker) and cached under ``cache_dir`` when one is given, so a large ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -167,17 +168,59 @@ def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, 
     return np.vstack(out_d), np.vstack(out_i), info
 
 
+def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
+                      merge_ns_per_candidate: float, cache_dir: Optional[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One device's part on the host path (CPU + SSD, DiskANN-style, :mod:`nearflash.ndsearch.diskann`): the shard's
+    graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
+    through the device's queue; each round's 4 KiB blocks cross the shared host, and the host folds the shard's
+    top-k into the running lists. The host's own distance work is not charged to the shared cores (only the merge):
+    a lower bound on the host path's CPU."""
+    from nearflash.ndsearch import diskann
+
+    first, rows = topk.even_split(len(base), shard.devices)[shard.index]
+    ix, built = shard_graph(base, first, rows, graph, cache_dir)
+    dev = shard.device
+    npb = diskann.write_layout(ix, _base_rows(base, first, rows), dev)
+    shard.start_ns = dev.now_ns
+    before = _energy(dev)
+    reads = 0
+    out_d, out_i = [], []
+    for b0 in range(0, len(queries), batch):
+        q = queries[b0:b0 + batch]
+        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0,
+                                on_round=lambda t, r: shard.transfer(t, r * dev.lba_bytes))
+        reads += got.reads
+        d, i = ix.search(q, k, ef=max(ef, k))
+        n = int(np.count_nonzero(i >= 0))
+        last = shard.transfers[-1]
+        shard.transfers[-1] = dataclasses.replace(last, cpu_ns=last.cpu_ns + math.ceil(n * merge_ns_per_candidate))
+        out_d.append(d)
+        out_i.append(np.where(i >= 0, i + first, -1))
+    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads,
+            "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
+            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
+    return np.vstack(out_d), np.vstack(out_i), info
+
+
+#: The work of each path on a shard.
+PATHS = {"in_storage": search_shard, "host": host_search_shard}
+
+
 def _energy(dev: Any) -> float:
     return float(dev.report().total_energy_j)
 
 
 def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, graph: Graph = Graph(),
-           batch: int = 2048, executor: Any = None, cache_dir: Optional[str | Path] = None) -> Result:
+           batch: int = 2048, executor: Any = None, cache_dir: Optional[str | Path] = None,
+           path: str = "in_storage") -> Result:
     """Searches ``queries`` over ``base`` (a 2-D array, or :class:`Synthetic`) split evenly over ``array``'s
     devices (one preset, each with the ``ndsearch`` extension's reserved area: ``ext_reserved_blocks``); returns the
-    merged k nearest per query (:class:`Result`). ``k`` beyond what a shard holds is fine (the shard pads, the
+    merged k nearest per query (:class:`Result`). ``path`` "in_storage" (SearSSD) or "host" (CPU + SSD reads,
+    :func:`host_search_shard`; the devices need no reserved area then). ``k`` beyond what a shard holds is fine (the shard pads, the
     merge takes from the others); beyond the whole set the answer pads with id -1, distance +inf, as FAISS."""
     topk.one_preset(array, "the sharded NDSearch")
+    if path not in PATHS:
+        raise InvalidValue(f"path must be one of {sorted(PATHS)}, not {path!r}")
     if not isinstance(graph, Graph):
         raise InvalidType(f"graph must be a nearflash.ndsearch.sharded.Graph, not {type(graph).__name__}")
     if isinstance(base, Synthetic):
@@ -197,7 +240,7 @@ def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, 
     k, ef = _int("k", k, 1, MAX_K), _int("ef", ef, 1, MAX_K)
     batch = _int("batch", batch, 1, 1 << 16)
     cache = None if cache_dir is None else str(cache_dir)
-    report, parts = array.run(search_shard, base, q, k, ef, graph, batch,
+    report, parts = array.run(PATHS[path], base, q, k, ef, graph, batch,
                               array.host["topk_merge_ns_per_candidate"], cache, executor=executor)
     d, i = topk.merge([(p[0], p[1]) for p in parts], k)
     return Result(d, i, report, [p[2] for p in parts])
