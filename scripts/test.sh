@@ -10,4 +10,4 @@ cargo test --release --workspace --exclude nearflash-py -q
 echo "== Python tests"
 .venv/bin/python -m pytest -q
 echo "== Fuzzing"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}"

@@ -94,19 +94,21 @@ def test_crate_int8_logits_equal_numpy_bit_for_bit_and_agree_with_float():
     wb = lenet.weights_file(wts, scales)
     imgs, labels = lenet.images("test"), lenet.labels("test")
     # The firmware's kernels (the crate, through the binding) against numpy: equal float64 values, not close ones.
+    # The int8 and float numpy references over the first 2,000 test images (the whole 10,000 took a minute of CI
+    # for the same verdicts: over all of them, argmax agreement 99.5%, L2 error max 9.5% / median 1.5%).
+    n = 2000
+    f = np.concatenate([lenet.logits(wts, imgs[i : i + 1000]) for i in range(0, n, 1000)])
+    q = np.concatenate([lenet.logits_int8(wts, imgs[i : i + 1000], scales) for i in range(0, n, 1000)])
     crate = cnn_logits("lenet5", wb, imgs[:1000])
-    assert np.array_equal(crate, lenet.logits_int8(wts, imgs[:1000], scales))
+    assert np.array_equal(crate, q[:1000])
     np.testing.assert_allclose(cnn_logits("lenet5", wb, imgs[:50], precision="f32"), lenet.logits(wts, imgs[:50]),
                                rtol=1e-4, atol=1e-4)
-    # Against the float model over all 10,000 test images (numpy int8 reference, equal to the crate's above).
-    f = np.concatenate([lenet.logits(wts, imgs[i : i + 1000]) for i in range(0, len(imgs), 1000)])
-    q = np.concatenate([lenet.logits_int8(wts, imgs[i : i + 1000], scales) for i in range(0, len(imgs), 1000)])
     assert (q.argmax(1) == f.argmax(1)).mean() >= 0.99
-    # Stated tolerance: per image, the int8 logits' L2 error <= 12% of the float logits' norm (measured: max 9.5%,
-    # median 1.5%; the worst images exceed a calibrated range and saturate); logits span about +-29.
+    # Stated tolerance: per image, the int8 logits' L2 error <= 12% of the float logits' norm (measured on these
+    # 2,000: max 7.4%, median 1.5%; the worst images exceed a calibrated range and saturate); logits span about +-29.
     rel = np.linalg.norm(q - f, axis=1) / np.linalg.norm(f, axis=1)
     assert rel.max() <= 0.12 and np.median(rel) <= 0.03, (rel.max(), np.median(rel))
-    acc8, acc32 = (q.argmax(1) == labels).mean(), (f.argmax(1) == labels).mean()
+    acc8, acc32 = (q.argmax(1) == labels[:n]).mean(), (f.argmax(1) == labels[:n]).mean()
     assert abs(acc8 - acc32) <= 0.005, (acc8, acc32)
 
 
