@@ -4,13 +4,31 @@ and Cognitive SSD searches (``nearflash.ndsearch.sharded``, ``nearflash.cognitiv
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 
 from nearflash.array.array import Array
+from nearflash.array.host import ArrayReport
 from nearflash.device import _count
 from nearflash.errors import InvalidArgument
+
+
+@dataclass
+class Merged:
+    """A sharded search's answer: ``ids`` and ``distances`` (nq x k, global ids, nearest first, ties by id), the
+    array's report and per shard what it held and spent."""
+
+    ids: np.ndarray
+    distances: np.ndarray
+    report: ArrayReport
+    shards: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def qps(self) -> float:
+        """Queries per second of the array clock (every query searched on every shard and merged)."""
+        return len(self.ids) / (self.report.elapsed_ns * 1e-9) if self.report.elapsed_ns else 0.0
 
 
 def merge(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

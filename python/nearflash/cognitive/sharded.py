@@ -14,14 +14,12 @@ Each query's images cross to every device (784 B), its code and T ids (8 + 4 T b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from nearflash.array import topk
 from nearflash.array.array import Array, Shard
-from nearflash.array.host import ArrayReport
 from nearflash.cognitive.pipeline import LAYOUTS, _images
 from nearflash.cognitive.ssd import CognitiveSSD
 from nearflash.device import _count
@@ -30,20 +28,8 @@ from nearflash.errors import InvalidArgument
 PIXELS = 784
 
 
-@dataclass
-class Result:
-    """A sharded search: ``ids`` (n x T, global database ids, nearest first, ties by id), their Hamming
-    ``distances``, the array's report and per shard what it held and spent."""
-
-    ids: np.ndarray
-    distances: np.ndarray
-    report: ArrayReport
-    shards: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def qps(self) -> float:
-        """Queries per second of the array clock."""
-        return len(self.ids) / (self.report.elapsed_ns * 1e-9) if self.report.elapsed_ns else 0.0
+#: A sharded search's answer (``distances`` are Hamming distances).
+Result = topk.Merged
 
 
 def hamming(codes: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
@@ -97,4 +83,4 @@ def search(array: Array, database: Any, queries: Any, t: int = 10, *, k: int = 2
     report, parts = array.run(search_shard, db, db[:calibration], q, t, k, layout, _count("seed", seed, 0), method,
                               array.host["topk_merge_ns_per_candidate"], executor=executor)
     d, i = topk.merge([(p[1].astype(np.float32), p[0]) for p in parts], t)
-    return Result(i, d.astype(np.int64), report, [p[2] for p in parts])
+    return Result(ids=i, distances=d.astype(np.int64), report=report, shards=[p[2] for p in parts])

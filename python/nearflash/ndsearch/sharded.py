@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,7 +26,6 @@ import numpy as np
 
 from nearflash.array import topk
 from nearflash.array.array import Array, DeviceSpec, Shard
-from nearflash.array.host import ArrayReport
 from nearflash.errors import InvalidArgument, InvalidType, InvalidValue
 from nearflash.device import preset_params
 from nearflash.ndsearch.datasets import DEFAULT_CACHE, SYNTHETIC, synthetic
@@ -87,21 +86,10 @@ class Graph:
         _int("seed", self.seed, 0, 2**63 - 1)
 
 
-@dataclass
-class Result:
+class Result(topk.Merged):
     """A sharded search: the merged ``distances``/``ids`` (nq x k, global ids), the array's report, and per shard
     what it held and what building and searching it cost (``rows``, ``first``, ``build_wall_s``, ``build_cpu_s``,
     ``loaded``, ``deploy_ns``, ``search_ns``, ``peak_rss_bytes`` of the process that ran it, ``energy_j``)."""
-
-    distances: np.ndarray
-    ids: np.ndarray
-    report: ArrayReport
-    shards: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def qps(self) -> float:
-        """Queries per second of the array clock (every query searched on every shard and merged)."""
-        return len(self.ids) / (self.report.elapsed_ns * 1e-9) if self.report.elapsed_ns else 0.0
 
     @property
     def energy_j(self) -> float:
@@ -243,7 +231,7 @@ def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, 
     report, parts = array.run(PATHS[path], base, q, k, ef, graph, batch,
                               array.host["topk_merge_ns_per_candidate"], cache, executor=executor)
     d, i = topk.merge([(p[0], p[1]) for p in parts], k)
-    return Result(d, i, report, [p[2] for p in parts])
+    return Result(ids=i, distances=d, report=report, shards=[p[2] for p in parts])
 
 
 def device_capacity(spec: DeviceSpec, vector_bytes: int) -> int:
