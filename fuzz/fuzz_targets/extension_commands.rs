@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
         let mut out = vec![0u8; 64 * 1024];
         let buf = if data[0] & 4 == 0 { DataBuf::ToDevice(payload) } else { DataBuf::FromDevice(&mut out) };
         if let Ok(done) = dev.execute(1, sqe, buf) {
-            assert!(done.completed_at >= done.latency_ns);
+            assert!(done.completed_at.as_ns() >= done.latency_ns);
         }
         dev.check_consistency().unwrap();
     });

@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
             _ => (opcode::READ, lba, DataBuf::FromDevice(&mut out)),
         };
         if let Ok(done) = dev.execute(1, Sqe::rw(op, 0, slba, 1), buf) {
-            assert!(done.completed_at >= done.latency_ns);
+            assert!(done.completed_at.as_ns() >= done.latency_ns);
         }
         dev.check_consistency().unwrap();
     });

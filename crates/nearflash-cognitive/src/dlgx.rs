@@ -95,7 +95,7 @@ pub fn hash(
                 let start = t.max(first);
                 let computed = ctx.compute(start, npe, 0, lt.compute_cycles);
                 let out_ch = m.skeleton.layers[wi].bias.len().max(1) as f64;
-                (start, computed.max(last + (lt.compute_cycles / out_ch * cycle_ns) as Time))
+                (start, computed.max(last + (lt.compute_cycles / out_ch * cycle_ns) as u64))
             } else {
                 (t, ctx.compute(t, npe, 0, lt.cycles))
             };

@@ -276,8 +276,8 @@ impl CognitiveFirmware {
 
     /// Dispatches a DLG-x task at `t` and waits for it as `method` says; returns when the firmware knows it ended.
     fn wait_for_dlgx(&mut self, ctx: &mut ExecCtx<'_>, dispatched: Time, finished: Time) -> Time {
-        self.stats.dlgx_busy_ns += finished.saturating_sub(dispatched);
-        let busy = finished.saturating_sub(dispatched) as f64;
+        self.stats.dlgx_busy_ns += finished.saturating_since(dispatched);
+        let busy = finished.saturating_since(dispatched) as f64;
         if self.params.method == "A" {
             // The runtime is blocked: no controller core handles anything else until DLG-x is done. The wait is
             // booked in 1-us slices so that it fills every gap a core has in that interval (one long booking would
@@ -297,7 +297,7 @@ impl CognitiveFirmware {
             let polls = (busy / step).ceil().max(1.0) as u64;
             let mut seen = dispatched;
             for i in 1..=polls {
-                seen = ctx.firmware(dispatched + (i as f64 * step) as Time, self.params.poll_instructions);
+                seen = ctx.firmware(dispatched + (i as f64 * step) as u64, self.params.poll_instructions);
             }
             self.stats.polls += polls;
             seen.max(finished)

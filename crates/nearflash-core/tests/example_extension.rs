@@ -378,7 +378,7 @@ impl Probe {
 fn host_sum(h: &mut HostCtx<'_>, bytes: u64, cycles_per_byte: f64) -> (Time, Time, f64) {
     let start = h.now();
     let dram_bw = h.dram_traffic(bytes);
-    let ready = start + (bytes as f64 / dram_bw * 1e9) as Time;
+    let ready = start + (bytes as f64 / dram_bw * 1e9) as u64;
     let first = h.earliest_core_start(ready, 1000);
     let cycles = bytes as f64 * cycles_per_byte;
     let one = h.compute(first, cycles, bytes as f64, 1);
@@ -632,7 +632,7 @@ fn work_after_an_extensions_read_follows_the_data_when_queued_reads_delay_it() {
     dev.advance_to(t0 + 50_000); // the Reads' transactions are in their dies' queues
     let sqe = Sqe { opcode: 0x90, nsid: 1, cdw10: sub::SUM, cdw11: 1, cdw12: 11, cdw13: 1, ..Sqe::default() };
     dev.submit(1, sqe, DataBuf::FromDevice(&mut out)).unwrap();
-    let reads: Vec<Time> = (0..4).map(|_| dev.wait(2).unwrap().time - t0).collect();
+    let reads: Vec<u64> = (0..4).map(|_| dev.wait(2).unwrap().time - t0).collect();
     let sum = dev.wait(1).unwrap();
     assert!(sum.cqe.status().is_success() && alone.status.is_success());
     let loaded = sum.time - (t0 + 50_000);
@@ -833,7 +833,7 @@ fn exec_and_host_contexts_book_time_and_energy() {
     let mut h = dev.host();
     let (hz, cores, start) = (h.cpu_hz(), u64::from(h.cores()), h.now());
     let (one, all, link_ns) = host_sum(&mut h, 4_000_000, 1.0);
-    let alone_ns = (4e6 / hz * 1e9) as Time;
+    let alone_ns = (4e6 / hz * 1e9) as u64;
     assert!(one >= start + alone_ns, "one core: at least the cycles' time");
     assert!(all >= start + alone_ns / cores, "spread over {cores} cores: {all}");
     assert!(link_ns > 0.0);

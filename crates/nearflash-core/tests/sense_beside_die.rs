@@ -3,7 +3,7 @@
 //! one sensing, not two; bad address sets are refused.
 
 use nearflash_core::config::load_preset;
-use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status};
+use nearflash_core::ext::{AttachCtx, DataBuf, ExecCtx, ExtCompletion, Extension, Sqe, Status, Time};
 use nearflash_core::{Device, DeviceOptions};
 
 const OP: u8 = 0x9A;
@@ -18,7 +18,7 @@ impl Extension for Beside {
         ctx.claim_opcode(OP)
     }
     fn execute(&mut self, ctx: &mut ExecCtx<'_>, sqe: &Sqe, _data: DataBuf<'_>) -> ExtCompletion {
-        let r = (|| -> Result<(u32, u64), Status> {
+        let r = (|| -> Result<(u32, Time), Status> {
             let g = ctx.geometry().clone();
             let page = g.page_size as usize;
             let planes_per_die = g.planes() / g.dies();

@@ -294,7 +294,7 @@ impl SearSsd {
             let lists = ctx.compute(clock.gathered, units.link, 0, (nq * ef_list) as f64 * p.tuple_bytes);
             let sorted = ctx.compute(lists, units.fpga, 0, nq as f64 * bitonic_ops(ef_list, 0) / p.sort_lanes as f64);
             let back = ctx.compute(sorted, units.link, 0, (nq * k) as f64 * 8.0);
-            self.stats.sorting_ns += back.saturating_sub(clock.gathered);
+            self.stats.sorting_ns += back.saturating_since(clock.gathered);
             clock.sorted = back;
         }
         Ok((run.results(), clock.sorted))
@@ -322,7 +322,7 @@ impl SearSsd {
         let alloc_cycles = live as f64 * p.qpt_cycles + all.len() as f64 * (p.vgen_cycles_per_pair + p.alloc_cycles_per_pair);
         let allocated = ctx.compute(clock.gathered, units.vgen, 0, alloc_cycles);
         let start = allocated.max(clock.sorted);
-        self.stats.allocating_ns += allocated.saturating_sub(clock.gathered);
+        self.stats.allocating_ns += allocated.saturating_since(clock.gathered);
         let vb = l.vector_bytes;
         let mac_cycles = (dep.dim as f64 / p.mac_lanes as f64).ceil() / p.macs_per_group as f64;
         let dim_code = SearchPage::dim_code(dep.dim).map_err(|_| Status::INVALID_FIELD)?;
@@ -377,7 +377,7 @@ impl SearSsd {
             }
         }
         self.stats.distances += all.len() as u64;
-        self.stats.searching_ns += gathered.saturating_sub(start);
+        self.stats.searching_ns += gathered.saturating_since(start);
         if !p.sort_per_iteration {
             // The controller applies the tuples to the queries' lists (Reduce/Apply); the FPGA sorts at the end.
             let applied = ctx.compute(gathered, units.vgen, 0, pairs.len() as f64 * p.apply_cycles_per_pair);
@@ -392,7 +392,7 @@ impl SearSsd {
         let tuples_in = ctx.compute(gathered, units.link, 0, all.len() as f64 * p.tuple_bytes);
         let sorted = ctx.compute(tuples_in, units.fpga, 0, sort_cycles);
         let back = ctx.compute(sorted, units.link, 0, (live * ef) as f64 * 8.0);
-        self.stats.sorting_ns += back.saturating_sub(gathered);
+        self.stats.sorting_ns += back.saturating_since(gathered);
         clock.gathered = gathered;
         clock.sorted = back;
         Ok(out)

@@ -152,7 +152,8 @@ struct SchedStats {
 struct Spin {
     core: u32,
     end: FlashEnd,
-    tail: Time,
+    /// How long (ns) after `end` the core spins.
+    tail: u64,
     until: Time,
 }
 
@@ -415,11 +416,11 @@ impl NiceFirmware {
                     };
                     if let Some(until) = spin_until {
                         let from = if coroutines { t } else { issued_until };
-                        let spin = until.saturating_sub(from);
+                        let spin = until.saturating_since(from);
                         let spun = ctx.firmware_on(from, polling_core, instructions_for(ctx, spin));
                         self.sched.polling_ns += spin;
                         done = done.max(spun);
-                        self.spins.push(Spin { core: polling_core, end, tail: until.saturating_sub(read_done), until: spun });
+                        self.spins.push(Spin { core: polling_core, end, tail: until.saturating_since(read_done), until: spun });
                     }
                     if interrupts && on_fpga {
                         // The FPGA's completion interrupt wakes the coroutine (any core) or the sleeping core.
@@ -431,7 +432,7 @@ impl NiceFirmware {
                     }
                     // What follows the data (the hand-off, the accelerator, the interrupt) follows its real landing,
                     // which queued work may delay past the forecast; the request's pages are held until then.
-                    let tail = done.saturating_sub(read_done);
+                    let tail = done.saturating_since(read_done);
                     ctx.complete_after(end, tail);
                     if self.params.shared_reads {
                         self.shared.hold_all(read, done, Some((end, tail)));

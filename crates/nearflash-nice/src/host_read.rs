@@ -86,7 +86,7 @@ pub fn serve(ctx: &mut ExecCtx<'_>, sqe: &Sqe, data: DataBuf<'_>, shared: &mut S
     }
     // The last page's DMA follows its real landing, which queued work may delay past the forecast.
     let end = ctx.flash_end();
-    let tail = done.saturating_sub(last_landed);
+    let tail = done.saturating_since(last_landed);
     ctx.complete_after(end, tail);
     for (k, l) in landed.iter().enumerate() {
         let bytes = want.then(|| out[k * ss..(k + 1) * ss].to_vec());

@@ -129,8 +129,8 @@ pub(crate) fn compute(u: Units<'_>, ctx: &mut ExecCtx<'_>, job: &Job, (bytes, we
             let timing = knn_batch_timing(n, *dim, *width, *k, queries.len(), knn_params);
             // The DMA feeds pages to NICE-K as they arrive (paper Sec. IV-D): the unit's AXI stream overlaps the
             // flash reads, so it may start as late as one stream time before the last page lands.
-            let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as Time;
-            let start = done.saturating_sub(stream_ns).max(issued);
+            let stream_ns = (timing.stream_cycles / knn_params.clock * 1e9) as u64;
+            let start = done.saturating_sub_ns(stream_ns).max(issued);
             // Each busy query unit (one per query, up to `query_units`) is charged the pass's cycles.
             let unit = knn_unit.ok_or(Status::INTERNAL_ERROR)?;
             let busy = queries.len().min(knn_params.query_units.max(1.0) as usize) as u32;

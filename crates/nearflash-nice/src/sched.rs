@@ -93,7 +93,7 @@ impl NiceParams {
 const MEDIUM_QUEUE_WEIGHT: u32 = 2;
 
 /// The real end of a holder's flash work and what the holder does after it (ns) before it completes.
-pub type HolderEnd = (FlashEnd, Time);
+pub type HolderEnd = (FlashEnd, u64);
 
 /// One sector held in the shared-read buffer.
 #[derive(Debug, Clone)]
@@ -249,7 +249,7 @@ impl<'s> Fetcher<'s> {
 }
 
 /// Firmware instructions that take `ns` of one controller core (to book a busy-wait span).
-pub fn instructions_for(ctx: &ExecCtx<'_>, ns: Time) -> f64 {
+pub fn instructions_for(ctx: &ExecCtx<'_>, ns: u64) -> f64 {
     let c = &ctx.config().controller;
     ns as f64 * c.core_freq.0 / 1e9 / c.cpi.0.max(1e-9)
 }
@@ -283,19 +283,19 @@ mod tests {
     fn held_sectors_are_shared_only_while_held_and_not_after_a_write() {
         let mut s = SharedPages::new(8);
         let never = |_| None;
-        s.hold(5, 100, 1000, Some(vec![7; 4]), None);
-        s.hold(6, 100, 1000, None, None);
-        assert_eq!(s.take(5, 500, true, never), Some((100, Some(vec![7; 4]), None)));
-        assert_eq!(s.take(6, 500, true, never), None, "a timing-only copy has no bytes to give");
-        assert_eq!(s.take(6, 500, false, never), Some((100, None, None)));
-        assert_eq!(s.take(5, 1001, true, never), None, "released");
+        s.hold(5, Time::from_ns(100), Time::from_ns(1000), Some(vec![7; 4]), None);
+        s.hold(6, Time::from_ns(100), Time::from_ns(1000), None, None);
+        assert_eq!(s.take(5, Time::from_ns(500), true, never), Some((Time::from_ns(100), Some(vec![7; 4]), None)));
+        assert_eq!(s.take(6, Time::from_ns(500), true, never), None, "a timing-only copy has no bytes to give");
+        assert_eq!(s.take(6, Time::from_ns(500), false, never), Some((Time::from_ns(100), None, None)));
+        assert_eq!(s.take(5, Time::from_ns(1001), true, never), None, "released");
         s.invalidate(5, 6);
-        assert_eq!(s.take(5, 500, false, never), None, "the host wrote it");
+        assert_eq!(s.take(5, Time::from_ns(500), false, never), None, "the host wrote it");
         for l in 10..30 {
-            s.hold(l, 0, l, None, None);
+            s.hold(l, Time::ZERO, Time::from_ns(l), None, None);
         }
         assert!(s.len() <= 8, "bounded: {}", s.len());
-        assert!(s.take(29, 0, false, never).is_some(), "the copies released last are kept");
+        assert!(s.take(29, Time::ZERO, false, never).is_some(), "the copies released last are kept");
         assert_eq!(SharedPages::new(0).len(), 0);
     }
 }

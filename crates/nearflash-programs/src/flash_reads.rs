@@ -5,7 +5,7 @@
 
 use crate::program::reads::ReadPath;
 use crate::program::Fault;
-use nearflash_core::ext::{ExecCtx, ReadTo};
+use nearflash_core::ext::{ExecCtx, ReadTo, Time};
 
 /// A run's reads and instructions, on the device.
 pub struct DeviceReads<'c, 'x> {
@@ -19,11 +19,11 @@ impl ReadPath for DeviceReads<'_, '_> {
         self.ctx.lba_bytes()
     }
 
-    fn compute(&mut self, ready: u64, instructions: u64) -> u64 {
+    fn compute(&mut self, ready: Time, instructions: u64) -> Time {
         self.ctx.firmware(ready, instructions as f64 * self.native_per_ebpf)
     }
 
-    fn read(&mut self, ready: u64, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(u64, Option<u32>), Fault> {
+    fn read(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(Time, Option<u32>), Fault> {
         // Into controller DRAM, read out once by the core running the program.
         let r = self
             .ctx

@@ -10,6 +10,7 @@ use crate::wire::{
 use crate::params::HOST_CYCLES_PER_INSTRUCTION;
 use crate::program::reads::{ReadLimits, ReadPath, Reads};
 use crate::program::Fault;
+use nearflash_core::ext::Time;
 use nearflash_core::nvme::{opcode, DataBuf, Sqe, Status};
 use nearflash_core::{Device, Result, SimError};
 use std::collections::HashMap;
@@ -46,7 +47,7 @@ pub fn submit(dev: &mut Device, qid: u16, c: &Command, data: DataBuf<'_>) -> Res
         if done.cqe.cid == cid {
             let status = done.cqe.status();
             let reason = if status.is_success() { None } else { dev.error_reason(qid, cid) };
-            return Ok(Done { status, dw0: done.cqe.dw0, latency_ns: done.time.saturating_sub(start), reason });
+            return Ok(Done { status, dw0: done.cqe.dw0, latency_ns: done.time.saturating_since(start), reason });
         }
     }
 }
@@ -331,12 +332,12 @@ impl ReadPath for HostReads<'_> {
         self.dev.lba_bytes()
     }
 
-    fn compute(&mut self, ready: u64, instructions: u64) -> u64 {
+    fn compute(&mut self, ready: Time, instructions: u64) -> Time {
         let n = instructions as f64;
         self.dev.host().compute(ready, n * HOST_CYCLES_PER_INSTRUCTION.0, n, 1)
     }
 
-    fn read(&mut self, ready: u64, slba: u64, nlb: u32, out: &mut [u8]) -> std::result::Result<(u64, Option<u32>), Fault> {
+    fn read(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> std::result::Result<(Time, Option<u32>), Fault> {
         let lba = self.dev.lba_bytes() as usize;
         if (slba..slba + u64::from(nlb)).all(|b| self.cache.contains_key(&b)) {
             for (i, chunk) in out.chunks_mut(lba).enumerate() {

@@ -142,7 +142,7 @@ impl PyDevice {
 
     #[getter]
     fn now_ns(&mut self) -> PyResult<u64> {
-        Ok(device_mut(self)?.now())
+        Ok(device_mut(self)?.now().as_ns())
     }
 
     #[getter]
@@ -168,7 +168,7 @@ impl PyDevice {
     /// Moves the host clock forward by `ns` (think time).
     fn advance(&mut self, ns: u64) -> PyResult<()> {
         let d = device_mut(self)?;
-        let t = d.now().checked_add(ns).ok_or_else(|| invalid(format!("advance by {ns} ns overflows the clock")))?;
+        let t = d.now().checked_add_ns(ns).ok_or_else(|| invalid(format!("advance by {ns} ns overflows the clock")))?;
         d.advance_to(t);
         Ok(())
     }
@@ -295,7 +295,7 @@ impl PyDevice {
         let mut out = Vec::new();
         while let Some(c) = d.reap(qid) {
             let s = c.cqe.status();
-            out.push((c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time));
+            out.push((c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time.as_ns()));
         }
         Ok(out)
     }
@@ -305,7 +305,7 @@ impl PyDevice {
         let d = device_mut(self)?;
         Ok(d.wait(qid).map(|c| {
             let s = c.cqe.status();
-            (c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time)
+            (c.cqe.cid, s.sct, s.sc, c.cqe.dw0, c.time.as_ns())
         }))
     }
 

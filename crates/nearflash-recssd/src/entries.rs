@@ -40,7 +40,7 @@ pub struct EntryPool {
 impl EntryPool {
     /// `n` free entries.
     pub fn new(n: usize) -> Self {
-        Self { slots: vec![Slot::Free { since: 0 }; n.max(1)], stats: EntryStats::default() }
+        Self { slots: vec![Slot::Free { since: Time::ZERO }; n.max(1)], stats: EntryStats::default() }
     }
 
     /// Entries.
@@ -113,20 +113,20 @@ mod tests {
     #[test]
     fn waits_for_the_earliest_release_and_refuses_when_all_unread() {
         let mut p = EntryPool::new(2);
-        assert_eq!(p.allocate(key(1), 10), Ok((0, 10)));
-        assert_eq!(p.allocate(key(1), 11), Err(NdpFault::DuplicateRequest));
-        assert_eq!(p.allocate(key(2), 12), Ok((1, 12)));
-        assert_eq!(p.allocate(key(3), 13), Err(NdpFault::BufferFull));
-        p.release(1, 500);
-        p.release(0, 300);
+        assert_eq!(p.allocate(key(1), Time::from_ns(10)), Ok((0, Time::from_ns(10))));
+        assert_eq!(p.allocate(key(1), Time::from_ns(11)), Err(NdpFault::DuplicateRequest));
+        assert_eq!(p.allocate(key(2), Time::from_ns(12)), Ok((1, Time::from_ns(12))));
+        assert_eq!(p.allocate(key(3), Time::from_ns(13)), Err(NdpFault::BufferFull));
+        p.release(1, Time::from_ns(500));
+        p.release(0, Time::from_ns(300));
         assert_eq!(p.holding(key(1)), None);
         // Entry 0 frees first (300): the config waits 300 - 20.
-        assert_eq!(p.allocate(key(3), 20), Ok((0, 300)));
-        assert_eq!(p.allocate(key(4), 800), Ok((1, 800)));
+        assert_eq!(p.allocate(key(3), Time::from_ns(20)), Ok((0, Time::from_ns(300))));
+        assert_eq!(p.allocate(key(4), Time::from_ns(800)), Ok((1, Time::from_ns(800))));
         let s = p.stats();
         assert_eq!((s.allocations, s.waits, s.wait_ns, s.refused_full), (4, 1, 280, 1));
         // A finished request's key may be reused.
-        p.release(0, 900);
-        assert!(p.allocate(key(3), 1000).is_ok());
+        p.release(0, Time::from_ns(900));
+        assert!(p.allocate(key(3), Time::from_ns(1000)).is_ok());
     }
 }

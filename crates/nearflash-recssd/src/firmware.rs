@@ -370,11 +370,11 @@ impl RecssdFirmware {
         s.entry_wait_ns += p.entry_start - p.arrived;
         s.config_write_ns += p.config_in_dram - p.entry_start;
         s.config_process_ns += p.processed - p.config_in_dram;
-        let data_span = plan.data_done.saturating_sub(p.processed);
+        let data_span = plan.data_done.saturating_since(p.processed);
         let translation = plan.translation_ns.min(data_span);
         s.translation_ns += translation;
         s.flash_read_ns += data_span - translation;
-        s.return_ns += done.saturating_sub(plan.data_done);
+        s.return_ns += done.saturating_since(plan.data_done);
         s.total_ns += done - p.arrived;
     }
 

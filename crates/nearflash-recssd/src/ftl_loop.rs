@@ -172,7 +172,7 @@ pub fn plan_round_robin<P: FlashPort>(
         let dur = costs.ns(instructions).ceil() as u64;
         let plan = r.plan.as_mut().expect("initialised above");
         plan.translation_ns += dur;
-        plan.page_wait_sum_ns += end.saturating_sub(dur).saturating_sub(issue);
+        plan.page_wait_sum_ns += end.saturating_sub_ns(dur).saturating_since(issue);
         plan.data_done = plan.data_done.max(end);
         for s in r.req.sectors_of_page(g) {
             plan.sector_ready[s] = plan.sector_ready[s].max(end);
@@ -252,19 +252,19 @@ mod tests {
             reads: Vec::new(),
         };
         // A: pages 0, 1, 2 (one row each); B: pages 1 (shared with A), 5.
-        let a = request(&layout, &[0, 64, 128], &[0], 0, 0);
-        let b = request(&layout, &[65, 320], &[0, 1], 1, 0);
+        let a = request(&layout, &[0, 64, 128], &[0], 0, Time::ZERO);
+        let b = request(&layout, &[65, 320], &[0, 1], 1, Time::ZERO);
         let mut pending = vec![a, b];
         let costs = FirmwareCosts::new(&RecssdParams::default(), 1.5);
         let mut buffer = PageBuffer::new(2, 10);
-        plan_round_robin(&mut pending, &[0, 1], 0, &mut port, &mut buffer, None, &costs);
+        plan_round_robin(&mut pending, &[0, 1], Time::ZERO, &mut port, &mut buffer, None, &costs);
         // Round-robin: A0, B1, A1 (buffered: B read it), B5, A2.
         let order: Vec<u64> = port.reads.iter().map(|r| r.0).collect();
         assert_eq!(order, vec![0, 1, 5, 2]);
         let (pa, pb) = (pending[0].plan.clone().unwrap(), pending[1].plan.clone().unwrap());
         assert_eq!((pa.pages_from_flash, pa.pages_from_buffer, pb.pages_from_flash), (2, 1, 2));
         // Page 1 reaches DRAM at 100 us (die 1); page 5 queues behind it on die 1; pages 0 and 2 share die 0.
-        assert!(pb.sector_ready[0] > 200_000 && pa.sector_ready[0] > 200_000);
+        assert!(pb.sector_ready[0] > Time::from_ns(200_000) && pa.sector_ready[0] > Time::from_ns(200_000));
         // Functional sums equal the DRAM reference.
         let tv = TableView::new(&table, rows, dim).unwrap();
         assert_eq!(pending[0].req.result(), &embedding_bag_sum(&tv, &[0u32, 64, 128], &[0u32], None, false).unwrap()[..]);
@@ -285,15 +285,15 @@ mod tests {
         // of every page in turn.
         let ids: Vec<u32> = (0..8).map(|p| p * 64).collect();
         let mut port = FakePort { dies: vec![Timeline::new(); 8], core: Timeline::new(), page_ns: 10_000, table: table.clone(), layout, reads: vec![] };
-        let mut pending = vec![request(&layout, &ids, &[0], 0, 0)];
-        plan_round_robin(&mut pending, &[0], 0, &mut port, &mut PageBuffer::new(8, 4), None, &costs);
-        let done = pending[0].plan.as_ref().unwrap().data_done as f64;
+        let mut pending = vec![request(&layout, &ids, &[0], 0, Time::ZERO)];
+        plan_round_robin(&mut pending, &[0], Time::ZERO, &mut port, &mut PageBuffer::new(8, 4), None, &costs);
+        let done = pending[0].plan.as_ref().unwrap().data_done.as_ns() as f64;
         assert!((done - 8.0 * (sched + row)).abs() < 16.0, "{done} vs {}", 8.0 * (sched + row));
         // The same pages again, now in the page buffer: Translation only.
         let mut buffer = PageBuffer::new(8, 4);
         let mut port = FakePort { dies: vec![Timeline::new(); 8], core: Timeline::new(), page_ns: 10_000, table, layout, reads: vec![] };
-        let mut first = vec![request(&layout, &ids, &[0], 0, 0)];
-        plan_round_robin(&mut first, &[0], 0, &mut port, &mut buffer, None, &costs);
+        let mut first = vec![request(&layout, &ids, &[0], 0, Time::ZERO)];
+        plan_round_robin(&mut first, &[0], Time::ZERO, &mut port, &mut buffer, None, &costs);
         let t1 = first[0].plan.as_ref().unwrap().data_done;
         let mut again = vec![request(&layout, &ids, &[0], 1, t1)];
         plan_round_robin(&mut again, &[0], t1, &mut port, &mut buffer, None, &costs);
@@ -308,10 +308,10 @@ mod tests {
         let table = vec![1.0f32; 256 * 64];
         let mut port =
             FakePort { dies: vec![Timeline::new()], core: Timeline::new(), page_ns: 10, table: table.clone(), layout, reads: vec![] };
-        let mut pending = vec![request(&layout, &[0, 100], &[0], 0, 5)];
+        let mut pending = vec![request(&layout, &[0, 100], &[0], 0, Time::from_ns(5))];
         let costs = FirmwareCosts::new(&RecssdParams::default(), 1.5);
-        plan_round_robin(&mut pending, &[0], 1_000, &mut port, &mut PageBuffer::new(1, 0), None, &costs);
-        assert!(port.reads.iter().all(|r| r.1 >= 1_000));
+        plan_round_robin(&mut pending, &[0], Time::from_ns(1_000), &mut port, &mut PageBuffer::new(1, 0), None, &costs);
+        assert!(port.reads.iter().all(|r| r.1 >= Time::from_ns(1_000)));
         struct Broken;
         impl FlashPort for Broken {
             fn read(&mut self, _: u64, _: u32, _: Time, _: &mut [u8]) -> Result<Time, Status> {
@@ -324,8 +324,8 @@ mod tests {
                 ready
             }
         }
-        let mut pending = vec![request(&layout, &[0], &[0], 0, 5)];
-        plan_round_robin(&mut pending, &[0], 0, &mut Broken, &mut PageBuffer::new(1, 4), None, &costs);
+        let mut pending = vec![request(&layout, &[0], &[0], 0, Time::from_ns(5))];
+        plan_round_robin(&mut pending, &[0], Time::ZERO, &mut Broken, &mut PageBuffer::new(1, 4), None, &costs);
         assert_eq!(pending[0].plan.as_ref().unwrap().fault, Some(NdpFault::MediaError));
     }
 }

@@ -121,26 +121,26 @@ mod tests {
         let mut b = PageBuffer::new(2, 2);
         assert_eq!(b.capacity(), 4);
         assert!(b.lookup(4, &[10, 11], false).is_none());
-        b.insert(4, vec![10, 11], 100, Some(&[7u8; 8]));
+        b.insert(4, vec![10, 11], Time::from_ns(100), Some(&[7u8; 8]));
         let hit = b.lookup(4, &[10, 11], true).unwrap();
-        assert_eq!((hit.ready, hit.data.unwrap()[0]), (100, 7));
+        assert_eq!((hit.ready, hit.data.unwrap()[0]), (Time::from_ns(100), 7));
         // Rewritten page: the mapping moved, the entry is dropped.
         assert!(b.lookup(4, &[20, 11], false).is_none());
         assert!(b.lookup(4, &[10, 11], false).is_none());
         assert_eq!(b.stale(), 1);
         // Timing-only entries serve timing, not data.
-        b.insert(6, vec![1], 5, None);
+        b.insert(6, vec![1], Time::from_ns(5), None);
         assert!(b.lookup(6, &[1], false).is_some());
         assert!(b.lookup(6, &[1], true).is_none());
         // Die 0 holds two pages (even page numbers): a third evicts the least recently used.
-        b.insert(0, vec![0], 1, None);
-        b.insert(2, vec![2], 1, None);
+        b.insert(0, vec![0], Time::from_ns(1), None);
+        b.insert(2, vec![2], Time::from_ns(1), None);
         assert!(b.lookup(6, &[1], false).is_none());
         assert!(b.lookup(1 + 2, &[3], false).is_none()); // die 1 never filled
         let s = b.stats();
         assert_eq!((s.fills, s.evictions), (4, 1));
         let mut off = PageBuffer::new(4, 0);
-        off.insert(1, vec![1], 0, None);
+        off.insert(1, vec![1], Time::ZERO, None);
         assert!(off.lookup(1, &[1], false).is_none());
     }
 }

@@ -19,6 +19,7 @@
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
 
 use nearflash_core::device::Report;
+use nearflash_core::engine::Time;
 use nearflash_core::error::{Result, SimError};
 use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe, Status};
 use nearflash_core::Device;
@@ -125,11 +126,11 @@ pub struct Pacing {
 struct Conn {
     qid: u16,
     /// Completion times (virtual) of replies sent and not yet reacted to.
-    credits: BinaryHeap<Reverse<u64>>,
+    credits: BinaryHeap<Reverse<Time>>,
     /// The open burst of new requests: its number, its requests' completion times (credits once it is released),
     /// its requests still in the plugin, and when its last request arrived. Bursts released so far: `released`.
     burst: u64,
-    burst_done: Vec<u64>,
+    burst_done: Vec<Time>,
     held: u32,
     last_new: Instant,
     released: u64,
@@ -152,12 +153,12 @@ pub struct ConnFigures {
 }
 
 impl ConnFigures {
-    fn record(&mut self, submitted: u64, done: u64) {
+    fn record(&mut self, submitted: Time, done: Time) {
         if self.requests == 0 {
-            self.first_submit_ns = submitted;
+            self.first_submit_ns = submitted.as_ns();
         }
         self.requests += 1;
-        self.last_done_ns = self.last_done_ns.max(done);
+        self.last_done_ns = self.last_done_ns.max(done.as_ns());
         self.latency_sum_ns += u128::from(done - submitted);
         self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
         self.iops = self.requests as f64 / (self.last_done_ns - self.first_submit_ns).max(1) as f64 * 1e9;
@@ -172,7 +173,7 @@ struct State {
     queues: Vec<(u16, u32)>,
     counts: Counts,
     /// Completion times of commands reaped (for the queue depth at each submission).
-    in_device: BinaryHeap<Reverse<u64>>,
+    in_device: BinaryHeap<Reverse<Time>>,
     qd_sum: u128,
     qd_n: u64,
     pacing: Pacing,
@@ -180,7 +181,7 @@ struct State {
     /// their request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
     tickets: HashMap<(u16, u16), u64>,
     next_ticket: u64,
-    done: HashMap<u64, (Status, u64)>,
+    done: HashMap<u64, (Status, Time)>,
     /// Realtime: the thread that runs the event loop with the wall clock, and the threads waiting, by ticket.
     driver: Option<std::thread::Thread>,
     waiters: HashMap<u64, std::thread::Thread>,
@@ -209,18 +210,18 @@ pub struct Shared {
 #[derive(Debug, Clone, Copy)]
 pub struct RealClock {
     pub wall0: Instant,
-    pub virt0: u64,
+    pub virt0: Time,
 }
 
 impl RealClock {
     /// The virtual time of wall time `t` (before `wall0`: `virt0`).
-    pub fn virt(&self, t: Instant) -> u64 {
+    pub fn virt(&self, t: Instant) -> Time {
         self.virt0 + t.saturating_duration_since(self.wall0).as_nanos() as u64
     }
 
     /// The wall time of virtual time `v` (a reply's release for a completion at `v`; before `virt0`: `wall0`).
-    pub fn wall(&self, v: u64) -> Instant {
-        self.wall0 + Duration::from_nanos(v.saturating_sub(self.virt0))
+    pub fn wall(&self, v: Time) -> Instant {
+        self.wall0 + Duration::from_nanos(v.saturating_since(self.virt0))
     }
 }
 
@@ -255,7 +256,7 @@ impl Lateness {
 pub struct Outcome {
     pub status: Status,
     /// Virtual time of its (last) completion.
-    pub done: u64,
+    pub done: Time,
 }
 
 fn poisoned<T>(_: T) -> SimError {
@@ -459,7 +460,7 @@ impl Shared {
         let me = std::thread::current();
         loop {
             let present = self.clock.virt(Instant::now());
-            while reap_one(&mut st, present.saturating_add(1)) {}
+            while reap_one(&mut st, present.saturating_add_ns(1)) {}
             let is_driver = st.driver.as_ref().is_some_and(|d| d.id() == me.id());
             if tickets.iter().all(|t| st.done.contains_key(t)) {
                 for t in tickets {
@@ -505,7 +506,7 @@ impl Shared {
             }
             let quiet = c.last_new.elapsed();
             if quiet >= self.cfg.burst_window || c.held >= self.cfg.threads || closed {
-                let done: Vec<u64> = c.burst_done.drain(..).collect();
+                let done: Vec<Time> = c.burst_done.drain(..).collect();
                 c.credits.extend(done.into_iter().map(Reverse));
                 c.released = c.burst;
                 self.burst.notify_all();
@@ -522,7 +523,7 @@ impl Shared {
     }
 
     /// The figures of the status file: requests served, pacing, the device's clock and report.
-    pub fn snapshot(&self) -> Result<(Counts, Pacing, u64, Report)> {
+    pub fn snapshot(&self) -> Result<(Counts, Pacing, Time, Report)> {
         let st = self.lock()?;
         let mut p = st.pacing.clone();
         self.lateness.lock().map_err(poisoned)?.report(&mut p);
@@ -587,7 +588,7 @@ enum Kind {
 }
 
 /// A command's completion: its status and time.
-type Taken = (Status, u64);
+type Taken = (Status, Time);
 
 /// A request's commands as submitted: what it was, and their tickets.
 struct Submitted {
@@ -688,7 +689,7 @@ fn submit(st: &mut State, qid: u16, io: Io<'_>) -> Result<Submitted> {
 
 /// Reaps the earliest completion of the served queues once it is certain, running the event loop only before
 /// `limit` (so never past a later submission's time in real time); wakes the thread waiting for it. False if none.
-fn reap_one(st: &mut State, limit: u64) -> bool {
+fn reap_one(st: &mut State, limit: Time) -> bool {
     let qids: Vec<u16> = st.queues.iter().map(|q| q.0).collect();
     let Some((q, _)) = st.dev().next_completion_known(&qids, limit) else { return false };
     let Some(c) = st.dev().reap_next(q) else { return false };
@@ -706,7 +707,7 @@ fn reap_one(st: &mut State, limit: u64) -> bool {
 /// loop is then past the submission time of the requests that follow (a known defect, docs/workloads.md).
 fn collect(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
     while !tickets.iter().all(|t| st.done.contains_key(t)) {
-        if !reap_one(st, u64::MAX) {
+        if !reap_one(st, Time::MAX) {
             return Err(SimError::Fault("a submitted command has no completion".into()));
         }
     }

@@ -188,7 +188,7 @@ impl FlashSink for FlashTiming<'_> {
     }
 
     fn max_all(&mut self, floor: At, times: &[At]) -> At {
-        self.flow.max_all(0, std::iter::once(floor).chain(times.iter().copied()))
+        self.flow.max_all(Time::ZERO, std::iter::once(floor).chain(times.iter().copied()))
     }
 }
 
@@ -260,7 +260,7 @@ impl DeviceCore {
             sched,
             events: EventQueue::new(),
             flow: Flow::new(),
-            host_now: 0,
+            host_now: Time::ZERO,
             posted: Vec::new(),
             class: crate::ctrl::sched::Priority::Medium.class(),
             gc_priority,

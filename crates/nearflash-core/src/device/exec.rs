@@ -164,7 +164,7 @@ impl ExecCtx<'_> {
     /// This command completes no earlier than `ns` after the real end of `h`: what follows data that may land later
     /// than forecast (an accelerator's pass after this command's reads, or data it shares with another command still
     /// reading it).
-    pub fn complete_after(&mut self, h: FlashEnd, ns: Time) {
+    pub fn complete_after(&mut self, h: FlashEnd, ns: u64) {
         match self.core.flow.value(h.0) {
             Some(t) => self.pending.push(At::at(t + ns)),
             None => self.pending.push(h.0 + ns),

@@ -37,7 +37,7 @@ impl Horizons {
     fn slot(v: &mut Vec<Time>, i: u32) -> &mut Time {
         let i = i as usize;
         if v.len() <= i {
-            v.resize(i + 1, 0);
+            v.resize(i + 1, Time::ZERO);
         }
         &mut v[i]
     }
@@ -154,11 +154,11 @@ mod tests {
         // Dies 0 and `channels` share channel 0; die 1 is on channel 1.
         let same = geo.channels;
         let (sense, xfer) = (t.t_cmd + t.t_read(geo.page_type(0)), t.xfer(page));
-        let a = h.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), 0, &t, &geo);
-        let b = h.forecast(&TxnReq::read(same, 0, 0, page, ClassId(0)), 0, &t, &geo);
-        let c = h.forecast(&TxnReq::read(1, 0, 0, page, ClassId(0)), 0, &t, &geo);
-        assert_eq!(a, sense + xfer + t.t_decode, "a lone read goes straight out");
-        assert_eq!(b, sense + 2 * xfer + t.t_decode, "the second data-out waits for the first on the channel");
+        let a = h.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), Time::ZERO, &t, &geo);
+        let b = h.forecast(&TxnReq::read(same, 0, 0, page, ClassId(0)), Time::ZERO, &t, &geo);
+        let c = h.forecast(&TxnReq::read(1, 0, 0, page, ClassId(0)), Time::ZERO, &t, &geo);
+        assert_eq!(a, Time::from_ns(sense + xfer + t.t_decode), "a lone read goes straight out");
+        assert_eq!(b, Time::from_ns(sense + 2 * xfer + t.t_decode), "the second data-out waits for the first on the channel");
         assert_eq!(c, a, "another channel is free");
     }
 
@@ -169,16 +169,16 @@ mod tests {
         let page = u64::from(geo.page_size);
         let (sense, xfer) = (t.t_cmd + t.t_read(geo.page_type(0)), t.xfer(page));
         let mut f = Forecast::default();
-        f.horizons.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), 0, &t, &geo);
+        f.horizons.forecast(&TxnReq::read(0, 0, 0, page, ClassId(0)), Time::ZERO, &t, &geo);
         // The next command's read of the same die: sensing starts once the first page could have moved to the cache
         // register, and its own move waits for the first data-out to end (xfer > tR on this part).
         let mut next = Forecast::new(f.into_horizons());
-        let second = next.horizons.forecast(&TxnReq::read(0, 1, 0, page, ClassId(0)), 0, &t, &geo);
+        let second = next.horizons.forecast(&TxnReq::read(0, 1, 0, page, ClassId(0)), Time::ZERO, &t, &geo);
         let first_out = sense + xfer;
         let second_moved = (sense + t.t_cache_xfer + sense).max(first_out) + t.t_cache_xfer;
-        assert_eq!(second, second_moved + xfer + t.t_decode);
+        assert_eq!(second, Time::from_ns(second_moved + xfer + t.t_decode));
         // A program's data-in takes the channel after the reads' data-outs.
-        let p = next.horizons.forecast(&TxnReq::program(geo.channels, 0, 1, page, ClassId(0)), 0, &t, &geo);
-        assert_eq!(p, second_moved + xfer + t.t_cmd + xfer + t.t_prog(geo.page_type(0)));
+        let p = next.horizons.forecast(&TxnReq::program(geo.channels, 0, 1, page, ClassId(0)), Time::ZERO, &t, &geo);
+        assert_eq!(p, Time::from_ns(second_moved + xfer + t.t_cmd + xfer + t.t_prog(geo.page_type(0))));
     }
 }

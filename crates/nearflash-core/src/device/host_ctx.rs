@@ -47,7 +47,7 @@ impl HostCtx<'_> {
     }
 
     /// When a run of `duration` ns on one host core could start at the earliest, from `ready`.
-    pub fn earliest_core_start(&self, ready: Time, duration: Time) -> Time {
+    pub fn earliest_core_start(&self, ready: Time, duration: u64) -> Time {
         let (res, cpu) = (&self.core.res, self.core.host.cpu);
         (0..res.group_len(cpu)).map(|i| res.timeline(res.member(cpu, i)).find(ready, duration)).min().unwrap_or(ready)
     }

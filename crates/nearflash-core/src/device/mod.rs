@@ -167,11 +167,11 @@ impl Device {
             exts: Vec::new(),
             vendor: vec![None; 128],
             seed: opts.seed,
-            now: 0,
+            now: Time::ZERO,
             inflight: IntMap::default(),
             meas: Measurements::new(),
-            window_start: 0,
-            last_completion: 0,
+            window_start: Time::ZERO,
+            last_completion: Time::ZERO,
             recovery: None,
             next_cid: 0,
             last_trims: Vec::new(),
@@ -837,7 +837,7 @@ impl Device {
 
     /// The measurements since the last reset.
     pub fn report(&self) -> Report {
-        let window = self.last_completion.max(self.now).saturating_sub(self.window_start);
+        let window = self.last_completion.max(self.now).saturating_since(self.window_start);
         let c = &self.core;
         let (wmin, wmean, wmax) = c.ftl.blocks.wear();
         let cmt = c.ftl.cmt_stats();

@@ -739,7 +739,7 @@ fn arbitration_fetches_urgent_first_then_by_weight_into_a_limited_window() {
             }
         }
         let mut order = Vec::new();
-        let mut last = 0;
+        let mut last = Time::ZERO;
         while let Some((q, t)) = dev.next_completion(&[1, 2, 3, 4]) {
             assert!(t > last, "one slot: commands complete one at a time");
             last = t;

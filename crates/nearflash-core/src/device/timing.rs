@@ -169,8 +169,8 @@ impl DeviceCore {
         let mut all = Vec::with_capacity(times.len() + 1);
         all.push(floor);
         all.extend_from_slice(times);
-        let forecast = self.forecast.as_ref().map(|f| all.iter().map(|&a| f.time_of(a, &self.flow, 0)).max().unwrap_or(0));
-        let at = self.flow.max_all(0, all);
+        let forecast = self.forecast.as_ref().map(|f| all.iter().map(|&a| f.time_of(a, &self.flow, Time::ZERO)).max().unwrap_or(Time::ZERO));
+        let at = self.flow.max_all(Time::ZERO, all);
         if let (Some(f), Some(t)) = (self.forecast.as_mut(), forecast) {
             f.note(at, t);
         }

@@ -1,6 +1,5 @@
 //! The energy ledger: dynamic energy charged per event to named accounts, plus static power drawn over time.
 
-use super::Time;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,7 +52,7 @@ impl EnergyLedger {
     }
 
     /// Static energy in joules per component over `window` ns.
-    pub fn static_joules(&self, window: Time) -> BTreeMap<String, f64> {
+    pub fn static_joules(&self, window: u64) -> BTreeMap<String, f64> {
         self.statics.iter().map(|(n, mw)| (n.clone(), mw * 1e-3 * window as f64 * 1e-9)).collect()
     }
 

@@ -45,7 +45,7 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), seq: 0, clock: 0, processed: 0 }
+        EventQueue { heap: BinaryHeap::new(), seq: 0, clock: Time::ZERO, processed: 0 }
     }
 }
 
@@ -107,22 +107,22 @@ mod tests {
     #[test]
     fn events_come_in_time_order_and_ties_in_scheduling_order() {
         let mut q = EventQueue::new();
-        q.push(30, 'c');
-        q.push(10, 'a');
-        q.push(30, 'd');
-        q.push(10, 'b');
+        q.push(Time::from_ns(30), 'c');
+        q.push(Time::from_ns(10), 'a');
+        q.push(Time::from_ns(30), 'd');
+        q.push(Time::from_ns(10), 'b');
         let order: Vec<(Time, char)> = std::iter::from_fn(|| q.pop()).collect();
-        assert_eq!(order, vec![(10, 'a'), (10, 'b'), (30, 'c'), (30, 'd')]);
-        assert_eq!((q.clock(), q.processed()), (30, 4));
+        assert_eq!(order, vec![(Time::from_ns(10), 'a'), (Time::from_ns(10), 'b'), (Time::from_ns(30), 'c'), (Time::from_ns(30), 'd')]);
+        assert_eq!((q.clock(), q.processed()), (Time::from_ns(30), 4));
     }
 
     #[test]
     fn an_event_in_the_past_is_taken_at_the_clock() {
         let mut q = EventQueue::new();
-        q.push(100, 1);
-        assert_eq!(q.pop(), Some((100, 1)));
-        q.push(40, 2);
-        assert_eq!(q.peek_time(), Some(100));
-        assert_eq!(q.pop(), Some((100, 2)));
+        q.push(Time::from_ns(100), 1);
+        assert_eq!(q.pop(), Some((Time::from_ns(100), 1)));
+        q.push(Time::from_ns(40), 2);
+        assert_eq!(q.peek_time(), Some(Time::from_ns(100)));
+        assert_eq!(q.pop(), Some((Time::from_ns(100), 2)));
     }
 }

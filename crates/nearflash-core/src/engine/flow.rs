@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::ops::Add;
 
 /// How long after its resolution a step's slot is kept for handles that still name it.
-pub const RECLAIM_NS: Time = 100_000_000;
+pub const RECLAIM_NS: u64 = 100_000_000;
 
 const KNOWN: u32 = u32::MAX;
 const NONE: u32 = u32::MAX;
@@ -26,8 +26,8 @@ const NONE: u32 = u32::MAX;
 pub struct At {
     node: u32,
     gen: u32,
-    /// The time when known, else the offset after the step's end.
-    t: Time,
+    /// The time (ns) when known, else the offset (ns) after the step's end.
+    t: u64,
 }
 
 impl At {
@@ -36,13 +36,13 @@ impl At {
     /// A known time.
     #[inline]
     pub const fn at(t: Time) -> At {
-        At { node: KNOWN, gen: 0, t }
+        At { node: KNOWN, gen: 0, t: t.as_ns() }
     }
 
     /// The time, if it is a known constant (steps' ends are known through [`Flow::value`]).
     #[inline]
     pub fn known(self) -> Option<Time> {
-        (self.node == KNOWN).then_some(self.t)
+        (self.node == KNOWN).then_some(Time::from_ns(self.t))
     }
 
     /// Whether this is the end of a step (known or not) rather than a constant.
@@ -109,7 +109,7 @@ struct Node<S> {
 #[derive(Clone, Copy)]
 struct Edge {
     node: u32,
-    off: Time,
+    off: u64,
     next: u32,
 }
 
@@ -163,11 +163,8 @@ impl<S: Default> Flow<S> {
     /// The time `at` stands for, if known (a reclaimed step counts as 0: long ago).
     #[inline]
     pub fn value(&self, at: At) -> Option<Time> {
-        if at.node == KNOWN {
-            return Some(at.t);
-        }
-        if !self.current(at) {
-            return Some(at.t);
+        if at.node == KNOWN || !self.current(at) {
+            return Some(Time::from_ns(at.t));
         }
         let n = &self.nodes[at.node as usize];
         (n.state == State::Resolved).then_some(n.value + at.t)
@@ -181,7 +178,7 @@ impl<S: Default> Flow<S> {
 
     fn alloc(&mut self, step: S) -> u32 {
         self.live += 1;
-        let node = Node { gen: 0, state: State::Waiting, waiting: 0, ready: 0, value: 0, deps: NONE, step };
+        let node = Node { gen: 0, state: State::Waiting, waiting: 0, ready: Time::ZERO, value: Time::ZERO, deps: NONE, step };
         match self.free.pop() {
             Some(i) => {
                 let n = &mut self.nodes[i as usize];
@@ -252,7 +249,7 @@ impl<S: Default> Flow<S> {
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => At::at(x.max(y)),
             _ if a == b => a,
-            _ => self.add(S::default(), 0, &[a, b]),
+            _ => self.add(S::default(), Time::ZERO, &[a, b]),
         }
     }
 
@@ -340,7 +337,7 @@ impl<S: Default> Flow<S> {
     /// Frees the slots of steps resolved more than [`RECLAIM_NS`] before `clock`.
     pub fn reclaim(&mut self, clock: Time) {
         while let Some(&(v, idx, gen)) = self.resolved.front() {
-            if v.saturating_add(RECLAIM_NS) > clock {
+            if v.saturating_add_ns(RECLAIM_NS) > clock {
                 break;
             }
             self.resolved.pop_front();
@@ -384,57 +381,57 @@ mod tests {
     #[test]
     fn known_inputs_make_known_times_without_steps() {
         let mut f: Flow<Step> = Flow::new();
-        assert_eq!(f.max(At::at(5), At::at(9)), At::at(9));
-        assert_eq!(f.max_all(3, [At::at(1), At::at(2)]), At::at(3));
-        assert_eq!(At::at(5) + 10, At::at(15));
+        assert_eq!(f.max(At::at(Time::from_ns(5)), At::at(Time::from_ns(9))), At::at(Time::from_ns(9)));
+        assert_eq!(f.max_all(Time::from_ns(3), [At::at(Time::from_ns(1)), At::at(Time::from_ns(2))]), At::at(Time::from_ns(3)));
+        assert_eq!(At::at(Time::from_ns(5)) + 10, At::at(Time::from_ns(15)));
         assert_eq!(f.live(), 0);
     }
 
     #[test]
     fn a_chain_resolves_when_its_first_step_does() {
         let mut f: Flow<Step> = Flow::new();
-        let w = f.add1(Step::Wait, 0, At::at(100));
-        let b = f.add1(Step::Book(50), 0, w + 7);
-        let j = f.max(b, At::at(1000));
+        let w = f.add1(Step::Wait, Time::ZERO, At::at(Time::from_ns(100)));
+        let b = f.add1(Step::Book(50), Time::ZERO, w + 7);
+        let j = f.max(b, At::at(Time::from_ns(1000)));
         let waiting = run(&mut f);
         assert_eq!(waiting.len(), 1);
         assert!(f.pending(b) && f.pending(j));
-        f.resolve(waiting[0], 400);
+        f.resolve(waiting[0], Time::from_ns(400));
         assert!(run(&mut f).is_empty());
-        assert_eq!(f.value(w), Some(400));
-        assert_eq!(f.value(b), Some(457), "starts at the wait's end + 7, books 50");
-        assert_eq!(f.value(j), Some(1000));
-        assert_eq!(f.value(j + 5), Some(1005));
+        assert_eq!(f.value(w), Some(Time::from_ns(400)));
+        assert_eq!(f.value(b), Some(Time::from_ns(457)), "starts at the wait's end + 7, books 50");
+        assert_eq!(f.value(j), Some(Time::from_ns(1000)));
+        assert_eq!(f.value(j + 5), Some(Time::from_ns(1005)));
     }
 
     #[test]
     fn a_join_waits_for_every_input() {
         let mut f: Flow<Step> = Flow::new();
-        let a = f.add1(Step::Wait, 0, At::ZERO);
-        let b = f.add1(Step::Wait, 0, At::ZERO);
-        let j = f.max_all(10, [a, b + 3, a]);
+        let a = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let b = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let j = f.max_all(Time::from_ns(10), [a, b + 3, a]);
         let w = run(&mut f);
-        f.resolve(w[0], 20);
+        f.resolve(w[0], Time::from_ns(20));
         run(&mut f);
         assert!(f.pending(j));
-        f.resolve(w[1], 15);
+        f.resolve(w[1], Time::from_ns(15));
         run(&mut f);
-        assert_eq!(f.value(j), Some(20), "max(20, 15 + 3, floor 10)");
+        assert_eq!(f.value(j), Some(Time::from_ns(20)), "max(20, 15 + 3, floor 10)");
     }
 
     #[test]
     fn reclaimed_slots_read_as_long_ago_and_are_reused() {
         let mut f: Flow<Step> = Flow::new();
-        let a = f.add1(Step::Book(10), 0, At::at(5));
+        let a = f.add1(Step::Book(10), Time::ZERO, At::at(Time::from_ns(5)));
         run(&mut f);
-        assert_eq!(f.value(a), Some(15));
-        f.reclaim(15 + RECLAIM_NS - 1);
-        assert_eq!((f.value(a), f.live()), (Some(15), 1), "kept until RECLAIM_NS after its end");
-        f.reclaim(15 + RECLAIM_NS);
+        assert_eq!(f.value(a), Some(Time::from_ns(15)));
+        f.reclaim(Time::from_ns(15 + RECLAIM_NS - 1));
+        assert_eq!((f.value(a), f.live()), (Some(Time::from_ns(15)), 1), "kept until RECLAIM_NS after its end");
+        f.reclaim(Time::from_ns(15 + RECLAIM_NS));
         assert_eq!(f.live(), 0);
-        let b = f.add1(Step::Wait, 0, At::ZERO);
+        let b = f.add1(Step::Wait, Time::ZERO, At::ZERO);
         assert_eq!(b.node, a.node, "slot reused");
-        assert_eq!(f.value(a + 4), Some(4), "the old handle is long ago");
+        assert_eq!(f.value(a + 4), Some(Time::from_ns(4)), "the old handle is long ago");
         assert!(f.pending(b));
         let j = f.max(a + 4, b);
         assert!(f.pending(j), "a join with a stale handle waits for the other input");

@@ -12,6 +12,7 @@ mod fasthash;
 mod port;
 mod resources;
 mod rng;
+mod time;
 mod timeline;
 
 pub use energy::{EnergyAccount, EnergyLedger};
@@ -21,12 +22,10 @@ pub use fasthash::{IntHasher, IntMap};
 pub use port::Port;
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};
 pub use rng::{rng_stream, Rng};
+pub use time::Time;
 pub use timeline::Timeline;
 
-/// Virtual time in nanoseconds since the device was opened.
-pub type Time = u64;
-
 /// Converts nanoseconds to seconds for reports.
-pub fn ns_to_s(t: Time) -> f64 {
-    t as f64 * 1e-9
+pub fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 * 1e-9
 }

@@ -52,9 +52,9 @@ mod tests {
         assert_eq!(port.ns(0), 0);
         assert_eq!(port.ns(3), 3);
         assert_eq!(port.ns(1), 1, "rounded up to whole ns");
-        let a = port.transfer(&mut res, &mut ledger, 0, 1000);
-        let b = port.transfer(&mut res, &mut ledger, 0, 1000);
-        assert_eq!((a, b), (1000, 2000), "one transfer at a time");
+        let a = port.transfer(&mut res, &mut ledger, Time::ZERO, 1000);
+        let b = port.transfer(&mut res, &mut ledger, Time::ZERO, 1000);
+        assert_eq!((a, b), (Time::from_ns(1000), Time::from_ns(2000)), "one transfer at a time");
         assert!((ledger.dynamic_joules()["link"] - 4000e-12).abs() < 1e-18);
     }
 }

@@ -119,7 +119,7 @@ impl Resources {
 
     /// Latest reservation end over all timelines.
     pub fn horizon(&self) -> Time {
-        self.timelines.iter().map(Timeline::horizon).max().unwrap_or(0)
+        self.timelines.iter().map(Timeline::horizon).max().unwrap_or(Time::ZERO)
     }
 
     pub fn reset_stats(&mut self) {
@@ -129,7 +129,7 @@ impl Resources {
     }
 
     /// Busy fraction of each group over a window of `window` ns.
-    pub fn utilisation(&self, window: Time) -> Vec<GroupUtilisation> {
+    pub fn utilisation(&self, window: u64) -> Vec<GroupUtilisation> {
         let w = window.max(1) as f64;
         self.groups
             .iter()
@@ -156,11 +156,11 @@ mod tests {
     fn pool_picks_the_earliest_member() {
         let mut r = Resources::new();
         let cores = r.add_group("core", 2);
-        let (a, s0) = r.reserve_any(cores, 0, 100);
-        let (b, s1) = r.reserve_any(cores, 0, 100);
-        let (_, s2) = r.reserve_any(cores, 0, 100);
+        let (a, s0) = r.reserve_any(cores, Time::ZERO, 100);
+        let (b, s1) = r.reserve_any(cores, Time::ZERO, 100);
+        let (_, s2) = r.reserve_any(cores, Time::ZERO, 100);
         assert_ne!(a, b);
-        assert_eq!((s0, s1, s2), (0, 0, 100));
+        assert_eq!((s0, s1, s2), (Time::ZERO, Time::ZERO, Time::from_ns(100)));
         let u = r.utilisation(200);
         assert_eq!(u[0].name, "core");
         assert!((u[0].mean - 0.75).abs() < 1e-12 && (u[0].max - 1.0).abs() < 1e-12);

@@ -163,7 +163,7 @@ impl Timeline {
 
     /// End of the last reservation (0 if none).
     pub fn horizon(&self) -> Time {
-        self.busy.back().map_or(0, |&(_, e)| e)
+        self.busy.back().map_or(Time::ZERO, |&(_, e)| e)
     }
 
     /// Counts `busy` ns of use and `ops` operations without booking an interval (resources whose state is kept by an
@@ -407,27 +407,27 @@ mod tests {
             let mut now = 0;
             for op in ops {
                 match op {
-                    Op::Find(r, d) => prop_assert_eq!(new.find(now + r, d), old.find(now + r, d)),
-                    Op::Reserve(r, d) => prop_assert_eq!(new.reserve(now + r, d), old.reserve(now + r, d)),
+                    Op::Find(r, d) => prop_assert_eq!(new.find(Time::from_ns(now + r), d), old.find(Time::from_ns(now + r), d)),
+                    Op::Reserve(r, d) => prop_assert_eq!(new.reserve(Time::from_ns(now + r), d), old.reserve(Time::from_ns(now + r), d)),
                     Op::FindCommit(r, d) => {
-                        let s = old.find(now + r, d);
-                        prop_assert_eq!(new.find(now + r, d), s);
+                        let s = old.find(Time::from_ns(now + r), d);
+                        prop_assert_eq!(new.find(Time::from_ns(now + r), d), s);
                         new.commit(s, s + d);
                         old.commit(s, s + d);
                     }
                     Op::CommitIfFree(r, d) => {
                         let (s, e) = (now + r, now + r + d);
-                        prop_assert_eq!(new.is_free(s, e), old.is_free(s, e));
-                        if old.is_free(s, e) {
-                            new.commit(s, e);
-                            old.commit(s, e);
+                        prop_assert_eq!(new.is_free(Time::from_ns(s), Time::from_ns(e)), old.is_free(Time::from_ns(s), Time::from_ns(e)));
+                        if old.is_free(Time::from_ns(s), Time::from_ns(e)) {
+                            new.commit(Time::from_ns(s), Time::from_ns(e));
+                            old.commit(Time::from_ns(s), Time::from_ns(e));
                         }
                     }
-                    Op::IsFree(r, d) => prop_assert_eq!(new.is_free(now + r, now + r + d), old.is_free(now + r, now + r + d)),
+                    Op::IsFree(r, d) => prop_assert_eq!(new.is_free(Time::from_ns(now + r), Time::from_ns(now + r + d)), old.is_free(Time::from_ns(now + r), Time::from_ns(now + r + d))),
                     Op::Prune(dt) => {
                         now += dt;
-                        new.prune(now);
-                        old.prune(now);
+                        new.prune(Time::from_ns(now));
+                        old.prune(Time::from_ns(now));
                     }
                 }
                 new.check_invariants();
@@ -440,23 +440,23 @@ mod tests {
     #[test]
     fn fills_gaps_before_later_bookings() {
         let mut t = Timeline::new();
-        assert_eq!(t.reserve(100, 50), 100); // data phase booked for later
-        assert_eq!(t.reserve(0, 10), 0); // command phase slips in before
-        assert_eq!(t.reserve(0, 95), 150); // does not fit in [10, 100)
-        assert_eq!(t.reserve(10, 90), 10); // fits exactly
+        assert_eq!(t.reserve(Time::from_ns(100), 50), Time::from_ns(100)); // data phase booked for later
+        assert_eq!(t.reserve(Time::ZERO, 10), Time::ZERO); // command phase slips in before
+        assert_eq!(t.reserve(Time::ZERO, 95), Time::from_ns(150)); // does not fit in [10, 100)
+        assert_eq!(t.reserve(Time::from_ns(10), 90), Time::from_ns(10)); // fits exactly
         assert_eq!(t.busy_ns(), 50 + 10 + 95 + 90);
-        assert_eq!(t.horizon(), 245);
-        assert!(!t.is_free(0, 1) && t.is_free(245, 300));
+        assert_eq!(t.horizon(), Time::from_ns(245));
+        assert!(!t.is_free(Time::ZERO, Time::from_ns(1)) && t.is_free(Time::from_ns(245), Time::from_ns(300)));
     }
 
     #[test]
     fn pruning_keeps_future_reservations() {
         let mut t = Timeline::new();
-        t.reserve(0, 10);
-        t.reserve(20, 10);
-        t.prune(15);
-        assert_eq!(t.reserve(15, 5), 15);
-        assert_eq!(t.reserve(15, 10), 30);
+        t.reserve(Time::ZERO, 10);
+        t.reserve(Time::from_ns(20), 10);
+        t.prune(Time::from_ns(15));
+        assert_eq!(t.reserve(Time::from_ns(15), 5), Time::from_ns(15));
+        assert_eq!(t.reserve(Time::from_ns(15), 10), Time::from_ns(30));
     }
 
     proptest! {
@@ -466,18 +466,18 @@ mod tests {
             let mut t = Timeline::new();
             let mut booked: Vec<(u64, u64)> = Vec::new();
             for (ready, dur) in reqs {
-                let s = t.reserve(ready, dur);
-                prop_assert!(s >= ready);
+                let s = t.reserve(Time::from_ns(ready), dur);
+                prop_assert!(s >= Time::from_ns(ready));
                 for &(a, b) in &booked {
-                    prop_assert!(s + dur <= a || s >= b, "overlap [{s},{}) with [{a},{b})", s + dur);
+                    prop_assert!(s + dur <= Time::from_ns(a) || s >= Time::from_ns(b), "overlap [{s},{}) with [{a},{b})", s + dur);
                 }
                 // Earliest: no candidate start in [ready, s) fits (candidates are `ready` and booked ends).
                 let fits = |c: u64| booked.iter().all(|&(a, b)| c + dur <= a || c >= b);
                 let earlier = std::iter::once(ready).chain(booked.iter().map(|&(_, b)| b));
-                for c in earlier.filter(|&c| c >= ready && c < s) {
+                for c in earlier.filter(|&c| c >= ready && c < s.as_ns()) {
                     prop_assert!(!fits(c), "could have started at {c}, started at {s}");
                 }
-                booked.push((s, s + dur));
+                booked.push((s.as_ns(), (s + dur).as_ns()));
             }
             prop_assert_eq!(t.busy_ns(), booked.iter().map(|&(a, b)| b - a).sum::<u64>());
         }
@@ -487,9 +487,9 @@ mod tests {
         fn reserve_equals_find_then_commit(reqs in prop::collection::vec((0u64..400, 0u64..60), 1..80)) {
             let (mut a, mut b) = (Timeline::new(), Timeline::new());
             for (ready, dur) in reqs {
-                let s = b.find(ready, dur);
+                let s = b.find(Time::from_ns(ready), dur);
                 b.commit(s, s + dur);
-                prop_assert_eq!(a.reserve(ready, dur), s);
+                prop_assert_eq!(a.reserve(Time::from_ns(ready), dur), s);
                 prop_assert_eq!(a.intervals(), b.intervals());
             }
             prop_assert_eq!((a.busy_ns(), a.ops()), (b.busy_ns(), b.ops()));

@@ -159,6 +159,7 @@ impl Ftl {
 mod tests {
     use super::*;
     use crate::config::{load_preset, DeviceConfig};
+    use crate::engine::Time;
     use crate::ftl::Untimed;
     use crate::image::Image;
 
@@ -207,10 +208,10 @@ mod tests {
         let n = f.logical_sectors() as u32;
         for round in 0..2 {
             for l in 0..n {
-                f.write((l * 7 + round) % n, None, 0, &mut Untimed).unwrap();
+                f.write((l * 7 + round) % n, None, Time::ZERO, &mut Untimed).unwrap();
             }
         }
-        f.flush(0, &mut Untimed);
+        f.flush(Time::ZERO, &mut Untimed);
         assert!(f.stats.gc_runs > 0);
         for l in 0..n {
             if let crate::ftl::Location::Flash(psa) = f.locate(l) {

@@ -7,7 +7,7 @@
 
 use super::oob::OobMut;
 use super::{BlockState, Frontier, Ftl, Untimed, MAX_SPP};
-use crate::engine::rng_stream;
+use crate::engine::{rng_stream, At};
 use crate::error::{Result, SimError};
 use rand::Rng as _;
 
@@ -57,9 +57,9 @@ impl Ftl {
             let mut sink = Untimed;
             for _ in 0..writes {
                 let lpn = rng.gen_range(0..filled) as u32;
-                self.write(lpn, None, 0, &mut sink)?;
+                self.write(lpn, None, At::ZERO, &mut sink)?;
             }
-            self.flush(0, &mut sink);
+            self.flush(At::ZERO, &mut sink);
         }
         Ok(())
     }

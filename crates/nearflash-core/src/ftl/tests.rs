@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::{load_preset, DeviceConfig};
+use crate::engine::Time;
 use crate::image::Image;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -99,7 +100,7 @@ proptest! {
             match op {
                 Op::Write(l) => {
                     version += 1;
-                    ftl.write(l, Some(&sector(&cfg, l, version)), 0, &mut Untimed).unwrap();
+                    ftl.write(l, Some(&sector(&cfg, l, version)), Time::ZERO, &mut Untimed).unwrap();
                     model.insert(l, version);
                 }
                 Op::Trim(l, n) => {
@@ -107,10 +108,10 @@ proptest! {
                     ftl.trim(l, n).unwrap();
                     for x in l..l + n { model.remove(&x); }
                 }
-                Op::Flush => { ftl.flush(0, &mut Untimed); }
+                Op::Flush => { ftl.flush(Time::ZERO, &mut Untimed); }
                 Op::Read(l) => {
                     if allocate {
-                        ftl.allocate_for_read(l, 0, &mut Untimed).unwrap();
+                        ftl.allocate_for_read(l, Time::ZERO, &mut Untimed).unwrap();
                     }
                     let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
                     prop_assert_eq!(read(&ftl, l), want, "read of lpn {}", l);
@@ -121,7 +122,7 @@ proptest! {
             let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
             prop_assert_eq!(read(&ftl, l), want, "lpn {}", l);
         }
-        ftl.flush(0, &mut Untimed);
+        ftl.flush(Time::ZERO, &mut Untimed);
         ftl.check_consistency().unwrap();
         prop_assert!(writes < 3072 || ftl.stats.gc_runs > 0, "GC must have run after {} writes", writes);
         if copyback && ftl.stats.gc_sectors_moved > 0 {
@@ -139,12 +140,12 @@ fn gc_at_full_occupancy_reaches_steady_state() {
         let mut rng = crate::engine::rng_stream(3, "test");
         use rand::Rng as _;
         for l in 0..n {
-            ftl.write(l, None, 0, &mut Untimed).unwrap();
+            ftl.write(l, None, Time::ZERO, &mut Untimed).unwrap();
         }
         for _ in 0..(n as usize * 6) {
-            ftl.write(rng.gen_range(0..n), None, 0, &mut Untimed).unwrap();
+            ftl.write(rng.gen_range(0..n), None, Time::ZERO, &mut Untimed).unwrap();
         }
-        ftl.flush(0, &mut Untimed);
+        ftl.flush(Time::ZERO, &mut Untimed);
         ftl.check_consistency().unwrap();
         assert!(ftl.stats.gc_runs > 0, "{pacing}");
         assert!(ftl.waf() > 1.0, "{pacing}: WAF {}", ftl.waf());
@@ -166,7 +167,7 @@ fn incremental_gc_keeps_pace_with_host_writes() {
         let (runs, stalls) = (ftl.stats.gc_runs, ftl.stats.gc_stalls);
         let mut cursor_seen = 0;
         for _ in 0..(n as usize * 3) {
-            ftl.write(rng.gen_range(0..n * 9 / 10), None, 0, &mut Untimed).unwrap();
+            ftl.write(rng.gen_range(0..n * 9 / 10), None, Time::ZERO, &mut Untimed).unwrap();
             cursor_seen += ftl.gc_cursor.iter().filter(|c| c.is_some()).count();
         }
         ftl.check_consistency().unwrap();
@@ -191,7 +192,7 @@ fn victim_policies_order_write_amplification_as_expected() {
         let mut rng = crate::engine::rng_stream(6, "test");
         use rand::Rng as _;
         for _ in 0..(n as usize * 4) {
-            ftl.write(rng.gen_range(0..n), None, 0, &mut Untimed).unwrap();
+            ftl.write(rng.gen_range(0..n), None, Time::ZERO, &mut Untimed).unwrap();
         }
         ftl.check_consistency().unwrap();
         let programmed = (ftl.stats.pages_programmed - written.pages_programmed) * u64::from(ftl.sectors_per_page());
@@ -229,14 +230,14 @@ fn precondition_fills_fast_and_consistently() {
 fn injected_errors_follow_the_sector_through_gc() {
     let cfg = small_config(&[]);
     let mut ftl = memory_ftl(&cfg);
-    ftl.write(7, Some(&sector(&cfg, 7, 1)), 0, &mut Untimed).unwrap();
+    ftl.write(7, Some(&sector(&cfg, 7, 1)), Time::ZERO, &mut Untimed).unwrap();
     assert!(ftl.inject_errors(7, 10).is_err(), "buffered sectors are refused");
-    ftl.flush(0, &mut Untimed);
+    ftl.flush(Time::ZERO, &mut Untimed);
     ftl.inject_errors(7, 1000).unwrap();
     let Location::Flash(psa) = ftl.locate(7) else { panic!() };
     assert_eq!(ftl.injected_errors(psa), 1000);
-    ftl.write(7, Some(&sector(&cfg, 7, 2)), 0, &mut Untimed).unwrap();
-    ftl.flush(0, &mut Untimed);
+    ftl.write(7, Some(&sector(&cfg, 7, 2)), Time::ZERO, &mut Untimed).unwrap();
+    ftl.flush(Time::ZERO, &mut Untimed);
     let Location::Flash(p2) = ftl.locate(7) else { panic!() };
     assert_eq!(ftl.injected_errors(p2), 0, "a rewrite has no errors");
 }
@@ -247,14 +248,14 @@ fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
     let mut ftl = memory_ftl(&cfg);
     let tag = |l: u32| [l as u8 ^ 0x5A; SPARE_BYTES];
     assert_eq!(ftl.set_spare_of(3, &tag(3)), None, "unmapped");
-    ftl.write(3, Some(&sector(&cfg, 3, 1)), 0, &mut Untimed).unwrap();
+    ftl.write(3, Some(&sector(&cfg, 3, 1)), Time::ZERO, &mut Untimed).unwrap();
     let (_, programmed) = ftl.set_spare_of(3, &tag(3)).unwrap();
     assert!(!programmed, "still in an open page");
     assert_eq!(ftl.spare_of(3), tag(3));
-    ftl.flush(0, &mut Untimed);
+    ftl.flush(Time::ZERO, &mut Untimed);
     assert_eq!(ftl.spare_of(3), tag(3), "programmed with the page");
-    ftl.write(4, Some(&sector(&cfg, 4, 1)), 0, &mut Untimed).unwrap();
-    ftl.flush(0, &mut Untimed);
+    ftl.write(4, Some(&sector(&cfg, 4, 1)), Time::ZERO, &mut Untimed).unwrap();
+    ftl.flush(Time::ZERO, &mut Untimed);
     let (psa, programmed) = ftl.set_spare_of(4, &tag(4)).unwrap();
     assert!(programmed && ftl.locate(4) == Location::Flash(psa));
     assert_eq!(ftl.spare_of(4), tag(4));
@@ -265,9 +266,9 @@ fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
     for round in 0..20 * n {
         x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
         let l = 5 + (x >> 8) % (n - 5);
-        ftl.write(l, Some(&sector(&cfg, l, round)), 0, &mut Untimed).unwrap();
+        ftl.write(l, Some(&sector(&cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
     }
-    ftl.flush(0, &mut Untimed);
+    ftl.flush(Time::ZERO, &mut Untimed);
     assert_ne!(ftl.locate(4), Location::Flash(psa), "GC moved it");
     assert_eq!((ftl.spare_of(3), ftl.spare_of(4)), (tag(3), tag(4)));
 }
@@ -285,7 +286,7 @@ fn recovery_after_crash_restores_flushed_state() {
         for round in 0..3u32 {
             for i in 0..n {
                 let l = (i * 7 + round) % n;
-                ftl.write(l, Some(&sector(&cfg, l, round + 1)), 0, &mut Untimed).unwrap();
+                ftl.write(l, Some(&sector(&cfg, l, round + 1)), Time::ZERO, &mut Untimed).unwrap();
                 model.insert(l, round + 1);
             }
             if round == 0 {
@@ -296,9 +297,9 @@ fn recovery_after_crash_restores_flushed_state() {
         for l in 10..15 {
             model.remove(&l);
         }
-        ftl.flush(0, &mut Untimed);
+        ftl.flush(Time::ZERO, &mut Untimed);
         // Unflushed writes after the flush may or may not survive; they must not corrupt anything else.
-        ftl.write(200, Some(&sector(&cfg, 200, 99)), 0, &mut Untimed).unwrap();
+        ftl.write(200, Some(&sector(&cfg, 200, 99)), Time::ZERO, &mut Untimed).unwrap();
         // Crash: no close, no checkpoint; the mmaps are simply dropped.
     }
     let (_img, _tree, store, opened) = Image::open(dir.path(), Default::default()).unwrap();
@@ -325,9 +326,9 @@ fn crashed_image(cfg: &DeviceConfig) -> tempfile::TempDir {
     let mut ftl = Ftl::new(cfg, store).unwrap();
     img.checkpoint(&mut ftl).unwrap();
     for l in 0..300u32 {
-        ftl.write(l, Some(&sector(cfg, l, 1)), 0, &mut Untimed).unwrap();
+        ftl.write(l, Some(&sector(cfg, l, 1)), Time::ZERO, &mut Untimed).unwrap();
     }
-    ftl.flush(0, &mut Untimed);
+    ftl.flush(Time::ZERO, &mut Untimed);
     dir
 }
 
@@ -407,28 +408,28 @@ fn a_read_of_a_never_written_sector_maps_its_group_to_the_frontiers_next_page() 
     };
     let a = 5 * spp + 1;
     let b = (5 + planes) * spp + 3; // the same plane, the next group there
-    let pa = flash(ftl.allocate_for_read(a, 0, &mut Untimed).unwrap());
+    let pa = flash(ftl.allocate_for_read(a, Time::ZERO, &mut Untimed).unwrap());
     assert_eq!(pa % u64::from(spp), 1, "slot = the sector's offset in its group");
     for s in 0..spp {
         assert_eq!(ftl.locate(5 * spp + s), Location::Flash(pa - 1 + u64::from(s)), "the whole group is mapped");
     }
-    let pb = flash(ftl.allocate_for_read(b, 0, &mut Untimed).unwrap());
+    let pb = flash(ftl.allocate_for_read(b, Time::ZERO, &mut Untimed).unwrap());
     let (page_a, page_b) = (pa / u64::from(spp), pb / u64::from(spp));
     assert_eq!(page_b, page_a + 1, "the plane's next page, in the order of the reads");
     let ppb = u64::from(ftl.geo.pages_per_block);
     assert_ne!(ftl.geo.page_type((page_a % ppb) as u32), ftl.geo.page_type((page_b % ppb) as u32), "LSB then MSB");
-    assert_eq!(ftl.allocate_for_read(a + 1, 0, &mut Untimed).unwrap(), Location::Flash(pa + 1), "already mapped");
+    assert_eq!(ftl.allocate_for_read(a + 1, Time::ZERO, &mut Untimed).unwrap(), Location::Flash(pa + 1), "already mapped");
     assert_eq!((ftl.stats.read_allocated_pages, ftl.stats.pages_programmed, ftl.waf()), (2, 0, 0.0));
     assert_eq!(read(&ftl, a), vec![0; cfg.ftl.sector_size.0 as usize]);
     assert!(ftl.oob(page_a).is_programmed() && !ftl.oob(page_a).present(1), "recorded, no data stored");
     ftl.check_consistency().unwrap();
     // A write replaces an allocated sector like any other; the rest of its group stays where it was.
-    ftl.write(a, Some(&sector(&cfg, a, 1)), 0, &mut Untimed).unwrap();
-    ftl.flush(0, &mut Untimed);
+    ftl.write(a, Some(&sector(&cfg, a, 1)), Time::ZERO, &mut Untimed).unwrap();
+    ftl.flush(Time::ZERO, &mut Untimed);
     assert_eq!(read(&ftl, a), sector(&cfg, a, 1));
     assert_eq!(ftl.locate(a + 1), Location::Flash(pa + 1));
     ftl.check_consistency().unwrap();
-    assert!(matches!(ftl.allocate_for_read(ftl.logical_sectors() as u32, 0, &mut Untimed), Err(SimError::InvalidArgument(_))));
+    assert!(matches!(ftl.allocate_for_read(ftl.logical_sectors() as u32, Time::ZERO, &mut Untimed), Err(SimError::InvalidArgument(_))));
 }
 
 /// While the plane's open page holds buffered writes the read is served as zeroes without a page (programming the
@@ -439,16 +440,16 @@ fn no_page_is_allocated_while_the_planes_open_page_holds_buffered_writes() {
     let mut ftl = memory_ftl(&cfg);
     let (spp, planes) = (ftl.spp, ftl.geo.planes());
     let w = 2 * spp;
-    ftl.write(w, Some(&sector(&cfg, w, 1)), 0, &mut Untimed).unwrap();
+    ftl.write(w, Some(&sector(&cfg, w, 1)), Time::ZERO, &mut Untimed).unwrap();
     let (seq, unread) = (ftl.seq(), (2 + planes) * spp);
-    assert_eq!(ftl.allocate_for_read(unread, 0, &mut Untimed).unwrap(), Location::Unmapped);
-    assert!(matches!(ftl.allocate_for_read(w, 0, &mut Untimed).unwrap(), Location::Buffered(_)));
-    assert!(matches!(ftl.allocate_for_read(w + 1, 0, &mut Untimed).unwrap(), Location::Unmapped));
+    assert_eq!(ftl.allocate_for_read(unread, Time::ZERO, &mut Untimed).unwrap(), Location::Unmapped);
+    assert!(matches!(ftl.allocate_for_read(w, Time::ZERO, &mut Untimed).unwrap(), Location::Buffered(_)));
+    assert!(matches!(ftl.allocate_for_read(w + 1, Time::ZERO, &mut Untimed).unwrap(), Location::Unmapped));
     assert_eq!((ftl.seq(), ftl.stats.read_allocated_pages), (seq, 0));
     // Another plane's frontier is at a page boundary: its reads allocate.
-    assert!(matches!(ftl.allocate_for_read(3 * spp, 0, &mut Untimed).unwrap(), Location::Flash(_)));
-    ftl.flush(0, &mut Untimed);
-    assert!(matches!(ftl.allocate_for_read(unread, 0, &mut Untimed).unwrap(), Location::Flash(_)), "after the flush");
+    assert!(matches!(ftl.allocate_for_read(3 * spp, Time::ZERO, &mut Untimed).unwrap(), Location::Flash(_)));
+    ftl.flush(Time::ZERO, &mut Untimed);
+    assert!(matches!(ftl.allocate_for_read(unread, Time::ZERO, &mut Untimed).unwrap(), Location::Flash(_)), "after the flush");
     ftl.check_consistency().unwrap();
 }
 
@@ -472,18 +473,18 @@ fn allocated_pages_survive_gc_and_recovery() {
         let mut order: Vec<u32> = (0..n).collect();
         rand::seq::SliceRandom::shuffle(&mut order[..], &mut rng);
         for &l in &order {
-            ftl.allocate_for_read(l, 0, &mut Untimed).unwrap();
+            ftl.allocate_for_read(l, Time::ZERO, &mut Untimed).unwrap();
         }
         assert_eq!(ftl.stats.read_allocated_pages, u64::from(n / ftl.spp), "one page per group");
         img.checkpoint(&mut ftl).unwrap();
         for v in 1..=(2 * n) {
             let l = rng.gen_range(0..n);
-            ftl.write(l, Some(&sector(&cfg, l, v)), 0, &mut Untimed).unwrap();
+            ftl.write(l, Some(&sector(&cfg, l, v)), Time::ZERO, &mut Untimed).unwrap();
             model.insert(l, v);
             let r = rng.gen_range(0..n);
-            ftl.allocate_for_read(r, 0, &mut Untimed).unwrap();
+            ftl.allocate_for_read(r, Time::ZERO, &mut Untimed).unwrap();
         }
-        ftl.flush(0, &mut Untimed);
+        ftl.flush(Time::ZERO, &mut Untimed);
         assert!(ftl.stats.gc_runs > 0 && ftl.stats.gc_sectors_moved > 0, "{:?}", ftl.stats);
         ftl.check_consistency().unwrap();
         placed = (0..n).map(|l| ftl.locate(l)).collect();

@@ -209,8 +209,8 @@ enum Phase {
 struct Suspended {
     kind: CmdKind,
     txn: u32,
-    /// Time the operation still needs when it resumes.
-    left: Time,
+    /// Time (ns) the operation still needs when it resumes.
+    left: u64,
     /// When the suspend command was sent.
     since: Time,
     /// Its suspensions so far (this one included).
@@ -233,8 +233,8 @@ struct Die {
     cache_from: Time,
     /// End of the current timed phase.
     end: Time,
-    /// A resuming operation's time left.
-    left: Time,
+    /// A resuming operation's time left (ns).
+    left: u64,
     busy_from: Time,
     suspended: Option<Suspended>,
     /// Suspensions of the program or erase in progress (or suspended).
@@ -253,10 +253,10 @@ impl Die {
             pages: Vec::new(),
             hold_left: 0,
             cache_left: 0,
-            cache_from: 0,
-            end: 0,
+            cache_from: Time::ZERO,
+            end: Time::ZERO,
             left: 0,
-            busy_from: 0,
+            busy_from: Time::ZERO,
             suspended: None,
             suspensions: 0,
         }
@@ -349,10 +349,10 @@ impl NandArray {
 
     /// The program or erase the die is working on (not suspended, past its data-in): (kind, time left at `now`,
     /// suspensions so far).
-    pub fn working(&self, die: u32, now: Time) -> Option<(CmdKind, Time, u32)> {
+    pub fn working(&self, die: u32, now: Time) -> Option<(CmdKind, u64, u32)> {
         let d = &self.dies[die as usize];
         (d.phase == Phase::Work && matches!(d.kind, CmdKind::Program | CmdKind::Erase))
-            .then(|| (d.kind, d.end.saturating_sub(now), d.suspensions))
+            .then(|| (d.kind, d.end.saturating_since(now), d.suspensions))
     }
 
     /// Issues `cmd` to its die, which must be idle; its phases follow as events.
@@ -414,18 +414,18 @@ impl NandArray {
 
     /// Suspends the die's program or erase (`working` says it has one): it stops `t_suspend` from now, keeping its
     /// progress, and the die reports `Suspended` then.
-    pub fn suspend(&mut self, die: u32, now: Time, t_suspend: Time, ev: &mut impl Schedule<NandEv>) {
+    pub fn suspend(&mut self, die: u32, now: Time, t_suspend: u64, ev: &mut impl Schedule<NandEv>) {
         let d = &mut self.dies[die as usize];
         debug_assert!(d.phase == Phase::Work && d.suspended.is_none(), "die {die} has nothing to suspend");
         let txn = d.pages[0].0;
         d.suspensions += 1;
-        d.suspended = Some(Suspended { kind: d.kind, txn, left: d.end.saturating_sub(now + t_suspend), since: now, count: d.suspensions });
+        d.suspended = Some(Suspended { kind: d.kind, txn, left: d.end.saturating_since(now + t_suspend), since: now, count: d.suspensions });
         self.timed(die, Phase::Suspending, now + t_suspend, ev);
     }
 
     /// Resumes the die's suspended operation (the die must be idle): `t_resume`, then the time it had left.
     /// Returns how long it was suspended (from the suspend command to the end of the resume).
-    pub fn resume(&mut self, die: u32, now: Time, t_resume: Time, ev: &mut impl Schedule<NandEv>) -> Time {
+    pub fn resume(&mut self, die: u32, now: Time, t_resume: u64, ev: &mut impl Schedule<NandEv>) -> u64 {
         let d = &mut self.dies[die as usize];
         debug_assert_eq!(d.phase, Phase::Idle);
         let s = d.suspended.take().expect("a suspended operation to resume");

@@ -179,7 +179,7 @@ impl Fetcher {
         Fetcher {
             arbiter: Arbiter::new(mechanism, burst),
             unlimited: window == 0,
-            free_at: (0..window).map(|_| Reverse(0)).collect(),
+            free_at: (0..window).map(|_| Reverse(Time::ZERO)).collect(),
         }
     }
 
@@ -241,24 +241,24 @@ mod tests {
         for (q, p) in [(1, Priority::Low), (2, Priority::Urgent), (3, Priority::High)] {
             f.add_queue(q, p);
         }
-        assert_eq!(f.request(1, 10, 100), Some(100), "a free slot: fetched when asked");
-        assert_eq!(f.request(1, 11, 120), Some(120));
-        assert_eq!(f.request(1, 12, 130), None, "both slots taken");
-        assert_eq!(f.request(3, 30, 140), None);
-        assert_eq!(f.request(2, 20, 150), None);
+        assert_eq!(f.request(1, 10, Time::from_ns(100)), Some(Time::from_ns(100)), "a free slot: fetched when asked");
+        assert_eq!(f.request(1, 11, Time::from_ns(120)), Some(Time::from_ns(120)));
+        assert_eq!(f.request(1, 12, Time::from_ns(130)), None, "both slots taken");
+        assert_eq!(f.request(3, 30, Time::from_ns(140)), None);
+        assert_eq!(f.request(2, 20, Time::from_ns(150)), None);
         assert_eq!(f.waiting(), 3);
-        assert_eq!(f.release(500), Some(20), "urgent first");
-        assert_eq!(f.release(600), Some(30), "then high before low");
-        assert_eq!(f.release(700), Some(12));
-        assert_eq!(f.release(800), None, "nothing waits: the slot is free from 800");
-        assert_eq!(f.request(3, 31, 750), Some(800), "a slot freed at 800 serves a command asking at 750 from then");
+        assert_eq!(f.release(Time::from_ns(500)), Some(20), "urgent first");
+        assert_eq!(f.release(Time::from_ns(600)), Some(30), "then high before low");
+        assert_eq!(f.release(Time::from_ns(700)), Some(12));
+        assert_eq!(f.release(Time::from_ns(800)), None, "nothing waits: the slot is free from 800");
+        assert_eq!(f.request(3, 31, Time::from_ns(750)), Some(Time::from_ns(800)), "a slot freed at 800 serves a command asking at 750 from then");
         let mut open = Fetcher::new(Mechanism::RoundRobin, 1, 0);
         let mut tree = crate::config::load_preset("cosmos-plus").unwrap();
         assert_eq!(Mechanism::of(&DeviceConfig::from_tree(&tree).unwrap()), Mechanism::RoundRobin, "the presets' default");
         tree.set("nvme.arbitration", "weighted").unwrap();
         assert_eq!(Mechanism::of(&DeviceConfig::from_tree(&tree).unwrap()), Mechanism::Weighted([4, 2, 1]));
-        assert!((0..1000).all(|i| open.request(1, i, u64::from(i)) == Some(u64::from(i))), "no limit");
-        assert_eq!(open.release(5), None);
+        assert!((0..1000).all(|i| open.request(1, i, Time::from_ns(u64::from(i))) == Some(Time::from_ns(u64::from(i)))), "no limit");
+        assert_eq!(open.release(Time::from_ns(5)), None);
     }
 
     fn drain(a: &mut Arbiter) -> Vec<u16> {

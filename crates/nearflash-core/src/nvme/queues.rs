@@ -214,13 +214,13 @@ mod tests {
         }
         let full = q.take_slot(1).unwrap_err().to_string();
         assert!(full.contains("3 commands outstanding, the most its 4 entries hold"), "depth 4 holds 3: {full}");
-        q.post(1, 300, 1, Status::SUCCESS, 0, 0);
-        q.post(1, 100, 2, Status::LBA_OUT_OF_RANGE, 0, 0);
-        q.post(1, 100, 3, Status::SUCCESS, 0, 0);
-        assert!(q.reap(1, 50).is_none());
-        let a = q.reap(1, 1000).unwrap();
-        let b = q.reap(1, 1000).unwrap();
-        let c = q.reap(1, 1000).unwrap();
+        q.post(1, Time::from_ns(300), 1, Status::SUCCESS, 0, 0);
+        q.post(1, Time::from_ns(100), 2, Status::LBA_OUT_OF_RANGE, 0, 0);
+        q.post(1, Time::from_ns(100), 3, Status::SUCCESS, 0, 0);
+        assert!(q.reap(1, Time::from_ns(50)).is_none());
+        let a = q.reap(1, Time::from_ns(1000)).unwrap();
+        let b = q.reap(1, Time::from_ns(1000)).unwrap();
+        let c = q.reap(1, Time::from_ns(1000)).unwrap();
         assert_eq!((a.cqe.cid, b.cqe.cid, c.cqe.cid), (2, 3, 1));
         assert_eq!(a.cqe.status(), Status::LBA_OUT_OF_RANGE);
         assert_eq!(a.cqe.status & 1, 1, "phase tag of the first lap");

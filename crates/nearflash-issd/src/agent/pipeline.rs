@@ -272,7 +272,7 @@ fn map_on_fmc(ctx: &mut ExecCtx<'_>, jc: &JobContext<'_>, channel: u32, ready: T
     let b = bytes as f64;
     match (jc.job.accelerate, jc.units.sp) {
         (true, Some(sp)) => {
-            let began = done.saturating_sub(jc.units.fmc.cycles_ns(cycles));
+            let began = done.saturating_sub_ns(jc.units.fmc.cycles_ns(cycles));
             ctx.compute(began, sp, channel, cycles);
             let s = jc.costs.stream;
             let pj = s.alu * p.e_stream_alu + s.mul * p.e_stream_mul + s.reg * p.e_stream_reg + s.sram * p.e_stream_sram;
@@ -299,7 +299,7 @@ fn stream_schedule(produced: &mut [(Time, u64)], total: u64, flush: u64) -> Vec<
         }
     }
     if out.is_empty() {
-        out.push((0, total));
+        out.push((Time::ZERO, total));
     }
     out
 }
@@ -310,13 +310,13 @@ mod tests {
 
     #[test]
     fn stream_schedule_flushes_in_batches_and_sums_to_the_result() {
-        let mut p: Vec<(Time, u64)> = (0..10).map(|i| (100 * (10 - i), 10)).collect();
+        let mut p: Vec<(Time, u64)> = (0..10).map(|i| (Time::from_ns(100 * (10 - i)), 10)).collect();
         let s = stream_schedule(&mut p, 1000, 300);
         assert_eq!(s.iter().map(|x| x.1).sum::<u64>(), 1000);
         assert!(s.windows(2).all(|w| w[0].0 <= w[1].0));
         assert!(s[..s.len() - 1].iter().all(|x| x.1 >= 300));
-        assert_eq!(s.last().unwrap().0, 1000);
-        assert_eq!(stream_schedule(&mut [], 7, 10), vec![(0, 7)]);
+        assert_eq!(s.last().unwrap().0, Time::from_ns(1000));
+        assert_eq!(stream_schedule(&mut [], 7, 10), vec![(Time::ZERO, 7)]);
     }
 }
 

@@ -101,7 +101,7 @@ impl Balancer {
         }
         let chunk = (self.host_chunk().min(work.pages()) * self.page_bytes) as f64;
         let rest = (work.pages() * self.page_bytes) as f64;
-        let t = now as f64;
+        let t = now.as_ns() as f64;
         let host_end = t + (host.unfinished_bytes(now) as f64 + chunk) / host_rate;
         let dev_with = t + (dev_outstanding as f64 + rest - chunk) / dev_rate;
         let dev_alone = t + (dev_outstanding as f64 + rest) / dev_rate;

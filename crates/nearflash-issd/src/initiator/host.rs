@@ -80,7 +80,7 @@ impl<'k> HostSide<'k> {
     pub(super) fn take(&mut self, chunk: Vec<Piece>, lba_bytes: u64) {
         let id = self.chunks.len();
         let bytes: u64 = chunk.iter().map(|p| u64::from(p.nlb) * lba_bytes).sum();
-        self.chunks.push(HostChunk { bytes, reads_left: chunk.len() as u32, cycles_left: bytes as f64 * self.cpb, cpu_done: 0 });
+        self.chunks.push(HostChunk { bytes, reads_left: chunk.len() as u32, cycles_left: bytes as f64 * self.cpb, cpu_done: Time::ZERO });
         self.pending.extend(chunk.into_iter().map(|p| (p, id)));
     }
 
@@ -119,7 +119,7 @@ impl<'k> HostSide<'k> {
             return Some(c.cpu_done);
         }
         let ahead: f64 = self.backlog.iter().filter(|p| p.chunk <= id).map(|p| p.cycles).sum();
-        Some(self.cpu_done.max(now) + (ahead * self.ns_per_cycle()) as Time)
+        Some(self.cpu_done.max(now) + (ahead * self.ns_per_cycle()) as u64)
     }
 
     /// When the host wants another chunk: now while it holds less than [`HOST_LOOKAHEAD_NS`] of work at its
@@ -168,7 +168,7 @@ impl<'k> HostSide<'k> {
         let mut host = ini.dev.host();
         while let Some(p) = self.backlog.front_mut() {
             let cycles = p.cycles.min(slice_cycles);
-            let dur = (cycles / self.hz * 1e9).ceil() as Time;
+            let dur = (cycles / self.hz * 1e9).ceil() as u64;
             let ready = p.ready.max(now);
             if host.earliest_core_start(ready, dur) >= until {
                 break;

@@ -24,6 +24,7 @@
 //! on the flash array (and with the instructions that follow them).
 
 use super::vm::Fault;
+use nearflash_core::ext::Time;
 
 /// Helper ids, as the program calls them.
 pub const NF_READ: u32 = 1;
@@ -61,10 +62,10 @@ pub trait FlashIo {
 pub trait ReadPath {
     fn lba_bytes(&self) -> u64;
     /// Runs `instructions` of the program from `ready`; returns when they are done.
-    fn compute(&mut self, ready: u64, instructions: u64) -> u64;
+    fn compute(&mut self, ready: Time, instructions: u64) -> Time;
     /// Reads `nlb` blocks from `slba` into `out` from `ready`: when they are in the program's memory, and the
     /// read retries spent (`None`: a page the ECC could not correct; its bytes are zeroes).
-    fn read(&mut self, ready: u64, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(u64, Option<u32>), Fault>;
+    fn read(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(Time, Option<u32>), Fault>;
 }
 
 /// Limits of one run's reads.
@@ -91,20 +92,20 @@ pub struct Reads<P> {
     pub path: P,
     limits: ReadLimits,
     /// When the program may go on, and the instructions charged up to then.
-    now: u64,
+    now: Time,
     charged: u64,
     /// (tag, when its data is there, result)
-    in_flight: Vec<(u64, u64, i64)>,
+    in_flight: Vec<(u64, Time, i64)>,
     next_tag: u64,
     /// The latest end of any read (the run is over only after every read it issued).
-    last_read: u64,
+    last_read: Time,
     buf: Vec<u8>,
     pub stats: ReadStats,
 }
 
 impl<P: ReadPath> Reads<P> {
     /// A run that starts at `start`.
-    pub fn new(path: P, limits: ReadLimits, start: u64) -> Reads<P> {
+    pub fn new(path: P, limits: ReadLimits, start: Time) -> Reads<P> {
         Reads { path, limits, now: start, charged: 0, in_flight: Vec::new(), next_tag: 0, last_read: start, buf: Vec::new(), stats: ReadStats::default() }
     }
 
@@ -117,13 +118,13 @@ impl<P: ReadPath> Reads<P> {
     }
 
     /// The run ended after `executed` instructions: when its last instruction and every read it issued are done.
-    pub fn finish(&mut self, executed: u64) -> u64 {
+    pub fn finish(&mut self, executed: u64) -> Time {
         self.run_until(executed);
         self.now.max(self.last_read)
     }
 
     /// Checks a read and brings its bytes into `dst`; (when they are there, the helper's result).
-    fn issue(&mut self, lba: u64, offset: u64, dst: &mut [u8]) -> Result<(u64, i64), Fault> {
+    fn issue(&mut self, lba: u64, offset: u64, dst: &mut [u8]) -> Result<(Time, i64), Fault> {
         let len = dst.len() as u64;
         if len == 0 || len > self.limits.max_bytes {
             return Ok((self.now, NF_EINVAL));
@@ -210,10 +211,10 @@ mod tests {
         fn lba_bytes(&self) -> u64 {
             512
         }
-        fn compute(&mut self, ready: u64, instructions: u64) -> u64 {
+        fn compute(&mut self, ready: Time, instructions: u64) -> Time {
             ready + instructions
         }
-        fn read(&mut self, ready: u64, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(u64, Option<u32>), Fault> {
+        fn read(&mut self, ready: Time, slba: u64, nlb: u32, out: &mut [u8]) -> Result<(Time, Option<u32>), Fault> {
             for (i, b) in out.chunks_mut(512).enumerate() {
                 b.fill((slba + i as u64) as u8);
             }
@@ -226,7 +227,7 @@ mod tests {
     }
 
     fn reads(budget: u64) -> Reads<Fake> {
-        Reads::new(Fake, ReadLimits { extents: vec![(4, 8), (100, 1)], budget, max_bytes: 4096 }, 1000)
+        Reads::new(Fake, ReadLimits { extents: vec![(4, 8), (100, 1)], budget, max_bytes: 4096 }, Time::from_ns(1000))
     }
 
     #[test]
@@ -236,7 +237,7 @@ mod tests {
         assert_eq!(r.call(10, Call::Read { lba: 4, offset: 500 }, &mut dst), Ok(0));
         let block = |r: std::ops::Range<usize>, v: u8| dst[r].iter().all(|&b| b == v);
         assert!(block(0..12, 4) && block(12..524, 5) && block(524..600, 6), "bytes 500..1100 of blocks 4-6");
-        assert_eq!(r.finish(15), 1000 + 10 + 100 + 5, "instructions, then the read, then the rest");
+        assert_eq!(r.finish(15), Time::from_ns(1000 + 10 + 100 + 5), "instructions, then the read, then the rest");
         assert_eq!(r.stats, ReadStats { reads: 1, bytes: 600, failed: 0 });
     }
 
@@ -248,7 +249,7 @@ mod tests {
         assert_eq!(r.call(0, Call::Start { lba: 7, offset: 0 }, &mut b), Ok(1));
         assert_eq!(r.call(0, Call::Wait { tag: NF_WAIT_ALL }, &mut []), Ok(1), "one of the two failed");
         assert_eq!((a, b), ([5; 8], [0; 8]));
-        assert_eq!(r.finish(0), 1100, "both reads in the same 100 ns");
+        assert_eq!(r.finish(0), Time::from_ns(1100), "both reads in the same 100 ns");
         assert_eq!(r.call(0, Call::Read { lba: 7, offset: 8 }, &mut a), Ok(NF_EIO));
         assert_eq!(r.call(0, Call::Wait { tag: 9 }, &mut []), Ok(NF_EINVAL), "no such read");
         assert_eq!(r.call(0, Call::Read { lba: 5, offset: 0 }, &mut []), Ok(NF_EINVAL), "empty");

@@ -312,6 +312,7 @@ mod tests {
     use super::super::elf::{load, minimal_object};
     use super::super::reads::{ReadLimits, ReadPath, Reads};
     use super::*;
+    use nearflash_core::ext::Time;
 
     fn insn(opc: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
         let mut b = [opc, dst | (src << 4), 0, 0, 0, 0, 0, 0];
@@ -327,10 +328,10 @@ mod tests {
         fn lba_bytes(&self) -> u64 {
             64
         }
-        fn compute(&mut self, ready: u64, n: u64) -> u64 {
+        fn compute(&mut self, ready: Time, n: u64) -> Time {
             ready + n
         }
-        fn read(&mut self, ready: u64, slba: u64, _nlb: u32, out: &mut [u8]) -> Result<(u64, Option<u32>), Fault> {
+        fn read(&mut self, ready: Time, slba: u64, _nlb: u32, out: &mut [u8]) -> Result<(Time, Option<u32>), Fault> {
             out.fill(slba as u8);
             Ok((ready + 10, Some(0)))
         }
@@ -355,11 +356,11 @@ mod tests {
 
     fn run(p: &Program, lba: u64, io: bool) -> (RunOutcome, u64) {
         let extents = [(4u64, 4u64)];
-        let mut reads = Reads::new(Blocks, ReadLimits { extents: extents.to_vec(), budget: 8, max_bytes: 256 }, 0);
+        let mut reads = Reads::new(Blocks, ReadLimits { extents: extents.to_vec(), budget: 8, max_bytes: 256 }, Time::ZERO);
         let io: Option<&mut dyn FlashIo> = if io { Some(&mut reads) } else { None };
         let out = p.run_with(&mut [], &[], (lba, 0), 1000, (64, &extents), io);
         let t = reads.finish(out.instructions);
-        (out, t)
+        (out, t.as_ns())
     }
 
     #[test]

@@ -96,8 +96,8 @@ fn run_job<'py>(
     let d = device_mut(&mut guard)?;
     let run = py.allow_threads(|| initiator(d, qid, agent_params)?.run(&job, s).map_err(fail))?;
     let out = output_dict(py, &run.output)?;
-    out.set_item("start_ns", run.start)?;
-    out.set_item("end_ns", run.end)?;
+    out.set_item("start_ns", run.start.as_ns())?;
+    out.set_item("end_ns", run.end.as_ns())?;
     out.set_item("seconds", run.seconds())?;
     out.set_item("bandwidth", run.bandwidth())?;
     out.set_item("input_bytes", run.input_bytes)?;

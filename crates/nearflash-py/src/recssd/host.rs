@@ -152,7 +152,7 @@ impl Host {
             .collect::<PyResult<Vec<_>>>()?;
         drop(batches);
         let r = self.with_device(py, move |h, dev| h.run(dev, &converted, &dense_flops, &opts).map_err(fail))?;
-        let flat: Vec<i64> = r.batches.iter().flat_map(|b| [b.taken as i64, b.sls_done as i64, b.done as i64]).collect();
+        let flat: Vec<i64> = r.batches.iter().flat_map(|b| [b.taken.as_ns() as i64, b.sls_done.as_ns() as i64, b.done.as_ns() as i64]).collect();
         let timings = rows_array(py, flat, 3)?;
         let outputs: PyObject = if keep_outputs {
             let dims: Vec<usize> = self.inner.tables.tables.iter().map(|t| t.layout.dim() as usize).collect();

@@ -20,6 +20,7 @@ pub use stats::{FlowReport, Latency, OpFigures};
 use crate::trace::{Op, Request};
 use nearflash_core::bench;
 use nearflash_core::device::Report;
+use nearflash_core::engine::Time;
 use nearflash_core::error::{Result, SimError};
 use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe};
 use nearflash_core::Device;
@@ -91,8 +92,8 @@ struct Buffers {
 
 /// A request between its arrival and its last command's completion.
 struct Live {
-    arrival: u64,
-    enqueued: Option<u64>,
+    arrival: Time,
+    enqueued: Option<Time>,
     left: u32,
     op: Op,
     offset: u64,
@@ -112,7 +113,7 @@ struct FlowRun {
     pending: VecDeque<(usize, Cmd)>,
     reqs: Vec<Option<Live>>,
     free: Vec<usize>,
-    cids: HashMap<u16, (usize, u64)>,
+    cids: HashMap<u16, (usize, Time)>,
     outstanding: u32,
     taken: u64,
     stats: FlowStats,
@@ -144,7 +145,7 @@ impl FlowRun {
     }
 
     /// Takes the next request, arriving at `now`, into the flow's pending commands.
-    fn take(&mut self, now: u64, g: Geometry, cmds: &mut Vec<Cmd>) -> Result<()> {
+    fn take(&mut self, now: Time, g: Geometry, cmds: &mut Vec<Cmd>) -> Result<()> {
         if !self.peek()? {
             return Ok(());
         }
@@ -221,7 +222,7 @@ impl FlowRun {
     }
 
     /// A completion of this flow's queue; returns the request it finished, if it did.
-    fn complete(&mut self, cid: u16, ok: bool, t: u64, t0: u64, latencies: &mut Option<Box<dyn Write + Send>>) -> Result<bool> {
+    fn complete(&mut self, cid: u16, ok: bool, t: Time, t0: Time, latencies: &mut Option<Box<dyn Write + Send>>) -> Result<bool> {
         let (slot, submitted) = self.cids.remove(&cid).ok_or_else(|| SimError::Fault(format!("completion of unknown command {cid}")))?;
         self.stats.command_done(t - submitted);
         let live = self.reqs[slot].as_mut().expect("a command's request is live");
@@ -406,7 +407,7 @@ fn event_loop(
     dev: &mut Device,
     runs: &mut [FlowRun],
     g: Geometry,
-    t0: u64,
+    t0: Time,
     bufs: &mut Buffers,
     opts: &mut Options,
     progress: &mut Option<&mut dyn FnMut(u64, u64) -> Result<()>>,
@@ -428,26 +429,26 @@ fn event_loop(
         // The earliest event: (time, arrival?, flow); a completion goes before an arrival at the same time.
         // Arrivals first: completions are then looked for only before the earliest, so that the device's array is
         // not run past the moment that request arrives (it is submitted then).
-        let mut best: Option<(u64, bool, usize)> = None;
+        let mut best: Option<(Time, bool, usize)> = None;
         for (i, f) in runs.iter_mut().enumerate() {
             if let Timing::Open { time_scale } = f.flow.timing {
                 if f.peek()? {
                     let next = f.next.as_ref().expect("peeked");
-                    let scaled = t0 as f64 + next.time_ns as f64 * time_scale;
+                    let scaled = t0.as_ns() as f64 + next.time_ns as f64 * time_scale;
                     if scaled > source::MAX_ARRIVAL_NS {
                         return Err(in_flow(&f.flow.name, format!(
                             "line {}: arrival at {} ns x time scale {time_scale:e} is past the simulated clock's 2^63 ns",
                             next.line, next.time_ns
                         )));
                     }
-                    let t = (scaled as u64).max(dev.now());
+                    let t = Time::from_ns(scaled as u64).max(dev.now());
                     earliest(&mut best, (t, true, i));
                 }
             }
         }
         // Every queue's completions at once: the loop runs only as far as the earliest, so that the closed-loop
         // request that follows it is not submitted in the loop's past.
-        let limit = best.map_or(u64::MAX, |(t, _, _)| t.saturating_add(1));
+        let limit = best.map_or(Time::MAX, |(t, _, _)| t.saturating_add_ns(1));
         if let Some((qid, t)) = dev.next_completion_before_any(qids, limit) {
             let i = runs.iter().position(|f| f.qid == qid).expect("a flow's queue");
             earliest(&mut best, (t, false, i));

@@ -8,6 +8,7 @@
 use crate::trace::{Op, TraceStats};
 use super::mapping::MapCounts;
 use hdrhistogram::Histogram;
+use nearflash_core::engine::Time;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -84,8 +85,8 @@ impl Hists {
 pub(crate) struct FlowStats {
     all: Hists,
     ops: BTreeMap<&'static str, Hists>,
-    first_arrival: Option<u64>,
-    last_completion: u64,
+    first_arrival: Option<Time>,
+    last_completion: Time,
     /// Sum over commands of their time in the device (for the mean queue depth).
     cmd_ns: u128,
     pub in_device: u32,
@@ -100,7 +101,7 @@ impl FlowStats {
             all: Hists::new(),
             ops: BTreeMap::new(),
             first_arrival: None,
-            last_completion: 0,
+            last_completion: Time::ZERO,
             cmd_ns: 0,
             in_device: 0,
             max_in_device: 0,
@@ -109,7 +110,7 @@ impl FlowStats {
         }
     }
 
-    pub fn arrived(&mut self, t: u64) {
+    pub fn arrived(&mut self, t: Time) {
         self.first_arrival.get_or_insert(t);
     }
 
@@ -125,7 +126,7 @@ impl FlowStats {
     }
 
     /// A request completed at `done` after `device_ns` in the device and `e2e_ns` since it arrived.
-    pub fn request_done(&mut self, op: Op, bytes: u64, ok: bool, done: u64, device_ns: u64, e2e_ns: u64) {
+    pub fn request_done(&mut self, op: Op, bytes: u64, ok: bool, done: Time, device_ns: u64, e2e_ns: u64) {
         self.last_completion = self.last_completion.max(done);
         let bytes = if op == Op::Flush { 0 } else { bytes };
         for h in [&mut self.all, self.ops.entry(op.name()).or_insert_with(Hists::new)] {
@@ -138,8 +139,8 @@ impl FlowStats {
     }
 
     pub fn report(&self, head: FlowHead, trace: Option<TraceStats>) -> FlowReport {
-        let first = self.first_arrival.unwrap_or(0);
-        let elapsed = self.last_completion.saturating_sub(first);
+        let first = self.first_arrival.unwrap_or(Time::ZERO);
+        let elapsed = self.last_completion.saturating_since(first);
         let secs = elapsed.max(1) as f64 * 1e-9;
         FlowReport {
             name: head.name,
@@ -148,8 +149,8 @@ impl FlowStats {
             priority: head.priority,
             qid: head.qid,
             elapsed_ns: elapsed,
-            first_arrival_ns: first,
-            last_completion_ns: self.last_completion,
+            first_arrival_ns: first.as_ns(),
+            last_completion_ns: self.last_completion.as_ns(),
             all: self.all.figures(secs),
             ops: self.ops.iter().map(|(k, h)| (*k, h.figures(secs))).collect(),
             mean_queue_depth: self.cmd_ns as f64 / elapsed.max(1) as f64,

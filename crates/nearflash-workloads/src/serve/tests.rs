@@ -59,7 +59,7 @@ fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     let shared = Arc::new(Shared::new(device(&[], false), ServeConfig { burst_window: Duration::from_millis(1), ..ServeConfig::default() }).unwrap());
     let conn = shared.connect().unwrap();
     let mut buf = vec![0u8; 4096];
-    let mut last = 0;
+    let mut last = Time::ZERO;
     for i in 0..50u64 {
         let o = shared.io(conn, Io::Read { lba: i * 97, out: &mut buf }).unwrap();
         let at = shared.with_device(|d| d.now()).unwrap();
@@ -70,8 +70,8 @@ fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     shared.disconnect(conn);
     assert_eq!(shared.with_device(|d| d.now()).unwrap(), last, "closing moves the clock to the last completion");
     let c = shared.snapshot().unwrap().1.last_connection.unwrap();
-    assert_eq!((c.requests, c.last_done_ns), (50, last));
-    assert!((c.iops - 50.0 / (last - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
+    assert_eq!((c.requests, c.last_done_ns), (50, last.as_ns()));
+    assert!((c.iops - 50.0 / (last.as_ns() - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn realtime_holds_replies_until_their_modelled_completion() {
     let (_, p, now, rep) = shared.snapshot().unwrap();
     assert_eq!((p.replies, p.pace), (5, Some(Pace::Realtime)));
     assert!(rep.ops["read"].latency.min_us >= 2000.0);
-    assert!(now >= 8_000_000, "the fifth read arrived after four 2 ms reads: {now}");
+    assert!(now >= Time::from_ns(8_000_000), "the fifth read arrived after four 2 ms reads: {now}");
 }
 
 #[test]
@@ -159,13 +159,13 @@ fn serve_speed() {
 #[test]
 fn the_real_clock_maps_arrivals_and_completions_one_to_one() {
     let wall0 = Instant::now();
-    let c = RealClock { wall0, virt0: 7_000_000 };
+    let c = RealClock { wall0, virt0: Time::from_ns(7_000_000) };
     let arrival = wall0 + Duration::from_micros(1234);
-    assert_eq!(c.virt(arrival), 7_000_000 + 1_234_000);
+    assert_eq!(c.virt(arrival), Time::from_ns(7_000_000 + 1_234_000));
     let done = c.virt(arrival) + 5_000_000; // a 5 ms read
     assert_eq!(c.wall(done) - arrival, Duration::from_millis(5));
     assert_eq!(c.wall(c.virt(arrival)), arrival);
-    assert_eq!((c.virt(wall0), c.wall(0)), (7_000_000, wall0), "nothing before the start");
+    assert_eq!((c.virt(wall0), c.wall(Time::ZERO)), (Time::from_ns(7_000_000), wall0), "nothing before the start");
 }
 
 /// A held reply wakes at its time, not before, and (on an idle machine) within a fraction of a millisecond of it.

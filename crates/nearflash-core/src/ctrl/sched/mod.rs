@@ -617,7 +617,7 @@ impl Scheduler {
         let t = &self.txns[id as usize];
         let s = &mut self.per_class[t.req.class.0 as usize];
         s.transactions += 1;
-        s.wait_ns += now.saturating_sub(t.arrived);
+        s.wait_ns += now.saturating_since(t.arrived);
     }
 }
 

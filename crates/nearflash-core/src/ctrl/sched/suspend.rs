@@ -11,17 +11,17 @@
 //! operation (`t_resume`, then the time it had left). Each resume costs `energy_resume` (the interrupted step is
 //! repeated).
 
-use crate::engine::Time;
 use crate::nand::CmdKind;
 use serde::Serialize;
 
 /// The suspension rules of one operation kind.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {
-    pub t_suspend: Time,
-    pub t_resume: Time,
-    /// Suspend only if at least this much of the operation is left.
-    pub min_left: Time,
+    /// Time (ns) from the suspend command to the die's stop, and of the resume command.
+    pub t_suspend: u64,
+    pub t_resume: u64,
+    /// Suspend only if at least this much (ns) of the operation is left.
+    pub min_left: u64,
     /// Energy of the repeated step, per resume (pJ).
     pub energy_resume: f64,
 }
@@ -49,7 +49,7 @@ impl Rules {
     /// Whether a transaction of kind `wants` may suspend the die's `working` operation with `left` ns left after
     /// `done` suspensions. Reads may suspend programs and erases; programs only erases, and only with
     /// `programs_suspend_erases`.
-    pub fn allows(&self, wants: CmdKind, working: CmdKind, left: Time, done: u32) -> bool {
+    pub fn allows(&self, wants: CmdKind, working: CmdKind, left: u64, done: u32) -> bool {
         let kind_ok = match (wants, working) {
             (CmdKind::Read, CmdKind::Program | CmdKind::Erase) => true,
             (CmdKind::Program, CmdKind::Erase) => self.programs_suspend_erases,

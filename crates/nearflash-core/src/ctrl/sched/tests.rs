@@ -74,24 +74,24 @@ fn read(die: u32, page: u32, plane: u32, bytes: u64) -> TxnReq {
 fn a_single_read_is_the_sum_of_its_parts() {
     let mut r = rig(&PLAIN);
     let t = r.t();
-    let a = r.submit(1000, read(0, 0, 0, 4096));
+    let a = r.submit(Time::from_ns(1000), read(0, 0, 0, 4096));
     r.run();
-    assert_eq!(r.done_at(a), 1000 + t.t_cmd + t.t_read(0) + t.xfer(4096));
+    assert_eq!(r.done_at(a), Time::from_ns(1000 + t.t_cmd + t.t_read(0) + t.xfer(4096)));
 }
 
 #[test]
 fn decode_adds_one_codeword_after_the_transfer_and_soft_decode_and_retries_cost_more() {
     let mut r = rig(&[("cache_read", "false")]);
     let t = r.t();
-    let a = r.submit(0, read(0, 0, 0, 4096));
+    let a = r.submit(Time::ZERO, read(0, 0, 0, 4096));
     r.run();
     let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
-    assert_eq!(r.done_at(a), one + t.t_decode);
+    assert_eq!(r.done_at(a), Time::from_ns(one + t.t_decode));
     let mut r = rig(&PLAIN);
     let o = EccOutcome::SoftDecoded(4);
-    let b = r.submit(0, TxnReq { senses: 1 + o.retries(), soft: o.soft_decoded(), ..read(0, 0, 0, 4096) });
+    let b = r.submit(Time::ZERO, TxnReq { senses: 1 + o.retries(), soft: o.soft_decoded(), ..read(0, 0, 0, 4096) });
     r.run();
-    assert_eq!(r.done_at(b), 5 * one + t.t_soft_decode, "four retries: five sensings and transfers, then the soft decode");
+    assert_eq!(r.done_at(b), Time::from_ns(5 * one + t.t_soft_decode), "four retries: five sensings and transfers, then the soft decode");
     assert_eq!(r.nand.stats.read_ops, 5);
 }
 
@@ -100,11 +100,11 @@ fn dies_on_one_channel_share_the_bus() {
     let mut r = rig(&PLAIN);
     let t = r.t();
     // Dies 0 and 8 are both on channel 0: their senses overlap, their transfers serialise.
-    let a = r.submit(0, read(0, 0, 0, 16384));
-    let b = r.submit(0, read(8, 0, 0, 16384));
+    let a = r.submit(Time::ZERO, read(0, 0, 0, 16384));
+    let b = r.submit(Time::ZERO, read(8, 0, 0, 16384));
     r.run();
     let x = t.xfer(16384);
-    assert_eq!(r.done_at(a), t.t_cmd + t.t_read(0) + x);
+    assert_eq!(r.done_at(a), Time::from_ns(t.t_cmd + t.t_read(0) + x));
     assert_eq!(r.done_at(b), r.done_at(a) + x);
 }
 
@@ -113,9 +113,9 @@ fn reads_of_one_page_offset_in_two_planes_are_one_multi_plane_read() {
     let mut r = rig(&PLAIN);
     let t = r.t();
     // Die 3 is busy with page 4; reads of page 0 on planes 0 and 1 (two requests) queue and go out as one command.
-    let first = r.submit(0, read(3, 4, 0, 16384));
-    let a = r.submit(10, read(3, 0, 0, 16384));
-    let b = r.submit(20, read(3, 0, 1, 16384));
+    let first = r.submit(Time::ZERO, read(3, 4, 0, 16384));
+    let a = r.submit(Time::from_ns(10), read(3, 0, 0, 16384));
+    let b = r.submit(Time::from_ns(20), read(3, 0, 1, 16384));
     r.run();
     let x = t.xfer(16384);
     let d0 = r.done_at(first);
@@ -129,7 +129,7 @@ fn cache_read_overlaps_sensing_with_the_previous_pages_transfer() {
     let pages = 16u32;
     let run = |cache: &str| {
         let mut r = rig(&[("cache_read", cache), ("t_decode", "0us")]);
-        let tokens: Vec<u32> = (0..pages).map(|p| r.submit(0, read(0, p, 0, 16384))).collect();
+        let tokens: Vec<u32> = (0..pages).map(|p| r.submit(Time::ZERO, read(0, p, 0, 16384))).collect();
         r.run();
         (tokens.iter().map(|&k| r.done_at(k)).collect::<Vec<Time>>(), r.t())
     };
@@ -138,10 +138,10 @@ fn cache_read_overlaps_sensing_with_the_previous_pages_transfer() {
     let (c, x, cx) = (t.t_cmd, t.xfer(16384), t.t_cache_xfer);
     // Pages alternate LSB/MSB read times. Without cache read a page costs cmd + tR + transfer.
     let plain_total: u64 = (0..pages).map(|p| c + t.t_read(p as usize % 2) + x).sum();
-    assert_eq!(plain[pages as usize - 1], plain_total);
+    assert_eq!(plain[pages as usize - 1], Time::from_ns(plain_total));
     // With it (the transfer, 82 us, longer than cmd + tR): the first page moves to the cache register when sensed
     // (a read waits), and from then on the channel is the bound: a page every t_cache_xfer + transfer.
-    assert_eq!(cached[0], c + t.t_read(0) + cx + x);
+    assert_eq!(cached[0], Time::from_ns(c + t.t_read(0) + cx + x));
     let n = pages as usize;
     for w in cached[..n - 1].windows(2) {
         assert_eq!(w[1] - w[0], cx + x);
@@ -155,10 +155,10 @@ fn cache_read_overlaps_sensing_with_the_previous_pages_transfer() {
 fn a_program_moves_its_data_in_then_programs_and_an_erase_holds_the_die() {
     let mut r = rig(&PLAIN);
     let t = r.t();
-    let p = r.submit(0, TxnReq::program(0, 0, 2, 32768, Priority::Medium.class()));
-    let e = r.submit(0, TxnReq::erase(0, 1, GC));
+    let p = r.submit(Time::ZERO, TxnReq::program(0, 0, 2, 32768, Priority::Medium.class()));
+    let e = r.submit(Time::ZERO, TxnReq::erase(0, 1, GC));
     r.run();
-    assert_eq!(r.done_at(p), 2 * t.t_cmd + t.xfer(32768) + t.t_prog(0));
+    assert_eq!(r.done_at(p), Time::from_ns(2 * t.t_cmd + t.xfer(32768) + t.t_prog(0)));
     assert_eq!(r.done_at(e), r.done_at(p) + t.t_cmd + t.t_erase);
     assert_eq!((r.nand.stats.pages_programmed, r.nand.stats.multi_plane_programs, r.nand.stats.blocks_erased), (2, 1, 1));
 }
@@ -168,16 +168,16 @@ fn data_first_arbitration_holds_a_new_command_behind_a_data_out() {
     let run = |policy: &str| {
         let mut r = rig(&[PLAIN[0], PLAIN[1], ("channel_arbitration", policy)]);
         let t = r.t();
-        let a = r.submit(0, read(0, 0, 0, 16384));
+        let a = r.submit(Time::ZERO, read(0, 0, 0, 16384));
         // Die 8 shares channel 0; its read arrives just after die 0's data-out began.
-        let b = r.submit(t.t_cmd + t.t_read(0) + 1, read(8, 0, 0, 16384));
+        let b = r.submit(Time::from_ns(t.t_cmd + t.t_read(0) + 1), read(8, 0, 0, 16384));
         r.run();
         (r.done_at(a), r.done_at(b), t)
     };
     let (f, s, t) = run("interleave");
     let x = t.xfer(16384);
-    assert_eq!(f, t.t_cmd + t.t_read(0) + x);
-    assert_eq!(s, (2 * (t.t_cmd + t.t_read(0)) + 1).max(f) + x, "the command slips in: sensing overlaps the data-out");
+    assert_eq!(f, Time::from_ns(t.t_cmd + t.t_read(0) + x));
+    assert_eq!(s, Time::from_ns((2 * (t.t_cmd + t.t_read(0)) + 1).max(f.as_ns()) + x), "the command slips in: sensing overlaps the data-out");
     let (f2, s2, _) = run("data_first");
     assert_eq!(f2, f, "an idle channel takes the command at once");
     assert_eq!(s2, f + t.t_cmd + t.t_read(0) + x, "the command waits for the data-out");
@@ -198,14 +198,14 @@ mod tsu {
         let t = r.t();
         let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(4096));
         assert!(x / 2 > c && c > 0);
-        let r1 = r.submit(0, read(0, 0, 0, 4096));
-        let r2 = r.submit(1000, read(0, 0, 1, 4096));
-        let r3 = r.submit(x / 2, read(8, 0, 0, 4096));
+        let r1 = r.submit(Time::ZERO, read(0, 0, 0, 4096));
+        let r2 = r.submit(Time::from_ns(1000), read(0, 0, 1, 4096));
+        let r3 = r.submit(Time::from_ns(x / 2), read(8, 0, 0, 4096));
         r.run();
         let d1 = c + tr + x;
-        assert_eq!(r.done_at(r1), d1);
-        assert_eq!(r.done_at(r3), d1 + x, "read 3's page waited for read 1's data-out only");
-        assert_eq!(r.done_at(r2), d1 + x + c + tr + x, "read 2's command after read 3's data-out");
+        assert_eq!(r.done_at(r1), Time::from_ns(d1));
+        assert_eq!(r.done_at(r3), Time::from_ns(d1 + x), "read 3's page waited for read 1's data-out only");
+        assert_eq!(r.done_at(r2), Time::from_ns(d1 + x + c + tr + x), "read 2's command after read 3's data-out");
     }
 
     #[test]
@@ -216,13 +216,13 @@ mod tsu {
         let mut r = rig(&TSU);
         let t = r.t();
         let (c, tr, x) = (t.t_cmd, t.t_read(0), t.xfer(4096));
-        let a = r.submit(0, read(8, 0, 0, 4096));
-        let b = r.submit(1, read(0, 0, 0, 4096));
-        let d = r.submit(2, read(16, 0, 0, 4096));
+        let a = r.submit(Time::ZERO, read(8, 0, 0, 4096));
+        let b = r.submit(Time::from_ns(1), read(0, 0, 0, 4096));
+        let d = r.submit(Time::from_ns(2), read(16, 0, 0, 4096));
         r.run();
-        assert_eq!(r.done_at(a), c + tr + x);
-        assert_eq!(r.done_at(d), c + tr + 2 * x, "die 16: command at c, its page waits for read 1's data-out");
-        assert_eq!(r.done_at(b), c + tr + 3 * x, "die 0: command at 2c, its page after die 16's");
+        assert_eq!(r.done_at(a), Time::from_ns(c + tr + x));
+        assert_eq!(r.done_at(d), Time::from_ns(c + tr + 2 * x), "die 16: command at c, its page waits for read 1's data-out");
+        assert_eq!(r.done_at(b), Time::from_ns(c + tr + 3 * x), "die 0: command at 2c, its page after die 16's");
     }
 
     #[test]
@@ -234,11 +234,11 @@ mod tsu {
         let tr = |p: u32| t.t_read(geo.page_type(p));
         let k: Vec<u32> = [(0, 0, 0), (10, 2, 0), (20, 4, 1), (30, 2, 1)]
             .iter()
-            .map(|&(at, page, plane)| r.submit(at, read(0, page, plane, 16384)))
+            .map(|&(at, page, plane)| r.submit(Time::from_ns(at), read(0, page, plane, 16384)))
             .collect();
         r.run();
         let done: Vec<Time> = k.iter().map(|&k| r.done_at(k)).collect();
-        assert_eq!(done[0], c + tr(0) + x);
+        assert_eq!(done[0], Time::from_ns(c + tr(0) + x));
         assert_eq!(done[1], done[0] + 2 * c + tr(2) + x, "two-plane command: two command times, one tR");
         assert_eq!(done[3], done[1] + x, "the second plane's data-out follows");
         assert_eq!(done[2], done[3] + c + tr(4) + x);
@@ -251,13 +251,13 @@ fn an_urgent_read_behind_low_priority_reads_waits_for_at_most_the_operation_in_p
     let mut r = rig(&PLAIN);
     let t = r.t();
     let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
-    let low: Vec<u32> = (0..5).map(|_| r.submit(0, TxnReq::read(0, 0, 0, 4096, Priority::Low.class()))).collect();
-    let urgent = r.submit(1, TxnReq::read(0, 0, 0, 4096, Priority::Urgent.class()));
+    let low: Vec<u32> = (0..5).map(|_| r.submit(Time::ZERO, TxnReq::read(0, 0, 0, 4096, Priority::Low.class()))).collect();
+    let urgent = r.submit(Time::from_ns(1), TxnReq::read(0, 0, 0, 4096, Priority::Urgent.class()));
     r.run();
-    assert_eq!(r.done_at(low[0]), one, "the first low read was issued at once");
-    assert_eq!(r.done_at(urgent), 2 * one, "the urgent read follows the read in progress");
+    assert_eq!(r.done_at(low[0]), Time::from_ns(one), "the first low read was issued at once");
+    assert_eq!(r.done_at(urgent), Time::from_ns(2 * one), "the urgent read follows the read in progress");
     for (i, &k) in low.iter().enumerate().skip(1) {
-        assert_eq!(r.done_at(k), (i as u64 + 2) * one);
+        assert_eq!(r.done_at(k), Time::from_ns((i as u64 + 2) * one));
     }
 }
 
@@ -268,12 +268,12 @@ fn weighted_round_robin_serves_high_four_to_one_over_low() {
     let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
     // A high read takes the die first (the first of high's turn of 4); then 10 high and 10 low reads wait, and are
     // served 3 high (the rest of the turn), 1 low, 4 high, 1 low, ...
-    let busy = r.submit(0, TxnReq::read(0, 0, 0, 4096, Priority::High.class()));
-    let high: Vec<u32> = (0..10).map(|_| r.submit(1, TxnReq::read(0, 0, 0, 4096, Priority::High.class()))).collect();
-    let low: Vec<u32> = (0..10).map(|_| r.submit(1, TxnReq::read(0, 0, 0, 4096, Priority::Low.class()))).collect();
+    let busy = r.submit(Time::ZERO, TxnReq::read(0, 0, 0, 4096, Priority::High.class()));
+    let high: Vec<u32> = (0..10).map(|_| r.submit(Time::from_ns(1), TxnReq::read(0, 0, 0, 4096, Priority::High.class()))).collect();
+    let low: Vec<u32> = (0..10).map(|_| r.submit(Time::from_ns(1), TxnReq::read(0, 0, 0, 4096, Priority::Low.class()))).collect();
     r.run();
-    assert_eq!(r.done_at(busy), one);
-    let slot = |k: u32| r.done_at(k) / one - 1;
+    assert_eq!(r.done_at(busy), Time::from_ns(one));
+    let slot = |k: u32| r.done_at(k).as_ns() / one - 1;
     assert_eq!(high.iter().map(|&k| slot(k)).collect::<Vec<_>>(), vec![1, 2, 3, 5, 6, 7, 8, 10, 11, 12]);
     assert_eq!(low.iter().map(|&k| slot(k)).collect::<Vec<_>>(), vec![4, 9, 13, 14, 15, 16, 17, 18, 19, 20]);
 }
@@ -283,17 +283,17 @@ fn read_first_lets_a_read_pass_a_queued_program_and_fifo_does_not() {
     for (order, read_first) in [(Order::ReadFirst, true), (Order::Fifo, false)] {
         let mut r = rig_with(&PLAIN, order, None, Level::Normal);
         let t = r.t();
-        let busy = r.submit(0, read(0, 0, 0, 4096));
-        let p = r.submit(1, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
-        let rd = r.submit(2, read(0, 0, 0, 4096));
+        let busy = r.submit(Time::ZERO, read(0, 0, 0, 4096));
+        let p = r.submit(Time::from_ns(1), TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
+        let rd = r.submit(Time::from_ns(2), read(0, 0, 0, 4096));
         r.run();
         let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
         let prog = t.t_cmd + t.xfer(16384) + t.t_prog(0);
-        assert_eq!(r.done_at(busy), one);
+        assert_eq!(r.done_at(busy), Time::from_ns(one));
         if read_first {
-            assert_eq!((r.done_at(rd), r.done_at(p)), (2 * one, 2 * one + prog));
+            assert_eq!((r.done_at(rd).as_ns(), r.done_at(p).as_ns()), (2 * one, 2 * one + prog));
         } else {
-            assert_eq!((r.done_at(p), r.done_at(rd)), (one + prog, one + prog + one));
+            assert_eq!((r.done_at(p).as_ns(), r.done_at(rd).as_ns()), (one + prog, one + prog + one));
         }
     }
 }
@@ -304,13 +304,13 @@ fn background_gc_waits_for_host_reads_and_urgent_gc_goes_first() {
         let mut r = rig_with(&PLAIN, Order::ReadFirst, None, gc_level);
         let t = r.t();
         let one = t.t_cmd + t.t_read(0) + t.xfer(4096);
-        let busy = r.submit(0, read(0, 0, 0, 4096));
-        let gc = r.submit(1, TxnReq::read(0, 0, 0, 4096, GC));
-        let host = r.submit(2, read(0, 0, 0, 4096));
+        let busy = r.submit(Time::ZERO, read(0, 0, 0, 4096));
+        let gc = r.submit(Time::from_ns(1), TxnReq::read(0, 0, 0, 4096, GC));
+        let host = r.submit(Time::from_ns(2), read(0, 0, 0, 4096));
         r.run();
-        assert_eq!(r.done_at(busy), one);
+        assert_eq!(r.done_at(busy), Time::from_ns(one));
         let (first, second) = if gc_first { (gc, host) } else { (host, gc) };
-        assert_eq!((r.done_at(first), r.done_at(second)), (2 * one, 3 * one), "{gc_level:?}");
+        assert_eq!((r.done_at(first).as_ns(), r.done_at(second).as_ns()), (2 * one, 3 * one), "{gc_level:?}");
     }
 }
 
@@ -324,19 +324,19 @@ fn a_read_suspends_a_program_and_the_program_ends_later_by_the_reads_time_and_th
     let run = |suspend: Option<Rules>| {
         let mut r = rig_with(&PLAIN, Order::ReadFirst, suspend, Level::Normal);
         let t = r.t();
-        let p = r.submit(0, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
+        let p = r.submit(Time::ZERO, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
         let arrive = t.t_cmd + t.xfer(16384) + 200_000; // 200 us into tPROG
-        let rd = r.submit(arrive, read(0, 1, 0, 4096));
+        let rd = r.submit(Time::from_ns(arrive), read(0, 1, 0, 4096));
         r.run();
         (r.done_at(p), r.done_at(rd), arrive, t, r.sched.stats(), r.led.total_dynamic_joules())
     };
     let (p_off, rd_off, arrive, t, _, e_off) = run(None);
     let prog_end = t.t_cmd + t.xfer(16384) + t.t_prog(0);
     let read_time = t.t_cmd + t.t_read(1) + t.xfer(4096);
-    assert_eq!((p_off, rd_off), (prog_end, prog_end + read_time), "off: the read waits for the program");
+    assert_eq!((p_off.as_ns(), rd_off.as_ns()), (prog_end, prog_end + read_time), "off: the read waits for the program");
     let (p_on, rd_on, _, _, st, e_on) = run(Some(rules(1)));
-    assert_eq!(rd_on, arrive + 20_000 + read_time, "tSUSPEND + tR + transfer after it arrived");
-    assert_eq!(p_on, prog_end + read_time + 15_000, "the program moves by the read's time plus tRESUME");
+    assert_eq!(rd_on, Time::from_ns(arrive + 20_000 + read_time), "tSUSPEND + tR + transfer after it arrived");
+    assert_eq!(p_on, Time::from_ns(prog_end + read_time + 15_000), "the program moves by the read's time plus tRESUME");
     let s = &st.suspension.program;
     assert_eq!((s.suspensions, s.ops_suspended, s.max_per_op), (1, 1, 1));
     assert_eq!(s.suspended_ns, 20_000 + read_time + 15_000, "from the suspend command to the end of the resume");
@@ -347,23 +347,23 @@ fn a_read_suspends_a_program_and_the_program_ends_later_by_the_reads_time_and_th
 fn suspension_respects_the_time_left_and_the_limit_per_operation() {
     let mut r = rig_with(&PLAIN, Order::ReadFirst, Some(rules(1)), Level::Normal);
     let t = r.t();
-    let p = r.submit(0, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
+    let p = r.submit(Time::ZERO, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
     let start = t.t_cmd + t.xfer(16384);
     let read_time = t.t_cmd + t.t_read(1) + t.xfer(4096);
-    let a = r.submit(start + 100_000, read(0, 1, 0, 4096));
+    let a = r.submit(Time::from_ns(start + 100_000), read(0, 1, 0, 4096));
     // A second read after the resume: the one suspension allowed is spent, it waits for the program.
     let resumed = start + 100_000 + 20_000 + read_time + 15_000;
-    let b = r.submit(resumed + 10_000, read(0, 1, 0, 4096));
+    let b = r.submit(Time::from_ns(resumed + 10_000), read(0, 1, 0, 4096));
     r.run();
     let end = start + t.t_prog(0) + read_time + 15_000;
-    assert_eq!(r.done_at(a), start + 100_000 + 20_000 + read_time);
-    assert_eq!((r.done_at(p), r.done_at(b)), (end, end + read_time));
+    assert_eq!(r.done_at(a), Time::from_ns(start + 100_000 + 20_000 + read_time));
+    assert_eq!((r.done_at(p).as_ns(), r.done_at(b).as_ns()), (end, end + read_time));
     // Too little left: a read arriving 50 us before the end waits.
     let mut r = rig_with(&PLAIN, Order::ReadFirst, Some(rules(4)), Level::Normal);
-    let p = r.submit(0, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
-    let c = r.submit(start + t.t_prog(0) - 50_000, read(0, 1, 0, 4096));
+    let p = r.submit(Time::ZERO, TxnReq::program(0, 0, 1, 16384, Priority::Medium.class()));
+    let c = r.submit(Time::from_ns(start + t.t_prog(0) - 50_000), read(0, 1, 0, 4096));
     r.run();
-    assert_eq!((r.done_at(p), r.done_at(c)), (start + t.t_prog(0), start + t.t_prog(0) + read_time));
+    assert_eq!((r.done_at(p).as_ns(), r.done_at(c).as_ns()), (start + t.t_prog(0), start + t.t_prog(0) + read_time));
     assert_eq!(r.sched.stats().suspension.program.suspensions, 0);
 }
 
@@ -371,13 +371,13 @@ fn suspension_respects_the_time_left_and_the_limit_per_operation() {
 fn an_erase_is_suspended_for_reads_and_programs_waiting_when_it_stopped() {
     let mut r = rig_with(&PLAIN, Order::ReadFirst, Some(rules(2)), Level::Normal);
     let t = r.t();
-    let e = r.submit(0, TxnReq::erase(0, 1, GC));
-    let p = r.submit(1_000_000, TxnReq::program(0, 2, 1, 16384, Priority::Medium.class()));
+    let e = r.submit(Time::ZERO, TxnReq::erase(0, 1, GC));
+    let p = r.submit(Time::from_ns(1_000_000), TxnReq::program(0, 2, 1, 16384, Priority::Medium.class()));
     r.run();
     let (susp, res) = (20_000, 15_000);
     let prog = t.t_cmd + t.xfer(16384) + t.t_prog(0);
-    assert_eq!(r.done_at(p), 1_000_000 + susp + prog, "write-suspend-erase: the program goes in during the suspension");
-    assert_eq!(r.done_at(e), t.t_cmd + t.t_erase + prog + res);
+    assert_eq!(r.done_at(p), Time::from_ns(1_000_000 + susp + prog), "write-suspend-erase: the program goes in during the suspension");
+    assert_eq!(r.done_at(e), Time::from_ns(t.t_cmd + t.t_erase + prog + res));
     assert_eq!(r.sched.stats().suspension.erase.suspensions, 1);
 }
 
@@ -387,10 +387,10 @@ fn suspension_off_and_on_give_the_same_results_when_no_read_meets_a_program() {
         let mut r = rig_with(&PLAIN, Order::ReadFirst, suspend, Level::Normal);
         let mut k = Vec::new();
         for die in 0..4 {
-            k.push(r.submit(0, read(die, 0, 0, 4096)));
-            k.push(r.submit(0, TxnReq::program(die, 1, 2, 32768, Priority::Medium.class())));
+            k.push(r.submit(Time::ZERO, read(die, 0, 0, 4096)));
+            k.push(r.submit(Time::ZERO, TxnReq::program(die, 1, 2, 32768, Priority::Medium.class())));
             // Reads on other dies than the programs' while they run.
-            k.push(r.submit(1_000, read(die + 4, 3, 1, 8192)));
+            k.push(r.submit(Time::from_ns(1_000), read(die + 4, 3, 1, 8192)));
         }
         r.run();
         (k.iter().map(|&k| r.done_at(k)).collect::<Vec<_>>(), r.led.total_dynamic_joules())
