@@ -46,7 +46,9 @@ class SearchResult:
 
 
 class DlgIndex:
-    """A database hashed by the int8 model and indexed by a K-NN graph (K = 25 by default)."""
+    """A database hashed by the int8 model and indexed by a K-NN graph (K = 25 by default). The int8 scales are
+    calibrated on the database's first ``calibration`` images, or on the images ``calibration`` holds (shards of one
+    database pass the same ones, so that a query hashes to the same code on every shard)."""
 
     def __init__(
         self,
@@ -61,12 +63,16 @@ class DlgIndex:
         self.model = model if model is not None else load_model()
         pixels = self.model.input_bytes
         db = _images(database, pixels, "database")
-        if not isinstance(calibration, int) or calibration <= 0:
-            raise InvalidArgument(f"calibration: {calibration!r}; a positive number of images")
+        if isinstance(calibration, np.ndarray):  # the images themselves (shards of one database share them)
+            calib = _images(calibration, pixels, "calibration")
+        elif isinstance(calibration, int) and not isinstance(calibration, bool) and calibration > 0:
+            calib = db[:calibration]
+        else:
+            raise InvalidArgument(f"calibration: {calibration!r}; a positive number of images or uint8 images")
         if not isinstance(k, int) or not 1 <= k < len(db):
             raise InvalidArgument(f"k: {k!r}; 1 to {len(db) - 1} (database size - 1)")
         self.bits = self.model.bits
-        self.qmodel = self.model.quantise(db[:calibration])
+        self.qmodel = self.model.quantise(calib)
         self.net = Int8Network(self.qmodel)
         if codes is None:
             self.codes = self.net.hash(db)

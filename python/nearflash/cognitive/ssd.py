@@ -72,7 +72,7 @@ class CognitiveSSD:
         *,
         layout: str = "two_hop",
         k: int = 25,
-        calibration: int = 1000,
+        calibration: Any = 1000,
         seed: int = 1,
     ) -> int:
         """Compiles ``model`` (a hashing model, a safetensors path, or None for the shipped one) and the K-NN graph
@@ -155,15 +155,27 @@ class CognitiveSSD:
     def search(self, images: Any, t: int) -> np.ndarray:
         """Top-``t`` database ids per image, (n, t) uint32 (``DLG_hashing`` + ``DLG_index`` on the graph in
         flash)."""
+        return self._search(images, t, codes=False)[0]
+
+    def search_with_codes(self, images: Any, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`search`, and each image's hash code as DLG-x computed it (``DLG_analysis`` 1 on the same session,
+        8 bytes per image): what a host needs to rank the answers of several devices by Hamming distance."""
+        return self._search(images, t, codes=True)
+
+    def _search(self, images: Any, t: int, codes: bool) -> tuple[np.ndarray, np.ndarray]:
         index = self._deployed()
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 1 <= t <= len(index):
             raise InvalidArgument(f"T: {t!r}; an int from 1 to {len(index)} (the database size)")
-        out = []
+        out, code_out = [], []
         for addr, n in self._sessions(images):
+            if codes:
+                buf = np.zeros(8 * n, dtype=np.uint8)
+                self.last_latency_ns += self._command("DLG_analysis", addr, ANALYSIS_CODES, buf, False)
+                code_out.append(buf.view(np.uint64))
             buf = np.zeros(4 * int(t) * n, dtype=np.uint8)
             self.last_latency_ns += self._command("DLG_index", addr, int(t), buf, False)
             out.append(buf.view(np.uint32).reshape(n, int(t)))
-        return np.concatenate(out)
+        return np.concatenate(out), (np.concatenate(code_out) if codes else np.empty(0, np.uint64))
 
     def report(self) -> dict[str, Any]:
         """The extension's counters (pages read from flash, NPE/GSE cycles, faults)."""

@@ -90,9 +90,10 @@ def hot_nodes(index: Index, entry: int, count: int) -> set[int]:
 
 
 def search_io(index: Index, q, k: int, ef: int, device, npb: int, cache_nodes: int, first_lba: int = 0,
-              depth: int = 256) -> DiskResult:
+              depth: int = 256, on_round=None) -> DiskResult:
     """The reads of a CPU + SSD batch search of ``q`` (see the module) with ``cache_nodes`` nodes around the most
-    common entry vertex cached in DRAM: device time and counts."""
+    common entry vertex cached in DRAM: device time and counts. ``on_round(now_ns, reads)``, if given, hears of
+    each round's reads once they are all in (an array's shard records them as host-link transfers)."""
     k, ef = _int("k", k, 1), _int("ef", ef, 1)
     cache_nodes = _int("cache_nodes", cache_nodes, 0)
     if k > index.ntotal:
@@ -116,4 +117,6 @@ def search_io(index: Index, q, k: int, ef: int, device, npb: int, cache_nodes: i
             queue.submit_read(first_lba + b, 1, None)
         queue.wait_all()
         reads += len(blocks)
+        if on_round is not None and blocks:
+            on_round(device.now_ns, len(blocks))
     return DiskResult(device.now_ns - t0, reads, hits, len(trace), npb)

@@ -9,16 +9,25 @@ and host parameters before measuring, then measured (JSON + Markdown + PNG).
 - ``programs``: TPC-H Q6 (``lineitem_filter.c``) on every drive's local lineitem partition with a host-side
   reduction (:mod:`nearflash.array.programs`): the same program in storage or on the shared host's cores.
 
-``--set`` options: ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
+- ``recssd``: one embedding table per drive, SparseLengthsSum batches over all of them
+  (:mod:`nearflash.recssd.sharded`): RecSSD's baseline (host reads a 4 KiB page per row) vs NDP.
+- ``ndsearch``: a shard of sift-like vectors per device, every query on every shard, top-k merged on the host
+  (:mod:`nearflash.ndsearch.sharded`): CPU + SSD (DiskANN-style reads) vs SearSSD.
+
+``--set`` options (issd): ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
 switch uplink, to move the knee)."""
 
 from __future__ import annotations
 
-from nearflash.array.experiments import issd, programs
+from nearflash.array.experiments import issd, ndsearch, programs, recssd
 
 EXPERIMENTS = {
     "issd": ("iSSD striped scan on arrays: throughput vs N devices, host path vs in storage, the knee predicted and "
              "measured", issd.run_issd),
     "programs": ("TPC-H Q6 on every drive's local data, reduced on the host: throughput vs N devices, the same "
                  "program in storage or on the host", programs.run_programs),
+    "recssd": ("RecSSD tables spread across drives: SLS lookups/s vs N devices, baseline host reads vs NDP",
+               recssd.run_recssd),
+    "ndsearch": ("NDSearch sharded: queries x shards/s vs N devices, CPU + SSD reads vs SearSSD with a host top-k merge",
+                 ndsearch.run_ndsearch),
 }

@@ -1,0 +1,322 @@
+"""NDSearch on an array of SearSSDs: the base set split into consecutive id ranges, one per device; each device
+builds (or loads) its shard's graph, holds it as LUNCSR under its SearSSD firmware (``Index.deploy``) and answers
+every batch of queries for its shard; the host merges the shards' top-k (as SmartANNS- and FusionANNS-style
+systems do), paying ``cpu.topk_merge_ns_per_candidate`` of host CPU per candidate a shard returns.
+
+    array = nearflash.Array(4, "searssd", overrides={"blocks_per_plane": 24, "over_provisioning": 40,
+                                                      "ext_reserved_blocks": 2})
+    res = sharded.search(array, sharded.Synthetic("sift-like", 40_000), queries, k=10, ef=32)
+    res.ids, res.report.whole, res.qps, res.shards[0]["build_cpu_s"]
+
+Shards are independent between merges, so they run one after another here, in worker processes or as Ray tasks
+(``executor=``), with identical reports. Each shard's graph is built on one thread from a fixed seed (the same graph
+in every worker) and cached under ``cache_dir`` when one is given, so a large run builds each shard once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from nearflash.array import topk
+from nearflash.array.array import Array, DeviceSpec, Shard
+from nearflash.errors import InvalidArgument, InvalidType, InvalidValue
+from nearflash.device import preset_params
+from nearflash.ndsearch.datasets import DEFAULT_CACHE, SYNTHETIC, synthetic
+from nearflash.ndsearch.index import KINDS, MAX_K, Index, _int
+from nearflash.ndsearch.scale import cpu_seconds, peak_rss_bytes
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """The first ``n`` rows of the seeded synthetic set ``name`` (``nearflash.ndsearch.SYNTHETIC``); each shard
+    regenerates its own rows, so nothing but the name crosses to a worker."""
+
+    name: str
+    n: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in SYNTHETIC:
+            raise InvalidValue(f"name must be one of {sorted(SYNTHETIC)}, not {self.name!r}")
+        _int("n", self.n, 1, 2**32 - 2)
+        _int("seed", self.seed, 0, 2**63 - 1)
+
+    @property
+    def dim(self) -> int:
+        return SYNTHETIC[self.name][0]
+
+    @property
+    def dtype(self) -> str:
+        return SYNTHETIC[self.name][1]
+
+    @property
+    def metric(self) -> str:
+        return SYNTHETIC[self.name][2]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def rows(self, first: int, count: int) -> np.ndarray:
+        return synthetic(self.name, count, seed=self.seed, start=first)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """How every shard builds its graph: HNSW or Vamana, ``R``, ``ef_construction``, the metric (None: the data
+    set's, ``"l2"`` for an array) and the build seed."""
+
+    kind: str = "hnsw"
+    R: int = 16
+    ef_construction: int = 100
+    metric: Optional[str] = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidValue(f"graph kind must be one of {KINDS}, not {self.kind!r}")
+        _int("R", self.R, 1, 1024)
+        _int("ef_construction", self.ef_construction, 1, MAX_K)
+        _int("seed", self.seed, 0, 2**63 - 1)
+
+
+class Result(topk.Merged):
+    """A sharded search: the merged ``distances``/``ids`` (nq x k, global ids), the array's report, and per shard
+    what it held and what building and searching it cost (``rows``, ``first``, ``build_wall_s``, ``build_cpu_s``,
+    ``loaded``, ``deploy_ns``, ``search_ns``, ``peak_rss_bytes`` of the process that ran it, ``energy_j``)."""
+
+    @property
+    def energy_j(self) -> float:
+        """The devices' modelled energy over the searches (each device report's total: flash, link, controller and
+        the SearSSD units' Table I power x busy time); the host's merge is not in it."""
+        return sum(s["energy_j"] for s in self.shards)
+
+
+def _base_rows(base: Any, first: int, count: int) -> np.ndarray:
+    return base.rows(first, count) if isinstance(base, Synthetic) else base[first:first + count]
+
+
+def _metric(base: Any, graph: Graph) -> str:
+    return graph.metric or (base.metric if isinstance(base, Synthetic) else "l2")
+
+
+def shard_graph(base: Any, first: int, rows: int, graph: Graph, cache_dir: Optional[str]) -> tuple[Index, dict]:
+    """The graph of ``rows`` rows of ``base`` from ``first`` (local ids 0..rows-1), built on one thread, or loaded
+    from ``cache_dir`` where an earlier run built it; with the build's wall and CPU seconds."""
+    path = None
+    if cache_dir is not None and isinstance(base, Synthetic):
+        key = f"{base.name}-s{base.seed}-{first}+{rows}-{graph.kind}-R{graph.R}-efc{graph.ef_construction}-g{graph.seed}"
+        path = Path(cache_dir) / f"shard-{key}.nfidx"
+        if path.exists() and path.with_suffix(".json").exists():
+            return Index.load(path), {**json.loads(path.with_suffix(".json").read_text()), "loaded": True}
+    x = _base_rows(base, first, rows)
+    ix = Index(x.shape[1], _metric(base, graph), kind=graph.kind, R=graph.R, ef_construction=graph.ef_construction,
+               dtype=x.dtype.name, seed=graph.seed)
+    t, c = time.perf_counter(), cpu_seconds()
+    ix.add(x, threads=1)
+    built = {"build_wall_s": time.perf_counter() - t, "build_cpu_s": cpu_seconds() - c}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ix.save(path)
+        path.with_suffix(".json").write_text(json.dumps(built))
+    return ix, {**built, "loaded": False}
+
+
+def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
+                 merge_ns_per_candidate: float, cache_dir: Optional[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One device's part (module-level, so a worker process can run it): builds or loads its shard's graph, deploys
+    it on its SearSSD, then searches every batch of ``queries``; each batch's queries cross to the device and its
+    k x (id, distance) answers back, and the host folds them into the running top-k."""
+    first, rows = topk.even_split(len(base), shard.devices)[shard.index]
+    ix, built = shard_graph(base, first, rows, graph, cache_dir)
+    dev = shard.device
+    if "ndsearch" not in dev.report().extensions:
+        dev.attach("ndsearch", batch=batch)
+    dep = ix.deploy(dev)
+    shard.start_ns = dev.now_ns
+    before = _energy(dev)
+    out_d, out_i = [], []
+    for b0 in range(0, len(queries), batch):
+        q = queries[b0:b0 + batch]
+        shard.transfer(dev.now_ns, q.nbytes, "to_device")
+        d, i = dep.search(q, k, ef)
+        got = int(np.count_nonzero(i >= 0))
+        shard.transfer(dev.now_ns, got * 8, cpu_ns=math.ceil(got * merge_ns_per_candidate))
+        out_d.append(d)
+        out_i.append(np.where(i >= 0, i + first, -1))
+    info = {"device": shard.index, "first": first, "rows": rows, **built, "deploy_ns": dep.deploy_ns,
+            "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
+            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
+    return np.vstack(out_d), np.vstack(out_i), info
+
+
+def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
+                      merge_ns_per_candidate: float, cache_dir: Optional[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One device's part on the host path (CPU + SSD, DiskANN-style, :mod:`nearflash.ndsearch.diskann`): the shard's
+    graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
+    through the device's queue; each round's 4 KiB blocks cross the shared host, and the host folds the shard's
+    top-k into the running lists. The host's own distance work is not charged to the shared cores (only the merge):
+    a lower bound on the host path's CPU."""
+    from nearflash.ndsearch import diskann
+
+    first, rows = topk.even_split(len(base), shard.devices)[shard.index]
+    ix, built = shard_graph(base, first, rows, graph, cache_dir)
+    dev = shard.device
+    npb = diskann.write_layout(ix, _base_rows(base, first, rows), dev)
+    shard.start_ns = dev.now_ns
+    before = _energy(dev)
+    reads = 0
+    out_d, out_i = [], []
+    for b0 in range(0, len(queries), batch):
+        q = queries[b0:b0 + batch]
+        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0,
+                                on_round=lambda t, r: shard.transfer(t, r * dev.lba_bytes))
+        reads += got.reads
+        d, i = ix.search(q, k, ef=max(ef, k))
+        n = int(np.count_nonzero(i >= 0))
+        last = shard.transfers[-1]
+        shard.transfers[-1] = dataclasses.replace(last, cpu_ns=last.cpu_ns + math.ceil(n * merge_ns_per_candidate))
+        out_d.append(d)
+        out_i.append(np.where(i >= 0, i + first, -1))
+    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads,
+            "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
+            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
+    return np.vstack(out_d), np.vstack(out_i), info
+
+
+#: The work of each path on a shard.
+PATHS = {"in_storage": search_shard, "host": host_search_shard}
+
+
+def _energy(dev: Any) -> float:
+    return float(dev.report().total_energy_j)
+
+
+def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, graph: Graph = Graph(),
+           batch: int = 2048, executor: Any = None, cache_dir: Optional[str | Path] = None,
+           path: str = "in_storage") -> Result:
+    """Searches ``queries`` over ``base`` (a 2-D array, or :class:`Synthetic`) split evenly over ``array``'s
+    devices (one preset, each with the ``ndsearch`` extension's reserved area: ``ext_reserved_blocks``); returns the
+    merged k nearest per query (:class:`Result`). ``path`` "in_storage" (SearSSD) or "host" (CPU + SSD reads,
+    :func:`host_search_shard`; the devices need no reserved area then). ``k`` beyond what a shard holds is fine (the shard pads, the
+    merge takes from the others); beyond the whole set the answer pads with id -1, distance +inf, as FAISS."""
+    topk.one_preset(array, "the sharded NDSearch")
+    if path not in PATHS:
+        raise InvalidValue(f"path must be one of {sorted(PATHS)}, not {path!r}")
+    if not isinstance(graph, Graph):
+        raise InvalidType(f"graph must be a nearflash.ndsearch.sharded.Graph, not {type(graph).__name__}")
+    if isinstance(base, Synthetic):
+        dim, dtype = base.dim, base.dtype
+    elif isinstance(base, np.ndarray):
+        if base.ndim != 2 or base.dtype.name not in ("float32", "uint8", "int8"):
+            raise InvalidValue(f"base must be 2-D float32, uint8 or int8, not {base.dtype} of shape {base.shape}")
+        dim, dtype = base.shape[1], base.dtype.name
+    else:
+        raise InvalidType(f"base must be a numpy array or a sharded.Synthetic set, not {type(base).__name__}")
+    if len(base) < len(array):
+        raise InvalidValue(f"base has {len(base)} vectors for {len(array)} devices: every shard needs one")
+    probe = Index(dim, _metric(base, graph), dtype=dtype)
+    q = probe._rows("queries", queries)
+    if len(q) == 0:
+        raise InvalidValue("queries must hold at least one row")
+    k, ef = _int("k", k, 1, MAX_K), _int("ef", ef, 1, MAX_K)
+    batch = _int("batch", batch, 1, 1 << 16)
+    cache = None if cache_dir is None else str(cache_dir)
+    report, parts = array.run(PATHS[path], base, q, k, ef, graph, batch,
+                              array.host["topk_merge_ns_per_candidate"], cache, executor=executor)
+    d, i = topk.merge([(p[0], p[1]) for p in parts], k)
+    return Result(ids=i, distances=d, report=report, shards=[p[2] for p in parts])
+
+
+def device_capacity(spec: DeviceSpec, vector_bytes: int) -> int:
+    """Vectors of ``vector_bytes`` that one device of ``spec`` holds in its LUNCSR layout: every LUN's planes x
+    ``ext_reserved_blocks`` x pages per block x whole vectors per page (``luncsr::LunCsr::build``'s bound)."""
+    units = {"count": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20}
+    p = {name.split(".")[-1]: int(float(value) * units[unit])
+         for name, value, unit, _ in preset_params(spec.preset, spec.overrides) if unit in units}
+    planes = p["channels"] * p["chips_per_channel"] * p["dies_per_chip"] * p["planes_per_die"]
+    return planes * p["ext_reserved_blocks"] * p["pages_per_block"] * (p["page_size"] // vector_bytes)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+    import concurrent.futures
+    import multiprocessing
+    import sys
+
+    from nearflash.array.array import RayExecutor
+    from nearflash.ndsearch.datasets import cached_synthetic_ground_truth, recall_at
+
+    ap = argparse.ArgumentParser(prog="python -m nearflash.ndsearch.sharded",
+                                 description="A synthetic set sharded over an array of SearSSDs: build each shard's "
+                                 "graph, search a batch across the array, merge top-k on the host.")
+    ap.add_argument("--name", default="sift-like", choices=sorted(SYNTHETIC))
+    ap.add_argument("--n", type=int, required=True, help="vectors in the whole set")
+    ap.add_argument("--devices", type=int, required=True)
+    ap.add_argument("--preset", default="searssd")
+    ap.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                    help="device preset overrides (e.g. ext_reserved_blocks=1, pages_per_block=2)")
+    ap.add_argument("--queries", type=int, default=2048)
+    ap.add_argument("--truth-queries", type=int, default=200, help="queries whose recall@k is checked by brute force")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--ef", type=int, default=32)
+    ap.add_argument("--R", type=int, default=16)
+    ap.add_argument("--ef-construction", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=0, help="worker processes, a fresh one per shard (0: this process)")
+    ap.add_argument("--ray", metavar="ADDRESS", help="run each shard as a Ray task ('auto', 'ray://head:10001', ...)")
+    ap.add_argument("--cache", help="directory for the shards' graphs (built once, loaded after)")
+    ap.add_argument("--out", help="write the result JSON here")
+    a = ap.parse_args(argv)
+    overrides = {}
+    for item in a.set:
+        key, _, value = item.partition("=")
+        overrides[key] = int(value) if value.isdigit() else value
+    base = Synthetic(a.name, a.n, a.seed)
+    array = Array(a.devices, a.preset, overrides=overrides)
+    capacity = device_capacity(array.specs[0], base.dim * np.dtype(base.dtype).itemsize)
+    q = synthetic(a.name, a.queries, seed=a.seed, queries=True)
+    executor: Any = None
+    if a.ray:
+        executor = RayExecutor(a.ray)
+    elif a.workers:
+        executor = concurrent.futures.ProcessPoolExecutor(a.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                          max_tasks_per_child=1)
+    t0 = time.perf_counter()
+    res = search(array, base, q, a.k, a.ef, graph=Graph(R=a.R, ef_construction=a.ef_construction, seed=a.seed),
+                 executor=executor, cache_dir=a.cache)
+    wall = time.perf_counter() - t0
+    if hasattr(executor, "shutdown"):
+        executor.shutdown()
+    nt = min(a.truth_queries, a.queries)
+    _, truth = cached_synthetic_ground_truth(a.name, a.n, q[:nt], a.k, a.seed,
+                                             cache_dir=a.cache or DEFAULT_CACHE)
+    out = {
+        "command": "python -m nearflash.ndsearch.sharded " + " ".join(sys.argv[1:] if argv is None else argv),
+        "set": a.name, "vectors": a.n, "devices": a.devices, "preset": a.preset, "overrides": overrides,
+        "device_capacity_vectors": capacity, "multiple_of_one_device": a.n / capacity,
+        "queries": a.queries, "k": a.k, "ef": a.ef, "R": a.R, "ef_construction": a.ef_construction,
+        f"recall@{a.k}": recall_at(res.ids[:nt], truth, a.k), "recall_queries": nt,
+        "qps": res.qps, "elapsed_ns": res.report.elapsed_ns, "energy_j": res.energy_j,
+        "queries_per_joule": a.queries / res.energy_j if res.energy_j else None,
+        "busiest_shared": res.report.whole["busiest"], "wall_s": wall,
+        "build_cpu_s": sum(s["build_cpu_s"] for s in res.shards),
+        "peak_rss_bytes_per_worker": max(s["peak_rss_bytes"] for s in res.shards),
+        "executor": "ray" if a.ray else (f"{a.workers} worker processes" if a.workers else "this process"),
+        "shards": res.shards,
+    }
+    text = json.dumps(out, indent=2)
+    if a.out:
+        Path(a.out).write_text(text)
+    print(json.dumps({k: v for k, v in out.items() if k != "shards"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

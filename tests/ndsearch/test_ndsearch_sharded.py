@@ -1,0 +1,157 @@
+"""NDSearch on an Array: shards of one set on SearSSD devices, the host merging their top-k. The merged answer is
+checked against brute force, against each shard's own answer, and across executors; bad input is refused before any
+device works."""
+
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+
+import numpy as np
+import pytest
+
+import nearflash
+from nearflash.array import DeviceSpec, topk
+from nearflash.errors import InvalidArgument
+from nearflash.ndsearch import ground_truth, recall_at, sharded
+
+SMALL = dict(channels=2, chips_per_channel=2, blocks_per_plane=32, pages_per_block=16, page_size="4KiB",
+             over_provisioning=40, write_buffer="256KiB", ext_reserved_blocks=2)
+GRAPH = sharded.Graph(R=8, ef_construction=40)
+
+
+def clustered(rng, n, dim=12):
+    centres = rng.uniform(-4, 4, (8, dim))
+    return (centres[rng.integers(0, 8, n)] + rng.uniform(-1, 1, (n, dim))).astype(np.float32)
+
+
+def array(n=3, **kw):
+    return nearflash.Array(n, "searssd", overrides=SMALL, **kw)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    return clustered(rng, 900), clustered(rng, 40)
+
+
+@pytest.fixture(scope="module")
+def three(data):
+    base, q = data
+    return sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16)
+
+
+def test_merged_top_k_reaches_brute_force_recall(data, three):
+    base, q = data
+    _, truth = ground_truth(base, q, 10, "l2")
+    assert recall_at(three.ids, truth, 10) >= 0.95
+    assert three.ids.shape == (40, 10) and three.distances.dtype == np.float32
+    # Nearest first, and the distances are the true ones of the ids returned.
+    assert np.all(np.diff(three.distances, axis=1) >= 0)
+    true_d = ((base[three.ids] - q[:, None, :]) ** 2).sum(axis=2)
+    assert np.allclose(three.distances, true_d, rtol=1e-4, atol=1e-3)
+
+
+def test_each_shard_answers_its_own_ids_and_the_host_pays_the_merge(data, three):
+    base, q = data
+    assert [(s["first"], s["rows"]) for s in three.shards] == [(0, 300), (300, 300), (600, 300)]
+    whole = three.report.whole
+    # Every batch's answers cross back (k x 8 bytes per query per shard) and queries cross out to every shard.
+    assert whole["bytes"]["to_host"] == 3 * 40 * 10 * 8
+    assert whole["bytes"]["to_device"] == 3 * q.nbytes
+    cpu_ns = whole["utilisation"]["host_cpu"] * whole["elapsed_ns"] * whole["host"]["host.cpu_cores"]
+    assert cpu_ns == pytest.approx(3 * 40 * 10 * whole["host"]["cpu.topk_merge_ns_per_candidate"], rel=1e-6)
+    assert three.qps > 0 and three.energy_j > 0
+    assert all(d["report"]["extensions"]["ndsearch"]["stats"]["queries"] == 40 for d in three.report.devices)
+
+
+def test_the_host_path_reads_blocks_across_the_shared_host_and_answers_the_same(data, three):
+    base, q = data
+    host = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, path="host")
+    assert np.array_equal(host.ids, three.ids) and np.array_equal(host.distances, three.distances)
+    whole = host.report.whole
+    assert whole["bytes"]["to_host"] == 4096 * sum(s["reads"] for s in host.shards) > 50 * three.report.whole["bytes"]["to_host"]
+    cpu_ns = whole["utilisation"]["host_cpu"] * whole["elapsed_ns"] * whole["host"]["host.cpu_cores"]
+    assert cpu_ns == pytest.approx(3 * 40 * 10 * whole["host"]["cpu.topk_merge_ns_per_candidate"], rel=1e-6)
+
+
+def test_one_device_gives_its_deployment_s_answer(data):
+    base, q = data
+    res = sharded.search(array(1), base[:300], q, k=5, ef=24, graph=GRAPH, batch=16)
+    ix = nearflash.ndsearch.Index(12, "l2", R=8, ef_construction=40)
+    ix.add(base[:300], threads=1)
+    d, i = ix.search(q, 5, ef=24)
+    assert np.array_equal(res.ids, i) and np.array_equal(res.distances, d)
+
+
+def test_k_beyond_a_shard_takes_from_the_others_and_beyond_the_set_pads(data):
+    base, q = data
+    res = sharded.search(array(3), base[:12], q[:4], k=6, ef=16, graph=GRAPH)
+    _, truth = ground_truth(base[:12], q[:4], 6, "l2")
+    assert recall_at(res.ids, truth, 6) == 1.0  # 4 vectors a shard, 6 asked: exact at this size
+    res = sharded.search(array(3), base[:12], q[:4], k=15, ef=16, graph=GRAPH)
+    assert np.all(res.ids[:, 12:] == -1) and np.all(np.isinf(res.distances[:, 12:]))
+    assert sorted(res.ids[0, :12]) == list(range(12))
+
+
+def test_worker_processes_give_the_same_report(data, three):
+    base, q = data
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
+        res = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, executor=ex)
+    assert np.array_equal(res.ids, three.ids) and np.array_equal(res.distances, three.distances)
+    strip = lambda r: {**r.to_dict(), "devices": [{k: v for k, v in d.items()} for d in r.devices]}  # noqa: E731
+    assert strip(res.report) == strip(three.report)
+
+
+def test_graphs_are_cached_per_shard(tmp_path):
+    base = sharded.Synthetic("sift-like", 600, seed=1)
+    q = nearflash.ndsearch.synthetic("sift-like", 8, seed=1, queries=True)
+    first = sharded.search(array(2), base, q, k=5, ef=24, graph=GRAPH, cache_dir=tmp_path)
+    again = sharded.search(array(2), base, q, k=5, ef=24, graph=GRAPH, cache_dir=tmp_path)
+    assert [s["loaded"] for s in first.shards] == [False, False] and [s["loaded"] for s in again.shards] == [True, True]
+    assert np.array_equal(first.ids, again.ids) and first.report.to_dict() == again.report.to_dict()
+
+
+def test_merge_is_order_free_and_ties_go_to_the_smaller_id():
+    a = (np.array([[1.0, 2.0]], np.float32), np.array([[7, 3]]))
+    b = (np.array([[1.0, np.inf]], np.float32), np.array([[5, -1]]))
+    for parts in ((a, b), (b, a)):
+        d, i = topk.merge(parts, 3)
+        assert i.tolist() == [[5, 7, 3]] and d.tolist() == [[1.0, 1.0, 2.0]]
+    d, i = topk.merge((b,), 3)
+    assert i.tolist() == [[5, -1, -1]] and np.isinf(d[0, 1:]).all()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda b, q: sharded.search(nearflash.Array([DeviceSpec("searssd", overrides=SMALL),
+                                                  DeviceSpec("cosmos-plus")]), b, q), "mixes"),
+    (lambda b, q: sharded.search(array(), b, q, k=0), "k"),
+    (lambda b, q: sharded.search(array(), b, q, k="10"), "k"),
+    (lambda b, q: sharded.search(array(), b, q, ef=-1), "ef"),
+    (lambda b, q: sharded.search(array(), b, q[:, :5]), "columns"),
+    (lambda b, q: sharded.search(array(), b, q[:0]), "at least one"),
+    (lambda b, q: sharded.search(array(), b.tolist(), q), "base"),
+    (lambda b, q: sharded.search(array(), b[:2], q), "every shard"),
+    (lambda b, q: sharded.search(array(), b.astype(np.float64), q), "base"),
+    (lambda b, q: sharded.search("array", b, q), "Array"),
+    (lambda b, q: sharded.search(array(), b, q, graph={"R": 8}), "Graph"),
+    (lambda b, q: sharded.search(array(), b, q, batch=0), "batch"),
+    (lambda b, q: sharded.search(array(), b, q, path="gpu"), "path"),
+    (lambda b, q: sharded.Graph(kind="ivf"), "kind"),
+    (lambda b, q: sharded.Synthetic("mnist", 10), "name"),
+    (lambda b, q: sharded.Synthetic("sift-like", 0), "n"),
+    (lambda b, q: topk.merge([], 3), "at least one"),
+    (lambda b, q: topk.even_split(2, 3), "at least one"),
+])
+def test_bad_arguments_are_refused(data, call, match):
+    base, q = data
+    with pytest.raises((InvalidArgument, TypeError, ValueError), match=match):
+        call(base, q)
+
+
+def test_a_shard_too_large_for_its_reserved_area_is_refused_naming_it(data):
+    base, q = data
+    tiny = {**SMALL, "channels": 1, "chips_per_channel": 1, "ext_reserved_blocks": 1, "pages_per_block": 2}
+    # 1 x 1 x 2 LUNs x 2 planes x 1 reserved block x 2 pages x 85 vectors of 48 B per 4 KiB page.
+    assert sharded.device_capacity(DeviceSpec("searssd", overrides=tiny), 48) == 680
+    with pytest.raises(nearflash.NearflashError, match="reserved"):
+        sharded.search(nearflash.Array(1, "searssd", overrides=tiny), base, q, graph=GRAPH)
+    sharded.search(nearflash.Array(2, "searssd", overrides=tiny), base, q[:2], graph=GRAPH)  # 450 a device fits
