@@ -271,6 +271,7 @@ fn pace_none_a_batching_client_is_not_held_a_window_per_reply() {
     shared.disconnect(conn);
     let rep = shared.snapshot().unwrap().3;
     assert_eq!((rep.ops["read"].count, rep.sched.late_submissions), (8 * rounds, 0));
-    // Held a window per reply, it would take 20 rounds x 7 replies x 40 ms = 5.6 s.
-    assert!(elapsed < 10 * window, "{elapsed:?}");
+    // Held a window per reply, it would take 20 rounds x 7 replies x 40 ms = 5.6 s; a wall-clock bound at half of
+    // that (a quiet run takes 0.1-0.4 s, more on a shared 2-core CI machine running other tests beside it).
+    assert!(elapsed < 70 * window, "{elapsed:?}");
 }
