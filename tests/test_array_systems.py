@@ -15,7 +15,7 @@ def run(tmp_path, capsys, name, *sets):
         args += ["--set", s]
     assert cli.main(args) == 0, capsys.readouterr().err
     out = tmp_path / "array"
-    assert (out / f"{name}.md").exists() and (out / "scaling.png").stat().st_size > 0
+    assert (out / f"{name}.md").exists() and (out / f"{name}-scaling.png").stat().st_size > 0
     res = json.loads((out / f"{name}.json").read_text())
     assert list(res["data"])[:2] == ["prediction", "host"]
     pts = res["data"]["points"]

@@ -213,7 +213,7 @@ class Device:
                 raise InvalidArgument("overrides apply when creating a device; this image already exists")
             self._dev = _native.Device.open(str(self.path), seed=seed, durability_mode=durability)
         else:
-            if self.path is not None and not self.path.exists() and not self.path.absolute().parent.is_dir():
+            if self.path is not None and not self.path.exists() and not self.path.absolute().parent.exists():
                 raise InvalidValue(f"path {str(self.path)!r}: its parent directory {str(self.path.absolute().parent)!r} "
                                    "does not exist (a device is created in a new or empty directory; its parent "
                                    "must exist)")

@@ -7,13 +7,15 @@ use std::fmt;
 const HOST_TOML: &str = include_str!("../host.toml");
 
 /// Every parameter, in the order `host.toml` lists them (the order reports show them in).
-pub const PARAMS: [&str; 6] = [
+pub const PARAMS: [&str; 8] = [
     "switch.uplink_bandwidth",
     "switch.latency",
     "host.root_complex_bandwidth",
     "host.dram_bandwidth",
     "host.cpu_cores",
     "cpu.scan_ns_per_byte",
+    "cpu.topk_merge_ns_per_candidate",
+    "cpu.partial_sum_ns_per_byte",
 ];
 
 /// An argument the host model refuses, with a message naming it.

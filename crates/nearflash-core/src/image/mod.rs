@@ -195,7 +195,7 @@ impl Image {
                 let at = dir.display();
                 return Err(SimError::Image(format!("{at} {what}; a device is created only in a new or empty directory")));
             }
-        } else if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        } else if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
             // Creating the missing folders above would hide a mistyped path as silently as a user's folder would.
             let (at, up) = (dir.display(), parent.display());
             return Err(SimError::Image(format!("{at}: its parent directory {up} does not exist; create it first")));
