@@ -260,7 +260,7 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
     ]
     flash = [
         Mapped("Flash_Technology", cell),
-        Mapped("CMD_Suspension_Support", "NONE", "nearflash has no program/erase suspension"),
+        Mapped("CMD_Suspension_Support", "NONE", "off in both: nand.suspend = none (the presets' default)"),
         Mapped("Page_Read_Latency_LSB", round(read_lsb)),
         Mapped("Page_Read_Latency_CSB", round(read_csb)),
         Mapped("Page_Read_Latency_MSB", round(read_msb)),
@@ -307,7 +307,8 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
         Mapped("CMT_Capacity", int(p["ftl.cmt_size"]), "ftl.cmt_size (used only with ftl.mapping = demand)"),
         Mapped("CMT_Sharing_Mode", "SHARED"),
         Mapped("Plane_Allocation_Scheme", p["ftl.allocation"], "same letters, first varies fastest in both"),
-        Mapped("Transaction_Scheduling_Policy", "OUT_OF_ORDER", "Sprinkler; nearflash books resources first come, first served"),
+        Mapped("Transaction_Scheduling_Policy", "OUT_OF_ORDER", "Sprinkler; nearflash's per-die queues with "
+               "controller.flash_order = read_first, one queue priority in both"),
         Mapped("Overprovisioning_Ratio", round(p["ftl.over_provisioning"], 6), "both: fraction of physical pages hidden"),
         Mapped(
             "GC_Exec_Threshold",
@@ -318,7 +319,8 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
                f"ftl.gc_policy = {p['ftl.gc_policy']} (MQSim's RGA set size is log2(blocks per plane); ftl.gc_rga_d = "
                f"{p['ftl.gc_rga_d']})"),
         Mapped("Use_Copyback_for_GC", bool(p["ftl.gc_copyback"])),
-        Mapped("Preemptible_GC_Enabled", False, "nearflash's GC is not preemptible"),
+        Mapped("Preemptible_GC_Enabled", False, "MQSim's GC first on its chip; nearflash keeps controller.gc_priority = "
+               "equal (see Scheduling below)"),
         Mapped("GC_Hard_Threshold", 0.005, "unused: preemptible GC off"),
         Mapped("Dynamic_Wearleveling_Enabled", False, "nearflash has no wear-levelling policy"),
         Mapped("Static_Wearleveling_Enabled", False, "as above"),

@@ -724,7 +724,7 @@ fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
 /// default unlimited fetch (submission-queue arbitration never binds), 8 reads of a low queue submitted before 8 reads
 /// of a high queue, all on one single-plane die, complete in the die's weighted turns. The first low read finds the
 /// die idle; then high takes `weight_high` reads per turn and low one: with the presets' 4:1, H x4, L, H x4, then the
-/// six low reads left; with `weight_high = 2`, (H x2, L) four times, then three low. The report keeps each queue's
+/// six low reads left; with `weight_high = 2`, (H x2, L) three times, H x2, then the four low left. The report keeps each queue's
 /// completions apart, with its priority.
 #[test]
 fn two_queues_priorities_share_their_die_by_the_nvme_weights_and_are_reported_per_queue() {
