@@ -148,17 +148,19 @@ def run_table2(exp: Experiment, opts: Options) -> None:
              "their own (cognitive.weights) sharing the dies with the I/O by the scheduler's work-conserving round robin "
              "at the declared share (weight_stream_share = 2, the medium host queues' weight: one for one when both "
              "wait on a die, all of it when the I/O does not); 'B, stream first' is share 0, the urgent level. The "
-             "channels are not shared by class: a sensed page waits for its channel in request order, so a weight read "
-             "queues behind the data-outs of the host reads ahead of it, whatever its share on the die.")
+             "channels grant their waiting transfers by the same classes (weighted turns per channel), so a weight "
+             "read's data-out takes its turn beside the host reads'; but a weight page's die is also host reads' die, "
+             "and each of those holds the die until its own 16 KiB data-out gets through a channel that eight dies' "
+             "host reads share, so at equal turns the weight reads wait in their dies' queues.")
     exp.note("DLG-x reads each weighted layer's bytes (Eq. 3's S_k/M per channel) with column reads (weight_reads = "
              "column: the page is sensed, only the 1 KiB ECC codewords holding the layer cross the channel, after a "
              "Change Read Column, nand.t_column_change); 'B, whole pages' is Method B with weight_reads = page, every "
              "page a layer touches moved whole (the Fashion CNN's four layers share one page per channel, so each "
              "image moved that page four times).")
     exp.note("DLG-x tasks completed in the window (one 32-image task in flight at a time) say what the reads' "
-             "bandwidth cost it: at equal turns on the dies its weight reads still queue for the channels behind the "
-             "reads' 16 KiB data-outs, so it finishes few tasks; with the stream first it keeps its pace and the reads "
-             "keep about 0.7 of the peak.")
+             "bandwidth cost it: at equal turns its weight reads wait in their dies' queues behind host reads that hold "
+             "the die until their data-outs cross the busy channel, so it finishes few tasks; with the stream first it "
+             "keeps its pace and the reads keep about 0.8 of the peak.")
     fig, ax = exp.figure("table2_methods", width=8)
     x = np.arange(len(rows))
     for i, (name, col) in enumerate([("Method A", 1), ("Method B", 2), ("B, stream first", 3), ("B, whole pages", 4), ("peak", 5)]):
