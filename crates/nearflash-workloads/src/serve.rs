@@ -185,8 +185,8 @@ struct Reply {
 impl Reply {
     /// Whether its reaction may still arrive at its time, so that the event loop must not run past it: not yet sent,
     /// or sent less than `window` ago to a client that `reacts` (answers a reply with a request).
-    fn holds_the_loop(&self, window: Duration, reacts: bool) -> bool {
-        self.sent.is_none_or(|s| reacts && s.elapsed() < window)
+    fn holds_the_loop(&self, now: Instant, window: Duration, reacts: bool) -> bool {
+        self.sent.is_none_or(|s| reacts && now.saturating_duration_since(s) < window)
     }
 }
 
@@ -198,8 +198,8 @@ const DISTRUST_REPLIES: u32 = 256;
 
 impl Conn {
     /// Pace none: its replies that hold the event loop (`Reply::holds_the_loop`).
-    fn holds(&self, window: Duration) -> impl Iterator<Item = &Reply> {
-        self.replies.iter().filter(move |r| r.holds_the_loop(window, self.distrust == 0))
+    fn holds(&self, now: Instant, window: Duration) -> impl Iterator<Item = &Reply> {
+        self.replies.iter().filter(move |r| r.holds_the_loop(now, window, self.distrust == 0))
     }
 }
 
@@ -583,12 +583,13 @@ impl Shared {
         }
         let window = self.cfg.reaction_window;
         let lag = self.cfg.reaction_lag.max(1) as usize;
+        let now = Instant::now(); // once: the loop below runs in no time the window could notice
         for c in st.conns.values_mut() {
-            if c.distrust == 0 && c.replies.iter().any(|r| r.sent.is_some_and(|s| s.elapsed() >= window)) {
+            if c.distrust == 0 && c.replies.iter().any(|r| r.sent.is_some_and(|s| now.saturating_duration_since(s) >= window)) {
                 c.distrust = DISTRUST_REPLIES;
             }
         }
-        let mut holding: Vec<Time> = st.conns.values().flat_map(|c| c.holds(window)).map(|r| r.done).collect();
+        let mut holding: Vec<Time> = st.conns.values().flat_map(|c| c.holds(now, window)).map(|r| r.done).collect();
         let kth = |h: &mut Vec<Time>| if h.len() < lag { Time::MAX } else { *h.select_nth_unstable(lag - 1).1 };
         let mut limit = kth(&mut holding);
         while let Some(done) = reap_one(st, limit) {
@@ -598,8 +599,7 @@ impl Shared {
             }
         }
         // A reply not yet sent holds the loop until it is; one sent holds it until its window closes.
-        let now = Instant::now();
-        let expiry = st.conns.values().flat_map(|c| c.holds(window));
+        let expiry = st.conns.values().flat_map(|c| c.holds(now, window));
         expiry.map(|r| r.sent.map_or(window, |s| (s + window).saturating_duration_since(now))).min()
     }
 
