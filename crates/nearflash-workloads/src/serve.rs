@@ -12,16 +12,17 @@
 //!   moves there); a request that finds no such completion is new (the client deepened its queue) and is submitted
 //!   at the current clock. A new request's reply is held until the burst it belongs to has arrived (no new request
 //!   on its connection for `burst_window`, or every worker thread of the connection holding one), so that the
-//!   requests a client sends together are seen together, not taken for reactions to each other. By default
-//!   (`reaction_window` zero) a request runs the event loop to its own completion at once, so the reactions to
-//!   earlier completions arrive in the loop's past (`late_submissions`) and requests in flight are served one
-//!   after the other in virtual time: fast, but the depth is kept only in the count of commands in flight. With a
-//!   `reaction_window`, the loop is run only as far as nothing can still arrive before it: every request already in
-//!   the plugin is submitted first, and the loop stops at the earliest completion whose reaction may still come (its
-//!   reply not yet sent, or sent less than `reaction_window` ago); completions the device has computed beyond that
-//!   point are reaped and replied to without running the loop. A client at queue depth N is then seen at depth N in
-//!   virtual time, with no request submitted in the loop's past, at the cost of a round trip to the client per
-//!   completion.
+//!   requests a client sends together are seen together, not taken for reactions to each other. The loop is run
+//!   only as far as nothing can still arrive before it: every request already in the plugin is submitted first, and
+//!   the loop stops at the `reaction_lag`-th earliest completion whose reaction may still come (its reply not yet
+//!   sent, or sent less than `reaction_window` ago); completions the device has computed beyond that point are
+//!   reaped and replied to without running the loop. A client at queue depth N is then seen at depth N in virtual
+//!   time (`reaction_lag` 1; a little less with more, the reactions to completions the loop has passed submitted
+//!   where it is), never in the loop's past, at the cost of a round trip to the client per completion,
+//!   `reaction_lag` of them under way at once. With `reaction_window` zero (`--serial`) a request runs the loop to
+//!   its own completion at once, so the reactions to earlier completions arrive in the loop's past
+//!   (`late_submissions`) and requests in flight are served one after the other in virtual time: the fastest, the
+//!   depth not kept. The depth the device served at is measured in virtual time ([`DepthMeter`]).
 //! - [`Pace::Realtime`], as FEMU does: the virtual clock follows the wall clock, each request is submitted at its
 //!   arrival's wall time, and its reply is held until the wall clock reaches its modelled completion; one that the
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
