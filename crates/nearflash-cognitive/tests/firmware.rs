@@ -293,7 +293,13 @@ fn ordinary_reads_get_their_share_beside_the_weight_stream_without_reserved_turn
     let rate = |reads: u64, ns: u64| reads as f64 / ns as f64;
     assert!(first > 50, "{first} reads in {task_first} ns");
     assert!(rate(first, task_first) >= 0.8 * rate(turns, task_turns), "{first} reads in {task_first} ns vs {turns} in {task_turns} ns");
-    assert!(task_turns as f64 <= 1.25 * task_first as f64, "DLG-x keeps its pace: {task_turns} vs {task_first} ns");
+    // The channels grant by class: first (urgent), a weight transfer waits only for the transfer in progress; at the
+    // equal share (2:2 turns) for up to two of the reads' 16 KiB transfers more. So DLG-x is never slower first, and
+    // keeps most of its pace at the equal share. Measured: 8.55 ms first, 10.85 ms at the equal share (1.27x); with
+    // channels in arrival order both took 14.78 ms (the bound was 1.25x then), the weight pages waiting behind every
+    // read transfer queued before them
+    assert!(task_first <= task_turns, "the stream first is not slower: {task_first} vs {task_turns} ns");
+    assert!(task_turns as f64 <= 1.5 * task_first as f64, "DLG-x keeps its pace: {task_turns} vs {task_first} ns");
 }
 
 /// DLG_hashing of `qs` on a fresh device reading weights as `weight_reads`: the hash codes (DLG_analysis 1), the
