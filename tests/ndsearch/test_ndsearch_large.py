@@ -112,6 +112,8 @@ def test_one_driver_per_cache(tmp_path, capsys):
     assert held is not None and large._lock(tmp_path) is None
     assert large.main(["--n", "100", "--devices", "1", "--cache", str(tmp_path)]) == 2
     assert "another run" in capsys.readouterr().err
+    # A partial search only reads what is built, so it runs beside the driver (here: nothing built yet).
+    assert large.main(["--n", "100", "--devices", "1", "--cache", str(tmp_path), "--search", "partial"]) == 1
     held.close()
     again = large._lock(tmp_path)
     assert again is not None

@@ -218,13 +218,14 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
                       **plan.status()}), file=out, flush=True)
     if a.status:
         return 0
-    lock = _lock(Path(a.cache))
-    if lock is None:
-        print(f"another run holds {Path(a.cache) / LOCK}: one driver per cache at a time", file=sys.stderr)
-        return 2
-    stack.enter_context(lock)
-    if a.search != "partial":
+    if a.search != "partial":  # a partial search only reads the graphs built so far, beside a running driver
+        lock = _lock(Path(a.cache))
+        if lock is None:
+            print(f"another run holds {Path(a.cache) / LOCK}: one driver per cache at a time", file=sys.stderr)
+            return 2
+        stack.enter_context(lock)
         ctx = multiprocessing.get_context("spawn")
+        # one at a time: a shard's build is one thread, and two would double the memory
         for i in plan.missing():
             first, rows = plan.shards[i]
             after = sum(plan.shards[j][1] - plan.rows_done(j) for j in plan.missing() if j != i)
