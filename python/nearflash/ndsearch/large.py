@@ -232,7 +232,7 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx, max_tasks_per_child=1) as pool:
                 rec = pool.submit(_build_in_worker, base, first, rows, graph, a.cache, a.step, a.checkpoint_min * 60,
                                   i, after, a.log).result()
-            print(json.dumps({"shard": i, "built": rec, **plan.status()}), file=out, flush=True)
+            print(json.dumps({"shard": i, "record": rec, **plan.status()}), file=out, flush=True)
     if a.search == "never" or (a.search == "auto" and plan.missing()):
         return 0
     k = plan.built_prefix() if a.search == "partial" else a.devices
