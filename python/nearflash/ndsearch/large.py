@@ -1,8 +1,8 @@
 """The large sharded NDSearch run, resumable across sessions (issue 26: a set many times what one device holds,
 built shard by shard, searched across the array).
 
-    nice -n 19 python -m nearflash.ndsearch.large --n 100000000 --devices 12 --set ext_reserved_blocks=1 \\
-        --cache /work/nds-100m --ef-construction 64 --ef 64 --out large-100m.json
+    nice -n 19 python -m nearflash.ndsearch.large --n 100000000 --devices 64 --set ext_reserved_blocks=1 \\
+        --ef-construction 64 --ef 512 --cache /work/nds-100m/cache --log run.log --out large-100m.json
 
 builds the shards' graphs still missing from ``--cache`` one at a time, each in a fresh worker process (its peak
 memory is the shard's alone), adding its rows in steps of ``--step`` and saving a checkpoint of the partial graph
