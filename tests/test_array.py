@@ -200,11 +200,28 @@ def _bad_transfer(shard, done_ns, nbytes, direction, cpu_ns):
 
 @pytest.mark.parametrize("done_ns, nbytes, direction, cpu_ns", [
     (-1, 8, "to_host", 0), (0, 0, "to_host", 0), (0, 8, "to_host", -5), (0.5, 8, "to_host", 0), (0, "8", "to_host", 0),
-    (0, 8, "up", 0),
+    (0, 8, "up", 0), (0, 8, "to_host", []), (0, 2, "to_host", [1, 1, 1]), (0, 8, "to_host", [5, -1]),
+    (0, 8, "to_host", [1.5]),
 ])
 def test_a_shard_refuses_bad_transfers(done_ns, nbytes, direction, cpu_ns):
     with pytest.raises(InvalidArgument):
         Array(1).run(_bad_transfer, done_ns, nbytes, direction, cpu_ns)
+
+
+def _tasks(shard, cores_seen):
+    cores_seen.append(shard.cores)
+    shard.transfer(shard.device.now_ns, 10, cpu_ns=[1000, 1000, 1000])
+
+
+def test_a_transfers_cpu_tasks_run_side_by_side_with_their_share_of_the_bytes():
+    seen = []
+    report, _ = Array(1, host={"cpu_cores": 2, "latency": 0}).run(_tasks, seen)
+    assert seen == [2]  # the shard knows the shared host's cores
+    w = report.whole
+    # 10 B in shares of 3, 3, 4 B; two tasks run at once, the third after them: 2,000 ns of CPU past the bytes.
+    assert w["transfers"] == 3 and w["bytes"]["to_host"] == 10
+    assert w["utilisation"]["host_cpu"] * w["elapsed_ns"] * 2 == pytest.approx(3000)
+    assert 2000 < w["elapsed_ns"] < 2100
 
 
 def test_devices_keep_their_images_and_specs_mix_presets(tmp_path):

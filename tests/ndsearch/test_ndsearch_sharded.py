@@ -74,7 +74,7 @@ def test_the_host_path_reads_blocks_across_the_shared_host_and_answers_the_same(
     cpu_ns = whole["utilisation"]["host_cpu"] * whole["elapsed_ns"] * whole["host"]["host.cpu_cores"]
     merge = 3 * 40 * 10 * whole["host"]["cpu.topk_merge_ns_per_candidate"]
     search = sum(s["search_cpu_ns"] for s in host.shards)
-    assert cpu_ns == pytest.approx(search + merge, rel=1e-4) and search > 10 * merge
+    assert cpu_ns == pytest.approx(search + merge, rel=5e-3) and search > 10 * merge  # whole ns per task
 
 
 def test_the_host_search_cpu_is_the_cpu_baselines_counted_work():
@@ -83,7 +83,7 @@ def test_the_host_search_cpu_is_the_cpu_baselines_counted_work():
     rng = np.random.default_rng(5)
     ix = Index(128, "l2", R=8, ef_construction=40)
     ix.add(clustered(rng, 600, 128), threads=1)
-    p = {name: float(v) for name, v, _, _ in searssd.host_parameters()}
+    p = {name: float(v.split()[0]) for name, v, _, _ in searssd.host_parameters()}
     one = sharded.search_cpu_ns(ix, 1, 0)
     # One distance over 128 float32 elements: 8 AVX-512 steps of cpu_step_cycles plus the overhead, at 3.1 GHz; an
     # expansion's cycles on top; linear in the counts (a 600-vector set fits the last-level cache: no misses).

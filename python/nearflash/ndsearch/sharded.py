@@ -162,7 +162,8 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
     graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
     through the device's queue; each round's 4 KiB blocks cross the shared host, followed by the host search's CPU
     on them (:func:`search_cpu_ns`: the round's distances and expansions at the costed CPU baseline's per-operation
-    costs), and the host folds the shard's top-k into the running lists."""
+    costs), split evenly over the host's threads (one per shared core, at most one per query in the round), and the
+    host folds the shard's top-k into the running lists."""
     from nearflash.ndsearch import diskann
 
     first, rows = topk.even_split(len(base), shard.devices)[shard.index]
@@ -175,11 +176,12 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
     search_ns = 0.0
     out_d, out_i = [], []
 
-    def round_done(t: int, blocks: int, distances: int, hops: int) -> None:
+    def round_done(t: int, blocks: int, distances: int, hops: int, live: int) -> None:
         nonlocal search_ns
         ns = search_cpu_ns(ix, distances, hops)
         search_ns += ns
-        shard.transfer(t, blocks * dev.lba_bytes, cpu_ns=math.ceil(ns))
+        threads = min(live, shard.cores)  # the round's queries split over the host's threads
+        shard.transfer(t, blocks * dev.lba_bytes, cpu_ns=[math.ceil(ns / threads)] * threads)
 
     for b0 in range(0, len(queries), batch):
         q = queries[b0:b0 + batch]

@@ -73,7 +73,7 @@ def host_work_per_query(ix: Any, q: Any, k: int, ef: int) -> tuple[float, float]
 
     cpu = [0.0]
 
-    def count(_t: int, _blocks: int, distances: int, hops: int) -> None:
+    def count(_t: int, _blocks: int, distances: int, hops: int, _live: int) -> None:
         cpu[0] += sharded.search_cpu_ns(ix, distances, hops)
 
     with nearflash.Device(None, "cosmos-plus", materialise=False) as dev:
