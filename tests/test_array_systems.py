@@ -47,7 +47,7 @@ def test_cognitive_host_path_flattens_and_in_storage_scales(tmp_path, capsys):
 
     if not Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").exists():
         pytest.skip("dataset-fashion-mnist is not installed (scripts/env.sh installs it)")
-    res, host, isc, limit = run(tmp_path, capsys, "cognitive", "rows_per_device=60", "queries=6",
+    res, host, isc, limit = run(tmp_path, capsys, "cognitive", "rows_per_device=60", "queries=6", "uplink=0.5",
                                 "calibration=30")
     pred = res["data"]["prediction"]["host"]
     assert pred["limit_by"] == "switch uplink" and host[4] < 0.9 * 4 * host[1]

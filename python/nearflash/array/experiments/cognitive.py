@@ -30,8 +30,8 @@ QUICK = dict(channels=4, chips_per_channel=2, blocks_per_plane=64, pages_per_blo
              write_buffer="1MiB", ext_reserved_blocks=8)
 #: Full size: the cosmos-plus preset with 8 reserved blocks a plane for DLG-x's weights and the shard's graph.
 FULL = dict(ext_reserved_blocks=8)
-#: --quick: a switch uplink of 0.25 GB/s puts the host path's knee inside N = 1..8.
-QUICK_UPLINK = 0.25
+#: --quick: a switch uplink of 1 GB/s puts the host path's knee inside N = 1..8 (one device reads ~0.35 GB/s of pages).
+QUICK_UPLINK = 1.0
 #: Fashion-MNIST's training set: the most images an array's database holds.
 TRAIN_IMAGES = 60_000
 
