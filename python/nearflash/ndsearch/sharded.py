@@ -174,9 +174,10 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
                       split: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """One device's part on the host path (CPU + SSD, DiskANN-style, :mod:`nearflash.ndsearch.diskann`): the shard's
     graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
-    through the device's queue; each round's 4 KiB blocks cross the shared host, and the host folds the shard's
-    top-k into the running lists. The host's own distance work is not charged to the shared cores (only the merge):
-    a lower bound on the host path's CPU."""
+    through the device's queue; each round's 4 KiB blocks cross the shared host, followed by the host search's CPU
+    on them (:func:`search_cpu_ns`: the round's distances and expansions at the costed CPU baseline's per-operation
+    costs), split evenly over the host's threads (one per shared core, at most one per query in the round), and the
+    host folds the shard's top-k into the running lists."""
     from nearflash.ndsearch import diskann
 
     first, rows = shard_rows(base, shard, split)
@@ -186,11 +187,19 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
     shard.start_ns = dev.now_ns
     before = _energy(dev)
     reads = 0
+    search_ns = 0.0
     out_d, out_i = [], []
+
+    def round_done(t: int, blocks: int, distances: int, hops: int, live: int) -> None:
+        nonlocal search_ns
+        ns = search_cpu_ns(ix, distances, hops)
+        search_ns += ns
+        threads = min(live, shard.cores)  # the round's queries split over the host's threads
+        shard.transfer(t, blocks * dev.lba_bytes, cpu_ns=[math.ceil(ns / threads)] * threads)
+
     for b0 in range(0, len(queries), batch):
         q = queries[b0:b0 + batch]
-        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0,
-                                on_round=lambda t, r: shard.transfer(t, r * dev.lba_bytes))
+        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0, on_round=round_done)
         reads += got.reads
         d, i = ix.search(q, k, ef=max(ef, k))
         n = int(np.count_nonzero(i >= 0))
@@ -198,10 +207,20 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
         shard.transfers[-1] = dataclasses.replace(last, cpu_ns=last.cpu_ns + math.ceil(n * merge_ns_per_candidate))
         out_d.append(d)
         out_i.append(np.where(i >= 0, i + first, -1))
-    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads,
+    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads, "search_cpu_ns": search_ns,
             "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
             "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
     return np.vstack(out_d), np.vstack(out_i), info
+
+
+def search_cpu_ns(ix: Index, distances: int, hops: int) -> float:
+    """Host CPU time (ns, summed over cores) of a graph search over ``ix`` that measured ``distances`` distances and
+    made ``hops`` expansions: the costed CPU baseline's per-operation costs (``searssd.host_parameters()``: cycles
+    of a distance's SIMD steps and overhead, of an expansion, and the DRAM misses of a set beyond the last-level
+    cache) through the same function that baseline uses (``hosts::cpu_graph_core``)."""
+    from nearflash._native import ndsearch as native
+
+    return native.cpu_search_core_ns(distances, hops, ix.dim, ix.ntotal, 2 * ix.R)
 
 
 #: The work of each path on a shard.
