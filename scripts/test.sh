@@ -8,6 +8,7 @@ bash scripts/env.sh
 echo "== Rust tests"
 cargo test --release --workspace --exclude nearflash-py -q
 echo "== Python tests"
-.venv/bin/python -m pytest -q
+# Two worker processes (CI has 2 cores); a test file's tests stay in one worker, so module fixtures are built once.
+.venv/bin/python -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadfile
 echo "== Fuzzing"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}"

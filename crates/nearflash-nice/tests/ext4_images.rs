@@ -1,6 +1,6 @@
 //! The reader and the learner against real e2fsprogs images, cross-checked with `debugfs`.
 
-mod common;
+use crate::common;
 
 use nearflash_nice::learner::{Learner, Learnt};
 use nearflash_nice::reader::Ext4Reader;

@@ -1,9 +1,9 @@
 //! The NICE firmware extension through the device's command interface: a real ext4 image (mke2fs -d) written with
 //! ordinary Writes, then NICE_Write / NICE_Read as Writes and Reads at hyper-addresses (LBA >= C).
 
-mod common;
+use crate::common;
 
-use common::fw::{head_lba, io, said, tree, Setup};
+use crate::common::fw::{head_lba, io, said, tree, Setup};
 use nearflash_core::ext::{DataBuf, Sqe, Status};
 use nearflash_core::nvme::opcode;
 use nearflash_core::{Device, DeviceOptions};
@@ -332,7 +332,7 @@ fn a_file_changed_after_nice_write_is_processed_as_it_is_now_and_a_corrupted_ino
     assert_eq!(invoke(&mut s, h, OP_CRC32).unwrap().3, u64::from(crc32fast::hash(&other)));
 }
 
-/// Measurement, not a check (`cargo test --release -p nearflash-nice --test firmware_hyper -- --ignored --nocapture`):
+/// Measurement, not a check (`cargo test --release -p nearflash-nice --test integration firmware_hyper:: -- --ignored --nocapture`):
 /// NICE-K over /emb/vectors.bin in storage (NICE_Write + NICE_Read, learning already done) against the host reading
 /// the same file with ordinary Reads (its compute not counted: a lower bound on HOST-ISC), in the same run.
 #[test]

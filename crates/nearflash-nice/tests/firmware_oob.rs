@@ -1,9 +1,9 @@
 //! The OOB doubly linked list on the device: written by the firmware into the pages' spare bytes once it learns a
 //! file, used to locate a file from its first page in at most two flash reads, and repaired after GC moves pages.
 
-mod common;
+use crate::common;
 
-use common::fw::{head_lba, invoke, io, Setup};
+use crate::common::fw::{head_lba, invoke, io, Setup};
 use nearflash_core::ext::{DataBuf, Status};
 use nearflash_core::nvme::opcode;
 use nearflash_core::Device;

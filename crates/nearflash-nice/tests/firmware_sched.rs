@@ -1,7 +1,7 @@
 //! NICE's firmware kernel with requests in flight together (paper Sec. IV-C): shared NAND reads between ISC
 //! requests and between an ISC request and an ordinary Read, ISC priority, and coroutine scheduling vs polling.
 
-mod common;
+use crate::common;
 
 use nearflash_core::config::{load_preset, ExtParams};
 use nearflash_core::ext::{DataBuf, Sqe};

@@ -1,0 +1,6 @@
+//! The crate's integration tests, one module per file beside this one, linked into a single test binary
+//! (one link of the crate and its dependencies instead of one per file: `cargo test` compiles the suite
+//! faster). Run one file's tests with `cargo test --release -p nearflash-issd --test integration <module>::`.
+
+mod chunking_props;
+mod minebench_props;
