@@ -123,6 +123,8 @@ pub struct Flow<S> {
     /// Resolved steps in order of resolution: (value, index, generation), reclaimed from the front.
     resolved: VecDeque<(Time, u32, u32)>,
     live: usize,
+    /// `max_all`'s list of inputs not known yet, kept between calls so that a join allocates nothing.
+    pending: Vec<At>,
 }
 
 impl<S: Default> Default for Flow<S> {
@@ -135,6 +137,7 @@ impl<S: Default> Default for Flow<S> {
             ready: VecDeque::new(),
             resolved: VecDeque::new(),
             live: 0,
+            pending: Vec::new(),
         }
     }
 }
@@ -256,7 +259,8 @@ impl<S: Default> Flow<S> {
     /// The latest of `times` (`floor` if there are none).
     pub fn max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> At {
         let mut known = floor;
-        let mut pending: Vec<At> = Vec::new();
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
         for t in times {
             match self.value(t) {
                 Some(v) => known = known.max(v),
@@ -264,10 +268,12 @@ impl<S: Default> Flow<S> {
                 None => {}
             }
         }
-        match pending.len() {
+        let at = match pending.len() {
             0 => At::at(known),
             _ => self.add(S::default(), known, &pending),
-        }
+        };
+        self.pending = pending;
+        at
     }
 
     /// Takes the next step whose inputs are all known: (handle, index, start).
