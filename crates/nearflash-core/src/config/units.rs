@@ -251,7 +251,7 @@ impl BytesPerSec {
         if bytes == 0 {
             return 0;
         }
-        crate::engine::ceil_ns(bytes as f64 * 1e9 / self.0)
+        (bytes as f64 * 1e9 / self.0).ceil() as u64
     }
 }
 
@@ -261,7 +261,7 @@ impl Hertz {
         if cycles <= 0.0 {
             return 0;
         }
-        crate::engine::ceil_ns(cycles * 1e9 / self.0)
+        (cycles * 1e9 / self.0).ceil() as u64
     }
 }
 
