@@ -397,6 +397,13 @@ impl DeviceConfig {
         }
     }
 
+    /// The high, medium and low queues' weights (`nvme.weight_*`, checked to 1..=256): submission-queue arbitration's
+    /// and the flash classes' alike.
+    pub fn priority_weights(&self) -> [u32; 3] {
+        let n = &self.nvme;
+        [n.weight_high, n.weight_medium, n.weight_low].map(|w| w.0.min(256) as u32)
+    }
+
     pub fn gc_priority(&self) -> GcPriority {
         match self.controller.gc_priority.0.as_str() {
             "urgent" => GcPriority::Urgent,

@@ -243,7 +243,7 @@ impl DeviceCore {
             multi_plane: nand.timing.multi_plane,
             suspend: suspend_rules(&cfg),
         };
-        let sched = Scheduler::new(sc, ClassTable::new([4, 2, 1], gc_level), &nand, &mut ledger);
+        let sched = Scheduler::new(sc, ClassTable::new(cfg.priority_weights(), gc_level), &nand, &mut ledger);
         let nv = &cfg.nvme;
         let fetcher = Fetcher::new(Mechanism::of(&cfg), nv.arbitration_burst.0 as u32, nv.fetch_window.0.min(u64::from(u32::MAX)) as u32);
         DeviceCore {

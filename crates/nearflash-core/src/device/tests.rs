@@ -720,6 +720,49 @@ fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
     assert!(last_low > 2 * urgent, "the low queue's reads wait for one another: {last_low} ns vs {urgent} ns");
 }
 
+/// Two queues of different priorities are two classes on the flash queues, weighted by `nvme.weight_*`: with the
+/// default unlimited fetch (submission-queue arbitration never binds), 8 reads of a low queue submitted before 8 reads
+/// of a high queue, all on one single-plane die, complete in the die's weighted turns. The first low read finds the
+/// die idle; then high takes `weight_high` reads per turn and low one: with the presets' 4:1, H x4, L, H x4, then the
+/// six low reads left; with `weight_high = 2`, (H x2, L) four times, then three low. The report keeps each queue's
+/// completions apart, with its priority.
+#[test]
+fn two_queues_priorities_share_their_die_by_the_nvme_weights_and_are_reported_per_queue() {
+    let order = |weight_high: &str| {
+        let geometry = [("channels", "1"), ("chips_per_channel", "1"), ("planes_per_die", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"), ("over_provisioning", "35")];
+        let mut dev = device(&[&geometry[..], &[("nvme.weight_high", weight_high)]].concat(), false);
+        dev.create_queue_pair(1, 4).unwrap();
+        let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
+        let fill = Sqe::rw(opcode::WRITE, 0, 0, (64 * spp) as u32);
+        assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
+        assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
+        let h = dev.horizon();
+        dev.advance_to(h);
+        dev.create_queue_pair_with(2, 32, Priority::Low).unwrap();
+        dev.create_queue_pair_with(3, 32, Priority::High).unwrap();
+        for (q, first) in [(2u16, 2u64), (3, 20)] {
+            for i in 0..8u64 {
+                dev.submit(q, Sqe::rw(opcode::READ, i as u16, (first + i) * spp, 1), DataBuf::None).unwrap();
+            }
+        }
+        let mut order = Vec::new();
+        while let Some((q, t)) = dev.next_completion(&[2, 3]) {
+            dev.advance_to(t);
+            dev.reap(q).unwrap();
+            order.push(q);
+        }
+        let r = dev.report();
+        let read = |q: u16| (r.queues[&q].priority, r.queues[&q].ops["read"].count, r.queues[&q].ops["read"].latency.mean_us);
+        let ((p_low, n_low, mean_low), (p_high, n_high, mean_high)) = (read(2), read(3));
+        assert_eq!((p_low, n_low, p_high, n_high), (Priority::Low, 8, Priority::High, 8));
+        assert!(mean_high < mean_low, "high {mean_high} us, low {mean_low} us");
+        assert_eq!(r.priorities[&Priority::Low]["read"].count, 8);
+        order
+    };
+    assert_eq!(order("4"), [2, 3, 3, 3, 3, 2, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2]);
+    assert_eq!(order("2"), [[2, 3, 3].repeat(4), vec![2; 4]].concat());
+}
+
 /// Submission-queue arbitration decides which waiting command takes a command slot (`nvme.fetch_window`). With one
 /// slot, commands run one at a time in the order they are fetched: under weighted round robin (NVMe 2.0, 3.4.4.2) the
 /// urgent queue's commands all go first, then rounds of high x3, medium x2, low x1 (the weights set here); under

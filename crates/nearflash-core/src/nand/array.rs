@@ -157,6 +157,9 @@ pub struct Command<'a> {
     pub column: bool,
     /// A copyback's destination page offset.
     pub dst_page: u32,
+    /// The class whose turn its transfers take on the channel (below `CHANNEL_CLASSES`; a multi-plane read's first
+    /// page's).
+    pub class: u8,
 }
 
 /// An event of the array.
@@ -239,6 +242,8 @@ struct Die {
     suspended: Option<Suspended>,
     /// Suspensions of the program or erase in progress (or suspended).
     suspensions: u32,
+    /// The class whose turn the current command's transfers take on the channel.
+    class: u8,
 }
 
 impl Die {
@@ -259,6 +264,7 @@ impl Die {
             busy_from: Time::ZERO,
             suspended: None,
             suspensions: 0,
+            class: 0,
         }
     }
 }
@@ -273,12 +279,55 @@ enum Xfer {
     Out { die: u32, txn: u32, bytes: u64, cache: bool },
 }
 
+/// Classes a channel tells apart (bits of a `u32` mask).
+pub const CHANNEL_CLASSES: usize = 32;
+
+/// How a channel picks its next transfer when transfers of more than one class wait for it: the controller's class
+/// policy (`ctrl::sched`), which the array consults without knowing it.
+pub trait ChannelGrants {
+    /// The class whose first transfer in line channel `ch` sends next, among the classes in `waiting` (a mask of at
+    /// least two); `first_in_line(mask)` is the class of the first transfer in line among the classes in `mask`.
+    fn next_class(&mut self, ch: u32, waiting: u32, first_in_line: &dyn Fn(u32) -> u8) -> u8;
+}
+
+/// A channel: transfers wait in arrival order, each with its class; the next one is the first in line of the class
+/// the grants choose (with one class waiting: the first in line).
 #[derive(Default)]
 struct Channel {
     busy: bool,
     start: Time,
     cur: Option<Xfer>,
-    queue: VecDeque<Xfer>,
+    queue: VecDeque<(Xfer, u8)>,
+    /// Transfers waiting per class, and the classes with any as a bit mask.
+    waiting: [u16; CHANNEL_CLASSES],
+    classes: u32,
+}
+
+impl Channel {
+    fn push(&mut self, x: Xfer, class: u8) {
+        debug_assert!((class as usize) < CHANNEL_CLASSES);
+        self.queue.push_back((x, class));
+        self.waiting[class as usize] += 1;
+        self.classes |= 1 << class;
+    }
+
+    /// Takes channel `ch`'s next transfer: the first in line of the class `grants` chooses.
+    fn take(&mut self, ch: u32, grants: &mut impl ChannelGrants) -> Option<Xfer> {
+        let i = if self.classes & self.classes.wrapping_sub(1) == 0 {
+            0
+        } else {
+            let queue = &self.queue;
+            let first_in_line = |m: u32| queue.iter().find(|q| m & 1 << q.1 != 0).expect("a class with work").1;
+            let class = grants.next_class(ch, self.classes, &first_in_line);
+            self.queue.iter().position(|q| q.1 == class).expect("a transfer of the chosen class")
+        };
+        let (x, class) = self.queue.remove(i)?;
+        self.waiting[class as usize] -= 1;
+        if self.waiting[class as usize] == 0 {
+            self.classes &= !(1 << class);
+        }
+        Some(x)
+    }
 }
 
 /// The flash array's state and the rules of its phases.
@@ -355,8 +404,9 @@ impl NandArray {
             .then(|| (d.kind, d.end.saturating_since(now), d.suspensions))
     }
 
-    /// Issues `cmd` to its die, which must be idle; its phases follow as events.
-    pub fn issue(&mut self, cmd: Command<'_>, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
+    /// Issues `cmd` to its die, which must be idle; its phases follow as events. `grants`: what each channel sends
+    /// next when transfers of several classes wait.
+    pub fn issue(&mut self, cmd: Command<'_>, now: Time, grants: &mut impl ChannelGrants, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let t = &self.timing;
         let die = cmd.die;
         let ch = self.geo.channel_of_die(die);
@@ -370,6 +420,8 @@ impl NandArray {
         d.page = cmd.page;
         d.planes = cmd.planes;
         d.column = cmd.column;
+        let class = cmd.class;
+        d.class = class;
         d.pages.clear();
         d.pages.extend_from_slice(cmd.pages);
         match cmd.kind {
@@ -380,8 +432,8 @@ impl NandArray {
                 ledger.charge(self.acc.read, self.e.read_page * planes as f64);
                 if t.commands_on_bus {
                     d.phase = Phase::WaitBus;
-                    self.channels[ch as usize].queue.push_back(Xfer::Cmd { die });
-                    self.start_channel(ch, now, ledger, ev);
+                    self.channels[ch as usize].push(Xfer::Cmd { die }, class);
+                    self.start_channel(ch, now, grants, ledger, ev);
                 } else {
                     let tr = t.t_read(self.geo.page_type(cmd.page));
                     self.timed(die, Phase::Sense, now + t.t_cmd * planes + tr, ev);
@@ -390,8 +442,8 @@ impl NandArray {
             CmdKind::Program => {
                 d.phase = Phase::WaitBus;
                 d.suspensions = 0;
-                self.channels[ch as usize].queue.push_back(Xfer::In { die });
-                self.start_channel(ch, now, ledger, ev);
+                self.channels[ch as usize].push(Xfer::In { die }, class);
+                self.start_channel(ch, now, grants, ledger, ev);
             }
             CmdKind::Erase => {
                 d.suspensions = 0;
@@ -447,12 +499,12 @@ impl NandArray {
     }
 
     /// Starts the channel's next transfer if it is free.
-    fn start_channel(&mut self, ch: u32, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
+    fn start_channel(&mut self, ch: u32, now: Time, grants: &mut impl ChannelGrants, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let c = &mut self.channels[ch as usize];
         if c.busy {
             return;
         }
-        let Some(x) = c.queue.pop_front() else { return };
+        let Some(x) = c.take(ch, grants) else { return };
         let t = &self.timing;
         let dur = match x {
             Xfer::Cmd { die } => {
@@ -490,17 +542,18 @@ impl NandArray {
         now: Time,
         res: &mut Resources,
         ledger: &mut EnergyLedger,
+        grants: &mut impl ChannelGrants,
         read_waits: impl Fn(u32) -> bool,
         ev: &mut impl Schedule<NandEv>,
         out: &mut Vec<NandOut>,
     ) {
         match e {
-            NandEv::Channel { ch } => self.channel_done(ch, now, res, ledger, ev, out),
+            NandEv::Channel { ch } => self.channel_done(ch, now, res, grants, ledger, ev, out),
             NandEv::Die { die, epoch } => {
                 if self.dies[die as usize].epoch != epoch {
                     return; // cancelled by a suspension
                 }
-                self.die_phase_done(die, now, res, ledger, read_waits, ev, out);
+                self.die_phase_done(die, now, res, grants, ledger, read_waits, ev, out);
             }
         }
     }
@@ -510,6 +563,7 @@ impl NandArray {
         ch: u32,
         now: Time,
         res: &mut Resources,
+        grants: &mut impl ChannelGrants,
         ledger: &mut EnergyLedger,
         ev: &mut impl Schedule<NandEv>,
         out: &mut Vec<NandOut>,
@@ -556,7 +610,7 @@ impl NandArray {
                 }
             }
         }
-        self.start_channel(ch, now, ledger, ev);
+        self.start_channel(ch, now, grants, ledger, ev);
         if !self.channels[ch as usize].busy {
             out.push(NandOut::ChannelIdle(ch));
         }
@@ -568,6 +622,7 @@ impl NandArray {
         die: u32,
         now: Time,
         res: &mut Resources,
+        grants: &mut impl ChannelGrants,
         ledger: &mut EnergyLedger,
         read_waits: impl Fn(u32) -> bool,
         ev: &mut impl Schedule<NandEv>,
@@ -598,7 +653,7 @@ impl NandArray {
                     d.phase = Phase::Hold;
                     d.hold_left = moving;
                     self.queue_outs(die, false);
-                    self.start_channel(ch, now, ledger, ev);
+                    self.start_channel(ch, now, grants, ledger, ev);
                 }
             }
             Phase::CacheXfer => {
@@ -607,7 +662,7 @@ impl NandArray {
                 d.cache_from = now;
                 self.queue_outs(die, true);
                 self.die_free(die, now, res, out);
-                self.start_channel(ch, now, ledger, ev);
+                self.start_channel(ch, now, grants, ledger, ev);
             }
             Phase::Work => {
                 let txn = self.dies[die as usize].pages[0].0;
@@ -634,7 +689,7 @@ impl NandArray {
         let ch = self.geo.channel_of_die(die) as usize;
         let d = &self.dies[die as usize];
         for &(txn, bytes) in d.pages.iter().filter(|p| p.1 > 0) {
-            self.channels[ch].queue.push_back(Xfer::Out { die, txn, bytes, cache });
+            self.channels[ch].push(Xfer::Out { die, txn, bytes, cache }, d.class);
         }
     }
 

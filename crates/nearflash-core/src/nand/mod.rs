@@ -4,6 +4,6 @@ mod array;
 mod ecc;
 mod geometry;
 
-pub use array::{CmdKind, Command, NandArray, NandEv, NandOut, NandStats, NandTiming};
+pub use array::{ChannelGrants, CmdKind, Command, NandArray, NandEv, NandOut, NandStats, NandTiming, CHANNEL_CLASSES};
 pub use ecc::{EccModel, EccOutcome};
 pub use geometry::{Geometry, PageAddr};

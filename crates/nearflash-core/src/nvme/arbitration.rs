@@ -9,7 +9,6 @@
 //! Arbitration only decides when the controller has fewer free command slots than commands wait
 //! (`nvme.fetch_window`, the [`Fetcher`]); the priority of a command's queue also becomes the class of its flash work.
 
-use crate::config::units::Count;
 use crate::config::DeviceConfig;
 use crate::ctrl::sched::Priority;
 use crate::engine::Time;
@@ -27,10 +26,8 @@ pub enum Mechanism {
 impl Mechanism {
     /// The mechanism a configuration selects (`nvme.arbitration` and its weights).
     pub fn of(cfg: &DeviceConfig) -> Mechanism {
-        let n = &cfg.nvme;
-        let w = |c: Count| c.0.min(256) as u32;
-        match n.arbitration.0.as_str() {
-            "weighted" => Mechanism::Weighted([w(n.weight_high), w(n.weight_medium), w(n.weight_low)]),
+        match cfg.nvme.arbitration.0.as_str() {
+            "weighted" => Mechanism::Weighted(cfg.priority_weights()),
             _ => Mechanism::RoundRobin,
         }
     }
@@ -299,6 +296,25 @@ mod tests {
         assert_eq!(&order[12..18], &[1, 1, 1, 2, 2, 3]);
         assert_eq!(&order[18..], &[2, 2, 3, 3, 3, 3], "high done: the others share");
         assert_eq!(a.waiting(), 0);
+    }
+
+    #[test]
+    fn a_class_weight_is_shared_by_its_queues_round_robin_with_the_burst() {
+        // Two high queues and one low queue, weights high 2 / low 1. A weight counts commands of the class, not of
+        // each queue (NVMe 2.0, 3.4.4.2): with burst 1 the high class's two commands per round are one from each high
+        // queue; with burst 2 one high queue takes both, and the other has the next round.
+        let order = |burst| {
+            let mut a = Arbiter::new(Mechanism::Weighted([2, 1, 1]), burst);
+            for (q, p) in [(1, Priority::High), (2, Priority::High), (3, Priority::Low)] {
+                a.add_queue(q, p);
+                for t in 0..4 {
+                    a.submitted(q, t);
+                }
+            }
+            drain(&mut a)
+        };
+        assert_eq!(order(1), [1, 2, 3].repeat(4));
+        assert_eq!(order(2), [1, 1, 3, 2, 2, 3].repeat(2));
     }
 
     #[test]

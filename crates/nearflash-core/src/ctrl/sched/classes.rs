@@ -88,12 +88,17 @@ impl std::str::FromStr for Priority {
 
 /// At most this many classes (their queues are tracked in one bit mask per die).
 pub const MAX_CLASSES: usize = 16;
+const _: () = assert!(MAX_CLASSES <= crate::nand::CHANNEL_CLASSES, "a channel tells every class apart");
 
 /// The device's classes: the four NVMe priorities, GC (and GC when its plane runs out of blocks), then those
 /// extensions declare.
 #[derive(Debug, Clone)]
 pub struct ClassTable {
     specs: Vec<ClassSpec>,
+    /// The classes of each level (urgent, normal, background) as bit masks.
+    levels: [u32; 3],
+    /// GC is at the normal level: on a channel its transfers take host-medium's turn (`on_channel`).
+    gc_with_medium: bool,
 }
 
 /// GC's class and its urgent twin.
@@ -104,7 +109,9 @@ impl ClassTable {
     /// `weights`: NVMe's high, medium and low weights; `gc`: GC's level (its weight is the medium queues').
     pub fn new(weights: [u32; 3], gc: Level) -> Self {
         let spec = |name: &str, level, weight| ClassSpec { name: name.into(), level, weight };
-        ClassTable {
+        let mut t = ClassTable {
+            levels: [0; 3],
+            gc_with_medium: false,
             specs: vec![
                 spec("urgent", Level::Urgent, 1),
                 spec("high", Level::Normal, weights[0]),
@@ -113,6 +120,30 @@ impl ClassTable {
                 spec("gc", gc, weights[1]),
                 spec("gc_urgent", Level::Urgent, 1),
             ],
+        };
+        t.relevel();
+        t
+    }
+
+    fn relevel(&mut self) {
+        self.levels = [0; 3];
+        for (i, s) in self.specs.iter().enumerate() {
+            self.levels[s.level as usize] |= 1 << i;
+        }
+        self.gc_with_medium = self.specs[GC.0 as usize].level == Level::Normal;
+    }
+
+    /// The class whose turn `c`'s transfers take on a channel: GC at the normal level shares host-medium's (its die
+    /// turns are weighted as medium's already), so a channel with only host-medium and GC transfers waiting sends them
+    /// in arrival order. MQSim weighs no GC turn on a channel either: its TSU hands the channel to the chips in turn
+    /// (GC and user work differ only in a chip's own queues) and its PHY sends a waiting GC data-out after the host's.
+    /// Every other class is its own.
+    #[inline]
+    pub fn on_channel(&self, c: ClassId) -> ClassId {
+        if c == GC && self.gc_with_medium {
+            Priority::Medium.class()
+        } else {
+            c
         }
     }
 
@@ -128,6 +159,7 @@ impl ClassTable {
             return Err(SimError::Config(format!("flash class {:?}: names must be non-empty and at most {MAX_CLASSES} classes exist", spec.name)));
         }
         self.specs.push(spec);
+        self.relevel();
         Ok(ClassId(self.specs.len() as u8 - 1))
     }
 
@@ -152,8 +184,30 @@ impl ClassTable {
     }
 
     /// Bit mask of the classes at `level`.
+    #[inline]
     pub fn mask(&self, level: Level) -> u32 {
-        self.specs.iter().enumerate().filter(|(_, s)| s.level == level).fold(0, |m, (i, _)| m | 1 << i)
+        self.levels[level as usize]
+    }
+
+    /// The highest level among the classes in `with_work` (a non-empty bit mask), and that level's classes.
+    #[inline]
+    pub fn top(&self, with_work: u32) -> (Level, u32) {
+        if with_work & self.levels[0] != 0 {
+            (Level::Urgent, self.levels[0])
+        } else if with_work & self.levels[1] != 0 {
+            (Level::Normal, self.levels[1])
+        } else {
+            (Level::Background, self.levels[2])
+        }
+    }
+
+    /// The class to serve next among `with_work` (a non-empty bit mask): the highest level with work wins; within
+    /// the normal level the classes take turns by weight (`turns`); within the others `oldest(mask)` decides.
+    pub fn choose(&self, with_work: u32, turns: &mut Turns, oldest: impl FnOnce(u32) -> ClassId) -> ClassId {
+        match self.top(with_work) {
+            (Level::Normal, level) => turns.next(with_work & level, self),
+            (_, level) => oldest(with_work & level),
+        }
     }
 }
 

@@ -20,7 +20,7 @@ pub mod suspend;
 pub use classes::{ClassId, ClassSpec, ClassTable, Level, Priority, GC, GC_URGENT};
 
 use crate::engine::{EnergyAccount, EnergyLedger, Resources, Schedule, Time};
-use crate::nand::{CmdKind, Command, NandArray, NandEv, NandOut};
+use crate::nand::{ChannelGrants, CmdKind, Command, NandArray, NandEv, NandOut};
 use classes::Turns;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -145,6 +145,21 @@ struct DieQueues {
 struct ChannelTurn {
     dies: Vec<u32>,
     turn: usize,
+    /// The normal level's turns among the transfers waiting for the channel.
+    grants: Turns,
+}
+
+/// The class policy as the channels consult it: the table, and each channel's turns.
+struct Grants<'a> {
+    classes: &'a ClassTable,
+    channels: &'a mut [ChannelTurn],
+}
+
+impl ChannelGrants for Grants<'_> {
+    fn next_class(&mut self, ch: u32, waiting: u32, first_in_line: &dyn Fn(u32) -> u8) -> u8 {
+        let turns = &mut self.channels[ch as usize].grants;
+        self.classes.choose(waiting, turns, |m| ClassId(first_in_line(m))).0
+    }
 }
 
 /// Per class: transactions issued and the time they waited in their queues.
@@ -175,9 +190,6 @@ pub struct SchedConfig {
 pub struct Scheduler {
     pub classes: ClassTable,
     cfg: SchedConfig,
-    urgent: u32,
-    normal: u32,
-    background: u32,
     txns: Vec<Txn>,
     free: Vec<u32>,
     dies: Vec<DieQueues>,
@@ -197,14 +209,11 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(cfg: SchedConfig, classes: ClassTable, nand: &NandArray, ledger: &mut EnergyLedger) -> Self {
         let geo = &nand.geo;
-        let mut channels: Vec<ChannelTurn> = (0..geo.channels).map(|_| ChannelTurn { dies: Vec::new(), turn: 0 }).collect();
+        let mut channels: Vec<ChannelTurn> = (0..geo.channels).map(|_| ChannelTurn { dies: Vec::new(), turn: 0, grants: Turns::default() }).collect();
         for d in 0..geo.dies() {
             channels[geo.channel_of_die(d) as usize].dies.push(d);
         }
         let mut s = Scheduler {
-            urgent: 0,
-            normal: 0,
-            background: 0,
             txns: Vec::new(),
             free: Vec::new(),
             dies: (0..geo.dies()).map(|_| DieQueues::default()).collect(),
@@ -232,9 +241,6 @@ impl Scheduler {
     }
 
     fn reclass(&mut self) {
-        self.urgent = self.classes.mask(Level::Urgent);
-        self.normal = self.classes.mask(Level::Normal);
-        self.background = self.classes.mask(Level::Background);
         let n = self.classes.len() * KINDS;
         for d in &mut self.dies {
             d.q.resize_with(n, VecDeque::new);
@@ -300,7 +306,9 @@ impl Scheduler {
             SchedEv::Nand(ne) => {
                 let mut outs = std::mem::take(&mut self.outs);
                 outs.clear();
-                nand.on_event(ne, now, res, ledger, |die| self.dies[die as usize].with_work[READ] != 0, q, &mut outs);
+                let dies = &self.dies;
+                let mut grants = Grants { classes: &self.classes, channels: &mut self.channels };
+                nand.on_event(ne, now, res, ledger, &mut grants, |die| dies[die as usize].with_work[READ] != 0, q, &mut outs);
                 self.react(&outs, now, nand, res, ledger, q, done);
                 self.outs = outs;
             }
@@ -495,13 +503,7 @@ impl Scheduler {
         if any == 0 {
             return None;
         }
-        let level = if any & self.urgent != 0 {
-            self.urgent
-        } else if any & self.normal != 0 {
-            self.normal
-        } else {
-            self.background
-        };
+        let (lv, level) = self.classes.top(any);
         // The oldest head of `kind` (None: any kind) among the classes in `mask`, and that kind.
         let oldest = |mask: u32, kind: Option<usize>| -> Option<(usize, usize)> {
             let mut best: Option<(u64, usize, usize)> = None;
@@ -523,7 +525,7 @@ impl Scheduler {
             Order::ReadFirst => {
                 let k = (0..KINDS).find(|&k| by_kind[k] & level != 0)?;
                 let cands = by_kind[k] & level;
-                if level == self.normal {
+                if lv == Level::Normal {
                     (turns.next(cands, &self.classes).0 as usize, k)
                 } else {
                     oldest(cands, Some(k))?
@@ -531,7 +533,7 @@ impl Scheduler {
             }
             Order::Fifo => {
                 let cands = any & level;
-                if level == self.normal {
+                if lv == Level::Normal {
                     let c = turns.next(cands, &self.classes).0 as usize;
                     oldest(1 << c, None)?
                 } else {
@@ -605,8 +607,10 @@ impl Scheduler {
             pages: &pages,
             column: first.req.column,
             dst_page: first.req.dst_page,
+            class: self.classes.on_channel(first.req.class).0,
         };
-        nand.issue(cmd, now, ledger, q);
+        let mut grants = Grants { classes: &self.classes, channels: &mut self.channels };
+        nand.issue(cmd, now, &mut grants, ledger, q);
         self.pages = pages;
         if first.req.kind == CmdKind::Erase {
             self.maybe_suspend(die, now, nand, q);

@@ -397,3 +397,44 @@ fn suspension_off_and_on_give_the_same_results_when_no_read_meets_a_program() {
     };
     assert_eq!(run(None), run(Some(rules(3))));
 }
+
+/// Eight dies of channel 0 (0, 8, ..., 56) sense a 16 KiB page each, all submitted at once, die 8i's read of class
+/// `class(i)`; their data-outs then wait for the channel. Returns each read's slot on the channel: the first data-out
+/// goes as soon as its sensing ends (alone in line: die 0's), each later one a transfer time after the one before.
+fn channel_slots(gc: Level, class: impl Fn(u32) -> ClassId) -> Vec<u64> {
+    let mut r = rig_with(&PLAIN, Order::ReadFirst, None, gc);
+    let t = r.t();
+    let (x, sensed) = (t.xfer(16384), t.t_cmd + t.t_read(0));
+    let reads: Vec<u32> = (0..8).map(|i| r.submit(Time::ZERO, TxnReq::read(8 * i, 0, 0, 16384, class(i)))).collect();
+    r.run();
+    reads.iter().map(|&k| (r.done_at(k).as_ns() - sensed) / x).collect()
+}
+
+#[test]
+fn a_channel_hands_its_transfers_to_the_classes_by_weight_and_one_class_keeps_arrival_order() {
+    // Low reads (weight 1) on the first four dies were submitted before medium reads (weight 2) on the last four.
+    // After die 0's low page the channel's turns give medium 2, low 1, medium 2, low the rest: slots low, m, m, low,
+    // m, m, low, low. In arrival order the four low pages would go first.
+    let low_then_medium = |i: u32| if i < 4 { Priority::Low.class() } else { Priority::Medium.class() };
+    assert_eq!(channel_slots(Level::Normal, low_then_medium), vec![1, 4, 7, 8, 2, 3, 5, 6]);
+    // The same eight reads in one class go out in arrival order.
+    assert_eq!(channel_slots(Level::Normal, |_| Priority::Medium.class()), (1..=8).collect::<Vec<_>>());
+    // An urgent page waiting beside them goes next, whatever waited before it.
+    let last_urgent = |i: u32| if i == 7 { Priority::Urgent.class() } else { Priority::Medium.class() };
+    assert_eq!(channel_slots(Level::Normal, last_urgent), vec![1, 3, 4, 5, 6, 7, 8, 2]);
+}
+
+#[test]
+fn gc_takes_host_mediums_turn_on_a_channel_unless_it_is_background() {
+    // GC at the normal level (controller.gc_priority = equal) shares host-medium's turn on a channel: GC pages on the
+    // first four dies and medium pages on the last four go out in arrival order, as one class would.
+    let gc_then_medium = |i: u32| if i < 4 { GC } else { Priority::Medium.class() };
+    assert_eq!(channel_slots(Level::Normal, gc_then_medium), (1..=8).collect::<Vec<_>>());
+    // Background GC (gc_priority = background) gets the channel only while no other transfer waits: die 0's GC page
+    // goes first (alone in line), then the four medium pages, then the other three GC pages.
+    assert_eq!(channel_slots(Level::Background, gc_then_medium), vec![1, 6, 7, 8, 2, 3, 4, 5]);
+    // Beside low (weight 1) GC turns as medium (weight 2): after die 0's GC page (alone in line, no turn charged),
+    // GC 1 and 2, low 4, GC 3, then the low pages.
+    let gc_then_low = |i: u32| if i < 4 { GC } else { Priority::Low.class() };
+    assert_eq!(channel_slots(Level::Normal, gc_then_low), vec![1, 2, 3, 5, 4, 6, 7, 8]);
+}
