@@ -4,9 +4,11 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
 
 1. **Pace none, throughput and depth**: 4 KiB random reads at iodepth 32 (``--iodepth``) for ``--runtime`` seconds,
    against nbdkit's ``memory`` plugin (a RAM disk of the same size, the same worker threads) and against
-   `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), alternating, ``--repeats`` times each.
-   Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), and the queue
-   depth the device saw over each run (the status file's ``pacing``).
+   `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), alternating, ``--repeats`` times each,
+   for each ``--lag`` (``--reaction-lag``; none given: the server's default) and, with ``--serial``, `--serial`.
+   Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), the queue depth
+   the device served fio's connection at in virtual time (``pacing.last_connection.mean_queue_depth``), the commands
+   in flight at each submission, and the submissions in the event loop's past.
 2. **Pace realtime, keeping time**: fio at QD 1, 4 and 16 against `nearflash serve --pace realtime` on cosmos-plus
    with ``nand.t_read`` = each of ``--t-read`` (slow enough for this machine, then faster until it cannot keep up):
    fio's IOPS and mean latency beside the device's own for fio's connection (the status file's
@@ -16,7 +18,8 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
 Both servers and every fio run share the machine: ratios, not absolute rates, are the result (load average saved).
 Results: ``out/bench/nbd_fio.{json,md}``.
 
-    .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--t-read 2ms 500us 100us] [--quick]
+    .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--lag 1 2 4 8] [--serial]
+                                        [--t-read 2ms 500us 100us] [--quick] [--skip realtime]
 """
 
 from __future__ import annotations
@@ -62,15 +65,28 @@ class Server:
                 raise SystemExit(f"server did not start: {argv}: {self.proc.stderr.read()}")
             time.sleep(0.05)
 
+    def cpu_s(self) -> float:
+        """CPU time the server has used so far (all its threads, user and system), in seconds."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def measure(self, iodepth: int, runtime: float, out: Path) -> dict[str, Any]:
+        """A fio run against this server, with the server's CPU time per request (a figure that the machine's load
+        moves far less than the rate: both servers' rates are bound by CPUs shared with other work)."""
+        cpu = self.cpu_s()
+        r = fio(self.uri, iodepth, runtime, out)
+        r["server_cpu_us_per_io"] = (self.cpu_s() - cpu) / max(r["ios"], 1) * 1e6
+        return r
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=60)
 
 
-def serve(image: Path, sock: Path, pace: str, threads: int, overlap: bool = False) -> Server:
+def serve(image: Path, sock: Path, pace: str, threads: int, mode: tuple[str, ...] = ()) -> Server:
     return Server([PY, "-m", "nearflash.cli", "serve", str(image), "--unix", str(sock), "--pace", pace,
-                   "--threads", str(threads), *(["--overlap"] if overlap else [])], image / "serve.pid", sock)
+                   "--threads", str(threads), *mode], image / "serve.pid", sock)
 
 
 def status(image: Path, settle: float = 1.0) -> dict[str, Any]:
@@ -85,10 +101,13 @@ def between(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
     conn = b["pacing"]["last_connection"]
     pa, pb = a["pacing"], b["pacing"]
     cmds = pb["commands"] - pa["commands"]
-    qd = (pb["mean_queue_depth"] * pb["commands"] - pa["mean_queue_depth"] * pa["commands"]) / max(cmds, 1)
+    in_flight = (pb["mean_in_flight_at_submission"] * pb["commands"]
+                 - pa["mean_in_flight_at_submission"] * pa["commands"]) / max(cmds, 1)
     replies = pb["replies"] - pa["replies"]
     late_mean = (pb["mean_late_us"] * pb["replies"] - pa["mean_late_us"] * pa["replies"]) / max(replies, 1)
-    return {"reads": conn["requests"], "iops": conn["iops"], "mean_us": conn["mean_latency_us"], "queue_depth": qd,
+    return {"reads": conn["requests"], "iops": conn["iops"], "mean_us": conn["mean_latency_us"],
+            "queue_depth": conn["mean_queue_depth"], "in_flight_at_submission": in_flight, "commands": cmds,
+            "late_submissions": pb["late_submissions"] - pa["late_submissions"],
             "late": pb["late"] - pa["late"], "replies": replies, "mean_late_us": late_mean,
             "max_late_us": pb["max_late_us"]}
 
@@ -106,34 +125,54 @@ def create(image: Path, *extra: str) -> None:
                 pass
 
 
-def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int, overlap: bool = False) -> dict[str, Any]:
+def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int,
+               modes: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """For each serving mode (`nearflash serve` options), its runs interleaved with the memory plugin's."""
     image = work / "img"
     create(image)
     size = json.loads(subprocess.run([PY, "-m", "nearflash.cli", "info", str(image), "--json"], capture_output=True,
                                      text=True).stdout)["identify"]
     nbytes = size["namespace_lbas"] * size["lba_bytes"]
-    nf = serve(image, work / "nf.sock", "none", threads, overlap)
     mem = Server(["nbdkit", "--foreground", "-U", str(work / "mem.sock"), "-P", str(work / "mem.pid"), "--threads",
                   str(threads), "memory", str(nbytes)], work / "mem.pid", work / "mem.sock")
-    runs: dict[str, list[dict[str, Any]]] = {"memory": [], "nearflash": []}
+    results = []
     try:
-        for i in range(repeats):
-            runs["memory"].append(fio(mem.uri, iodepth, runtime, work / "fio.json"))
-            before = status(image, 0.5)
-            r = fio(nf.uri, iodepth, runtime, work / "fio.json")
-            r["device"] = between(before, status(image))
-            runs["nearflash"].append(r)
-            print(f"  run {i + 1}: memory {runs['memory'][-1]['iops']:,.0f} IOPS, nearflash {r['iops']:,.0f} IOPS "
-                  f"(device queue depth {r['device']['queue_depth']:.1f})", flush=True)
+        for m, mode in enumerate(modes):
+            name = " ".join(mode) or "default"
+            print(f" nearflash serve --pace none {name}", flush=True)
+            nf = serve(image, work / f"nf{m}.sock", "none", threads, mode)
+            runs: dict[str, list[dict[str, Any]]] = {"memory": [], "nearflash": []}
+            try:
+                for i in range(repeats):
+                    load = os.getloadavg()[0]
+                    runs["memory"].append(mem.measure(iodepth, runtime, work / "fio.json"))
+                    before = status(image, 0.5)
+                    r = nf.measure(iodepth, runtime, work / "fio.json")
+                    r["device"] = between(before, status(image))
+                    r["load_average"] = load
+                    runs["nearflash"].append(r)
+                    d = r["device"]
+                    m = runs["memory"][-1]
+                    print(f"  run {i + 1} (load {load:.1f}): memory {m['iops']:,.0f} IOPS "
+                          f"({m['server_cpu_us_per_io']:.1f} us CPU each), nearflash {r['iops']:,.0f} IOPS "
+                          f"({r['server_cpu_us_per_io']:.1f} us), device queue depth {d['queue_depth']:.1f} (in flight at submission "
+                          f"{d['in_flight_at_submission']:.1f}, {d['late_submissions']:,} of {d['commands']:,} late)",
+                          flush=True)
+            finally:
+                nf.stop()
+            med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
+            best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
+            results.append({"mode": name, "iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
+                            "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
+                            "ratio_best": best["nearflash"] / best["memory"],
+                            "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"]),
+                            "late_submissions": sum(r["device"]["late_submissions"] for r in runs["nearflash"]),
+                            "cpu_us_per_io": {k: statistics.median(x["server_cpu_us_per_io"] for x in v)
+                                              for k, v in runs.items()},
+                            "load_average": [x["load_average"] for x in runs["nearflash"]]})
     finally:
-        nf.stop()
         mem.stop()
-    med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
-    best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
-    return {"iodepth": iodepth, "runtime_s": runtime, "threads": threads, "overlap": overlap, "runs": runs,
-            "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
-            "ratio_best": best["nearflash"] / best["memory"],
-            "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"])}
+    return results
 
 
 def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: int) -> list[dict[str, Any]]:
@@ -160,17 +199,24 @@ def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: i
 def markdown(r: dict[str, Any]) -> str:
     lines = ["# fio over NBD: nearflash serve beside nbdkit's memory plugin", "",
              f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", ""]
-    t = r.get("throughput")
-    lines += [] if t is None else [
-             f"## Pace none: 4 KiB random reads, iodepth {t['iodepth']}, {t['runtime_s']:g} s per run, "
-             f"{len(t['runs']['memory'])} runs each, alternating", "",
-             "| target | median IOPS | best IOPS | runs |", "|---|---|---|---|"]
-    for k in ("memory", "nearflash") if t is not None else ():
-        name = "nbdkit memory plugin" if k == "memory" else "nearflash serve --pace none" + (" --overlap" if t.get("overlap") else "")
-        each = ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k])
-        lines.append(f"| {name} | {t['median_iops'][k]:,.0f} | {t['best_iops'][k]:,.0f} | {each} |")
-    lines += [] if t is None else ["", f"nearflash / memory: **{t['ratio_median']:.2f}x** (medians), {t['ratio_best']:.2f}x (best runs); "
-              f"the device saw queue depth {t['device_queue_depth']:.1f} (fio's iodepth {t['iodepth']}).", ""]
+    ts = r.get("throughput") or []
+    if ts:
+        t = ts[0]
+        lines += [f"## Pace none: 4 KiB random reads, iodepth {t['iodepth']}, {t['runtime_s']:g} s per run, "
+                  f"{len(t['runs']['memory'])} runs each, alternating with the memory plugin", "",
+                  "| `nearflash serve --pace none` | memory plugin, median IOPS (runs) | nearflash, median IOPS (runs) | "
+                  "ratio of medians (best runs) | queue depth in virtual time (runs) | late submissions | "
+                  "server CPU per request, memory / nearflash (medians) | load average |",
+                  "|---|---|---|---|---|---|---|---|"]
+    for t in ts:
+        each = {k: ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k]) for k in ("memory", "nearflash")}
+        depths = ", ".join(f"{x['device']['queue_depth']:.1f}" for x in t["runs"]["nearflash"])
+        lines.append(f"| {t['mode']} | {t['median_iops']['memory']:,.0f} ({each['memory']}) | "
+                     f"{t['median_iops']['nearflash']:,.0f} ({each['nearflash']}) | **{t['ratio_median']:.2f}x** "
+                     f"({t['ratio_best']:.2f}x) | {t['device_queue_depth']:.1f} ({depths}) | {t['late_submissions']:,} | "
+                     f"{t['cpu_us_per_io']['memory']:.1f} / {t['cpu_us_per_io']['nearflash']:.1f} us | "
+                     f"{min(t['load_average']):.1f}-{max(t['load_average']):.1f} |")
+    lines += [""] if ts else []
     if r.get("realtime"):
         lines += ["## Pace realtime: fio beside the device's own figures", "",
                   "| t_read | QD | fio IOPS | device IOPS | ratio | fio mean us | device mean us | ratio | late / replies | mean / worst late us |",
@@ -193,7 +239,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--qds", type=int, nargs="*", default=[1, 4, 16], help="realtime: fio queue depths")
     ap.add_argument("--quick", action="store_true", help="2 s runs, 1 repeat")
     ap.add_argument("--skip", choices=["throughput", "realtime"], help="leave out one of the two checks")
-    ap.add_argument("--overlap", action="store_true", help="pace none: serve with --overlap (loop held for reactions)")
+    ap.add_argument("--lag", type=int, nargs="*", default=[], help="pace none: serve with each --reaction-lag N")
+    ap.add_argument("--serial", action="store_true", help="pace none: also serve with --serial")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     for tool in ("nbdkit", "fio"):
@@ -207,7 +254,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         work = Path(w)
         if a.skip != "throughput":
             print(f"pace none: fio iodepth {a.iodepth}, memory plugin vs nearflash", flush=True)
-            result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads, a.overlap)
+            modes = [("--reaction-lag", str(n)) for n in a.lag] or [()]
+            modes += [("--serial",)] if a.serial else []
+            result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads, modes)
         result["realtime"] = []
         for t in a.t_read if a.skip != "realtime" else []:
             print(f"pace realtime, t_read {t}", flush=True)

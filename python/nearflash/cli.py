@@ -237,8 +237,10 @@ def _print_served(a: argparse.Namespace) -> bool:
     if isinstance(p, dict) and p.get("pace"):
         late = f"; {p['late']:,} of {p['replies']:,} replies late (>= {p['late_threshold_us']:g} us, worst " \
                f"{p['max_late_us']:,.0f} us)" if p["pace"] == "realtime" else ""
-        print(f"  pace {p['pace']}: the device saw queue depth {p['mean_queue_depth']:.1f} on average (at most "
-              f"{p['max_queue_depth']}) over {p['commands']:,} commands{late}")
+        print(f"  pace {p['pace']}: the device saw queue depth {p['mean_queue_depth']:.1f} on average in virtual time "
+              f"({p['mean_in_flight_at_submission']:.1f} in flight at each submission, at most "
+              f"{p['max_in_flight_at_submission']}; {p['late_submissions']:,} of {p['commands']:,} commands submitted "
+              f"in the event loop's past){late}")
     print(Report(st["report"]).summary())
     return True
 
@@ -247,7 +249,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     from nearflash.nbd import ServeOptions, serve
 
     serve(ServeOptions(a.device, port=a.port, unix=a.unix, bind=a.bind, read_only=a.read_only, ext=a.ext or [],
-                       seed=a.seed, pace=a.pace, overlap=a.overlap, threads=a.threads, log=a.log))
+                       seed=a.seed, pace=a.pace, serial=a.serial, reaction_lag=a.reaction_lag, threads=a.threads,
+                       log=a.log))
     return 0  # not reached: serve() replaces this process with nbdkit
 
 
@@ -658,10 +661,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--pace", choices=["none", "realtime"], default="none",
                     help="none: as fast as the simulator runs (default); realtime: replies held until the wall clock "
                          "reaches their modelled completion (late ones counted)")
-    sp.add_argument("--overlap", action="store_true",
-                    help="pace none: hold the event loop for each client's reaction to a reply (up to 10 ms), so that "
-                         "requests in flight overlap in virtual time at the client's depth; costs a round trip to the "
-                         "client per completion (docs/workloads.md)")
+    overlap = sp.add_mutually_exclusive_group()
+    overlap.add_argument("--overlap", action="store_true",
+                         help="pace none: requests in flight overlap in virtual time at the client's depth (the "
+                              "default; the event loop waits up to 10 ms for a client's reaction to a reply)")
+    overlap.add_argument("--serial", action="store_true",
+                         help="pace none: each request runs the event loop to its own completion at once, so requests "
+                              "in flight are served one after the other in virtual time: the fastest wall-clock rate "
+                              "(filling an image), the client's depth not kept (docs/workloads.md)")
+    sp.add_argument("--reaction-lag", type=int, metavar="N",
+                    help="pace none: completions that may await their clients' reactions before the event loop holds "
+                         "(1: exact, a round trip per completion; more: faster, the depth seen lower; docs/nbd.md)")
     sp.add_argument("--threads", type=int, default=64,
                     help="nbdkit worker threads per connection: the deepest client queue the device sees (default 64)")
     sp.add_argument("--log", metavar="FILE", help="record every request with nbdkit's log filter (a trace: "

@@ -46,6 +46,9 @@ def refused(args: list[str], image: Path, msg: str, watch: Path) -> None:
     (["--threads", "0"], "--threads must be in 1..1024"),
     (["--threads", "5000"], "--threads must be in 1..1024"),
     (["--threads", "x"], "invalid int value"),
+    (["--reaction-lag", "0"], "--reaction-lag must be in 1..1024"),
+    (["--serial", "--reaction-lag", "2"], "--reaction-lag applies to --pace none without --serial"),
+    (["--serial", "--overlap"], "not allowed with argument"),
     (["--log", "NODIR/log.txt"], "--log: directory"),
 ])
 def test_wrong_flag_values_are_refused_before_anything_happens(image, tmp_path, extra, msg):
@@ -106,8 +109,13 @@ def test_a_missing_or_foreign_plugin_library_is_explained(image, tmp_path, monke
 
 def test_wrong_pace_threads_and_log_from_python(image, tmp_path):
     for kw, msg in [({"pace": "turbo"}, "--pace must be one of none, realtime"), ({"threads": True}, "--threads"),
-                    ({"overlap": "yes"}, "--overlap must be True or False"), ({"overlap": 1}, "--overlap must be"),
-                    ({"overlap": True, "pace": "realtime"}, "--overlap applies to --pace none only"),
+                    ({"serial": "yes"}, "--serial must be True or False"), ({"serial": 1}, "--serial must be"),
+                    ({"serial": True, "pace": "realtime"}, "--serial applies to --pace none only"),
+                    ({"reaction_lag": 0}, r"--reaction-lag must be in 1\.\.1024, got 0"),
+                    ({"reaction_lag": 1025}, "--reaction-lag must be in"), ({"reaction_lag": 2.0}, "--reaction-lag must"),
+                    ({"reaction_lag": True}, "--reaction-lag must be in"), ({"reaction_lag": "4"}, "--reaction-lag must"),
+                    ({"reaction_lag": 4, "serial": True}, "--reaction-lag applies to --pace none without --serial"),
+                    ({"reaction_lag": 4, "pace": "realtime"}, "--reaction-lag applies to --pace none"),
                     ({"threads": 0}, "--threads must be in 1..1024"), ({"log": str(tmp_path)}, "is a directory")]:
         with pytest.raises(InvalidArgument, match=msg):
             command(ServeOptions(str(image), unix=str(tmp_path / "s"), **kw))
@@ -127,9 +135,14 @@ def test_command_loads_the_plugin_in_parallel_behind_the_blocksize_filter(image,
     assert "--readonly" in argv and "--filter=blocksize" in argv and "minblock=4096" in argv
     assert argv.index("--filter=blocksize") < argv.index("--filter=log"), "the log records what the device is given"
     assert argv[argv.index("--threads") + 1] == "16" and "threads=16" in argv and "pace=realtime" in argv
-    assert f"logfile={tmp_path / 'log'}" in argv and not any(a.startswith("reaction_us=") for a in argv)
-    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s"), overlap=True))
-    assert "reaction_us=10000" in argv, "--overlap holds the loop for reactions"
+    assert f"logfile={tmp_path / 'log'}" in argv and not any(a.startswith("reaction_") for a in argv)
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s")))
+    assert "reaction_us=100000" in argv, "pace none holds the loop for reactions by default"
+    assert not any(a.startswith("reaction_lag=") for a in argv), "the plugin's default lag"
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s"), serial=True))
+    assert "reaction_us=0" in argv, "--serial: each request runs the loop to its own completion"
+    argv, _, _ = command(ServeOptions(str(image), unix=str(tmp_path / "s"), reaction_lag=4))
+    assert "reaction_us=100000" in argv and "reaction_lag=4" in argv
     plugin = next(a for a in argv if a.endswith("libnearflash_nbd.so"))
     assert Path(plugin).is_file()
     ident = json.loads(next(a for a in argv if a.startswith("identify="))[9:])

@@ -237,22 +237,22 @@ def test_info_ignores_a_damaged_or_foreign_status_file(image, serve):
 
 
 def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
-    """Thread model parallel, pace none with --overlap: fio's requests in flight are in the device's queue together,
-    in virtual time too."""
+    """Thread model parallel, pace none (the default, the loop held for the clients' reactions): fio's requests in
+    flight are in the device together in virtual time, at its depth (the time-weighted mean of its commands in the
+    device), none submitted in the event loop's past."""
     need("fio")
-    s = serve(image, "--overlap")
+    s = serve(image)
     out = tmp_path / "fio.json"
     run(["fio", "--name=r", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randread", "--bs=4k", "--size=16m",
          "--number_ios=600", "--iodepth=16", "--output-format=json", f"--output={out}"])
     st = s.wait_status(lambda st: st["requests"]["open_connections"] == 0 and st["requests"]["read"] >= 600)
     p = st["pacing"]
-    assert p["pace"] == "none" and p["max_queue_depth"] == 16 and p["mean_queue_depth"] > 12, {k: p[k] for k in ("mean_queue_depth", "max_queue_depth", "late", "held_for_burst")}
-    assert st["report"]["ops"]["read"]["count"] == 600
-    # In virtual time too: no request was submitted in the event loop's past (without --overlap they are, served one
-    # after the other), so the 16 reads in flight overlap.
-    assert st["report"]["sched"]["late_submissions"] == 0
-    p = nearflash_cli("info", str(image))
-    assert "pace none: the device saw queue depth" in p.stdout, p.stdout
+    assert st["report"]["ops"]["read"]["count"] == 600 and p["max_in_flight_at_submission"] == 16, p
+    assert p["pace"] == "none" and p["mean_queue_depth"] > 12 and p["late_submissions"] == 0, p
+    assert p["late_submissions"] == st["report"]["sched"]["late_submissions"]
+    assert abs(p["last_connection"]["mean_queue_depth"] - p["mean_queue_depth"]) < 1.0, p
+    info = nearflash_cli("info", str(image)).stdout
+    assert "pace none: the device saw queue depth" in info and "in virtual time" in info, info
 
 
 def test_realtime_pace_holds_replies_for_the_modelled_latency(tmp_path, serve):

@@ -4,8 +4,8 @@
 //! Thread model parallel: nbdkit's worker threads call in concurrently, and each request becomes its NVMe commands
 //! on the shared device (`nearflash_workloads::serve`), so the device sees the clients' queue depth; `pace=none`
 //! runs as fast as the simulator, `pace=realtime` holds replies until the wall clock reaches their modelled
-//! completion. Pace none's `reaction_lag=N` (default 1: exact) and `reaction_us=US` (default 2000) are
-//! `ServeConfig::reaction_lag` and `reaction_window`, for nbdkit run by hand (`nearflash serve` keeps the defaults).
+//! completion. Pace none's `reaction_lag=N` and `reaction_us=US` (0: `nearflash serve --serial`) are
+//! `ServeConfig::reaction_lag` and `reaction_window` (defaults there).
 //! Connections are served by one device (each on an I/O queue of its own while the device has queues
 //! to spare): a Flush on any of them covers every write completed before it, so multi-conn is advertised.
 //!

@@ -26,8 +26,11 @@ from nearflash.errors import InvalidArgument
 from nearflash.nbd.stats import image_locked, read_status
 
 PLUGIN_LIB = "libnearflash_nbd.so"
-#: `--overlap`: how long the event loop waits for a client's reaction to a reply (us; ServeConfig::reaction_window).
-OVERLAP_WINDOW_US = 10_000
+#: Pace none: how long the event loop waits for a client's reaction to a reply (us; ServeConfig::reaction_window);
+#: `--serial` sets none (each request runs the loop to its own completion at once).
+REACTION_WINDOW_US = 100_000
+#: Pace none: completions that may await their clients' reactions before the loop holds (ServeConfig::reaction_lag).
+MAX_REACTION_LAG = 1024
 PLUGIN_CRATE = "nearflash-nbd"
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PORT = 10809  # IANA's NBD port
@@ -47,8 +50,11 @@ class ServeOptions:
     ext: list[str] = field(default_factory=list)
     seed: int = 1
     pace: str = "none"
-    #: Pace none: hold the event loop for each client's reaction (the plugin's reaction_us = OVERLAP_WINDOW_US).
-    overlap: bool = False
+    #: Pace none: serve requests in flight one after the other in virtual time, without holding the event loop for
+    #: the clients' reactions (the plugin's reaction_us=0): the fastest wall-clock rate, the depth not kept.
+    serial: bool = False
+    #: Pace none: completions that may await their reactions before the loop holds (None: the plugin's default).
+    reaction_lag: Optional[int] = None
     threads: int = DEFAULT_THREADS
     log: Optional[str] = None
 
@@ -187,10 +193,16 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
         _check_ext(spec)
     if opts.pace not in PACES:
         raise InvalidArgument(f"--pace must be one of {', '.join(PACES)}, got {opts.pace!r}")
-    if not isinstance(opts.overlap, bool):
-        raise InvalidArgument(f"--overlap must be True or False, got {opts.overlap!r}")
-    if opts.overlap and opts.pace != "none":
-        raise InvalidArgument("--overlap applies to --pace none only (realtime requests overlap as they arrive)")
+    if not isinstance(opts.serial, bool):
+        raise InvalidArgument(f"--serial must be True or False, got {opts.serial!r}")
+    if opts.serial and opts.pace != "none":
+        raise InvalidArgument("--serial applies to --pace none only (realtime requests overlap as they arrive)")
+    lag = opts.reaction_lag
+    if lag is not None:
+        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_REACTION_LAG:
+            raise InvalidArgument(f"--reaction-lag must be in 1..{MAX_REACTION_LAG}, got {lag!r}")
+        if opts.pace != "none" or opts.serial:
+            raise InvalidArgument("--reaction-lag applies to --pace none without --serial (the loop held for reactions)")
     if isinstance(opts.threads, bool) or not isinstance(opts.threads, int) or not 1 <= opts.threads <= 1024:
         raise InvalidArgument(f"--threads must be in 1..1024, got {opts.threads!r}")
     log = _check_log(opts.log) if opts.log is not None else None
@@ -215,7 +227,9 @@ def command(opts: ServeOptions) -> tuple[list[str], dict[str, str], str]:
     argv = [nbdkit, "--foreground", *where, "-P", str(pidfile), "--threads", str(opts.threads),
             *(["--readonly"] if opts.read_only else []), *filters, plugin, f"image={image}", f"seed={opts.seed}",
             f"address={uri}", f"readonly={'true' if opts.read_only else 'false'}", f"pace={opts.pace}",
-            f"threads={opts.threads}", *([f"reaction_us={OVERLAP_WINDOW_US}"] if opts.overlap else []),
+            f"threads={opts.threads}",
+            *([f"reaction_us={0 if opts.serial else REACTION_WINDOW_US}"] if opts.pace == "none" else []),
+            *([f"reaction_lag={lag}"] if lag is not None else []),
             f"identify={json.dumps(identify)}", f"minblock={lba_bytes}", "maxdata=4M",
             *([f"logfile={log}", "logappend=true"] if log else []),
             *[f"ext={e}" for e in opts.ext], *([f"recovery={json.dumps(recovery)}"] if recovery else [])]

@@ -236,6 +236,12 @@ impl Device {
         self.now
     }
 
+    /// How far the event loop has run: a command submitted at an earlier host time starts here, not at its
+    /// submission (`Report::sched.late_submissions`).
+    pub fn loop_clock(&self) -> Time {
+        self.core.events.clock()
+    }
+
     /// Moves the host clock forward (think time); never backwards. The event loop runs up to it.
     pub fn advance_to(&mut self, t: Time) {
         self.core.run_until(t);
