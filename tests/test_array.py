@@ -200,11 +200,28 @@ def _bad_transfer(shard, done_ns, nbytes, direction, cpu_ns):
 
 @pytest.mark.parametrize("done_ns, nbytes, direction, cpu_ns", [
     (-1, 8, "to_host", 0), (0, 0, "to_host", 0), (0, 8, "to_host", -5), (0.5, 8, "to_host", 0), (0, "8", "to_host", 0),
-    (0, 8, "up", 0),
+    (0, 8, "up", 0), (0, 8, "to_host", []), (0, 2, "to_host", [1, 1, 1]), (0, 8, "to_host", [5, -1]),
+    (0, 8, "to_host", [1.5]),
 ])
 def test_a_shard_refuses_bad_transfers(done_ns, nbytes, direction, cpu_ns):
     with pytest.raises(InvalidArgument):
         Array(1).run(_bad_transfer, done_ns, nbytes, direction, cpu_ns)
+
+
+def _tasks(shard, cores_seen):
+    cores_seen.append(shard.cores)
+    shard.transfer(shard.device.now_ns, 10, cpu_ns=[1000, 1000, 1000])
+
+
+def test_a_transfers_cpu_tasks_run_side_by_side_with_their_share_of_the_bytes():
+    seen = []
+    report, _ = Array(1, host={"cpu_cores": 2, "latency": 0}).run(_tasks, seen)
+    assert seen == [2]  # the shard knows the shared host's cores
+    w = report.whole
+    # 10 B in shares of 3, 3, 4 B; two tasks run at once, the third after them: 2,000 ns of CPU past the bytes.
+    assert w["transfers"] == 3 and w["bytes"]["to_host"] == 10
+    assert w["utilisation"]["host_cpu"] * w["elapsed_ns"] * 2 == pytest.approx(3000)
+    assert 2000 < w["elapsed_ns"] < 2100
 
 
 def test_devices_keep_their_images_and_specs_mix_presets(tmp_path):
@@ -221,7 +238,9 @@ def test_devices_keep_their_images_and_specs_mix_presets(tmp_path):
 
 # --- the Rust combiner keeps the first slice's reports ----------------------------------------------------------------
 def _python_combine(results, host):
-    """The first slice's Python combiner (main at 984b4a1), kept as the oracle the Rust one must match exactly."""
+    """The first slice's Python combiner (main at 984b4a1), kept as the oracle the Rust one must match exactly; since
+    then a stage is busy for its own time carrying the bytes only (not while a slower upstream paces it), and
+    "busiest" is "none" when nothing was busy."""
     import heapq
     import math
 
@@ -231,8 +250,9 @@ def _python_combine(results, host):
 
         def carry(self, start_ns, upstream_end_ns, nbytes):
             start = max(start_ns, self.free_ns)
-            end = max(start + math.ceil(nbytes / self.bytes_per_ns), upstream_end_ns)
-            self.busy_ns += end - start
+            own = math.ceil(nbytes / self.bytes_per_ns)
+            end = max(start + own, upstream_end_ns)
+            self.busy_ns += own
             self.free_ns = end
             return start, end
 
@@ -260,7 +280,7 @@ def _python_combine(results, host):
     util = {k: (v / elapsed if elapsed else 0.0) for k, v in util.items()}
     whole = {"devices": len(results), "elapsed_ns": elapsed, "bytes": moved, "transfers": len(order),
              "throughput_gb_s": (moved["to_host"] + moved["to_device"]) / elapsed if elapsed else 0.0,
-             "utilisation": util, "busiest": max(util, key=lambda k: util[k]),
+             "utilisation": util, "busiest": max(util, key=lambda k: util[k]) if max(util.values()) > 0 else "none",
              "host": {p: v.value for p, v in host.params.items()}}
     devices = [{"device": r.device, "preset": r.preset, "own_end_ns": r.end_ns, "delivered_end_ns": delivered[r.device],
                 "transfers": len(r.transfers),
@@ -303,12 +323,15 @@ def test_replication_keeps_k_copies_on_distinct_devices_in_distinct_slots(device
     copies = min(copies, devices)
     layout = Replicated(devices, copies, chunk)
     held = {d: layout.extents(d, total) for d in range(devices)}
+    chunks = -(-total // chunk)
     for d, extents in held.items():
         offsets = [e.offset for e in extents]
-        assert len(set(offsets)) == len(offsets)  # no two copies share a slot
+        assert len(set(offsets)) == len(offsets) and offsets == sorted(offsets)  # distinct slots, in device order
         for e in extents:
             assert (d, e.offset) in layout.copies_of(e.logical)
-    chunks = -(-total // chunk)
+        # the same as walking every chunk's copies (extents visits only the device's own chunks)
+        walked = sorted((o, c * chunk) for c in range(chunks) for dd, o in layout.copies_of(c * chunk) if dd == d)
+        assert [(e.offset, e.logical) for e in extents] == walked
     assert sum(len(x) for x in held.values()) == chunks * copies
     for c in range(chunks):
         assert len({d for d, _ in layout.copies_of(c * chunk)}) == copies

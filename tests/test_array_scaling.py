@@ -67,9 +67,36 @@ def test_measured_knee_and_crossing_by_hand():
 def test_the_prediction_uses_the_one_device_rate_and_the_limit():
     work = scaling.Scaling("x", "B", lambda a, p, e: None,
                            {"host": PathCost(1.0, 0.0, 0.0, 2e9, "preset"), "in_storage": PathCost(0.001)})
-    pred = scaling.predict(work, HostModel({"uplink_bandwidth": 5}))
+    pred = scaling.predict(work, HostModel({"uplink_bandwidth": 5}), [1, 2, 4])
     assert pred["host"]["limit"] == 5e9 and pred["host"]["knee_devices"] == 2.5
+    assert pred["host"]["limits"] == {"1": 5e9, "2": 5e9, "4": 5e9}
     assert pred["in_storage"]["limit"] == 5e12 and pred["in_storage"]["knee_devices"] is None
+
+
+def test_a_host_cost_paid_once_per_query_spreads_over_the_devices():
+    host = HostModel({"cpu_cores": 4})
+    # 1 ns per unit (a query on one shard) and 3 ns once per query (hashing it on the host): 1 + 3 / N per unit.
+    cost = PathCost(0.0, 0.0, 1.0, cpu_ns_per_query=3.0)
+    assert host.limit(cost) == (1e9, "host CPU") and host.limit(cost, 3) == (2e9, "host CPU")
+    # N x B1 = L(N) at B1 = 0.5e9 units/s: N (0.5e9)(1 + 3 / N) = 4e9, N = 5
+    assert host.knee(cost, 0.5e9) == (5.0, "host CPU")
+    assert host.knee(cost, 2e9) == (0.0, "host CPU")  # hashing alone takes every core at one device's rate
+    assert host.knee(PathCost(0.0, cpu_ns_per_query=3.0), 1e9)[0] == math.inf  # no per-unit cost: no knee
+    assert host.knee(PathCost(2.0), 1e9) == (26.87 / 2, "switch uplink")  # byte limits: limit / B1
+    work = scaling.Scaling("x", "query x shard", lambda a, p, e: None,
+                           {"host": PathCost(0.0, 0.0, 1.0, 0.5e9, "preset", cpu_ns_per_query=3.0),
+                            "in_storage": PathCost(1.0)})
+    pred = scaling.predict(work, host, [1, 3, 8])
+    assert pred["host"]["limits"] == {"1": 1e9, "3": 2e9, "8": 4e9 / (1 + 3 / 8)}
+    assert pred["host"]["limit"] == 4e9 / (1 + 3 / 8) and pred["host"]["knee_devices"] == 5.0
+    for bad in (0, 0.5, -1, float("nan"), "2"):
+        with pytest.raises(InvalidArgument, match="devices"):
+            host.limit(cost, bad)
+    for bad in (0, -1.0, float("inf"), "fast"):
+        with pytest.raises(InvalidArgument, match="device_rate"):
+            host.knee(cost, bad)
+    with pytest.raises(InvalidArgument, match="cpu_ns_per_query"):
+        PathCost(1.0, cpu_ns_per_query=-1.0)
 
 
 def test_read_rate_is_the_presets_link_by_hand():
@@ -180,3 +207,15 @@ def test_the_memory_check_refuses_bad_sizes(argv, says, capsys):
     with pytest.raises(SystemExit) as e:
         memory.main(argv)
     assert e.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [(["--devices", "1,x"], "--devices"), (["--devices", "0"], "--devices"),
+                                        (["--devices", "2,4"], "devices must start at 1"),
+                                        (["--devices", "1,-2"], "--devices"), (["--mib-per-device", "0"], "--mib-per-device"),
+                                        (["--uplink", "-1"], "--uplink"), (["--uplink", "nan"], "--uplink"),
+                                        (["--preset", "nosuch"], "nosuch")])
+def test_the_scan_cli_refuses_bad_input_naming_it(argv, says, capsys):
+    with pytest.raises(SystemExit) as e:
+        scan.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and says in err and "Traceback" not in err, err

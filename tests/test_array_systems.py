@@ -1,4 +1,5 @@
-"""The systems on the shared scaling experiment ('nearflash experiment array recssd|ndsearch') at the smallest sizes:
+"""The systems on the shared scaling experiment ('nearflash experiment array recssd|ndsearch|cognitive') at the smallest
+sizes:
 the prediction is written before the points, the host path never passes its predicted limit, the in-storage path
 scales with N."""
 
@@ -39,3 +40,17 @@ def test_ndsearch_host_path_flattens_and_searssd_scales(tmp_path, capsys, monkey
     res, host, isc, limit = run(tmp_path, capsys, "ndsearch", "rows_per_device=512", "queries=16", "uplink=0.5")
     assert host[4] < 0.9 * 4 * host[1]
     assert isc[4] == pytest.approx(4 * isc[1], rel=0.05) and isc[1] > host[1]
+
+
+def test_cognitive_host_path_flattens_and_in_storage_scales(tmp_path, capsys):
+    from pathlib import Path
+
+    if not Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").exists():
+        pytest.skip("dataset-fashion-mnist is not installed (scripts/env.sh installs it)")
+    res, host, isc, limit = run(tmp_path, capsys, "cognitive", "rows_per_device=60", "queries=6", "uplink=0.5",
+                                "calibration=30")
+    pred = res["data"]["prediction"]["host"]
+    assert pred["limit_by"] == "switch uplink" and host[4] < 0.9 * 4 * host[1]
+    assert isc[4] == pytest.approx(4 * isc[1], rel=0.15)  # every drive alone; the slowest shard sets the pace
+    # The host hashes each query once (not per shard): a per-query cost in the prediction, spread over N.
+    assert res["data"]["prediction"]["host"]["limit"] > 0 and "once per query" in json.dumps(res["notes"])

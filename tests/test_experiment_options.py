@@ -84,6 +84,8 @@ def _run_numbers(exp, opts):  # reads every key itself (the scan follows calls o
     option(opts, "sizes", [1, 2], [1, 2, 4])
     opts.extra.get("depth", 3 if opts.quick else 30)
     opts.extra.get("rate", 2.5)
+    opts.extra.get("scale", 2.0)  # a float default of integral value is still a float
+    option(opts, "uplink", 4.0, 0.0)
     opts.extra.get("offset", 0)
     opts.extra.get("name", "fig")
 
@@ -100,6 +102,7 @@ def _run_numbers(exp, opts):  # reads every key itself (the scan follows calls o
         ("rate=nan", "expected a finite number > 0"),
         ("rate=inf", "expected a finite number > 0"),
         ("offset=zero", "expected an integer (default 0)"),
+        ("scale=x", "--set scale=x: expected a finite number > 0 (default 2.0)"),
     ],
 )
 def test_values_that_do_not_fit_the_default_are_refused_before_running(monkeypatch, capsys, tmp_path, setting, message):
@@ -120,5 +123,5 @@ def test_values_that_fit_the_default_run(monkeypatch, tmp_path):
 
     monkeypatch.setattr(experiment, "load_experiments",
                         lambda system: {"fake": ("fake", _run_numbers)})
-    for setting in ("depth=7", "sizes=3,5", "rate=0.5", "offset=-3", "name=anything"):
+    for setting in ("depth=7", "sizes=3,5", "rate=0.5", "scale=0.5", "uplink=0.5", "offset=-3", "name=anything"):
         assert cli.main(["experiment", "demo", "fake", "--out", str(tmp_path), "--set", setting]) == 0, setting

@@ -624,6 +624,16 @@ class Device:
         return Report.from_json(self._dev.report_json())
 
     @_locked
+    def extension_report(self, name: str) -> dict[str, Any]:
+        """One attached extension's report, as ``report().extensions[name]`` holds it, without building the whole
+        device report (the core's counters, histograms and every other extension); {} when none of that name is
+        attached."""
+        if not isinstance(name, str):
+            raise InvalidType(f"extension_report: name must be an extension's name (a str), got {name!r}")
+        text = self._dev.extension_report_json(name)
+        return json.loads(text) if text else {}
+
+    @_locked
     def reset_stats(self) -> None:
         """Starts a new measurement window."""
         self._dev.reset_stats()

@@ -75,8 +75,8 @@ def _show(node: Optional[ast.expr], scope: Optional[dict[str, Any]] = None) -> s
 
 
 def _show_value(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return f"{v:g}"
+    if isinstance(v, float):
+        return repr(v)  # "2.0", not "2": the value check reads a float default's kind from how it is shown
     if isinstance(v, int) and abs(v) >= 10_000:
         return f"{v:_}"
     return str(v)

@@ -74,6 +74,36 @@ def test_t_beyond_a_shard_is_answered_from_all(data):
     assert sorted(set(res.ids[0].tolist())) == sorted(res.ids[0].tolist()) and res.ids.max() < 12
 
 
+def test_the_host_path_hashes_each_query_once_and_searches_every_shard_over_pages_it_reads(data, model):  # noqa: F811
+    db, qs = data[0][:300], data[1][:12]
+    host_three = sharded.search(array(), db, qs, t=10, calibration=60, path="host")
+    whole = DlgIndex(db, model, calibration=60)
+    qcodes = whole.hash(qs)
+    truth = np.sort(sharded.hamming(np.tile(whole.codes, (len(qs), 1)), qcodes), axis=1)
+    got = sharded.hamming(whole.codes[host_three.ids], qcodes)
+    assert np.array_equal(got, host_three.distances)
+    assert np.mean([np.sum(got[i] <= truth[i, 9]) / 10 for i in range(len(qs))]) >= 0.9
+    w, shards = host_three.report.whole, host_three.shards
+    # Nothing goes to the drives; every page a shard's searches read comes to the host, 16 KiB each.
+    assert w["bytes"]["to_device"] == 0
+    assert w["bytes"]["to_host"] == 16384 * sum(s["pages_read"] for s in shards) > 0
+    assert all(0 < s["pages_read"] <= len(qs) * s["pages"] for s in shards)
+    # Each query is hashed once for the whole array (shard q mod 3 pays it), not once per shard.
+    assert [s["hashed"] for s in shards] == [4, 4, 4]
+    c = sharded.HostCosts.of(whole)
+    cpu_ns = w["utilisation"]["host_cpu"] * w["elapsed_ns"] * w["host"]["host.cpu_cores"]
+    steps = sum(s["neighbour_steps"] for s in shards)
+    expected = len(qs) * c.hash_ns_per_query + steps * c.step_ns + 3 * 12 * 10 * w["host"]["cpu.topk_merge_ns_per_candidate"]
+    assert cpu_ns == pytest.approx(expected, rel=1e-3)
+    assert c.hash_ns_per_query == pytest.approx(whole.net.macs() * 0.688)  # B-CPU's host_mac_time
+
+
+def test_the_host_path_refuses_an_unknown_path(data):
+    db, qs = data
+    with pytest.raises(InvalidArgument, match="path"):
+        sharded.search(array(), db, qs, path="gpu")
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda d, q: sharded.search(nearflash.Array([DeviceSpec("cosmos-plus", overrides=DEVICE),
                                                   DeviceSpec("searssd")]), d, q), "mixes"),

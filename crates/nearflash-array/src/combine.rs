@@ -64,7 +64,7 @@ impl Utilisation {
         ]
     }
 
-    /// The busiest resource (the first of equals, in report order).
+    /// The busiest resource (the first of equals, in report order), or "none" when nothing was busy.
     pub fn busiest(&self) -> &'static str {
         let named = self.named();
         let mut best = named[0];
@@ -73,7 +73,7 @@ impl Utilisation {
                 best = *n;
             }
         }
-        best.0
+        if best.1 > 0.0 { best.0 } else { "none" }
     }
 }
 
@@ -127,11 +127,14 @@ impl Fifo {
     }
 
     /// Cut-through: starts when the transfer arrives and this stage is free, ends no earlier than its upstream
-    /// stage ended (a slower upstream paces it). Returns (start, end).
+    /// stage ended (a slower upstream paces it). Returns (start, end). The stage is busy for its own time carrying
+    /// the bytes only: while a slower upstream paces it, it waits for them (so a fast stage behind a slow one is
+    /// not reported as busy as the slow one).
     fn carry(&mut self, arrive: Time, upstream_end: Time, nbytes: u64) -> (Time, Time) {
         let start = arrive.max(self.free);
-        let end = (start + (nbytes as f64 / self.bytes_per_ns).ceil() as u64).max(upstream_end);
-        self.busy += end - start;
+        let own = (nbytes as f64 / self.bytes_per_ns).ceil() as u64;
+        let end = (start + own).max(upstream_end);
+        self.busy += own;
         self.free = end;
         (start, end)
     }
@@ -255,6 +258,17 @@ mod tests {
         let c = combine(&[shard(0, 0, &[(0, 1000, UP, 0), (0, 1000, DOWN, 0)])], &h).unwrap();
         assert_eq!(c.elapsed.as_ns(), 1010);
         assert_eq!((c.bytes_to_host, c.bytes_to_device, c.transfers), (1000, 1000, 2));
+        // DRAM carried 2 x 1000 B at 100 B/ns: busy 20 ns, though the uplink paced it for 1010 ns; the uplink is
+        // the busiest, not DRAM.
+        assert_eq!(c.utilisation.host_dram, 20.0 / 1010.0);
+        assert_eq!(c.utilisation.busiest(), "uplink_to_host");
+    }
+
+    #[test]
+    fn nothing_busy_names_no_resource() {
+        assert_eq!(Utilisation::default().busiest(), "none");
+        let c = combine(&[shard(0, 500, &[])], &host(&[])).unwrap();
+        assert_eq!(c.utilisation.busiest(), "none");
     }
 
     #[test]

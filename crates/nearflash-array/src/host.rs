@@ -38,12 +38,16 @@ pub struct Param {
     pub source: String,
 }
 
-/// What one unit of a path's work (a byte scanned, a query answered) costs the shared host.
+/// What one unit of a path's work (a byte scanned, a query searched on one device's shard) costs the shared host:
+/// bytes each way and host CPU ns per unit, and host CPU ns paid once per query however many devices' units it
+/// spans (`cpu_ns_per_query`: a query is one unit on each of N devices, e.g. hashing it on the host before the
+/// shards are searched), so a unit costs `cpu_ns + cpu_ns_per_query / N` of host CPU on N devices.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PathCost {
     pub to_host_bytes: f64,
     pub to_device_bytes: f64,
     pub cpu_ns: f64,
+    pub cpu_ns_per_query: f64,
 }
 
 /// The shared host: a PCIe switch's uplink, one root complex, host DRAM and host CPU cores.
@@ -139,26 +143,66 @@ impl HostModel {
         self.get("switch.latency") as u64
     }
 
-    /// The most units/s of a path's work the host can take (infinite when a unit costs it nothing), and the
-    /// resource that sets it: min(uplink / b_up, root complex / b_up, DRAM / (b_up + b_down), cores / c). The
-    /// uplink and root complex are full duplex (the busier direction counts); DRAM carries both.
-    pub fn limit(&self, cost: PathCost) -> (f64, &'static str) {
-        let per = |capacity: f64, load: f64| if load > 0.0 { capacity / load } else { f64::INFINITY };
+    /// The most units/s of a path's work the host can take on `devices` devices (infinite when a unit costs it
+    /// nothing), and the resource that sets it: min(uplink / b_up, root complex / b_up, DRAM / (b_up + b_down),
+    /// cores / (c + c_q / N)). The uplink and root complex are full duplex (the busier direction counts); DRAM
+    /// carries both.
+    pub fn limit(&self, cost: PathCost, devices: f64) -> (f64, &'static str) {
+        let cpu = cost.cpu_ns + cost.cpu_ns_per_query / devices.max(1.0);
+        let limits = self.limits(cost);
+        tightest(&[limits[0], limits[1], limits[2], ("host CPU", per(self.cores_ns_per_s(), cpu))])
+    }
+
+    /// The knee N*: the device count at which N devices of `device_rate` units/s each reach the host's limit,
+    /// N x B1 = limit(N), and the resource that sets it. The byte limits do not depend on N (N* = limit / B1);
+    /// the CPU's does when a query costs it something once (N B1 (c + c_q / N) = C gives
+    /// N* = (C - B1 c_q) / (B1 c)): 0 when hashing every query alone takes more than the cores have at one device's
+    /// rate (the path is CPU-bound from the first device), infinite when nothing ever binds.
+    pub fn knee(&self, cost: PathCost, device_rate: f64) -> (f64, &'static str) {
+        let [up, rc, dram, _] = self.limits(cost);
+        let spare = self.cores_ns_per_s() - device_rate * cost.cpu_ns_per_query;
+        let cpu = if spare <= 0.0 {
+            0.0
+        } else if cost.cpu_ns > 0.0 {
+            spare / (device_rate * cost.cpu_ns)
+        } else {
+            f64::INFINITY
+        };
+        let knees = [up, rc, dram].map(|(name, limit)| (name, limit / device_rate));
+        tightest(&[knees[0], knees[1], knees[2], ("host CPU", cpu)])
+    }
+
+    /// Host CPU ns the cores give per second.
+    fn cores_ns_per_s(&self) -> f64 {
+        self.cpu_cores() as f64 * 1e9
+    }
+
+    /// Each resource's limit on a path's units/s, the CPU's for a unit's own `cpu_ns` only.
+    fn limits(&self, cost: PathCost) -> [(&'static str, f64); 4] {
         let up = cost.to_host_bytes.max(cost.to_device_bytes);
-        let limits = [
+        [
             ("switch uplink", per(self.uplink_bytes_per_ns() * 1e9, up)),
             ("root complex", per(self.root_complex_bytes_per_ns() * 1e9, up)),
             ("host DRAM", per(self.dram_bytes_per_ns() * 1e9, cost.to_host_bytes + cost.to_device_bytes)),
-            ("host CPU", per(self.cpu_cores() as f64 * 1e9, cost.cpu_ns)),
-        ];
-        let mut best = limits[0];
-        for l in &limits[1..] {
-            if l.1 < best.1 {
-                best = *l;
-            }
-        }
-        (best.1, best.0)
+            ("host CPU", per(self.cores_ns_per_s(), cost.cpu_ns)),
+        ]
     }
+}
+
+/// A capacity over a load per unit: units/s (infinite when a unit costs nothing).
+fn per(capacity: f64, load: f64) -> f64 {
+    if load > 0.0 { capacity / load } else { f64::INFINITY }
+}
+
+/// The smallest value and its name (the first of equals).
+fn tightest(limits: &[(&'static str, f64)]) -> (f64, &'static str) {
+    let mut best = limits[0];
+    for l in &limits[1..] {
+        if l.1 < best.1 {
+            best = *l;
+        }
+    }
+    (best.1, best.0)
 }
 
 #[cfg(test)]
@@ -215,10 +259,31 @@ mod tests {
             o("cpu_cores", 4.0),
         ])
         .unwrap();
-        let cost = |up, down, cpu| PathCost { to_host_bytes: up, to_device_bytes: down, cpu_ns: cpu };
-        assert_eq!(host.limit(cost(2.0, 0.0, 1.0)), (4e9, "host CPU"));
-        assert_eq!(host.limit(cost(2.0, 0.0, 0.5)), (5e9, "switch uplink"));
-        assert_eq!(host.limit(cost(2.0, 2.0, 0.0)), (3e9, "host DRAM"));
-        assert_eq!(host.limit(cost(0.0, 0.0, 0.0)), (f64::INFINITY, "switch uplink"));
+        let cost = |up, down, cpu| PathCost { to_host_bytes: up, to_device_bytes: down, cpu_ns: cpu, cpu_ns_per_query: 0.0 };
+        assert_eq!(host.limit(cost(2.0, 0.0, 1.0), 1.0), (4e9, "host CPU"));
+        assert_eq!(host.limit(cost(2.0, 0.0, 0.5), 1.0), (5e9, "switch uplink"));
+        assert_eq!(host.limit(cost(2.0, 2.0, 0.0), 1.0), (3e9, "host DRAM"));
+        assert_eq!(host.limit(cost(0.0, 0.0, 0.0), 1.0), (f64::INFINITY, "switch uplink"));
+        assert_eq!(host.knee(cost(2.0, 0.0, 0.5), 1e9), (5.0, "switch uplink"));
+        assert_eq!(host.knee(cost(2.0, 0.0, 1.0), 1e9), (4.0, "host CPU"));
+    }
+
+    #[test]
+    fn a_cost_paid_once_per_query_spreads_over_the_devices() {
+        let host = HostModel::new(&[("cpu_cores".to_owned(), 4.0)]).unwrap(); // 4e9 CPU ns a second
+        // 1 ns per unit and 3 ns once per query: on N devices a unit costs 1 + 3 / N ns
+        let c = PathCost { to_host_bytes: 0.0, to_device_bytes: 0.0, cpu_ns: 1.0, cpu_ns_per_query: 3.0 };
+        assert_eq!(host.limit(c, 1.0), (1e9, "host CPU"));
+        assert_eq!(host.limit(c, 3.0), (2e9, "host CPU"));
+        // N B1 (1 + 3 / N) = 4e9 at B1 = 0.5e9: N = (4 - 1.5) / 0.5 = 5, where 5 x 0.5e9 = limit(5) = 4e9 / 1.6
+        let (knee, by) = host.knee(c, 0.5e9);
+        assert_eq!((knee, by), (5.0, "host CPU"));
+        assert!((knee * 0.5e9 - host.limit(c, knee).0).abs() < 1.0);
+        // hashing alone takes every core at one device's rate: CPU-bound from the first device
+        assert_eq!(host.knee(c, 2e9), (0.0, "host CPU"));
+        // only the per-query cost: the units it buys grow with N as N B1 does, so no knee
+        let once = PathCost { cpu_ns: 0.0, ..c };
+        assert_eq!(host.knee(once, 1e9).0, f64::INFINITY);
+        assert_eq!(host.limit(once, 8.0), (4e9 / (3.0 / 8.0), "host CPU"));
     }
 }

@@ -202,12 +202,25 @@ pub struct PageCache {
     clock: u64,
     pages: HashMap<usize, (u64, Rc<Vec<u8>>)>,
     by_use: BTreeMap<u64, usize>,
+    /// The pages read from the source, in read order, when recording (`recording`): a host's read trace.
+    missed: Option<Vec<usize>>,
 }
 
 impl PageCache {
     /// A cache of `cap` pages (at least one).
     pub fn new(cap: usize) -> PageCache {
-        PageCache { cap: cap.max(1), clock: 0, pages: HashMap::new(), by_use: BTreeMap::new() }
+        PageCache { cap: cap.max(1), clock: 0, pages: HashMap::new(), by_use: BTreeMap::new(), missed: None }
+    }
+
+    /// The same cache, also recording which pages it reads from the source (`take_missed`).
+    pub fn recording(mut self) -> PageCache {
+        self.missed = Some(Vec::new());
+        self
+    }
+
+    /// The pages read from the source since the last call, in read order (empty when not recording).
+    pub fn take_missed(&mut self) -> Vec<usize> {
+        self.missed.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Empties it (a cold cache).
@@ -226,6 +239,9 @@ impl PageCache {
             }
             None => {
                 stats.pages_read += 1;
+                if let Some(missed) = self.missed.as_mut() {
+                    missed.push(page);
+                }
                 let bytes = Rc::new(src.read(page)?);
                 if self.pages.len() == self.cap {
                     let (_, old) = self.by_use.pop_first().expect("a full cache has pages");
@@ -542,6 +558,12 @@ mod tests {
         assert_eq!(search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut big).unwrap().1, first);
         let (_, one) = search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut PageCache::new(1)).unwrap();
         assert!(one.pages_read >= slots.pages_read);
+        let mut traced = PageCache::new(pages).recording();
+        search_cached(&lay, &mut gp, &e, codes[5], 200, &cfg, 1, &mut traced).unwrap();
+        let read = traced.take_missed();
+        assert_eq!(read.len() as u64, first.pages_read, "the trace lists every page read, once each");
+        assert_eq!(read.iter().collect::<std::collections::HashSet<_>>().len(), read.len());
+        assert!(read.iter().all(|&p| p < pages) && traced.take_missed().is_empty() && big.take_missed().is_empty());
     }
 
     proptest::proptest! {

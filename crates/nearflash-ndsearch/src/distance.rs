@@ -1,7 +1,8 @@
 //! Distances between stored vectors and queries: squared L2, inner product (as `1 - dot`) and cosine (as
 //! `1 - cos`), over f32, uint8 and int8 elements. int8 goes through simsimd's runtime-dispatched SIMD kernels,
 //! f32 through our four-accumulator kernels (`kernels`, faster than simsimd's one-accumulator loop on long vectors),
-//! uint8 (which simsimd's Rust API lacks) through a loop written so that LLVM vectorises it. Cosine on f32
+//! uint8 (which simsimd's Rust API lacks) L2 through our 16-bit-lane kernel (`kernels::l2sq_u8`, exact), its inner
+//! product and cosine through a loop written so that LLVM vectorises it. Cosine on f32
 //! normalises stored vectors and queries once, so that each distance is one dot product. Smaller is nearer.
 
 use simsimd::SpatialSimilarity;
@@ -204,25 +205,6 @@ pub fn normalize(v: &mut [f32]) {
 }
 
 #[inline(always)]
-fn l2_u8(a: &[u8], b: &[u8]) -> f32 {
-    let mut acc = [0u32; 32];
-    let (ca, cb) = (a.chunks_exact(32), b.chunks_exact(32));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for j in 0..32 {
-            let d = x[j].abs_diff(y[j]) as u32;
-            acc[j] += d * d;
-        }
-    }
-    let mut s: u64 = acc.iter().map(|&v| v as u64).sum();
-    for (x, y) in ra.iter().zip(rb) {
-        let d = x.abs_diff(*y) as u64;
-        s += d * d;
-    }
-    s as f32
-}
-
-#[inline(always)]
 fn dot_u8(a: &[u8], b: &[u8]) -> (f32, f32, f32) {
     let (mut ab, mut aa, mut bb) = (0u64, 0u64, 0u64);
     for (x, y) in a.iter().zip(b) {
@@ -249,7 +231,7 @@ pub fn distance(metric: Metric, a: VecRef<'_>, b: VecRef<'_>) -> f32 {
             Metric::Cosine => i8::cos(a, b).unwrap_or(f64::NAN) as f32,
         },
         (VecRef::U8(a), VecRef::U8(b)) => match metric {
-            Metric::L2 => l2_u8(a, b),
+            Metric::L2 => crate::kernels::l2sq_u8(a, b) as f32,
             Metric::InnerProduct => 1.0 - dot_u8(a, b).0,
             Metric::Cosine => {
                 let (ab, aa, bb) = dot_u8(a, b);

@@ -152,6 +152,16 @@ fn flat_flops(w: &HostWork) -> f64 {
 
 /// The CPU's graph search of the batch (ns), its LLC miss share and DRAM bytes.
 pub fn cpu_graph(p: &HostParams, w: &HostWork) -> (f64, f64, f64) {
+    let (core_ns, miss, dram) = cpu_graph_core(p, w);
+    let cores = (p.cpu_sockets * p.cpu_cores_per_socket) as usize;
+    let parallel = core_ns / w.queries.clamp(1, cores) as f64;
+    let bandwidth = dram / (p.cpu_sockets as f64 * p.cpu_dram_bandwidth * p.cpu_dram_efficiency / 1e9);
+    (parallel.max(bandwidth), miss, dram)
+}
+
+/// The CPU time of the batch's graph search summed over the cores that run it (ns: what it takes from a host's
+/// cores, before it is spread over them), its LLC miss share and DRAM bytes.
+pub fn cpu_graph_core(p: &HostParams, w: &HostWork) -> (f64, f64, f64) {
     let vec_bytes = w.dim as f64 * F32;
     let row_bytes = 4.0 * (w.row_cap as f64 + 1.0);
     let miss = miss_share(p.cpu_llc_per_socket, w.n as f64 * (vec_bytes + row_bytes));
@@ -162,10 +172,7 @@ pub fn cpu_graph(p: &HostParams, w: &HostWork) -> (f64, f64, f64) {
     let dram = miss * (dists * lines(vec_bytes) + hops * lines(row_bytes));
     let core_bw = p.cpu_fill_buffers as f64 * LINE / p.cpu_dram_latency; // bytes per ns
     let core_ns = (cycles / (p.cpu_clock / 1e9)).max(dram / core_bw) + miss * hops * p.cpu_dram_latency;
-    let cores = (p.cpu_sockets * p.cpu_cores_per_socket) as usize;
-    let parallel = core_ns / w.queries.clamp(1, cores) as f64;
-    let bandwidth = dram / (p.cpu_sockets as f64 * p.cpu_dram_bandwidth * p.cpu_dram_efficiency / 1e9);
-    (parallel.max(bandwidth), miss, dram)
+    (core_ns, miss, dram)
 }
 
 /// The CPU's brute-force search of the batch (ns): SGEMM plus the top-k pass, or the base vectors' stream.
@@ -287,5 +294,17 @@ mod tests {
         assert!((small.cpu_energy_j - 400.0 * small.cpu_ns * 1e-9).abs() < 1e-12);
         // deterministic: the same work, the same numbers
         assert_eq!(format!("{:?}", costs(&p, &work(20_000, 784, 2048 * 1000))), format!("{small:?}"));
+    }
+
+    #[test]
+    fn the_core_time_is_the_batch_before_it_is_spread_over_the_cores() {
+        let p = HostParams::default();
+        let w = work(1000, 128, 2048 * 100); // fits the cache: no DRAM term
+        let (core, miss, _) = cpu_graph_core(&p, &w);
+        let cycles = (w.distances + w.upper_distances) as f64 * (8.0 * p.cpu_step_cycles + p.cpu_distance_overhead)
+            + w.hops as f64 * p.cpu_hop_cycles;
+        assert_eq!(miss, 0.0);
+        assert!((core - cycles / 3.1).abs() < 1e-6 * core, "{core} vs {}", cycles / 3.1);
+        assert!((cpu_graph(&p, &w).0 - core / 36.0).abs() < 1e-6 * core, "36 cores share 2,048 queries");
     }
 }

@@ -18,10 +18,22 @@ fn host_params(overrides: Overrides) -> PyResult<Vec<(&'static str, f64, String,
     Ok(host(&overrides)?.params().iter().map(|p| (p.path, p.value, p.unit.clone(), p.source.clone())).collect())
 }
 
-/// The most units/s of a path's work the host takes, and what sets it, for a unit's bytes each way and CPU ns.
+/// The most units/s of a path's work the host takes on `devices` devices, and what sets it, for a unit's bytes each
+/// way and CPU ns and the CPU ns paid once per query.
 #[pyfunction]
-fn host_limit(overrides: Overrides, to_host_bytes: f64, to_device_bytes: f64, cpu_ns: f64) -> PyResult<(f64, &'static str)> {
-    Ok(host(&overrides)?.limit(PathCost { to_host_bytes, to_device_bytes, cpu_ns }))
+fn host_limit(overrides: Overrides, to_host_bytes: f64, to_device_bytes: f64, cpu_ns: f64, cpu_ns_per_query: f64,
+              devices: f64) -> PyResult<(f64, &'static str)> {
+    Ok(host(&overrides)?.limit(PathCost { to_host_bytes, to_device_bytes, cpu_ns, cpu_ns_per_query }, devices))
+}
+
+/// The knee N* (where N devices of `device_rate` units/s each reach the host's limit) and what sets it.
+#[pyfunction]
+fn host_knee(overrides: Overrides, to_host_bytes: f64, to_device_bytes: f64, cpu_ns: f64, cpu_ns_per_query: f64,
+             device_rate: f64) -> PyResult<(f64, &'static str)> {
+    if !(device_rate.is_finite() && device_rate > 0.0) {
+        return Err(err(format!("device_rate must be a finite number > 0, got {device_rate}")));
+    }
+    Ok(host(&overrides)?.knee(PathCost { to_host_bytes, to_device_bytes, cpu_ns, cpu_ns_per_query }, device_rate))
 }
 
 /// One shard as (device label, own end ns, [(done ns, bytes, to the device?, host CPU ns)]).
@@ -60,6 +72,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let sub = PyModule::new(m.py(), "array")?;
     sub.add_function(wrap_pyfunction!(host_params, &sub)?)?;
     sub.add_function(wrap_pyfunction!(host_limit, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(host_knee, &sub)?)?;
     sub.add_function(wrap_pyfunction!(combine, &sub)?)?;
     m.add_submodule(&sub)
 }

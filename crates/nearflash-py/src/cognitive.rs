@@ -299,7 +299,8 @@ impl Graph {
     /// Graph searches of `queries` one after another on a host that reads the pages from an SSD through a page
     /// cache of `cache_pages` pages, LRU, kept across the queries (`cold`: emptied before each, as when the graph
     /// does not stay in DRAM). Query i draws its fallback vertices with `seed + i`. Returns (ids (n, t) uint32,
-    /// per-query stats as arrays: `pages_read` = the cache's misses, `evaluated`, `neighbour_steps`, `expansions`).
+    /// per-query stats as arrays: `pages_read` = the cache's misses, `evaluated`, `neighbour_steps`, `expansions`;
+    /// and `page_ids`: the pages each query read, in read order, one query after another (`pages_read` splits it)).
     #[pyo3(signature = (queries, t, layout="plain", cache_pages=1, cold=false, seed=0, params=None))]
     #[allow(clippy::too_many_arguments)]
     fn host_search<'py>(
@@ -320,12 +321,13 @@ impl Graph {
         let gp = GraphPages::new(GraphLayout::parse(layout).map_err(err)?, &self.inner, &self.codes, self.bits, p.page_size as usize).map_err(err)?;
         let cfg = SearchConfig::from_params(&p);
         let qs: Vec<u64> = queries.as_array().iter().copied().collect();
-        let (ids, stats) = py
-            .allow_threads(|| -> nearflash_cognitive::Result<(Vec<u32>, Vec<gse::SearchStats>)> {
+        let (ids, stats, read) = py
+            .allow_threads(|| -> nearflash_cognitive::Result<(Vec<u32>, Vec<gse::SearchStats>, Vec<u64>)> {
                 let mut image = self.plain_pages(&gp)?;
                 let mut generated = gp.clone();
-                let mut cache = gse::PageCache::new(cache_pages);
+                let mut cache = gse::PageCache::new(cache_pages).recording();
                 let (mut ids, mut stats) = (Vec::with_capacity(qs.len() * t), Vec::with_capacity(qs.len()));
+                let mut read = Vec::new();
                 for (i, &q) in qs.iter().enumerate() {
                     if cold {
                         cache.clear();
@@ -337,8 +339,9 @@ impl Graph {
                     let (found, st) = gse::search_cached(&gp.format(), src, &self.entries, q, t, &cfg, seed.wrapping_add(i as u64), &mut cache)?;
                     ids.extend(found);
                     stats.push(st);
+                    read.extend(cache.take_missed().into_iter().map(|p| p as u64));
                 }
-                Ok((ids, stats))
+                Ok((ids, stats, read))
             })
             .map_err(err)?;
         let column = |f: fn(&gse::SearchStats) -> u64| stats.iter().map(f).collect::<Vec<u64>>().into_pyarray(py);
@@ -347,6 +350,7 @@ impl Graph {
             ("evaluated", column(|s| s.evaluated)),
             ("neighbour_steps", column(|s| s.neighbour_steps)),
             ("expansions", column(|s| s.expansions)),
+            ("page_ids", read.into_pyarray(py)),
         ];
         Ok((rows_array(py, ids, t)?, out.into_iter().collect()))
     }

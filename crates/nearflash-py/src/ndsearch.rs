@@ -444,6 +444,22 @@ fn lockstep_trace<'py>(
         .collect())
 }
 
+/// CPU time (ns, summed over cores) of a host graph search that measured `distances` distances and made `hops`
+/// expansions over `n` vectors of `dim` float32 elements (rows of `row_cap` ids), on the paper's CPU
+/// (:func:`host_parameters`, ``hosts`` overriding them as a JSON object): the costed CPU baseline's per-operation
+/// costs (``hosts::cpu_graph_core``), for a host that charges the search to its own cores.
+#[pyfunction]
+#[pyo3(signature = (distances, hops, dim, n, row_cap, hosts=None))]
+fn cpu_search_core_ns(distances: usize, hops: usize, dim: usize, n: usize, row_cap: usize, hosts: Option<&str>) -> PyResult<f64> {
+    let mut hp = HostParams::default();
+    if let Some(js) = hosts {
+        let v: serde_json::Value = serde_json::from_str(js).map_err(err)?;
+        hp.apply_json_object(&v, &[]).map_err(err)?;
+    }
+    let w = hosts::HostWork { queries: 1, distances, upper_distances: 0, hops, max_hops: hops, dim, n, row_cap, k: 1, ef: 1 };
+    Ok(hosts::cpu_graph_core(&hp, &w).0)
+}
+
 /// SearSSD's parameters: (name, default, unit, source) of each.
 #[pyfunction]
 fn searssd_parameters() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -472,6 +488,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(device_deploy, &sub)?)?;
     sub.add_function(wrap_pyfunction!(device_search, &sub)?)?;
     sub.add_function(wrap_pyfunction!(lockstep_trace, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(cpu_search_core_ns, &sub)?)?;
     m.add_submodule(&sub)?;
     Ok(())
 }

@@ -30,30 +30,42 @@ class DeviceSpec:
 
 
 class Shard:
-    """What a shard's work function gets: its device, its index among `devices`, and :meth:`transfer` to record
-    each host-visible transfer on the device's clock."""
+    """What a shard's work function gets: its device, its index among `devices`, the shared host's CPU `cores`
+    (the most tasks a host-path round's CPU work is worth splitting into) and :meth:`transfer` to record each
+    host-visible transfer on the device's clock."""
 
-    def __init__(self, device: Device, index: int, devices: int, holds: Optional[Sequence[int]] = None):
-        self.device, self.index, self.devices = device, index, devices
+    def __init__(self, device: Device, index: int, devices: int, holds: Optional[Sequence[int]] = None,
+                 cores: int = 1):
+        self.device, self.index, self.devices, self.cores = device, index, devices, cores
         self.start_ns = device.now_ns
         self.transfers: list[Transfer] = []
         #: In a closed-loop round: when the last round delivered each transfer (relative to the shard's start).
         self.holds = holds
 
-    def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int = 0) -> int:
+    def transfer(self, done_ns: int, nbytes: int, direction: str = "to_host", cpu_ns: int | Sequence[int] = 0) -> int:
         """Records `nbytes` that crossed this device's link `direction`, done at device time `done_ns` (as a
-        completion's time_ns), followed by `cpu_ns` of host CPU work on them. Returns the device time at which the
-        host has consumed them: `done_ns` in an open-loop run; in a closed-loop round (``Array.run(closed_loop=k)``)
-        the transfer's delivery in the last round, and the device's clock advances to it, so that the host's next
-        command waits for the shared host as a host that consumes each completion before reusing its slot does."""
+        completion's time_ns), followed by `cpu_ns` of host CPU work on them: one task on one core, or a list of
+        independent tasks (a multi-threaded host's threads, each taking some of the queries), each then recorded
+        as a transfer of its share of the bytes, so that the shared cores run them side by side. Returns the device
+        time at which the host has consumed them: `done_ns` in an open-loop run; in a closed-loop round
+        (``Array.run(closed_loop=k)``) the transfer's delivery in the last round (its last task's), and the device's
+        clock advances to it, so that the host's next command waits for the shared host as a host that consumes
+        each completion before reusing its slot does."""
         if direction not in DIRECTIONS:
             raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {direction!r}")
-        seq = len(self.transfers)
-        self.transfers.append(Transfer(_count("done_ns", done_ns, self.start_ns) - self.start_ns,
-                                       _count("nbytes", nbytes, 1), direction, _count("cpu_ns", cpu_ns, 0)))
-        if self.holds is None or seq >= len(self.holds):
+        t = _count("done_ns", done_ns, self.start_ns) - self.start_ns
+        nbytes = _count("nbytes", nbytes, 1)
+        tasks = [_count("cpu_ns", c, 0) for c in cpu_ns] if isinstance(cpu_ns, (list, tuple)) else \
+            [_count("cpu_ns", cpu_ns, 0)]
+        if not 1 <= len(tasks) <= nbytes:
+            raise InvalidArgument(f"cpu_ns: {len(tasks)} tasks for {nbytes} bytes; 1 to one per byte")
+        first = len(self.transfers)
+        for i, task in enumerate(tasks):  # the bytes split as evenly as whole bytes allow
+            share = nbytes * (i + 1) // len(tasks) - nbytes * i // len(tasks)
+            self.transfers.append(Transfer(t, share, direction, task))
+        if self.holds is None or first + len(tasks) > len(self.holds):
             return done_ns
-        consumed = max(done_ns, self.start_ns + self.holds[seq])
+        consumed = max(done_ns, self.start_ns + max(self.holds[first:first + len(tasks)]))
         if consumed > self.device.now_ns:
             self.device.advance(consumed - self.device.now_ns)
         return consumed
@@ -64,11 +76,12 @@ Work = Callable[..., Any]
 
 
 def run_shard(spec: DeviceSpec, index: int, devices: int, work: Work, args: tuple[Any, ...],
-              holds: Optional[Sequence[int]] = None) -> ShardResult:
+              holds: Optional[Sequence[int]] = None, cores: int = 1) -> ShardResult:
     """Makes device `index` from `spec`, runs `work` on it (in a closed-loop round, with the last round's delivery
-    times `holds`) and returns what the combiner needs (module-level, so that a worker process can run it)."""
+    times `holds`; `cores`: the shared host's) and returns what the combiner needs (module-level, so that a worker
+    process can run it)."""
     with spec.open() as dev:
-        shard = Shard(dev, index, devices, holds)
+        shard = Shard(dev, index, devices, holds, cores)
         value = work(shard, *args)
         end = dev.now_ns - shard.start_ns
         return ShardResult(index, dev.preset, shard.transfers, end, dev.report().data, value)
@@ -142,7 +155,7 @@ class Array:
     def _round(self, work: Work, args: tuple[Any, ...], executor: Optional[Executor],
                holds: Optional[list[list[int]]]) -> tuple[ArrayReport, list[Any]]:
         n = len(self.specs)
-        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n, holds or [None] * n)
+        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n, holds or [None] * n, [self.host.cpu_cores] * n)
         results = list(map(run_shard, *jobs) if executor is None else executor.map(run_shard, *jobs))
         return combine(results, self.host), [r.value for r in results]
 

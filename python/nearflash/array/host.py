@@ -29,18 +29,22 @@ class Param:
 
 @dataclass(frozen=True)
 class PathCost:
-    """What one unit of a path's work (a byte scanned, a query) costs the shared host: bytes to the host and to the
-    device, host CPU ns; and what one device alone does on that path (`device_rate`, units/s, derived from its preset;
-    None when the preset cannot tell, e.g. a program's instruction count, and `device_rate_why` says how)."""
+    """What one unit of a path's work (a byte scanned, a query searched on one shard) costs the shared host: bytes to
+    the host and to the device, host CPU ns; host CPU ns paid once per query whatever the devices it spans
+    (`cpu_ns_per_query`: a query is one unit on each of N devices, e.g. hashing it on the host, so a unit costs
+    `cpu_ns + cpu_ns_per_query / N`); and what one device alone does on that path (`device_rate`, units/s, derived
+    from its preset; None when the preset cannot tell, e.g. a program's instruction count, and `device_rate_why`
+    says how)."""
 
     to_host_bytes: float
     to_device_bytes: float = 0.0
     cpu_ns: float = 0.0
     device_rate: Optional[float] = None
     device_rate_why: str = ""
+    cpu_ns_per_query: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("to_host_bytes", "to_device_bytes", "cpu_ns"):
+        for name in ("to_host_bytes", "to_device_bytes", "cpu_ns", "cpu_ns_per_query"):
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InvalidArgument(f"PathCost.{name} must be a finite number >= 0, got {v!r}")
@@ -80,11 +84,26 @@ class HostModel:
     def cpu_cores(self) -> int:
         return int(self["cpu_cores"])
 
-    def limit(self, cost: PathCost) -> tuple[float, str]:
-        """The most units/s of a path's work the shared host can take (inf when a unit costs it nothing), and the
-        resource that sets it: min(uplink / b_up, root complex / b_up, DRAM / (b_up + b_down), cores / c), where
-        the uplink and root complex are full duplex (the busier direction counts) and DRAM carries both."""
-        return _native.host_limit(self.overrides, cost.to_host_bytes, cost.to_device_bytes, cost.cpu_ns)
+    def limit(self, cost: PathCost, devices: float = 1) -> tuple[float, str]:
+        """The most units/s of a path's work the shared host can take on `devices` devices (inf when a unit costs it
+        nothing), and the resource that sets it: min(uplink / b_up, root complex / b_up, DRAM / (b_up + b_down),
+        cores / (c + c_q / N)), where the uplink and root complex are full duplex (the busier direction counts) and
+        DRAM carries both."""
+        n = _real("devices", devices)
+        if not (math.isfinite(n) and n >= 1):
+            raise InvalidArgument(f"devices must be a finite number >= 1, got {devices!r}")
+        return _native.host_limit(self.overrides, cost.to_host_bytes, cost.to_device_bytes, cost.cpu_ns,
+                                  cost.cpu_ns_per_query, n)
+
+    def knee(self, cost: PathCost, device_rate: float) -> tuple[float, str]:
+        """The knee N*: where N devices of `device_rate` units/s each reach the host's limit (N x B1 = limit(N)),
+        and the resource that sets it; 0 when the per-query CPU alone binds from the first device, inf when
+        nothing binds (docs/arrays.md, "The saturation point")."""
+        rate = _real("device_rate", device_rate)
+        if not (math.isfinite(rate) and rate > 0):
+            raise InvalidArgument(f"device_rate must be a finite number > 0, got {device_rate!r}")
+        return _native.host_knee(self.overrides, cost.to_host_bytes, cost.to_device_bytes, cost.cpu_ns,
+                                 cost.cpu_ns_per_query, rate)
 
     def host_path_limit_gb_s(self, cpu_ns_per_byte: float = 0.0) -> tuple[float, str]:
         """The saturation throughput in GB/s of a host path that moves every byte to the host and spends

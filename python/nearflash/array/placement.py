@@ -104,13 +104,18 @@ class Replicated:
         return device, offset
 
     def extents(self, device: int, total_bytes: int) -> list[Extent]:
-        """The extents of a `total_bytes` logical space that `device` holds a copy of, in device order."""
+        """The extents of a `total_bytes` logical space that `device` holds a copy of, in device order. Only the
+        device's own chunks are visited: its slot (row x copies + j) holds copy j of chunk row x n + (device - j)
+        mod n, so slots in order are rows in order, then copies."""
         device = _count("device", device, 0, self.devices - 1)
         total = _count("total_bytes", total_bytes, 0)
+        chunks, n = -(-total // self.chunk_bytes), self.devices
         out = []
-        for chunk in range(-(-total // self.chunk_bytes)):
-            start = chunk * self.chunk_bytes
-            for d, offset in self.copies_of(start):
-                if d == device:
-                    out.append(Extent(start, offset, min(self.chunk_bytes, total - start)))
-        return sorted(out, key=lambda e: e.offset)
+        for row in range(-(-chunks // n)):
+            for j in range(self.copies):
+                chunk = row * n + (device - j) % n
+                if chunk < chunks:
+                    start = chunk * self.chunk_bytes
+                    out.append(Extent(start, (row * self.copies + j) * self.chunk_bytes,
+                                      min(self.chunk_bytes, total - start)))
+        return out

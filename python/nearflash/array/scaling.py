@@ -8,10 +8,13 @@ array's report and the units of work done (bytes scanned, queries answered, ...)
 shared host (:class:`PathCost`: bytes each way, host CPU ns) and what one device alone delivers by its preset
 (`device_rate`, units/s). The prediction is then
 
-    X(N) = min(N x B1, U / b_up, R / b_up, D / (b_up + b_down), C / c)     knee N* = min(...) / B1
+    X(N) = min(N x B1, L(N)),   L(N) = min(U / b_up, R / b_up, D / (b_up + b_down), C / (c + c_q / N))
 
-with b_up / b_down the bytes per unit to the host / to the device (the uplink and root complex are full duplex, so
-the busier direction counts), c the host CPU ns per unit, U, R, D, C the uplink, root complex, DRAM and host cores.
+and the knee N* where N x B1 = L(N): min(U / b_up, R / b_up, D / (b_up + b_down)) / B1, or, where the CPU binds,
+(C - B1 c_q) / (B1 c); with b_up / b_down the bytes per unit to the host / to the device (the uplink and root
+complex are full duplex, so the busier direction counts), c the host CPU ns per unit, c_q the host CPU ns paid once
+per query whatever the devices it spans (a unit is one query on one device), U, R, D, C the uplink, root complex,
+DRAM and host cores.
 """
 
 from __future__ import annotations
@@ -49,24 +52,30 @@ class Scaling:
             raise InvalidArgument(f"Scaling.costs must give both paths {PATHS}, got {sorted(self.costs)}")
 
 
-def predict(work: Scaling, host: HostModel) -> dict[str, dict[str, Any]]:
-    """Per path, before measuring: the shared host's limit (units/s) and what sets it, the one-device rate from the
-    preset (or None) and the knee N* = limit / one-device rate."""
+def predict(work: Scaling, host: HostModel, ns: Sequence[int]) -> dict[str, dict[str, Any]]:
+    """Per path, before measuring: the shared host's limit (units/s) at the largest N and what sets it, the limit at
+    every N (`limits`: it depends on N only through a cost paid once per query), the one-device rate from the preset
+    (or None) and the knee N* where N x that rate meets the limit."""
     out = {}
     for path in PATHS:
         cost = work.costs[path]
-        limit, by = host.limit(cost)
-        knee = limit / cost.device_rate if cost.device_rate else None
-        out[path] = {"limit": limit, "limit_by": by, "device_rate": cost.device_rate, "knee_devices": knee,
-                     "device_rate_why": cost.device_rate_why}
+        limit, by = host.limit(cost, ns[-1])
+        knee = host.knee(cost, cost.device_rate)[0] if cost.device_rate else None
+        out[path] = {"limit": limit, "limit_by": by, "limits": {str(n): host.limit(cost, n)[0] for n in ns},
+                     "device_rate": cost.device_rate, "knee_devices": knee, "device_rate_why": cost.device_rate_why}
     return out
+
+
+def _curve(host: HostModel, cost: PathCost, b1: float, n: float) -> float:
+    """The predicted throughput at n devices of b1 units/s each: min(n x b1, L(n))."""
+    return min(n * b1, host.limit(cost, n)[0])
 
 
 def _point(n: int, path: str, report: ArrayReport, units: float) -> dict[str, Any]:
     w = report.whole
     return {"devices": n, "path": path, "units": units, "elapsed_ns": report.elapsed_ns,
             "rate": units * 1e9 / report.elapsed_ns if report.elapsed_ns else 0.0,
-            "busiest": w["busiest"], "busiest_utilisation": w["utilisation"][w["busiest"]],
+            "busiest": w["busiest"], "busiest_utilisation": w["utilisation"].get(w["busiest"], 0.0),
             "utilisation": w["utilisation"], "bytes": w["bytes"],
             **({"closed_loop": w["closed_loop"]} if "closed_loop" in w else {})}
 
@@ -118,7 +127,7 @@ def run(exp: Experiment, work: Scaling, ns: Sequence[int], make: Callable[[int],
     `make(n)` builds the array of n devices (all with the same shared host parameters)."""
     ns = check_ns(list(ns))
     host = make(1).host
-    pred = predict(work, host)
+    pred = predict(work, host, ns)
     exp.record("prediction", pred)  # recorded before the first measurement
     exp.record("host", {p: v for p, v, *_ in host.table()})
     done = [0]
@@ -131,9 +140,9 @@ def run(exp: Experiment, work: Scaling, ns: Sequence[int], make: Callable[[int],
     points = sweep(work, ns, make, executor=executor, on_point=step)
     exp.record("points", points)
     name, scale = work.display
-    _compare(exp, work, pred, points, ns)
-    _table(exp, pred, points, name, scale)
-    _plot(exp, work, pred, points, name, scale)
+    _compare(exp, work, host, pred, points, ns)
+    _table(exp, work, host, pred, points, name, scale)
+    _plot(exp, work, host, pred, points, name, scale)
     return {"prediction": pred, "points": points}
 
 
@@ -141,8 +150,8 @@ def _one(points: list[dict[str, Any]]) -> float:
     return points[0]["rate"]
 
 
-def _compare(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], points: dict[str, list[dict[str, Any]]],
-             ns: list[int]) -> None:
+def _compare(exp: Experiment, work: Scaling, model: HostModel, pred: dict[str, dict[str, Any]],
+             points: dict[str, list[dict[str, Any]]], ns: list[int]) -> None:
     name, scale = work.display
     host, isc = pred["host"], pred["in_storage"]
     for path, label in (("host", "host path"), ("in_storage", "in storage")):
@@ -152,21 +161,21 @@ def _compare(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], po
                         p["device_rate_why"], reference="model", better="higher")
     b1 = host["device_rate"] or _one(points["host"])
     from_measured = "" if host["device_rate"] else " (B1 measured at N = 1: the preset does not give it)"
-    knee = host["limit"] / b1
+    knee = model.knee(work.costs["host"], b1)[0]
     past = ns[-1] >= 1.5 * knee
     why = f"the largest N ({ns[-1]}) is not past 1.5 x the predicted knee ({knee:.1f})"
     exp.compare("host path: saturation throughput", points["host"][-1]["rate"] / scale, host["limit"] / scale, name,
                 f"set by the {host['limit_by']}, from the host parameters", reference="model", comparable=past,
                 why_not_comparable=why)
     exp.compare("host path: knee", measured_knee(points["host"]), knee, "devices",
-                f"predicted N* = limit / B1{from_measured}; measured: throughput at N = {ns[-1]} over the one-device "
-                f"throughput", reference="model", comparable=past, why_not_comparable=why)
-    cross = host["limit"] / (isc["device_rate"] or _one(points["in_storage"]))
+                f"predicted N* where N x B1 = L(N){from_measured}; measured: throughput at N = {ns[-1]} over the "
+                f"one-device throughput", reference="model", comparable=past, why_not_comparable=why)
+    cross = model.knee(work.costs["host"], isc["device_rate"] or _one(points["in_storage"]))[0]
     from_isc = "" if isc["device_rate"] else " (in-storage B1 measured at N = 1: the preset does not give it)"
     crossed = crossing(points["host"], points["in_storage"])
     exp.compare("in storage passes the host path at N", crossed, cross,
-                "devices", f"predicted: host-path limit / in-storage one-device throughput{from_isc}; measured: the "
-                f"smallest N run where it is at least the host path's", reference="model",
+                "devices", f"predicted: where N x the in-storage one-device throughput meets the host path's limit "
+                f"L(N){from_isc}; measured: the smallest N run where it is at least the host path's", reference="model",
                 comparable=crossed is not None or ns[-1] >= cross,
                 why_not_comparable=f"the largest N ({ns[-1]}) is below {cross:.1f}")
     exp.note(f"{work.name}: a unit is one {work.unit}. Host path per unit: {_cost(work.costs['host'])}; in storage: "
@@ -175,24 +184,26 @@ def _compare(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], po
 
 
 def _cost(c: PathCost) -> str:
-    return f"{c.to_host_bytes:.4g} B to the host, {c.to_device_bytes:.4g} B to the device, {c.cpu_ns:.4g} ns host CPU"
+    once = f", {c.cpu_ns_per_query:.4g} ns host CPU once per query" if c.cpu_ns_per_query else ""
+    return (f"{c.to_host_bytes:.4g} B to the host, {c.to_device_bytes:.4g} B to the device, {c.cpu_ns:.4g} ns host "
+            f"CPU{once}")
 
 
-def _table(exp: Experiment, pred: dict[str, dict[str, Any]], points: dict[str, list[dict[str, Any]]], name: str,
-           scale: float) -> None:
+def _table(exp: Experiment, work: Scaling, model: HostModel, pred: dict[str, dict[str, Any]],
+           points: dict[str, list[dict[str, Any]]], name: str, scale: float) -> None:
     rows = []
     b1 = pred["host"]["device_rate"] or _one(points["host"])
     for h, i in zip(points["host"], points["in_storage"]):
         n = h["devices"]
-        rows.append([n, round(h["rate"] / scale, 4), round(min(n * b1, pred["host"]["limit"]) / scale, 4),
+        rows.append([n, round(h["rate"] / scale, 4), round(_curve(model, work.costs["host"], b1, n) / scale, 4),
                      f"{h['busiest']} ({h['busiest_utilisation']:.0%})", round(i["rate"] / scale, 4),
                      f"{i['busiest']} ({i['busiest_utilisation']:.0%})"])
     exp.table(f"throughput vs N ({name})", ["N", "host path", "predicted min(N x B1, limit)", "host path busiest",
                                              "in storage", "in storage busiest"], rows)
 
 
-def _plot(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], points: dict[str, list[dict[str, Any]]],
-          name: str, scale: float) -> None:
+def _plot(exp: Experiment, work: Scaling, model: HostModel, pred: dict[str, dict[str, Any]],
+          points: dict[str, list[dict[str, Any]]], name: str, scale: float) -> None:
     fig, ax = exp.figure(f"{exp.name}-scaling")
     ns = [p["devices"] for p in points["host"]]
     host = pred["host"]
@@ -200,9 +211,9 @@ def _plot(exp: Experiment, work: Scaling, pred: dict[str, dict[str, Any]], point
     ax.plot(ns, [p["rate"] / scale for p in points["host"]], "o-", label="host path (measured)")
     ax.plot(ns, [p["rate"] / scale for p in points["in_storage"]], "s-", label="in storage (measured)")
     dense = sorted({*ns, *(x / 4 for x in range(4, 4 * ns[-1] + 1))})
-    ax.plot(dense, [min(n * b1, host["limit"]) / scale for n in dense], "--", color="grey",
+    ax.plot(dense, [_curve(model, work.costs["host"], b1, n) / scale for n in dense], "--", color="grey",
             label=f"host path predicted (limit: {host['limit_by']})")
-    knee = host["limit"] / b1
+    knee = model.knee(work.costs["host"], b1)[0]
     ax.axvline(knee, color="grey", linestyle=":", label=f"predicted knee N* = {knee:.1f}")
     mk = measured_knee(points["host"])
     if mk is not None:

@@ -21,10 +21,10 @@ from nearflash import _native
 from nearflash.array import programs
 from nearflash.array.array import Array, Shard
 from nearflash.array.host import ArrayReport, HostModel, PathCost
-from nearflash.array.scaling import Scaling
+from nearflash.array.scaling import Scaling, check_ns
 from nearflash.array.placement import Striped
-from nearflash.device import _count
-from nearflash.errors import InvalidArgument
+from nearflash.device import _count, preset_params
+from nearflash.errors import ConfigError, InvalidArgument
 from nearflash.programs import api, example
 
 
@@ -179,7 +179,7 @@ def scaling(ns: Sequence[int], per_device_bytes: int, host: Optional[dict[str, A
         rows.append({"devices": n, "throughput_gb_s": scanned, "formula_gb_s": min(n * b1, limit),
                      "limit_gb_s": limit, "limit_by": by, "knee_devices": limit / b1,
                      "busiest": report.whole["busiest"],
-                     "busiest_utilisation": report.whole["utilisation"][report.whole["busiest"]]})
+                     "busiest_utilisation": report.whole["utilisation"].get(report.whole["busiest"], 0.0)})
     return rows
 
 
@@ -190,10 +190,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     ap.add_argument("--preset", default="cosmos-plus")
     ap.add_argument("--uplink", type=float, default=None, help="override the switch uplink (GB/s)")
     a = ap.parse_args(argv)
-    host = {"uplink_bandwidth": a.uplink} if a.uplink else None
-    ns = [int(x) for x in a.devices.split(",")]
-    rows = scaling(ns, a.mib_per_device << 20, host, a.preset)
-    isc = scaling(ns, a.mib_per_device << 20, host, a.preset, path="in_storage")
+    try:
+        ns = check_ns([_count("--devices", int(x) if x.strip().lstrip("-").isdigit() else x, 1, 4096)
+                       for x in a.devices.split(",")])
+        mib = _count("--mib-per-device", a.mib_per_device, 1, 1 << 20)
+        if a.uplink is not None and not (math.isfinite(a.uplink) and a.uplink > 0):
+            raise InvalidArgument(f"--uplink must be a positive number of GB/s, got {a.uplink}")
+        host = {"uplink_bandwidth": a.uplink} if a.uplink is not None else None
+        preset_params(a.preset)  # the preset and the host parameters, checked before anything runs
+        Array(1, a.preset, host=host)
+    except (InvalidArgument, ConfigError) as e:
+        ap.error(str(e))
+    rows = scaling(ns, mib << 20, host, a.preset)
+    isc = scaling(ns, mib << 20, host, a.preset, path="in_storage")
     r0 = rows[0]
     print(f"host path limit {r0['limit_gb_s']:.2f} GB/s ({r0['limit_by']}); knee at N = {r0['knee_devices']:.1f}")
     print("| N | host path GB/s | formula min(N x B1, limit) GB/s | busiest shared resource | in storage GB/s |")

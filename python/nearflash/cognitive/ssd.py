@@ -179,4 +179,4 @@ class CognitiveSSD:
 
     def report(self) -> dict[str, Any]:
         """The extension's counters (pages read from flash, NPE/GSE cycles, faults)."""
-        return self.device.report().extensions.get("cognitive", {})
+        return self.device.extension_report("cognitive")

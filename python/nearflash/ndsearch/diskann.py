@@ -92,8 +92,10 @@ def hot_nodes(index: Index, entry: int, count: int) -> set[int]:
 def search_io(index: Index, q, k: int, ef: int, device, npb: int, cache_nodes: int, first_lba: int = 0,
               depth: int = 256, on_round=None) -> DiskResult:
     """The reads of a CPU + SSD batch search of ``q`` (see the module) with ``cache_nodes`` nodes around the most
-    common entry vertex cached in DRAM: device time and counts. ``on_round(now_ns, reads)``, if given, hears of
-    each round's reads once they are all in (an array's shard records them as host-link transfers)."""
+    common entry vertex cached in DRAM: device time and counts. ``on_round(now_ns, reads, distances, hops, live)``,
+    if given, hears of each round's reads once they are all in, with the host search's work in that round: the
+    distances it measured, its expansions (one per query that measured any past its entry round) and the queries
+    that measured any; an array's shard records them as host-link transfers and host CPU."""
     k, ef = _int("k", k, 1), _int("ef", ef, 1)
     cache_nodes = _int("cache_nodes", cache_nodes, 0)
     if k > index.ntotal:
@@ -104,7 +106,7 @@ def search_io(index: Index, q, k: int, ef: int, device, npb: int, cache_nodes: i
     queue = device.queue(depth=depth)
     t0 = device.now_ns
     reads = hits = 0
-    for qs, vs in trace:
+    for r, (qs, vs) in enumerate(trace):
         blocks = set()
         for qi, v in zip(qs.tolist(), vs.tolist()):
             if v in cache:
@@ -118,5 +120,6 @@ def search_io(index: Index, q, k: int, ef: int, device, npb: int, cache_nodes: i
         queue.wait_all()
         reads += len(blocks)
         if on_round is not None and blocks:
-            on_round(device.now_ns, len(blocks))
+            live = len(np.unique(qs))
+            on_round(device.now_ns, len(blocks), len(qs), live if r else 0, live)
     return DiskResult(device.now_ns - t0, reads, hits, len(trace), npb)

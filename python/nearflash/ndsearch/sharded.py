@@ -106,15 +106,21 @@ def _metric(base: Any, graph: Graph) -> str:
     return graph.metric or (base.metric if isinstance(base, Synthetic) else "l2")
 
 
+def shard_path(cache_dir: Optional[str | Path], base: Any, first: int, rows: int, graph: Graph) -> Optional[Path]:
+    """Where the graph of ``rows`` rows of ``base`` from ``first`` is cached under ``cache_dir`` (its build record
+    beside it, ``.json``); None where nothing is cached (no directory, or rows given as an array)."""
+    if cache_dir is None or not isinstance(base, Synthetic):
+        return None
+    key = f"{base.name}-s{base.seed}-{first}+{rows}-{graph.kind}-R{graph.R}-efc{graph.ef_construction}-g{graph.seed}"
+    return Path(cache_dir) / f"shard-{key}.nfidx"
+
+
 def shard_graph(base: Any, first: int, rows: int, graph: Graph, cache_dir: Optional[str]) -> tuple[Index, dict]:
     """The graph of ``rows`` rows of ``base`` from ``first`` (local ids 0..rows-1), built on one thread, or loaded
     from ``cache_dir`` where an earlier run built it; with the build's wall and CPU seconds."""
-    path = None
-    if cache_dir is not None and isinstance(base, Synthetic):
-        key = f"{base.name}-s{base.seed}-{first}+{rows}-{graph.kind}-R{graph.R}-efc{graph.ef_construction}-g{graph.seed}"
-        path = Path(cache_dir) / f"shard-{key}.nfidx"
-        if path.exists() and path.with_suffix(".json").exists():
-            return Index.load(path), {**json.loads(path.with_suffix(".json").read_text()), "loaded": True}
+    path = shard_path(cache_dir, base, first, rows, graph)
+    if path is not None and path.exists() and path.with_suffix(".json").exists():
+        return Index.load(path), {**json.loads(path.with_suffix(".json").read_text()), "loaded": True}
     x = _base_rows(base, first, rows)
     ix = Index(x.shape[1], _metric(base, graph), kind=graph.kind, R=graph.R, ef_construction=graph.ef_construction,
                dtype=x.dtype.name, seed=graph.seed)
@@ -128,12 +134,19 @@ def shard_graph(base: Any, first: int, rows: int, graph: Graph, cache_dir: Optio
     return ix, {**built, "loaded": False}
 
 
+def shard_rows(base: Any, shard: Shard, split: Optional[int]) -> tuple[int, int]:
+    """(first row, rows) of ``shard``: its part of ``base`` split evenly over ``split`` shards (None: the array's
+    devices; a partial array runs the first ``len(array)`` of them)."""
+    return topk.even_split(len(base), split or shard.devices)[shard.index]
+
+
 def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
-                 merge_ns_per_candidate: float, cache_dir: Optional[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+                 merge_ns_per_candidate: float, cache_dir: Optional[str],
+                 split: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """One device's part (module-level, so a worker process can run it): builds or loads its shard's graph, deploys
     it on its SearSSD, then searches every batch of ``queries``; each batch's queries cross to the device and its
     k x (id, distance) answers back, and the host folds them into the running top-k."""
-    first, rows = topk.even_split(len(base), shard.devices)[shard.index]
+    first, rows = shard_rows(base, shard, split)
     ix, built = shard_graph(base, first, rows, graph, cache_dir)
     dev = shard.device
     if "ndsearch" not in dev.report().extensions:
@@ -157,26 +170,36 @@ def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, 
 
 
 def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
-                      merge_ns_per_candidate: float, cache_dir: Optional[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+                      merge_ns_per_candidate: float, cache_dir: Optional[str],
+                      split: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """One device's part on the host path (CPU + SSD, DiskANN-style, :mod:`nearflash.ndsearch.diskann`): the shard's
     graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
-    through the device's queue; each round's 4 KiB blocks cross the shared host, and the host folds the shard's
-    top-k into the running lists. The host's own distance work is not charged to the shared cores (only the merge):
-    a lower bound on the host path's CPU."""
+    through the device's queue; each round's 4 KiB blocks cross the shared host, followed by the host search's CPU
+    on them (:func:`search_cpu_ns`: the round's distances and expansions at the costed CPU baseline's per-operation
+    costs), split evenly over the host's threads (one per shared core, at most one per query in the round), and the
+    host folds the shard's top-k into the running lists."""
     from nearflash.ndsearch import diskann
 
-    first, rows = topk.even_split(len(base), shard.devices)[shard.index]
+    first, rows = shard_rows(base, shard, split)
     ix, built = shard_graph(base, first, rows, graph, cache_dir)
     dev = shard.device
     npb = diskann.write_layout(ix, _base_rows(base, first, rows), dev)
     shard.start_ns = dev.now_ns
     before = _energy(dev)
     reads = 0
+    search_ns = 0.0
     out_d, out_i = [], []
+
+    def round_done(t: int, blocks: int, distances: int, hops: int, live: int) -> None:
+        nonlocal search_ns
+        ns = search_cpu_ns(ix, distances, hops)
+        search_ns += ns
+        threads = min(live, shard.cores)  # the round's queries split over the host's threads
+        shard.transfer(t, blocks * dev.lba_bytes, cpu_ns=[math.ceil(ns / threads)] * threads)
+
     for b0 in range(0, len(queries), batch):
         q = queries[b0:b0 + batch]
-        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0,
-                                on_round=lambda t, r: shard.transfer(t, r * dev.lba_bytes))
+        got = diskann.search_io(ix, q, min(k, rows), ef, dev, npb, 0, on_round=round_done)
         reads += got.reads
         d, i = ix.search(q, k, ef=max(ef, k))
         n = int(np.count_nonzero(i >= 0))
@@ -184,10 +207,20 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
         shard.transfers[-1] = dataclasses.replace(last, cpu_ns=last.cpu_ns + math.ceil(n * merge_ns_per_candidate))
         out_d.append(d)
         out_i.append(np.where(i >= 0, i + first, -1))
-    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads,
+    info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads, "search_cpu_ns": search_ns,
             "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
             "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
     return np.vstack(out_d), np.vstack(out_i), info
+
+
+def search_cpu_ns(ix: Index, distances: int, hops: int) -> float:
+    """Host CPU time (ns, summed over cores) of a graph search over ``ix`` that measured ``distances`` distances and
+    made ``hops`` expansions: the costed CPU baseline's per-operation costs (``searssd.host_parameters()``: cycles
+    of a distance's SIMD steps and overhead, of an expansion, and the DRAM misses of a set beyond the last-level
+    cache) through the same function that baseline uses (``hosts::cpu_graph_core``)."""
+    from nearflash._native import ndsearch as native
+
+    return native.cpu_search_core_ns(distances, hops, ix.dim, ix.ntotal, 2 * ix.R)
 
 
 #: The work of each path on a shard.
@@ -200,12 +233,14 @@ def _energy(dev: Any) -> float:
 
 def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, graph: Graph = Graph(),
            batch: int = 2048, executor: Any = None, cache_dir: Optional[str | Path] = None,
-           path: str = "in_storage") -> Result:
+           path: str = "in_storage", split: Optional[int] = None) -> Result:
     """Searches ``queries`` over ``base`` (a 2-D array, or :class:`Synthetic`) split evenly over ``array``'s
     devices (one preset, each with the ``ndsearch`` extension's reserved area: ``ext_reserved_blocks``); returns the
     merged k nearest per query (:class:`Result`). ``path`` "in_storage" (SearSSD) or "host" (CPU + SSD reads,
     :func:`host_search_shard`; the devices need no reserved area then). ``k`` beyond what a shard holds is fine (the shard pads, the
-    merge takes from the others); beyond the whole set the answer pads with id -1, distance +inf, as FAISS."""
+    merge takes from the others); beyond the whole set the answer pads with id -1, distance +inf, as FAISS.
+    ``split``: ``base`` is split evenly over this many shards and ``array`` runs the first ``len(array)`` of them (a
+    partial array: the answer covers their rows only); None: over ``array``'s devices."""
     topk.one_preset(array, "the sharded NDSearch")
     if path not in PATHS:
         raise InvalidValue(f"path must be one of {sorted(PATHS)}, not {path!r}")
@@ -219,8 +254,10 @@ def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, 
         dim, dtype = base.shape[1], base.dtype.name
     else:
         raise InvalidType(f"base must be a numpy array or a sharded.Synthetic set, not {type(base).__name__}")
-    if len(base) < len(array):
-        raise InvalidValue(f"base has {len(base)} vectors for {len(array)} devices: every shard needs one")
+    if split is not None and _int("split", split, 1) < len(array):
+        raise InvalidValue(f"split must be at least the array's {len(array)} devices, not {split}")
+    if len(base) < (split or len(array)):
+        raise InvalidValue(f"base has {len(base)} vectors for {split or len(array)} shards: every shard needs one")
     probe = Index(dim, _metric(base, graph), dtype=dtype)
     q = probe._rows("queries", queries)
     if len(q) == 0:
@@ -229,7 +266,7 @@ def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, 
     batch = _int("batch", batch, 1, 1 << 16)
     cache = None if cache_dir is None else str(cache_dir)
     report, parts = array.run(PATHS[path], base, q, k, ef, graph, batch,
-                              array.host["topk_merge_ns_per_candidate"], cache, executor=executor)
+                              array.host["topk_merge_ns_per_candidate"], cache, split, executor=executor)
     d, i = topk.merge([(p[0], p[1]) for p in parts], k)
     return Result(ids=i, distances=d, report=report, shards=[p[2] for p in parts])
 
@@ -259,6 +296,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--name", default="sift-like", choices=sorted(SYNTHETIC))
     ap.add_argument("--n", type=int, required=True, help="vectors in the whole set")
     ap.add_argument("--devices", type=int, required=True)
+    ap.add_argument("--split", type=int, help="split the set over this many shards and search the first --devices of "
+                    "them (a partial array; recall against the rows they hold)")
     ap.add_argument("--preset", default="searssd")
     ap.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                     help="device preset overrides (e.g. ext_reserved_blocks=1, pages_per_block=2)")
@@ -290,24 +329,29 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                           max_tasks_per_child=1)
     t0 = time.perf_counter()
     res = search(array, base, q, a.k, a.ef, graph=Graph(R=a.R, ef_construction=a.ef_construction, seed=a.seed),
-                 executor=executor, cache_dir=a.cache)
+                 executor=executor, cache_dir=a.cache, split=a.split)
     wall = time.perf_counter() - t0
     if hasattr(executor, "shutdown"):
         executor.shutdown()
     nt = min(a.truth_queries, a.queries)
-    _, truth = cached_synthetic_ground_truth(a.name, a.n, q[:nt], a.k, a.seed,
+    held = sum(s["rows"] for s in res.shards)  # the first rows of the set (all of it unless --split)
+    t = time.perf_counter()
+    _, truth = cached_synthetic_ground_truth(a.name, held, q[:nt], a.k, a.seed,
                                              cache_dir=a.cache or DEFAULT_CACHE)
+    truth_s = time.perf_counter() - t
     out = {
         "command": "python -m nearflash.ndsearch.sharded " + " ".join(sys.argv[1:] if argv is None else argv),
-        "set": a.name, "vectors": a.n, "devices": a.devices, "preset": a.preset, "overrides": overrides,
+        "set": a.name, "vectors": a.n, "devices": a.devices, "split": a.split or a.devices, "vectors_searched": held,
+        "preset": a.preset, "overrides": overrides,
         "device_capacity_vectors": capacity, "multiple_of_one_device": a.n / capacity,
         "queries": a.queries, "k": a.k, "ef": a.ef, "R": a.R, "ef_construction": a.ef_construction,
         f"recall@{a.k}": recall_at(res.ids[:nt], truth, a.k), "recall_queries": nt,
         "qps": res.qps, "elapsed_ns": res.report.elapsed_ns, "energy_j": res.energy_j,
         "queries_per_joule": a.queries / res.energy_j if res.energy_j else None,
-        "busiest_shared": res.report.whole["busiest"], "wall_s": wall,
+        "busiest_shared": res.report.whole["busiest"], "wall_s": wall, "ground_truth_wall_s": truth_s,
         "build_cpu_s": sum(s["build_cpu_s"] for s in res.shards),
         "peak_rss_bytes_per_worker": max(s["peak_rss_bytes"] for s in res.shards),
+        "peak_rss_bytes_driver": peak_rss_bytes(),
         "executor": "ray" if a.ray else (f"{a.workers} worker processes" if a.workers else "this process"),
         "shards": res.shards,
     }

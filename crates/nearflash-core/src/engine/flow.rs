@@ -12,7 +12,7 @@
 //! clock starts at the clock (the owner clamps), which is where it would have started anyway.
 
 use super::Time;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::ops::Add;
 
 /// How long after its resolution a step's slot is kept for handles that still name it.
@@ -258,14 +258,30 @@ impl<S: Default> Flow<S> {
 
     /// The latest of `times` (`floor` if there are none).
     pub fn max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> At {
+        // Repeats are dropped by a scan while the list is short and by a hash set beyond (an extension command
+        // waits on every page it read: a scan of ~10^5 handles each made a SearSSD batch quadratic). Either way
+        // `pending` keeps the first occurrences in order, so the join is wired as before.
+        const SCAN: usize = 32;
         let mut known = floor;
         let mut pending = std::mem::take(&mut self.pending);
         pending.clear();
+        let mut seen: HashSet<At> = HashSet::new();
         for t in times {
             match self.value(t) {
                 Some(v) => known = known.max(v),
-                None if !pending.contains(&t) => pending.push(t),
-                None => {}
+                None if pending.len() < SCAN => {
+                    if !pending.contains(&t) {
+                        pending.push(t);
+                    }
+                }
+                None => {
+                    if seen.len() < pending.len() {
+                        seen.extend(pending.iter().copied());
+                    }
+                    if seen.insert(t) {
+                        pending.push(t);
+                    }
+                }
             }
         }
         let at = match pending.len() {
@@ -423,6 +439,20 @@ mod tests {
         f.resolve(w[1], Time::from_ns(15));
         run(&mut f);
         assert_eq!(f.value(j), Some(Time::from_ns(20)), "max(20, 15 + 3, floor 10)");
+    }
+
+    #[test]
+    fn a_join_of_many_repeated_inputs_waits_on_each_once_in_linear_time() {
+        // 100,000 distinct pending inputs, each given three times (a scan per input took ~10^10 steps here).
+        let mut f: Flow<Step> = Flow::new();
+        let waits: Vec<At> = (0..100_000).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+        let j = f.max_all(Time::from_ns(1), waits.iter().flat_map(|&w| [w, w + 2, w]));
+        let w = run(&mut f);
+        for (i, &idx) in w.iter().enumerate() {
+            f.resolve(idx, Time::from_ns(i as u64));
+        }
+        run(&mut f);
+        assert_eq!(f.value(j), Some(Time::from_ns(99_999 + 2)), "the latest input, its offset included");
     }
 
     #[test]

@@ -13,13 +13,16 @@ and host parameters before measuring, then measured (JSON + Markdown + PNG).
   (:mod:`nearflash.recssd.sharded`): RecSSD's baseline (host reads a 4 KiB page per row) vs NDP.
 - ``ndsearch``: a shard of sift-like vectors per device, every query on every shard, top-k merged on the host
   (:mod:`nearflash.ndsearch.sharded`): CPU + SSD (DiskANN-style reads) vs SearSSD.
+- ``cognitive``: a shard of Fashion-MNIST images per device, every query on every shard, the T nearest kept on the
+  host (:mod:`nearflash.cognitive.sharded`): B-CPU (the host hashes each query once and searches every shard's
+  graph over pages read from the drives) vs each drive's DLG-x and GSE.
 
 ``--set`` options (issd): ``devices=1,2,4,...`` (starting at 1), ``mib_per_device``, ``preset``, ``uplink`` (GB/s: the
 switch uplink, to move the knee)."""
 
 from __future__ import annotations
 
-from nearflash.array.experiments import issd, ndsearch, programs, recssd
+from nearflash.array.experiments import cognitive, issd, ndsearch, programs, recssd
 
 EXPERIMENTS = {
     "issd": ("iSSD striped scan on arrays: throughput vs N devices, host path vs in storage, the knee predicted and "
@@ -30,4 +33,6 @@ EXPERIMENTS = {
                recssd.run_recssd),
     "ndsearch": ("NDSearch sharded: queries x shards/s vs N devices, CPU + SSD reads vs SearSSD with a host top-k merge",
                  ndsearch.run_ndsearch),
+    "cognitive": ("Cognitive SSD sharded: queries x shards/s vs N devices, B-CPU (host hashing and graph search over "
+                  "pages read from the drives) vs DLG-x + GSE in every drive with a host merge", cognitive.run_cognitive),
 }

@@ -77,7 +77,7 @@ def dlgx_load(ssd) -> dict:
     hashed per second of DLG-x busy time, weight reads (pages sensed) and weight bytes moved per image, and the
     share of every channel's time its weight transfers took (bytes at the channel rate; the Change Read Column of
     a column read, 0.3 us against 5 us or more of data, is left out)."""
-    st = ssd.device.report().extensions["cognitive"]["stats"]
+    st = ssd.report()["stats"]
     busy_s = st["dlgx_busy_ns"] / 1e9
     if not busy_s or not st["hashed_images"]:
         return {"images_per_s": 0.0, "pages_per_image": 0.0, "bytes_per_image": 0.0, "channel_share": 0.0}
