@@ -60,7 +60,7 @@ impl Controller {
 
     /// Time to execute `instructions` on one core.
     pub fn instructions_ns(&self, instructions: f64) -> u64 {
-        (instructions * self.ns_per_instruction).ceil() as u64
+        crate::engine::ceil_ns(instructions * self.ns_per_instruction)
     }
 
     /// Runs `instructions` of firmware on whichever core is free first; returns when done.

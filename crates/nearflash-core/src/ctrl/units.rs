@@ -32,7 +32,7 @@ impl UnitHandle {
         if cycles <= 0.0 {
             0
         } else {
-            (cycles * 1e9 / self.freq_hz).ceil() as u64
+            crate::engine::ceil_ns(cycles * 1e9 / self.freq_hz)
         }
     }
 

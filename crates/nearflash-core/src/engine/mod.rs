@@ -25,7 +25,38 @@ pub use rng::{rng_stream, Rng};
 pub use time::Time;
 pub use timeline::Timeline;
 
+/// `x` ns rounded up to whole nanoseconds, exactly `x.ceil() as u64` (0 for NaN and negatives, `u64::MAX` past
+/// its range), without the call to a library `ceil` that the baseline x86-64 target makes: every duration computed
+/// from a rate goes through here.
+#[inline]
+pub fn ceil_ns(x: f64) -> u64 {
+    let t = x as u64;
+    t.saturating_add(u64::from((t as f64) < x))
+}
+
 /// Converts nanoseconds to seconds for reports.
 pub fn ns_to_s(ns: u64) -> f64 {
     ns as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceil_ns;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ceil_ns_at_the_edges() {
+        for x in [0.0, -0.0, 0.5, 1.0, 1.000_000_1, 2.5e9, 9_007_199_254_740_993.0, -3.7, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.9e19, 1e300] {
+            assert_eq!(ceil_ns(x), x.ceil() as u64, "{x}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn ceil_ns_is_ceil(x in any::<f64>(), bytes in 0u64..1 << 40, rate in 1.0f64..1e12) {
+            prop_assert_eq!(ceil_ns(x), x.ceil() as u64);
+            let y = bytes as f64 * 1e9 / rate;
+            prop_assert_eq!(ceil_ns(y), y.ceil() as u64);
+        }
+    }
 }

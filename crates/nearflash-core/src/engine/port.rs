@@ -25,7 +25,7 @@ impl Port {
         if bytes == 0 {
             0
         } else {
-            (bytes as f64 * 1e9 / self.bytes_per_s).ceil() as u64
+            super::ceil_ns(bytes as f64 * 1e9 / self.bytes_per_s)
         }
     }
 

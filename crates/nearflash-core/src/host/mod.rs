@@ -118,7 +118,7 @@ impl HostModel {
         cores: u32,
     ) -> Time {
         let cores = cores.clamp(1, res.group_len(self.cpu));
-        let per = ((cycles / f64::from(cores)) * 1e9 / self.cpu_hz).ceil() as u64;
+        let per = crate::engine::ceil_ns((cycles / f64::from(cores)) * 1e9 / self.cpu_hz);
         let mut done = ready;
         for _ in 0..cores {
             let (_, s) = res.reserve_any(self.cpu, ready, per);

@@ -93,7 +93,7 @@ impl NandTiming {
         if bytes == 0 {
             0
         } else {
-            (bytes as f64 * 1e9 / self.channel_bw).ceil() as u64
+            crate::engine::ceil_ns(bytes as f64 * 1e9 / self.channel_bw)
         }
     }
 }
