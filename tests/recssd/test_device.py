@@ -206,3 +206,24 @@ def test_a_refused_table_registration_raises_the_device_reason(small_config):
         RecSSD(dev, [np.ones((40_000, 32), np.float32)])
     assert e.value.status == "Invalid Field in Command"
     assert dev.error_log()[0]["reason"] in str(e.value)
+
+
+def test_a_system_can_be_dropped_on_another_thread(small_config):
+    """The host library's state may be freed by whichever thread drops the last reference (a worker pool, the
+    garbage collector running in a sweep's thread): it was an `unsendable` class, and freeing it off its creating
+    thread raised an unraisable RuntimeError that failed an unrelated test under pytest-xdist."""
+    import gc
+    import sys
+    import threading
+
+    seen = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        dev = nearflash.Device(None, preset="cosmos-plus", **small_config)
+        holder = [RecSSD(dev, [np.ones((ROWS, 32), np.float32)])]
+        t = threading.Thread(target=lambda: (holder.clear(), gc.collect()))
+        t.start()
+        t.join()
+    finally:
+        sys.unraisablehook = hook
+    assert not holder and not seen, [str(u.exc_value) for u in seen]

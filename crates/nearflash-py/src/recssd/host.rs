@@ -52,7 +52,7 @@ fn json(py: Python<'_>, v: serde_json::Result<serde_json::Value>) -> PyResult<Py
 }
 
 /// The host library on one device.
-#[pyclass(module = "nearflash._native.recssd", unsendable)]
+#[pyclass(module = "nearflash._native.recssd")]
 pub struct Host {
     device: Py<PyDevice>,
     inner: RecHost,
