@@ -23,6 +23,7 @@ from nearflash.cognitive.data import fashion_mnist
 from nearflash.cognitive.pipeline import DlgIndex
 from nearflash.errors import InvalidArgument
 from nearflash.experiment import Experiment, Options
+from nearflash.array.experiments.common import note_uplink, uplink_host
 from nearflash.programs.experiments.common import option
 
 #: --quick: a small Cosmos+ (4 channels x 2 chips, 64 blocks of 32 pages a plane) with room for a shard's graph.
@@ -45,7 +46,7 @@ def run_cognitive(exp: Experiment, opts: Options) -> None:
     uplink = option(opts, "uplink", QUICK_UPLINK, 0.0)
     if ns[-1] * rows > TRAIN_IMAGES:
         raise InvalidArgument(f"{ns[-1]} devices x rows_per_device={rows} exceeds Fashion-MNIST's {TRAIN_IMAGES} images")
-    host = {"uplink_bandwidth": uplink} if uplink > 0 else None
+    host = uplink_host(uplink)
     overrides = QUICK if opts.quick else FULL
     database, _ = fashion_mnist("train", ns[-1] * rows)
     queries, _ = fashion_mnist("test", nq)
@@ -76,7 +77,6 @@ def run_cognitive(exp: Experiment, opts: Options) -> None:
              f"{c.step_ns:g} ns), and hashes each query once ({index.net.macs():,} MACs x host_mac_time = "
              f"{c.hash_ns_per_query / 1e3:.0f} us of host CPU): B-CPU's costs (nearflash.cognitive.baselines), "
              "counted on shard 0 before measuring.")
-    if host is not None:
-        exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
+    note_uplink(exp, uplink)
     scaling.run(exp, scaling.Scaling(f"Cognitive SSD sharded, {rows} images per device", "query x shard", work, costs,
                                      ("k queries x shards/s", 1e3)), ns, make)

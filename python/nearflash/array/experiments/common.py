@@ -27,15 +27,25 @@ class Setup:
         return Array(n, self.preset, seed=self.seed, host=self.host, closed_loop=self.closed_loop)
 
 
+def uplink_host(uplink: float) -> Optional[dict]:
+    """The host overrides for ``--set uplink=GB/s`` (0: host.toml's own uplink)."""
+    return {"uplink_bandwidth": uplink} if uplink > 0 else None
+
+
+def note_uplink(exp: Experiment, uplink: float) -> None:
+    """Says in the experiment's notes that the uplink was moved, when it was."""
+    if uplink > 0:
+        exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
+
+
 def setup(exp: Experiment, opts: Options) -> Setup:
     ns = option(opts, "devices", [1, 2, 4, 8], [1, 2, 4, 8, 16, 32, 48, 64])
     mib = option(opts, "mib_per_device", 1, 8)
     preset = option(opts, "preset", "cosmos-plus", "samsung-970pro")
     uplink = option(opts, "uplink", QUICK_UPLINK, 0.0)
-    host = {"uplink_bandwidth": uplink} if uplink > 0 else None
+    host = uplink_host(uplink)
     closed_loop = option(opts, "closed_loop", 0, 0)
-    if host is not None:
-        exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
+    note_uplink(exp, uplink)
     if closed_loop:
         exp.note(f"Closed loop: up to {closed_loop} rounds of back-pressure from the shared host (docs/arrays.md); "
                  "each point's report says how many ran (data.points[..].closed_loop).")

@@ -15,6 +15,7 @@ from nearflash.array.host import ArrayReport, PathCost
 from nearflash.experiment import Experiment, Options
 from nearflash.ndsearch import diskann, sharded
 from nearflash.ndsearch.datasets import synthetic
+from nearflash.array.experiments.common import note_uplink, uplink_host
 from nearflash.programs.experiments.common import option
 
 #: A small SearSSD (2 channels x 2 chips x 2 LUNs x 2 planes, 4 KiB pages) whose reserved block holds a quick shard.
@@ -32,7 +33,7 @@ def run_ndsearch(exp: Experiment, opts: Options) -> None:
     nq = option(opts, "queries", 128, 2048)
     k, ef = option(opts, "k", 10, 10), option(opts, "ef", 32, 24)
     uplink = option(opts, "uplink", QUICK_UPLINK, 0.0)
-    host = {"uplink_bandwidth": uplink} if uplink > 0 else None
+    host = uplink_host(uplink)
     overrides = QUICK if opts.quick else FULL
     graph = sharded.Graph(R=16, ef_construction=100, seed=opts.seed)
     q = synthetic("sift-like", nq, seed=opts.seed, queries=True)
@@ -60,8 +61,7 @@ def run_ndsearch(exp: Experiment, opts: Options) -> None:
              f"4 KiB per query and shard (the host search's lock-step trace on shard 0, no DRAM node cache) and "
              f"spends {search_ns / 1e3:.1f} us of host CPU on its distances and expansions (the costed CPU "
              "baseline's per-operation costs, nearflash.ndsearch.sharded.search_cpu_ns) plus the merge.")
-    if host is not None:
-        exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
+    note_uplink(exp, uplink)
     scaling.run(exp, scaling.Scaling(f"NDSearch sharded, {rows} vectors per device", "query x shard", work, costs,
                                      ("k queries x shards/s", 1e3)), ns, make)
 

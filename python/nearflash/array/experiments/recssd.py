@@ -14,6 +14,7 @@ from nearflash.array import scaling
 from nearflash.array.array import Array
 from nearflash.array.host import ArrayReport, PathCost
 from nearflash.experiment import Experiment, Options
+from nearflash.array.experiments.common import note_uplink, uplink_host
 from nearflash.programs.experiments.common import option
 from nearflash.recssd import sharded
 
@@ -37,7 +38,7 @@ def run_recssd(exp: Experiment, opts: Options) -> None:
     count = option(opts, "batches", 2, 4)
     preset = option(opts, "preset", "cosmos-plus", "cosmos-plus")
     uplink = option(opts, "uplink", QUICK_UPLINK, 0.0)
-    host = {"uplink_bandwidth": uplink} if uplink > 0 else None
+    host = uplink_host(uplink)
     rng = np.random.default_rng(opts.seed)
     table = rng.standard_normal((rows, dim), dtype=np.float32)
 
@@ -58,7 +59,6 @@ def run_recssd(exp: Experiment, opts: Options) -> None:
              f"of {lookups} uniform ids from every table. The host path is RecSSD's baseline (a 4 KiB read per row "
              "its host LRU misses); in storage is NDP SparseLengthsSum, returning "
              f"{dim} x 4 B per bag.")
-    if host is not None:
-        exp.note(f"The switch uplink is set to {uplink} GB/s (host.toml: 26.87) to move the knee.")
+    note_uplink(exp, uplink)
     scaling.run(exp, scaling.Scaling(f"RecSSD SLS, one table per drive ({preset})", "lookup", work, costs,
                                      ("M lookups/s", 1e6)), ns, make)
