@@ -76,6 +76,8 @@ fn pace_none_sees_the_clients_queue_depth() {
     }
 }
 
+/// A client at queue depth 1: each read is submitted when the one before completed (its reply went out when it was
+/// submitted, so the next read waits for the loop to reach that completion), back to back in virtual time.
 #[test]
 fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     let shared = Arc::new(Shared::new(device(&[], false), ServeConfig { burst_window: Duration::from_millis(1), ..ServeConfig::default() }).unwrap());
@@ -85,15 +87,16 @@ fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     for i in 0..50u64 {
         let o = shared.io(conn, Io::Read { lba: i * 97, out: &mut buf }).unwrap();
         let at = shared.with_device(|d| d.now()).unwrap();
-        assert!(i == 0 || at == last, "each read is submitted when the one before completed");
-        assert!(o.done > at);
-        last = o.done;
+        assert_eq!(o.done, at, "the reply goes out at its submission");
+        assert!(i == 0 || at > last, "each read is submitted after the one before");
+        last = at;
     }
     shared.disconnect(conn);
-    assert_eq!(shared.with_device(|d| d.now()).unwrap(), last, "closing moves the clock to the last completion");
+    let end = shared.with_device(|d| d.now()).unwrap();
     let c = shared.snapshot().unwrap().1.last_connection.unwrap();
-    assert_eq!((c.requests, c.last_done_ns), (50, last.as_ns()));
-    assert!((c.iops - 50.0 / (last.as_ns() - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
+    assert_eq!((c.requests, c.last_done_ns), (50, end.as_ns()), "closing moves the clock to the last completion");
+    assert!(end > last);
+    assert!((c.iops - 50.0 / (end.as_ns() - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
     assert!(c.mean_queue_depth > 0.99 && c.mean_queue_depth <= 1.0, "one read at a time, back to back: {c:?}");
 }
 
