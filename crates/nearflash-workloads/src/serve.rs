@@ -14,8 +14,9 @@
 //!   holding one). A command's data and status are settled when it is submitted, so a reply goes out as soon as its
 //!   request is in the device, and the loop pairs the client's reactions with its completions later, never running
 //!   past a completion whose reaction the client still owes (for `reaction_window` at most; `reaction_lag` of
-//!   them: 1, the default, exact). A client at queue depth N keeps about N reactions queued ahead of the loop, so
-//!   the device sees depth N in virtual time with no round trip to the client per completion (`pipeline`). With
+//!   them: 1, the default, exact). A client at queue depth N has its reactions on their way before the loop reaches
+//!   the completions they take, so the device sees depth N in virtual time with no round trip to the client per
+//!   completion (`pipeline`). With
 //!   `reaction_window` zero (`--serial`) a request runs the loop to its own completion before its reply, so the
 //!   reactions to earlier completions arrive in the loop's past (`late_submissions`) and requests in flight are
 //!   served one after the other in virtual time. The depth the device served at is measured in virtual time
@@ -76,7 +77,8 @@ pub struct ServeConfig {
     /// Pace none: how many completions may await their reactions before the loop holds (1, the default: exact;
     /// more: the reactions to the earlier ones submitted where the loop then is, up to that many completions
     /// later, so the depth seen falls: 31.9 / 31.1 / 29.1 / 25.0 of 32 at 1 / 2 / 4 / 8, `serve_lag_curve`). With
-    /// replies sent at submission the client's reactions are queued ahead of the loop, so more buys no speed.
+    /// replies sent at submission the client's reactions are on their way before the loop needs them, so more buys
+    /// no speed.
     pub reaction_lag: u32,
     /// Realtime: a reply delivered this much or more after its modelled completion is late (FEMU: 20 us).
     pub late_threshold: Duration,
@@ -145,6 +147,9 @@ pub struct Pacing {
     pub commands: u64,
     /// Requests whose reply waited for the rest of their burst (pace none).
     pub held_for_burst: u64,
+    /// Pace none: reactions that arrived before the loop reached a completion for them to take, and waited (the
+    /// loop held short of their connection's completions by another connection's owed reaction).
+    pub queued_reactions: u64,
     /// Realtime: replies delivered `late_threshold` or more after their modelled completion, and the worst delay.
     pub late: u64,
     pub late_threshold_us: f64,

@@ -9,9 +9,11 @@
 //! completion of the connection, where the thread running the loop submits it (with its buffer) and wakes its thread
 //! to send the reply. The loop runs as far as no reaction can still be owed before it: it holds at the
 //! `reaction_lag`-th earliest slot that a reaction the client owes (a reply sent, no request since) could still take,
-//! for `reaction_window` at most. A client keeping N requests in flight keeps about N reactions queued ahead of the
-//! loop, so the loop seldom waits and the device sees the client's depth N in virtual time, with no round trip to
-//! the client per completion. A request that finds no reaction owed is new (the client deepened its queue): it is
+//! for `reaction_window` at most. A client keeping N requests in flight has its reactions already on their way (in
+//! the socket, in nbdkit) when the loop reaches the completions they take: each arrival takes the completion the
+//! loop is held at and moves it on to the next, so the device sees the client's depth N in virtual time, with no
+//! round trip to the client per completion. A reaction waits in the queue only when the loop is held short of its
+//! connection's completions (by another connection's owed reaction, `Pacing::queued_reactions`). A request that finds no reaction owed is new (the client deepened its queue): it is
 //! submitted at the current clock and its reply held until its burst has arrived (`Shared::hold_for_burst`).
 //!
 //! `reaction_window` zero (`--serial`): a request runs the loop to its own completion before its reply, so requests
@@ -149,6 +151,7 @@ impl Shared {
         // No completion of the connection to react to yet: wait for the loop to reach one.
         let parker = Arc::new(Parker { thread: std::thread::current(), outcome: Mutex::new(None) });
         c.queued.push_back(Pending { io: RawIo::new(io), parker: Arc::clone(&parker) });
+        st.pacing.queued_reactions += 1;
         self.advance(&mut st);
         self.wait_for_submission(st, &parker)
     }
