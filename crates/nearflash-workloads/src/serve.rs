@@ -32,7 +32,8 @@ use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe, Status};
 use nearflash_core::Device;
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use nearflash_core::engine::IntMap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -226,7 +227,7 @@ impl ConnFigures {
 struct State {
     /// `None` once closed.
     dev: Option<Device>,
-    conns: HashMap<u64, Conn>,
+    conns: IntMap<u64, Conn>,
     /// I/O queues created so far and how many connections use each.
     queues: Vec<(u16, u32)>,
     counts: Counts,
@@ -238,21 +239,21 @@ struct State {
     pacing: Pacing,
     /// Commands submitted and not yet reaped, by (queue, command id); the completions reaped, by ticket, until their
     /// request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
-    tickets: HashMap<(u16, u16), Ticket>,
+    tickets: IntMap<(u16, u16), Ticket>,
     next_ticket: u64,
-    done: HashMap<u64, (Status, Time)>,
+    done: IntMap<u64, (Status, Time)>,
     /// Whether completions are kept in `done` for their requests to take (all but pace none's pipeline, where a
     /// request's reply does not wait for its completion).
     keep_done: bool,
     /// Pace none: requests with commands not yet reaped.
-    requests: HashMap<u64, InDevice>,
+    requests: IntMap<u64, InDevice>,
     next_request: u64,
     /// The served queues (their ids, for the event loop's look-ups).
     qids: Vec<u16>,
     /// The thread that runs the event loop while the others wait (realtime: with the wall clock; pace none: to let
     /// it run past a reply whose reaction did not come), and the threads waiting, by ticket.
     driver: Option<std::thread::Thread>,
-    waiters: HashMap<u64, std::thread::Thread>,
+    waiters: IntMap<u64, std::thread::Thread>,
     /// Threads whose completions were reaped, woken once the device's lock is released (woken while it is held,
     /// each would first wait for the lock: a second sleep and wake-up per reply).
     to_wake: Vec<std::thread::Thread>,
@@ -346,7 +347,7 @@ impl Shared {
         Ok(Shared {
             state: Mutex::new(State {
                 dev: Some(dev),
-                conns: HashMap::new(),
+                conns: IntMap::default(),
                 queues: Vec::new(),
                 counts: Counts::default(),
                 in_device: BinaryHeap::new(),
@@ -354,15 +355,15 @@ impl Shared {
                 in_flight_n: 0,
                 depth: DepthMeter::default(),
                 pacing,
-                tickets: HashMap::new(),
+                tickets: IntMap::default(),
                 next_ticket: 0,
-                done: HashMap::new(),
+                done: IntMap::default(),
                 keep_done: cfg.pace == Pace::Realtime || cfg.reaction_window.is_zero(),
-                requests: HashMap::new(),
+                requests: IntMap::default(),
                 next_request: 0,
                 qids: Vec::new(),
                 driver: None,
-                waiters: HashMap::new(),
+                waiters: IntMap::default(),
                 to_wake: Vec::new(),
             }),
             burst: Condvar::new(),
