@@ -433,6 +433,7 @@ impl Shared {
         if self.cfg.pace == Pace::None && st.dev.is_some() {
             self.finish_connection(&mut st, conn);
         }
+        self.fail_queued(&mut st, Some(conn));
         if let Some(c) = st.conns.remove(&conn) {
             if let Some(q) = st.queues.iter_mut().find(|q| q.0 == c.qid) {
                 q.1 -= 1;
@@ -587,7 +588,7 @@ impl Shared {
     pub fn take(&self) -> Option<Device> {
         let mut st = self.state.lock().ok()?;
         let dev = st.dev.take();
-        self.fail_queued(&mut st);
+        self.fail_queued(&mut st, None);
         self.burst.notify_all();
         self.release(st);
         dev

@@ -327,11 +327,13 @@ impl Shared {
         }
     }
 
-    /// The device closed: queued reactions fail (their threads woken once the lock is released).
-    pub(super) fn fail_queued(&self, st: &mut State) {
-        for c in st.conns.values_mut() {
+    /// The device closed (`conn` None) or a connection did: their queued reactions fail (their threads woken once
+    /// the lock is released), so that no buffer of theirs stays behind.
+    pub(super) fn fail_queued(&self, st: &mut State, conn: Option<u64>) {
+        let why = if conn.is_some() { "the connection closed" } else { "the device is closed" };
+        for (_, c) in st.conns.iter_mut().filter(|(id, _)| conn.is_none_or(|k| k == **id)) {
             for p in c.queued.drain(..) {
-                *p.parker.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(SimError::InvalidArgument("the device is closed".into())));
+                *p.parker.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(SimError::InvalidArgument(why.into())));
                 st.to_wake.push(p.parker.thread.clone());
             }
         }
