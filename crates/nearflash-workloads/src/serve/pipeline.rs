@@ -211,8 +211,7 @@ impl Shared {
     fn submit_queued(&self, st: &mut State) {
         let conns: Vec<u64> = st.conns.iter().filter(|(_, c)| !c.queued.is_empty()).map(|(id, _)| *id).collect();
         for id in conns {
-            loop {
-                let Some(c) = st.conns.get_mut(&id) else { break };
+            while let Some(c) = st.conns.get_mut(&id) {
                 let at = match c.slots.front() {
                     Some(s) if !c.queued.is_empty() => Some(s.at),
                     _ if c.queued.len() > c.in_device => None,
