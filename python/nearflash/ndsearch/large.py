@@ -137,24 +137,39 @@ class Plan:
 
 
 def _build_in_worker(base: Synthetic, first: int, rows: int, graph: Graph, cache_dir: str, step: int,
-                     checkpoint_s: float, index: int, remaining_after: int, log: Optional[str]) -> dict:
-    """One shard's build in its own process, lowest priority, logging each step with the run's time to go."""
-    os.nice(19 - os.nice(0))
+                     checkpoint_s: float, index: int, remaining_after: int, log: Optional[str], nice: int = 19,
+                     workers: int = 1) -> dict:
+    """One shard's build in its own process at niceness ``nice``, logging each step with the run's time to go
+    (``workers`` shards being built at once)."""
+    set_nice(nice)
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(log, "a")) if log else sys.stdout
         return build_shard(base, first, rows, graph, cache_dir, step, checkpoint_s,
-                           lambda done, total, rec: _progress(out, index, done, total, rec, remaining_after))
+                           lambda done, total, rec: _progress(out, index, done, total, rec, remaining_after, workers))
 
 
-def _progress(out: Any, index: int, done: int, total: int, rec: dict, remaining_after: int) -> None:
-    """One progress line: the shard's rows, this session's rates, the whole run's time to go at them."""
+def set_nice(nice: int) -> int:
+    """Sets this process's niceness to ``nice`` (raising priority needs the privilege to; without it the niceness
+    stays where it is, with a warning on stderr); returns the niceness it now has."""
+    try:
+        return os.nice(nice - os.nice(0))
+    except PermissionError:
+        print(f"cannot lower the niceness to {nice} without privilege: staying at {os.nice(0)}", file=sys.stderr)
+        return os.nice(0)
+
+
+def _progress(out: Any, index: int, done: int, total: int, rec: dict, remaining_after: int,
+              workers: int = 1) -> None:
+    """One progress line: the shard's rows, this session's rates, the whole run's time to go at them (wall time:
+    with ``workers`` shards built side by side at this shard's rate each)."""
     s = rec["session"]
     per_cpu, per_wall = s["rows"] / max(s["cpu_s"], 1e-9), s["rows"] / max(s["wall_s"], 1e-9)
     left = total - done + remaining_after
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} shard {index}: {done:,}/{total:,} rows, "
           f"{per_cpu:,.0f} vectors/CPU s, {per_wall:,.0f} vectors/s wall, peak RSS "
           f"{rec['peak_rss_bytes'] / 2**30:.2f} GiB; run: {left:,} rows to go, ~{left / per_cpu / 3600:.2f} CPU h, "
-          f"~{left / per_wall / 3600:.2f} h wall at this rate", file=out, flush=True)
+          f"~{left / per_wall / workers / 3600:.2f} h wall at this rate x {workers} worker{'s' * (workers > 1)}",
+          file=out, flush=True)
 
 
 #: The lock file a driver holds in its cache while it runs (so two drivers never build the same shard).
@@ -179,6 +194,32 @@ def _lock(cache: Path) -> Any:
     return f
 
 
+def build(plan: Plan, a: Any, out: Any) -> None:
+    """Builds every missing shard of ``plan``, ``a.workers`` at a time, each in a fresh worker process at niceness
+    ``a.nice`` with its own checkpoint (a shard's graph is built on one thread from its own rows, so it is the same
+    byte for byte whichever worker builds it and whatever runs beside it); logs each finished shard's record with
+    the plan's status to ``out``."""
+    missing = plan.missing()
+    if not missing:
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(min(a.workers, len(missing)), mp_context=ctx,
+                                                max_tasks_per_child=1) as pool:
+        jobs = {}
+        for n, i in enumerate(missing):
+            first, rows = plan.shards[i]
+            after = sum(plan.shards[j][1] - plan.rows_done(j) for j in missing[n + 1:])
+            jobs[pool.submit(_build_in_worker, plan.base, first, rows, plan.graph, plan.cache_dir, a.step,
+                             a.checkpoint_min * 60, i, after, a.log, a.nice, a.workers)] = i
+        try:
+            for done in concurrent.futures.as_completed(jobs):
+                print(json.dumps({"shard": jobs[done], "record": done.result(), **plan.status()}), file=out,
+                      flush=True)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the shards in progress keep their checkpoints
+            raise
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     import argparse
 
@@ -195,6 +236,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--step", type=int, default=STEP, help="rows added between progress lines")
     ap.add_argument("--checkpoint-min", type=float, default=10.0, help="minutes between checkpoints of a shard")
     ap.add_argument("--log", help="append progress here (default: stdout)")
+    ap.add_argument("--workers", type=int, default=1, help="shards built at once (each its own worker process and "
+                    "checkpoint; 0.6-0.9 GiB each at 1.5M vectors), and shards searched at once")
+    ap.add_argument("--nice", type=int, default=19, help="niceness of the build workers (-20..19; below the "
+                    "driver's own needs the privilege to raise priority)")
     ap.add_argument("--status", action="store_true", help="report what is built and the time to go; build nothing")
     ap.add_argument("--search", choices=("auto", "never", "partial"), default="auto",
                     help="auto: search once every shard is built; partial: search the shards built so far now")
@@ -203,6 +248,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--truth-queries", type=int, default=200)
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if not 1 <= a.workers <= 256:
+        ap.error(f"--workers must be 1..256, not {a.workers}")
+    if not -20 <= a.nice <= 19:
+        ap.error(f"--nice must be -20..19, not {a.nice}")
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(a.log, "a")) if a.log else sys.stdout
         return _run(a, out, stack)
@@ -224,15 +273,7 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
             print(f"another run holds {Path(a.cache) / LOCK}: one driver per cache at a time", file=sys.stderr)
             return 2
         stack.enter_context(lock)
-        ctx = multiprocessing.get_context("spawn")
-        # one at a time: a shard's build is one thread, and two would double the memory
-        for i in plan.missing():
-            first, rows = plan.shards[i]
-            after = sum(plan.shards[j][1] - plan.rows_done(j) for j in plan.missing() if j != i)
-            with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx, max_tasks_per_child=1) as pool:
-                rec = pool.submit(_build_in_worker, base, first, rows, graph, a.cache, a.step, a.checkpoint_min * 60,
-                                  i, after, a.log).result()
-            print(json.dumps({"shard": i, "record": rec, **plan.status()}), file=out, flush=True)
+        build(plan, a, out)
     if a.search == "never" or (a.search == "auto" and plan.missing()):
         return 0
     k = plan.built_prefix() if a.search == "partial" else a.devices
