@@ -246,6 +246,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--ef", type=int, default=64)
     ap.add_argument("--queries", type=int, default=2048)
     ap.add_argument("--truth-queries", type=int, default=200)
+    ap.add_argument("--probe-queries", type=int, default=32, help="queries of the probe on shard 0 that estimates "
+                    "the search's CPU and wall time before it starts (0: no estimate)")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     if not 1 <= a.workers <= 256:
@@ -282,8 +284,8 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
         return 1
     args = ["--name", a.name, "--n", str(a.n), "--devices", str(k), "--split", str(a.devices), "--preset", a.preset,
             "--R", str(a.R), "--ef-construction", str(a.ef_construction), "--seed", str(a.seed), "--ef", str(a.ef),
-            "--queries", str(a.queries), "--truth-queries", str(a.truth_queries), "--workers", "1",
-            "--cache", a.cache]
+            "--queries", str(a.queries), "--truth-queries", str(a.truth_queries), "--workers", str(a.workers),
+            "--cache", a.cache, "--results", str(Path(a.cache) / "search"), "--probe-queries", str(a.probe_queries)]
     for s in a.set:
         args += ["--set", s]
     if a.out:
