@@ -2,16 +2,20 @@
 built shard by shard, searched across the array).
 
     nice -n 19 python -m nearflash.ndsearch.large --n 100000000 --devices 64 --set ext_reserved_blocks=1 \\
-        --ef-construction 64 --ef 512 --cache /work/nds-100m/cache --log run.log --out large-100m.json
+        --ef-construction 64 --ef 512 --workers 2 --nice 5 --cache /work/nds-100m/cache --log run.log \\
+        --out large-100m.json
 
-builds the shards' graphs still missing from ``--cache`` one at a time, each in a fresh worker process (its peak
-memory is the shard's alone), adding its rows in steps of ``--step`` and saving a checkpoint of the partial graph
-every ``--checkpoint-min`` minutes, so a stopped run resumes where its last checkpoint left it: a graph built on one
-thread is the same whether its rows are added at once or in steps, and after a save and a load (tested), so a
-resumed shard is the graph an uninterrupted build makes. It logs every step with the measured rate and the
-remaining CPU and wall time of the whole run; when every shard is built it searches across the array
-(:func:`nearflash.ndsearch.sharded.main`, the graphs loaded from the cache). ``--status`` only reports;
-``--search partial`` searches the shards built so far (the first ``k`` of the split) without building more."""
+builds the shards' graphs still missing from ``--cache``, ``--workers`` at a time, each in a fresh worker process
+at niceness ``--nice`` (its peak memory is the shard's alone), adding its rows in steps of ``--step`` and saving a
+checkpoint of the partial graph every ``--checkpoint-min`` minutes, so a stopped run resumes where its last
+checkpoints left it: a graph built on one thread is the same whether its rows are added at once or in steps, and
+after a save and a load (tested), so a resumed shard is the graph an uninterrupted build makes, whichever worker
+builds it. It logs every step with the measured rate and the remaining CPU and wall time of the whole run; when
+every shard is built it searches across the array (:func:`nearflash.ndsearch.sharded.main`, the graphs loaded from
+the cache, ``--workers`` shards at once, each shard's result kept under ``cache/search`` as it finishes so a killed
+search resumes there, its cost estimated by a probe of ``--probe-queries`` on shard 0 and printed first).
+``--status`` only reports; ``--search partial`` searches the shards built so far (the first ``k`` of the split)
+without building more."""
 
 from __future__ import annotations
 
