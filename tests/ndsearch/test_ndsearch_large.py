@@ -148,3 +148,48 @@ def test_the_build_workers_niceness_and_bad_driver_options(tmp_path, capsys):
         with pytest.raises(SystemExit):
             large.main(["--n", "100", "--devices", "1", "--cache", str(tmp_path), *bad])
         assert bad[0] in capsys.readouterr().err
+
+
+def test_a_build_worker_ends_with_its_killed_driver(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's")
+    pid_file, script = tmp_path / "worker.pid", tmp_path / "driver.py"
+    script.write_text(f"""
+import concurrent.futures, multiprocessing, os, time
+from nearflash.ndsearch import large
+
+def work(path):
+    assert large.exit_with_parent()
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(60)
+
+if __name__ == "__main__":
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(work, {str(pid_file)!r}).result()
+""")
+    driver = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and driver.poll() is None, "the worker never started"
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        driver.send_signal(signal.SIGKILL)  # as `kill -9 <driver>`: no clean-up of its pool
+        driver.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its driver")
+    finally:
+        driver.kill()

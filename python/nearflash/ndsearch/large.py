@@ -144,12 +144,30 @@ def _build_in_worker(base: Synthetic, first: int, rows: int, graph: Graph, cache
                      checkpoint_s: float, index: int, remaining_after: int, log: Optional[str], nice: int = 19,
                      workers: int = 1) -> dict:
     """One shard's build in its own process at niceness ``nice``, logging each step with the run's time to go
-    (``workers`` shards being built at once)."""
+    (``workers`` shards being built at once); it ends with the driver (:func:`exit_with_parent`)."""
+    exit_with_parent()
     set_nice(nice)
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(log, "a")) if log else sys.stdout
         return build_shard(base, first, rows, graph, cache_dir, step, checkpoint_s,
                            lambda done, total, rec: _progress(out, index, done, total, rec, remaining_after, workers))
+
+
+def exit_with_parent() -> bool:
+    """Asks Linux to end this process (SIGTERM) when the process that started it ends: a build worker left behind
+    by a killed driver would otherwise build on, beside the next driver's worker for the same shard. Returns whether
+    it could (False off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM)) != 0:
+        return False
+    if os.getppid() == 1:  # the driver ended before the request: end now, as the signal would have
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def set_nice(nice: int) -> int:
