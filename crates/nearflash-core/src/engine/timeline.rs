@@ -23,17 +23,20 @@ impl Timeline {
     }
 
     /// Earliest start `>= ready` at which `[start, start + dur)` is free.
+    #[inline]
     pub fn find(&self, ready: Time, dur: u64) -> Time {
-        let mut t = ready;
-        if dur == 0 {
-            return t;
-        }
-        // Fast path: everything booked ends before `ready`.
+        // Fast path, inlined into the callers (most searches, a pool's idle members): everything booked ends by
+        // `ready`. Only a search among the intervals pays for a call.
         match self.busy.back() {
-            None => return t,
-            Some(&(_, end)) if end <= t => return t,
-            _ => {}
+            Some(&(_, end)) if end > ready && dur > 0 => self.find_among(ready, dur),
+            _ => ready,
         }
+    }
+
+    /// `find` where the last interval ends after `ready`.
+    #[inline(never)]
+    fn find_among(&self, ready: Time, dur: u64) -> Time {
+        let mut t = ready;
         let first = self.first_ending_after(t);
         // A busy die's backlog can hold many intervals: scan the deque's two halves as plain slices.
         let (a, b) = self.busy.as_slices();
@@ -76,15 +79,28 @@ impl Timeline {
 
     /// Reserves `dur` at the earliest free time `>= ready`; returns the start. (The same booking as `find` then
     /// `commit`, with one search of the intervals instead of two: this is the simulator's innermost call.)
+    #[inline]
     pub fn reserve(&mut self, ready: Time, dur: u64) -> Time {
         if dur == 0 {
             return ready;
         }
+        // Fast path, inlined into the callers (most bookings of a port): after everything booked, extending the
+        // last interval if it ends at `ready`. Only a booking among the intervals pays for a call.
+        match self.busy.back_mut() {
+            Some(last) if last.1 > ready => return self.reserve_among(ready, dur),
+            Some(last) if last.1 == ready => last.1 = ready + dur,
+            _ => self.busy.push_back((ready, ready + dur)),
+        }
+        self.busy_total += dur;
+        self.ops += 1;
+        ready
+    }
+
+    /// `reserve` where the last interval ends after `ready`.
+    #[inline(never)]
+    fn reserve_among(&mut self, ready: Time, dur: u64) -> Time {
         let mut t = ready;
-        let first = match self.busy.back() {
-            Some(&(_, end)) if end > t => self.first_ending_after(t),
-            _ => self.busy.len(),
-        };
+        let first = self.first_ending_after(t);
         let mut at = self.busy.len();
         for j in first..self.busy.len() {
             let (s, e) = self.busy[j];
@@ -115,6 +131,7 @@ impl Timeline {
     }
 
     /// Books `[start, end)`, which the caller has checked is free.
+    #[inline]
     pub fn commit(&mut self, start: Time, end: Time) {
         if start >= end {
             return;
@@ -122,20 +139,17 @@ impl Timeline {
         debug_assert!(self.is_free(start, end), "double booking [{start}, {end})");
         self.busy_total += end - start;
         self.ops += 1;
-        // Append fast path.
-        if let Some(last) = self.busy.back_mut() {
-            if last.1 == start {
-                last.1 = end;
-                return;
-            }
-            if last.1 < start {
-                self.busy.push_back((start, end));
-                return;
-            }
-        } else {
-            self.busy.push_back((start, end));
-            return;
+        // Append fast path (inlined into the callers; an insertion among the intervals pays for a call).
+        match self.busy.back_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            Some(last) if last.1 > start => self.insert(start, end),
+            _ => self.busy.push_back((start, end)),
         }
+    }
+
+    /// `commit`'s booking of a free `[start, end)` that starts before the last interval ends.
+    #[inline(never)]
+    fn insert(&mut self, start: Time, end: Time) {
         // First interval ending at or after `start`: it may end exactly at `start` (then we extend it).
         let i = self.first_not_ending_before(start);
         let touches_prev = i < self.busy.len() && self.busy[i].1 == start;
