@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,22 @@ TINY = {
     "gc_stop_free_blocks": 3,
     "write_buffer": "256KiB",
 }
+
+
+#: Seconds each test file took in a measured run (written by scripts/test_file_seconds.py from `--durations=0`).
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first (files without a figure after them, in collection order; a file's tests keep
+    their order). scripts/test.sh runs the files on two workers (`--dist loadfile --no-loadscope-reorder`), each
+    taking the next file when it is free: longest first, no long file starts last and holds one worker while the
+    other idles."""
+    try:
+        seconds = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -float(seconds.get(item.nodeid.split("::")[0], 0.0)))
 
 
 @pytest.fixture
