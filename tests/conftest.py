@@ -6,7 +6,14 @@ import json
 import os
 from pathlib import Path
 
-import pytest
+# scripts/test.sh runs as many pytest workers as the machine has cores: a BLAS or OpenMP thread pool per worker
+# (numpy's OpenBLAS, FAISS) would oversubscribe the cores and spin. Measured on the MiniLM and Cognitive model files
+# at load ~12: 15.3 CPU-s with the default pools, 8.5 with one thread each (docs/development.md). Before numpy loads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 #: A 1 GiB cosmos-plus: 4 channels x 2 ways x 2 planes x 64 blocks x 32 pages of 16 KiB.
 SMALL = {
