@@ -57,8 +57,15 @@ def _points(rates):
 
 def test_measured_knee_and_crossing_by_hand():
     flat = _points([(1, 10.0), (2, 20.0), (4, 30.0), (8, 31.0)])
+    flat[-1].update(busiest="switch uplink", busiest_utilisation=0.97)
     assert scaling.measured_knee(flat) == pytest.approx(3.1)  # 31 / 10
+    assert scaling.flattening(flat)["cause"] == "switch uplink (97% busy)"
     assert scaling.measured_knee(_points([(1, 10.0), (2, 19.5), (4, 38.0)])) is None  # still within 90% of linear
+    # Below linear with no shared stage saturated: the devices' own pace (the slowest shard), not a knee.
+    slow = _points([(1, 10.0), (2, 19.0), (4, 36.0), (8, 64.0)])
+    slow[-1].update(busiest="switch uplink", busiest_utilisation=0.37)
+    assert scaling.measured_knee(slow) is None
+    assert "no shared stage saturated (busiest: switch uplink, 37%)" in scaling.flattening(slow)["cause"]
     isc = _points([(1, 2.0), (2, 4.0), (4, 30.0), (8, 60.0)])
     assert scaling.crossing(flat, isc) == 4
     assert scaling.crossing(flat, _points([(1, 1.0), (2, 2.0), (4, 4.0), (8, 8.0)])) is None

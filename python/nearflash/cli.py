@@ -671,7 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "(filling an image), the client's depth not kept (docs/workloads.md)")
     sp.add_argument("--reaction-lag", type=int, metavar="N",
                     help="pace none: completions that may await their clients' reactions before the event loop holds "
-                         "(1: exact, a round trip per completion; more: faster, the depth seen lower; docs/nbd.md)")
+                         "(1, the default: exact; more: the depth seen lower; docs/nbd.md)")
     sp.add_argument("--threads", type=int, default=64,
                     help="nbdkit worker threads per connection: the deepest client queue the device sees (default 64)")
     sp.add_argument("--log", metavar="FILE", help="record every request with nbdkit's log filter (a trace: "

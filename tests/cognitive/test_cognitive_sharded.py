@@ -130,3 +130,12 @@ def test_calibration_images_must_be_images(data, model):  # noqa: F811
         DlgIndex(db[:50], model, calibration=np.zeros((3, 5), np.uint8))
     with pytest.raises(InvalidArgument, match="calibration"):
         DlgIndex(db[:50], model, calibration=True)
+
+
+def test_the_shards_of_one_array_calibrate_the_int8_model_once(data):
+    db, _ = data
+    calibration = db[:60]
+    shards = [DlgIndex(db[i:i + 100], calibration=calibration, k=5) for i in (0, 100, 200)]
+    assert all(s.qmodel is shards[0].qmodel for s in shards)  # one model, one quantisation, for every shard
+    assert DlgIndex(db[:100], calibration=db[:50], k=5).qmodel is not shards[0].qmodel  # other images: its own
+    assert np.array_equal(shards[0].hash(db[:8]), DlgIndex(db[:100], calibration=calibration.copy(), k=5).hash(db[:8]))

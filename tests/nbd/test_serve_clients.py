@@ -237,9 +237,10 @@ def test_info_ignores_a_damaged_or_foreign_status_file(image, serve):
 
 
 def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
-    """Thread model parallel, pace none (the default, the loop held for the clients' reactions): fio's requests in
-    flight are in the device together in virtual time, at its depth (the time-weighted mean of its commands in the
-    device), none submitted in the event loop's past."""
+    """Thread model parallel, pace none (the default: replies at submission, the client's reactions paired with its
+    completions): fio's requests in flight are in the device together in virtual time, at its depth (the
+    time-weighted mean of its commands in the device: 15.8 of 16 measured; the bound was 12 while each completion
+    waited for a round trip), none submitted in the event loop's past."""
     need("fio")
     s = serve(image)
     out = tmp_path / "fio.json"
@@ -248,7 +249,7 @@ def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
     st = s.wait_status(lambda st: st["requests"]["open_connections"] == 0 and st["requests"]["read"] >= 600)
     p = st["pacing"]
     assert st["report"]["ops"]["read"]["count"] == 600 and p["max_in_flight_at_submission"] == 16, p
-    assert p["pace"] == "none" and p["mean_queue_depth"] > 12 and p["late_submissions"] == 0, p
+    assert p["pace"] == "none" and p["mean_queue_depth"] > 0.95 * 16 and p["late_submissions"] == 0, p
     assert p["late_submissions"] == st["report"]["sched"]["late_submissions"]
     assert abs(p["last_connection"]["mean_queue_depth"] - p["mean_queue_depth"]) < 1.0, p
     info = nearflash_cli("info", str(image)).stdout

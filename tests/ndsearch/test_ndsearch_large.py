@@ -118,3 +118,78 @@ def test_one_driver_per_cache(tmp_path, capsys):
     again = large._lock(tmp_path)
     assert again is not None
     again.close()
+
+
+def test_two_workers_build_shards_side_by_side_into_the_same_graphs(tmp_path):
+    cache, log = tmp_path / "cache", tmp_path / "log"
+    base = sharded.Synthetic("sift-like", 1500, seed=3)
+    args = ["--n", "1500", "--devices", "3", "--seed", "3", "--R", "8", "--ef-construction", "24", "--cache",
+            str(cache), "--step", "250", "--search", "never", "--log", str(log), "--workers", "2", "--nice", "19"]
+    assert large.main(args) == 0
+    plan = large.Plan(base, 3, sharded.Graph(R=8, ef_construction=24, seed=3), str(cache))
+    assert plan.missing() == []
+    for i, (first, rows) in enumerate(plan.shards):
+        ix = Index(base.dim, base.metric, R=8, ef_construction=24, dtype=base.dtype, seed=3)
+        ix.add(base.rows(first, rows), threads=1)
+        ix.save(tmp_path / f"one-{i}.nfidx")
+        assert plan.path(i).read_bytes() == (tmp_path / f"one-{i}.nfidx").read_bytes()
+    text = log.read_text()
+    assert all(f"shard {i}: 500/500 rows" in text for i in range(3)) and "x 2 workers" in text
+    assert sorted(json.loads(line)["shard"] for line in text.splitlines() if line.startswith('{"shard"')) == [0, 1, 2]
+
+
+def test_the_build_workers_niceness_and_bad_driver_options(tmp_path, capsys):
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(large.set_nice, 19).result() == 19
+    for bad in (["--workers", "0"], ["--nice", "20"], ["--nice", "-21"]):
+        with pytest.raises(SystemExit):
+            large.main(["--n", "100", "--devices", "1", "--cache", str(tmp_path), *bad])
+        assert bad[0] in capsys.readouterr().err
+
+
+def test_a_build_worker_ends_with_its_killed_driver(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's")
+    pid_file, script = tmp_path / "worker.pid", tmp_path / "driver.py"
+    script.write_text(f"""
+import concurrent.futures, multiprocessing, os, time
+from nearflash.ndsearch import large
+
+def work(path):
+    assert large.exit_with_parent()
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(60)
+
+if __name__ == "__main__":
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(work, {str(pid_file)!r}).result()
+""")
+    driver = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and driver.poll() is None, "the worker never started"
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        driver.send_signal(signal.SIGKILL)  # as `kill -9 <driver>`: no clean-up of its pool
+        driver.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its driver")
+    finally:
+        driver.kill()

@@ -174,3 +174,65 @@ def test_a_shard_too_large_for_its_reserved_area_is_refused_naming_it(data):
     with pytest.raises(nearflash.NearflashError, match="reserved"):
         sharded.search(nearflash.Array(1, "searssd", overrides=tiny), base, q, graph=GRAPH)
     sharded.search(nearflash.Array(2, "searssd", overrides=tiny), base, q[:2], graph=GRAPH)  # 450 a device fits
+
+
+def test_a_killed_resumable_search_restarts_at_the_shards_it_had_not_finished(data, three, tmp_path):
+    base, q = data
+    res_dir = tmp_path / "results"
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
+        whole = nearflash.array.Resumable(res_dir, ex)
+        first = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, executor=whole)
+    assert (whole.loaded, whole.ran) == (0, 3)
+    assert np.array_equal(first.ids, three.ids) and first.report.to_dict() == three.report.to_dict()
+    # A run killed while on shard 1 leaves shard 0's result (a result is written whole, or not at all).
+    kept = sorted(res_dir.glob("shard-*.pkl"))
+    assert [p.name[:11] for p in kept] == ["shard-00000", "shard-00001", "shard-00002"]
+    for p in kept[1:]:
+        p.unlink()
+    again = nearflash.array.Resumable(res_dir)
+    fn, args = sharded.work(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16)
+    assert again.pending(nearflash.array.run_shard, *array().jobs(fn, args)) == [1, 2]
+    resumed = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, executor=again)
+    assert (again.loaded, again.ran) == (1, 2)
+    assert np.array_equal(resumed.ids, three.ids) and np.array_equal(resumed.distances, three.distances)
+    assert resumed.report.to_dict() == three.report.to_dict() and resumed.shards[0] == first.shards[0]
+    modelled = ("first", "rows", "deploy_ns", "search_ns", "energy_j", "index_bytes")
+    assert [[s[k] for k in modelled] for s in resumed.shards] == [[s[k] for k in modelled] for s in first.shards]
+    # Other arguments are another run: nothing of this one is reused.
+    other = nearflash.array.Resumable(res_dir)
+    sharded.search(array(), base, q, k=10, ef=24, graph=GRAPH, batch=16, executor=other)
+    assert (other.loaded, other.ran) == (0, 3)
+    # A damaged result is refused by name, not half-used.
+    kept[0].write_bytes(b"not a result")
+    with pytest.raises(nearflash.errors.InvalidValue, match="shard-00000.*delete it"):
+        sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16,
+                       executor=nearflash.array.Resumable(res_dir))
+
+
+def test_the_exact_answers_merged_from_every_shard_are_the_whole_sets(data):
+    base, q = data
+    res = sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16, truth_queries=25)
+    d, i = ground_truth(base, q[:25], 10, "l2")
+    assert np.array_equal(res.truth[1], i) and np.allclose(res.truth[0], d, rtol=1e-6)
+    assert sharded.search(array(), base, q, k=10, ef=32, graph=GRAPH, batch=16).truth is None
+    assert set(res.shards[0]["cpu_s"]) == {"graph", "deploy", "search", "ground_truth"}
+    assert all(v >= 0 for s in res.shards for v in s["cpu_s"].values())
+
+
+def test_the_driver_prints_its_estimate_before_searching_and_resumes(tmp_path, capsys):
+    import json
+
+    args = ["--n", "900", "--devices", "3", "--R", "8", "--ef-construction", "40", "--queries", "24",
+            "--truth-queries", "20", "--ef", "32", "--cache", str(tmp_path / "c"), "--results", str(tmp_path / "r"),
+            "--probe-queries", "8", *[f"--set={k}={v}" for k, v in SMALL.items()]]
+    assert sharded.main([*args, "--out", str(tmp_path / "a.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    est = json.loads(lines[0])["estimate"]
+    assert est["shards"] == 3 and est["probe_queries"] == 8 and est["cpu_s"] > 0
+    assert set(est["probe_cpu_s"]) == {"graph", "deploy", "search", "ground_truth"}
+    assert sharded.main([*args, "--out", str(tmp_path / "b.json")]) == 0  # every shard kept: nothing to probe
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["estimate"]["shards"] == 0
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert b["shards_resumed"] == 3 and a["shards_resumed"] == 0
+    same = ("recall@10", "qps", "elapsed_ns", "energy_j", "shards", "peak_rss_bytes_per_worker", "cpu_s_by_phase")
+    assert {k: a[k] for k in same} == {k: b[k] for k in same} and a["recall@10"] >= 0.9

@@ -7,22 +7,20 @@
 //! Two paces:
 //!
 //! - [`Pace::None`], as fast as the simulator runs; arrival order sets virtual time. Each connection is a
-//!   closed-loop client: a request that arrives after a reply was sent is taken as the client's reaction to the
-//!   earliest completion it has not yet reacted to, and is submitted at that completion's virtual time (the clock
-//!   moves there); a request that finds no such completion is new (the client deepened its queue) and is submitted
-//!   at the current clock. A new request's reply is held until the burst it belongs to has arrived (no new request
-//!   on its connection for `burst_window`, or every worker thread of the connection holding one), so that the
-//!   requests a client sends together are seen together, not taken for reactions to each other. The loop is run
-//!   only as far as nothing can still arrive before it: every request already in the plugin is submitted first, and
-//!   the loop stops at the `reaction_lag`-th earliest completion whose reaction may still come (its reply not yet
-//!   sent, or sent less than `reaction_window` ago); completions the device has computed beyond that point are
-//!   reaped and replied to without running the loop. A client at queue depth N is then seen at depth N in virtual
-//!   time (`reaction_lag` 1; a little less with more, the reactions to completions the loop has passed submitted
-//!   where it is), never in the loop's past, at the cost of a round trip to the client per completion,
-//!   `reaction_lag` of them under way at once. With `reaction_window` zero (`--serial`) a request runs the loop to
-//!   its own completion at once, so the reactions to earlier completions arrive in the loop's past
-//!   (`late_submissions`) and requests in flight are served one after the other in virtual time: the fastest, the
-//!   depth not kept. The depth the device served at is measured in virtual time ([`DepthMeter`]).
+//!   closed-loop client: a request that follows a reply (a reaction) takes the earliest completion of the
+//!   connection that no reaction has taken yet and is submitted at its virtual time; one that follows none is new
+//!   (the client deepened its queue), submitted at the current clock, its reply held until the burst it belongs to
+//!   has arrived (no new request on its connection for `burst_window`, or every worker thread of the connection
+//!   holding one). A command's data and status are settled when it is submitted, so a reply goes out as soon as its
+//!   request is in the device, and the loop pairs the client's reactions with its completions later, never running
+//!   past a completion whose reaction the client still owes (for `reaction_window` at most; `reaction_lag` of
+//!   them: 1, the default, exact). A client at queue depth N has its reactions on their way before the loop reaches
+//!   the completions they take, so the device sees depth N in virtual time with no round trip to the client per
+//!   completion (`pipeline`). With
+//!   `reaction_window` zero (`--serial`) a request runs the loop to its own completion before its reply, so the
+//!   reactions to earlier completions arrive in the loop's past (`late_submissions`) and requests in flight are
+//!   served one after the other in virtual time. The depth the device served at is measured in virtual time
+//!   ([`DepthMeter`]).
 //! - [`Pace::Realtime`], as FEMU does: the virtual clock follows the wall clock, each request is submitted at its
 //!   arrival's wall time, and its reply is held until the wall clock reaches its modelled completion; one that the
 //!   simulator could not deliver by then (`late_threshold` or more after) is counted late.
@@ -34,13 +32,16 @@ use nearflash_core::nvme::{encode_dsm_ranges, opcode, DataBuf, Sqe, Status};
 use nearflash_core::Device;
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use nearflash_core::engine::IntMap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 mod depth;
+mod pipeline;
 pub use depth::DepthMeter;
+use pipeline::{InDevice, Pending, Slot};
 
 /// How virtual time relates to the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,15 +70,16 @@ pub struct ServeConfig {
     pub burst_window: Duration,
     /// Worker threads per connection (nbdkit's `--threads`): a connection never holds more replies than this.
     pub threads: u32,
-    /// Pace none: how long the event loop waits, at a completion whose reply was sent, for the client's reaction
+    /// Pace none: how long the event loop waits, at a completion whose reaction the client owes, for that reaction
     /// before it goes on without it (a reaction that comes later is submitted where the loop then is; default
-    /// 10 ms). Zero (`nearflash serve --serial`): it never waits, and each request runs the loop to its own
-    /// completion at once, so that requests in flight are served one after the other in virtual time.
+    /// 100 ms). Zero (`nearflash serve --serial`): it never waits, and each request runs the loop to its own
+    /// completion before its reply, so that requests in flight are served one after the other in virtual time.
     pub reaction_window: Duration,
-    /// Pace none: how many completions may await their reactions before the loop holds (1: exact, a round trip per
-    /// completion; more: that many round trips under way at once, the reactions submitted where the loop then is,
-    /// up to that many completions later). Default 4: the most that keeps fio at iodepth 32 seen at 0.9 of its
-    /// depth or more (29.3; 30.3 at 3, 25.3 at 8: docs/workloads.md).
+    /// Pace none: how many completions may await their reactions before the loop holds (1, the default: exact;
+    /// more: the reactions to the earlier ones submitted where the loop then is, up to that many completions
+    /// later, so the depth seen falls: 31.9 / 31.1 / 29.1 / 25.0 of 32 at 1 / 2 / 4 / 8, `serve_lag_curve`). With
+    /// replies sent at submission the client's reactions are on their way before the loop needs them, so more buys
+    /// no speed.
     pub reaction_lag: u32,
     /// Realtime: a reply delivered this much or more after its modelled completion is late (FEMU: 20 us).
     pub late_threshold: Duration,
@@ -92,7 +94,7 @@ impl Default for ServeConfig {
             burst_window: Duration::from_millis(10),
             threads: 64,
             reaction_window: Duration::from_millis(100),
-            reaction_lag: 4,
+            reaction_lag: 1,
             late_threshold: Duration::from_micros(20),
             max_queues: 8,
         }
@@ -146,6 +148,9 @@ pub struct Pacing {
     pub commands: u64,
     /// Requests whose reply waited for the rest of their burst (pace none).
     pub held_for_burst: u64,
+    /// Pace none: reactions that arrived before the loop reached a completion for them to take, and waited (the
+    /// loop held short of their connection's completions by another connection's owed reaction).
+    pub queued_reactions: u64,
     /// Realtime: replies delivered `late_threshold` or more after their modelled completion, and the worst delay.
     pub late: u64,
     pub late_threshold_us: f64,
@@ -159,9 +164,14 @@ pub struct Pacing {
 
 struct Conn {
     qid: u16,
-    /// Pace none: requests whose completion is known and whose reaction has not arrived, in no order.
-    replies: Vec<Reply>,
-    /// Pace none: replies still to send before its sent replies hold the loop again, after one went unanswered for
+    /// Pace none: completions of its requests that no reaction has taken yet (in completion order), its reactions
+    /// waiting for a completion to take, the reactions the client owes (replies sent, less reactions arrived), and
+    /// its requests in the device (`pipeline`).
+    slots: VecDeque<Slot>,
+    queued: VecDeque<Pending>,
+    owed: u64,
+    in_device: usize,
+    /// Pace none: replies still to send before its open slots hold the loop again, after one went unanswered for
     /// `reaction_window` ([`DISTRUST_REPLIES`]).
     distrust: u32,
     /// The open burst of new requests: its number, its requests still in the plugin, and when its last request
@@ -173,36 +183,11 @@ struct Conn {
     figures: ConnFigures,
 }
 
-/// Pace none: a request whose completion is known, until the client's reaction to it arrives.
-#[derive(Debug, Clone, Copy)]
-struct Reply {
-    request: u64,
-    /// Virtual time of its last completion.
-    done: Time,
-    /// When its reply was sent (None: not yet).
-    sent: Option<Instant>,
-}
-
-impl Reply {
-    /// Whether its reaction may still arrive at its time, so that the event loop must not run past it: not yet sent,
-    /// or sent less than `window` ago to a client that `reacts` (answers a reply with a request).
-    fn holds_the_loop(&self, now: Instant, window: Duration, reacts: bool) -> bool {
-        self.sent.is_none_or(|s| reacts && now.saturating_duration_since(s) < window)
-    }
-}
-
 /// Pace none: a connection that left a reply unanswered for `reaction_window` is taken for a client that answers a
 /// batch of replies only once it has them all, for this many replies: its sent replies hold the loop no longer
 /// (else each would hold it for the whole window). A client that answers each reply but was slow once is served
 /// inexactly (its reactions submitted where the loop is) for as long.
 const DISTRUST_REPLIES: u32 = 256;
-
-impl Conn {
-    /// Pace none: its replies that hold the event loop (`Reply::holds_the_loop`).
-    fn holds(&self, now: Instant, window: Duration) -> impl Iterator<Item = &Reply> {
-        self.replies.iter().filter(move |r| r.holds_the_loop(now, window, self.distrust == 0))
-    }
-}
 
 /// One connection's requests as the device saw them (virtual time): a client's run, for comparison with what the
 /// client measured.
@@ -242,7 +227,7 @@ impl ConnFigures {
 struct State {
     /// `None` once closed.
     dev: Option<Device>,
-    conns: HashMap<u64, Conn>,
+    conns: IntMap<u64, Conn>,
     /// I/O queues created so far and how many connections use each.
     queues: Vec<(u16, u32)>,
     counts: Counts,
@@ -254,21 +239,21 @@ struct State {
     pacing: Pacing,
     /// Commands submitted and not yet reaped, by (queue, command id); the completions reaped, by ticket, until their
     /// request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
-    tickets: HashMap<(u16, u16), Ticket>,
+    tickets: IntMap<(u16, u16), Ticket>,
     next_ticket: u64,
-    done: HashMap<u64, (Status, Time)>,
-    /// Pace none: requests with commands not yet reaped -> (connection, commands left, latest completion so far).
-    requests: HashMap<u64, (u64, u32, Time)>,
+    done: IntMap<u64, (Status, Time)>,
+    /// Whether completions are kept in `done` for their requests to take (all but pace none's pipeline, where a
+    /// request's reply does not wait for its completion).
+    keep_done: bool,
+    /// Pace none: requests with commands not yet reaped.
+    requests: IntMap<u64, InDevice>,
     next_request: u64,
-    /// Requests that hold the device's lock or have held it (pace none: one that arrived and does not yet hold it
-    /// is admitted before the loop runs on, `Shared::arrived`).
-    admitted: u64,
     /// The served queues (their ids, for the event loop's look-ups).
     qids: Vec<u16>,
     /// The thread that runs the event loop while the others wait (realtime: with the wall clock; pace none: to let
     /// it run past a reply whose reaction did not come), and the threads waiting, by ticket.
     driver: Option<std::thread::Thread>,
-    waiters: HashMap<u64, std::thread::Thread>,
+    waiters: IntMap<u64, std::thread::Thread>,
     /// Threads whose completions were reaped, woken once the device's lock is released (woken while it is held,
     /// each would first wait for the lock: a second sleep and wake-up per reply).
     to_wake: Vec<std::thread::Thread>,
@@ -291,8 +276,6 @@ pub struct Shared {
     /// Realtime: how late replies were (apart from the device's lock: a reply never waits for it once woken).
     lateness: Mutex<Lateness>,
     next_conn: std::sync::atomic::AtomicU64,
-    /// Requests that have entered `io` (pace none: compared with `State::admitted`).
-    arrived: AtomicU64,
 }
 
 /// The virtual clock in real time: virtual time `virt0` at wall time `wall0`, then one virtual ns per wall ns.
@@ -364,7 +347,7 @@ impl Shared {
         Ok(Shared {
             state: Mutex::new(State {
                 dev: Some(dev),
-                conns: HashMap::new(),
+                conns: IntMap::default(),
                 queues: Vec::new(),
                 counts: Counts::default(),
                 in_device: BinaryHeap::new(),
@@ -372,15 +355,15 @@ impl Shared {
                 in_flight_n: 0,
                 depth: DepthMeter::default(),
                 pacing,
-                tickets: HashMap::new(),
+                tickets: IntMap::default(),
                 next_ticket: 0,
-                done: HashMap::new(),
-                requests: HashMap::new(),
+                done: IntMap::default(),
+                keep_done: cfg.pace == Pace::Realtime || cfg.reaction_window.is_zero(),
+                requests: IntMap::default(),
                 next_request: 0,
-                admitted: 0,
                 qids: Vec::new(),
                 driver: None,
-                waiters: HashMap::new(),
+                waiters: IntMap::default(),
                 to_wake: Vec::new(),
             }),
             burst: Condvar::new(),
@@ -388,7 +371,6 @@ impl Shared {
             clock: RealClock { wall0: Instant::now(), virt0 },
             lateness: Mutex::new(Lateness::default()),
             next_conn: AtomicU64::new(1),
-            arrived: AtomicU64::new(0),
         })
     }
 
@@ -427,7 +409,10 @@ impl Shared {
             id,
             Conn {
                 qid,
-                replies: Vec::new(),
+                slots: VecDeque::new(),
+                queued: VecDeque::new(),
+                owed: 0,
+                in_device: 0,
                 distrust: 0,
                 burst: 0,
                 held: 0,
@@ -441,177 +426,71 @@ impl Shared {
         Ok(id)
     }
 
-    /// The connection is gone: its client saw every reply, so the clock moves to its last completion (pace none).
+    /// The connection is gone: its client saw every reply, so (pace none) the loop runs on to the completions of its
+    /// requests still in the device, as far as other connections' reactions allow, and the clock moves to the last.
     pub fn disconnect(&self, conn: u64) {
         let Ok(mut st) = self.state.lock() else { return };
+        if self.cfg.pace == Pace::None && st.dev.is_some() {
+            self.finish_connection(&mut st, conn);
+        }
+        self.fail_queued(&mut st, Some(conn));
         if let Some(c) = st.conns.remove(&conn) {
             if let Some(q) = st.queues.iter_mut().find(|q| q.0 == c.qid) {
                 q.1 -= 1;
-            }
-            if self.cfg.pace == Pace::None {
-                if let (Some(last), Some(dev)) = (c.replies.iter().map(|r| r.done).max(), st.dev.as_mut()) {
-                    dev.advance_to(last);
-                }
             }
             st.counts.open_connections -= 1;
             if c.figures.requests > 0 {
                 st.pacing.last_connection = Some(c.figures);
             }
         }
+        self.release(st);
     }
 
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
         if self.cfg.pace == Pace::None {
             batch_scheduling();
+            return self.io_paired(conn, io);
         }
-        self.arrived.fetch_add(1, Ordering::AcqRel);
-        let mut st = self.state.lock().map_err(poisoned)?;
-        st.admitted += 1;
-        if st.dev.is_none() {
-            return Err(SimError::InvalidArgument("the device is closed".into()));
-        }
-        let Some(c) = st.conns.get_mut(&conn) else {
+        let mut st = self.lock()?;
+        let Some(c) = st.conns.get(&conn) else {
             return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
         };
         let qid = c.qid;
-        // The burst this request opens or joins, if it is new.
-        let mut burst = None;
-        let mut at = match self.cfg.pace {
-            Pace::None => {
-                let reacted = c.replies.iter().enumerate().filter(|(_, r)| r.sent.is_some()).min_by_key(|(_, r)| r.done);
-                match reacted.map(|(i, _)| i) {
-                    Some(i) => Some(c.replies.swap_remove(i).done),
-                    None => {
-                        if c.released == c.burst {
-                            c.burst += 1;
-                        }
-                        burst = Some(c.burst);
-                        c.last_new = Instant::now();
-                        c.held += 1;
-                        self.burst.notify_all();
-                        None
-                    }
-                }
-            }
-            // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
-            Pace::Realtime => Some(self.clock.virt(Instant::now())),
-        };
-        let held = self.cfg.pace == Pace::None && !self.cfg.reaction_window.is_zero();
-        if held {
-            // Never in the loop's past (a reaction that came after `reaction_window`, or after the loop ran past
-            // its completion under `reaction_lag`, is submitted where the loop is).
-            at = Some(at.unwrap_or_else(|| st.dev().now()).max(st.dev().loop_clock()));
-        }
-        if let Some(t) = at {
-            st.dev().advance_to(t);
-        }
+        // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
+        let t = self.clock.virt(Instant::now());
+        st.dev().advance_to(t);
         let submitted = st.dev().now();
         let request = st.next_request;
         st.next_request += 1;
-        let sub = match submit(&mut st, qid, conn, request, io) {
-            Ok(sub) => sub,
-            Err(e) => {
-                if let (Some(_), Some(c)) = (burst, st.conns.get_mut(&conn)) {
-                    c.held -= 1;
-                }
-                return Err(e);
-            }
-        };
-        let (mut st, taken) = match self.cfg.pace {
-            Pace::None => {
-                if sub.tickets.is_empty() {
-                    add_reply(&mut st, conn, request, submitted);
-                } else {
-                    st.requests.insert(request, (conn, sub.tickets.len() as u32, Time::ZERO));
-                }
-                if held {
-                    self.collect(st, &sub.tickets, |s, st| s.reap_in_order(st))?
-                } else {
-                    let taken = collect_at_once(&mut st, &sub.tickets)?;
-                    (st, taken)
-                }
-            }
-            Pace::Realtime => {
-                if let Some(d) = &st.driver {
-                    d.unpark(); // its next event may now be earlier
-                }
-                self.collect(st, &sub.tickets, |s, st| {
-                    let present = s.clock.virt(Instant::now());
-                    while reap_one(st, present.saturating_add_ns(1)).is_some() {}
-                    st.dev().next_event_time().map(|e| s.clock.wall(e).saturating_duration_since(Instant::now()))
-                })?
-            }
-        };
-        let outcome = finish(&mut st, &sub, &taken);
+        let sub = submit(&mut st, qid, conn, request, io)?;
+        if let Some(d) = &st.driver {
+            d.unpark(); // its next event may now be earlier
+        }
+        let (mut st, taken) = self.collect(st, &sub.tickets, |s, st| {
+            let present = s.clock.virt(Instant::now());
+            while reap_one(st, present.saturating_add_ns(1)).is_some() {}
+            st.dev().next_event_time().map(|e| s.clock.wall(e).saturating_duration_since(Instant::now()))
+        })?;
+        let status = taken.iter().map(|c| c.0).find(|s| !s.is_success()).unwrap_or(Status::SUCCESS);
+        let done = taken.iter().map(|c| c.1).max().unwrap_or(submitted);
+        count(&mut st, sub.kind, sub.bytes, status);
         if let Some(c) = st.conns.get_mut(&conn) {
-            c.figures.record(submitted, outcome.done);
+            c.figures.record(submitted, done);
         }
-        match self.cfg.pace {
-            Pace::None => {
-                if let Some(b) = burst {
-                    st = self.hold_for_burst(st, conn, b)?;
-                    st.pacing.held_for_burst += 1;
-                    if let Some(c) = st.conns.get_mut(&conn) {
-                        c.held -= 1;
-                    }
-                }
-                if let Some(c) = st.conns.get_mut(&conn) {
-                    c.distrust = c.distrust.saturating_sub(1);
-                    if let Some(r) = c.replies.iter_mut().find(|r| r.request == request) {
-                        r.sent = Some(Instant::now());
-                    }
-                }
-                st.pacing.replies += 1;
-                self.release(st);
-            }
-            Pace::Realtime => {
-                self.release(st);
-                let target = self.clock.wall(outcome.done);
-                wait_until(target);
-                let late = Instant::now().saturating_duration_since(target);
-                self.lateness.lock().map_err(poisoned)?.record(late, self.cfg.late_threshold);
-            }
-        }
-        Ok(outcome)
+        self.release(st);
+        let target = self.clock.wall(done);
+        wait_until(target);
+        let late = Instant::now().saturating_duration_since(target);
+        self.lateness.lock().map_err(poisoned)?.record(late, self.cfg.late_threshold);
+        Ok(Outcome { status, done })
     }
 
-    /// Pace none: reaps every completion that nothing can still precede (see the module's notes); returns how long
-    /// the thread that runs the loop may sleep before the loop can go on without a reaction.
-    fn reap_in_order(&self, st: &mut State) -> Option<Duration> {
-        if self.arrived.load(Ordering::Acquire) > st.admitted {
-            return Some(self.cfg.reaction_window); // a request in the plugin goes first: it will run the loop
-        }
-        let window = self.cfg.reaction_window;
-        let lag = self.cfg.reaction_lag.max(1) as usize;
-        let now = Instant::now(); // once: the loop below runs in no time the window could notice
-        for c in st.conns.values_mut() {
-            if c.distrust == 0 && c.replies.iter().any(|r| r.sent.is_some_and(|s| now.saturating_duration_since(s) >= window)) {
-                c.distrust = DISTRUST_REPLIES;
-            }
-        }
-        let mut holding: Vec<Time> = st.conns.values().flat_map(|c| c.holds(now, window)).map(|r| r.done).collect();
-        let kth = |h: &mut Vec<Time>| if h.len() < lag { Time::MAX } else { *h.select_nth_unstable(lag - 1).1 };
-        let mut limit = kth(&mut holding);
-        while let Some(done) = reap_one(st, limit) {
-            if done != Time::MAX {
-                holding.push(done);
-                limit = kth(&mut holding);
-            }
-        }
-        // A reply not yet sent holds the loop until it is; one sent holds it until its window closes.
-        let expiry = st.conns.values().flat_map(|c| c.holds(now, window));
-        expiry.map(|r| r.sent.map_or(window, |s| (s + window).saturating_duration_since(now))).min()
-    }
-
-    /// Waits (the device unlocked) until the completions of `tickets` are known. One waiting thread at a time runs
-    /// the event loop (the driver): `reap` reaps what is certain, has the threads of the requests it completes woken
-    /// (once the lock is released), and says how long the driver may sleep (None: until woken); a request submitted
-    /// meanwhile reaps for itself (realtime: wakes the driver). Realtime: a driver whose own completions are known
-    /// hands its part to the oldest waiting request's thread. Pace none: the requests that arrive run the loop
-    /// (a client's reaction lets it go on), the driver only lets it run past a reply whose reaction did not come; a
-    /// thread whose completions another reaped returns without reaping (the loop is held by its own reply, unsent),
-    /// and a driver that returns wakes no other: the next request to wait drives.
+    /// Realtime: waits (the device unlocked) until the completions of `tickets` are known. One waiting thread at a
+    /// time runs the event loop with the wall clock (the driver): `reap` reaps what is certain, has the threads of the
+    /// requests it completes woken (once the lock is released), and says how long the driver may sleep (None: until
+    /// woken); a request submitted meanwhile wakes the driver. A driver whose own completions are known hands its part
+    /// to the oldest waiting request's thread.
     fn collect<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
@@ -619,10 +498,9 @@ impl Shared {
         reap: impl Fn(&Self, &mut State) -> Option<Duration>,
     ) -> Result<(MutexGuard<'a, State>, Vec<Taken>)> {
         let me = std::thread::current();
-        let pace_none = self.cfg.pace == Pace::None;
         let known = |st: &State| tickets.iter().all(|t| st.done.contains_key(t));
         loop {
-            let sleep = if pace_none && known(&st) { None } else { reap(self, &mut st) };
+            let sleep = reap(self, &mut st);
             let is_driver = st.driver.as_ref().is_some_and(|d| d.id() == me.id());
             if known(&st) {
                 for t in tickets {
@@ -632,7 +510,7 @@ impl Shared {
                     st.driver = None;
                     // Realtime: to the oldest request waiting: the likeliest to complete next, so that its reply,
                     // learnt by its own thread as the driver, needs no second wake-up.
-                    if let Some((_, next)) = st.waiters.iter().min_by_key(|(t, _)| **t).filter(|_| !pace_none) {
+                    if let Some((_, next)) = st.waiters.iter().min_by_key(|(t, _)| **t) {
                         let next = next.clone();
                         st.to_wake.push(next);
                     }
@@ -644,7 +522,7 @@ impl Shared {
                 st.waiters.entry(t).or_insert_with(|| me.clone());
             }
             let oldest = st.waiters.keys().min().is_none_or(|t| tickets.contains(t));
-            let wake = if is_driver || st.driver.is_none() && (pace_none || oldest) {
+            let wake = if is_driver || st.driver.is_none() && oldest {
                 st.driver = Some(me.clone());
                 sleep
             } else {
@@ -710,7 +588,9 @@ impl Shared {
     pub fn take(&self) -> Option<Device> {
         let mut st = self.state.lock().ok()?;
         let dev = st.dev.take();
+        self.fail_queued(&mut st, None);
         self.burst.notify_all();
+        self.release(st);
         dev
     }
 }
@@ -792,11 +672,13 @@ enum Kind {
 /// A command's completion: its status and time.
 type Taken = (Status, Time);
 
-/// A request's commands as submitted: what it was, and their tickets.
+/// A request's commands as submitted: what it was, their tickets, and its status (a command's status is decided when
+/// it is submitted: the first failure's, else success).
 struct Submitted {
     kind: Kind,
     bytes: u64,
     tickets: Vec<u64>,
+    status: Status,
 }
 
 /// A command submitted and not yet reaped: its ticket, its request and connection, and the virtual time it could
@@ -814,13 +696,18 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
     let lba_bytes = st.dev().lba_bytes();
     let max = u64::from(st.dev().namespace().max_lbas).max(1);
     let mut tickets = Vec::new();
+    let mut status = Status::SUCCESS;
     let mut go = |st: &mut State, sqe: Sqe, data: DataBuf<'_>| -> Result<()> {
         let mut sqe = sqe;
         let dev = st.dev();
         sqe.cid = dev.next_cid(qid);
         let now = dev.now();
         let start = now.max(dev.loop_clock());
+        let failed = dev.errors_recorded();
         dev.submit(qid, sqe, data)?;
+        if dev.errors_recorded() != failed && status.is_success() {
+            status = dev.failed_status(qid, sqe.cid).unwrap_or(Status::INTERNAL_ERROR);
+        }
         let ticket = st.next_ticket;
         st.next_ticket += 1;
         st.tickets.insert((qid, sqe.cid), Ticket { ticket, request, conn, start });
@@ -898,7 +785,7 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
             (Kind::Zero, blocks * lba_bytes)
         }
     };
-    Ok(Submitted { kind, bytes, tickets })
+    Ok(Submitted { kind, bytes, tickets, status })
 }
 
 /// Reaps the earliest completion of the served queues once it is certain, running the event loop only before
@@ -912,7 +799,9 @@ fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
     let c = st.dev().reap_next(q)?;
     let mut completed = Time::MAX;
     if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(&(q, c.cqe.cid)) {
-        st.done.insert(ticket, (c.cqe.status(), c.time));
+        if st.keep_done {
+            st.done.insert(ticket, (c.cqe.status(), c.time));
+        }
         st.in_device.push(Reverse(c.time));
         st.depth.leave(ticket, start, c.time);
         if let Some(conn) = st.conns.get_mut(&conn) {
@@ -921,15 +810,14 @@ fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
         if let Some(t) = st.waiters.remove(&ticket) {
             st.to_wake.push(t);
         }
-        // Pace none: a request whose last command completed holds the loop from then on (`Reply`).
+        // Pace none: a request whose last command completed opens a slot for a reaction (`pipeline`).
         if let Some(r) = st.requests.get_mut(&request) {
-            r.1 -= 1;
-            r.2 = r.2.max(c.time);
-            if r.1 == 0 {
-                let (conn, _, done) = *r;
-                st.requests.remove(&request);
-                add_reply(st, conn, request, done);
-                completed = done;
+            r.left -= 1;
+            r.done = r.done.max(c.time);
+            if r.left == 0 {
+                let r = st.requests.remove(&request).expect("present");
+                pipeline::request_done(st, r);
+                completed = r.done;
             }
         }
     }
@@ -947,18 +835,8 @@ fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
     Ok(tickets.iter().map(|t| st.done.remove(t).expect("known")).collect())
 }
 
-/// Pace none: request `request` of `conn` completed at `done`; its reply is not yet sent.
-fn add_reply(st: &mut State, conn: u64, request: u64, done: Time) {
-    if let Some(c) = st.conns.get_mut(&conn) {
-        c.replies.push(Reply { request, done, sent: None });
-    }
-}
-
-/// A request's outcome from its commands' completions (`taken`), counted.
-fn finish(st: &mut State, sub: &Submitted, taken: &[Taken]) -> Outcome {
-    let status = taken.iter().map(|c| c.0).find(|s| !s.is_success()).unwrap_or(Status::SUCCESS);
-    let done = taken.iter().map(|c| c.1).max().unwrap_or_else(|| st.dev().now());
-    let (kind, bytes) = (sub.kind, sub.bytes);
+/// Counts a request's outcome.
+fn count(st: &mut State, kind: Kind, bytes: u64, status: Status) {
     let n = &mut st.counts;
     if status.is_success() {
         match kind {
@@ -974,7 +852,6 @@ fn finish(st: &mut State, sub: &Submitted, taken: &[Taken]) -> Outcome {
     } else {
         n.errors += 1;
     }
-    Outcome { status, done }
 }
 
 #[cfg(test)]

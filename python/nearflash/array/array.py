@@ -154,10 +154,17 @@ class Array:
 
     def _round(self, work: Work, args: tuple[Any, ...], executor: Optional[Executor],
                holds: Optional[list[list[int]]]) -> tuple[ArrayReport, list[Any]]:
-        n = len(self.specs)
-        jobs = (self.specs, range(n), [n] * n, [work] * n, [args] * n, holds or [None] * n, [self.host.cpu_cores] * n)
+        jobs = self.jobs(work, args, holds)
         results = list(map(run_shard, *jobs) if executor is None else executor.map(run_shard, *jobs))
         return combine(results, self.host), [r.value for r in results]
+
+
+    def jobs(self, work: Work, args: tuple[Any, ...], holds: Optional[list[list[int]]] = None) -> tuple[list, ...]:
+        """The arguments of :func:`run_shard` for every device (one list per parameter, as ``map`` takes them): what
+        a round of :meth:`run` hands its executor (``Resumable.pending`` tells which of them are still to run)."""
+        n = len(self.specs)
+        return (self.specs, list(range(n)), [n] * n, [work] * n, [args] * n, holds or [None] * n,
+                [self.host.cpu_cores] * n)
 
 
 class RayExecutor:
@@ -182,3 +189,75 @@ class RayExecutor:
 
             ray.shutdown()
             self.started = False
+
+
+class Resumable:
+    """An executor for :meth:`Array.run` that keeps each shard's result in `directory` as soon as it finishes and,
+    when the same run is started again (the same work, arguments, device, closed-loop holds), loads the shards done
+    instead of running them: a killed run restarts at the shards it had not finished, and its report is the one an
+    uninterrupted run gives (the combiner sees the same shard results). The shards still to run go to `executor`
+    (None: one after another in this process; a ProcessPoolExecutor: side by side, each saved as it finishes).
+    Results are pickles: keep `directory` as private as the run's own cache. `loaded` / `ran` count the shards of
+    the last :meth:`map`."""
+
+    def __init__(self, directory: os.PathLike | str, executor: Optional[Executor] = None):
+        self.directory = Path(directory)
+        self.executor = executor
+        self.loaded = self.ran = 0
+
+    def path(self, fn: Callable[..., Any], job: tuple[Any, ...]) -> Path:
+        """Where the result of one :func:`run_shard` job (``fn`` and its arguments) is kept: its device index and a
+        digest of everything it depends on."""
+        import hashlib
+        import pickle
+
+        digest = hashlib.sha256(pickle.dumps((fn, job), protocol=4)).hexdigest()[:24]
+        return self.directory / f"shard-{job[1]:05d}-{digest}.pkl"
+
+    def _load(self, path: Path) -> Any:
+        import pickle
+
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except Exception as e:  # a damaged or foreign file: say which, never half-use it
+            raise InvalidValue(f"{path} is not a readable shard result ({type(e).__name__}: {e}); delete it to run "
+                               f"that shard again") from None
+
+    def _save(self, path: Path, result: Any) -> Any:
+        import pickle
+
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(result, f, protocol=4)
+        tmp.replace(path)
+        return result
+
+    def pending(self, fn: Callable[..., Any], *iterables: Any) -> list[int]:
+        """Which of the jobs ``map(fn, *iterables)`` would run (the others' results are kept)."""
+        return [n for n, job in enumerate(zip(*iterables)) if not self.path(fn, job).exists()]
+
+    def map(self, fn: Callable[..., Any], *iterables: Any) -> list[Any]:
+        import concurrent.futures
+
+        jobs = list(zip(*iterables))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        paths = [self.path(fn, job) for job in jobs]
+        out = [self._load(p) if p.exists() else None for p in paths]
+        todo = [n for n, p in enumerate(paths) if out[n] is None]
+        self.loaded, self.ran = len(jobs) - len(todo), len(todo)
+        if self.executor is None:
+            for n in todo:
+                out[n] = self._save(paths[n], fn(*jobs[n]))
+        elif hasattr(self.executor, "submit"):
+            running = {self.executor.submit(fn, *jobs[n]): n for n in todo}
+            for done in concurrent.futures.as_completed(running):
+                out[running[done]] = self._save(paths[running[done]], done.result())
+        else:  # an executor with map only (Ray): saved when all of them are back
+            for n, r in zip(todo, self.executor.map(fn, *zip(*(jobs[n] for n in todo))) if todo else []):
+                out[n] = self._save(paths[n], r)
+        return out
+
+    def shutdown(self) -> None:
+        if hasattr(self.executor, "shutdown"):
+            self.executor.shutdown()

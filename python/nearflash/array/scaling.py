@@ -31,6 +31,10 @@ from nearflash.experiment import Experiment
 PATHS = ("host", "in_storage")
 #: A path has flattened at N when it delivers less than this share of N x its one-device throughput.
 FLAT = 0.9
+#: A shared stage is saturated (the cause of a flattening) when busy at least this share of the elapsed time: a stage
+#: that sets the pace runs 88-99% busy in the full-size runs (the shards' first commands fill the pipeline while it
+#: idles), the flattenings no stage caused show at most 67% (docs/arrays.md).
+SATURATED = 0.8
 
 
 @dataclass(frozen=True)
@@ -80,14 +84,30 @@ def _point(n: int, path: str, report: ArrayReport, units: float) -> dict[str, An
             **({"closed_loop": w["closed_loop"]} if "closed_loop" in w else {})}
 
 
-def measured_knee(points: list[dict[str, Any]]) -> Optional[float]:
-    """The N at which linear scaling from one device would reach the throughput of the largest N, if the path has
-    flattened by then (below FLAT of linear); None if it still scales. Needs N = 1 among the points."""
+def flattening(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether a path has flattened by its largest N, and why: ``share`` of linear scaling from one device it
+    delivers there; ``knee``, the N at which linear scaling would reach that throughput, given only when the path
+    is below FLAT of linear AND a shared stage is the cause (busy at least SATURATED of the time there); otherwise
+    None, and ``cause`` says what was found (no flattening, or the busiest shared stage not saturated: the devices'
+    own pace, e.g. the slowest shard's). Needs N = 1 among the points."""
     one = next((p["rate"] for p in points if p["devices"] == 1), None)
     last = max(points, key=lambda p: p["devices"])
-    if not one or last["rate"] >= FLAT * last["devices"] * one:
-        return None
-    return last["rate"] / one
+    share = last["rate"] / (last["devices"] * one) if one else 0.0
+    if not one or share >= FLAT:
+        return {"knee": None, "share": share, "cause": f"not flattened ({share:.0%} of linear at N = "
+                                                       f"{last['devices']})"}
+    stage, busy = last.get("busiest", "none"), last.get("busiest_utilisation", 0.0)
+    if stage != "none" and busy >= SATURATED:
+        return {"knee": last["rate"] / one, "share": share, "cause": f"{stage} ({busy:.0%} busy)"}
+    return {"knee": None, "share": share,
+            "cause": f"{share:.0%} of linear at N = {last['devices']} with no shared stage saturated (busiest: "
+                     f"{stage}, {busy:.0%}): the devices' own pace, not the host"}
+
+
+def measured_knee(points: list[dict[str, Any]]) -> Optional[float]:
+    """:func:`flattening`'s knee: the N at which linear scaling from one device would reach the throughput of the
+    largest N, where a saturated shared stage has flattened the path by then; None otherwise."""
+    return flattening(points)["knee"]
 
 
 def crossing(host: list[dict[str, Any]], isc: list[dict[str, Any]]) -> Optional[int]:
@@ -167,9 +187,11 @@ def _compare(exp: Experiment, work: Scaling, model: HostModel, pred: dict[str, d
     exp.compare("host path: saturation throughput", points["host"][-1]["rate"] / scale, host["limit"] / scale, name,
                 f"set by the {host['limit_by']}, from the host parameters", reference="model", comparable=past,
                 why_not_comparable=why)
-    exp.compare("host path: knee", measured_knee(points["host"]), knee, "devices",
+    flat = flattening(points["host"])
+    exp.compare("host path: knee", flat["knee"], knee, "devices",
                 f"predicted N* where N x B1 = L(N){from_measured}; measured: throughput at N = {ns[-1]} over the "
-                f"one-device throughput", reference="model", comparable=past, why_not_comparable=why)
+                f"one-device throughput, where a saturated shared stage flattened it ({flat['cause']})",
+                reference="model", comparable=past, why_not_comparable=why)
     cross = model.knee(work.costs["host"], isc["device_rate"] or _one(points["in_storage"]))[0]
     from_isc = "" if isc["device_rate"] else " (in-storage B1 measured at N = 1: the preset does not give it)"
     crossed = crossing(points["host"], points["in_storage"])

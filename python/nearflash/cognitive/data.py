@@ -25,7 +25,16 @@ def load_model(path: Optional[str | Path] = None) -> "_native.cognitive.Model":
     p = Path(path) if path is not None else SHIPPED_MODEL
     if not p.exists():
         raise InvalidArgument(f"model: {p} does not exist")
-    return _cog.Model.load(str(p))
+    st = p.stat()
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _MODELS:  # loaded once per file version: the shards of an array share it (and its int8 model)
+        _MODELS.clear()
+        _MODELS[key] = _cog.Model.load(str(p))
+    return _MODELS[key]
+
+
+#: The last model loaded, by (resolved path, mtime, size).
+_MODELS: dict[tuple[str, int, int], "_native.cognitive.Model"] = {}
 
 
 def fashion_mnist(part: str, limit: Optional[int] = None, directory: Optional[str] = None) -> tuple[np.ndarray, np.ndarray]:

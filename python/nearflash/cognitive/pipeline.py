@@ -45,6 +45,26 @@ class SearchResult:
     stats: list[dict[str, int]] = field(default_factory=list)
 
 
+#: The int8 models calibrated in this process: (model, digest of the calibration images, int8 model), newest last.
+_QUANTISED: list[tuple[Any, bytes, Any]] = []
+
+
+def quantised(model: Any, calibration: np.ndarray) -> Any:
+    """``model.quantise(calibration)``, computed once per process for the same model and calibration images: the
+    shards of one array all calibrate on the database's first images (:mod:`nearflash.cognitive.sharded`)."""
+    import hashlib
+
+    calib = np.ascontiguousarray(calibration)
+    key = hashlib.sha256(str(calib.shape).encode() + calib.tobytes()).digest()
+    for m, k, q in _QUANTISED:
+        if m is model and k == key:
+            return q
+    q = model.quantise(calib)
+    _QUANTISED.append((model, key, q))
+    del _QUANTISED[:-4]
+    return q
+
+
 class DlgIndex:
     """A database hashed by the int8 model and indexed by a K-NN graph (K = 25 by default). The int8 scales are
     calibrated on the database's first ``calibration`` images, or on the images ``calibration`` holds (shards of one
@@ -72,7 +92,7 @@ class DlgIndex:
         if not isinstance(k, int) or not 1 <= k < len(db):
             raise InvalidArgument(f"k: {k!r}; 1 to {len(db) - 1} (database size - 1)")
         self.bits = self.model.bits
-        self.qmodel = self.model.quantise(calib)
+        self.qmodel = quantised(self.model, calib)
         self.net = Int8Network(self.qmodel)
         if codes is None:
             self.codes = self.net.hash(db)

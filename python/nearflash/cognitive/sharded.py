@@ -1,6 +1,7 @@
 """Cognitive SSD on an array: the image database split into consecutive id ranges, one per device; each device
-hashes its shard with DLG-x (one int8 model, calibrated on the database's first ``calibration`` images for every
-shard, so a query hashes to the same code everywhere), holds its shard's K-NN hash graph in flash and answers each query's top-T by its GSE;
+hashes its shard with DLG-x (one int8 model, calibrated on the database's first ``calibration`` images once per
+process for all its shards, :func:`nearflash.cognitive.pipeline.quantised`, so a query hashes to the same code
+everywhere), holds its shard's K-NN hash graph in flash and answers each query's top-T by its GSE;
 the host ranks every shard's T answers by Hamming distance to the query's code and keeps the T nearest, paying
 ``cpu.topk_merge_ns_per_candidate`` of host CPU per candidate (XOR, popcount and the merge step).
 

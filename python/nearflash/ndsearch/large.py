@@ -2,16 +2,20 @@
 built shard by shard, searched across the array).
 
     nice -n 19 python -m nearflash.ndsearch.large --n 100000000 --devices 64 --set ext_reserved_blocks=1 \\
-        --ef-construction 64 --ef 512 --cache /work/nds-100m/cache --log run.log --out large-100m.json
+        --ef-construction 64 --ef 512 --workers 2 --nice 5 --cache /work/nds-100m/cache --log run.log \\
+        --out large-100m.json
 
-builds the shards' graphs still missing from ``--cache`` one at a time, each in a fresh worker process (its peak
-memory is the shard's alone), adding its rows in steps of ``--step`` and saving a checkpoint of the partial graph
-every ``--checkpoint-min`` minutes, so a stopped run resumes where its last checkpoint left it: a graph built on one
-thread is the same whether its rows are added at once or in steps, and after a save and a load (tested), so a
-resumed shard is the graph an uninterrupted build makes. It logs every step with the measured rate and the
-remaining CPU and wall time of the whole run; when every shard is built it searches across the array
-(:func:`nearflash.ndsearch.sharded.main`, the graphs loaded from the cache). ``--status`` only reports;
-``--search partial`` searches the shards built so far (the first ``k`` of the split) without building more."""
+builds the shards' graphs still missing from ``--cache``, ``--workers`` at a time, each in a fresh worker process
+at niceness ``--nice`` (its peak memory is the shard's alone), adding its rows in steps of ``--step`` and saving a
+checkpoint of the partial graph every ``--checkpoint-min`` minutes, so a stopped run resumes where its last
+checkpoints left it: a graph built on one thread is the same whether its rows are added at once or in steps, and
+after a save and a load (tested), so a resumed shard is the graph an uninterrupted build makes, whichever worker
+builds it. It logs every step with the measured rate and the remaining CPU and wall time of the whole run; when
+every shard is built it searches across the array (:func:`nearflash.ndsearch.sharded.main`, the graphs loaded from
+the cache, ``--workers`` shards at once, each shard's result kept under ``cache/search`` as it finishes so a killed
+search resumes there, its cost estimated by a probe of ``--probe-queries`` on shard 0 and printed first).
+``--status`` only reports; ``--search partial`` searches the shards built so far (the first ``k`` of the split)
+without building more."""
 
 from __future__ import annotations
 
@@ -137,24 +141,57 @@ class Plan:
 
 
 def _build_in_worker(base: Synthetic, first: int, rows: int, graph: Graph, cache_dir: str, step: int,
-                     checkpoint_s: float, index: int, remaining_after: int, log: Optional[str]) -> dict:
-    """One shard's build in its own process, lowest priority, logging each step with the run's time to go."""
-    os.nice(19 - os.nice(0))
+                     checkpoint_s: float, index: int, remaining_after: int, log: Optional[str], nice: int = 19,
+                     workers: int = 1) -> dict:
+    """One shard's build in its own process at niceness ``nice``, logging each step with the run's time to go
+    (``workers`` shards being built at once); it ends with the driver (:func:`exit_with_parent`)."""
+    exit_with_parent()
+    set_nice(nice)
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(log, "a")) if log else sys.stdout
         return build_shard(base, first, rows, graph, cache_dir, step, checkpoint_s,
-                           lambda done, total, rec: _progress(out, index, done, total, rec, remaining_after))
+                           lambda done, total, rec: _progress(out, index, done, total, rec, remaining_after, workers))
 
 
-def _progress(out: Any, index: int, done: int, total: int, rec: dict, remaining_after: int) -> None:
-    """One progress line: the shard's rows, this session's rates, the whole run's time to go at them."""
+def exit_with_parent() -> bool:
+    """Asks Linux to end this process (SIGTERM) when the process that started it ends: a build worker left behind
+    by a killed driver would otherwise build on, beside the next driver's worker for the same shard. Returns whether
+    it could (False off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM)) != 0:
+        return False
+    if os.getppid() == 1:  # the driver ended before the request: end now, as the signal would have
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
+
+
+def set_nice(nice: int) -> int:
+    """Sets this process's niceness to ``nice`` (raising priority needs the privilege to; without it the niceness
+    stays where it is, with a warning on stderr); returns the niceness it now has."""
+    try:
+        return os.nice(nice - os.nice(0))
+    except PermissionError:
+        print(f"cannot lower the niceness to {nice} without privilege: staying at {os.nice(0)}", file=sys.stderr)
+        return os.nice(0)
+
+
+def _progress(out: Any, index: int, done: int, total: int, rec: dict, remaining_after: int,
+              workers: int = 1) -> None:
+    """One progress line: the shard's rows, this session's rates, the whole run's time to go at them (wall time:
+    with ``workers`` shards built side by side at this shard's rate each)."""
     s = rec["session"]
     per_cpu, per_wall = s["rows"] / max(s["cpu_s"], 1e-9), s["rows"] / max(s["wall_s"], 1e-9)
     left = total - done + remaining_after
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} shard {index}: {done:,}/{total:,} rows, "
           f"{per_cpu:,.0f} vectors/CPU s, {per_wall:,.0f} vectors/s wall, peak RSS "
           f"{rec['peak_rss_bytes'] / 2**30:.2f} GiB; run: {left:,} rows to go, ~{left / per_cpu / 3600:.2f} CPU h, "
-          f"~{left / per_wall / 3600:.2f} h wall at this rate", file=out, flush=True)
+          f"~{left / per_wall / workers / 3600:.2f} h wall at this rate x {workers} worker{'s' * (workers > 1)}",
+          file=out, flush=True)
 
 
 #: The lock file a driver holds in its cache while it runs (so two drivers never build the same shard).
@@ -179,6 +216,32 @@ def _lock(cache: Path) -> Any:
     return f
 
 
+def build(plan: Plan, a: Any, out: Any) -> None:
+    """Builds every missing shard of ``plan``, ``a.workers`` at a time, each in a fresh worker process at niceness
+    ``a.nice`` with its own checkpoint (a shard's graph is built on one thread from its own rows, so it is the same
+    byte for byte whichever worker builds it and whatever runs beside it); logs each finished shard's record with
+    the plan's status to ``out``."""
+    missing = plan.missing()
+    if not missing:
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(min(a.workers, len(missing)), mp_context=ctx,
+                                                max_tasks_per_child=1) as pool:
+        jobs = {}
+        for n, i in enumerate(missing):
+            first, rows = plan.shards[i]
+            after = sum(plan.shards[j][1] - plan.rows_done(j) for j in missing[n + 1:])
+            jobs[pool.submit(_build_in_worker, plan.base, first, rows, plan.graph, plan.cache_dir, a.step,
+                             a.checkpoint_min * 60, i, after, a.log, a.nice, a.workers)] = i
+        try:
+            for done in concurrent.futures.as_completed(jobs):
+                print(json.dumps({"shard": jobs[done], "record": done.result(), **plan.status()}), file=out,
+                      flush=True)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the shards in progress keep their checkpoints
+            raise
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     import argparse
 
@@ -195,14 +258,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--step", type=int, default=STEP, help="rows added between progress lines")
     ap.add_argument("--checkpoint-min", type=float, default=10.0, help="minutes between checkpoints of a shard")
     ap.add_argument("--log", help="append progress here (default: stdout)")
+    ap.add_argument("--workers", type=int, default=1, help="shards built at once (each its own worker process and "
+                    "checkpoint; 0.6-0.9 GiB each at 1.5M vectors), and shards searched at once")
+    ap.add_argument("--nice", type=int, default=19, help="niceness of the build workers (-20..19; below the "
+                    "driver's own needs the privilege to raise priority)")
     ap.add_argument("--status", action="store_true", help="report what is built and the time to go; build nothing")
     ap.add_argument("--search", choices=("auto", "never", "partial"), default="auto",
                     help="auto: search once every shard is built; partial: search the shards built so far now")
     ap.add_argument("--ef", type=int, default=64)
     ap.add_argument("--queries", type=int, default=2048)
     ap.add_argument("--truth-queries", type=int, default=200)
+    ap.add_argument("--probe-queries", type=int, default=32, help="queries of the probe on shard 0 that estimates "
+                    "the search's CPU and wall time before it starts (0: no estimate)")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if not 1 <= a.workers <= 256:
+        ap.error(f"--workers must be 1..256, not {a.workers}")
+    if not -20 <= a.nice <= 19:
+        ap.error(f"--nice must be -20..19, not {a.nice}")
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(a.log, "a")) if a.log else sys.stdout
         return _run(a, out, stack)
@@ -224,15 +297,7 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
             print(f"another run holds {Path(a.cache) / LOCK}: one driver per cache at a time", file=sys.stderr)
             return 2
         stack.enter_context(lock)
-        ctx = multiprocessing.get_context("spawn")
-        # one at a time: a shard's build is one thread, and two would double the memory
-        for i in plan.missing():
-            first, rows = plan.shards[i]
-            after = sum(plan.shards[j][1] - plan.rows_done(j) for j in plan.missing() if j != i)
-            with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx, max_tasks_per_child=1) as pool:
-                rec = pool.submit(_build_in_worker, base, first, rows, graph, a.cache, a.step, a.checkpoint_min * 60,
-                                  i, after, a.log).result()
-            print(json.dumps({"shard": i, "record": rec, **plan.status()}), file=out, flush=True)
+        build(plan, a, out)
     if a.search == "never" or (a.search == "auto" and plan.missing()):
         return 0
     k = plan.built_prefix() if a.search == "partial" else a.devices
@@ -241,8 +306,8 @@ def _run(a: Any, out: Any, stack: contextlib.ExitStack) -> int:
         return 1
     args = ["--name", a.name, "--n", str(a.n), "--devices", str(k), "--split", str(a.devices), "--preset", a.preset,
             "--R", str(a.R), "--ef-construction", str(a.ef_construction), "--seed", str(a.seed), "--ef", str(a.ef),
-            "--queries", str(a.queries), "--truth-queries", str(a.truth_queries), "--workers", "1",
-            "--cache", a.cache]
+            "--queries", str(a.queries), "--truth-queries", str(a.truth_queries), "--workers", str(a.workers),
+            "--cache", a.cache, "--results", str(Path(a.cache) / "search"), "--probe-queries", str(a.probe_queries)]
     for s in a.set:
         args += ["--set", s]
     if a.out:

@@ -26,9 +26,9 @@ import numpy as np
 
 from nearflash.array import topk
 from nearflash.array.array import Array, DeviceSpec, Shard
-from nearflash.errors import InvalidArgument, InvalidType, InvalidValue
+from nearflash.errors import InvalidType, InvalidValue
 from nearflash.device import preset_params
-from nearflash.ndsearch.datasets import DEFAULT_CACHE, SYNTHETIC, synthetic
+from nearflash.ndsearch.datasets import SYNTHETIC, ground_truth, synthetic
 from nearflash.ndsearch.index import KINDS, MAX_K, Index, _int
 from nearflash.ndsearch.scale import cpu_seconds, peak_rss_bytes
 
@@ -86,10 +86,16 @@ class Graph:
         _int("seed", self.seed, 0, 2**63 - 1)
 
 
+@dataclass
 class Result(topk.Merged):
     """A sharded search: the merged ``distances``/``ids`` (nq x k, global ids), the array's report, and per shard
     what it held and what building and searching it cost (``rows``, ``first``, ``build_wall_s``, ``build_cpu_s``,
-    ``loaded``, ``deploy_ns``, ``search_ns``, ``peak_rss_bytes`` of the process that ran it, ``energy_j``)."""
+    ``loaded``, ``deploy_ns``, ``search_ns``, ``peak_rss_bytes`` of the process that ran it, ``energy_j``, and
+    ``cpu_s``: this process's CPU seconds per phase, ``graph`` (load or build), ``deploy``, ``search`` (the
+    simulated device), ``ground_truth``). ``truth``: the exact ``(distances, ids)`` of the first ``truth_queries``
+    queries over the rows searched (each shard's exact k nearest, merged), or None."""
+
+    truth: Optional[tuple[np.ndarray, np.ndarray]] = None
 
     @property
     def energy_j(self) -> float:
@@ -141,17 +147,21 @@ def shard_rows(base: Any, shard: Shard, split: Optional[int]) -> tuple[int, int]
 
 
 def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
-                 merge_ns_per_candidate: float, cache_dir: Optional[str],
-                 split: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, dict]:
+                 merge_ns_per_candidate: float, cache_dir: Optional[str], split: Optional[int] = None,
+                 truth: int = 0) -> tuple[np.ndarray, np.ndarray, dict, Optional[tuple[np.ndarray, np.ndarray]]]:
     """One device's part (module-level, so a worker process can run it): builds or loads its shard's graph, deploys
     it on its SearSSD, then searches every batch of ``queries``; each batch's queries cross to the device and its
-    k x (id, distance) answers back, and the host folds them into the running top-k."""
+    k x (id, distance) answers back, and the host folds them into the running top-k. ``truth`` > 0: also the exact
+    k nearest of the first ``truth`` queries over this shard's rows (global ids), for the recall check."""
     first, rows = shard_rows(base, shard, split)
+    cpu = {"graph": cpu_seconds()}
     ix, built = shard_graph(base, first, rows, graph, cache_dir)
     dev = shard.device
     if "ndsearch" not in dev.report().extensions:
         dev.attach("ndsearch", batch=batch)
+    cpu["deploy"] = cpu_seconds()
     dep = ix.deploy(dev)
+    cpu["search"] = cpu_seconds()
     shard.start_ns = dev.now_ns
     before = _energy(dev)
     out_d, out_i = [], []
@@ -163,15 +173,32 @@ def search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, 
         shard.transfer(dev.now_ns, got * 8, cpu_ns=math.ceil(got * merge_ns_per_candidate))
         out_d.append(d)
         out_i.append(np.where(i >= 0, i + first, -1))
+    cpu["ground_truth"] = cpu_seconds()
+    exact = shard_truth(base, first, rows, queries[:truth], k, _metric(base, graph)) if truth else None
     info = {"device": shard.index, "first": first, "rows": rows, **built, "deploy_ns": dep.deploy_ns,
             "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
-            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
-    return np.vstack(out_d), np.vstack(out_i), info
+            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes(), "cpu_s": _phases(cpu)}
+    return np.vstack(out_d), np.vstack(out_i), info, exact
+
+
+def _phases(marks: dict[str, float]) -> dict[str, float]:
+    """CPU seconds of each phase from the CPU clock at each phase's start (in order; the last ends now)."""
+    names, at = list(marks), [*marks.values(), cpu_seconds()]
+    return {name: at[n + 1] - at[n] for n, name in enumerate(names)}
+
+
+def shard_truth(base: Any, first: int, rows: int, queries: np.ndarray, k: int,
+                metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """The exact ``k`` nearest of each of ``queries`` among the shard's rows (global ids): merged over the shards
+    (:func:`nearflash.array.topk.merge`) they are the whole set's, computed where each shard's rows already are,
+    side by side, and kept with the shard's result when the search is resumable."""
+    d, i = ground_truth(_base_rows(base, first, rows), queries, k, metric)
+    return d, i + first
 
 
 def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, batch: int,
-                      merge_ns_per_candidate: float, cache_dir: Optional[str],
-                      split: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, dict]:
+                      merge_ns_per_candidate: float, cache_dir: Optional[str], split: Optional[int] = None,
+                      truth: int = 0) -> tuple[np.ndarray, np.ndarray, dict, Optional[tuple[np.ndarray, np.ndarray]]]:
     """One device's part on the host path (CPU + SSD, DiskANN-style, :mod:`nearflash.ndsearch.diskann`): the shard's
     graph and vectors in DiskANN's sector layout on the device's namespace, the host searching them with reads
     through the device's queue; each round's 4 KiB blocks cross the shared host, followed by the host search's CPU
@@ -181,9 +208,12 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
     from nearflash.ndsearch import diskann
 
     first, rows = shard_rows(base, shard, split)
+    cpu = {"graph": cpu_seconds()}
     ix, built = shard_graph(base, first, rows, graph, cache_dir)
     dev = shard.device
+    cpu["deploy"] = cpu_seconds()
     npb = diskann.write_layout(ix, _base_rows(base, first, rows), dev)
+    cpu["search"] = cpu_seconds()
     shard.start_ns = dev.now_ns
     before = _energy(dev)
     reads = 0
@@ -207,10 +237,12 @@ def host_search_shard(shard: Shard, base: Any, queries: np.ndarray, k: int, ef: 
         shard.transfers[-1] = dataclasses.replace(last, cpu_ns=last.cpu_ns + math.ceil(n * merge_ns_per_candidate))
         out_d.append(d)
         out_i.append(np.where(i >= 0, i + first, -1))
+    cpu["ground_truth"] = cpu_seconds()
+    exact = shard_truth(base, first, rows, queries[:truth], k, _metric(base, graph)) if truth else None
     info = {"device": shard.index, "first": first, "rows": rows, **built, "reads": reads, "search_cpu_ns": search_ns,
             "search_ns": dev.now_ns - shard.start_ns, "energy_j": _energy(dev) - before,
-            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes()}
-    return np.vstack(out_d), np.vstack(out_i), info
+            "peak_rss_bytes": peak_rss_bytes(), "index_bytes": ix.memory_bytes(), "cpu_s": _phases(cpu)}
+    return np.vstack(out_d), np.vstack(out_i), info, exact
 
 
 def search_cpu_ns(ix: Index, distances: int, hops: int) -> float:
@@ -233,14 +265,31 @@ def _energy(dev: Any) -> float:
 
 def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, graph: Graph = Graph(),
            batch: int = 2048, executor: Any = None, cache_dir: Optional[str | Path] = None,
-           path: str = "in_storage", split: Optional[int] = None) -> Result:
+           path: str = "in_storage", split: Optional[int] = None, truth_queries: int = 0) -> Result:
     """Searches ``queries`` over ``base`` (a 2-D array, or :class:`Synthetic`) split evenly over ``array``'s
     devices (one preset, each with the ``ndsearch`` extension's reserved area: ``ext_reserved_blocks``); returns the
     merged k nearest per query (:class:`Result`). ``path`` "in_storage" (SearSSD) or "host" (CPU + SSD reads,
     :func:`host_search_shard`; the devices need no reserved area then). ``k`` beyond what a shard holds is fine (the shard pads, the
     merge takes from the others); beyond the whole set the answer pads with id -1, distance +inf, as FAISS.
     ``split``: ``base`` is split evenly over this many shards and ``array`` runs the first ``len(array)`` of them (a
-    partial array: the answer covers their rows only); None: over ``array``'s devices."""
+    partial array: the answer covers their rows only); None: over ``array``'s devices. ``truth_queries``: the
+    exact answers of the first this many queries over the rows searched, computed shard by shard beside the search
+    (``Result.truth``). ``executor`` may be a :class:`nearflash.array.Resumable` (a killed search resumes at the
+    shards it had not finished)."""
+    fn, args = work(array, base, queries, k, ef, graph=graph, batch=batch, cache_dir=cache_dir, path=path,
+                    split=split, truth_queries=truth_queries)
+    report, parts = array.run(fn, *args, executor=executor)
+    k = args[2]
+    d, i = topk.merge([(p[0], p[1]) for p in parts], k)
+    truth = topk.merge([p[3] for p in parts], k) if args[-1] else None
+    return Result(ids=i, distances=d, report=report, shards=[p[2] for p in parts], truth=truth)
+
+
+def work(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, graph: Graph = Graph(),
+         batch: int = 2048, cache_dir: Optional[str | Path] = None, path: str = "in_storage",
+         split: Optional[int] = None, truth_queries: int = 0) -> tuple[Any, tuple[Any, ...]]:
+    """The checked shard work of :func:`search` (its arguments as there): ``(work, args)`` for ``array.run``, e.g.
+    to ask a :class:`nearflash.array.Resumable` which shards are still to run."""
     topk.one_preset(array, "the sharded NDSearch")
     if path not in PATHS:
         raise InvalidValue(f"path must be one of {sorted(PATHS)}, not {path!r}")
@@ -264,11 +313,30 @@ def search(array: Array, base: Any, queries: Any, k: int = 10, ef: int = 64, *, 
         raise InvalidValue("queries must hold at least one row")
     k, ef = _int("k", k, 1, MAX_K), _int("ef", ef, 1, MAX_K)
     batch = _int("batch", batch, 1, 1 << 16)
+    truth_queries = min(_int("truth_queries", truth_queries, 0), len(q))
     cache = None if cache_dir is None else str(cache_dir)
-    report, parts = array.run(PATHS[path], base, q, k, ef, graph, batch,
-                              array.host["topk_merge_ns_per_candidate"], cache, split, executor=executor)
-    d, i = topk.merge([(p[0], p[1]) for p in parts], k)
-    return Result(ids=i, distances=d, report=report, shards=[p[2] for p in parts])
+    return PATHS[path], (base, q, k, ef, graph, batch, array.host["topk_merge_ns_per_candidate"], cache, split,
+                         truth_queries)
+
+
+def estimate(array: Array, base: Any, queries: np.ndarray, k: int, ef: int, graph: Graph, cache_dir: Optional[str],
+             split: Optional[int], truth_queries: int, probe: int, shards: int, workers: int) -> dict:
+    """What :func:`search` of ``queries`` over ``shards`` of ``array``'s shards will cost this machine, measured
+    before it starts: shard 0 alone searches the first ``probe`` queries (and the exact answers of
+    ``truth_queries``) in this process, and each phase's CPU seconds scale to the run (graph load and deploy once
+    per shard, the device search per query, the ground truth per shard); wall time with ``workers`` shards at once,
+    each on a core of its own. An upper bound: the simulated search's CPU per query falls with the batch's size
+    (docs/arrays.md: ~35% over at 32 of 2,048 queries)."""
+    p = min(_int("probe", probe, 1), len(queries))
+    one = Array([array.specs[0]])
+    t = time.perf_counter()
+    got = search(one, base, queries[:p], k, ef, graph=graph, cache_dir=cache_dir, split=split or len(array),
+                 truth_queries=truth_queries)
+    c = got.shards[0]["cpu_s"]
+    per_shard = c["graph"] + c["deploy"] + c["search"] * len(queries) / p + c["ground_truth"]
+    return {"probe_queries": p, "probe_cpu_s": c, "probe_wall_s": time.perf_counter() - t,
+            "per_shard_cpu_s": per_shard, "shards": shards, "workers": workers, "cpu_s": shards * per_shard,
+            "wall_s_at_full_cores": math.ceil(shards / max(workers, 1)) * per_shard}
 
 
 def device_capacity(spec: DeviceSpec, vector_bytes: int) -> int:
@@ -287,8 +355,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     import multiprocessing
     import sys
 
-    from nearflash.array.array import RayExecutor
-    from nearflash.ndsearch.datasets import cached_synthetic_ground_truth, recall_at
+    from nearflash.array.array import RayExecutor, Resumable, run_shard
+    from nearflash.ndsearch.datasets import recall_at
 
     ap = argparse.ArgumentParser(prog="python -m nearflash.ndsearch.sharded",
                                  description="A synthetic set sharded over an array of SearSSDs: build each shard's "
@@ -311,6 +379,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--workers", type=int, default=0, help="worker processes, a fresh one per shard (0: this process)")
     ap.add_argument("--ray", metavar="ADDRESS", help="run each shard as a Ray task ('auto', 'ray://head:10001', ...)")
     ap.add_argument("--cache", help="directory for the shards' graphs (built once, loaded after)")
+    ap.add_argument("--results", help="keep each shard's search result here as it finishes: run again, the search "
+                    "resumes at the shards not finished (same final report)")
+    ap.add_argument("--probe-queries", type=int, default=0, help="before searching, measure shard 0 with this many "
+                    "queries and print the run's estimated CPU and wall time (0: no estimate)")
     ap.add_argument("--out", help="write the result JSON here")
     a = ap.parse_args(argv)
     overrides = {}
@@ -321,34 +393,42 @@ def main(argv: Optional[list[str]] = None) -> int:
     array = Array(a.devices, a.preset, overrides=overrides)
     capacity = device_capacity(array.specs[0], base.dim * np.dtype(base.dtype).itemsize)
     q = synthetic(a.name, a.queries, seed=a.seed, queries=True)
+    graph = Graph(R=a.R, ef_construction=a.ef_construction, seed=a.seed)
+    nt = min(a.truth_queries, a.queries)
     executor: Any = None
     if a.ray:
         executor = RayExecutor(a.ray)
     elif a.workers:
         executor = concurrent.futures.ProcessPoolExecutor(a.workers, mp_context=multiprocessing.get_context("spawn"),
                                                           max_tasks_per_child=1)
+    if a.results:
+        executor = Resumable(a.results, executor)
+    planned = None
+    if a.probe_queries:
+        todo = len(array) if not a.results else len(executor.pending(run_shard, *array.jobs(
+            *work(array, base, q, a.k, a.ef, graph=graph, cache_dir=a.cache, split=a.split, truth_queries=nt))))
+        planned = estimate(array, base, q, a.k, a.ef, graph, a.cache, a.split, nt, a.probe_queries, todo,
+                           max(a.workers, 1)) if todo else {"shards": 0, "cpu_s": 0.0}
+        print(json.dumps({"estimate": planned}), flush=True)
     t0 = time.perf_counter()
-    res = search(array, base, q, a.k, a.ef, graph=Graph(R=a.R, ef_construction=a.ef_construction, seed=a.seed),
-                 executor=executor, cache_dir=a.cache, split=a.split)
+    res = search(array, base, q, a.k, a.ef, graph=graph, executor=executor, cache_dir=a.cache, split=a.split,
+                 truth_queries=nt)
     wall = time.perf_counter() - t0
     if hasattr(executor, "shutdown"):
         executor.shutdown()
-    nt = min(a.truth_queries, a.queries)
     held = sum(s["rows"] for s in res.shards)  # the first rows of the set (all of it unless --split)
-    t = time.perf_counter()
-    _, truth = cached_synthetic_ground_truth(a.name, held, q[:nt], a.k, a.seed,
-                                             cache_dir=a.cache or DEFAULT_CACHE)
-    truth_s = time.perf_counter() - t
+    phases = {name: sum(s["cpu_s"][name] for s in res.shards) for name in res.shards[0]["cpu_s"]}
     out = {
         "command": "python -m nearflash.ndsearch.sharded " + " ".join(sys.argv[1:] if argv is None else argv),
         "set": a.name, "vectors": a.n, "devices": a.devices, "split": a.split or a.devices, "vectors_searched": held,
         "preset": a.preset, "overrides": overrides,
         "device_capacity_vectors": capacity, "multiple_of_one_device": a.n / capacity,
         "queries": a.queries, "k": a.k, "ef": a.ef, "R": a.R, "ef_construction": a.ef_construction,
-        f"recall@{a.k}": recall_at(res.ids[:nt], truth, a.k), "recall_queries": nt,
+        f"recall@{a.k}": recall_at(res.ids[:nt], res.truth[1], a.k) if nt else None, "recall_queries": nt,
         "qps": res.qps, "elapsed_ns": res.report.elapsed_ns, "energy_j": res.energy_j,
         "queries_per_joule": a.queries / res.energy_j if res.energy_j else None,
-        "busiest_shared": res.report.whole["busiest"], "wall_s": wall, "ground_truth_wall_s": truth_s,
+        "busiest_shared": res.report.whole["busiest"], "wall_s": wall, "cpu_s_by_phase": phases,
+        "estimate": planned, "shards_resumed": getattr(executor, "loaded", 0),
         "build_cpu_s": sum(s["build_cpu_s"] for s in res.shards),
         "peak_rss_bytes_per_worker": max(s["peak_rss_bytes"] for s in res.shards),
         "peak_rss_bytes_driver": peak_rss_bytes(),

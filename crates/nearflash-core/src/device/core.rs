@@ -357,10 +357,14 @@ impl DeviceCore {
     /// the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
         let sector = u64::from(self.nand.geo.sector_size);
-        let mut arrived = Vec::with_capacity(pages.len());
-        for p in &pages {
-            arrived.push(self.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done));
+        let deliver = |core: &mut Self, p: &PageAt| core.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done);
+        // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
+        if let [p] = pages.as_slice() {
+            let arrived = deliver(self, p);
+            self.recycle(pages);
+            return arrived;
         }
+        let arrived: Vec<At> = pages.iter().map(|p| deliver(self, p)).collect();
         self.recycle(pages);
         // Every page is read after the firmware's lookup (`fw`), so it bounds nothing once a page was read.
         let floor = if arrived.is_empty() { fw } else { At::ZERO };

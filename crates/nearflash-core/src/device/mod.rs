@@ -242,6 +242,17 @@ impl Device {
         self.core.events.clock()
     }
 
+    /// Commands failed since the device was opened. A command's status is decided when it is submitted (and
+    /// recorded in the error log then), so a caller can learn it before the command completes: this count moves.
+    pub fn errors_recorded(&self) -> u64 {
+        self.errors.total()
+    }
+
+    /// The status command `cid` of queue `sqid` failed with, while the error log keeps its entry.
+    pub fn failed_status(&self, sqid: u16, cid: u16) -> Option<nvme::Status> {
+        self.errors.find(sqid, cid).map(|e| e.status)
+    }
+
     /// Moves the host clock forward (think time); never backwards. The event loop runs up to it.
     pub fn advance_to(&mut self, t: Time) {
         self.core.run_until(t);

@@ -93,11 +93,11 @@ impl ClassStats {
     }
 }
 
-/// Counters and histograms since the last reset: per command class, and per I/O queue and command class.
+/// Counters and histograms since the last reset, per queue and command class; the per-class figures merge the
+/// queues' when reported (one histogram recorded per completion, not two).
 pub(crate) struct Measurements {
-    classes: BTreeMap<OpClass, ClassStats>,
-    /// Per I/O queue and class (`queue_key`), with the queue's priority; a hash map, as this is looked up on every
-    /// completion (the reports sort it).
+    /// Per queue (0: the admin queue, kept out of the per-queue figures) and class (`queue_key`), with the queue's
+    /// priority; a hash map, as this is looked up on every completion (the reports sort it).
     queues: IntMap<u32, (Priority, ClassStats)>,
 }
 
@@ -145,31 +145,40 @@ fn seconds(window_ns: u64) -> f64 {
 
 impl Measurements {
     pub fn new() -> Self {
-        Measurements { classes: BTreeMap::new(), queues: IntMap::default() }
+        Measurements { queues: IntMap::default() }
     }
 
     /// A completion of a `class` command from queue `sqid` (of priority `prio`; 0 is the admin queue, kept out of
     /// the per-queue figures).
     pub fn record(&mut self, class: OpClass, sqid: u16, prio: Priority, latency_ns: u64, bytes: u64, ok: bool) {
-        self.classes.entry(class).or_insert_with(ClassStats::new).add(latency_ns, bytes, ok);
-        if sqid != 0 {
-            let q = self.queues.entry(queue_key(sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
-            q.1.add(latency_ns, bytes, ok);
-        }
+        let q = self.queues.entry(queue_key(sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
+        q.1.add(latency_ns, bytes, ok);
     }
 
+    /// Per command class, every queue's merged (the same counts as one histogram recorded per class).
     pub fn ops(&self, window_ns: u64) -> BTreeMap<String, OpReport> {
         let secs = seconds(window_ns);
-        self.classes.iter().map(|(k, c)| (k.name().to_string(), c.report(secs))).collect()
+        let mut merged: BTreeMap<OpClass, ClassStats> = BTreeMap::new();
+        for (&key, (_, c)) in &self.queues {
+            merged.entry(from_queue_key(key).1).or_insert_with(ClassStats::new).merge(c);
+        }
+        merged.iter().map(|(k, c)| (k.name().to_string(), c.report(secs))).collect()
+    }
+
+    /// The I/O queues' entries: (queue, class, priority, figures).
+    fn io_queues(&self) -> impl Iterator<Item = (u16, OpClass, Priority, &ClassStats)> + '_ {
+        self.queues.iter().filter_map(|(&key, (prio, c))| {
+            let (q, class) = from_queue_key(key);
+            (q != 0).then_some((q, class, *prio, c))
+        })
     }
 
     /// Per I/O queue: its priority and its commands by class.
     pub fn queues(&self, window_ns: u64) -> BTreeMap<u16, QueueReport> {
         let secs = seconds(window_ns);
         let mut out: BTreeMap<u16, QueueReport> = BTreeMap::new();
-        for (&key, (prio, c)) in &self.queues {
-            let (q, class) = from_queue_key(key);
-            let r = out.entry(q).or_insert_with(|| QueueReport { priority: *prio, ops: BTreeMap::new() });
+        for (q, class, prio, c) in self.io_queues() {
+            let r = out.entry(q).or_insert_with(|| QueueReport { priority: prio, ops: BTreeMap::new() });
             r.ops.insert(class.name().to_string(), c.report(secs));
         }
         out
@@ -179,9 +188,8 @@ impl Measurements {
     pub fn priorities(&self, window_ns: u64) -> BTreeMap<Priority, BTreeMap<String, OpReport>> {
         let secs = seconds(window_ns);
         let mut merged: BTreeMap<(Priority, OpClass), ClassStats> = BTreeMap::new();
-        for (&key, (prio, c)) in &self.queues {
-            let class = from_queue_key(key).1;
-            merged.entry((*prio, class)).or_insert_with(ClassStats::new).merge(c);
+        for (_, class, prio, c) in self.io_queues() {
+            merged.entry((prio, class)).or_insert_with(ClassStats::new).merge(c);
         }
         let mut out: BTreeMap<Priority, BTreeMap<String, OpReport>> = BTreeMap::new();
         for ((prio, class), c) in merged {

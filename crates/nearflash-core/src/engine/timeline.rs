@@ -107,6 +107,8 @@ impl Timeline {
             }
             (true, false) => self.busy[at - 1].1 = end,
             (false, true) => self.busy[at].0 = t,
+            // Most bookings land after the last interval: an append, not `insert`'s general move of the tail.
+            (false, false) if at == self.busy.len() => self.busy.push_back((t, end)),
             (false, false) => self.busy.insert(at, (t, end)),
         }
         t

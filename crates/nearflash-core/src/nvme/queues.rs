@@ -6,7 +6,7 @@ use crate::ctrl::sched::Priority;
 use crate::engine::Time;
 use crate::error::{Result, SimError};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 struct Sq {
     depth: u32,
@@ -40,9 +40,55 @@ pub struct Completion {
     pub cqe: Cqe,
 }
 
+/// Queues by id: a vector indexed by queue id (ids are small, at most `nvme.max_queues`), looked up several times
+/// per command, where a B-tree's search cost more than the rest of a lookup. Iterates in id order, as a B-tree would.
+struct ById<T>(Vec<Option<T>>);
+
+impl<T> ById<T> {
+    fn new() -> Self {
+        ById(Vec::new())
+    }
+
+    #[inline]
+    fn get(&self, id: &u16) -> Option<&T> {
+        self.0.get(usize::from(*id)).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: &u16) -> Option<&mut T> {
+        self.0.get_mut(usize::from(*id)).and_then(Option::as_mut)
+    }
+
+    #[inline]
+    fn contains_key(&self, id: &u16) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn insert(&mut self, id: u16, v: T) {
+        let i = usize::from(id);
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        self.0[i] = Some(v);
+    }
+
+    fn remove(&mut self, id: &u16) -> Option<T> {
+        self.0.get_mut(usize::from(*id)).and_then(Option::take)
+    }
+
+    /// The ids in use, in order.
+    fn ids(&self) -> Vec<u16> {
+        self.0.iter().enumerate().filter(|(_, v)| v.is_some()).map(|(i, _)| i as u16).collect()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &T> + '_ {
+        self.0.iter().flatten()
+    }
+}
+
 pub struct QueueSet {
-    sqs: BTreeMap<u16, Sq>,
-    cqs: BTreeMap<u16, Cq>,
+    sqs: ById<Sq>,
+    cqs: ById<Cq>,
     max_queues: u16,
     max_depth: u32,
     order: u64,
@@ -51,7 +97,7 @@ pub struct QueueSet {
 impl QueueSet {
     /// Queue set with the admin pair (queue 0) of `admin_depth` entries.
     pub fn new(max_queues: u16, max_depth: u32, admin_depth: u32) -> Self {
-        let mut q = QueueSet { sqs: BTreeMap::new(), cqs: BTreeMap::new(), max_queues, max_depth, order: 0 };
+        let mut q = QueueSet { sqs: ById::new(), cqs: ById::new(), max_queues, max_depth, order: 0 };
         q.cqs.insert(0, Cq { depth: admin_depth, pending: BinaryHeap::new(), head: 0, phase: true });
         q.sqs.insert(0, Sq { depth: admin_depth, prio: Priority::Medium, cqid: 0, outstanding: 0, head: 0 });
         q
@@ -193,7 +239,7 @@ impl QueueSet {
     }
 
     pub fn sq_ids(&self) -> Vec<u16> {
-        self.sqs.keys().copied().collect()
+        self.sqs.ids()
     }
 }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 /// Pace none's reaction window in the tests that hold the loop for reactions: long enough that a reacting thread
 /// of a loaded machine (2 shared cores, other tests beside) is not taken for a client that does not react (2 ms
-/// was outlived: the depth seen fell to 5 of 8); each test waits it out once, at its clients' last replies.
-const HOLD: Duration = Duration::from_millis(20);
+/// was outlived: the depth seen fell to 5 of 8; 20 ms too at load 13: 3.9 of 8). No test waits it out: replies
+/// go out at submission, and closing a connection releases the completions it owed reactions to.
+const HOLD: Duration = Duration::from_millis(1000);
 
 fn device(overrides: &[(&str, &str)], materialise: bool) -> Device {
     let mut t = load_preset("cosmos-plus").unwrap();
@@ -76,6 +77,8 @@ fn pace_none_sees_the_clients_queue_depth() {
     }
 }
 
+/// A client at queue depth 1: each read is submitted when the one before completed (its reply went out when it was
+/// submitted, so the next read waits for the loop to reach that completion), back to back in virtual time.
 #[test]
 fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     let shared = Arc::new(Shared::new(device(&[], false), ServeConfig { burst_window: Duration::from_millis(1), ..ServeConfig::default() }).unwrap());
@@ -85,15 +88,16 @@ fn pace_none_virtual_time_follows_a_queue_depth_one_client() {
     for i in 0..50u64 {
         let o = shared.io(conn, Io::Read { lba: i * 97, out: &mut buf }).unwrap();
         let at = shared.with_device(|d| d.now()).unwrap();
-        assert!(i == 0 || at == last, "each read is submitted when the one before completed");
-        assert!(o.done > at);
-        last = o.done;
+        assert_eq!(o.done, at, "the reply goes out at its submission");
+        assert!(i == 0 || at > last, "each read is submitted after the one before");
+        last = at;
     }
     shared.disconnect(conn);
-    assert_eq!(shared.with_device(|d| d.now()).unwrap(), last, "closing moves the clock to the last completion");
+    let end = shared.with_device(|d| d.now()).unwrap();
     let c = shared.snapshot().unwrap().1.last_connection.unwrap();
-    assert_eq!((c.requests, c.last_done_ns), (50, last.as_ns()));
-    assert!((c.iops - 50.0 / (last.as_ns() - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
+    assert_eq!((c.requests, c.last_done_ns), (50, end.as_ns()), "closing moves the clock to the last completion");
+    assert!(end > last);
+    assert!((c.iops - 50.0 / (end.as_ns() - c.first_submit_ns) as f64 * 1e9).abs() < 1e-6 && c.mean_latency_us > 10.0);
     assert!(c.mean_queue_depth > 0.99 && c.mean_queue_depth <= 1.0, "one read at a time, back to back: {c:?}");
 }
 
@@ -112,6 +116,55 @@ fn realtime_holds_replies_until_their_modelled_completion() {
     assert_eq!((p.replies, p.pace), (5, Some(Pace::Realtime)));
     assert!(rep.ops["read"].latency.min_us >= 2000.0);
     assert!(now >= Time::from_ns(8_000_000), "the fifth read arrived after four 2 ms reads: {now}");
+}
+
+/// Pace none: a reaction that arrives before the loop reached a completion for it to take waits, and is submitted
+/// by the thread that runs the loop there, with its client's buffer. Connection B's four clients write and read back
+/// their own blocks while connection A's client thinks 2 ms between reads, holding the loop at the completions it
+/// owes reactions to: B's reactions queue behind them, each finds its data, and a read past the namespace fails with
+/// its status (settled when it is submitted); none is submitted in the loop's past.
+#[test]
+fn pace_none_queued_reactions_carry_their_data_and_status() {
+    let cfg = ServeConfig { burst_window: Duration::from_millis(5), threads: 8, reaction_window: Duration::from_millis(300), ..ServeConfig::default() };
+    let shared = Arc::new(Shared::new(device(&[], true), cfg).unwrap());
+    let (a, b) = (shared.connect().unwrap(), shared.connect().unwrap());
+    let lbas = shared.with_device(|d| d.namespace().lbas).unwrap();
+    let thinker = {
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            for i in 0..20u64 {
+                assert!(s.io(a, Io::Read { lba: 5000 + i, out: &mut buf }).unwrap().status.is_success());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let clients: Vec<_> = (0..4u64)
+        .map(|t| {
+            let s = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let mut back = vec![0u8; 4096];
+                for i in 0..20u64 {
+                    let lba = t * 1000 + i * 7;
+                    let data: Vec<u8> = (0..4096u64).map(|x| (x * 31 + t * 7 + i) as u8).collect();
+                    assert!(s.io(b, Io::Write { lba, data: &data, fua: false }).unwrap().status.is_success());
+                    assert!(s.io(b, Io::Read { lba, out: &mut back }).unwrap().status.is_success());
+                    assert!(back == data, "client {t}, block {lba}");
+                }
+                let o = s.io(b, Io::Read { lba: lbas - 1, out: &mut vec![0u8; 8192] }).unwrap();
+                assert_eq!(o.status, Status::LBA_OUT_OF_RANGE);
+            })
+        })
+        .collect();
+    thinker.join().unwrap();
+    shared.disconnect(a); // its owed reactions hold the loop no more
+    for t in clients {
+        t.join().unwrap();
+    }
+    shared.disconnect(b);
+    let (counts, p, ..) = shared.snapshot().unwrap();
+    assert_eq!((counts.write, counts.read, counts.errors), (80, 100, 4));
+    assert!(p.queued_reactions > 0 && p.late_submissions == 0, "{p:?}");
 }
 
 #[test]

@@ -574,7 +574,11 @@ impl Scheduler {
         if first.req.kind == CmdKind::Read && self.cfg.multi_plane && first.req.plane != u32::MAX && !first.req.column {
             let ppd = nand.geo.planes_per_die;
             let mut mask = 1u64 << first.req.plane.min(63);
-            'classes: for class in (0..self.classes.len()).filter(|&c| classes & (1 << c) != 0) {
+            // Only the classes with queued reads (the bits of `with_work`), in class order.
+            let mut with_reads = self.dies[die as usize].with_work[READ] & classes;
+            'classes: while with_reads != 0 {
+                let class = with_reads.trailing_zeros() as usize;
+                with_reads &= with_reads - 1;
                 let qi = class * KINDS + READ;
                 let mut i = 0;
                 while i < self.dies[die as usize].q[qi].len() {
