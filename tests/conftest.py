@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
-import pytest
+# scripts/test.sh runs as many pytest workers as the machine has cores: a BLAS or OpenMP thread pool per worker
+# (numpy's OpenBLAS, FAISS) would oversubscribe the cores and spin. Measured on the MiniLM and Cognitive model files
+# at load ~12: 15.3 CPU-s with the default pools, 8.5 with one thread each (docs/development.md). Before numpy loads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 #: A 1 GiB cosmos-plus: 4 channels x 2 ways x 2 planes x 64 blocks x 32 pages of 16 KiB.
 SMALL = {
@@ -26,6 +35,22 @@ TINY = {
     "gc_stop_free_blocks": 3,
     "write_buffer": "256KiB",
 }
+
+
+#: Seconds each test file took in a measured run (written by scripts/test_file_seconds.py from `--durations=0`).
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first (files without a figure after them, in collection order; a file's tests keep
+    their order). scripts/test.sh runs the files on two workers (`--dist loadfile --no-loadscope-reorder`), each
+    taking the next file when it is free: longest first, no long file starts last and holds one worker while the
+    other idles."""
+    try:
+        seconds = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -float(seconds.get(item.nodeid.split("::")[0], 0.0)))
 
 
 @pytest.fixture

@@ -246,9 +246,21 @@ fn method_a_blocks_ordinary_reads_and_method_b_does_not() {
     assert!(task_b as f64 <= task_a as f64 * 1.2, "{task_b} vs {task_a}");
 }
 
-/// 64 KiB reads (8 in flight, on way 1's dies, which hold no weights) completed while one DLG_hashing task of 16
-/// images runs under Method B, and the task's time (ns), DLG-x's weight reads at the declared `share` (0: first).
-fn reads_beside_hashing(share: u32) -> (u64, u64) {
+/// One DLG_hashing task of 16 images under Method B with 64 KiB reads beside it (8 in flight, on way 1's dies,
+/// which hold no weights).
+struct Beside {
+    /// The reads completed while the task ran.
+    reads: u64,
+    /// The task's time.
+    task_ns: u64,
+    /// DLG-x's weight reads on each channel (the weights are cut evenly over the channels).
+    weight_transfers_per_channel: u64,
+    /// One read's page transfer on a channel (16 KiB at the preset's 200 MB/s: 81.92 us).
+    read_xfer_ns: u64,
+}
+
+/// The task beside the reads, DLG-x's weight reads at the declared `share` (0: first).
+fn reads_beside_hashing(share: u32) -> Beside {
     let h = host(100);
     let mut dev = device_with(serde_json::json!({ "method": "B", "weight_stream_share": share }), "8");
     deploy(&mut dev, &h, GraphLayout::TwoHop);
@@ -277,29 +289,44 @@ fn reads_beside_hashing(share: u32) -> (u64, u64) {
         }
         if let Some(c) = dev.reap(1) {
             assert!(c.cqe.status().is_success());
-            return (reads, c.time - t0);
+            let weight_pages = dev.report().extensions["cognitive"]["stats"]["weight_pages_read"].as_u64().unwrap();
+            let cfg = dev.config();
+            let read_xfer_ns = (cfg.nand.page_size.0 as f64 * 1e9 / cfg.channel_bandwidth().0).ceil() as u64;
+            let per_channel = weight_pages / u64::from(cfg.nand.channels.0);
+            return Beside { reads, task_ns: c.time - t0, weight_transfers_per_channel: per_channel, read_xfer_ns };
         }
     }
 }
 
 #[test]
 fn ordinary_reads_get_their_share_beside_the_weight_stream_without_reserved_turns() {
-    let (first, task_first) = reads_beside_hashing(0);
-    let (turns, task_turns) = reads_beside_hashing(2);
+    let first = reads_beside_hashing(0);
+    let turns = reads_beside_hashing(2);
     // The flash scheduler issues DLG-x's weight reads and the ordinary reads as the dies and channels free up, so
     // the reads get their share of the channels with no turn left free in advance, even with the weight stream
     // first (when every command's flash work was booked at submission, the weight stream left only gaps shorter than
     // a page transfer without turns); these reads are on dies that hold no weights, so only the channels are shared
-    let rate = |reads: u64, ns: u64| reads as f64 / ns as f64;
-    assert!(first > 50, "{first} reads in {task_first} ns");
-    assert!(rate(first, task_first) >= 0.8 * rate(turns, task_turns), "{first} reads in {task_first} ns vs {turns} in {task_turns} ns");
-    // The channels grant by class: first (urgent), a weight transfer waits only for the transfer in progress; at the
-    // equal share (2:2 turns) for up to two of the reads' 16 KiB transfers more. So DLG-x is never slower first, and
-    // keeps most of its pace at the equal share. Measured: 8.55 ms first, 10.85 ms at the equal share (1.27x); with
-    // channels in arrival order both took 14.78 ms (the bound was 1.25x then), the weight pages waiting behind every
-    // read transfer queued before them
+    let rate = |b: &Beside| b.reads as f64 / b.task_ns as f64;
+    let (task_first, task_turns) = (first.task_ns, turns.task_ns);
+    assert!(first.reads > 50, "{} reads in {task_first} ns", first.reads);
+    assert!(rate(&first) >= 0.8 * rate(&turns), "{} reads in {task_first} ns vs {} in {task_turns} ns", first.reads, turns.reads);
+    // The channels grant by class. The reads keep every channel busy (8 in flight, one 16 KiB page of each on every
+    // channel; a way-1 die senses the next in tR = 60 us, less than a transfer, T = 81.92 us). First (urgent), a
+    // weight transfer waits only for the transfer in progress (<= T). At the equal share (weights 2:2, work-
+    // conserving round robin), it waits for the transfer in progress and at most the rest of the reads' turn: one
+    // more read (<= 2T); a weight transfer behind its class's second of a turn waits for the reads' whole turn after
+    // it, two reads more than first. So each weight transfer waits at most 2T longer at the equal share, and the task
+    // at most 2T x its weight transfers on one channel longer (each layer's pages are cut evenly over the channels and
+    // read in parallel: the task's path crosses one channel's transfers per layer). With 320 weight reads on 4
+    // channels: 2 x 81.92 us x 80 = 13.1 ms on top of the 8.55 ms first (2.5x): a bound by hand. Measured: 10.85 ms,
+    // 2.3 ms more (1.27x; 1.0 with channels in arrival order, both 14.78 ms). A tighter ratio is not derivable from
+    // the preset: how often a weight transfer finds the reads' turn in front of it depends on how DLG-x's compute
+    // overlaps its sensing, which is what the simulation computes. Reads taking the channels outright (weights
+    // waiting for all 8 queued reads, 8T each) would add ~52 ms and fail the bound.
     assert!(task_first <= task_turns, "the stream first is not slower: {task_first} vs {task_turns} ns");
-    assert!(task_turns as f64 <= 1.5 * task_first as f64, "DLG-x keeps its pace: {task_turns} vs {task_first} ns");
+    let bound = 2 * turns.read_xfer_ns * turns.weight_transfers_per_channel;
+    assert_eq!((turns.read_xfer_ns, turns.weight_transfers_per_channel), (81_920, 80), "the derivation's inputs");
+    assert!(task_turns <= task_first + bound, "DLG-x keeps its pace: {task_turns} vs {task_first} + {bound} ns");
 }
 
 /// DLG_hashing of `qs` on a fresh device reading weights as `weight_reads`: the hash codes (DLG_analysis 1), the

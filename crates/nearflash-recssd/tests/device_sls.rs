@@ -288,16 +288,19 @@ fn bad_element_widths_are_refused_before_anything_is_written() {
     }
 }
 
-/// What one NDP request over `pages` strided rows beside 48 host 4 KiB reads gave: per class (`recssd.ndp`, and the
-/// host's `medium`), transactions and their total wait in the die queues (ns).
+/// What one NDP request over `pages` strided rows beside 48 host 4 KiB reads gave, its class at `level` with
+/// `weight`: per class (`recssd.ndp`, and the host's `medium`), transactions and their total wait in the die queues
+/// (ns).
+#[derive(Debug)]
 struct NdpBeside {
     ndp: (u64, u64),
     host: (u64, u64),
 }
 
-fn ndp_beside_host_reads(level: &str, pages: u64) -> NdpBeside {
+fn ndp_beside_host_reads(level: &str, weight: u32, pages: u64) -> NdpBeside {
     // Host reads through the core's read path (not GreedyFTL's loop), so they keep their queue's class.
-    let mut dev = device(false, serde_json::json!({"ndp_class_level": level, "serve_host_reads": false}));
+    let params = serde_json::json!({"ndp_class_level": level, "ndp_class_weight": weight, "serve_host_reads": false});
+    let mut dev = device(false, params);
     let spec = TableSpec { rows: 700_000, dim: 64, data: TableData::Generated { seed: 5 }, attribute_bytes: 4 };
     let h = host(&mut dev, vec![spec], Placement::Packed);
     let start = h.tables.tables[0].layout.start_lba();
@@ -331,13 +334,18 @@ fn ndp_beside_host_reads(level: &str, pages: u64) -> NdpBeside {
 /// request's end and the host reads' latency do not move here: the firmware core is the bottleneck, `recssd.md`.)
 #[test]
 fn ndp_reads_carry_their_own_flash_class_at_the_level_asked_for() {
-    let runs: Vec<NdpBeside> = ["urgent", "normal", "background"].iter().map(|l| ndp_beside_host_reads(l, 256)).collect();
+    let runs: Vec<NdpBeside> = ["urgent", "normal", "background"].iter().map(|l| ndp_beside_host_reads(l, 2, 256)).collect();
     for r in &runs {
         assert_eq!((r.ndp.0, r.host.0), (256, 48), "one recssd.ndp transaction per NDP page");
     }
     let (urgent, normal, background) = (&runs[0], &runs[1], &runs[2]);
     assert!(urgent.ndp.1 < normal.ndp.1 && normal.ndp.1 <= background.ndp.1, "NDP waits {:?} / {:?} / {:?}", urgent.ndp, normal.ndp, background.ndp);
     assert!(urgent.host.1 > normal.host.1, "host waits {:?} / {:?}", urgent.host, normal.host);
+    // At the normal level the weight is the NDP reads' turn: each die here gets its host read after it has issued
+    // two of its four NDP pages, so at weight 2 the turn has just passed to the host, as at background (equal to the
+    // nanosecond, recssd.md); at weight 4 the die finishes its NDP pages first, as an urgent class would.
+    let heavier = ndp_beside_host_reads("normal", 4, 256);
+    assert!(heavier.ndp.1 < background.ndp.1 && heavier.host.1 > background.host.1, "weight 4 {heavier:?}, background {background:?}");
     // A level that is not one of the three is refused at attach, naming the parameter.
     let mut tree = load_preset("cosmos-plus").unwrap();
     tree.set("host.stack", "polled").unwrap();

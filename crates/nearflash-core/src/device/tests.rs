@@ -34,6 +34,23 @@ fn bench(dev: &mut Device, pattern: Pattern, bs: u64, qd: u32, ios: u64) -> Repo
     run(dev, &w, None).unwrap().report
 }
 
+fn flush(dev: &mut Device) -> Done {
+    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap()
+}
+
+/// Writes the first `pages` pages' worth of LBAs on queue 1 (created here), flushes them and moves the clock past
+/// every program, so the reads a test sends next find idle dies. Returns the sectors per page.
+fn written_and_idle(dev: &mut Device, pages: u64) -> u64 {
+    dev.create_queue_pair(1, 4).unwrap();
+    let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
+    let fill = Sqe::rw(opcode::WRITE, 0, 0, (pages * spp) as u32);
+    assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
+    assert!(flush(dev).status.is_success());
+    let h = dev.horizon();
+    dev.advance_to(h);
+    spp
+}
+
 #[test]
 fn qd1_random_read_latency_is_the_sum_of_its_parts() {
     let mut dev = dev_with(&small(&[]), false);
@@ -207,7 +224,7 @@ fn data_round_trips_and_errors_are_never_returned_as_data() {
     let r = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out)).unwrap();
     assert!(r.status.is_success());
     assert_eq!(out, data, "read from the write buffer");
-    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    flush(&mut dev);
     out.fill(0);
     let r_flash = dev.execute(1, Sqe::rw(opcode::READ, 0, 100, 8), DataBuf::FromDevice(&mut out)).unwrap();
     assert_eq!(out, data, "read from flash");
@@ -333,7 +350,7 @@ fn raw_bit_errors_cost_retries_but_never_corrupt_data() {
     let lb = dev.lba_bytes() as usize;
     let data: Vec<u8> = (0..lb * 64).map(|i| (i * 13 % 256) as u8).collect();
     dev.execute(1, Sqe::rw(opcode::WRITE, 0, 0, 64), DataBuf::ToDevice(&data)).unwrap();
-    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    flush(&mut dev);
     let (mut ok, mut failed) = (0, 0);
     for i in 0..64u64 {
         let mut out = vec![0u8; lb];
@@ -516,7 +533,7 @@ fn every_standard_refusal_carries_its_reason() {
     let (lbas, mdts) = (dev.namespace().lbas, dev.namespace().max_lbas);
     let page = vec![7u8; lb];
     assert!(dev.execute(1, Sqe::rw(opcode::WRITE, 0, 3, 1), DataBuf::ToDevice(&page)).unwrap().status.is_success());
-    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    flush(&mut dev);
     dev.inject_errors(3, 1_000_000).unwrap();
     let big = vec![0u8; lb * (mdts as usize + 1)];
     let mut out = vec![0u8; lb * 4];
@@ -615,7 +632,7 @@ fn mqsim_tsu_reads_complete_from_the_issue_queue_deterministically() {
     let lb = dev.lba_bytes() as usize;
     let data: Vec<u8> = (0..lb * 64).map(|i| (i * 7 % 251) as u8).collect();
     dev.execute(1, Sqe::rw(opcode::WRITE, 0, 0, 64), DataBuf::ToDevice(&data)).unwrap();
-    dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap();
+    flush(&mut dev);
     let mut out = vec![0u8; lb * 64];
     let done = dev.execute(1, Sqe::rw(opcode::READ, 0, 0, 64), DataBuf::FromDevice(&mut out)).unwrap();
     assert!(done.status.is_success());
@@ -696,13 +713,7 @@ fn suspension_cuts_the_read_latency_under_writes() {
 #[test]
 fn an_urgent_queues_read_overtakes_low_priority_reads_queued_on_its_die() {
     let mut dev = device(&[("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"), ("over_provisioning", "35")], false);
-    dev.create_queue_pair(1, 4).unwrap();
-    let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
-    let fill = Sqe::rw(opcode::WRITE, 0, 0, (64 * spp) as u32);
-    assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
-    assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
-    let h = dev.horizon();
-    dev.advance_to(h);
+    let spp = written_and_idle(&mut dev, 64);
     let alone = dev.execute(1, Sqe::rw(opcode::READ, 0, 0, 1), DataBuf::None).unwrap().latency_ns;
     dev.create_queue_pair_with(2, 32, Priority::Low).unwrap();
     dev.create_queue_pair_with(3, 4, Priority::Urgent).unwrap();
@@ -731,13 +742,7 @@ fn two_queues_priorities_share_their_die_by_the_nvme_weights_and_are_reported_pe
     let order = |weight_high: &str| {
         let geometry = [("channels", "1"), ("chips_per_channel", "1"), ("planes_per_die", "1"), ("blocks_per_plane", "32"), ("pages_per_block", "16"), ("over_provisioning", "35")];
         let mut dev = device(&[&geometry[..], &[("nvme.weight_high", weight_high)]].concat(), false);
-        dev.create_queue_pair(1, 4).unwrap();
-        let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
-        let fill = Sqe::rw(opcode::WRITE, 0, 0, (64 * spp) as u32);
-        assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
-        assert!(dev.execute(1, Sqe { opcode: opcode::FLUSH, nsid: 1, ..Sqe::default() }, DataBuf::None).unwrap().status.is_success());
-        let h = dev.horizon();
-        dev.advance_to(h);
+        let spp = written_and_idle(&mut dev, 64);
         dev.create_queue_pair_with(2, 32, Priority::Low).unwrap();
         dev.create_queue_pair_with(3, 32, Priority::High).unwrap();
         for (q, first) in [(2u16, 2u64), (3, 20)] {
