@@ -208,6 +208,37 @@ def test_a_shard_refuses_bad_transfers(done_ns, nbytes, direction, cpu_ns):
         Array(1).run(_bad_transfer, done_ns, nbytes, direction, cpu_ns)
 
 
+def _each(shard, done_ns, nbytes, direction="to_host"):
+    shard.transfer_each(done_ns, nbytes, direction)
+
+
+@pytest.mark.parametrize("done_ns, nbytes, direction", [
+    ([-1, 5], 8, "to_host"), ([0.5], 8, "to_host"), ([[1, 2]], 8, "to_host"), (["1"], 8, "to_host"),
+    ([1, 2], 0, "to_host"), ([1, 2], "8", "to_host"), ([1], 8, "up"), (None, 8, "to_host"),
+])
+def test_a_shard_refuses_bad_transfers_each(done_ns, nbytes, direction):
+    with pytest.raises(InvalidArgument):
+        Array(1).run(_each, done_ns, nbytes, direction)
+
+
+def _booked(shard, times, each):
+    t0 = shard.device.now_ns
+    if each:
+        return shard.transfer_each(np.array([t0 + t for t in times]), 100)
+    return max(shard.transfer(t0 + t, 100) for t in times) if times else t0
+
+
+@pytest.mark.parametrize("closed_loop", [0, 2])
+def test_transfers_each_are_as_many_single_transfers(closed_loop):
+    times = [5, 5, 70, 3000, 3000, 3001]
+    (each, got_each), (one, got_one) = (Array(1, host={"uplink_bandwidth": 0.01}).run(
+        _booked, times, e, closed_loop=closed_loop) for e in (True, False))
+    assert each.to_dict() == one.to_dict() and each.deliveries == one.deliveries and got_each == got_one
+    assert each.whole["transfers"] == 6 and each.whole["bytes"]["to_host"] == 600
+    nothing, _ = Array(1).run(_booked, [], True)
+    assert nothing.whole["transfers"] == 0
+
+
 def _tasks(shard, cores_seen):
     cores_seen.append(shard.cores)
     shard.transfer(shard.device.now_ns, 10, cpu_ns=[1000, 1000, 1000])

@@ -10,7 +10,7 @@ import pytest
 from nearflash import cli
 
 
-def run(tmp_path, capsys, name, *sets):
+def run(tmp_path, capsys, name, *sets, slack=1.0001):
     args = ["experiment", "array", name, "--quick", "--out", str(tmp_path), "--set", "devices=1,2,4"]
     for s in sets:
         args += ["--set", s]
@@ -23,13 +23,15 @@ def run(tmp_path, capsys, name, *sets):
     host = {p["devices"]: p["rate"] for p in pts["host"]}
     isc = {p["devices"]: p["rate"] for p in pts["in_storage"]}
     limit = res["data"]["prediction"]["host"]["limit"]
-    assert max(host.values()) <= limit * 1.0001
+    assert max(host.values()) <= limit * slack
     return res, host, isc, limit
 
 
 def test_recssd_baseline_flattens_at_the_uplink_and_ndp_scales(tmp_path, capsys):
+    # The limit counts the host LRU's expected misses (6 hits expected in 160 lookups a drive here); a run's own
+    # hits vary around that by ~2.5, so its lookups/s may pass the limit by a few percent while its bytes cannot.
     res, host, isc, limit = run(tmp_path, capsys, "recssd", "rows=2048", "bags=8", "lookups=20", "batches=1",
-                                "uplink=0.125")
+                                "uplink=0.125", slack=1.03)
     assert res["data"]["prediction"]["host"]["limit_by"] == "switch uplink"
     assert host[4] < 0.9 * 4 * host[1] and host[4] >= 0.7 * limit  # past the knee, near the limit
     assert isc[4] == pytest.approx(4 * isc[1], rel=0.05)

@@ -10,6 +10,7 @@ import pytest
 
 import nearflash
 from nearflash.array import DeviceSpec
+from nearflash.array.experiments import recssd as rec_experiment
 from nearflash.errors import InvalidArgument
 from nearflash.recssd import sls_reference, sharded
 
@@ -71,9 +72,38 @@ def test_ndp_moves_fewer_bytes_and_only_the_split_table_costs_host_cpu(runs, mod
 def test_worker_processes_give_the_same_report(model, runs):
     tables, batches = model
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
-        res = sharded.run(array(), tables, batches, "ndp", split=0, executor=ex)
-    assert res.report.to_dict() == runs["ndp"].report.to_dict()
-    assert all(np.array_equal(a, b) for x, y in zip(res.pooled, runs["ndp"].pooled) for a, b in zip(x, y))
+        got = {path: sharded.run(array(), tables, batches, path, split=0, executor=ex) for path in runs}
+    for path, res in got.items():
+        assert res.report.to_dict() == runs[path].report.to_dict(), path
+        assert all(np.array_equal(a, b) for x, y in zip(res.pooled, runs[path].pooled) for a, b in zip(x, y))
+
+
+def test_the_host_path_is_linear_below_the_uplink_and_the_uplink_past_it():
+    """Each baseline page crosses the shared uplink as its read completes on its drive, so the host path moves
+    min(N x B1, U) GB/s (B1: one drive alone, measured; U: the uplink, set so that the knee is at N = 3): within 2%
+    of linear at N = 2 and of the uplink at N = 6, the uplink then saturated. Booking a batch's pages as one burst at
+    its end (as before 2026-11-29) left the uplink idle while the drives read and gave 0.75 of linear at N = 2 and
+    0.8 of the uplink at N = 6 (1 + N / (knee x batches) times the elapsed time)."""
+    # Every lookup in a 16 KiB flash page of its own (128 rows of 128 B), so that every read is a flash read at the
+    # same pace (a page read again may still sit in its plane's page register, much faster).
+    rng = np.random.default_rng(9)
+    pages, per_page = 320, 16384 // 128
+    table = rng.standard_normal((pages * per_page, 32), dtype=np.float32)
+    ids = [rng.permutation(pages) * per_page + rng.integers(0, per_page, pages) for _ in range(6)]
+    offsets = np.arange(4, dtype=np.int64) * 40
+    batches = [[(ids[t][b * 160:(b + 1) * 160], offsets) for t in range(6)] for b in range(2)]
+
+    def rate(n, host=None):
+        arr = nearflash.Array(n, "cosmos-plus", overrides=dict(SMALL), host=host)
+        return sharded.run(arr, [table] * n, [b[:n] for b in batches], "baseline").report.whole
+
+    one = rate(1)["throughput_gb_s"]
+    uplink = 3 * one
+    two, six = (rate(n, {"uplink_bandwidth": uplink}) for n in (2, 6))
+    assert two["throughput_gb_s"] == pytest.approx(2 * one, rel=0.02)
+    assert six["throughput_gb_s"] == pytest.approx(uplink, rel=0.02) and six["throughput_gb_s"] <= uplink
+    assert six["utilisation"]["uplink_to_host"] > 0.97 and six["busiest"] == "uplink_to_host"
+    assert six["transfers"] == six["bytes"]["to_host"] // 4096, "one transfer per page read"
 
 
 @pytest.mark.parametrize("call, match", [
@@ -97,3 +127,16 @@ def test_bad_arguments_are_refused(model, call, match):
     tables, batches = model
     with pytest.raises((InvalidArgument, TypeError, ValueError), match=match):
         call(tables, batches)
+
+
+def test_the_array_experiments_expected_reads_are_the_host_librarys():
+    """The scaling experiment predicts the host path's bytes per lookup from the host LRU's expected misses; the
+    host library's reads of the experiment's own batches (one drive, a table the LRU outgrows) agree within 2%."""
+    rows, lookups = 3000, 2 * 16 * 80
+    table = np.random.default_rng(3).standard_normal((rows, 8), dtype=np.float32)
+    res = sharded.run(array(1), [table], rec_experiment.batches(1, rows, 16, 80, 2, 7), "baseline")
+    reads = res.report.whole["bytes"]["to_host"] // 4096
+    assert rec_experiment.lru_rows() == 2000
+    want = rec_experiment.expected_reads(lookups, rows, 2000)
+    assert reads == pytest.approx(want, rel=0.02) and want < 0.9 * lookups
+    assert rec_experiment.expected_reads(10, 1, 0) == 10 and rec_experiment.expected_reads(10, 1, 1) == 1

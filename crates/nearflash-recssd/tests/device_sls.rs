@@ -57,13 +57,13 @@ fn three_paths_agree_with_the_reference_on_adversarial_bags() {
         let tv = TableView::new(table, rows, d).unwrap();
         let want = embedding_bag_sum(&tv, &indices, &offsets, None, false).unwrap();
         for path in [SlsPath::Ndp, SlsPath::Baseline, SlsPath::Dram] {
-            let (got, _) = h.sls(&mut dev, t, indices.clone(), &offsets, path).unwrap();
+            let (got, _, _) = h.sls(&mut dev, t, indices.clone(), &offsets, path).unwrap();
             assert!(close(&got, &want), "table {t} path {path:?}");
         }
     }
     // With a static partition the host's partial sums are merged in.
     h.set_partitions(&[vec![5, 5, 128, 2999], vec![64]]).unwrap();
-    let (got, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Ndp).unwrap();
+    let (got, _, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Ndp).unwrap();
     let tv = TableView::new(&tables[0], rows, dim).unwrap();
     assert!(close(&got, &embedding_bag_sum(&tv, &indices, &offsets, None, false).unwrap()));
     let report = dev.report().extensions;
@@ -257,10 +257,10 @@ fn quantised_rows_sum_within_tolerance_of_fp32() {
         let mut h = host(&mut dev, specs, Placement::Packed);
         assert_eq!(h.tables.tables[0].layout.row_bytes(), u64::from(bytes) * dim as u64);
         let t0 = dev.now();
-        let (ndp, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Ndp).unwrap();
+        let (ndp, _, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Ndp).unwrap();
         ndp_ns.push(dev.now() - t0);
-        let (base, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Baseline).unwrap();
-        let (dram, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Dram).unwrap();
+        let (base, _, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Baseline).unwrap();
+        let (dram, _, _) = h.sls(&mut dev, 0, indices.clone(), &offsets, SlsPath::Dram).unwrap();
         assert!(close(&ndp, &dram) && close(&base, &dram), "{bytes} B: paths disagree");
         let tol = 20.0 * per_element * 1.01 + 1e-4; // 20 rows per bag, each element off by at most per_element
         for (g, w) in dram.iter().zip(&want) {
@@ -271,8 +271,8 @@ fn quantised_rows_sum_within_tolerance_of_fp32() {
         }
         // generated tables: the firmware regenerates and quantises rows as the host does
         let gi: Vec<u64> = indices.iter().map(|i| i * 31 % 100_000).collect();
-        let (gn, _) = h.sls(&mut dev, 1, gi.clone(), &offsets, SlsPath::Ndp).unwrap();
-        let (gd, _) = h.sls(&mut dev, 1, gi, &offsets, SlsPath::Dram).unwrap();
+        let (gn, _, _) = h.sls(&mut dev, 1, gi.clone(), &offsets, SlsPath::Ndp).unwrap();
+        let (gd, _, _) = h.sls(&mut dev, 1, gi, &offsets, SlsPath::Dram).unwrap();
         assert!(close(&gn, &gd), "{bytes} B generated: NDP and DRAM disagree");
     }
     assert!(ndp_ns[2] < ndp_ns[1] && ndp_ns[1] < ndp_ns[0], "narrower rows translate faster: {ndp_ns:?}");
@@ -352,4 +352,23 @@ fn ndp_reads_carry_their_own_flash_class_at_the_level_asked_for() {
     let mut dev = Device::memory(tree, DeviceOptions::default()).unwrap();
     let err = dev.attach(Box::new(RecssdFirmware::new(serde_json::json!({"ndp_class_level": "idle"})))).unwrap_err();
     assert!(err.to_string().contains("ndp_class_level"), "{err}");
+}
+
+#[test]
+fn the_baselines_read_completions_are_the_devices_one_per_read_in_order() {
+    let mut dev = device(false, serde_json::json!({"baseline_queue_depth": 4}));
+    let spec = TableSpec { rows: 700_000, dim: 64, data: TableData::Generated { seed: 5 }, attribute_bytes: 4 };
+    let mut h = host(&mut dev, vec![spec], Placement::Packed);
+    let (ids, offsets): (Vec<u64>, Vec<u64>) = ((0..200).map(|i| 65 + 640 * i).collect(), vec![0, 50, 100, 150]);
+    let t0 = dev.now();
+    let (_, stats, done) = h.sls(&mut dev, 0, ids.clone(), &offsets, SlsPath::Baseline).unwrap();
+    assert_eq!(done.len() as u64, stats.reads);
+    assert_eq!(stats.reads, 200, "distinct pages, no LRU hits");
+    assert!(done.windows(2).all(|w| w[0] <= w[1]), "reaped in completion order");
+    assert!(done[0] > t0 && *done.last().unwrap() <= dev.now());
+    // Spread over the call as the reads complete (four in flight), not bunched at its end.
+    let span = dev.now() - t0;
+    assert!(done[done.len() / 2] - t0 < span * 6 / 10 && done[done.len() / 2] - t0 > span * 4 / 10);
+    let (_, _, none) = h.sls(&mut dev, 0, ids, &offsets, SlsPath::Ndp).unwrap();
+    assert!(none.is_empty());
 }

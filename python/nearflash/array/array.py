@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from nearflash.array.host import DIRECTIONS, ArrayReport, HostModel, ShardResult, Transfer, combine
 from nearflash.device import Device, _count
 from nearflash.errors import InvalidArgument, InvalidValue
@@ -63,9 +65,36 @@ class Shard:
         for i, task in enumerate(tasks):  # the bytes split as evenly as whole bytes allow
             share = nbytes * (i + 1) // len(tasks) - nbytes * i // len(tasks)
             self.transfers.append(Transfer(t, share, direction, task))
-        if self.holds is None or first + len(tasks) > len(self.holds):
+        return self._consumed(first, done_ns)
+
+    def transfer_each(self, done_ns: Sequence[int], nbytes: int, direction: str = "to_host") -> int:
+        """Records one transfer of `nbytes` at each of `done_ns` (device times, as completions' time_ns, none
+        before the shard's start; e.g. every 4 KiB read of a host path as it completed), with no host CPU work: as
+        many :meth:`transfer` calls, checked at once. Returns the device time at which the host has consumed the
+        last of them (the latest of `done_ns` in an open-loop run; see :meth:`transfer`)."""
+        if direction not in DIRECTIONS:
+            raise InvalidArgument(f"transfer direction must be one of {DIRECTIONS}, got {direction!r}")
+        nbytes = _count("nbytes", nbytes, 1)
+        times = np.asarray(done_ns)
+        if times.ndim != 1 or (times.size and times.dtype.kind not in "iu"):
+            raise InvalidArgument(f"done_ns must be a 1-D sequence of integer device times, got {times.dtype} "
+                                  f"of shape {times.shape}")
+        if not times.size:
+            return self.start_ns
+        if int(times.min()) < self.start_ns:
+            raise InvalidArgument(f"done_ns {int(times.min())} is before the shard's start ({self.start_ns} ns)")
+        first = len(self.transfers)
+        self.transfers.extend(Transfer(t, nbytes, direction) for t in (times - self.start_ns).tolist())
+        return self._consumed(first, int(times.max()))
+
+    def _consumed(self, first: int, done_ns: int) -> int:
+        """When the host has consumed the transfers recorded from index `first` on, done by `done_ns`: `done_ns` in
+        an open-loop run, else no earlier than the last round's latest delivery of them, the device's clock
+        advanced to it."""
+        count = len(self.transfers) - first
+        if self.holds is None or first + count > len(self.holds):
             return done_ns
-        consumed = max(done_ns, self.start_ns + max(self.holds[first:first + len(tasks)]))
+        consumed = max(done_ns, self.start_ns + max(self.holds[first:first + count]))
         if consumed > self.device.now_ns:
             self.device.advance(consumed - self.device.now_ns)
         return consumed

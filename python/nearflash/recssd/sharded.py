@@ -1,8 +1,9 @@
 """RecSSD on an array: a model's embedding tables spread across drives (table t on device t mod N, as production
 recommendation systems place tables), optionally one table split by row range over every drive; each drive runs
 SparseLengthsSum over the rows it holds, by NDP (``path="ndp"``: only the pooled partial sums come back) or as a
-conventional SSD (``path="baseline"``: the host reads a 4 KiB page per missing row, its LRU in front); the host
-adds the split table's partial sums, paying ``cpu.partial_sum_ns_per_byte`` of host CPU per byte of partials.
+conventional SSD (``path="baseline"``: the host reads a 4 KiB page per missing row, its LRU in front, and each
+page crosses the shared host at its read's completion on the drive); the host adds the split table's partial sums,
+paying ``cpu.partial_sum_ns_per_byte`` of host CPU per byte of partials.
 
     array = nearflash.Array(4, "cosmos-plus")
     res = sharded.run(array, tables, batches, path="ndp", split=0)
@@ -27,7 +28,7 @@ from nearflash.device import _count
 from nearflash.errors import InvalidArgument
 from nearflash.recssd.system import RecSSD, as_numpy, integer_ids
 
-#: Bytes of one baseline read (the host library reads a 4 KiB page per row it misses).
+#: Bytes of one baseline read (the host library reads one 4 KiB LBA per row it misses; a run books the device's LBA).
 BASELINE_READ_BYTES = 4096
 #: An NDP request's config payload: a 20-byte header and 8 bytes per (result, input id) pair
 #: (crates/nearflash-recssd/src/ndp_wire.rs, the artifact's ``struct transConfig``).
@@ -87,14 +88,16 @@ def run_shard(shard: Shard, tables: list[np.ndarray], parts: list[list[Part]], b
         for p in mine:
             ids, offs = batch[p.table]
             local, local_offs = _local_bags(ids, offs, p)
-            pooled[p.table], stats = rs.host.sls(p.local, local, local_offs, path)
-            sent = CONFIG_HEADER_BYTES + PAIR_BYTES * len(local) if path == "ndp" else 0
-            back = pooled[p.table].nbytes if path == "ndp" else int(stats["reads"]) * BASELINE_READ_BYTES
-            if sent:
-                shard.transfer(dev.now_ns, sent, "to_device")
+            pooled[p.table], _, read_done = rs.host.sls(p.local, local, local_offs, path)
             cpu = math.ceil(pooled[p.table].nbytes * partial_ns_per_byte) if p.table in split else 0
-            if back:
-                shard.transfer(dev.now_ns, back, cpu_ns=cpu)
+            if path == "ndp":
+                shard.transfer(dev.now_ns, CONFIG_HEADER_BYTES + PAIR_BYTES * len(local), "to_device")
+                shard.transfer(dev.now_ns, pooled[p.table].nbytes, cpu_ns=cpu)
+            elif len(read_done):
+                # Each page crosses the shared host as its read completes on the drive (its completion's time);
+                # the host adds the split table's partial sums after the last one.
+                shard.transfer_each(read_done[:-1], dev.lba_bytes)
+                shard.transfer(int(read_done[-1]), dev.lba_bytes, cpu_ns=cpu)
         out.append(pooled)
     info = {"device": shard.index, "parts": [(p.table, p.first, p.rows) for p in mine],
             "sls_ns": dev.now_ns - shard.start_ns, "energy_j": dev.report().total_energy_j - before}

@@ -207,7 +207,7 @@ class RecSSD:
         """EmbeddingBag(mode="sum") of one table through ``path``; advances the device clock."""
         table = self._table(table)
         ids = integer_ids(indices, "indices", self.rows[table])
-        pooled, _ = self.host.sls(table, ids, integer_ids(offsets, "offsets"), path)
+        pooled, _, _ = self.host.sls(table, ids, integer_ids(offsets, "offsets"), path)
         return pooled
 
     def embedding_bag(self, table: int, path: str = "ndp") -> "EmbeddingBag":

@@ -14,7 +14,7 @@ use nearflash_recssd::host::tables::{DeviceTables, TableData, TableSpec};
 use nearflash_recssd::ndp_command::NdpFault;
 use nearflash_core::config::ExtParams;
 use nearflash_recssd::params::RecssdParams;
-use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -115,7 +115,8 @@ impl Host {
         Ok(Self { device, inner })
     }
 
-    /// One EmbeddingBag call: (pooled `bags x dim`, work counters).
+    /// One EmbeddingBag call: (pooled `bags x dim`, work counters, when each baseline read completed on the
+    /// device in ns: int64, in completion order, empty on the other paths).
     #[pyo3(signature = (table, indices, offsets, path = "ndp"))]
     fn sls<'py>(
         &mut self,
@@ -124,12 +125,13 @@ impl Host {
         indices: Ids<'py>,
         offsets: Ids<'py>,
         path: &str,
-    ) -> PyResult<(Bound<'py, PyArray2<f32>>, PyObject)> {
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, PyObject, Bound<'py, PyArray1<i64>>)> {
         let p = self::path(path)?;
         let (idx, offs) = bag_ids(&indices, &offsets)?;
         let dim = self.inner.tables.tables.get(table).ok_or_else(|| err(format!("no table {table}")))?.layout.dim();
-        let (out, stats) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(fail))?;
-        Ok((rows_array(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?))
+        let (out, stats, done) = self.with_device(py, move |h, dev| h.sls(dev, table, idx, &offs, p).map_err(fail))?;
+        let done: Vec<i64> = done.iter().map(|t| t.as_ns() as i64).collect();
+        Ok((rows_array(py, out, dim as usize)?, json(py, serde_json::to_value(stats))?, PyArray1::from_vec(py, done)))
     }
 
     /// Runs batches (a list of batches, each a list over tables of `(indices, offsets)`) whose dense parts take

@@ -133,6 +133,9 @@ struct Baseline {
     inflight: HashMap<u16, (u64, Box<[f32]>)>,
     waiting: HashMap<u64, Vec<u32>>,
     bag_of: Vec<u32>,
+    /// When each read completed on the device (its completion's time), in completion order: when its page crossed
+    /// the device's link, which an array's shared host replays read by read.
+    done: Vec<Time>,
 }
 
 #[derive(Default)]
@@ -199,6 +202,14 @@ impl SlsJob {
         self.work.out
     }
 
+    /// When each of the baseline's reads completed on the device, in completion order (empty on the other paths).
+    pub fn read_completions(&self) -> &[Time] {
+        match &self.kind {
+            Kind::Baseline(b) => &b.done,
+            _ => &[],
+        }
+    }
+
     /// Runs the job at `now` (the device clock) until it must wait.
     pub fn resume(
         &mut self,
@@ -254,6 +265,7 @@ impl Baseline {
         while let Some(c) = env.dev.reap(w.qid) {
             HostError::check_on(env.dev, w.qid, c.cqe.cid, c.cqe.status(), c.cqe.dw0, &format!("baseline read of table {}", table.id))?;
             if let Some((row, values)) = self.inflight.remove(&c.cqe.cid) {
+                self.done.push(c.time);
                 for bag in self.waiting.remove(&row).unwrap_or_default() {
                     w.add(bag as usize, &values);
                     w.cycles += env.sum_cycles(1, w.dim);

@@ -140,7 +140,8 @@ impl RecHost {
     }
 
     /// One EmbeddingBag call on `table` through `path`, on the first worker queue, from the device's current
-    /// time; returns the pooled vectors and advances the device clock to the end.
+    /// time; returns the pooled vectors, the work counters and when each baseline read completed on the device (its
+    /// completion's time, in completion order; empty on the other paths), and advances the device clock to the end.
     pub fn sls(
         &mut self,
         dev: &mut Device,
@@ -148,7 +149,7 @@ impl RecHost {
         indices: Vec<u64>,
         offsets: &[u64],
         path: SlsPath,
-    ) -> Result<(Vec<f32>, JobStats), HostError> {
+    ) -> Result<(Vec<f32>, JobStats, Vec<Time>), HostError> {
         let t = self.tables.tables.get(table).ok_or_else(|| HostError::Invalid(format!("no table {table}")))?;
         let mut job = SlsJob::new(path, t, indices, offsets, self.queues[0])?;
         let mut stats = JobStats::default();
@@ -168,7 +169,8 @@ impl RecHost {
                 }
                 Step::Done(at) => {
                     env.dev.advance_to(at);
-                    return Ok((job.into_output(), stats));
+                    let done = job.read_completions().to_vec();
+                    return Ok((job.into_output(), stats, done));
                 }
             }
         }

@@ -6,10 +6,12 @@ in storage: RecSSD's NDP, the ids (8 B a pair) to the drive and only the pooled 
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import numpy as np
 
+from nearflash._native import recssd as _rs
 from nearflash.array import scaling
 from nearflash.array.array import Array
 from nearflash.array.host import ArrayReport, PathCost
@@ -27,6 +29,20 @@ def batches(tables: int, rows: int, bags: int, lookups: int, count: int, seed: i
     rng = np.random.default_rng(seed)
     offsets = np.arange(bags, dtype=np.int64) * lookups
     return [[(rng.integers(0, rows, bags * lookups), offsets) for _ in range(tables)] for _ in range(count)]
+
+
+def expected_reads(lookups: int, rows: int, lru_rows: int) -> float:
+    """The baseline's expected page reads for `lookups` uniform ids over a table of `rows` rows behind a host LRU of
+    `lru_rows` rows that starts empty, one read in flight (the artifact's queue depth 1, so a row read is in the LRU
+    before the next lookup): under independent uniform references a lookup hits with probability (rows the LRU
+    holds) / rows, and the LRU holds min(distinct rows seen so far, lru_rows)."""
+    seen = rows * (1.0 - np.power(1.0 - 1.0 / rows, np.arange(lookups)))
+    return float(lookups - np.minimum(seen, lru_rows).sum() / rows)
+
+
+def lru_rows() -> int:
+    """The host LRU's rows per table by default (``host_lru_rows``, RecSSD's parameters; no preset overrides it)."""
+    return int(tomllib.loads(_rs.default_section())["host_lru_rows"]["value"])
 
 
 def run_recssd(exp: Experiment, opts: Options) -> None:
@@ -52,13 +68,18 @@ def run_recssd(exp: Experiment, opts: Options) -> None:
         return res.report, float(n * count * bags * lookups)
 
     pair = sharded.PAIR_BYTES + sharded.CONFIG_HEADER_BYTES / (bags * lookups)
-    costs = {"host": PathCost(sharded.BASELINE_READ_BYTES, 0.0, 0.0, None,
+    per_drive, lru = count * bags * lookups, lru_rows()
+    miss = expected_reads(per_drive, rows, lru) / per_drive
+    costs = {"host": PathCost(sharded.BASELINE_READ_BYTES * miss, 0.0, 0.0, None,
                               "one device's baseline rate is its random 4 KiB reads: measured at N = 1"),
              "in_storage": PathCost(dim * 4 / lookups, pair, 0.0, None)}
     exp.note(f"Each device holds one {rows} x {dim} fp32 table ({preset}); each of {count} batches pools {bags} bags "
              f"of {lookups} uniform ids from every table. The host path is RecSSD's baseline (a 4 KiB read per row "
              "its host LRU misses); in storage is NDP SparseLengthsSum, returning "
-             f"{dim} x 4 B per bag.")
+             f"{dim} x 4 B per bag. Each page crosses the shared host as its read completes on the drive.")
+    exp.note(f"The host path's bytes per lookup are predicted as 4096 B x its expected LRU miss share, {miss:.2%}: "
+             f"{per_drive} uniform lookups per drive over {rows} rows behind a host LRU of {lru} rows (host_lru_rows) "
+             "that starts empty, a lookup hitting with probability min(distinct rows seen, LRU rows) / rows.")
     note_uplink(exp, uplink)
     scaling.run(exp, scaling.Scaling(f"RecSSD SLS, one table per drive ({preset})", "lookup", work, costs,
                                      ("M lookups/s", 1e6)), ns, make)
