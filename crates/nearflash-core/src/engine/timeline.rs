@@ -7,12 +7,15 @@
 //! never made before the engine's current time, so intervals that ended are pruned.
 
 use super::Time;
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
-    /// Sorted, disjoint, non-touching reserved intervals `[start, end)`.
-    busy: VecDeque<(Time, Time)>,
+    /// Sorted, disjoint, non-touching reserved intervals `[start, end)`: `busy[head..]` (those before `head` were
+    /// pruned; the vector is cleared when all are, and compacted when the pruned half leads). A vector with a head
+    /// rather than a `VecDeque`: its last and first intervals, read on every booking, are one index away, and a
+    /// search scans one slice.
+    busy: Vec<(Time, Time)>,
+    head: usize,
     busy_total: u64,
     ops: u64,
 }
@@ -22,12 +25,18 @@ impl Timeline {
         Self::default()
     }
 
+    /// The reservations not pruned, in order.
+    #[inline]
+    fn live(&self) -> &[(Time, Time)] {
+        &self.busy[self.head..]
+    }
+
     /// Earliest start `>= ready` at which `[start, start + dur)` is free.
     #[inline]
     pub fn find(&self, ready: Time, dur: u64) -> Time {
         // Fast path, inlined into the callers (most searches, a pool's idle members): everything booked ends by
         // `ready`. Only a search among the intervals pays for a call.
-        match self.busy.back() {
+        match self.busy.last() {
             Some(&(_, end)) if end > ready && dur > 0 => self.find_among(ready, dur),
             _ => ready,
         }
@@ -37,35 +46,9 @@ impl Timeline {
     #[inline(never)]
     fn find_among(&self, ready: Time, dur: u64) -> Time {
         let mut t = ready;
-        let first = self.first_ending_after(t);
-        // A busy die's backlog can hold many intervals: scan the deque's two halves as plain slices.
-        let (a, b) = self.busy.as_slices();
-        let (a, b) = if first < a.len() { (&a[first..], b) } else { (&[][..], &b[first - a.len()..]) };
-        // Two plain loops rather than one over the chained halves: this is the innermost loop of the simulator.
-        if let Some(t) = first_fit(&mut t, dur, a) {
-            return t;
-        }
-        first_fit(&mut t, dur, b).unwrap_or(t)
-    }
-
-    /// Index of the first interval ending after `t` (the length if none). A third of the searches start before
-    /// the first interval ends (at the engine's clock, where pruning leaves the front): one comparison answers
-    /// those without the binary search over a backlog of hundreds.
-    #[inline]
-    fn first_ending_after(&self, t: Time) -> usize {
-        match self.busy.front() {
-            Some(&(_, e)) if e > t => 0,
-            _ => self.busy.partition_point(|&(_, e)| e <= t),
-        }
-    }
-
-    /// Index of the first interval ending at or after `t` (the length if none).
-    #[inline]
-    fn first_not_ending_before(&self, t: Time) -> usize {
-        match self.busy.front() {
-            Some(&(_, e)) if e >= t => 0,
-            _ => self.busy.partition_point(|&(_, e)| e < t),
-        }
+        let live = self.live();
+        let first = first_ending_after(live, t);
+        first_fit(&mut t, dur, &live[first..]).unwrap_or(t)
     }
 
     /// Whether `[start, end)` overlaps no reservation.
@@ -73,8 +56,9 @@ impl Timeline {
         if start >= end {
             return true;
         }
-        let i = self.first_ending_after(start);
-        self.busy.get(i).is_none_or(|&(s, _)| s >= end)
+        let live = self.live();
+        let i = first_ending_after(live, start);
+        live.get(i).is_none_or(|&(s, _)| s >= end)
     }
 
     /// Reserves `dur` at the earliest free time `>= ready`; returns the start. (The same booking as `find` then
@@ -86,10 +70,10 @@ impl Timeline {
         }
         // Fast path, inlined into the callers (most bookings of a port): after everything booked, extending the
         // last interval if it ends at `ready`. Only a booking among the intervals pays for a call.
-        match self.busy.back_mut() {
+        match self.busy.last_mut() {
             Some(last) if last.1 > ready => return self.reserve_among(ready, dur),
             Some(last) if last.1 == ready => last.1 = ready + dur,
-            _ => self.busy.push_back((ready, ready + dur)),
+            _ => self.busy.push((ready, ready + dur)),
         }
         self.busy_total += dur;
         self.ops += 1;
@@ -100,10 +84,10 @@ impl Timeline {
     #[inline(never)]
     fn reserve_among(&mut self, ready: Time, dur: u64) -> Time {
         let mut t = ready;
-        let first = self.first_ending_after(t);
-        let mut at = self.busy.len();
-        for j in first..self.busy.len() {
-            let (s, e) = self.busy[j];
+        let live = &self.busy[self.head..];
+        let first = first_ending_after(live, t);
+        let mut at = live.len();
+        for (j, &(s, e)) in live.iter().enumerate().skip(first) {
             if t + dur <= s {
                 at = j;
                 break;
@@ -114,8 +98,9 @@ impl Timeline {
         let end = t + dur;
         self.busy_total += dur;
         self.ops += 1;
-        let touches_prev = at > 0 && self.busy[at - 1].1 == t;
-        let touches_next = at < self.busy.len() && self.busy[at].0 == end;
+        let touches_prev = at > 0 && live[at - 1].1 == t;
+        let touches_next = at < live.len() && live[at].0 == end;
+        let (at, len) = (self.head + at, self.busy.len());
         match (touches_prev, touches_next) {
             (true, true) => {
                 self.busy[at - 1].1 = self.busy[at].1;
@@ -123,8 +108,7 @@ impl Timeline {
             }
             (true, false) => self.busy[at - 1].1 = end,
             (false, true) => self.busy[at].0 = t,
-            // Most bookings land after the last interval: an append, not `insert`'s general move of the tail.
-            (false, false) if at == self.busy.len() => self.busy.push_back((t, end)),
+            (false, false) if at == len => self.busy.push((t, end)),
             (false, false) => self.busy.insert(at, (t, end)),
         }
         t
@@ -140,10 +124,10 @@ impl Timeline {
         self.busy_total += end - start;
         self.ops += 1;
         // Append fast path (inlined into the callers; an insertion among the intervals pays for a call).
-        match self.busy.back_mut() {
+        match self.busy.last_mut() {
             Some(last) if last.1 == start => last.1 = end,
             Some(last) if last.1 > start => self.insert(start, end),
-            _ => self.busy.push_back((start, end)),
+            _ => self.busy.push((start, end)),
         }
     }
 
@@ -151,10 +135,15 @@ impl Timeline {
     #[inline(never)]
     fn insert(&mut self, start: Time, end: Time) {
         // First interval ending at or after `start`: it may end exactly at `start` (then we extend it).
-        let i = self.first_not_ending_before(start);
-        let touches_prev = i < self.busy.len() && self.busy[i].1 == start;
+        let live = &self.busy[self.head..];
+        let i = match live.first() {
+            Some(&(_, e)) if e >= start => 0,
+            _ => live.partition_point(|&(_, e)| e < start),
+        };
+        let touches_prev = i < live.len() && live[i].1 == start;
         let next = if touches_prev { i + 1 } else { i };
-        let touches_next = next < self.busy.len() && self.busy[next].0 == end;
+        let touches_next = next < live.len() && live[next].0 == end;
+        let (i, next) = (self.head + i, self.head + next);
         match (touches_prev, touches_next) {
             (true, true) => {
                 self.busy[i].1 = self.busy[next].1;
@@ -167,19 +156,35 @@ impl Timeline {
     }
 
     /// Drops reservations that ended at or before `now`; nothing will be booked before `now` again.
+    #[inline]
     pub fn prune(&mut self, now: Time) {
-        while let Some(&(_, e)) = self.busy.front() {
-            if e <= now {
-                self.busy.pop_front();
-            } else {
-                break;
-            }
+        let mut h = self.head;
+        while h < self.busy.len() && self.busy[h].1 <= now {
+            h += 1;
+        }
+        if h != self.head {
+            self.pruned(h);
+        }
+    }
+
+    /// `prune` found the intervals before `h` ended: the vector is cleared when none is left, and compacted when
+    /// the ended ones are at least half (each interval is moved at most once per interval dropped: amortised O(1)).
+    #[inline(never)]
+    fn pruned(&mut self, h: usize) {
+        if h == self.busy.len() {
+            self.busy.clear();
+            self.head = 0;
+        } else if h >= 16 && 2 * h >= self.busy.len() {
+            self.busy.drain(..h);
+            self.head = 0;
+        } else {
+            self.head = h;
         }
     }
 
     /// End of the last reservation (0 if none).
     pub fn horizon(&self) -> Time {
-        self.busy.back().map_or(Time::ZERO, |&(_, e)| e)
+        self.busy.last().map_or(Time::ZERO, |&(_, e)| e)
     }
 
     /// Counts `busy` ns of use and `ops` operations without booking an interval (resources whose state is kept by an
@@ -206,6 +211,17 @@ impl Timeline {
     }
 }
 
+/// Index of the first interval of `busy` ending after `t` (the length if none). A third of the searches start before
+/// the first interval ends (at the engine's clock, where pruning leaves the front): one comparison answers those
+/// without the binary search over a backlog of hundreds.
+#[inline]
+fn first_ending_after(busy: &[(Time, Time)], t: Time) -> usize {
+    match busy.first() {
+        Some(&(_, e)) if e > t => 0,
+        _ => busy.partition_point(|&(_, e)| e <= t),
+    }
+}
+
 /// The scan of `find`: the first gap of at least `dur` at or after `*t`, trying the gap before each interval of
 /// `busy` in turn; when none fits, `*t` is left at the end of the last one.
 #[inline]
@@ -223,7 +239,7 @@ fn first_fit(t: &mut Time, dur: u64, busy: &[(Time, Time)]) -> Option<Time> {
 impl Timeline {
     /// All reservations in order (tests).
     fn intervals(&self) -> Vec<(Time, Time)> {
-        self.busy.iter().copied().collect()
+        self.live().to_vec()
     }
 
     /// Panics unless the intervals are what the search relies on.
