@@ -27,11 +27,15 @@ fn device(overrides: &[(&str, &str)], materialise: bool) -> Device {
 /// `depth`); returns the pacing figures.
 fn closed_loop(shared: &Arc<Shared>, depth: u64, each: u64) -> Pacing {
     let conn = shared.connect().unwrap();
+    // The clients start together: on a loaded machine spawning them one by one can spread their first requests past
+    // the burst window, so the first burst would be shallower than the client's depth.
+    let start = Arc::new(std::sync::Barrier::new(depth as usize));
     let threads: Vec<_> = (0..depth)
         .map(|t| {
-            let s = Arc::clone(shared);
+            let (s, start) = (Arc::clone(shared), Arc::clone(&start));
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 4096];
+                start.wait();
                 for i in 0..each {
                     let lba = (t * 7919 + i * 104_729) % 10_000;
                     let o = s.io(conn, Io::Read { lba, out: &mut buf }).unwrap();
@@ -306,7 +310,7 @@ fn realtime_requests_in_flight_overlap_in_virtual_time() {
 #[test]
 fn pace_none_requests_in_flight_overlap_in_virtual_time() {
     let mean_read_us = |depth: u64| {
-        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, reaction_window: HOLD, reaction_lag: 1, ..ServeConfig::default() };
+        let cfg = ServeConfig { burst_window: Duration::from_millis(100), threads: 8, reaction_window: HOLD, reaction_lag: 1, ..ServeConfig::default() };
         let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
         let p = closed_loop(&shared, depth, 150);
         let rep = shared.snapshot().unwrap().3;
@@ -324,7 +328,7 @@ fn pace_none_requests_in_flight_overlap_in_virtual_time() {
 #[test]
 fn pace_none_reaction_lag_trades_the_depth_seen_for_round_trips() {
     let depth_seen = |lag: u32| {
-        let cfg = ServeConfig { burst_window: Duration::from_millis(20), threads: 8, reaction_lag: lag, reaction_window: HOLD, ..ServeConfig::default() };
+        let cfg = ServeConfig { burst_window: Duration::from_millis(100), threads: 8, reaction_lag: lag, reaction_window: HOLD, ..ServeConfig::default() };
         let shared = Arc::new(Shared::new(device(&[], false), cfg).unwrap());
         let p = closed_loop(&shared, 8, 100);
         assert_eq!(shared.snapshot().unwrap().3.sched.late_submissions, 0, "lag {lag}");
