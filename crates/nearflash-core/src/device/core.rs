@@ -325,10 +325,14 @@ impl DeviceCore {
         xfer.clear();
         let mut worst = 0;
         let mut pe = 0;
+        // The wear only matters to sampled errors (an erase count look-up is a cache miss per read on a large device).
+        let sampling = self.nand.ecc.samples_errors();
         for &g in group {
             let (ppn, first, n) = page_reads[g];
             xfer.push(u64::from(n) * sector);
-            pe = pe.max(self.ftl.erase_count_of(ppn));
+            if sampling {
+                pe = pe.max(self.ftl.erase_count_of(ppn));
+            }
             for loc in &locs[first..first + n as usize] {
                 if let Location::Flash(psa) = loc {
                     worst = worst.max(self.ftl.injected_errors(*psa));
@@ -336,7 +340,7 @@ impl DeviceCore {
             }
         }
         let cws = self.nand.ecc.codewords(xfer.iter().sum());
-        let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+        let sampled = if sampling { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
         self.nand.ecc.decode(worst.max(sampled))
     }
 
@@ -426,6 +430,9 @@ impl DeviceCore {
                 if loc != Location::Unmapped {
                     ftl.map_access(lpn, true, ready, &mut sink); // the new entry is dirty (a hit: no time)
                 }
+            }
+            if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
+                ftl.prefetch_stored(psa); // on its way while the flash work is booked
             }
             locs.push(loc);
         }
@@ -654,9 +661,12 @@ impl DeviceCore {
         }
         let spp = u64::from(self.nand.geo.sectors_per_page);
         let injected = (0..spp).map(|s| self.ftl.injected_errors(ppn * spp + s)).max().unwrap_or(0);
-        let pe = self.ftl.erase_count_of(ppn);
         let cws = self.nand.ecc.codewords(xfer_bytes);
-        let sampled = if self.nand.ecc.samples_errors() { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+        let sampled = if self.nand.ecc.samples_errors() {
+            self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, self.ftl.erase_count_of(ppn))
+        } else {
+            0
+        };
         self.nand.ecc.decode(injected.max(sampled))
     }
 

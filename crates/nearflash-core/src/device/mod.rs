@@ -405,6 +405,10 @@ impl Device {
             return Err(SimError::InvalidArgument(format!("command id {} is already in flight on queue {sqid}", sqe.cid)));
         }
         self.queues.take_slot(sqid)?;
+        if sqid != 0 && sqe.opcode == nvme::opcode::READ {
+            // Its mapping entry (a cache miss on a large device) is on its way while the command is fetched.
+            self.core.ftl.prefetch(sqe.slba());
+        }
         let t0 = self.now;
         if self.core.events.clock() > t0 {
             self.late_submissions += 1;

@@ -390,12 +390,18 @@ impl Ftl {
         }
         let e = self.store.l2p.get(lpn);
         if e != 0 {
-            let psa = u64::from(e - 1);
-            let ppn = psa / u64::from(self.spp);
-            if ppn < self.geo.pages() {
-                self.store.oob.prefetch(ppn);
-                self.store.data.prefetch(psa);
-            }
+            self.prefetch_stored(u64::from(e - 1));
+        }
+    }
+
+    /// Starts loading what reading the stored sector at `psa` will touch: its OOB record and its data (a hint;
+    /// nothing for a store that keeps no data, whose reads look neither up).
+    #[inline]
+    pub fn prefetch_stored(&self, psa: u64) {
+        let ppn = psa / u64::from(self.spp);
+        if ppn < self.geo.pages() && self.store.data.materialises() {
+            self.store.oob.prefetch(ppn);
+            self.store.data.prefetch(psa);
         }
     }
 
@@ -748,6 +754,12 @@ impl Ftl {
                 (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
             }
             Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
+            // A store that keeps no data never marks a slot present (`write_tagged`, `write_physical`): its OOB
+            // record has nothing to say, and looking it up is a cache miss per read on a large device.
+            Location::Flash(_) if !self.store.data.materialises() => {
+                out.fill(0);
+                return Ok(true);
+            }
             Location::Flash(psa) => {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let r = Oob::new(self.store.oob.get(psa / u64::from(self.spp)), self.spp as usize);

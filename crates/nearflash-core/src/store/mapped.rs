@@ -27,14 +27,22 @@ impl MappedRecords {
     /// Creates the (sparse) file `path` with `header` and room for `header.count` records of `header.record` bytes,
     /// and maps it. Refuses an existing file.
     pub fn create(path: &Path, header: &FileHeader) -> Result<Self> {
+        Self::create_with(path, header, false)
+    }
+
+    fn create_with(path: &Path, header: &FileHeader, huge_pages: bool) -> Result<Self> {
         let f = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
         header.write_to(&f)?;
         f.set_len(HEADER_SPAN + u64::from(header.record) * header.count)?;
-        Self::map(f, header)
+        Self::map(f, header, huge_pages)
     }
 
     /// Maps an existing file after checking its header and its length (never creates or extends it).
     pub fn open(path: &Path, header: &FileHeader) -> Result<Self> {
+        Self::open_with(path, header, false)
+    }
+
+    fn open_with(path: &Path, header: &FileHeader, huge_pages: bool) -> Result<Self> {
         let f = OpenOptions::new().read(true).write(true).open(path).map_err(|e| missing(path, &e))?;
         header.check_file(path, &f)?;
         let want = HEADER_SPAN + u64::from(header.record) * header.count;
@@ -46,10 +54,11 @@ impl MappedRecords {
                 path.display()
             )));
         }
-        Self::map(f, header)
+        Self::map(f, header, huge_pages)
     }
 
-    fn map(f: File, header: &FileHeader) -> Result<Self> {
+    /// `huge_pages`: as `anonymous_with`'s, for the file's pages in the host's page cache.
+    fn map(f: File, header: &FileHeader, huge_pages: bool) -> Result<Self> {
         let (record, len) = (header.record as usize, header.count);
         let bytes = record as u64 * len;
         if bytes == 0 {
@@ -60,6 +69,12 @@ impl MappedRecords {
         let map = unsafe { MmapOptions::new().offset(HEADER_SPAN).len(size).map_mut(&f)? };
         // Accesses are random (one entry per I/O): no read-ahead around faults.
         let _ = map.advise(memmap2::Advice::Random);
+        // Huge pages: the page cache reads the file's uncached parts in 2 MiB pages, mapped whole (Linux, where
+        // its file system keeps large pages in the page cache: ext4 and tmpfs from 6.16 on, XFS).
+        #[cfg(target_os = "linux")]
+        if huge_pages {
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
         Ok(MappedRecords { map, record, len, file: Some(f) })
     }
 
@@ -199,12 +214,12 @@ fn term(i: u64, v: u32) -> u64 {
 
 impl MappedU32 {
     pub fn create(path: &Path, header: &FileHeader) -> Result<Self> {
-        Ok(MappedU32 { t: MappedRecords::create(path, header)?, digest: 0, max_at_open: 0 })
+        Ok(MappedU32 { t: MappedRecords::create_with(path, header, true)?, digest: 0, max_at_open: 0 })
     }
 
     /// Opens the table and computes its digest (a pass over the written parts of the file).
     pub fn open(path: &Path, header: &FileHeader) -> Result<Self> {
-        let t = MappedRecords::open(path, header)?;
+        let t = MappedRecords::open_with(path, header, true)?;
         let mut m = MappedU32 { t, digest: 0, max_at_open: 0 };
         let (mut d, mut max) = (0u64, 0u32);
         for (a, b) in m.t.written_ranges() {

@@ -6,8 +6,7 @@
 //! being served is one.
 
 use nearflash_core::engine::Time;
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::VecDeque;
 
 /// Commands' stays in the device, merged into the time covered by at least one.
 #[derive(Debug, Default)]
@@ -18,34 +17,39 @@ pub struct DepthMeter {
     busy_ns: u64,
     /// The end of the merged stays (none merged yet: None).
     covered: Option<Time>,
-    /// Commands in the device: (start, ticket).
-    open: BTreeSet<(Time, u64)>,
-    /// Stays completed but not yet merged (a command that started earlier is still in the device), by start.
-    pending: BinaryHeap<Reverse<(Time, Time)>>,
+    /// The stays not yet merged, in the order their commands entered (tickets `first`, `first + 1`, ...; starts
+    /// never decrease): each its start and, once the command completed, its end. A stay is merged once every command
+    /// that entered before it has completed (a flat queue: no search or allocation per command).
+    stays: VecDeque<(Time, Option<Time>)>,
+    first: u64,
 }
 
 impl DepthMeter {
-    /// Command `ticket` entered the device at `start` (never before the start of a command entered earlier: the host
-    /// clock and the loop's clock only move forward).
+    /// Command `ticket` entered the device at `start` (tickets are consecutive; a start is never before the start
+    /// of a command entered earlier: the host clock and the loop's clock only move forward).
     pub fn enter(&mut self, ticket: u64, start: Time) {
-        self.open.insert((start, ticket));
+        if self.stays.is_empty() {
+            self.first = ticket;
+        }
+        debug_assert_eq!(ticket, self.first + self.stays.len() as u64, "tickets enter in order");
+        debug_assert!(self.stays.back().is_none_or(|&(s, _)| s <= start), "starts never decrease");
+        self.stays.push_back((start, None));
     }
 
     /// Command `ticket`, entered at `start`, completed at `done` (an unknown ticket is ignored).
     pub fn leave(&mut self, ticket: u64, start: Time, done: Time) {
-        if !self.open.remove(&(start, ticket)) {
+        let Some(i) = ticket.checked_sub(self.first).filter(|&i| i < self.stays.len() as u64) else { return };
+        let stay = &mut self.stays[i as usize];
+        if stay.1.is_some() || stay.0 != start {
             return;
         }
         let done = done.max(start);
+        stay.1 = Some(done);
         self.stay_ns += u128::from(done - start);
-        self.pending.push(Reverse((start, done)));
-        // Stays are merged in the order they started: one that starts before every command still in the device.
-        let first_open = self.open.first().map_or(Time::MAX, |&(s, _)| s);
-        while let Some(&Reverse((s, d))) = self.pending.peek() {
-            if s > first_open {
-                break;
-            }
-            self.pending.pop();
+        // Stays are merged in the order they started: those before every command still in the device.
+        while let Some(&(s, Some(d))) = self.stays.front() {
+            self.stays.pop_front();
+            self.first += 1;
             self.busy_ns += extend(&mut self.covered, s, d);
         }
     }
@@ -54,9 +58,8 @@ impl DepthMeter {
     /// that time in ns.
     pub fn mean(&self) -> (f64, u64) {
         let mut covered = self.covered;
-        let mut stays: Vec<(Time, Time)> = self.pending.iter().map(|r| r.0).collect();
-        stays.sort_unstable();
-        let busy = self.busy_ns + stays.into_iter().map(|(s, d)| extend(&mut covered, s, d)).sum::<u64>();
+        let pending = self.stays.iter().filter_map(|&(s, d)| d.map(|d| extend(&mut covered, s, d)));
+        let busy = self.busy_ns + pending.sum::<u64>();
         (if busy == 0 { 0.0 } else { self.stay_ns as f64 / busy as f64 }, busy)
     }
 }

@@ -237,6 +237,9 @@ impl Shared {
     /// one older marks the connection as answering only batches, `DISTRUST_REPLIES`).
     fn hold_limit(&self, st: &mut State, now: Instant) -> Time {
         let (window, lag) = (self.cfg.reaction_window, self.cfg.reaction_lag.max(1) as usize);
+        if lag == 1 {
+            return Self::earliest_owed_slot(st, now, window);
+        }
         let mut holding: Vec<Time> = Vec::new();
         for c in st.conns.values_mut() {
             let owed = (c.owed + u64::from(c.held)) as usize;
@@ -257,6 +260,25 @@ impl Shared {
             return Time::MAX;
         }
         *holding.select_nth_unstable(lag - 1).1
+    }
+
+    /// `hold_limit` at lag 1 (the default), with no list: a connection's slots open in the loop's order (their
+    /// times and the instants they opened never decrease), so its earliest owed slot is its first, and if any of its
+    /// owed slots is older than the window, the first is.
+    fn earliest_owed_slot(st: &mut State, now: Instant, window: Duration) -> Time {
+        let mut limit = Time::MAX;
+        for c in st.conns.values_mut() {
+            if c.distrust > 0 || c.owed + u64::from(c.held) == 0 {
+                continue;
+            }
+            let Some(first) = c.slots.front() else { continue };
+            if now.saturating_duration_since(first.opened) >= window {
+                c.distrust = DISTRUST_REPLIES;
+            } else {
+                limit = limit.min(first.at);
+            }
+        }
+        limit
     }
 
     /// How long until a slot that holds the loop stops holding it (None: none holds it).

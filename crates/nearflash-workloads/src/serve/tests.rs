@@ -213,20 +213,44 @@ fn connections_beyond_the_queue_limit_share_queues() {
 }
 
 /// The shared device's own cost per request, one thread (`cargo test --release -p nearflash-workloads -- --ignored
-/// --nocapture serve_speed`).
+/// --nocapture serve_speed`): 4 KiB reads over 10,000 LBAs of a small in-memory device, or, with
+/// `NEARFLASH_SERVE_IMAGE=DIR` (a copy of `benches/nbd_fio.py`'s filled image: it is reopened and closed), random
+/// reads over its first 8 GiB as fio's are (cold mapping table and OOB lookups). CPU time of the thread per read.
 #[test]
 #[ignore]
 fn serve_speed() {
-    let shared = Shared::new(device(&[], false), ServeConfig::default()).unwrap();
+    let (dev, span) = match std::env::var_os("NEARFLASH_SERVE_IMAGE") {
+        Some(dir) => {
+            let d = Device::open(std::path::Path::new(&dir), DeviceOptions::default()).unwrap();
+            let span = ((8u64 << 30) / d.lba_bytes()).min(d.namespace().lbas);
+            (d, span)
+        }
+        None => (device(&[], false), 10_000),
+    };
+    let shared = Shared::new(dev, ServeConfig::default()).unwrap();
     let conn = shared.connect().unwrap();
     let mut buf = vec![0u8; 4096];
     let n = 200_000u64;
-    let t = Instant::now();
-    for i in 0..n {
-        shared.io(conn, Io::Read { lba: (i * 7919) % 10_000, out: &mut buf }).unwrap();
+    let mut x = 11u64;
+    let (t, cpu) = (Instant::now(), thread_cpu());
+    for _ in 0..n {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407); // Knuth's MMIX LCG
+        shared.io(conn, Io::Read { lba: (x >> 33) % span, out: &mut buf }).unwrap();
     }
-    let s = t.elapsed().as_secs_f64();
-    println!("{n} reads in {s:.3} s: {:.0} per second, {:.2} us each", n as f64 / s, s / n as f64 * 1e6);
+    let (s, cpu) = (t.elapsed().as_secs_f64(), thread_cpu() - cpu);
+    println!("{n} reads over {span} LBAs in {s:.3} s: {:.0} per second, {:.2} us of CPU each", n as f64 / s, cpu / n as f64 * 1e6);
+    shared.disconnect(conn);
+    if let Some(d) = shared.take() {
+        d.close().unwrap();
+    }
+}
+
+/// This thread's CPU time so far, in seconds.
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Realtime's arithmetic: a request arriving at wall time w is submitted at virtual time virt0 + (w - wall0), and a
