@@ -245,11 +245,13 @@ fn drive(
     let qids: Vec<u16> = jobs.iter().map(|j| j.qid).collect();
     while done < total {
         // The job whose next completion comes first.
-        let (qid, _) = dev
+        let (qid, t) = dev
             .next_completion(&qids)
             .ok_or_else(|| SimError::InvalidArgument("workload stalled: no completion pending".into()))?;
         let j = usize::from(qid - 1);
-        dev.wait(qid);
+        // `wait(qid)` without looking for the completion again: `next_completion` has made its time certain.
+        dev.advance_to(t);
+        dev.reap(qid);
         done += 1;
         issue(dev, &mut jobs[j], w, nlb, &payload, &mut sink)?;
         if done.is_multiple_of(every) {

@@ -5,8 +5,7 @@ use super::{field, Cqe, Refusal, Status};
 use crate::ctrl::sched::Priority;
 use crate::engine::Time;
 use crate::error::{Result, SimError};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 struct Sq {
     depth: u32,
@@ -19,7 +18,7 @@ struct Sq {
 
 struct Cq {
     depth: u32,
-    pending: BinaryHeap<Reverse<(Time, u64, CqeKey)>>,
+    pending: Pending,
     head: u32,
     phase: bool,
 }
@@ -31,6 +30,36 @@ struct CqeKey {
     sqid: u16,
     cid: u16,
     status: u16,
+}
+
+/// A completion queue's entries not reaped yet, earliest first (ties in the order they were posted): a deque kept
+/// sorted rather than a binary heap, since completions are posted nearly in time order (an append; otherwise a
+/// binary search and an insertion), and taking the earliest is a pop from the front.
+#[derive(Default)]
+struct Pending(VecDeque<(Time, CqeKey)>);
+
+impl Pending {
+    #[inline]
+    fn push(&mut self, time: Time, key: CqeKey) {
+        let q = &mut self.0;
+        if q.back().is_none_or(|&(t, _)| t <= time) {
+            q.push_back((time, key));
+        } else {
+            // After every entry at `time` or before: those were posted first.
+            let i = q.partition_point(|&(t, _)| t <= time);
+            q.insert(i, (time, key));
+        }
+    }
+
+    #[inline]
+    fn peek_time(&self) -> Option<Time> {
+        self.0.front().map(|&(t, _)| t)
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(Time, CqeKey)> {
+        self.0.pop_front()
+    }
 }
 
 /// A completion as the host sees it.
@@ -91,14 +120,13 @@ pub struct QueueSet {
     cqs: ById<Cq>,
     max_queues: u16,
     max_depth: u32,
-    order: u64,
 }
 
 impl QueueSet {
     /// Queue set with the admin pair (queue 0) of `admin_depth` entries.
     pub fn new(max_queues: u16, max_depth: u32, admin_depth: u32) -> Self {
-        let mut q = QueueSet { sqs: ById::new(), cqs: ById::new(), max_queues, max_depth, order: 0 };
-        q.cqs.insert(0, Cq { depth: admin_depth, pending: BinaryHeap::new(), head: 0, phase: true });
+        let mut q = QueueSet { sqs: ById::new(), cqs: ById::new(), max_queues, max_depth };
+        q.cqs.insert(0, Cq { depth: admin_depth, pending: Pending::default(), head: 0, phase: true });
         q.sqs.insert(0, Sq { depth: admin_depth, prio: Priority::Medium, cqid: 0, outstanding: 0, head: 0 });
         q
     }
@@ -106,7 +134,7 @@ impl QueueSet {
     pub fn create_cq(&mut self, qid: u16, size: u32) -> std::result::Result<(), Refusal> {
         self.check_new_qid(qid, self.cqs.contains_key(&qid), "completion")?;
         self.check_size(size)?;
-        self.cqs.insert(qid, Cq { depth: size, pending: BinaryHeap::new(), head: 0, phase: true });
+        self.cqs.insert(qid, Cq { depth: size, pending: Pending::default(), head: 0, phase: true });
         Ok(())
     }
 
@@ -203,16 +231,15 @@ impl QueueSet {
         let Some(sq) = self.sqs.get(&sqid) else { return };
         let cqid = sq.cqid;
         let key = CqeKey { dw0, dw1, sqid, cid, status: status.field() };
-        self.order += 1;
         if let Some(cq) = self.cqs.get_mut(&cqid) {
-            cq.pending.push(Reverse((time, self.order, key)));
+            cq.pending.push(time, key);
         }
     }
 
     /// Earliest pending completion time on the CQ that `sqid` completes to.
     pub fn next_time(&self, sqid: u16) -> Option<Time> {
         let cqid = self.sqs.get(&sqid)?.cqid;
-        self.cqs.get(&cqid)?.pending.peek().map(|Reverse((t, _, _))| *t)
+        self.cqs.get(&cqid)?.pending.peek_time()
     }
 
     /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`.
@@ -220,11 +247,10 @@ impl QueueSet {
         let cqid = self.sqs.get(&sqid)?.cqid;
         let sq_head = self.sqs.get(&sqid)?.head;
         let cq = self.cqs.get_mut(&cqid)?;
-        let &Reverse((t, _, _)) = cq.pending.peek()?;
-        if t > now {
+        if cq.pending.peek_time()? > now {
             return None;
         }
-        let Reverse((time, _, k)) = cq.pending.pop()?;
+        let (time, k) = cq.pending.pop()?;
         let phase = u16::from(cq.phase);
         cq.head += 1;
         if cq.head == cq.depth {
@@ -273,5 +299,31 @@ mod tests {
         assert_eq!(q.delete_cq(1).map_err(|r| r.status), Err(Status { sct: 1, sc: 0x0C }));
         q.delete_sq(1).unwrap();
         q.delete_cq(1).unwrap();
+    }
+
+    proptest::proptest! {
+        /// Completions come out earliest first, ties in the order they were posted (as a binary heap of
+        /// (time, posting order) gave them), however the times were posted.
+        #[test]
+        fn pending_is_earliest_first_then_posting_order(times in proptest::collection::vec(0u64..40, 0..60), pops in 0usize..60) {
+            let mut p = Pending::default();
+            let mut model: Vec<(u64, u16)> = Vec::new();
+            let key = |cid| CqeKey { dw0: 0, dw1: 0, sqid: 1, cid, status: 0 };
+            for (i, &t) in times.iter().enumerate() {
+                p.push(Time::from_ns(t), key(i as u16));
+                model.push((t, i as u16));
+                if i == pops {
+                    // Some taken halfway: later postings land among the rest.
+                    for _ in 0..3 {
+                        let want = model.iter().copied().min();
+                        model.retain(|&m| Some(m) != want);
+                        proptest::prop_assert_eq!(p.pop().map(|(t, k)| (t.as_ns(), k.cid)), want);
+                    }
+                }
+            }
+            model.sort();
+            let got: Vec<(u64, u16)> = std::iter::from_fn(|| p.pop()).map(|(t, k)| (t.as_ns(), k.cid)).collect();
+            proptest::prop_assert_eq!(got, model);
+        }
     }
 }
