@@ -100,7 +100,7 @@ def test_a_hung_point_times_out_alone(tmp_path):
 
 def test_ray_runs_the_same_points_with_the_same_figures(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'nearflash[ray]'); the local pool is tested")
-    from nearflash.sweeps.spec import tomllib
+    import tomllib
 
     from nearflash.sweeps.point import run
 
