@@ -422,6 +422,12 @@ impl Ftl {
         t
     }
 
+    /// Whether the mapping table is demand-paged (lookups may need translation reads).
+    #[inline]
+    pub fn demand_mapped(&self) -> bool {
+        self.cmt.is_some()
+    }
+
     pub fn cmt_stats(&self) -> Option<cmt::CmtStats> {
         self.cmt.as_ref().map(|c| c.stats)
     }
