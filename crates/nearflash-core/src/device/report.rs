@@ -2,7 +2,7 @@
 //! array, FTL, link, energy and utilisation figures.
 
 use crate::ctrl::sched::{Priority, SchedStats};
-use crate::engine::{GroupUtilisation, IntMap};
+use crate::engine::GroupUtilisation;
 use crate::ftl::FtlStats;
 use crate::host::HostStats;
 use crate::nand::NandStats;
@@ -96,9 +96,10 @@ impl ClassStats {
 /// Counters and histograms since the last reset, per queue and command class; the per-class figures merge the
 /// queues' when reported (one histogram recorded per completion, not two).
 pub(crate) struct Measurements {
-    /// Per queue (0: the admin queue, kept out of the per-queue figures) and class (`queue_key`), with the queue's
-    /// priority; a hash map, as this is looked up on every completion (the reports sort it).
-    queues: IntMap<u32, (Priority, ClassStats)>,
+    /// Per queue (indexed by its id; 0: the admin queue, kept out of the per-queue figures) and class (by
+    /// `OpClass` index), with the queue's priority: indexed, as this is looked up on every completion (queue ids are
+    /// small; the reports sort what they gather).
+    queues: Vec<[Option<Box<(Priority, ClassStats)>>; CLASSES.len()]>,
 }
 
 impl ClassStats {
@@ -130,14 +131,15 @@ impl ClassStats {
 }
 
 const CLASSES: [OpClass; 6] = [OpClass::Read, OpClass::Write, OpClass::Flush, OpClass::Trim, OpClass::Admin, OpClass::Vendor];
+// A class's index in `CLASSES` is its discriminant (`Measurements` indexes by it).
+const _: () = {
+    let mut i = 0;
+    while i < CLASSES.len() {
+        assert!(CLASSES[i] as usize == i);
+        i += 1;
+    }
+};
 
-fn queue_key(sqid: u16, class: OpClass) -> u32 {
-    u32::from(sqid) << 8 | class as u32
-}
-
-fn from_queue_key(key: u32) -> (u16, OpClass) {
-    ((key >> 8) as u16, CLASSES[(key & 0xff) as usize])
-}
 
 fn seconds(window_ns: u64) -> f64 {
     window_ns.max(1) as f64 * 1e-9
@@ -145,32 +147,40 @@ fn seconds(window_ns: u64) -> f64 {
 
 impl Measurements {
     pub fn new() -> Self {
-        Measurements { queues: IntMap::default() }
+        Measurements { queues: Vec::new() }
     }
 
     /// A completion of a `class` command from queue `sqid` (of priority `prio`; 0 is the admin queue, kept out of
     /// the per-queue figures).
     pub fn record(&mut self, class: OpClass, sqid: u16, prio: Priority, latency_ns: u64, bytes: u64, ok: bool) {
-        let q = self.queues.entry(queue_key(sqid, class)).or_insert_with(|| (prio, ClassStats::new()));
-        q.1.add(latency_ns, bytes, ok);
+        let q = usize::from(sqid);
+        if self.queues.len() <= q {
+            self.queues.resize_with(q + 1, Default::default);
+        }
+        let e = self.queues[q][class as usize].get_or_insert_with(|| Box::new((prio, ClassStats::new())));
+        e.1.add(latency_ns, bytes, ok);
+    }
+
+    /// Every (queue, class) recorded: (queue, class, priority, figures).
+    fn entries(&self) -> impl Iterator<Item = (u16, OpClass, Priority, &ClassStats)> + '_ {
+        self.queues.iter().enumerate().flat_map(|(q, by_class)| {
+            by_class.iter().zip(CLASSES).filter_map(move |(e, class)| e.as_ref().map(|e| (q as u16, class, e.0, &e.1)))
+        })
     }
 
     /// Per command class, every queue's merged (the same counts as one histogram recorded per class).
     pub fn ops(&self, window_ns: u64) -> BTreeMap<String, OpReport> {
         let secs = seconds(window_ns);
         let mut parts: BTreeMap<OpClass, Vec<&ClassStats>> = BTreeMap::new();
-        for (&key, (_, c)) in &self.queues {
-            parts.entry(from_queue_key(key).1).or_default().push(c);
+        for (_, class, _, c) in self.entries() {
+            parts.entry(class).or_default().push(c);
         }
         parts.iter().map(|(k, cs)| (k.name().to_string(), merged_report(cs, secs))).collect()
     }
 
     /// The I/O queues' entries: (queue, class, priority, figures).
     fn io_queues(&self) -> impl Iterator<Item = (u16, OpClass, Priority, &ClassStats)> + '_ {
-        self.queues.iter().filter_map(|(&key, (prio, c))| {
-            let (q, class) = from_queue_key(key);
-            (q != 0).then_some((q, class, *prio, c))
-        })
+        self.entries().filter(|e| e.0 != 0)
     }
 
     /// Per I/O queue: its priority and its commands by class.
