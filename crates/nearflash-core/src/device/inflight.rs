@@ -65,6 +65,7 @@ impl<T> InFlightTable<T> {
     }
 
     /// Sets the entry of command `cid` of queue `sqid` (the caller has checked that it has none).
+    #[inline]
     pub fn insert(&mut self, sqid: u16, cid: u16, v: T) {
         let (p, i) = split(cid);
         let q = usize::from(sqid);
@@ -86,6 +87,7 @@ impl<T> InFlightTable<T> {
     }
 
     /// Takes the entry of command `cid` of queue `sqid` out.
+    #[inline]
     pub fn remove(&mut self, sqid: u16, cid: u16) -> Option<T> {
         let (p, i) = split(cid);
         let queue = self.queues.get_mut(usize::from(sqid))?;
