@@ -97,12 +97,56 @@ impl RawIo {
     }
 }
 
-/// Request `r` completed: the connection's figures, and a slot for the reaction to it.
-pub(super) fn request_done(st: &mut State, r: InDevice) {
+/// The requests in the device, by request number: numbers are given out in order and a request leaves once its
+/// last command is reaped, so a queue from the oldest request still there, with no hashing per request.
+#[derive(Debug, Default)]
+pub(super) struct Requests {
+    /// Request `first + i` at `q[i]` (None: it has left).
+    q: VecDeque<Option<InDevice>>,
+    first: u64,
+}
+
+impl Requests {
+    /// Request `n` (the next number given out: `State::next_request`) entered the device.
+    pub(super) fn insert(&mut self, n: u64, r: InDevice) {
+        if self.q.is_empty() {
+            self.first = n;
+        }
+        debug_assert!(n >= self.first + self.q.len() as u64, "requests enter in order");
+        // A number given out without entering (a request with no command, or one whose submission failed) stays
+        // empty.
+        while self.first + (self.q.len() as u64) < n {
+            self.q.push_back(None);
+        }
+        self.q.push_back(Some(r));
+    }
+
+    /// A command of request `n` completed at `at`: the request, once it was its last (an unknown number: None).
+    pub(super) fn command_done(&mut self, n: u64, at: Time) -> Option<InDevice> {
+        let i = usize::try_from(n.checked_sub(self.first)?).ok()?;
+        let slot = self.q.get_mut(i)?;
+        let r = slot.as_mut()?;
+        r.left -= 1;
+        r.done = r.done.max(at);
+        if r.left > 0 {
+            return None;
+        }
+        let r = slot.take();
+        while self.q.front().is_some_and(Option::is_none) {
+            self.q.pop_front();
+            self.first += 1;
+        }
+        r
+    }
+}
+
+/// Request `r` completed: the connection's figures, and a slot (stamped with the wall-clock instant `now`) for the
+/// reaction to it.
+pub(super) fn request_done(st: &mut State, r: InDevice, now: Instant) {
     if let Some(c) = st.conns.get_mut(&r.conn) {
         c.figures.record(r.submitted, r.done);
         c.in_device -= 1;
-        c.slots.push_back(Slot { at: r.done, opened: Instant::now() });
+        c.slots.push_back(Slot { at: r.done, opened: now });
     }
 }
 
@@ -170,14 +214,14 @@ impl Shared {
         if let Some(c) = st.conns.get_mut(&conn) {
             c.in_device += 1;
         }
-        let r = InDevice { conn, left: sub.tickets.len() as u32, done: submitted, submitted };
+        let r = InDevice { conn, left: sub.tickets.clone().count() as u32, done: submitted, submitted };
         if sub.tickets.is_empty() {
-            request_done(st, r);
+            request_done(st, r, Instant::now());
             return Ok(Outcome { status: sub.status, done: submitted });
         }
         st.requests.insert(request, r);
         if self.cfg.reaction_window.is_zero() {
-            let taken = collect_at_once(st, &sub.tickets)?;
+            let taken = collect_at_once(st, sub.tickets)?;
             let done = taken.iter().map(|c| c.1).max().unwrap_or(submitted);
             return Ok(Outcome { status: sub.status, done });
         }
@@ -200,7 +244,7 @@ impl Shared {
         loop {
             self.submit_queued(st);
             let limit = self.hold_limit(st, now);
-            if reap_one(st, limit).is_none() {
+            if reap_one(st, limit, now).is_none() {
                 return;
             }
         }
@@ -209,6 +253,9 @@ impl Shared {
     /// Submits each queued reaction that has a slot to take, and those that never will (more reactions queued than
     /// the connection has requests in the device: the client deepened its queue), at the clock.
     fn submit_queued(&self, st: &mut State) {
+        if st.conns.values().all(|c| c.queued.is_empty()) {
+            return; // the steady state: nothing gathered, nothing allocated
+        }
         let conns: Vec<u64> = st.conns.iter().filter(|(_, c)| !c.queued.is_empty()).map(|(id, _)| *id).collect();
         for id in conns {
             while let Some(c) = st.conns.get_mut(&id) {
@@ -358,5 +405,37 @@ impl Shared {
                 st.to_wake.push(p.parker.thread.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod requests_tests {
+    use super::*;
+
+    fn r(left: u32) -> InDevice {
+        InDevice { conn: 1, left, done: Time::ZERO, submitted: Time::ZERO }
+    }
+
+    /// Requests leave in any order, each once its last command is reaped, at its latest command's completion;
+    /// numbers given out without entering (no command, a failed submission) and unknown numbers change nothing.
+    #[test]
+    fn requests_leave_in_any_order_at_their_last_command() {
+        let mut q = Requests::default();
+        q.insert(5, r(1));
+        q.insert(6, r(2));
+        q.insert(9, r(1)); // 7 and 8 never entered
+        assert!(q.command_done(7, Time::from_ns(1)).is_none());
+        assert!(q.command_done(4, Time::from_ns(1)).is_none());
+        assert!(q.command_done(6, Time::from_ns(30)).is_none()); // one of its two commands
+        assert_eq!(q.command_done(9, Time::from_ns(20)).map(|r| r.done), Some(Time::from_ns(20)));
+        assert!(q.command_done(9, Time::from_ns(21)).is_none()); // already left
+        assert_eq!(q.q.len(), 5); // 5 still there: nothing before it left
+        assert_eq!(q.command_done(5, Time::from_ns(10)).map(|r| r.done), Some(Time::from_ns(10)));
+        assert_eq!((q.first, q.q.len()), (6, 4));
+        assert_eq!(q.command_done(6, Time::from_ns(25)).map(|r| r.done), Some(Time::from_ns(30)));
+        assert!(q.q.is_empty());
+        q.insert(12, r(1)); // empty again: starts at the next number
+        assert_eq!(q.command_done(12, Time::from_ns(40)).map(|r| r.done), Some(Time::from_ns(40)));
+        assert!(q.q.is_empty());
     }
 }
