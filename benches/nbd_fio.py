@@ -8,7 +8,9 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
    for each ``--lag`` (``--reaction-lag``; none given: the server's default) and, with ``--serial``, `--serial`.
    Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), the queue depth
    the device served fio's connection at in virtual time (``pacing.last_connection.mean_queue_depth``), the commands
-   in flight at each submission, and the submissions in the event loop's past.
+   in flight at each submission, and the submissions in the event loop's past; per request, each server's user and
+   system CPU, its task switches (all, and the involuntary ones; `perf stat` over the run, where perf is permitted)
+   and fio's own CPU (the rate on shared cores follows the sum of fio's and the server's CPU per request).
 2. **Pace realtime, keeping time**: fio at QD 1, 4 and 16 against `nearflash serve --pace realtime` on cosmos-plus
    with ``nand.t_read`` = each of ``--t-read`` (slow enough for this machine, then faster until it cannot keep up):
    fio's IOPS and mean latency beside the device's own for fio's connection (the status file's
