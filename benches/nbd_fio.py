@@ -74,7 +74,9 @@ class switches:
         self.pid, self.counts = pid, {}
 
     def __enter__(self) -> "switches":
-        self.out = Path(tempfile.mkstemp(prefix="nf-perf-", suffix=".csv")[1])
+        fd, name = tempfile.mkstemp(prefix="nf-perf-", suffix=".csv")
+        os.close(fd)
+        self.out = Path(name)
         self.proc = None
         if shutil.which("perf"):
             self.proc = subprocess.Popen(["perf", "stat", "-x,", "-o", str(self.out), "-e", "context-switches",
