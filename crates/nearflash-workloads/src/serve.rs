@@ -819,16 +819,21 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
         }
         st.in_device.push(Reverse(c.time));
         st.depth.leave(ticket, start, c.time);
+        // Pace none: a request whose last command completed opens a slot for a reaction (`pipeline`).
+        let finished = st.requests.command_done(request, c.time);
         if let Some(conn) = st.conns.get_mut(&conn) {
             conn.figures.stay_ns += u128::from(c.time.saturating_since(start));
+            if let Some(r) = finished {
+                conn.request_done(r, now);
+            }
         }
-        if let Some(t) = st.waiters.remove(&ticket) {
-            st.to_wake.push(t);
-        }
-        // Pace none: a request whose last command completed opens a slot for a reaction (`pipeline`).
-        if let Some(r) = st.requests.command_done(request, c.time) {
-            pipeline::request_done(st, r, now);
+        if let Some(r) = finished {
             completed = r.done;
+        }
+        if !st.waiters.is_empty() {
+            if let Some(t) = st.waiters.remove(&ticket) {
+                st.to_wake.push(t);
+            }
         }
     }
     Some(completed)

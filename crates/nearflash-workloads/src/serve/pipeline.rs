@@ -30,10 +30,9 @@ pub(super) struct Slot {
     opened: Instant,
 }
 
-/// A request in the device, until its last command completes.
+/// A request in the device, until its last command completes (its connection: its commands' tickets').
 #[derive(Debug, Clone, Copy)]
 pub(super) struct InDevice {
-    pub conn: u64,
     pub left: u32,
     pub done: Time,
     pub submitted: Time,
@@ -140,13 +139,13 @@ impl Requests {
     }
 }
 
-/// Request `r` completed: the connection's figures, and a slot (stamped with the wall-clock instant `now`) for the
-/// reaction to it.
-pub(super) fn request_done(st: &mut State, r: InDevice, now: Instant) {
-    if let Some(c) = st.conns.get_mut(&r.conn) {
-        c.figures.record(r.submitted, r.done);
-        c.in_device -= 1;
-        c.slots.push_back(Slot { at: r.done, opened: now });
+impl Conn {
+    /// Its request `r` completed: its figures, and a slot (stamped with the wall-clock instant `now`) for the
+    /// reaction to it.
+    pub(super) fn request_done(&mut self, r: InDevice, now: Instant) {
+        self.figures.record(r.submitted, r.done);
+        self.in_device -= 1;
+        self.slots.push_back(Slot { at: r.done, opened: now });
     }
 }
 
@@ -214,9 +213,11 @@ impl Shared {
         if let Some(c) = st.conns.get_mut(&conn) {
             c.in_device += 1;
         }
-        let r = InDevice { conn, left: sub.tickets.clone().count() as u32, done: submitted, submitted };
+        let r = InDevice { left: sub.tickets.clone().count() as u32, done: submitted, submitted };
         if sub.tickets.is_empty() {
-            request_done(st, r, Instant::now());
+            if let Some(c) = st.conns.get_mut(&conn) {
+                c.request_done(r, Instant::now());
+            }
             return Ok(Outcome { status: sub.status, done: submitted });
         }
         st.requests.insert(request, r);
@@ -241,8 +242,12 @@ impl Shared {
     /// loop opens them, and are submitted there; their threads are woken once the lock is released.
     fn advance(&self, st: &mut State) {
         let now = Instant::now();
+        // Nothing in the loop queues a reaction: with none queued now, none will be (the steady state).
+        let queued = st.conns.values().any(|c| !c.queued.is_empty());
         loop {
-            self.submit_queued(st);
+            if queued {
+                self.submit_queued(st);
+            }
             let limit = self.hold_limit(st, now);
             if reap_one(st, limit, now).is_none() {
                 return;
@@ -253,9 +258,6 @@ impl Shared {
     /// Submits each queued reaction that has a slot to take, and those that never will (more reactions queued than
     /// the connection has requests in the device: the client deepened its queue), at the clock.
     fn submit_queued(&self, st: &mut State) {
-        if st.conns.values().all(|c| c.queued.is_empty()) {
-            return; // the steady state: nothing gathered, nothing allocated
-        }
         let conns: Vec<u64> = st.conns.iter().filter(|(_, c)| !c.queued.is_empty()).map(|(id, _)| *id).collect();
         for id in conns {
             while let Some(c) = st.conns.get_mut(&id) {
@@ -413,7 +415,7 @@ mod requests_tests {
     use super::*;
 
     fn r(left: u32) -> InDevice {
-        InDevice { conn: 1, left, done: Time::ZERO, submitted: Time::ZERO }
+        InDevice { left, done: Time::ZERO, submitted: Time::ZERO }
     }
 
     /// Requests leave in any order, each once its last command is reaped, at its latest command's completion;
