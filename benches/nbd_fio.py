@@ -8,7 +8,9 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
    for each ``--lag`` (``--reaction-lag``; none given: the server's default) and, with ``--serial``, `--serial`.
    Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), the queue depth
    the device served fio's connection at in virtual time (``pacing.last_connection.mean_queue_depth``), the commands
-   in flight at each submission, and the submissions in the event loop's past.
+   in flight at each submission, and the submissions in the event loop's past; per request, each server's user and
+   system CPU, its task switches (all, and the involuntary ones; `perf stat` over the run, where perf is permitted)
+   and fio's own CPU (the rate on shared cores follows the sum of fio's and the server's CPU per request).
 2. **Pace realtime, keeping time**: fio at QD 1, 4 and 16 against `nearflash serve --pace realtime` on cosmos-plus
    with ``nand.t_read`` = each of ``--t-read`` (slow enough for this machine, then faster until it cannot keep up):
    fio's IOPS and mean latency beside the device's own for fio's connection (the status file's
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -45,14 +48,56 @@ DEVICE = ["--set", "channels=8", "--set", "blocks_per_plane=128"]
 
 
 def fio(uri: str, iodepth: int, runtime: float, out: Path, size: str = "8g") -> dict[str, float]:
+    """A fio run; its IOPS, mean latency, I/O count, and its own CPU time per I/O (the other half of the work on
+    the shared cores: the rate follows the sum of fio's and the server's CPU per request)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(["fio", "--name=r", "--ioengine=nbd", f"--uri={uri}", "--rw=randread", "--bs=4k",
                         f"--size={size}", f"--iodepth={iodepth}", "--time_based", f"--runtime={runtime}",
                         "--randseed=11", "--output-format=json", f"--output={out}"], capture_output=True, text=True,
                        timeout=runtime + 120)
     if p.returncode != 0:
         raise SystemExit(f"fio failed: {p.stderr}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     j = json.loads(out.read_text())["jobs"][0]["read"]
-    return {"iops": j["iops"], "mean_us": j["lat_ns"]["mean"] / 1e3, "ios": j["total_ios"]}
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / max(j["total_ios"], 1) * 1e6
+    return {"iops": j["iops"], "mean_us": j["lat_ns"]["mean"] / 1e3, "ios": j["total_ios"], "fio_cpu_us_per_io": cpu}
+
+
+class switches:
+    """Task switches of a process's threads (those that start later too: nbdkit starts its worker threads per
+    connection and ends them when it closes, so /proc/PID/task/*/status before and after a run misses them) while
+    the block runs, counted by `perf stat` (software events and a tracepoint: no hardware counters needed): all
+    switches away from its threads, and the involuntary ones (the thread still runnable: preempted or yielding).
+    `counts` stays empty where perf is missing or not permitted."""
+
+    def __init__(self, pid: int):
+        self.pid, self.counts = pid, {}
+
+    def __enter__(self) -> "switches":
+        fd, name = tempfile.mkstemp(prefix="nf-perf-", suffix=".csv")
+        os.close(fd)
+        self.out = Path(name)
+        self.proc = None
+        if shutil.which("perf"):
+            self.proc = subprocess.Popen(["perf", "stat", "-x,", "-o", str(self.out), "-e", "context-switches",
+                                          "-e", "sched:sched_switch", "--filter", "prev_state == 0", "-p",
+                                          str(self.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.3)  # attached to every thread before the run starts
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=30)
+        names = {"context-switches": "switches", "sched:sched_switch": "involuntary"}
+        for line in self.out.read_text().splitlines():
+            f = line.split(",")
+            if len(f) > 2 and f[2] in names and f[0].isdigit():
+                self.counts[names[f[2]]] = int(f[0])
+        if len(self.counts) < 2:
+            self.counts = {}
+        self.out.unlink(missing_ok=True)
 
 
 class Server:
@@ -65,17 +110,27 @@ class Server:
                 raise SystemExit(f"server did not start: {argv}: {self.proc.stderr.read()}")
             time.sleep(0.05)
 
-    def cpu_s(self) -> float:
-        """CPU time the server has used so far (all its threads, user and system), in seconds."""
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU time the server has used so far (all its threads, living and exited), user and system, in seconds."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def measure(self, iodepth: int, runtime: float, out: Path) -> dict[str, Any]:
-        """A fio run against this server, with the server's CPU time per request (a figure that the machine's load
-        moves far less than the rate: both servers' rates are bound by CPUs shared with other work)."""
-        cpu = self.cpu_s()
-        r = fio(self.uri, iodepth, runtime, out)
-        r["server_cpu_us_per_io"] = (self.cpu_s() - cpu) / max(r["ios"], 1) * 1e6
+        """A fio run against this server, with the server's CPU time per request, user and system (figures that the
+        machine's load moves far less than the rate: both servers' rates are bound by CPUs shared with other work),
+        and its task switches per request (`switches`)."""
+        user, sys_ = self.cpu_s()
+        with switches(self.proc.pid) as sw:
+            r = fio(self.uri, iodepth, runtime, out)
+        user2, sys2 = self.cpu_s()
+        n = max(r["ios"], 1)
+        r["server_user_us_per_io"] = (user2 - user) / n * 1e6
+        r["server_sys_us_per_io"] = (sys2 - sys_) / n * 1e6
+        r["server_cpu_us_per_io"] = r["server_user_us_per_io"] + r["server_sys_us_per_io"]
+        if sw.counts:
+            r["switches_per_io"] = sw.counts["switches"] / n
+            r["involuntary_per_io"] = sw.counts["involuntary"] / n
         return r
 
     def stop(self) -> None:
@@ -125,6 +180,15 @@ def create(image: Path, *extra: str) -> None:
                 pass
 
 
+def per_io(r: dict[str, Any]) -> str:
+    """A run's server costs per request, in words."""
+    text = f"{r['server_cpu_us_per_io']:.1f} us CPU each: {r['server_user_us_per_io']:.1f} user, {r['server_sys_us_per_io']:.1f} system"
+    text += f"; fio {r['fio_cpu_us_per_io']:.1f} us"
+    if "switches_per_io" in r:
+        text += f"; {r['switches_per_io']:.2f} task switches, {r['involuntary_per_io']:.2f} involuntary"
+    return text
+
+
 def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int,
                modes: list[tuple[str, ...]]) -> list[dict[str, Any]]:
     """For each serving mode (`nearflash serve` options), its runs interleaved with the memory plugin's."""
@@ -153,11 +217,10 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
                     runs["nearflash"].append(r)
                     d = r["device"]
                     m = runs["memory"][-1]
-                    print(f"  run {i + 1} (load {load:.1f}): memory {m['iops']:,.0f} IOPS "
-                          f"({m['server_cpu_us_per_io']:.1f} us CPU each), nearflash {r['iops']:,.0f} IOPS "
-                          f"({r['server_cpu_us_per_io']:.1f} us), device queue depth {d['queue_depth']:.1f} (in flight at submission "
-                          f"{d['in_flight_at_submission']:.1f}, {d['late_submissions']:,} of {d['commands']:,} late)",
-                          flush=True)
+                    print(f"  run {i + 1} (load {load:.1f}): memory {m['iops']:,.0f} IOPS ({per_io(m)}), "
+                          f"nearflash {r['iops']:,.0f} IOPS ({per_io(r)}), device queue depth {d['queue_depth']:.1f} "
+                          f"(in flight at submission {d['in_flight_at_submission']:.1f}, {d['late_submissions']:,} of "
+                          f"{d['commands']:,} late)", flush=True)
             finally:
                 nf.stop()
             med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
@@ -169,6 +232,11 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
                             "late_submissions": sum(r["device"]["late_submissions"] for r in runs["nearflash"]),
                             "cpu_us_per_io": {k: statistics.median(x["server_cpu_us_per_io"] for x in v)
                                               for k, v in runs.items()},
+                            **{f"{f}_per_io": {k: statistics.median(x[g] for x in v) for k, v in runs.items()}
+                               for f, g in (("user_us", "server_user_us_per_io"), ("sys_us", "server_sys_us_per_io"),
+                                            ("fio_cpu_us", "fio_cpu_us_per_io"),
+                                            ("switches", "switches_per_io"), ("involuntary", "involuntary_per_io"))
+                               if all(g in x for v in runs.values() for x in v)},
                             "load_average": [x["load_average"] for x in runs["nearflash"]]})
     finally:
         mem.stop()
@@ -196,6 +264,25 @@ def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: i
     return rows
 
 
+def cpu_cell(t: dict[str, Any], k: str) -> str:
+    cell = f"{t['cpu_us_per_io'][k]:.1f}"
+    if "user_us_per_io" in t:
+        cell += f" ({t['user_us_per_io'][k]:.1f} + {t['sys_us_per_io'][k]:.1f})"
+    return cell
+
+
+def fio_cell(t: dict[str, Any]) -> str:
+    f = t.get("fio_cpu_us_per_io")
+    return f"{f['memory']:.1f} / {f['nearflash']:.1f} us" if f else "-"
+
+
+def switch_cell(t: dict[str, Any]) -> str:
+    if "switches_per_io" not in t:
+        return "-"
+    sw, inv = t["switches_per_io"], t["involuntary_per_io"]
+    return f"{sw['memory']:.2f} ({inv['memory']:.2f}) / {sw['nearflash']:.2f} ({inv['nearflash']:.2f})"
+
+
 def markdown(r: dict[str, Any]) -> str:
     lines = ["# fio over NBD: nearflash serve beside nbdkit's memory plugin", "",
              f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", ""]
@@ -206,15 +293,18 @@ def markdown(r: dict[str, Any]) -> str:
                   f"{len(t['runs']['memory'])} runs each, alternating with the memory plugin", "",
                   "| `nearflash serve --pace none` | memory plugin, median IOPS (runs) | nearflash, median IOPS (runs) | "
                   "ratio of medians (best runs) | queue depth in virtual time (runs) | late submissions | "
-                  "server CPU per request, memory / nearflash (medians) | load average |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "server CPU per request, memory / nearflash (medians; user + system) | "
+                  "task switches per request, memory / nearflash (involuntary) | fio's CPU per request, memory / "
+                  "nearflash | load average |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
     for t in ts:
         each = {k: ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k]) for k in ("memory", "nearflash")}
         depths = ", ".join(f"{x['device']['queue_depth']:.1f}" for x in t["runs"]["nearflash"])
         lines.append(f"| {t['mode']} | {t['median_iops']['memory']:,.0f} ({each['memory']}) | "
                      f"{t['median_iops']['nearflash']:,.0f} ({each['nearflash']}) | **{t['ratio_median']:.2f}x** "
                      f"({t['ratio_best']:.2f}x) | {t['device_queue_depth']:.1f} ({depths}) | {t['late_submissions']:,} | "
-                     f"{t['cpu_us_per_io']['memory']:.1f} / {t['cpu_us_per_io']['nearflash']:.1f} us | "
+                     f"{cpu_cell(t, 'memory')} / {cpu_cell(t, 'nearflash')} us | {switch_cell(t)} | "
+                     f"{fio_cell(t)} | "
                      f"{min(t['load_average']):.1f}-{max(t['load_average']):.1f} |")
     lines += [""] if ts else []
     if r.get("realtime"):

@@ -120,6 +120,14 @@ fn write_status(state: &str) {
     }
 }
 
+/// A request was served: the status file is due for a rewrite. Written only when it was clean, so that requests on
+/// both cores do not take the flag's cache line from each other on every request.
+fn mark_dirty() {
+    if !DIRTY.load(Ordering::Relaxed) {
+        DIRTY.store(true, Ordering::Release);
+    }
+}
+
 fn status_loop() {
     while !STOP.load(Ordering::Acquire) {
         std::thread::sleep(STATUS_PERIOD);
@@ -158,7 +166,7 @@ impl Conn {
 
     fn serve(&self, io: Io<'_>, what: &str) -> Result<()> {
         let outcome = shared()?.io(self.id, io).map_err(eio);
-        DIRTY.store(true, Ordering::Release);
+        mark_dirty();
         check(outcome?.status, what)
     }
 }
@@ -271,7 +279,7 @@ impl Server for Conn {
         let s = shared()?;
         let id = s.connect().map_err(eio)?;
         let (lba_bytes, lbas) = s.with_device(|d| (d.lba_bytes(), d.namespace().lbas)).map_err(eio)?;
-        DIRTY.store(true, Ordering::Release);
+        mark_dirty();
         Ok(Box::new(Conn { id, lba_bytes, lbas }))
     }
 

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 mod depth;
 mod pipeline;
 pub use depth::DepthMeter;
-use pipeline::{InDevice, Pending, Slot};
+use pipeline::{Pending, Slot};
 
 /// How virtual time relates to the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -205,11 +205,16 @@ pub struct ConnFigures {
     pub mean_queue_depth: f64,
     #[serde(skip)]
     latency_sum_ns: u128,
+    /// The commands' stays so far, and as they were at the last request's completion (what the depth is of).
     #[serde(skip)]
     stay_ns: u128,
+    #[serde(skip)]
+    stay_at_record_ns: u128,
 }
 
 impl ConnFigures {
+    /// A request completed: only sums here (once per request, under the device's lock); the means are worked out
+    /// when the figures are read (`finished`).
     fn record(&mut self, submitted: Time, done: Time) {
         if self.requests == 0 {
             self.first_submit_ns = submitted.as_ns();
@@ -217,10 +222,18 @@ impl ConnFigures {
         self.requests += 1;
         self.last_done_ns = self.last_done_ns.max(done.as_ns());
         self.latency_sum_ns += u128::from(done - submitted);
-        self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
-        let span = (self.last_done_ns - self.first_submit_ns).max(1) as f64;
-        self.iops = self.requests as f64 / span * 1e9;
-        self.mean_queue_depth = self.stay_ns as f64 / span;
+        self.stay_at_record_ns = self.stay_ns;
+    }
+
+    /// The figures with their means, as of the last request's completion.
+    fn finished(mut self) -> ConnFigures {
+        if self.requests > 0 {
+            self.mean_latency_us = self.latency_sum_ns as f64 / self.requests as f64 / 1e3;
+            let span = (self.last_done_ns - self.first_submit_ns).max(1) as f64;
+            self.iops = self.requests as f64 / span * 1e9;
+            self.mean_queue_depth = self.stay_at_record_ns as f64 / span;
+        }
+        self
     }
 }
 
@@ -246,7 +259,7 @@ struct State {
     /// request's reply does not wait for its completion).
     keep_done: bool,
     /// Pace none: requests with commands not yet reaped.
-    requests: IntMap<u64, InDevice>,
+    requests: pipeline::Requests,
     next_request: u64,
     /// The served queues (their ids, for the event loop's look-ups).
     qids: Vec<u16>,
@@ -359,7 +372,7 @@ impl Shared {
                 next_ticket: 0,
                 done: IntMap::default(),
                 keep_done: cfg.pace == Pace::Realtime || cfg.reaction_window.is_zero(),
-                requests: IntMap::default(),
+                requests: pipeline::Requests::default(),
                 next_request: 0,
                 qids: Vec::new(),
                 driver: None,
@@ -440,7 +453,7 @@ impl Shared {
             }
             st.counts.open_connections -= 1;
             if c.figures.requests > 0 {
-                st.pacing.last_connection = Some(c.figures);
+                st.pacing.last_connection = Some(c.figures.finished());
             }
         }
         self.release(st);
@@ -467,9 +480,10 @@ impl Shared {
         if let Some(d) = &st.driver {
             d.unpark(); // its next event may now be earlier
         }
-        let (mut st, taken) = self.collect(st, &sub.tickets, |s, st| {
+        let (mut st, taken) = self.collect(st, sub.tickets, |s, st| {
             let present = s.clock.virt(Instant::now());
-            while reap_one(st, present.saturating_add_ns(1)).is_some() {}
+            let now = Instant::now();
+            while reap_one(st, present.saturating_add_ns(1), now).is_some() {}
             st.dev().next_event_time().map(|e| s.clock.wall(e).saturating_duration_since(Instant::now()))
         })?;
         let status = taken.iter().map(|c| c.0).find(|s| !s.is_success()).unwrap_or(Status::SUCCESS);
@@ -494,17 +508,17 @@ impl Shared {
     fn collect<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
-        tickets: &[u64],
+        tickets: std::ops::Range<u64>,
         reap: impl Fn(&Self, &mut State) -> Option<Duration>,
     ) -> Result<(MutexGuard<'a, State>, Vec<Taken>)> {
         let me = std::thread::current();
-        let known = |st: &State| tickets.iter().all(|t| st.done.contains_key(t));
+        let known = |st: &State| tickets.clone().all(|t| st.done.contains_key(&t));
         loop {
             let sleep = reap(self, &mut st);
             let is_driver = st.driver.as_ref().is_some_and(|d| d.id() == me.id());
             if known(&st) {
-                for t in tickets {
-                    st.waiters.remove(t);
+                for t in tickets.clone() {
+                    st.waiters.remove(&t);
                 }
                 if is_driver {
                     st.driver = None;
@@ -515,10 +529,10 @@ impl Shared {
                         st.to_wake.push(next);
                     }
                 }
-                let taken = tickets.iter().map(|t| st.done.remove(t).expect("known")).collect();
+                let taken = tickets.map(|t| st.done.remove(&t).expect("known")).collect();
                 return Ok((st, taken));
             }
-            for &t in tickets {
+            for t in tickets.clone() {
                 st.waiters.entry(t).or_insert_with(|| me.clone());
             }
             let oldest = st.waiters.keys().min().is_none_or(|t| tickets.contains(t));
@@ -672,12 +686,13 @@ enum Kind {
 /// A command's completion: its status and time.
 type Taken = (Status, Time);
 
-/// A request's commands as submitted: what it was, their tickets, and its status (a command's status is decided when
-/// it is submitted: the first failure's, else success).
+/// A request's commands as submitted: what it was, their tickets (consecutive: a request's commands are submitted
+/// together under the device's lock, so a range, with nothing allocated per request), and its status (a command's
+/// status is decided when it is submitted: the first failure's, else success).
 struct Submitted {
     kind: Kind,
     bytes: u64,
-    tickets: Vec<u64>,
+    tickets: std::ops::Range<u64>,
     status: Status,
 }
 
@@ -695,7 +710,7 @@ struct Ticket {
 fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Result<Submitted> {
     let lba_bytes = st.dev().lba_bytes();
     let max = u64::from(st.dev().namespace().max_lbas).max(1);
-    let mut tickets = Vec::new();
+    let first = st.next_ticket;
     let mut status = Status::SUCCESS;
     let mut go = |st: &mut State, sqe: Sqe, data: DataBuf<'_>| -> Result<()> {
         let mut sqe = sqe;
@@ -712,7 +727,6 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
         st.next_ticket += 1;
         st.tickets.insert((qid, sqe.cid), Ticket { ticket, request, conn, start });
         st.depth.enter(ticket, start);
-        tickets.push(ticket);
         // Commands in flight: those reaped that complete after now, and those not yet reaped (this one and this
         // request's others included).
         while st.in_device.peek().is_some_and(|Reverse(t)| *t <= now) {
@@ -785,13 +799,14 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
             (Kind::Zero, blocks * lba_bytes)
         }
     };
-    Ok(Submitted { kind, bytes, tickets, status })
+    Ok(Submitted { kind, bytes, tickets: first..st.next_ticket, status })
 }
 
 /// Reaps the earliest completion of the served queues once it is certain, running the event loop only before
 /// `limit` (so never past a later submission's time); wakes the thread waiting for it. None if there was none;
-/// else the completion time of the request it completed (pace none), or `Time::MAX` if it completed none.
-fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
+/// else the completion time of the request it completed (pace none), or `Time::MAX` if it completed none. `now`:
+/// the wall-clock instant a slot it opens is stamped with (read once by the caller, not once per completion).
+fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
     let qids = std::mem::take(&mut st.qids);
     let next = st.dev().next_completion_known(&qids, limit);
     st.qids = qids;
@@ -804,20 +819,20 @@ fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
         }
         st.in_device.push(Reverse(c.time));
         st.depth.leave(ticket, start, c.time);
+        // Pace none: a request whose last command completed opens a slot for a reaction (`pipeline`).
+        let finished = st.requests.command_done(request, c.time);
         if let Some(conn) = st.conns.get_mut(&conn) {
             conn.figures.stay_ns += u128::from(c.time.saturating_since(start));
+            if let Some(r) = finished {
+                conn.request_done(r, now);
+            }
         }
-        if let Some(t) = st.waiters.remove(&ticket) {
-            st.to_wake.push(t);
+        if let Some(r) = finished {
+            completed = r.done;
         }
-        // Pace none: a request whose last command completed opens a slot for a reaction (`pipeline`).
-        if let Some(r) = st.requests.get_mut(&request) {
-            r.left -= 1;
-            r.done = r.done.max(c.time);
-            if r.left == 0 {
-                let r = st.requests.remove(&request).expect("present");
-                pipeline::request_done(st, r);
-                completed = r.done;
+        if !st.waiters.is_empty() {
+            if let Some(t) = st.waiters.remove(&ticket) {
+                st.to_wake.push(t);
             }
         }
     }
@@ -826,13 +841,14 @@ fn reap_one(st: &mut State, limit: Time) -> Option<Time> {
 
 /// Pace none without a reaction window: the completions of `tickets`, the event loop run until they are known (past
 /// the submission time of the requests that follow: the module's notes).
-fn collect_at_once(st: &mut State, tickets: &[u64]) -> Result<Vec<Taken>> {
-    while !tickets.iter().all(|t| st.done.contains_key(t)) {
-        if reap_one(st, Time::MAX).is_none() {
+fn collect_at_once(st: &mut State, tickets: std::ops::Range<u64>) -> Result<Vec<Taken>> {
+    let now = Instant::now();
+    while !tickets.clone().all(|t| st.done.contains_key(&t)) {
+        if reap_one(st, Time::MAX, now).is_none() {
             return Err(SimError::Fault("a submitted command has no completion".into()));
         }
     }
-    Ok(tickets.iter().map(|t| st.done.remove(t).expect("known")).collect())
+    Ok(tickets.map(|t| st.done.remove(&t).expect("known")).collect())
 }
 
 /// Counts a request's outcome.

@@ -16,6 +16,7 @@
 //! each event was filed about 3.7 times.
 
 use super::Time;
+use smallvec::SmallVec;
 
 /// Width of a wheel slot: 2^7 = 128 ns.
 const SLOT_BITS: u32 = 7;
@@ -32,7 +33,7 @@ pub trait Schedule<E> {
 pub struct EventQueue<E> {
     /// `slots[(t >> SLOT_BITS) % SLOTS]`: the events at `t` less than `SLOTS` slots after the clock's, in scheduling
     /// order.
-    slots: Box<[Vec<(Time, E)>; SLOTS]>,
+    slots: Box<[Slot<E>; SLOTS]>,
     /// Bit `i % 64` of word `i / 64`: `slots[i]` is not empty.
     filled: [u64; WORDS],
     in_wheel: usize,
@@ -50,7 +51,7 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            slots: (0..SLOTS).map(|_| Vec::new()).collect::<Box<[_]>>().try_into().unwrap_or_else(|_| unreachable!()),
+            slots: (0..SLOTS).map(|_| Slot(SmallVec::new())).collect::<Box<[_]>>().try_into().unwrap_or_else(|_| unreachable!()),
             filled: [0; WORDS],
             in_wheel: 0,
             far: Radix::default(),
@@ -61,6 +62,12 @@ impl<E> Default for EventQueue<E> {
         }
     }
 }
+
+/// A slot's events in scheduling order, kept inline (one cache line) while there are at most two, as nearly always:
+/// with a vector per slot each push and pop missed the cache twice (the vector, then its buffer), since
+/// consecutive events fall hundreds of slots apart.
+#[repr(align(64))]
+struct Slot<E>(SmallVec<[(Time, E); 2]>);
 
 /// The wheel's slot of time `t` (absolute: the ring position is this modulo `SLOTS`).
 #[inline]
@@ -79,7 +86,7 @@ impl<E: Copy> EventQueue<E> {
         let t = t.max(self.clock);
         if slot(t) - slot(self.clock) < SLOTS as u64 {
             let i = slot(t) as usize % SLOTS;
-            self.slots[i].push((t, e));
+            self.slots[i].0.push((t, e));
             self.filled[i / 64] |= 1 << (i % 64);
             self.in_wheel += 1;
         } else {
@@ -104,7 +111,7 @@ impl<E: Copy> EventQueue<E> {
             self.far.pop().1
         } else {
             let i = slot(t) as usize % SLOTS;
-            let v = &mut self.slots[i];
+            let v = &mut self.slots[i].0;
             self.in_wheel -= 1;
             if v.len() == 1 {
                 self.filled[i / 64] &= !(1 << (i % 64));
@@ -146,7 +153,7 @@ impl<E: Copy> EventQueue<E> {
             bits = self.filled[i];
         }
         let s = i * 64 + bits.trailing_zeros() as usize;
-        self.slots[s].iter().map(|&(t, _)| t).min()
+        self.slots[s].0.iter().map(|&(t, _)| t).min()
     }
 
     /// Time of the last event taken.

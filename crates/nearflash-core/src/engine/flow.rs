@@ -93,16 +93,20 @@ enum State {
     Resolved,
 }
 
-struct Node<S> {
+/// A step's place in the graph. Its payload lives apart (`Flow::steps`) and goes back to the payloads' free list
+/// when the step resolves, so that what is kept of a resolved step until [`RECLAIM_NS`] later (for handles that
+/// still name it) is these 32 bytes: every step of the last 100 ms of virtual time stays in memory, and a node of a
+/// payload's size (about 110 bytes) made every step's slot a cache miss when it was reused.
+struct Node {
     gen: u32,
-    state: State,
     waiting: u32,
-    /// Latest known input (the step's start once all are known).
-    ready: Time,
-    value: Time,
     /// Head of the list of steps waiting for this one (`Flow::edges`).
     deps: u32,
-    step: S,
+    /// Index of the payload in `Flow::steps` (`NONE` once resolved).
+    step: u32,
+    /// While the step waits: its latest known input (its start once all are known). Once resolved: its end.
+    t: Time,
+    state: State,
 }
 
 /// A dependent of a step: `node` waits for this step's end plus `off`.
@@ -115,8 +119,11 @@ struct Edge {
 
 /// The graph of steps of every command in flight.
 pub struct Flow<S> {
-    nodes: Vec<Node<S>>,
+    nodes: Vec<Node>,
     free: Vec<u32>,
+    /// The payloads of unresolved steps; a slot is reused (last freed first) as soon as its step resolves.
+    steps: Vec<S>,
+    free_steps: Vec<u32>,
     edges: Vec<Edge>,
     free_edge: u32,
     ready: VecDeque<u32>,
@@ -132,6 +139,8 @@ impl<S: Default> Default for Flow<S> {
         Flow {
             nodes: Vec::new(),
             free: Vec::new(),
+            steps: Vec::new(),
+            free_steps: Vec::new(),
             edges: Vec::new(),
             free_edge: NONE,
             ready: VecDeque::new(),
@@ -170,7 +179,7 @@ impl<S: Default> Flow<S> {
             return Some(Time::from_ns(at.t));
         }
         let n = &self.nodes[at.node as usize];
-        (n.state == State::Resolved).then_some(n.value + at.t)
+        (n.state == State::Resolved).then_some(n.t + at.t)
     }
 
     /// Whether `at` is not known yet.
@@ -179,9 +188,19 @@ impl<S: Default> Flow<S> {
         self.value(at).is_none()
     }
 
-    fn alloc(&mut self, step: S) -> u32 {
+    fn alloc(&mut self, step: S, floor: Time) -> u32 {
         self.live += 1;
-        let node = Node { gen: 0, state: State::Waiting, waiting: 0, ready: Time::ZERO, value: Time::ZERO, deps: NONE, step };
+        let payload = match self.free_steps.pop() {
+            Some(p) => {
+                self.steps[p as usize] = step;
+                p
+            }
+            None => {
+                self.steps.push(step);
+                (self.steps.len() - 1) as u32
+            }
+        };
+        let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting };
         match self.free.pop() {
             Some(i) => {
                 let n = &mut self.nodes[i as usize];
@@ -201,7 +220,7 @@ impl<S: Default> Flow<S> {
         match self.value(input) {
             Some(t) => {
                 let n = &mut self.nodes[idx as usize];
-                n.ready = n.ready.max(t);
+                n.t = n.t.max(t);
             }
             None => {
                 let src = input.node as usize;
@@ -233,8 +252,7 @@ impl<S: Default> Flow<S> {
 
     /// A step that starts once every input is known (at the latest of them, and no earlier than `floor`).
     pub fn add(&mut self, step: S, floor: Time, inputs: &[At]) -> At {
-        let idx = self.alloc(step);
-        self.nodes[idx as usize].ready = floor;
+        let idx = self.alloc(step, floor);
         for &i in inputs {
             self.wire(idx, i);
         }
@@ -297,7 +315,7 @@ impl<S: Default> Flow<S> {
         let idx = self.ready.pop_front()?;
         let n = &mut self.nodes[idx as usize];
         n.state = State::Running;
-        let ready = n.ready;
+        let ready = n.t;
         Some((self.handle(idx), idx, ready))
     }
 
@@ -309,7 +327,7 @@ impl<S: Default> Flow<S> {
 
     /// The step of a running node (its payload is left as `S::default()`).
     pub fn take_step(&mut self, idx: u32) -> S {
-        std::mem::take(&mut self.nodes[idx as usize].step)
+        std::mem::take(&mut self.steps[self.nodes[idx as usize].step as usize])
     }
 
     /// The payload of step `at` if it still waits for its inputs and no step waits for it: its creator may give it
@@ -318,13 +336,13 @@ impl<S: Default> Flow<S> {
         if at.t != 0 || !self.current(at) {
             return None;
         }
-        let n = &mut self.nodes[at.node as usize];
-        (n.state == State::Waiting && n.deps == NONE).then_some(&mut n.step)
+        let n = &self.nodes[at.node as usize];
+        (n.state == State::Waiting && n.deps == NONE).then_some(&mut self.steps[n.step as usize])
     }
 
     /// The payload of a step, to read while it runs.
     pub fn step_mut(&mut self, idx: u32) -> &mut S {
-        &mut self.nodes[idx as usize].step
+        &mut self.steps[self.nodes[idx as usize].step as usize]
     }
 
     /// The step `at` names, if it is still running (not resolved, not reclaimed).
@@ -337,16 +355,20 @@ impl<S: Default> Flow<S> {
         let n = &mut self.nodes[idx as usize];
         debug_assert_eq!(n.state, State::Running, "resolving a step that is not running");
         n.state = State::Resolved;
-        n.value = value;
+        n.t = value;
         let mut e = std::mem::replace(&mut n.deps, NONE);
         let gen = n.gen;
+        let payload = std::mem::replace(&mut n.step, NONE);
+        // Dropped now, not at reclaim: the slot is reused while it is still in the cache.
+        self.steps[payload as usize] = S::default();
+        self.free_steps.push(payload);
         self.resolved.push_back((value, idx, gen));
         while e != NONE {
             let Edge { node, off, next } = self.edges[e as usize];
             self.edges[e as usize].next = self.free_edge;
             self.free_edge = e;
             let d = &mut self.nodes[node as usize];
-            d.ready = d.ready.max(value + off);
+            d.t = d.t.max(value + off);
             d.waiting -= 1;
             if d.waiting == 0 {
                 d.state = State::Ready;
@@ -367,7 +389,6 @@ impl<S: Default> Flow<S> {
             if n.gen == gen && n.state == State::Resolved {
                 n.state = State::Free;
                 n.gen = n.gen.wrapping_add(1);
-                n.step = S::default();
                 self.free.push(idx);
                 self.live -= 1;
             }

@@ -30,10 +30,9 @@ pub(super) struct Slot {
     opened: Instant,
 }
 
-/// A request in the device, until its last command completes.
+/// A request in the device, until its last command completes (its connection: its commands' tickets').
 #[derive(Debug, Clone, Copy)]
 pub(super) struct InDevice {
-    pub conn: u64,
     pub left: u32,
     pub done: Time,
     pub submitted: Time,
@@ -97,12 +96,56 @@ impl RawIo {
     }
 }
 
-/// Request `r` completed: the connection's figures, and a slot for the reaction to it.
-pub(super) fn request_done(st: &mut State, r: InDevice) {
-    if let Some(c) = st.conns.get_mut(&r.conn) {
-        c.figures.record(r.submitted, r.done);
-        c.in_device -= 1;
-        c.slots.push_back(Slot { at: r.done, opened: Instant::now() });
+/// The requests in the device, by request number: numbers are given out in order and a request leaves once its
+/// last command is reaped, so a queue from the oldest request still there, with no hashing per request.
+#[derive(Debug, Default)]
+pub(super) struct Requests {
+    /// Request `first + i` at `q[i]` (None: it has left).
+    q: VecDeque<Option<InDevice>>,
+    first: u64,
+}
+
+impl Requests {
+    /// Request `n` (the next number given out: `State::next_request`) entered the device.
+    pub(super) fn insert(&mut self, n: u64, r: InDevice) {
+        if self.q.is_empty() {
+            self.first = n;
+        }
+        debug_assert!(n >= self.first + self.q.len() as u64, "requests enter in order");
+        // A number given out without entering (a request with no command, or one whose submission failed) stays
+        // empty.
+        while self.first + (self.q.len() as u64) < n {
+            self.q.push_back(None);
+        }
+        self.q.push_back(Some(r));
+    }
+
+    /// A command of request `n` completed at `at`: the request, once it was its last (an unknown number: None).
+    pub(super) fn command_done(&mut self, n: u64, at: Time) -> Option<InDevice> {
+        let i = usize::try_from(n.checked_sub(self.first)?).ok()?;
+        let slot = self.q.get_mut(i)?;
+        let r = slot.as_mut()?;
+        r.left -= 1;
+        r.done = r.done.max(at);
+        if r.left > 0 {
+            return None;
+        }
+        let r = slot.take();
+        while self.q.front().is_some_and(Option::is_none) {
+            self.q.pop_front();
+            self.first += 1;
+        }
+        r
+    }
+}
+
+impl Conn {
+    /// Its request `r` completed: its figures, and a slot (stamped with the wall-clock instant `now`) for the
+    /// reaction to it.
+    pub(super) fn request_done(&mut self, r: InDevice, now: Instant) {
+        self.figures.record(r.submitted, r.done);
+        self.in_device -= 1;
+        self.slots.push_back(Slot { at: r.done, opened: now });
     }
 }
 
@@ -170,14 +213,16 @@ impl Shared {
         if let Some(c) = st.conns.get_mut(&conn) {
             c.in_device += 1;
         }
-        let r = InDevice { conn, left: sub.tickets.len() as u32, done: submitted, submitted };
+        let r = InDevice { left: sub.tickets.clone().count() as u32, done: submitted, submitted };
         if sub.tickets.is_empty() {
-            request_done(st, r);
+            if let Some(c) = st.conns.get_mut(&conn) {
+                c.request_done(r, Instant::now());
+            }
             return Ok(Outcome { status: sub.status, done: submitted });
         }
         st.requests.insert(request, r);
         if self.cfg.reaction_window.is_zero() {
-            let taken = collect_at_once(st, &sub.tickets)?;
+            let taken = collect_at_once(st, sub.tickets)?;
             let done = taken.iter().map(|c| c.1).max().unwrap_or(submitted);
             return Ok(Outcome { status: sub.status, done });
         }
@@ -197,10 +242,14 @@ impl Shared {
     /// loop opens them, and are submitted there; their threads are woken once the lock is released.
     fn advance(&self, st: &mut State) {
         let now = Instant::now();
+        // Nothing in the loop queues a reaction: with none queued now, none will be (the steady state).
+        let queued = st.conns.values().any(|c| !c.queued.is_empty());
         loop {
-            self.submit_queued(st);
+            if queued {
+                self.submit_queued(st);
+            }
             let limit = self.hold_limit(st, now);
-            if reap_one(st, limit).is_none() {
+            if reap_one(st, limit, now).is_none() {
                 return;
             }
         }
@@ -358,5 +407,37 @@ impl Shared {
                 st.to_wake.push(p.parker.thread.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod requests_tests {
+    use super::*;
+
+    fn r(left: u32) -> InDevice {
+        InDevice { left, done: Time::ZERO, submitted: Time::ZERO }
+    }
+
+    /// Requests leave in any order, each once its last command is reaped, at its latest command's completion;
+    /// numbers given out without entering (no command, a failed submission) and unknown numbers change nothing.
+    #[test]
+    fn requests_leave_in_any_order_at_their_last_command() {
+        let mut q = Requests::default();
+        q.insert(5, r(1));
+        q.insert(6, r(2));
+        q.insert(9, r(1)); // 7 and 8 never entered
+        assert!(q.command_done(7, Time::from_ns(1)).is_none());
+        assert!(q.command_done(4, Time::from_ns(1)).is_none());
+        assert!(q.command_done(6, Time::from_ns(30)).is_none()); // one of its two commands
+        assert_eq!(q.command_done(9, Time::from_ns(20)).map(|r| r.done), Some(Time::from_ns(20)));
+        assert!(q.command_done(9, Time::from_ns(21)).is_none()); // already left
+        assert_eq!(q.q.len(), 5); // 5 still there: nothing before it left
+        assert_eq!(q.command_done(5, Time::from_ns(10)).map(|r| r.done), Some(Time::from_ns(10)));
+        assert_eq!((q.first, q.q.len()), (6, 4));
+        assert_eq!(q.command_done(6, Time::from_ns(25)).map(|r| r.done), Some(Time::from_ns(30)));
+        assert!(q.q.is_empty());
+        q.insert(12, r(1)); // empty again: starts at the next number
+        assert_eq!(q.command_done(12, Time::from_ns(40)).map(|r| r.done), Some(Time::from_ns(40)));
+        assert!(q.q.is_empty());
     }
 }
