@@ -60,8 +60,9 @@ pub struct DeviceCore {
     programs_pruned_at: usize,
     /// `programming`'s size after its last pruning (the next prunes once it has grown well past that).
     programming_pruned_at: usize,
-    /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing.
-    scratch: ReadScratch,
+    /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing (boxed: taking it out and putting
+    /// it back moves a pointer).
+    scratch: Option<Box<ReadScratch>>,
     pub(crate) txn_done: Vec<(u32, Time)>,
     pub(crate) admitted: Vec<u32>,
     /// Command fetch from the submission queues: slots and arbitration (`nvme.arbitration`, `nvme.fetch_window`).
@@ -270,7 +271,7 @@ impl DeviceCore {
             programs: Vec::new(),
             programs_pruned_at: 0,
             programming_pruned_at: 0,
-            scratch: ReadScratch::default(),
+            scratch: None,
             forecast: None,
             horizons: Default::default(),
             txn_done: Vec::new(),
@@ -312,9 +313,9 @@ impl DeviceCore {
     /// transaction of its own and the scheduler gathers them). `issue_on_cores`: charge the firmware's per-page
     /// transaction cost to the controller cores. `media`: what an unreadable page does ([`OnMediaError`]).
     pub(crate) fn read_lbas(&mut self, slba: u64, nlb: u32, ready: At, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<Reads, Status> {
-        let mut sc = std::mem::take(&mut self.scratch);
+        let mut sc = self.scratch.take().unwrap_or_default();
         let r = self.read_lbas_with(&mut sc, slba, nlb, ready, out, issue_on_cores, media);
-        self.scratch = sc;
+        self.scratch = Some(sc);
         r
     }
 
@@ -378,7 +379,9 @@ impl DeviceCore {
     /// Gives a spent `Reads::pages` back, so that the next read reuses its allocation.
     pub(crate) fn recycle(&mut self, mut pages: Vec<PageAt>) {
         pages.clear();
-        self.scratch.pages = pages;
+        if let Some(sc) = self.scratch.as_mut() {
+            sc.pages = pages;
+        }
     }
 
     /// Whether page `ppn` is being programmed (its data is still served from the write buffer).
@@ -406,7 +409,10 @@ impl DeviceCore {
         }
         // Mapping lookups (demand-paged maps may need translation reads first).
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
-        let demand = self.ftl.cmt_stats().is_some();
+        let demand = self.ftl.demand_mapped();
+        if nlb == 1 && !demand && !allocate {
+            return self.read_one(sc, slba, ready, out, issue_on_cores, media);
+        }
         let mut lookups: Vec<At> = Vec::new();
         let locs = &mut sc.locs;
         locs.clear();
@@ -521,6 +527,57 @@ impl DeviceCore {
             }
             k += sc.group.len();
         }
+        self.read_done(result, locs, slba, nlb, out, ok, media)
+    }
+
+    /// `read_lbas_with` for one LBA without demand-paged mapping or allocating reads (most host reads): the same
+    /// steps in the same order (the lookup, the firmware's transaction on a core, the ECC outcome, the flash
+    /// transaction) without the lists that group sectors by page.
+    fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, ready: At, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<Reads, Status> {
+        let geo = &self.nand.geo;
+        let spp = u64::from(geo.sectors_per_page);
+        let sector = u64::from(geo.sector_size);
+        let loc = self.ftl.locate(slba as u32);
+        if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
+            self.ftl.prefetch_stored(psa);
+        }
+        sc.locs.clear();
+        sc.locs.push(loc);
+        // No lookup to wait for: it is done at `ready`.
+        let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
+        let ok = match loc {
+            Location::Flash(psa) if !self.programming(psa / spp) => {
+                let ppn = psa / spp;
+                let issue = if issue_on_cores { self.book(Booking::Firmware(self.ctrl.fw_page * 1.0), ready) } else { ready };
+                let geo = &self.nand.geo;
+                let a0 = geo.page_addr(ppn);
+                let die = geo.die_of_plane(a0.plane);
+                let (plane, channel) = (a0.plane % geo.planes_per_die, geo.channel_of_die(die));
+                // `group_outcome` of one page holding one sector.
+                let sampling = self.nand.ecc.samples_errors();
+                let pe = if sampling { self.ftl.erase_count_of(ppn) } else { 0 };
+                let worst = self.ftl.injected_errors(psa);
+                let cws = self.nand.ecc.codewords(sector);
+                let sampled = if sampling { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+                let outcome = self.nand.ecc.decode(worst.max(sampled));
+                let req = TxnReq { planes: 1, ..read_req(die, a0.page, plane, sector, outcome, self.class) };
+                let done = self.flash(req, issue, 0);
+                result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
+                outcome.is_ok()
+            }
+            _ => {
+                result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel: 0, die: 0, done: ready, ecc: EccOutcome::Corrected });
+                true
+            }
+        };
+        self.read_done(result, &sc.locs, slba, 1, out, ok, media)
+    }
+
+    /// The end of a read of `nlb` LBAs from `slba` located at `locs`, its flash work booked (`ok`: every page
+    /// decodes): the media error, or the functional read into `out` (none for timing-only callers).
+    #[allow(clippy::too_many_arguments)]
+    fn read_done(&mut self, mut result: Reads, locs: &[Location], slba: u64, nlb: u32, out: &mut [u8], ok: bool, media: OnMediaError) -> Result<Reads, Status> {
+        let sector = u64::from(self.nand.geo.sector_size);
         if !ok && media == OnMediaError::Fail {
             // The pages are still read (the array's time is spent); the command fails.
             self.media_errors += 1;

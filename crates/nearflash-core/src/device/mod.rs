@@ -13,6 +13,7 @@ pub mod ext;
 mod exec;
 mod forecast;
 mod host_ctx;
+mod inflight;
 pub mod model_check;
 mod repair;
 mod report;
@@ -25,7 +26,7 @@ pub use host_ctx::HostCtx;
 pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, QueueReport, Report, SchedReport};
 
 use crate::config::{ConfigTree, DeviceConfig};
-use crate::engine::{rng_stream, At, IntMap, Rng, Time};
+use crate::engine::{rng_stream, At, Rng, Time};
 use crate::nvme::DataBuf;
 use ext::{AttachSnapshot, Declared};
 use crate::error::{Result, SimError};
@@ -35,10 +36,6 @@ use crate::ctrl::sched::Priority;
 use crate::nvme::{self, decode_io, Completion, ErrorLog, IoCommand, Namespace, QueueSet, Sqe, Status};
 use report::Measurements;
 use std::path::Path;
-
-fn key(sqid: u16, cid: u16) -> u32 {
-    u32::from(sqid) << 16 | u32::from(cid)
-}
 
 /// How a device is opened.
 #[derive(Debug, Clone, Copy)]
@@ -96,7 +93,7 @@ pub struct Device {
     vendor: Vec<Option<usize>>,
     seed: u64,
     now: Time,
-    inflight: IntMap<u32, InFlight>,
+    inflight: inflight::InFlightTable<InFlight>,
     meas: Measurements,
     window_start: Time,
     last_completion: Time,
@@ -106,8 +103,9 @@ pub struct Device {
     last_trims: Vec<(u64, u32)>,
     /// Failed commands (Get Log Page 0x01 and 0xC1).
     errors: ErrorLog,
-    /// Commands whose completion is not posted yet, per submission queue.
-    unposted: IntMap<u16, u32>,
+    /// Commands whose completion is not posted yet, per submission queue (indexed by its id: ids are small, and this
+    /// is counted on every submission and posting and read on every posting event of a wait).
+    unposted: Vec<u32>,
     /// Commands submitted while the event loop was ahead of the host's clock (`Report::sched`).
     late_submissions: u64,
 }
@@ -168,7 +166,7 @@ impl Device {
             vendor: vec![None; 128],
             seed: opts.seed,
             now: Time::ZERO,
-            inflight: IntMap::default(),
+            inflight: Default::default(),
             meas: Measurements::new(),
             window_start: Time::ZERO,
             last_completion: Time::ZERO,
@@ -176,7 +174,7 @@ impl Device {
             next_cid: 0,
             last_trims: Vec::new(),
             errors: ErrorLog::default(),
-            unposted: IntMap::default(),
+            unposted: Vec::new(),
             late_submissions: 0,
         }
     }
@@ -372,12 +370,12 @@ impl Device {
     /// Whether command `cid` of `sqid` was taken and its completion not reaped yet (a submit that returned a fault
     /// still completes, with Internal Error).
     pub fn is_in_flight(&self, sqid: u16, cid: u16) -> bool {
-        self.inflight.contains_key(&key(sqid, cid))
+        self.inflight.contains(sqid, cid)
     }
 
     /// Whether queue `sqid` holds a command whose completion is not reaped yet (submitted, running or posted).
     pub fn has_commands_in_flight(&self, sqid: u16) -> bool {
-        self.inflight.keys().any(|&k| (k >> 16) as u16 == sqid)
+        self.inflight.any_of(sqid)
     }
 
     /// Identifiers of the I/O queue pairs that exist (whoever created them), ascending.
@@ -389,7 +387,7 @@ impl Device {
     pub fn next_cid(&mut self, sqid: u16) -> u16 {
         loop {
             self.next_cid = self.next_cid.wrapping_add(1);
-            if !self.inflight.contains_key(&key(sqid, self.next_cid)) {
+            if !self.inflight.contains(sqid, self.next_cid) {
                 return self.next_cid;
             }
         }
@@ -401,7 +399,7 @@ impl Device {
         if !self.queues.sq_exists(sqid) {
             return Err(SimError::InvalidArgument(format!("submission queue {sqid} does not exist")));
         }
-        if self.inflight.contains_key(&key(sqid, sqe.cid)) {
+        if self.inflight.contains(sqid, sqe.cid) {
             return Err(SimError::InvalidArgument(format!("command id {} is already in flight on queue {sqid}", sqe.cid)));
         }
         self.queues.take_slot(sqid)?;
@@ -434,8 +432,12 @@ impl Device {
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
         let prio = self.queues.priority(sqid);
-        self.inflight.insert(key(sqid, sqe.cid), InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 }, prio });
-        *self.unposted.entry(sqid).or_default() += 1;
+        self.inflight.insert(sqid, sqe.cid, InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 }, prio });
+        let q = usize::from(sqid);
+        if self.unposted.len() <= q {
+            self.unposted.resize(q + 1, 0);
+        }
+        self.unposted[q] += 1;
         self.core.complete(timing::Posting { sqid, cid: sqe.cid, status, dw0 }, done);
         self.core.drain();
         self.core.prune_programs();
@@ -460,7 +462,7 @@ impl Device {
     fn queue_posted(&mut self) {
         for (p, t) in self.core.posted.drain(..) {
             self.queues.post(p.sqid, t, p.cid, p.status, p.dw0, 0);
-            if let Some(n) = self.unposted.get_mut(&p.sqid) {
+            if let Some(n) = self.unposted.get_mut(usize::from(p.sqid)) {
                 *n -= 1;
             }
         }
@@ -501,7 +503,7 @@ impl Device {
     pub fn next_completion_before(&mut self, sqid: u16, limit: Time) -> Option<Time> {
         // Until every command of the queue has posted, an event before its earliest posted completion may post an
         // earlier one.
-        let waiting = |d: &Self| d.unposted.get(&sqid).is_some_and(|&n| n > 0);
+        let waiting = |d: &Self| d.unposted.get(usize::from(sqid)).is_some_and(|&n| n > 0);
         let (mut waiting_now, mut posted) = (waiting(self), self.queues.next_time(sqid));
         while waiting_now {
             match self.core.next_event() {
@@ -534,7 +536,7 @@ impl Device {
     /// follows the wall clock (NBD in real time) learns completions ahead without running the loop past the present.
     pub fn next_completion_known(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
         let earliest = |d: &Self| sqids.iter().enumerate().filter_map(|(i, &q)| d.queues.next_time(q).map(|t| (t, i))).min();
-        let waiting = |d: &Self| sqids.iter().any(|q| d.unposted.get(q).is_some_and(|&n| n > 0));
+        let waiting = |d: &Self| sqids.iter().any(|&q| d.unposted.get(usize::from(q)).is_some_and(|&n| n > 0));
         // Both change only when an event posts completions (about one event in three): looked up again only then.
         let (mut waiting_now, mut posted) = (waiting(self), earliest(self));
         loop {
@@ -582,7 +584,7 @@ impl Device {
     }
 
     fn account(&mut self, sqid: u16, c: &Completion) {
-        if let Some(f) = self.inflight.remove(&key(sqid, c.cqe.cid)) {
+        if let Some(f) = self.inflight.remove(sqid, c.cqe.cid) {
             let ok = c.cqe.status().is_success();
             self.meas.record(f.class, sqid, f.prio, c.time - f.submitted, f.bytes, ok);
             self.last_completion = self.last_completion.max(c.time);

@@ -127,8 +127,11 @@ impl Ftl {
     fn advance_victim(&mut self, plane: u32, mut c: GcCursor, pages: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         let written = self.blocks.info[c.victim as usize].pages_written;
         let end = c.next_page.saturating_add(pages).min(written);
-        let moved = self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink)?;
+        let mut moved = std::mem::take(&mut self.scratch.moved);
+        moved.clear();
+        self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink, &mut moved)?;
         c.last = sink.max_all(c.last, &moved);
+        self.scratch.moved = moved;
         c.next_page = end;
         if end < written {
             self.gc_cursor[plane as usize] = Some(c);
@@ -143,7 +146,7 @@ impl Ftl {
         self.erase(c.victim)
     }
 
-    /// Moves every current sector of `victim`'s `pages` out; returns the moves programmed so far (their ends).
+    /// Moves every current sector of `victim`'s `pages` out; the moves programmed so far (their ends) go to `last`.
     fn relocate_pages(
         &mut self,
         plane: u32,
@@ -151,10 +154,10 @@ impl Ftl {
         pages: std::ops::Range<u32>,
         ready: At,
         sink: &mut dyn FlashSink,
-    ) -> Result<Vec<At>> {
+        last: &mut Vec<At>,
+    ) -> Result<()> {
         let spp = self.spp as usize;
         let first = self.geo.block_first_ppn(victim);
-        let mut last = Vec::new();
         let work = Work::Gc { urgent: self.gc_urgent(plane) };
         // The mapping entries of the victim's sectors are scattered over the table: request them `AHEAD` pages in
         // advance, so that their cache misses overlap instead of following one another.
@@ -205,7 +208,7 @@ impl Ftl {
                 }
             }
         }
-        Ok(last)
+        Ok(())
     }
 
     fn gc_frontier_empty(&self, plane: u32) -> bool {

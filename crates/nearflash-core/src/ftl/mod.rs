@@ -220,7 +220,21 @@ pub struct Ftl {
     page_floor: Vec<At>,
     /// GC becomes urgent below this many free blocks in its plane (`ftl.gc_hard_free_blocks`).
     gc_hard: u32,
+    /// Buffers of `program` and GC, kept between calls so that a write allocates nothing.
+    scratch: Scratch,
     pub stats: FtlStats,
+}
+
+/// Working lists of the write path (taken out while used, then put back with their allocations).
+#[derive(Default)]
+struct Scratch {
+    /// `program`'s pages and the times its slots' data arrive.
+    ppns: Vec<u64>,
+    readies: Vec<At>,
+    /// The planes programmed together (`program_with_held_siblings`).
+    group: Vec<u32>,
+    /// The ends of the moves of a GC step (`advance_victim`).
+    moved: Vec<At>,
 }
 
 /// A sector GC moved to another physical place (its LBA's data is unchanged).
@@ -300,6 +314,7 @@ impl Ftl {
             slot_ready: vec![[At::ZERO; MAX_SPP]; 2 * geo.planes() as usize],
             page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
             gc_hard: cfg.ftl.gc_hard_free_blocks.0 as u32,
+            scratch: Scratch::default(),
             stats: FtlStats::default(),
             geo,
         };
@@ -420,6 +435,12 @@ impl Ftl {
             t = sink.map_read(ready, tp);
         }
         t
+    }
+
+    /// Whether the mapping table is demand-paged (lookups may need translation reads).
+    #[inline]
+    pub fn demand_mapped(&self) -> bool {
+        self.cmt.is_some()
     }
 
     pub fn cmt_stats(&self) -> Option<cmt::CmtStats> {
@@ -549,23 +570,29 @@ impl Ftl {
     /// Programs `plane`'s host page together with held sibling pages at the same offset.
     fn program_with_held_siblings(&mut self, plane: u32, sink: &mut dyn FlashSink) -> At {
         let page = self.host[plane as usize].page;
-        let mut group = vec![plane];
+        let mut group = std::mem::take(&mut self.scratch.group);
+        group.clear();
+        group.push(plane);
         if self.multi_plane {
             group.extend(self.siblings(plane).filter(|&p| {
                 let f = &self.host[p as usize];
                 f.held && f.page == page
             }));
         }
-        self.program(Stream::Host, &group, sink)
+        let done = self.program(Stream::Host, &group, sink);
+        self.scratch.group = group;
+        done
     }
 
     /// Programs the current page of each listed plane's frontier (one die, one offset), padding unfilled slots.
     fn program(&mut self, s: Stream, planes: &[u32], sink: &mut dyn FlashSink) -> At {
         let spp = self.spp as usize;
-        let mut ppns = Vec::with_capacity(planes.len());
+        let mut ppns = std::mem::take(&mut self.scratch.ppns);
+        ppns.clear();
         let mut released = 0;
         // The page goes to flash once every slot's data is in the controller.
-        let mut readies: Vec<At> = Vec::with_capacity(planes.len() * spp);
+        let mut readies = std::mem::take(&mut self.scratch.readies);
+        readies.clear();
         let mut floor = At::ZERO;
         for &plane in planes {
             let i = Self::spare_index(s, plane);
@@ -579,6 +606,7 @@ impl Ftl {
             self.page_floor[i] = At::ZERO;
         }
         let ready = sink.max_all(floor, &readies);
+        self.scratch.readies = readies;
         let work = match s {
             Stream::Host => Work::Host,
             Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0]) },
@@ -649,7 +677,9 @@ impl Ftl {
             ppns.push(ppn);
             self.next_page(s, plane);
         }
-        sink.program_pages(ready, &ppns, released, work)
+        let done = sink.program_pages(ready, &ppns, released, work);
+        self.scratch.ppns = ppns;
+        done
     }
 
     /// Whether GC in `plane` is urgent (its free pool below `ftl.gc_hard_free_blocks`).

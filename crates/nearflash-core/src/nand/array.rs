@@ -490,6 +490,7 @@ impl NandArray {
         now + t_resume - s.since
     }
 
+    #[inline]
     fn timed(&mut self, die: u32, phase: Phase, end: Time, ev: &mut impl Schedule<NandEv>) {
         let d = &mut self.dies[die as usize];
         d.phase = phase;
@@ -685,6 +686,7 @@ impl NandArray {
     }
 
     /// Queues the current command's data-outs on the die's channel.
+    #[inline]
     fn queue_outs(&mut self, die: u32, cache: bool) {
         let ch = self.geo.channel_of_die(die) as usize;
         let d = &self.dies[die as usize];
@@ -693,6 +695,7 @@ impl NandArray {
         }
     }
 
+    #[inline]
     fn die_free(&mut self, die: u32, now: Time, res: &mut Resources, out: &mut Vec<NandOut>) {
         let d = &mut self.dies[die as usize];
         d.phase = Phase::Idle;

@@ -226,13 +226,16 @@ impl Turns {
             self.credit -= 1;
             return ClassId(self.class);
         }
-        // The next class with work after the current one, cyclically.
+        // The next class with work after the current one, cyclically (the current one itself, with a new turn, when
+        // it is the only one: the walk below would come back to it).
         let n = table.len() as u32;
         let mut c = self.class as u32;
-        for _ in 0..n {
-            c = (c + 1) % n;
-            if with_work & (1 << c) != 0 {
-                break;
+        if with_work != 1 << c {
+            for _ in 0..n {
+                c = if c + 1 == n { 0 } else { c + 1 };
+                if with_work & (1 << c) != 0 {
+                    break;
+                }
             }
         }
         self.class = c as u8;

@@ -453,7 +453,16 @@ impl Scheduler {
     }
 
     /// With suspension on: suspends the die's program or erase if a queued transaction may suspend it.
+    #[inline]
     fn maybe_suspend<Q: Schedule<NandEv>>(&mut self, die: u32, now: Time, nand: &mut NandArray, q: &mut Q) {
+        if self.cfg.suspend.is_some() {
+            self.suspend_if_asked(die, now, nand, q);
+        }
+    }
+
+    /// `maybe_suspend` with suspension on.
+    #[inline(never)]
+    fn suspend_if_asked<Q: Schedule<NandEv>>(&mut self, die: u32, now: Time, nand: &mut NandArray, q: &mut Q) {
         let Some(rules) = self.cfg.suspend else { return };
         let Some((working, left, n)) = nand.working(die, now) else { return };
         if nand.suspended(die).is_some() {
