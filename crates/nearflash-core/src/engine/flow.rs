@@ -477,6 +477,18 @@ mod tests {
     }
 
     #[test]
+    fn a_resolved_steps_payload_slot_is_reused_at_once_and_its_value_kept() {
+        let mut f: Flow<Step> = Flow::new();
+        let a = f.add1(Step::Book(10), Time::ZERO, At::at(Time::from_ns(5)));
+        run(&mut f);
+        let b = f.add1(Step::Book(3), Time::ZERO, a);
+        run(&mut f);
+        assert_eq!(f.steps.len(), 1, "b's payload took a's slot, freed when a resolved");
+        assert_eq!((f.value(a), f.value(b)), (Some(Time::from_ns(15)), Some(Time::from_ns(18))));
+        assert_eq!(f.live(), 2, "the nodes stay until RECLAIM_NS after their ends");
+    }
+
+    #[test]
     fn reclaimed_slots_read_as_long_ago_and_are_reused() {
         let mut f: Flow<Step> = Flow::new();
         let a = f.add1(Step::Book(10), Time::ZERO, At::at(Time::from_ns(5)));
