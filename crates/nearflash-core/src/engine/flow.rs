@@ -6,8 +6,8 @@
 //! admission). Resolving a step makes its dependents' inputs known in turn. The flow itself only keeps the graph: it
 //! knows nothing of what a step does (`S` is the owner's step type).
 //!
-//! Handles are `Copy` and may be kept across commands. A resolved step's slot is reused once it resolved more than
-//! [`RECLAIM_NS`] before the loop's clock (`reclaim`); a handle to a reused slot reads as "long ago" (value 0 plus its
+//! Handles are `Copy` and may be kept across commands. A resolved step's slot may be reused once it resolved more
+//! than [`RECLAIM_NS`] before the loop's clock (`reclaim`), and is when a new step needs one; a handle to a reused slot reads as "long ago" (value 0 plus its
 //! offset): as an input of a join it gives way to the other inputs, and a step that would start before the loop's
 //! clock starts at the clock (the owner clamps), which is where it would have started anyway.
 
@@ -83,7 +83,6 @@ impl std::fmt::Debug for At {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum State {
-    Free,
     /// Some inputs are not known yet.
     Waiting,
     /// Inputs known; in the ready queue.
@@ -120,16 +119,16 @@ struct Edge {
 /// The graph of steps of every command in flight.
 pub struct Flow<S> {
     nodes: Vec<Node>,
-    free: Vec<u32>,
     /// The payloads of unresolved steps; a slot is reused (last freed first) as soon as its step resolves.
     steps: Vec<S>,
     free_steps: Vec<u32>,
     edges: Vec<Edge>,
     free_edge: u32,
     ready: VecDeque<u32>,
-    /// Resolved steps in order of resolution: (value, index, generation), reclaimed from the front.
+    /// Resolved steps in order of resolution: (value, index, generation), reused from the front.
     resolved: VecDeque<(Time, u32, u32)>,
-    live: usize,
+    /// The loop's clock as of the last `reclaim`: a step resolved `RECLAIM_NS` before it may give up its slot.
+    clock: Time,
     /// `max_all`'s list of inputs not known yet, kept between calls so that a join allocates nothing.
     pending: Vec<At>,
 }
@@ -138,14 +137,13 @@ impl<S: Default> Default for Flow<S> {
     fn default() -> Self {
         Flow {
             nodes: Vec::new(),
-            free: Vec::new(),
             steps: Vec::new(),
             free_steps: Vec::new(),
             edges: Vec::new(),
             free_edge: NONE,
             ready: VecDeque::new(),
             resolved: VecDeque::new(),
-            live: 0,
+            clock: Time::ZERO,
             pending: Vec::new(),
         }
     }
@@ -156,9 +154,9 @@ impl<S: Default> Flow<S> {
         Self::default()
     }
 
-    /// Steps whose slot is in use.
+    /// Steps whose slot is in use (a reclaimable slot counts until it is reused).
     pub fn live(&self) -> usize {
-        self.live
+        self.nodes.len()
     }
 
     #[inline]
@@ -169,7 +167,7 @@ impl<S: Default> Flow<S> {
     /// Whether `at` names a step still in its slot.
     #[inline]
     fn current(&self, at: At) -> bool {
-        self.nodes.get(at.node as usize).is_some_and(|n| n.gen == at.gen && n.state != State::Free)
+        self.nodes.get(at.node as usize).is_some_and(|n| n.gen == at.gen)
     }
 
     /// The time `at` stands for, if known (a reclaimed step counts as 0: long ago).
@@ -189,7 +187,6 @@ impl<S: Default> Flow<S> {
     }
 
     fn alloc(&mut self, step: S, floor: Time) -> u32 {
-        self.live += 1;
         let payload = match self.free_steps.pop() {
             Some(p) => {
                 self.steps[p as usize] = step;
@@ -201,14 +198,18 @@ impl<S: Default> Flow<S> {
             }
         };
         let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting };
-        match self.free.pop() {
-            Some(i) => {
+        // The oldest resolved step's slot, if it resolved `RECLAIM_NS` before the clock: the slot is written here
+        // anyway, so reclaiming it now costs no second look at it (a reclaim pass read every node once more, long
+        // after it left the cache).
+        match self.resolved.front() {
+            Some(&(v, i, gen)) if v.saturating_add_ns(RECLAIM_NS) <= self.clock => {
+                self.resolved.pop_front();
                 let n = &mut self.nodes[i as usize];
-                let gen = n.gen;
-                *n = Node { gen, ..node };
+                debug_assert!(n.gen == gen && n.state == State::Resolved, "a resolved step is reclaimed once");
+                *n = Node { gen: gen.wrapping_add(1), ..node };
                 i
             }
-            None => {
+            _ => {
                 self.nodes.push(node);
                 (self.nodes.len() - 1) as u32
             }
@@ -378,21 +379,11 @@ impl<S: Default> Flow<S> {
         }
     }
 
-    /// Frees the slots of steps resolved more than [`RECLAIM_NS`] before `clock`.
+    /// Lets the slots of steps resolved more than [`RECLAIM_NS`] before `clock` be reused: each is taken, oldest
+    /// first, when a new step needs a slot (until then its handles still read its value).
+    #[inline]
     pub fn reclaim(&mut self, clock: Time) {
-        while let Some(&(v, idx, gen)) = self.resolved.front() {
-            if v.saturating_add_ns(RECLAIM_NS) > clock {
-                break;
-            }
-            self.resolved.pop_front();
-            let n = &mut self.nodes[idx as usize];
-            if n.gen == gen && n.state == State::Resolved {
-                n.state = State::Free;
-                n.gen = n.gen.wrapping_add(1);
-                self.free.push(idx);
-                self.live -= 1;
-            }
-        }
+        self.clock = self.clock.max(clock);
     }
 }
 
@@ -495,14 +486,20 @@ mod tests {
         run(&mut f);
         assert_eq!(f.value(a), Some(Time::from_ns(15)));
         f.reclaim(Time::from_ns(15 + RECLAIM_NS - 1));
-        assert_eq!((f.value(a), f.live()), (Some(Time::from_ns(15)), 1), "kept until RECLAIM_NS after its end");
+        let b = f.add1(Step::Book(1), Time::ZERO, At::at(Time::from_ns(20)));
+        assert_ne!(b.node, a.node, "kept until RECLAIM_NS after its end");
+        assert_eq!((f.value(a), f.live()), (Some(Time::from_ns(15)), 2));
+        run(&mut f);
         f.reclaim(Time::from_ns(15 + RECLAIM_NS));
-        assert_eq!(f.live(), 0);
-        let b = f.add1(Step::Wait, Time::ZERO, At::ZERO);
-        assert_eq!(b.node, a.node, "slot reused");
+        assert_eq!(f.value(a), Some(Time::from_ns(15)), "reclaimable, not reused yet: still its value");
+        let c = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        assert_eq!((c.node, f.live()), (a.node, 2), "the oldest slot reused, no new one");
         assert_eq!(f.value(a + 4), Some(Time::from_ns(4)), "the old handle is long ago");
-        assert!(f.pending(b));
-        let j = f.max(a + 4, b);
+        assert!(f.pending(c));
+        let j = f.max(a + 4, c);
         assert!(f.pending(j), "a join with a stale handle waits for the other input");
+        let d = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        assert_ne!(d.node, b.node, "b resolved at 21 ns: 21 ns + RECLAIM_NS is after the clock, kept");
+        assert_eq!(f.value(b), Some(Time::from_ns(21)));
     }
 }
