@@ -220,53 +220,105 @@ struct Suspended {
     count: u32,
 }
 
+/// A die's state read on every phase of its commands, in one cache line: dies are visited in turn, so every visit
+/// found its state gone from the cache, and spread over three lines and a vector's buffer it cost a miss in each.
+/// What only programs, erases and suspensions use is apart (`DieCold`).
+#[repr(align(64))]
 struct Die {
-    phase: Phase,
-    epoch: u32,
-    kind: CmdKind,
-    page: u32,
-    planes: u32,
-    column: bool,
-    /// The current command's pages (reads) or its one transaction (others).
-    pages: Vec<(u32, u64)>,
-    /// Data-outs from the page register not done yet.
-    hold_left: u32,
-    /// Data-outs from the cache register not done yet, and since when it holds data.
-    cache_left: u32,
-    cache_from: Time,
     /// End of the current timed phase.
     end: Time,
-    /// A resuming operation's time left (ns).
-    left: u64,
     busy_from: Time,
-    suspended: Option<Suspended>,
-    /// Suspensions of the program or erase in progress (or suspended).
-    suspensions: u32,
+    /// Since when the cache register holds data.
+    cache_from: Time,
+    epoch: u32,
+    page: u32,
+    planes: u32,
+    /// The current command's pages (reads) or its one transaction (others), `npages` of them, unless `SPILLED`.
+    pages: [(u32, u32); INLINE_PAGES],
+    npages: u8,
+    /// Data-outs from the page register not done yet.
+    hold_left: u8,
+    /// Data-outs from the cache register not done yet.
+    cache_left: u8,
+    phase: Phase,
+    kind: CmdKind,
+    column: bool,
     /// The class whose turn the current command's transfers take on the channel.
     class: u8,
+    /// The kind of the operation suspended (`DieCold::suspended`), if any.
+    suspended: Option<CmdKind>,
+}
+
+const _: () = assert!(std::mem::size_of::<Die>() == 64, "a die's state is one cache line");
+
+/// Pages of a command kept in the die's line: one page, or a two-plane read.
+const INLINE_PAGES: usize = 2;
+/// `Die::npages` when the command's pages are in `DieCold::pages` (more than `INLINE_PAGES`, or bytes beyond a
+/// `u32`). A command has at most 64 pages (a read gathers one per plane, by a 64-bit mask; others have one).
+const SPILLED: u8 = u8::MAX;
+
+/// A die's state that reads do not touch.
+#[derive(Default)]
+struct DieCold {
+    suspended: Option<Suspended>,
+    /// A resuming operation's time left (ns).
+    left: u64,
+    /// Suspensions of the program or erase in progress (or suspended).
+    suspensions: u32,
+    /// The command's pages when `Die::npages` is `SPILLED`.
+    pages: Vec<(u32, u64)>,
 }
 
 impl Die {
     fn new() -> Self {
         Die {
-            phase: Phase::Idle,
+            end: Time::ZERO,
+            busy_from: Time::ZERO,
+            cache_from: Time::ZERO,
             epoch: 0,
-            kind: CmdKind::Read,
             page: 0,
             planes: 0,
-            column: false,
-            pages: Vec::new(),
+            pages: [(0, 0); INLINE_PAGES],
+            npages: 0,
             hold_left: 0,
             cache_left: 0,
-            cache_from: Time::ZERO,
-            end: Time::ZERO,
-            left: 0,
-            busy_from: Time::ZERO,
-            suspended: None,
-            suspensions: 0,
+            phase: Phase::Idle,
+            kind: CmdKind::Read,
+            column: false,
             class: 0,
+            suspended: None,
         }
     }
+
+    /// Takes `pages` as the current command's, in the die's line when they fit.
+    #[inline]
+    fn set_pages(&mut self, cold: &mut DieCold, pages: &[(u32, u64)]) {
+        debug_assert!(pages.len() <= 64, "a command has at most 64 pages");
+        if pages.len() <= INLINE_PAGES && pages.iter().all(|p| p.1 <= u64::from(u32::MAX)) {
+            for (slot, &(txn, bytes)) in self.pages.iter_mut().zip(pages) {
+                *slot = (txn, bytes as u32);
+            }
+            self.npages = pages.len() as u8;
+        } else {
+            cold.pages.clear();
+            cold.pages.extend_from_slice(pages);
+            self.npages = SPILLED;
+        }
+    }
+}
+
+/// The current command's pages of a die: (transaction, bytes).
+#[inline]
+fn die_pages<'a>(d: &'a Die, cold: &'a DieCold) -> impl Iterator<Item = (u32, u64)> + 'a {
+    let (inline, spilled): (&[(u32, u32)], &[(u32, u64)]) =
+        if d.npages == SPILLED { (&[], &cold.pages) } else { (&d.pages[..d.npages as usize], &[]) };
+    inline.iter().map(|&(txn, bytes)| (txn, u64::from(bytes))).chain(spilled.iter().copied())
+}
+
+/// The first of them (a program's or an erase's one transaction).
+#[inline]
+fn first_page(d: &Die, cold: &DieCold) -> (u32, u64) {
+    die_pages(d, cold).next().expect("a command has a page")
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -342,6 +394,7 @@ pub struct NandArray {
     acc: Accounts,
     e: Energies,
     dies: Vec<Die>,
+    cold: Vec<DieCold>,
     channels: Vec<Channel>,
     pub stats: NandStats,
 }
@@ -372,6 +425,7 @@ impl NandArray {
             timing: NandTiming::from_config(cfg),
             ecc: EccModel::from_config(cfg),
             dies: (0..geo.dies()).map(|_| Die::new()).collect(),
+            cold: (0..geo.dies()).map(|_| DieCold::default()).collect(),
             channels: (0..geo.channels).map(|_| Channel::default()).collect(),
             geo,
             stats: NandStats::default(),
@@ -393,7 +447,7 @@ impl NandArray {
     /// The kind of operation suspended on the die, if any.
     #[inline]
     pub fn suspended(&self, die: u32) -> Option<CmdKind> {
-        self.dies[die as usize].suspended.map(|s| s.kind)
+        self.dies[die as usize].suspended
     }
 
     /// The program or erase the die is working on (not suspended, past its data-in): (kind, time left at `now`,
@@ -401,7 +455,7 @@ impl NandArray {
     pub fn working(&self, die: u32, now: Time) -> Option<(CmdKind, u64, u32)> {
         let d = &self.dies[die as usize];
         (d.phase == Phase::Work && matches!(d.kind, CmdKind::Program | CmdKind::Erase))
-            .then(|| (d.kind, d.end.saturating_since(now), d.suspensions))
+            .then(|| (d.kind, d.end.saturating_since(now), self.cold[die as usize].suspensions))
     }
 
     /// Issues `cmd` to its die, which must be idle; its phases follow as events. `grants`: what each channel sends
@@ -422,8 +476,8 @@ impl NandArray {
         d.column = cmd.column;
         let class = cmd.class;
         d.class = class;
-        d.pages.clear();
-        d.pages.extend_from_slice(cmd.pages);
+        let cold = &mut self.cold[die as usize];
+        d.set_pages(cold, cmd.pages);
         match cmd.kind {
             CmdKind::Read => {
                 self.stats.read_ops += 1;
@@ -441,19 +495,19 @@ impl NandArray {
             }
             CmdKind::Program => {
                 d.phase = Phase::WaitBus;
-                d.suspensions = 0;
+                cold.suspensions = 0;
                 self.channels[ch as usize].push(Xfer::In { die }, class);
                 self.start_channel(ch, now, grants, ledger, ev);
             }
             CmdKind::Erase => {
-                d.suspensions = 0;
+                cold.suspensions = 0;
                 self.stats.blocks_erased += planes;
                 ledger.charge(self.acc.erase, self.e.erase_block * planes as f64);
                 self.timed(die, Phase::Work, now + t.t_cmd * planes + t.t_erase, ev);
             }
             CmdKind::Copyback => {
                 let dur = 2 * t.t_cmd + t.t_read(self.geo.page_type(cmd.page)) + t.t_prog(self.geo.page_type(cmd.dst_page));
-                d.suspensions = 0;
+                cold.suspensions = 0;
                 self.stats.copybacks += 1;
                 self.stats.pages_read += 1;
                 self.stats.pages_programmed += 1;
@@ -469,9 +523,11 @@ impl NandArray {
     pub fn suspend(&mut self, die: u32, now: Time, t_suspend: u64, ev: &mut impl Schedule<NandEv>) {
         let d = &mut self.dies[die as usize];
         debug_assert!(d.phase == Phase::Work && d.suspended.is_none(), "die {die} has nothing to suspend");
-        let txn = d.pages[0].0;
-        d.suspensions += 1;
-        d.suspended = Some(Suspended { kind: d.kind, txn, left: d.end.saturating_since(now + t_suspend), since: now, count: d.suspensions });
+        let cold = &mut self.cold[die as usize];
+        let txn = first_page(d, cold).0;
+        cold.suspensions += 1;
+        cold.suspended = Some(Suspended { kind: d.kind, txn, left: d.end.saturating_since(now + t_suspend), since: now, count: cold.suspensions });
+        d.suspended = Some(d.kind);
         self.timed(die, Phase::Suspending, now + t_suspend, ev);
     }
 
@@ -480,12 +536,13 @@ impl NandArray {
     pub fn resume(&mut self, die: u32, now: Time, t_resume: u64, ev: &mut impl Schedule<NandEv>) -> u64 {
         let d = &mut self.dies[die as usize];
         debug_assert_eq!(d.phase, Phase::Idle);
-        let s = d.suspended.take().expect("a suspended operation to resume");
+        let cold = &mut self.cold[die as usize];
+        let s = cold.suspended.take().expect("a suspended operation to resume");
+        d.suspended = None;
         d.kind = s.kind;
-        d.suspensions = s.count;
-        d.pages.clear();
-        d.pages.push((s.txn, 0));
-        d.left = s.left;
+        cold.suspensions = s.count;
+        d.set_pages(cold, &[(s.txn, 0)]);
+        cold.left = s.left;
         self.timed(die, Phase::Resuming, now + t_resume, ev);
         now + t_resume - s.since
     }
@@ -515,7 +572,7 @@ impl NandArray {
             Xfer::In { die } => {
                 let d = &mut self.dies[die as usize];
                 d.phase = Phase::Bus;
-                let (planes, bytes) = (u64::from(d.planes), d.pages[0].1);
+                let (planes, bytes) = (u64::from(d.planes), first_page(d, &self.cold[die as usize]).1);
                 self.stats.pages_programmed += planes;
                 self.stats.multi_plane_programs += u64::from(planes > 1);
                 self.stats.bytes_to_flash += bytes;
@@ -633,12 +690,14 @@ impl NandArray {
         let phase = self.dies[die as usize].phase;
         match phase {
             Phase::Sense => {
-                let d = &self.dies[die as usize];
-                let moving = d.pages.iter().filter(|p| p.1 > 0).count() as u32;
+                let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
+                let mut moving = 0;
                 // Pages that move nothing (a sense for computation beside the die) are done when sensed.
-                for &(txn, bytes) in &d.pages {
+                for (txn, bytes) in die_pages(d, cold) {
                     if bytes == 0 {
                         out.push(NandOut::Done { txn, at: now });
+                    } else {
+                        moving += 1;
                     }
                 }
                 if moving == 0 {
@@ -659,14 +718,14 @@ impl NandArray {
             }
             Phase::CacheXfer => {
                 let d = &mut self.dies[die as usize];
-                d.cache_left = d.pages.iter().filter(|p| p.1 > 0).count() as u32;
+                d.cache_left = die_pages(d, &self.cold[die as usize]).filter(|p| p.1 > 0).count() as u8;
                 d.cache_from = now;
                 self.queue_outs(die, true);
                 self.die_free(die, now, res, out);
                 self.start_channel(ch, now, grants, ledger, ev);
             }
             Phase::Work => {
-                let txn = self.dies[die as usize].pages[0].0;
+                let txn = first_page(&self.dies[die as usize], &self.cold[die as usize]).0;
                 out.push(NandOut::Done { txn, at: now });
                 self.die_free(die, now, res, out);
             }
@@ -675,7 +734,7 @@ impl NandArray {
                 out.push(NandOut::Suspended(die));
             }
             Phase::Resuming => {
-                let left = self.dies[die as usize].left;
+                let left = self.cold[die as usize].left;
                 self.timed(die, Phase::Work, now + left, ev);
                 out.push(NandOut::Working(die));
             }
@@ -689,8 +748,8 @@ impl NandArray {
     #[inline]
     fn queue_outs(&mut self, die: u32, cache: bool) {
         let ch = self.geo.channel_of_die(die) as usize;
-        let d = &self.dies[die as usize];
-        for &(txn, bytes) in d.pages.iter().filter(|p| p.1 > 0) {
+        let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
+        for (txn, bytes) in die_pages(d, cold).filter(|p| p.1 > 0) {
             self.channels[ch].push(Xfer::Out { die, txn, bytes, cache }, d.class);
         }
     }
