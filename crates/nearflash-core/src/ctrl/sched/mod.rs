@@ -121,7 +121,10 @@ impl From<NandEv> for SchedEv {
     }
 }
 
+/// One cache line each (60 bytes): in a vector of 8-byte alignment most transactions straddled two lines, and each
+/// is read long after its last visit (on its arrival, its issue and its end).
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct Txn {
     req: TxnReq,
     /// The caller's name for it (reported with its completion).
@@ -141,6 +144,8 @@ struct DieQueues {
     /// While an operation is suspended: the transactions that arrived before it stopped (sequence numbers below).
     serve_before: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Txn>() == 64, "a transaction is one cache line");
 
 struct ChannelTurn {
     dies: Vec<u32>,
