@@ -340,8 +340,21 @@ impl DeviceCore {
                 }
             }
         }
-        let cws = self.nand.ecc.codewords(xfer.iter().sum());
-        let sampled = if sampling { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
+        self.decode_read(worst, pe, xfer.iter().sum())
+    }
+
+    /// How the ECC decodes `bytes` read together whose worst injected error count is `worst` and whose pages' highest
+    /// erase count is `pe` (looked up only when errors are sampled): the sampled errors (one random draw when
+    /// sampling) and the decode. Every read's outcome ends here: `group_outcome`, the one-LBA read (`read_one`) and
+    /// the extensions' page reads (`ecc_outcome`).
+    #[inline]
+    fn decode_read(&mut self, worst: u32, pe: u32, bytes: u64) -> EccOutcome {
+        let sampled = if self.nand.ecc.samples_errors() {
+            let cws = self.nand.ecc.codewords(bytes);
+            self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe)
+        } else {
+            0
+        };
         self.nand.ecc.decode(worst.max(sampled))
     }
 
@@ -554,12 +567,8 @@ impl DeviceCore {
                 let die = geo.die_of_plane(a0.plane);
                 let (plane, channel) = (a0.plane % geo.planes_per_die, geo.channel_of_die(die));
                 // `group_outcome` of one page holding one sector.
-                let sampling = self.nand.ecc.samples_errors();
-                let pe = if sampling { self.ftl.erase_count_of(ppn) } else { 0 };
-                let worst = self.ftl.injected_errors(psa);
-                let cws = self.nand.ecc.codewords(sector);
-                let sampled = if sampling { self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, pe) } else { 0 };
-                let outcome = self.nand.ecc.decode(worst.max(sampled));
+                let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
+                let outcome = self.decode_read(self.ftl.injected_errors(psa), pe, sector);
                 let req = TxnReq { planes: 1, ..read_req(die, a0.page, plane, sector, outcome, self.class) };
                 let done = self.flash(req, issue, 0);
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
@@ -718,13 +727,8 @@ impl DeviceCore {
         }
         let spp = u64::from(self.nand.geo.sectors_per_page);
         let injected = (0..spp).map(|s| self.ftl.injected_errors(ppn * spp + s)).max().unwrap_or(0);
-        let cws = self.nand.ecc.codewords(xfer_bytes);
-        let sampled = if self.nand.ecc.samples_errors() {
-            self.nand.ecc.sample_worst(&mut self.ecc_rng, cws, self.ftl.erase_count_of(ppn))
-        } else {
-            0
-        };
-        self.nand.ecc.decode(injected.max(sampled))
+        let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
+        self.decode_read(injected, pe, xfer_bytes)
     }
 
     /// One multi-plane read of pages `ppns` (offset `page` of `die`, one per plane), moving `xfer[i]` of each: the
