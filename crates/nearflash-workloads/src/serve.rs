@@ -462,7 +462,6 @@ impl Shared {
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
         if self.cfg.pace == Pace::None {
-            batch_scheduling();
             return self.io_paired(conn, io);
         }
         let mut st = self.lock()?;
@@ -578,6 +577,11 @@ impl Shared {
         }
     }
 
+    /// How virtual time relates to the wall clock here.
+    pub fn pace(&self) -> Pace {
+        self.cfg.pace
+    }
+
     /// Runs `f` on the device (status reports, shutdown).
     pub fn with_device<T>(&self, f: impl FnOnce(&mut Device) -> T) -> Result<T> {
         let mut st = self.lock()?;
@@ -629,46 +633,37 @@ fn wait_until(target: Instant) {
     }
 }
 
-/// Pace none: marks this thread as batch work for the kernel's scheduler, once per thread (Linux; elsewhere
-/// nothing). A request's thread woken to send its reply then waits for the waking thread to park or use its time
-/// slice instead of taking its CPU at once: the waker parks right after (its own request waits), so preempting it
-/// only adds a switch back to it (fio at iodepth 32, `reaction_lag` 4, load 15 on 2 cores: the server's CPU time
-/// per request 19.6 us instead of 23, medians of six 3 s runs each). Realtime keeps the default policy: there a
-/// woken reply is due.
-fn batch_scheduling() {
-    once_per_thread(BATCH_SCHEDULING, || {
-        #[cfg(target_os = "linux")]
-        // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter; SCHED_BATCH needs no
-        // privilege and changes only how this thread is preempted.
-        unsafe {
-            let param = libc::sched_param { sched_priority: 0 };
-            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-        }
-    });
+/// Pace none: marks the calling thread, and the threads it creates from now on (Linux threads inherit their
+/// creator's policy), as batch work for the kernel's scheduler (elsewhere nothing). The NBD plugin calls it when a
+/// connection opens, on the connection's thread, before nbdkit starts the connection's worker threads, so that no
+/// request pays for a per-thread check (a thread-local flag read per request was a cache miss each: a library's
+/// thread-locals are reached through `__tls_get_addr`). A request's thread woken to send its reply then waits for
+/// the waking thread to park or use its time slice instead of taking its CPU at once: the waker parks right after
+/// (its own request waits), so preempting it only adds a switch back to it (fio at iodepth 32, `reaction_lag` 4,
+/// load 15 on 2 cores: the server's CPU time per request 19.6 us instead of 23, medians of six 3 s runs each).
+/// Realtime keeps the default policy: there a woken reply is due.
+pub fn batch_scheduling() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter; SCHED_BATCH needs no
+    // privilege and changes only how this thread (and those it creates) is preempted.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+    }
 }
 
-/// Sets this thread's timer slack to 1 ns, once per thread (Linux; elsewhere nothing).
+/// Sets this thread's timer slack to 1 ns, once per thread (Linux; elsewhere nothing). Realtime only, on the
+/// waiting paths.
 fn fine_timer_slack() {
-    once_per_thread(FINE_TIMER_SLACK, || {
-        #[cfg(target_os = "linux")]
-        // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
-        unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-        }
-    });
-}
-
-/// The thread settings made once per thread, as bits.
-const BATCH_SCHEDULING: u8 = 1;
-const FINE_TIMER_SLACK: u8 = 2;
-
-/// Runs `set` the first time this thread asks for `setting`.
-fn once_per_thread(setting: u8, set: impl FnOnce()) {
-    thread_local!(static DONE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) });
+    thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     DONE.with(|done| {
-        if done.get() & setting == 0 {
-            set();
-            done.set(done.get() | setting);
+        if !done.get() {
+            #[cfg(target_os = "linux")]
+            // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+            }
+            done.set(true);
         }
     });
 }
