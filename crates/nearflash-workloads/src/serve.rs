@@ -252,7 +252,7 @@ struct State {
     pacing: Pacing,
     /// Commands submitted and not yet reaped, by (queue, command id); the completions reaped, by ticket, until their
     /// request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
-    tickets: IntMap<(u16, u16), Ticket>,
+    tickets: TicketTable,
     next_ticket: u64,
     done: IntMap<u64, (Status, Time)>,
     /// Whether completions are kept in `done` for their requests to take (all but pace none's pipeline, where a
@@ -368,7 +368,7 @@ impl Shared {
                 in_flight_n: 0,
                 depth: DepthMeter::default(),
                 pacing,
-                tickets: IntMap::default(),
+                tickets: TicketTable::default(),
                 next_ticket: 0,
                 done: IntMap::default(),
                 keep_done: cfg.pace == Pace::Realtime || cfg.reaction_window.is_zero(),
@@ -701,6 +701,56 @@ struct Ticket {
     start: Time,
 }
 
+/// The commands submitted and not yet reaped, by (queue, command id). Command ids are given out in sequence
+/// (`Device::next_cid`), so those in flight together sit in neighbouring slots of a small ring indexed by the id's
+/// low bits: an insert and a removal touch one slot, with no hashing, and the commands in flight share a few cache
+/// lines (a hash map spread them over its table: two cold lines per look-up in the server, where the kernel's socket
+/// work evicts them between requests). An id whose slot is taken (a command in flight for `RING` ids or more, or
+/// the same id on another queue) goes to a map beside it.
+#[derive(Default)]
+struct TicketTable {
+    ring: Vec<Option<(u16, u16, Ticket)>>,
+    overflow: IntMap<(u16, u16), Ticket>,
+    in_ring: usize,
+}
+
+impl TicketTable {
+    const RING: usize = 256;
+
+    fn insert(&mut self, qid: u16, cid: u16, t: Ticket) {
+        if self.ring.is_empty() {
+            self.ring.resize(Self::RING, None);
+        }
+        let slot = &mut self.ring[usize::from(cid) % Self::RING];
+        match slot {
+            None => {
+                *slot = Some((qid, cid, t));
+                self.in_ring += 1;
+            }
+            Some(_) => {
+                self.overflow.insert((qid, cid), t);
+            }
+        }
+    }
+
+    fn remove(&mut self, qid: u16, cid: u16) -> Option<Ticket> {
+        if let Some(slot) = self.ring.get_mut(usize::from(cid) % Self::RING) {
+            if slot.is_some_and(|(q, c, _)| (q, c) == (qid, cid)) {
+                self.in_ring -= 1;
+                return slot.take().map(|(_, _, t)| t);
+            }
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.remove(&(qid, cid))
+    }
+
+    fn len(&self) -> usize {
+        self.in_ring + self.overflow.len()
+    }
+}
+
 /// Submits a request's commands at the device's clock; their completions are learnt later (`collect`).
 fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Result<Submitted> {
     let lba_bytes = st.dev().lba_bytes();
@@ -720,7 +770,7 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
         }
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        st.tickets.insert((qid, sqe.cid), Ticket { ticket, request, conn, start });
+        st.tickets.insert(qid, sqe.cid, Ticket { ticket, request, conn, start });
         st.depth.enter(ticket, start);
         // Commands in flight: those reaped that complete after now, and those not yet reaped (this one and this
         // request's others included).
@@ -808,7 +858,7 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
     let (q, _) = next?;
     let c = st.dev().reap_next(q)?;
     let mut completed = Time::MAX;
-    if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(&(q, c.cqe.cid)) {
+    if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(q, c.cqe.cid) {
         if st.keep_done {
             st.done.insert(ticket, (c.cqe.status(), c.time));
         }
