@@ -310,8 +310,9 @@ impl Die {
 /// The current command's pages of a die: (transaction, bytes).
 #[inline]
 fn die_pages<'a>(d: &'a Die, cold: &'a DieCold) -> impl Iterator<Item = (u32, u64)> + 'a {
-    let (inline, spilled): (&[(u32, u32)], &[(u32, u64)]) =
-        if d.npages == SPILLED { (&[], &cold.pages) } else { (&d.pages[..d.npages as usize], &[]) };
+    let spilled = d.npages == SPILLED;
+    let inline = if spilled { &d.pages[..0] } else { &d.pages[..d.npages as usize] };
+    let spilled: &[(u32, u64)] = if spilled { &cold.pages } else { &[] };
     inline.iter().map(|&(txn, bytes)| (txn, u64::from(bytes))).chain(spilled.iter().copied())
 }
 
