@@ -46,10 +46,12 @@ pub struct Oob<'a> {
 }
 
 impl<'a> Oob<'a> {
+    #[inline]
     pub fn new(b: &'a [u8], spp: usize) -> Self {
         Oob { b, spp }
     }
 
+    #[inline]
     pub fn seq(&self) -> u64 {
         u64::from_le_bytes(self.b[0..8].try_into().expect("8 bytes"))
     }
@@ -58,14 +60,17 @@ impl<'a> Oob<'a> {
         rd32(self.b, 8)
     }
 
+    #[inline]
     pub fn present(&self, slot: usize) -> bool {
         rd32(self.b, 12) & (1 << slot) != 0
     }
 
+    #[inline]
     pub fn lpn(&self, slot: usize) -> u32 {
         rd32(self.b, HEADER_BYTES + slot * 4)
     }
 
+    #[inline]
     pub fn crc(&self, slot: usize) -> u32 {
         rd32(self.b, HEADER_BYTES + self.spp * 4 + slot * 4)
     }
@@ -76,11 +81,13 @@ impl<'a> Oob<'a> {
     }
 
     /// The extension spare bytes of one slot.
+    #[inline]
     pub fn spare(&self, slot: usize) -> &'a [u8] {
         let o = record_bytes(self.spp) + slot * SPARE_BYTES;
         &self.b[o..o + SPARE_BYTES]
     }
 
+    #[inline]
     pub fn is_programmed(&self) -> bool {
         self.seq() != 0
     }
@@ -106,6 +113,7 @@ pub struct OobMut<'a> {
 }
 
 impl<'a> OobMut<'a> {
+    #[inline]
     pub fn new(b: &'a mut [u8], spp: usize) -> Self {
         OobMut { b, spp }
     }
@@ -126,6 +134,7 @@ impl<'a> OobMut<'a> {
         }
     }
 
+    #[inline]
     pub fn set_slot(&mut self, slot: usize, lpn: u32, crc: u32) {
         wr32(self.b, HEADER_BYTES + slot * 4, lpn);
         wr32(self.b, HEADER_BYTES + self.spp * 4 + slot * 4, crc);
@@ -136,6 +145,7 @@ impl<'a> OobMut<'a> {
         &mut self.b[o..]
     }
 
+    #[inline]
     pub fn set_spare(&mut self, slot: usize, bytes: &[u8; SPARE_BYTES]) {
         let o = record_bytes(self.spp) + slot * SPARE_BYTES;
         self.b[o..o + SPARE_BYTES].copy_from_slice(bytes);
