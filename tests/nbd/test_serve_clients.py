@@ -7,6 +7,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -254,6 +255,41 @@ def test_the_device_sees_the_clients_queue_depth(image, serve, tmp_path):
     assert abs(p["last_connection"]["mean_queue_depth"] - p["mean_queue_depth"]) < 1.0, p
     info = nearflash_cli("info", str(image)).stdout
     assert "pace none: the device saw queue depth" in info and "in virtual time" in info, info
+
+
+def _thread_policies(pid: int) -> list[int]:
+    """The scheduling policy of each of a process's threads (0: normal, 3: batch)."""
+    out = []
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "sched").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out += [int(line.split(":")[1]) for line in text.splitlines() if line.startswith("policy")]
+    return out
+
+
+@pytest.mark.parametrize("pace,batch", [("none", True), ("realtime", False)])
+def test_worker_threads_inherit_batch_scheduling_under_pace_none(image, serve, tmp_path, pace, batch):
+    """Pace none marks a connection's thread as batch work when the connection opens, before nbdkit starts its worker
+    threads, which inherit the policy (no per-request check): while fio's connection is open, its 8 workers and the
+    connection's thread are SCHED_BATCH; under realtime none are. nbdkit's main thread and the status thread never."""
+    need("fio")
+    if not Path("/proc/self/sched").exists():
+        pytest.skip("no /proc/PID/sched here")
+    s = serve(image, "--pace", pace, "--threads", "8")
+    fio = subprocess.Popen(["fio", "--name=r", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randread", "--bs=4k",
+                            "--size=16m", "--iodepth=4", "--time_based", "--runtime=3", "--output-format=json",
+                            f"--output={tmp_path / 'fio.json'}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        s.wait_status(lambda st: st["requests"]["read"] > 0)
+        policies = _thread_policies(s.proc.pid)
+    finally:
+        _, err = fio.communicate(timeout=60)
+    assert fio.returncode == 0, err
+    assert len(policies) >= 8 + 2, policies
+    assert policies.count(3) == (8 + 1 if batch else 0), policies
+    assert policies.count(0) == len(policies) - policies.count(3), policies
 
 
 def test_realtime_pace_holds_replies_for_the_modelled_latency(tmp_path, serve):

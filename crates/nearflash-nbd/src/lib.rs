@@ -277,6 +277,10 @@ impl Server for Conn {
 
     fn open(_readonly: bool) -> Result<Box<dyn Server>> {
         let s = shared()?;
+        if s.pace() == Pace::None {
+            // On the connection's thread, before nbdkit starts its worker threads: they inherit the policy.
+            nearflash_workloads::serve::batch_scheduling();
+        }
         let id = s.connect().map_err(eio)?;
         let (lba_bytes, lbas) = s.with_device(|d| (d.lba_bytes(), d.namespace().lbas)).map_err(eio)?;
         mark_dirty();

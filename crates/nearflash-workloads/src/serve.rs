@@ -252,7 +252,7 @@ struct State {
     pacing: Pacing,
     /// Commands submitted and not yet reaped, by (queue, command id); the completions reaped, by ticket, until their
     /// request takes them (status, time). Whichever waiting request runs the event loop reaps for all.
-    tickets: IntMap<(u16, u16), Ticket>,
+    tickets: TicketTable,
     next_ticket: u64,
     done: IntMap<u64, (Status, Time)>,
     /// Whether completions are kept in `done` for their requests to take (all but pace none's pipeline, where a
@@ -368,7 +368,7 @@ impl Shared {
                 in_flight_n: 0,
                 depth: DepthMeter::default(),
                 pacing,
-                tickets: IntMap::default(),
+                tickets: TicketTable::default(),
                 next_ticket: 0,
                 done: IntMap::default(),
                 keep_done: cfg.pace == Pace::Realtime || cfg.reaction_window.is_zero(),
@@ -462,7 +462,6 @@ impl Shared {
     /// Serves one request of connection `conn`; returns when its reply may be sent.
     pub fn io(&self, conn: u64, io: Io<'_>) -> Result<Outcome> {
         if self.cfg.pace == Pace::None {
-            batch_scheduling();
             return self.io_paired(conn, io);
         }
         let mut st = self.lock()?;
@@ -578,6 +577,11 @@ impl Shared {
         }
     }
 
+    /// How virtual time relates to the wall clock here.
+    pub fn pace(&self) -> Pace {
+        self.cfg.pace
+    }
+
     /// Runs `f` on the device (status reports, shutdown).
     pub fn with_device<T>(&self, f: impl FnOnce(&mut Device) -> T) -> Result<T> {
         let mut st = self.lock()?;
@@ -629,46 +633,37 @@ fn wait_until(target: Instant) {
     }
 }
 
-/// Pace none: marks this thread as batch work for the kernel's scheduler, once per thread (Linux; elsewhere
-/// nothing). A request's thread woken to send its reply then waits for the waking thread to park or use its time
-/// slice instead of taking its CPU at once: the waker parks right after (its own request waits), so preempting it
-/// only adds a switch back to it (fio at iodepth 32, `reaction_lag` 4, load 15 on 2 cores: the server's CPU time
-/// per request 19.6 us instead of 23, medians of six 3 s runs each). Realtime keeps the default policy: there a
-/// woken reply is due.
-fn batch_scheduling() {
-    once_per_thread(BATCH_SCHEDULING, || {
-        #[cfg(target_os = "linux")]
-        // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter; SCHED_BATCH needs no
-        // privilege and changes only how this thread is preempted.
-        unsafe {
-            let param = libc::sched_param { sched_priority: 0 };
-            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-        }
-    });
+/// Pace none: marks the calling thread, and the threads it creates from now on (Linux threads inherit their
+/// creator's policy), as batch work for the kernel's scheduler (elsewhere nothing). The NBD plugin calls it when a
+/// connection opens, on the connection's thread, before nbdkit starts the connection's worker threads, so that no
+/// request pays for a per-thread check (a thread-local flag read per request was a cache miss each: a library's
+/// thread-locals are reached through `__tls_get_addr`). A request's thread woken to send its reply then waits for
+/// the waking thread to park or use its time slice instead of taking its CPU at once: the waker parks right after
+/// (its own request waits), so preempting it only adds a switch back to it (fio at iodepth 32, `reaction_lag` 4,
+/// load 15 on 2 cores: the server's CPU time per request 19.6 us instead of 23, medians of six 3 s runs each).
+/// Realtime keeps the default policy: there a woken reply is due.
+pub fn batch_scheduling() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter; SCHED_BATCH needs no
+    // privilege and changes only how this thread (and those it creates) is preempted.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+    }
 }
 
-/// Sets this thread's timer slack to 1 ns, once per thread (Linux; elsewhere nothing).
+/// Sets this thread's timer slack to 1 ns, once per thread (Linux; elsewhere nothing). Realtime only, on the
+/// waiting paths.
 fn fine_timer_slack() {
-    once_per_thread(FINE_TIMER_SLACK, || {
-        #[cfg(target_os = "linux")]
-        // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
-        unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-        }
-    });
-}
-
-/// The thread settings made once per thread, as bits.
-const BATCH_SCHEDULING: u8 = 1;
-const FINE_TIMER_SLACK: u8 = 2;
-
-/// Runs `set` the first time this thread asks for `setting`.
-fn once_per_thread(setting: u8, set: impl FnOnce()) {
-    thread_local!(static DONE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) });
+    thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     DONE.with(|done| {
-        if done.get() & setting == 0 {
-            set();
-            done.set(done.get() | setting);
+        if !done.get() {
+            #[cfg(target_os = "linux")]
+            // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+            }
+            done.set(true);
         }
     });
 }
@@ -706,6 +701,56 @@ struct Ticket {
     start: Time,
 }
 
+/// The commands submitted and not yet reaped, by (queue, command id). Command ids are given out in sequence
+/// (`Device::next_cid`), so those in flight together sit in neighbouring slots of a small ring indexed by the id's
+/// low bits: an insert and a removal touch one slot, with no hashing, and the commands in flight share a few cache
+/// lines (a hash map spread them over its table: two cold lines per look-up in the server, where the kernel's socket
+/// work evicts them between requests). An id whose slot is taken (a command in flight for `RING` ids or more, or
+/// the same id on another queue) goes to a map beside it.
+#[derive(Default)]
+struct TicketTable {
+    ring: Vec<Option<(u16, u16, Ticket)>>,
+    overflow: IntMap<(u16, u16), Ticket>,
+    in_ring: usize,
+}
+
+impl TicketTable {
+    const RING: usize = 256;
+
+    fn insert(&mut self, qid: u16, cid: u16, t: Ticket) {
+        if self.ring.is_empty() {
+            self.ring.resize(Self::RING, None);
+        }
+        let slot = &mut self.ring[usize::from(cid) % Self::RING];
+        match slot {
+            None => {
+                *slot = Some((qid, cid, t));
+                self.in_ring += 1;
+            }
+            Some(_) => {
+                self.overflow.insert((qid, cid), t);
+            }
+        }
+    }
+
+    fn remove(&mut self, qid: u16, cid: u16) -> Option<Ticket> {
+        if let Some(slot) = self.ring.get_mut(usize::from(cid) % Self::RING) {
+            if slot.is_some_and(|(q, c, _)| (q, c) == (qid, cid)) {
+                self.in_ring -= 1;
+                return slot.take().map(|(_, _, t)| t);
+            }
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.remove(&(qid, cid))
+    }
+
+    fn len(&self) -> usize {
+        self.in_ring + self.overflow.len()
+    }
+}
+
 /// Submits a request's commands at the device's clock; their completions are learnt later (`collect`).
 fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Result<Submitted> {
     let lba_bytes = st.dev().lba_bytes();
@@ -725,7 +770,7 @@ fn submit(st: &mut State, qid: u16, conn: u64, request: u64, io: Io<'_>) -> Resu
         }
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        st.tickets.insert((qid, sqe.cid), Ticket { ticket, request, conn, start });
+        st.tickets.insert(qid, sqe.cid, Ticket { ticket, request, conn, start });
         st.depth.enter(ticket, start);
         // Commands in flight: those reaped that complete after now, and those not yet reaped (this one and this
         // request's others included).
@@ -813,7 +858,7 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
     let (q, _) = next?;
     let c = st.dev().reap_next(q)?;
     let mut completed = Time::MAX;
-    if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(&(q, c.cqe.cid)) {
+    if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(q, c.cqe.cid) {
         if st.keep_done {
             st.done.insert(ticket, (c.cqe.status(), c.time));
         }

@@ -391,3 +391,36 @@ fn serve_lag_curve() {
         println!("lag {lag:>2}: depth {:.1}, {:.0} reads/s, late {}", p.mean_queue_depth, 32.0 * 300.0 / s, p.late_submissions);
     }
 }
+
+/// The table of commands in flight: ids in sequence share the ring; a slot taken (an id `RING` later while the
+/// first is still in flight, or the same id on another queue) goes to the map beside it; each is found once, by its
+/// queue and id; unknown ones are not found; the count covers both.
+#[test]
+fn the_ticket_table_finds_each_command_once_whatever_its_slot() {
+    let t = |ticket: u64| Ticket { ticket, request: ticket, conn: 1, start: Time::from_ns(ticket) };
+    let mut tab = TicketTable::default();
+    assert!(tab.remove(1, 5).is_none(), "empty: nothing found");
+    for cid in 0..40u16 {
+        tab.insert(1, cid, t(u64::from(cid)));
+    }
+    let ring = TicketTable::RING as u16;
+    tab.insert(1, 3 + ring, t(1000)); // the slot of id 3, still in flight
+    tab.insert(2, 4, t(2000)); // id 4 on another queue
+    assert_eq!(tab.len(), 42);
+    assert!(tab.remove(3, 4).is_none(), "no such queue");
+    assert!(tab.remove(1, 41).is_none(), "never submitted");
+    assert_eq!(tab.remove(2, 4).map(|t| t.ticket), Some(2000));
+    assert_eq!(tab.remove(1, 4).map(|t| t.ticket), Some(4));
+    assert_eq!(tab.remove(1, 3 + ring).map(|t| t.ticket), Some(1000));
+    assert_eq!(tab.remove(1, 3).map(|t| t.ticket), Some(3));
+    assert!(tab.remove(1, 3).is_none(), "found once");
+    assert_eq!(tab.len(), 38);
+    for cid in (0..40u16).filter(|c| ![3, 4].contains(c)) {
+        assert_eq!(tab.remove(1, cid).map(|t| t.request), Some(u64::from(cid)));
+    }
+    assert_eq!(tab.len(), 0);
+    // Ids wrap: 65535 and then 0 are neighbours.
+    tab.insert(1, u16::MAX, t(7));
+    tab.insert(1, 0, t(8));
+    assert_eq!((tab.remove(1, 0).map(|t| t.ticket), tab.remove(1, u16::MAX).map(|t| t.ticket)), (Some(8), Some(7)));
+}
