@@ -114,7 +114,8 @@ pub struct FtlConfig {
     pub gc_rga_d: Count,
     /// incremental (a few victim pages moved per host page written) | blocking (whole victims at once).
     pub gc_pacing: Choice,
-    /// GC moves pages with the on-die copyback command instead of through the controller.
+    /// GC moves pages whose every sector is current with the on-die copyback command (into an empty GC page)
+    /// instead of through the controller; pages with stale sectors still pass the controller.
     pub gc_copyback: Flag,
     /// dram (whole map in controller DRAM) | demand (DFTL-style cached mapping table).
     pub mapping: Choice,

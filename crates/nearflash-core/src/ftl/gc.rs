@@ -3,8 +3,10 @@
 //! A victim is a full block with something to reclaim, chosen by `ftl.gc_policy`: the fewest valid sectors
 //! (greedy, the default), the fewest of `gc_rga_d` random candidates (randomized greedy), a random one, or the one
 //! closed longest ago (FIFO, by the sequence number of its first page). Its current sectors (those the mapping
-//! table points at) are read and rewritten into the plane's GC frontier (or whole pages moved on-die with
-//! copyback); after its last move the partial GC page is padded and programmed, so that no moved sector lives only
+//! table points at) are read and rewritten into the plane's GC frontier (or, with `ftl.gc_copyback`, a page whose
+//! every sector is current is moved whole on-die when the frontier's page is empty: MQSim's `Use_Copyback_for_GC`,
+//! whose pages are its mapping unit, so always wholly current); after its last move the partial GC page is padded
+//! and programmed, so that no moved sector lives only
 //! in DRAM, and the victim is erased. Moving only current sectors means collection never changes what the host
 //! reads.
 //!
@@ -192,7 +194,10 @@ impl Ftl {
             if n == 0 {
                 continue;
             }
-            if self.copyback && self.gc_frontier_empty(plane) {
+            // Copyback moves a page whole, so only a page whose every sector is current goes that way: copying one
+            // with stale sectors would carry them along as padding, and under steady random writes (every victim
+            // page has some) collection then reclaimed nothing until a plane ran out of free blocks.
+            if self.copyback && n == spp && self.gc_frontier_empty(plane) {
                 last.push(self.copy_back_page(plane, ppn, &live, ready, sink)?);
                 continue;
             }

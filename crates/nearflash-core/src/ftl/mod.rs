@@ -620,9 +620,14 @@ impl Ftl {
             }
         }
         for &plane in planes {
-            let fr = self.frontier(s, plane).clone();
+            // The frontier is read in place (a copy of it was ~600 bytes per page programmed).
+            let fr = match s {
+                Stream::Host => &self.host[plane as usize],
+                Stream::Gc => &self.gc[plane as usize],
+            };
             let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
-            let seq = self.next_seq();
+            let seq = self.seq;
+            self.seq += 1;
             let erase_count = self.blocks.info[fr.block as usize].erase_count;
             // Which slots still hold the current copy of their sector (a host sector rewritten or trimmed while
             // buffered, or a GC copy overtaken by a newer program, is stale).
@@ -661,6 +666,7 @@ impl Ftl {
             }
             // Last: the sequence number makes the record count as programmed.
             rec.set_header(seq, erase_count, present);
+            let filled = fr.filled;
             for (slot, &lpn) in lpns.iter().enumerate().take(spp) {
                 if lpn != INVALID_LPN {
                     if s == Stream::Host {
@@ -669,10 +675,10 @@ impl Ftl {
                     self.remap(lpn, ppn * spp as u64 + slot as u64);
                 }
             }
-            self.stats.padded_slots += u64::from(self.spp - fr.filled);
+            self.stats.padded_slots += u64::from(self.spp - filled);
             self.stats.pages_programmed += 1;
             if s == Stream::Host {
-                released += fr.filled; // GC sectors never occupied the host write buffer
+                released += filled; // GC sectors never occupied the host write buffer
             }
             ppns.push(ppn);
             self.next_page(s, plane);

@@ -214,11 +214,21 @@ fn term(i: u64, v: u32) -> u64 {
 
 impl MappedU32 {
     pub fn create(path: &Path, header: &FileHeader) -> Result<Self> {
+        Self::check_record(header)?;
         Ok(MappedU32 { t: MappedRecords::create_with(path, header, true)?, digest: 0, max_at_open: 0 })
+    }
+
+    /// `get` and `set` address 4-byte records directly: refuse a header that says otherwise.
+    fn check_record(header: &FileHeader) -> Result<()> {
+        if header.record != 4 {
+            return Err(SimError::Image(format!("mapping table records of {} bytes (expected 4)", header.record)));
+        }
+        Ok(())
     }
 
     /// Opens the table and computes its digest (a pass over the written parts of the file).
     pub fn open(path: &Path, header: &FileHeader) -> Result<Self> {
+        Self::check_record(header)?;
         let t = MappedRecords::open_with(path, header, true)?;
         let mut m = MappedU32 { t, digest: 0, max_at_open: 0 };
         let (mut d, mut max) = (0u64, 0u32);
@@ -273,7 +283,9 @@ impl MappedU32 {
 
     #[inline]
     pub fn get(&self, i: u64) -> u32 {
-        u32::from_le_bytes(self.t.get(i).try_into().expect("4-byte record"))
+        // Records of 4 bytes (`anonymous`, `create`, `open` make them so): one bounds check, no length check.
+        let o = i as usize * 4;
+        u32::from_le_bytes(self.t.map[o..o + 4].try_into().expect("4 bytes"))
     }
 
     /// Starts loading entry `i` into the CPU cache (a hint; out-of-range indices are ignored).
@@ -286,7 +298,8 @@ impl MappedU32 {
     pub fn set(&mut self, i: u64, v: u32) {
         let old = self.get(i);
         self.digest = self.digest.wrapping_sub(term(i, old)).wrapping_add(term(i, v));
-        self.t.get_mut(i).copy_from_slice(&v.to_le_bytes());
+        let o = i as usize * 4;
+        self.t.map[o..o + 4].copy_from_slice(&v.to_le_bytes());
     }
 
     pub fn len(&self) -> u64 {
@@ -344,5 +357,11 @@ mod tests {
         let e = MappedU32::open(&p, &h).err().unwrap().to_string();
         assert!(e.contains("l2p.bin: cannot open"), "{e}");
         assert!(!p.exists(), "opening never creates");
+        // A mapping table of records other than 4 bytes is refused before anything is created or read.
+        let odd = FileHeader { record: 8, ..h };
+        let e = MappedU32::create(&p, &odd).err().unwrap().to_string();
+        assert!(e.contains("records of 8 bytes"), "{e}");
+        assert!(!p.exists(), "a refused create leaves no file");
+        assert!(MappedU32::open(&p, &odd).err().unwrap().to_string().contains("records of 8 bytes"));
     }
 }
