@@ -144,7 +144,10 @@ impl Ftl {
             let p = self.program(Stream::Gc, &[plane], sink);
             c.last = sink.max_all(c.last, &[p]);
         }
-        sink.erase_block(c.last, c.victim, Work::Gc { urgent: self.gc_urgent(plane) });
+        let erased = sink.erase_block(c.last, c.victim, Work::Gc { urgent: self.gc_urgent(plane) });
+        if erased != At::ZERO {
+            self.erasing.insert(c.victim, erased);
+        }
         self.erase(c.victim)
     }
 
@@ -259,6 +262,8 @@ impl Ftl {
         self.ensure_slot(Stream::Gc, plane, ready, sink)?;
         let (dst_first, _) = self.next_psa(Stream::Gc, plane);
         let dst_ppn = dst_first / spp as u64;
+        let erased = self.block_erased[Self::spare_index(Stream::Gc, plane)];
+        let ready = if erased == At::ZERO { ready } else { sink.max_all(ready, &[erased]) };
         let done = sink.copyback(ready, src_ppn, dst_ppn, Work::Gc { urgent: self.gc_urgent(plane) });
         for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
             let src = src_ppn * spp as u64 + slot as u64;

@@ -218,6 +218,13 @@ pub struct Ftl {
     /// flush's): a page is programmed once all are known.
     slot_ready: Vec<[At; MAX_SPP]>,
     page_floor: Vec<At>,
+    /// When the erase of each frontier's open block ends (indexed as `spares`): no page of a block is programmed
+    /// before its erase has ended, so the flash work GC still owes before an erase holds back the writes that need
+    /// the block it frees.
+    block_erased: Vec<At>,
+    /// Erases still owed on free blocks (the GC's erase of a victim waits for its moved data to be programmed),
+    /// taken by the frontier that opens the block.
+    erasing: IntMap<u32, At>,
     /// GC becomes urgent below this many free blocks in its plane (`ftl.gc_hard_free_blocks`).
     gc_hard: u32,
     /// Buffers of `program` and GC, kept between calls so that a write allocates nothing.
@@ -313,6 +320,8 @@ impl Ftl {
             spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
             slot_ready: vec![[At::ZERO; MAX_SPP]; 2 * geo.planes() as usize],
             page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
+            block_erased: vec![At::ZERO; 2 * geo.planes() as usize],
+            erasing: IntMap::default(),
             gc_hard: cfg.ftl.gc_hard_free_blocks.0 as u32,
             scratch: Scratch::default(),
             stats: FtlStats::default(),
@@ -538,6 +547,7 @@ impl Ftl {
                 "plane {plane} has no free block left: GC cannot keep up (over-provisioning exhausted)"
             ))
         })?;
+        self.block_erased[Self::spare_index(s, plane)] = self.erasing.remove(&id).unwrap_or(At::ZERO);
         let fr = self.frontier_mut(s, plane);
         fr.block = id;
         fr.page = 0;
@@ -602,7 +612,9 @@ impl Ftl {
                     readies.push(r);
                 }
             }
-            floor = if floor == At::ZERO { self.page_floor[i] } else { sink.max_all(floor, &[self.page_floor[i]]) };
+            for f in [self.page_floor[i], self.block_erased[i]] {
+                floor = if floor == At::ZERO { f } else { sink.max_all(floor, &[f]) };
+            }
             self.page_floor[i] = At::ZERO;
         }
         let ready = sink.max_all(floor, &readies);
