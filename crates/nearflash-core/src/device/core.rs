@@ -138,7 +138,7 @@ impl FlashTiming<'_> {
     }
 
     fn flash(&mut self, req: TxnReq, ready: At, release: u32) -> At {
-        self.flow.add1(Step::Flash { req, release }, self.floor, ready)
+        self.flow.add1(Step::Flash { req, release, counted: false }, self.floor, ready)
     }
 }
 
@@ -153,12 +153,22 @@ impl FlashSink for FlashTiming<'_> {
         self.flash(req, ready, 0)
     }
 
-    fn program_pages(&mut self, ready: At, ppns: &[u64], sectors_released: u32, work: Work) -> At {
+    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At {
         let a = self.geo.page_addr(ppns[0]);
         let die = self.geo.die_of_plane(a.plane);
         let bytes = u64::from(self.geo.page_size) * ppns.len() as u64;
         let req = TxnReq::program(die, a.page, ppns.len() as u32, bytes, self.class_of(work));
-        let done = self.flash(req, ready, sectors_released);
+        let done = if erased == At::ZERO {
+            self.flash(req, ready, sectors_released)
+        } else if erased.known().is_some() || sectors_released == 0 {
+            let ready = self.max_all(ready, &[erased]);
+            self.flash(req, ready, sectors_released)
+        } else {
+            // The buffer counts the sectors as being released once the data is in, not once the erase has ended.
+            let counted = self.flow.add1(Step::Releasing(sectors_released), self.floor, ready);
+            let ready = self.max_all(counted, &[erased]);
+            self.flow.add1(Step::Flash { req, release: sectors_released, counted: true }, self.floor, ready)
+        };
         for &p in ppns {
             self.programming.insert(p, done);
         }

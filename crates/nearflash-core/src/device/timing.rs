@@ -57,8 +57,12 @@ pub(crate) enum Step {
     #[default]
     Join,
     Book(Booking),
-    /// A flash transaction; a program releases `release` write-buffer sectors when it ends.
-    Flash { req: TxnReq, release: u32 },
+    /// A flash transaction; a program releases `release` write-buffer sectors when it ends (`counted`: the buffer
+    /// already counts them as being released, by a `Releasing` step).
+    Flash { req: TxnReq, release: u32, counted: bool },
+    /// A program's data is in the controller and only the erase of its block keeps it waiting: the write buffer
+    /// counts its `n` sectors as being released (so that waiting writes do not take it for stuck and pad pages).
+    Releasing(u32),
     /// A flash transaction in the scheduler.
     InFlash { release: u32 },
     /// `n` sectors' admission to the write buffer, for a command of this class.
@@ -102,7 +106,7 @@ impl DeviceCore {
     /// A flash transaction entered once `after` is known; a program releases `release` buffer sectors.
     pub(crate) fn flash(&mut self, req: TxnReq, after: At, release: u32) -> At {
         let floor = self.floor();
-        let at = self.flow.add1(Step::Flash { req, release }, floor, after);
+        let at = self.flow.add1(Step::Flash { req, release, counted: false }, floor, after);
         if let Some(f) = self.forecast.as_mut() {
             let ready = f.time_of(after, &self.flow, floor).max(floor);
             f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
@@ -198,8 +202,12 @@ impl DeviceCore {
                     let end = self.run_booking(b, ready);
                     self.flow.resolve(idx, end);
                 }
-                Step::Flash { req, release } => {
-                    if release > 0 {
+                Step::Releasing(n) => {
+                    self.wbuf.releasing(u64::from(n));
+                    self.flow.resolve(idx, ready);
+                }
+                Step::Flash { req, release, counted } => {
+                    if release > 0 && !counted {
                         self.wbuf.releasing(u64::from(release));
                     }
                     *self.flow.step_mut(idx) = Step::InFlash { release };

@@ -50,7 +50,8 @@ pub trait FlashSink {
     fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At;
     /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several); the program
     /// releases `sectors_released` sectors of the write buffer when it ends.
-    fn program_pages(&mut self, ready: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
+    /// Programs `ppns` once `ready` (their data in the controller) and `erased` (the erase of their block) are known.
+    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
     /// Moves page `src` to `dst` on-die (GC copyback).
     fn copyback(&mut self, ready: At, src: u64, dst: u64, work: Work) -> At;
     fn erase_block(&mut self, ready: At, block_id: u32, work: Work) -> At;
@@ -68,8 +69,8 @@ impl FlashSink for Untimed {
     fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         ready
     }
-    fn program_pages(&mut self, ready: At, _: &[u64], _: u32, _: Work) -> At {
-        ready
+    fn program_pages(&mut self, ready: At, erased: At, _: &[u64], _: u32, _: Work) -> At {
+        self.max_all(ready, &[erased])
     }
     fn copyback(&mut self, ready: At, _: u64, _: u64, _: Work) -> At {
         ready
@@ -604,6 +605,7 @@ impl Ftl {
         let mut readies = std::mem::take(&mut self.scratch.readies);
         readies.clear();
         let mut floor = At::ZERO;
+        let mut erased = At::ZERO;
         for &plane in planes {
             let i = Self::spare_index(s, plane);
             let filled = self.frontier(s, plane).filled as usize;
@@ -612,10 +614,9 @@ impl Ftl {
                     readies.push(r);
                 }
             }
-            for f in [self.page_floor[i], self.block_erased[i]] {
-                floor = if floor == At::ZERO { f } else { sink.max_all(floor, &[f]) };
-            }
+            floor = if floor == At::ZERO { self.page_floor[i] } else { sink.max_all(floor, &[self.page_floor[i]]) };
             self.page_floor[i] = At::ZERO;
+            erased = if erased == At::ZERO { self.block_erased[i] } else { sink.max_all(erased, &[self.block_erased[i]]) };
         }
         let ready = sink.max_all(floor, &readies);
         self.scratch.readies = readies;
@@ -695,7 +696,7 @@ impl Ftl {
             ppns.push(ppn);
             self.next_page(s, plane);
         }
-        let done = sink.program_pages(ready, &ppns, released, work);
+        let done = sink.program_pages(ready, erased, &ppns, released, work);
         self.scratch.ppns = ppns;
         done
     }
