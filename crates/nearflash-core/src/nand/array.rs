@@ -93,7 +93,7 @@ impl NandTiming {
         if bytes == 0 {
             0
         } else {
-            crate::engine::ceil_ns(bytes as f64 * 1e9 / self.channel_bw)
+            crate::engine::ceil_ns(crate::engine::u64_as_f64(bytes) * 1e9 / self.channel_bw)
         }
     }
 }
@@ -578,7 +578,7 @@ impl NandArray {
                 self.stats.multi_plane_programs += u64::from(planes > 1);
                 self.stats.bytes_to_flash += bytes;
                 ledger.charge(self.acc.program, self.e.program_page * planes as f64);
-                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
+                ledger.charge(self.acc.bus, self.e.bus_byte * crate::engine::u64_as_f64(bytes));
                 t.t_cmd * planes + t.xfer(bytes)
             }
             Xfer::Out { die, bytes, .. } => {
@@ -646,8 +646,8 @@ impl NandArray {
             }
             Xfer::Out { die, txn, bytes, cache } => {
                 self.stats.bytes_to_controller += bytes;
-                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
-                ledger.charge(self.acc.ecc, self.e.ecc_byte * bytes as f64);
+                ledger.charge(self.acc.bus, self.e.bus_byte * crate::engine::u64_as_f64(bytes));
+                ledger.charge(self.acc.ecc, self.e.ecc_byte * crate::engine::u64_as_f64(bytes));
                 let setup = if self.dies[die as usize].column { self.timing.t_column_change } else { 0 };
                 let at = self.decode(res, ch, start + setup, now, bytes);
                 out.push(NandOut::Done { txn, at });
