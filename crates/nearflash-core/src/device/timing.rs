@@ -114,6 +114,22 @@ impl DeviceCore {
         at
     }
 
+    /// `flash` of a read (nothing to release): when `after` is known and no step is ready, the transaction goes to
+    /// the scheduler at once, as the next `drain` would send it first (nothing schedules an event or takes a step
+    /// in between), without the ready queue's round trip.
+    pub(crate) fn flash_read(&mut self, req: TxnReq, after: At) -> At {
+        let floor = self.floor();
+        let Some((at, idx, start)) = self.flow.add_taken(Step::InFlash { release: 0 }, floor, after) else {
+            return self.flash(req, after, 0);
+        };
+        if let Some(f) = self.forecast.as_mut() {
+            let ready = f.time_of(after, &self.flow, floor).max(floor);
+            f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
+        }
+        self.sched.submit(req, idx, start, &mut self.events);
+        at
+    }
+
     /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
     pub(crate) fn admit(&mut self, n: u64, after: At) -> At {
         let floor = self.floor();

@@ -311,6 +311,22 @@ impl<S: Default> Flow<S> {
         at
     }
 
+    /// `add1` of a step whose input is known while no step is ready, taken at once (the step `pop_ready` would give
+    /// next): its handle, index and start, as `add1` then `pop_ready` return them. None, with nothing added, when a
+    /// step is ready or the input is not known.
+    pub fn add_taken(&mut self, step: S, floor: Time, input: At) -> Option<(At, u32, Time)> {
+        if !self.ready.is_empty() {
+            return None;
+        }
+        let t = self.value(input)?;
+        let idx = self.alloc(step, floor);
+        let n = &mut self.nodes[idx as usize];
+        n.t = n.t.max(t);
+        n.state = State::Running;
+        let start = n.t;
+        Some((self.handle(idx), idx, start))
+    }
+
     /// Takes the next step whose inputs are all known: (handle, index, start).
     pub fn pop_ready(&mut self) -> Option<(At, u32, Time)> {
         let idx = self.ready.pop_front()?;
@@ -436,6 +452,36 @@ mod tests {
         assert_eq!(f.value(b), Some(Time::from_ns(457)), "starts at the wait's end + 7, books 50");
         assert_eq!(f.value(j), Some(Time::from_ns(1000)));
         assert_eq!(f.value(j + 5), Some(Time::from_ns(1005)));
+    }
+
+    #[test]
+    fn a_step_taken_at_once_is_what_add_then_pop_ready_give() {
+        let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+        let w = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let v = g.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let (iw, iv) = (run(&mut f)[0], run(&mut g)[0]);
+        f.resolve(iw, Time::from_ns(40));
+        g.resolve(iv, Time::from_ns(40));
+        for (floor, input) in [(Time::from_ns(10), w + 5), (Time::from_ns(90), w + 5), (Time::from_ns(3), At::at(Time::from_ns(7)))] {
+            let a = f.add1(Step::Wait, floor, input);
+            let popped = f.pop_ready().expect("ready");
+            let taken = g.add_taken(Step::Wait, floor, if input.is_step() { v + 5 } else { input }).expect("taken");
+            assert_eq!((popped.0.node, popped.1, popped.2), (taken.0.node, taken.1, taken.2));
+            assert_eq!(a, popped.0);
+            assert_eq!((f.take_step(popped.1), g.take_step(taken.1)), (Step::Wait, Step::Wait));
+            assert!(f.pending(a) && g.pending(taken.0) && !g.has_ready());
+            f.resolve(popped.1, Time::from_ns(100));
+            g.resolve(taken.1, Time::from_ns(100));
+        }
+        // Not taken: an input not known, or another step ready first.
+        let pending = g.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let idx = g.pop_ready().unwrap().1;
+        let live = g.live();
+        assert!(g.add_taken(Step::Wait, Time::ZERO, pending).is_none());
+        g.add1(Step::Book(1), Time::ZERO, At::ZERO);
+        assert!(g.add_taken(Step::Wait, Time::ZERO, At::ZERO).is_none());
+        assert_eq!(g.live(), live + 1, "nothing added by a refused take");
+        g.resolve(idx, Time::from_ns(1));
     }
 
     #[test]
