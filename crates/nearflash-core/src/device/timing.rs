@@ -208,8 +208,18 @@ impl DeviceCore {
         }
     }
 
-    /// Runs every step whose inputs are known.
+    /// Runs every step whose inputs are known (inlined: after most events none is, and the call cost more than the
+    /// look).
+    #[inline]
     pub(crate) fn drain(&mut self) {
+        if self.flow.has_ready() {
+            self.drain_ready();
+        }
+    }
+
+    /// `drain` with a step ready.
+    #[inline(never)]
+    fn drain_ready(&mut self) {
         while let Some((_, idx, ready)) = self.flow.pop_ready() {
             let ready = ready.max(self.floor());
             match self.flow.take_step(idx) {
