@@ -119,7 +119,8 @@ impl DeviceCore {
     /// in between), without the ready queue's round trip.
     pub(crate) fn flash_read(&mut self, req: TxnReq, after: At) -> At {
         let floor = self.floor();
-        let Some((at, idx, start)) = self.flow.add_taken(Step::InFlash { release: 0 }, floor, after) else {
+        // No payload: `Step::InFlash { release: 0 }` is what its end would read (`take_step` gives `Join`: 0).
+        let Some((at, idx, start)) = self.flow.add_taken(floor, after) else {
             return self.flash(req, after, 0);
         };
         if let Some(f) = self.forecast.as_mut() {
