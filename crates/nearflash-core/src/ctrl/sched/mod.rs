@@ -199,16 +199,24 @@ impl Fifo {
     }
 }
 
-/// One die's queues: its masks and turns first, then its queues (the first classes' in the same cache line).
-#[repr(C)]
+/// One die's queues: its masks and turns first, then its queues by kind, so that the read queues of the four host
+/// classes are in the record's first cache line with the masks (the only line a read's arrival, pick and issue
+/// touch).
+#[repr(C, align(64))]
 struct DieQueues {
     /// Per kind, the classes with a non-empty queue.
     with_work: [u32; KINDS],
     turns: Turns,
     /// While an operation is suspended: the transactions that arrived before it stopped (sequence numbers below).
     serve_before: u64,
-    /// `[class * KINDS + kind]`.
+    /// `[queue(class, kind)]`.
     q: [Fifo; MAX_CLASSES * KINDS],
+}
+
+/// A die's queue of `class`'s transactions of `kind`: by kind, then class.
+#[inline]
+fn queue(class: usize, kind: usize) -> usize {
+    kind * MAX_CLASSES + class
 }
 
 impl Default for DieQueues {
@@ -401,7 +409,7 @@ impl Scheduler {
         nand.stats.uncorrectable += u64::from(t.req.uncorrectable);
         let (die, kind, class) = (t.req.die, kind_index(t.req.kind), t.req.class.0 as usize);
         let dq = &mut self.dies[die as usize];
-        dq.q[class * KINDS + kind].push_back(&mut self.link, id);
+        dq.q[queue(class, kind)].push_back(&mut self.link, id);
         dq.with_work[kind] |= 1 << class;
         let ch = self.channel_of_die[die as usize];
         if self.cfg.tsu {
@@ -474,7 +482,7 @@ impl Scheduler {
             t.req.senses -= 1;
             let (die, class) = (t.req.die, t.req.class.0 as usize);
             let dq = &mut self.dies[die as usize];
-            dq.q[class * KINDS + READ].push_front(&mut self.link, id);
+            dq.q[queue(class, READ)].push_front(&mut self.link, id);
             dq.with_work[READ] |= 1 << class;
             self.try_issue(die, now, nand, ledger, q);
             return;
@@ -567,7 +575,7 @@ impl Scheduler {
     /// `fifo` lets the classes take turns and each serve its oldest transaction.
     fn pick(&mut self, die: u32, allowed: u8, classes: u32, before: u64) -> Option<u32> {
         let dq = &self.dies[die as usize];
-        let head_seq = |class: usize, kind: usize| dq.q[class * KINDS + kind].front().map(|id| self.txns[id as usize].seq);
+        let head_seq = |class: usize, kind: usize| dq.q[queue(class, kind)].front().map(|id| self.txns[id as usize].seq);
         let mut by_kind = [0u32; KINDS];
         for (k, m) in by_kind.iter_mut().enumerate() {
             if allowed & (1 << k) == 0 {
@@ -628,10 +636,10 @@ impl Scheduler {
             }
         };
         self.dies[die as usize].turns = turns;
-        let queue = class * KINDS + kind;
+        let qi = queue(class, kind);
         let dq = &mut self.dies[die as usize];
-        let id = dq.q[queue].pop_front(&self.link)?;
-        if dq.q[queue].is_empty() {
+        let id = dq.q[qi].pop_front(&self.link)?;
+        if dq.q[qi].is_empty() {
             dq.with_work[kind] &= !(1 << class);
         }
         Some(id)
@@ -665,7 +673,7 @@ impl Scheduler {
             'classes: while with_reads != 0 {
                 let class = with_reads.trailing_zeros() as usize;
                 with_reads &= with_reads - 1;
-                let qi = class * KINDS + READ;
+                let qi = queue(class, READ);
                 let (mut prev, mut other) = (NIL, self.dies[die as usize].q[qi].head);
                 while other != NIL {
                     if pages.len() as u32 >= ppd {
