@@ -544,7 +544,7 @@ impl DeviceCore {
             let planes = sc.group.len() as u32;
             let plane = if planes == 1 { a0.plane % ppd } else { u32::MAX };
             let req = TxnReq { planes, ..read_req(die, a0.page, plane, bytes, outcome, self.class) };
-            let done = self.flash(req, issue, 0);
+            let done = self.flash_read(req, issue);
             ok &= outcome.is_ok();
             for &g in sc.group.iter() {
                 let (_, first, n) = page_reads[g];
@@ -590,7 +590,7 @@ impl DeviceCore {
                 let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
                 let outcome = self.decode_read(self.ftl.injected_errors(psa), pe, sector);
                 let req = TxnReq { planes: 1, ..read_req(die, a0.page, plane, sector, outcome, self.class) };
-                let done = self.flash(req, issue, 0);
+                let done = self.flash_read(req, issue);
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
                 outcome.is_ok()
             }

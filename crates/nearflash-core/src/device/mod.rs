@@ -860,6 +860,7 @@ impl Device {
         self.window_start = self.now;
         self.last_completion = self.now;
         self.core.res.reset_stats();
+        self.core.nand.reset_untallied();
         self.core.ledger.reset();
         self.core.nand.stats = Default::default();
         self.core.ftl.stats = Default::default();
@@ -900,7 +901,10 @@ impl Device {
                 cmt_misses: cmt.map(|s| s.misses),
             },
             energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
-            utilisation: c.res.utilisation(window),
+            utilisation: {
+                let (dies, busy, ops) = c.nand.untallied();
+                c.res.utilisation_plus(window, Some((dies, &busy, ops)))
+            },
             sched: SchedReport {
                 stats: c.sched.stats(),
                 late_submissions: self.late_submissions,

@@ -114,6 +114,23 @@ impl DeviceCore {
         at
     }
 
+    /// `flash` of a read (nothing to release): when `after` is known and no step is ready, the transaction goes to
+    /// the scheduler at once, as the next `drain` would send it first (nothing schedules an event or takes a step
+    /// in between), without the ready queue's round trip.
+    pub(crate) fn flash_read(&mut self, req: TxnReq, after: At) -> At {
+        let floor = self.floor();
+        // No payload: `Step::InFlash { release: 0 }` is what its end would read (`take_step` gives `Join`: 0).
+        let Some((at, idx, start)) = self.flow.add_taken(floor, after) else {
+            return self.flash(req, after, 0);
+        };
+        if let Some(f) = self.forecast.as_mut() {
+            let ready = f.time_of(after, &self.flow, floor).max(floor);
+            f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
+        }
+        self.sched.submit(req, idx, start, &mut self.events);
+        at
+    }
+
     /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
     pub(crate) fn admit(&mut self, n: u64, after: At) -> At {
         let floor = self.floor();
@@ -192,8 +209,18 @@ impl DeviceCore {
         }
     }
 
-    /// Runs every step whose inputs are known.
+    /// Runs every step whose inputs are known (inlined: after most events none is, and the call cost more than the
+    /// look).
+    #[inline]
     pub(crate) fn drain(&mut self) {
+        if self.flow.has_ready() {
+            self.drain_ready();
+        }
+    }
+
+    /// `drain` with a step ready.
+    #[inline(never)]
+    fn drain_ready(&mut self) {
         while let Some((_, idx, ready)) = self.flow.pop_ready() {
             let ready = ready.max(self.floor());
             match self.flow.take_step(idx) {

@@ -101,7 +101,7 @@ struct Node {
     waiting: u32,
     /// Head of the list of steps waiting for this one (`Flow::edges`).
     deps: u32,
-    /// Index of the payload in `Flow::steps` (`NONE` once resolved).
+    /// Index of the payload in `Flow::steps` (`NONE` once resolved, or for a step made without one).
     step: u32,
     /// While the step waits: its latest known input (its start once all are known). Once resolved: its end.
     t: Time,
@@ -197,6 +197,11 @@ impl<S: Default> Flow<S> {
                 (self.steps.len() - 1) as u32
             }
         };
+        self.alloc_node(payload, floor)
+    }
+
+    /// A node for a step whose payload is `payload` (`NONE`: it has none).
+    fn alloc_node(&mut self, payload: u32, floor: Time) -> u32 {
         let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting };
         // The oldest resolved step's slot, if it resolved `RECLAIM_NS` before the clock: the slot is written here
         // anyway, so reclaiming it now costs no second look at it (a reclaim pass read every node once more, long
@@ -311,6 +316,23 @@ impl<S: Default> Flow<S> {
         at
     }
 
+    /// `add1` of a step whose input is known while no step is ready, taken at once (the step `pop_ready` would give
+    /// next): its handle, index and start, as `add1` then `pop_ready` return them. None, with nothing added, when a
+    /// step is ready or the input is not known. The step has no payload (`take_step` gives `S::default()`): its
+    /// owner needs nothing of it when it ends, and its slot is not read again (a cache miss, long after).
+    pub fn add_taken(&mut self, floor: Time, input: At) -> Option<(At, u32, Time)> {
+        if !self.ready.is_empty() {
+            return None;
+        }
+        let t = self.value(input)?;
+        let idx = self.alloc_node(NONE, floor);
+        let n = &mut self.nodes[idx as usize];
+        n.t = n.t.max(t);
+        n.state = State::Running;
+        let start = n.t;
+        Some((self.handle(idx), idx, start))
+    }
+
     /// Takes the next step whose inputs are all known: (handle, index, start).
     pub fn pop_ready(&mut self) -> Option<(At, u32, Time)> {
         let idx = self.ready.pop_front()?;
@@ -326,9 +348,12 @@ impl<S: Default> Flow<S> {
         !self.ready.is_empty()
     }
 
-    /// The step of a running node (its payload is left as `S::default()`).
+    /// The step of a running node (its payload is left as `S::default()`; `S::default()` for a step without one).
     pub fn take_step(&mut self, idx: u32) -> S {
-        std::mem::take(&mut self.steps[self.nodes[idx as usize].step as usize])
+        match self.nodes[idx as usize].step {
+            NONE => S::default(),
+            p => std::mem::take(&mut self.steps[p as usize]),
+        }
     }
 
     /// The payload of step `at` if it still waits for its inputs and no step waits for it: its creator may give it
@@ -361,8 +386,10 @@ impl<S: Default> Flow<S> {
         let gen = n.gen;
         let payload = std::mem::replace(&mut n.step, NONE);
         // Dropped now, not at reclaim: the slot is reused while it is still in the cache.
-        self.steps[payload as usize] = S::default();
-        self.free_steps.push(payload);
+        if payload != NONE {
+            self.steps[payload as usize] = S::default();
+            self.free_steps.push(payload);
+        }
         self.resolved.push_back((value, idx, gen));
         while e != NONE {
             let Edge { node, off, next } = self.edges[e as usize];
@@ -436,6 +463,36 @@ mod tests {
         assert_eq!(f.value(b), Some(Time::from_ns(457)), "starts at the wait's end + 7, books 50");
         assert_eq!(f.value(j), Some(Time::from_ns(1000)));
         assert_eq!(f.value(j + 5), Some(Time::from_ns(1005)));
+    }
+
+    #[test]
+    fn a_step_taken_at_once_is_what_add_then_pop_ready_give() {
+        let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+        let w = f.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let v = g.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let (iw, iv) = (run(&mut f)[0], run(&mut g)[0]);
+        f.resolve(iw, Time::from_ns(40));
+        g.resolve(iv, Time::from_ns(40));
+        for (floor, input) in [(Time::from_ns(10), w + 5), (Time::from_ns(90), w + 5), (Time::from_ns(3), At::at(Time::from_ns(7)))] {
+            let a = f.add1(Step::Wait, floor, input);
+            let popped = f.pop_ready().expect("ready");
+            let taken = g.add_taken(floor, if input.is_step() { v + 5 } else { input }).expect("taken");
+            assert_eq!((popped.0.node, popped.1, popped.2), (taken.0.node, taken.1, taken.2));
+            assert_eq!(a, popped.0);
+            assert_eq!((f.take_step(popped.1), g.take_step(taken.1)), (Step::Wait, Step::Join), "no payload: the default");
+            assert!(f.pending(a) && g.pending(taken.0) && !g.has_ready());
+            f.resolve(popped.1, Time::from_ns(100));
+            g.resolve(taken.1, Time::from_ns(100));
+        }
+        // Not taken: an input not known, or another step ready first.
+        let pending = g.add1(Step::Wait, Time::ZERO, At::ZERO);
+        let idx = g.pop_ready().unwrap().1;
+        let live = g.live();
+        assert!(g.add_taken(Time::ZERO, pending).is_none());
+        g.add1(Step::Book(1), Time::ZERO, At::ZERO);
+        assert!(g.add_taken(Time::ZERO, At::ZERO).is_none());
+        assert_eq!(g.live(), live + 1, "nothing added by a refused take");
+        g.resolve(idx, Time::from_ns(1));
     }
 
     #[test]

@@ -25,7 +25,7 @@ impl Port {
         if bytes == 0 {
             0
         } else {
-            super::ceil_ns(bytes as f64 * 1e9 / self.bytes_per_s)
+            super::ceil_ns(super::u64_as_f64(bytes) * 1e9 / self.bytes_per_s)
         }
     }
 
@@ -34,7 +34,7 @@ impl Port {
     pub fn transfer(&self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
         let d = self.ns(bytes);
         let start = res.reserve(self.resource, ready, d);
-        ledger.charge(self.account, self.pj_per_byte * bytes as f64);
+        ledger.charge(self.account, self.pj_per_byte * super::u64_as_f64(bytes));
         start + d
     }
 }

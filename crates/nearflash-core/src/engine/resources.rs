@@ -130,18 +130,30 @@ impl Resources {
 
     /// Busy fraction of each group over a window of `window` ns.
     pub fn utilisation(&self, window: u64) -> Vec<GroupUtilisation> {
+        self.utilisation_plus(window, None)
+    }
+
+    /// `utilisation`, with use that a model keeps apart until then added to one group (`extra`: the group, each
+    /// member's busy ns, the operations).
+    pub fn utilisation_plus(&self, window: u64, extra: Option<(GroupId, &[u64], u64)>) -> Vec<GroupUtilisation> {
         let w = window.max(1) as f64;
         self.groups
             .iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(gi, g)| {
                 let tl = &self.timelines[g.first as usize..(g.first + g.count) as usize];
-                let busy: Vec<f64> = tl.iter().map(|t| t.busy_ns() as f64 / w).collect();
+                let (more, more_ops) = match extra {
+                    Some((eg, busy, ops)) if eg.0 as usize == gi => (busy, ops),
+                    _ => (&[][..], 0),
+                };
+                let busy: Vec<f64> =
+                    tl.iter().enumerate().map(|(i, t)| (t.busy_ns() + more.get(i).copied().unwrap_or(0)) as f64 / w).collect();
                 GroupUtilisation {
                     name: g.name.clone(),
                     members: g.count,
                     mean: busy.iter().sum::<f64>() / f64::from(g.count.max(1)),
                     max: busy.iter().copied().fold(0.0, f64::max),
-                    ops: tl.iter().map(Timeline::ops).sum(),
+                    ops: tl.iter().map(Timeline::ops).sum::<u64>() + more_ops,
                 }
             })
             .collect()
@@ -164,5 +176,23 @@ mod tests {
         let u = r.utilisation(200);
         assert_eq!(u[0].name, "core");
         assert!((u[0].mean - 0.75).abs() < 1e-12 && (u[0].max - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn use_kept_apart_counts_as_if_tallied() {
+        let mut r = Resources::new();
+        let a = r.add_group("a", 1);
+        let dies = r.add_group("die", 3);
+        r.tally(r.member(dies, 1), 50, 2);
+        let mut tallied = r.clone();
+        tallied.tally(tallied.member(dies, 0), 30, 0);
+        tallied.tally(tallied.member(dies, 2), 100, 3);
+        let plus = r.utilisation_plus(200, Some((dies, &[30, 0, 100], 3)));
+        let want = tallied.utilisation(200);
+        for (p, w) in plus.iter().zip(&want) {
+            assert_eq!((&p.name, p.members, p.mean, p.max, p.ops), (&w.name, w.members, w.mean, w.max, w.ops));
+        }
+        assert_eq!((plus[1].ops, plus[1].max), (5, 0.5));
+        assert_eq!(r.utilisation(200)[0].ops, r.utilisation_plus(200, Some((a, &[], 0)))[0].ops);
     }
 }

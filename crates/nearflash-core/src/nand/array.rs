@@ -93,7 +93,7 @@ impl NandTiming {
         if bytes == 0 {
             0
         } else {
-            crate::engine::ceil_ns(bytes as f64 * 1e9 / self.channel_bw)
+            crate::engine::ceil_ns(crate::engine::u64_as_f64(bytes) * 1e9 / self.channel_bw)
         }
     }
 }
@@ -247,6 +247,9 @@ struct Die {
     class: u8,
     /// The kind of the operation suspended (`DieCold::suspended`), if any.
     suspended: Option<CmdKind>,
+    /// Busy time (ns) not yet added to the die's timeline (`NandArray::untallied`): kept here, in the line the
+    /// die's release touches anyway, instead of a cold `Timeline` per release.
+    busy_untallied: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Die>() == 64, "a die's state is one cache line");
@@ -287,6 +290,7 @@ impl Die {
             column: false,
             class: 0,
             suspended: None,
+            busy_untallied: 0,
         }
     }
 
@@ -397,6 +401,8 @@ pub struct NandArray {
     dies: Vec<Die>,
     cold: Vec<DieCold>,
     channels: Vec<Channel>,
+    /// Die operations ended and not yet counted in the dies' timelines (their busy time is in `Die`).
+    die_ops_untallied: u64,
     pub stats: NandStats,
 }
 
@@ -428,6 +434,7 @@ impl NandArray {
             dies: (0..geo.dies()).map(|_| Die::new()).collect(),
             cold: (0..geo.dies()).map(|_| DieCold::default()).collect(),
             channels: (0..geo.channels).map(|_| Channel::default()).collect(),
+            die_ops_untallied: 0,
             geo,
             stats: NandStats::default(),
         }
@@ -441,6 +448,17 @@ impl NandArray {
 
     /// Whether the channel is moving something.
     #[inline]
+    /// The dies' use not yet in their timelines: the dies' group, each die's busy time (ns) and the operations.
+    pub fn untallied(&self) -> (GroupId, Vec<u64>, u64) {
+        (self.die_res, self.dies.iter().map(|d| u64::from(d.busy_untallied)).collect(), self.die_ops_untallied)
+    }
+
+    /// Forgets the dies' use not yet in their timelines (with `Resources::reset_stats`).
+    pub fn reset_untallied(&mut self) {
+        self.dies.iter_mut().for_each(|d| d.busy_untallied = 0);
+        self.die_ops_untallied = 0;
+    }
+
     pub fn channel_busy(&self, ch: u32) -> bool {
         self.channels[ch as usize].busy
     }
@@ -578,7 +596,7 @@ impl NandArray {
                 self.stats.multi_plane_programs += u64::from(planes > 1);
                 self.stats.bytes_to_flash += bytes;
                 ledger.charge(self.acc.program, self.e.program_page * planes as f64);
-                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
+                ledger.charge(self.acc.bus, self.e.bus_byte * crate::engine::u64_as_f64(bytes));
                 t.t_cmd * planes + t.xfer(bytes)
             }
             Xfer::Out { die, bytes, .. } => {
@@ -646,8 +664,8 @@ impl NandArray {
             }
             Xfer::Out { die, txn, bytes, cache } => {
                 self.stats.bytes_to_controller += bytes;
-                ledger.charge(self.acc.bus, self.e.bus_byte * bytes as f64);
-                ledger.charge(self.acc.ecc, self.e.ecc_byte * bytes as f64);
+                ledger.charge(self.acc.bus, self.e.bus_byte * crate::engine::u64_as_f64(bytes));
+                ledger.charge(self.acc.ecc, self.e.ecc_byte * crate::engine::u64_as_f64(bytes));
                 let setup = if self.dies[die as usize].column { self.timing.t_column_change } else { 0 };
                 let at = self.decode(res, ch, start + setup, now, bytes);
                 out.push(NandOut::Done { txn, at });
@@ -761,8 +779,14 @@ impl NandArray {
         d.phase = Phase::Idle;
         if d.suspended.is_none() {
             let busy = now - d.busy_from;
-            let r = res.member(self.die_res, die);
-            res.tally(r, busy, 1);
+            self.die_ops_untallied += 1;
+            match u32::try_from(busy).ok().and_then(|b| d.busy_untallied.checked_add(b)) {
+                Some(sum) => d.busy_untallied = sum,
+                None => {
+                    let r = res.member(self.die_res, die);
+                    res.tally(r, busy + u64::from(std::mem::take(&mut d.busy_untallied)), 0);
+                }
+            }
         }
         out.push(NandOut::DieIdle(die));
     }

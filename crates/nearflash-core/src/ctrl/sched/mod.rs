@@ -21,9 +21,8 @@ pub use classes::{ClassId, ClassSpec, ClassTable, Level, Priority, GC, GC_URGENT
 
 use crate::engine::{EnergyAccount, EnergyLedger, Resources, Schedule, Time};
 use crate::nand::{ChannelGrants, CmdKind, Command, NandArray, NandEv, NandOut};
-use classes::Turns;
+use classes::{Turns, MAX_CLASSES};
 use serde::Serialize;
-use std::collections::VecDeque;
 use suspend::{Rules, SuspendStats};
 
 /// The order of a class's transactions on a die (`controller.flash_order`).
@@ -133,16 +132,89 @@ struct Txn {
     arrived: Time,
 }
 
-/// One die's queues.
-#[derive(Default)]
+/// No transaction (the end of a queue).
+const NIL: u32 = u32::MAX;
+
+/// A queue of transactions linked through `Scheduler::link`: its first and last (`NIL` when empty). Intrusive
+/// rather than a `VecDeque` per queue: a die's queues are in its record, not in buffers of their own to miss on.
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo { head: NIL, tail: NIL };
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    #[inline]
+    fn front(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    #[inline]
+    fn push_back(&mut self, link: &mut [u32], id: u32) {
+        link[id as usize] = NIL;
+        match self.tail {
+            NIL => self.head = id,
+            t => link[t as usize] = id,
+        }
+        self.tail = id;
+    }
+
+    #[inline]
+    fn push_front(&mut self, link: &mut [u32], id: u32) {
+        link[id as usize] = self.head;
+        if self.head == NIL {
+            self.tail = id;
+        }
+        self.head = id;
+    }
+
+    #[inline]
+    fn pop_front(&mut self, link: &[u32]) -> Option<u32> {
+        let id = self.front()?;
+        self.head = link[id as usize];
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        Some(id)
+    }
+
+    /// Unlinks `id`, which follows `prev` in the queue (`NIL`: `id` is its first).
+    #[inline]
+    fn unlink(&mut self, link: &mut [u32], prev: u32, id: u32) {
+        let next = link[id as usize];
+        match prev {
+            NIL => self.head = next,
+            p => link[p as usize] = next,
+        }
+        if self.tail == id {
+            self.tail = prev;
+        }
+    }
+}
+
+/// One die's queues: its masks and turns first, then its queues (the first classes' in the same cache line).
+#[repr(C)]
 struct DieQueues {
-    /// `[class * KINDS + kind]`.
-    q: Vec<VecDeque<u32>>,
     /// Per kind, the classes with a non-empty queue.
     with_work: [u32; KINDS],
     turns: Turns,
     /// While an operation is suspended: the transactions that arrived before it stopped (sequence numbers below).
     serve_before: u64,
+    /// `[class * KINDS + kind]`.
+    q: [Fifo; MAX_CLASSES * KINDS],
+}
+
+impl Default for DieQueues {
+    fn default() -> Self {
+        DieQueues { with_work: [0; KINDS], turns: Turns::default(), serve_before: 0, q: [Fifo::EMPTY; MAX_CLASSES * KINDS] }
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<Txn>() == 64, "a transaction is one cache line");
@@ -196,6 +268,8 @@ pub struct Scheduler {
     pub classes: ClassTable,
     cfg: SchedConfig,
     txns: Vec<Txn>,
+    /// Per transaction, the next in its die's queue (`NIL`: the last).
+    link: Vec<u32>,
     free: Vec<u32>,
     dies: Vec<DieQueues>,
     channels: Vec<ChannelTurn>,
@@ -220,6 +294,7 @@ impl Scheduler {
         }
         let mut s = Scheduler {
             txns: Vec::new(),
+            link: Vec::new(),
             free: Vec::new(),
             dies: (0..geo.dies()).map(|_| DieQueues::default()).collect(),
             channels,
@@ -246,10 +321,6 @@ impl Scheduler {
     }
 
     fn reclass(&mut self) {
-        let n = self.classes.len() * KINDS;
-        for d in &mut self.dies {
-            d.q.resize_with(n, VecDeque::new);
-        }
         self.per_class.resize_with(self.classes.len(), ClassStats::default);
     }
 
@@ -288,6 +359,7 @@ impl Scheduler {
             }
             None => {
                 self.txns.push(txn);
+                self.link.push(NIL);
                 (self.txns.len() - 1) as u32
             }
         };
@@ -329,7 +401,7 @@ impl Scheduler {
         nand.stats.uncorrectable += u64::from(t.req.uncorrectable);
         let (die, kind, class) = (t.req.die, kind_index(t.req.kind), t.req.class.0 as usize);
         let dq = &mut self.dies[die as usize];
-        dq.q[class * KINDS + kind].push_back(id);
+        dq.q[class * KINDS + kind].push_back(&mut self.link, id);
         dq.with_work[kind] |= 1 << class;
         let ch = self.channel_of_die[die as usize];
         if self.cfg.tsu {
@@ -402,7 +474,7 @@ impl Scheduler {
             t.req.senses -= 1;
             let (die, class) = (t.req.die, t.req.class.0 as usize);
             let dq = &mut self.dies[die as usize];
-            dq.q[class * KINDS + READ].push_front(id);
+            dq.q[class * KINDS + READ].push_front(&mut self.link, id);
             dq.with_work[READ] |= 1 << class;
             self.try_issue(die, now, nand, ledger, q);
             return;
@@ -495,7 +567,7 @@ impl Scheduler {
     /// `fifo` lets the classes take turns and each serve its oldest transaction.
     fn pick(&mut self, die: u32, allowed: u8, classes: u32, before: u64) -> Option<u32> {
         let dq = &self.dies[die as usize];
-        let head_seq = |class: usize, kind: usize| dq.q[class * KINDS + kind].front().map(|&id| self.txns[id as usize].seq);
+        let head_seq = |class: usize, kind: usize| dq.q[class * KINDS + kind].front().map(|id| self.txns[id as usize].seq);
         let mut by_kind = [0u32; KINDS];
         for (k, m) in by_kind.iter_mut().enumerate() {
             if allowed & (1 << k) == 0 {
@@ -558,7 +630,7 @@ impl Scheduler {
         self.dies[die as usize].turns = turns;
         let queue = class * KINDS + kind;
         let dq = &mut self.dies[die as usize];
-        let id = dq.q[queue].pop_front()?;
+        let id = dq.q[queue].pop_front(&self.link)?;
         if dq.q[queue].is_empty() {
             dq.with_work[kind] &= !(1 << class);
         }
@@ -594,22 +666,23 @@ impl Scheduler {
                 let class = with_reads.trailing_zeros() as usize;
                 with_reads &= with_reads - 1;
                 let qi = class * KINDS + READ;
-                let mut i = 0;
-                while i < self.dies[die as usize].q[qi].len() {
+                let (mut prev, mut other) = (NIL, self.dies[die as usize].q[qi].head);
+                while other != NIL {
                     if pages.len() as u32 >= ppd {
                         break 'classes;
                     }
-                    let other = self.dies[die as usize].q[qi][i];
                     let r = self.txns[other as usize];
+                    let next = self.link[other as usize];
                     let plane_bit = 1u64 << r.req.plane.min(63);
                     if r.req.page == first.req.page && r.req.plane != u32::MAX && !r.req.column && mask & plane_bit == 0 && r.seq < before {
                         mask |= plane_bit;
-                        self.dies[die as usize].q[qi].remove(i);
+                        self.dies[die as usize].q[qi].unlink(&mut self.link, prev, other);
                         pages.push((other, r.req.bytes));
                         self.account(other, now);
-                        continue;
+                    } else {
+                        prev = other;
                     }
-                    i += 1;
+                    other = next;
                 }
                 if self.dies[die as usize].q[qi].is_empty() {
                     self.dies[die as usize].with_work[READ] &= !(1 << class);
