@@ -241,6 +241,8 @@ struct State {
     /// `None` once closed.
     dev: Option<Device>,
     conns: IntMap<u64, Conn>,
+    /// Pace none: reactions queued, over all connections (`Conn::queued`).
+    queued: usize,
     /// I/O queues created so far and how many connections use each.
     queues: Vec<(u16, u32)>,
     counts: Counts,
@@ -361,6 +363,7 @@ impl Shared {
             state: Mutex::new(State {
                 dev: Some(dev),
                 conns: IntMap::default(),
+                queued: 0,
                 queues: Vec::new(),
                 counts: Counts::default(),
                 in_device: BinaryHeap::new(),
@@ -860,7 +863,7 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
     let mut completed = Time::MAX;
     if let Some(Ticket { ticket, request, conn, start }) = st.tickets.remove(q, c.cqe.cid) {
         if st.keep_done {
-            st.done.insert(ticket, (c.cqe.status(), c.time));
+            keep_done(st, ticket, (c.cqe.status(), c.time));
         }
         st.in_device.push(Reverse(c.time));
         st.depth.leave(ticket, start, c.time);
@@ -876,12 +879,27 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
             completed = r.done;
         }
         if !st.waiters.is_empty() {
-            if let Some(t) = st.waiters.remove(&ticket) {
-                st.to_wake.push(t);
-            }
+            wake_waiter(st, ticket);
         }
     }
     Some(completed)
+}
+
+/// `reap_one`'s rare parts, out of the lines of its steady path (pace none keeps no completion and has no thread
+/// waiting for one: a completion only opens a slot): a completion kept for its request, and the thread waiting for it
+/// woken once the lock is released.
+#[cold]
+#[inline(never)]
+fn keep_done(st: &mut State, ticket: u64, taken: Taken) {
+    st.done.insert(ticket, taken);
+}
+
+#[cold]
+#[inline(never)]
+fn wake_waiter(st: &mut State, ticket: u64) {
+    if let Some(t) = st.waiters.remove(&ticket) {
+        st.to_wake.push(t);
+    }
 }
 
 /// Pace none without a reaction window: the completions of `tickets`, the event loop run until they are known (past

@@ -172,7 +172,11 @@ impl FlashSink for FlashTiming<'_> {
         for &p in ppns {
             self.programming.insert(p, done);
         }
-        self.programs.push(done);
+        // A Flush waits for the host's data only: a page GC moves stays readable where it was until its copy is
+        // programmed (the victim is erased after its moves), so nothing acknowledged depends on GC's programs.
+        if work == Work::Host {
+            self.programs.push(done);
+        }
         done
     }
 
@@ -700,7 +704,8 @@ impl DeviceCore {
         Ok(self.max_all(admitted, &maps))
     }
 
-    /// Programs all buffered partial pages; returns when every program issued so far has ended.
+    /// Programs all buffered partial pages; returns when every program of host data (and mapping and extension
+    /// program) issued so far has ended. GC's moves are not waited for (`FlashTiming::program_pages`).
     pub(crate) fn flush_buffer(&mut self, ready: At) -> At {
         let (ftl, mut sink) = self.ftl_and_sink();
         ftl.flush(ready, &mut sink);
@@ -708,6 +713,12 @@ impl DeviceCore {
         self.programs = pending.clone();
         self.programs_pruned_at = self.programs.len();
         self.max_all(ready, &pending)
+    }
+
+    /// The programs (host and GC) not yet known to have ended.
+    #[cfg(test)]
+    pub(crate) fn programs_in_flight(&self) -> Vec<At> {
+        self.programming.values().copied().filter(|&p| self.flow.pending(p)).collect()
     }
 
     /// Drops programs known to have ended from the Flush list now and then.

@@ -848,3 +848,26 @@ fn the_earliest_completion_among_queues_before_a_limit_never_runs_the_loop_past_
     assert_eq!(dev.report().sched.late_submissions, 0);
     assert!(dev.next_completion_time(other).unwrap() >= first);
 }
+
+/// A Flush makes the host's acknowledged writes durable; the pages GC is moving are durable where they are (a victim
+/// is erased only after its moves), so a Flush after GC-steady writes waits for the host's pages only: it ends
+/// before the programs GC had in flight, and leaves nothing in the write buffer.
+#[test]
+fn a_flush_during_gc_waits_for_host_programs_only() {
+    let o = small(&[("write_buffer", "256KiB")]);
+    let mut dev = dev_with(&o, false);
+    dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+    let lbas = dev.namespace().lbas;
+    let r = bench(&mut dev, Pattern::RandWrite, 4096, 32, lbas / 4);
+    assert!(r.ftl.stats.gc_runs > 0, "GC ran");
+    dev.create_queue_pair(1, 4).unwrap();
+    let in_flight = dev.core.programs_in_flight();
+    let start = dev.now();
+    let f = flush(&mut dev);
+    assert!(f.status.is_success());
+    assert_eq!(dev.core.ftl.buffered_sectors(), 0, "the flush programmed every buffered sector");
+    let flushed = start + f.latency_ns;
+    let last = in_flight.iter().map(|&p| dev.core.wait_for(p)).max().expect("programs in flight at the flush");
+    assert!(flushed < last, "the flush ended at {flushed} ns, GC's last program at {last} ns");
+    dev.core.ftl.check_consistency().unwrap();
+}

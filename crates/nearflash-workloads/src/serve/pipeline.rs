@@ -158,32 +158,13 @@ impl Shared {
             return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
         };
         if c.owed == 0 {
-            // New: submitted where the clock is; its reply waits for the rest of its burst.
-            if c.released == c.burst {
-                c.burst += 1;
-            }
-            let b = c.burst;
-            c.last_new = Instant::now();
-            c.held += 1;
-            self.burst.notify_all();
-            let at = st.dev().now().max(if serial { Time::ZERO } else { st.dev().loop_clock() });
-            let outcome = self.submit_at(&mut st, conn, at, io);
-            if !serial {
-                self.advance(&mut st);
-            }
-            let mut st = self.hold_for_burst(st, conn, b)?;
-            st.pacing.held_for_burst += 1;
-            if let Some(c) = st.conns.get_mut(&conn) {
-                c.held -= 1;
-            }
-            self.replied(&mut st, conn, &outcome);
-            self.release(st);
-            return outcome;
+            return self.io_new(st, conn, io);
         }
         c.owed -= 1;
         if let Some(slot) = c.slots.pop_front() {
+            let qid = c.qid;
             let at = if serial { slot.at } else { slot.at.max(st.dev().loop_clock()) };
-            let outcome = self.submit_at(&mut st, conn, at, io);
+            let outcome = self.submit_on(&mut st, conn, qid, at, io);
             self.replied(&mut st, conn, &outcome);
             if !serial {
                 self.advance(&mut st);
@@ -191,9 +172,52 @@ impl Shared {
             self.release(st);
             return outcome;
         }
-        // No completion of the connection to react to yet: wait for the loop to reach one.
+        self.io_queue(st, conn, io)
+    }
+
+    /// `io_paired` of a new request (none owed: the client deepened its queue): submitted where the clock is; its
+    /// reply waits for the rest of its burst. Apart from the steady state's path (cold: its code stays out of the
+    /// lines a reaction's request runs through).
+    #[cold]
+    #[inline(never)]
+    fn io_new<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, io: Io<'_>) -> Result<Outcome> {
+        let serial = self.cfg.reaction_window.is_zero();
+        let Some(c) = st.conns.get_mut(&conn) else {
+            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+        };
+        if c.released == c.burst {
+            c.burst += 1;
+        }
+        let b = c.burst;
+        c.last_new = Instant::now();
+        c.held += 1;
+        self.burst.notify_all();
+        let at = st.dev().now().max(if serial { Time::ZERO } else { st.dev().loop_clock() });
+        let outcome = self.submit_at(&mut st, conn, at, io);
+        if !serial {
+            self.advance(&mut st);
+        }
+        let mut st = self.hold_for_burst(st, conn, b)?;
+        st.pacing.held_for_burst += 1;
+        if let Some(c) = st.conns.get_mut(&conn) {
+            c.held -= 1;
+        }
+        self.replied(&mut st, conn, &outcome);
+        self.release(st);
+        outcome
+    }
+
+    /// `io_paired` of a reaction that finds no completion of its connection to react to yet: it waits for the loop
+    /// to reach one (cold, as `io_new`).
+    #[cold]
+    #[inline(never)]
+    fn io_queue<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, io: Io<'_>) -> Result<Outcome> {
+        let Some(c) = st.conns.get_mut(&conn) else {
+            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+        };
         let parker = Arc::new(Parker { thread: std::thread::current(), outcome: Mutex::new(None) });
         c.queued.push_back(Pending { io: RawIo::new(io), parker: Arc::clone(&parker) });
+        st.queued += 1;
         st.pacing.queued_reactions += 1;
         self.advance(&mut st);
         self.wait_for_submission(st, &parker)
@@ -204,6 +228,11 @@ impl Shared {
     /// completion; serial: the completion's).
     fn submit_at(&self, st: &mut State, conn: u64, at: Time, io: Io<'_>) -> Result<Outcome> {
         let qid = st.conns.get(&conn).map(|c| c.qid).ok_or_else(|| SimError::InvalidArgument(format!("connection {conn} is not open")))?;
+        self.submit_on(st, conn, qid, at, io)
+    }
+
+    /// `submit_at` where the caller has looked the connection's queue up (the steady state: one look-up fewer).
+    fn submit_on(&self, st: &mut State, conn: u64, qid: u16, at: Time, io: Io<'_>) -> Result<Outcome> {
         st.dev().advance_to(at);
         let submitted = st.dev().now();
         let request = st.next_request;
@@ -242,8 +271,10 @@ impl Shared {
     /// loop opens them, and are submitted there; their threads are woken once the lock is released.
     fn advance(&self, st: &mut State) {
         let now = Instant::now();
-        // Nothing in the loop queues a reaction: with none queued now, none will be (the steady state).
-        let queued = st.conns.values().any(|c| !c.queued.is_empty());
+        // Nothing in the loop queues a reaction: with none queued now, none will be (the steady state). Counted, so
+        // that the steady state walks no connection for it.
+        debug_assert_eq!(st.queued, st.conns.values().map(|c| c.queued.len()).sum::<usize>(), "reactions queued");
+        let queued = st.queued > 0;
         loop {
             if queued {
                 self.submit_queued(st);
@@ -270,6 +301,7 @@ impl Shared {
                     c.slots.pop_front();
                 }
                 let p = c.queued.pop_front().expect("not empty");
+                st.queued -= 1;
                 let clock = st.dev().loop_clock();
                 let at = at.unwrap_or_else(|| st.dev().now()).max(clock);
                 // SAFETY: `p`'s owner is parked in `wait_for_submission` until its outcome is set below.
@@ -402,6 +434,7 @@ impl Shared {
     pub(super) fn fail_queued(&self, st: &mut State, conn: Option<u64>) {
         let why = if conn.is_some() { "the connection closed" } else { "the device is closed" };
         for (_, c) in st.conns.iter_mut().filter(|(id, _)| conn.is_none_or(|k| k == **id)) {
+            st.queued -= c.queued.len();
             for p in c.queued.drain(..) {
                 *p.parker.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(SimError::InvalidArgument(why.into())));
                 st.to_wake.push(p.parker.thread.clone());
