@@ -446,8 +446,6 @@ impl NandArray {
         self.dies[die as usize].phase == Phase::Idle
     }
 
-    /// Whether the channel is moving something.
-    #[inline]
     /// The dies' use not yet in their timelines: the dies' group, each die's busy time (ns) and the operations.
     pub fn untallied(&self) -> (GroupId, Vec<u64>, u64) {
         (self.die_res, self.dies.iter().map(|d| u64::from(d.busy_untallied)).collect(), self.die_ops_untallied)
@@ -459,6 +457,8 @@ impl NandArray {
         self.die_ops_untallied = 0;
     }
 
+    /// Whether the channel is moving something.
+    #[inline]
     pub fn channel_busy(&self, ch: u32) -> bool {
         self.channels[ch as usize].busy
     }
