@@ -469,7 +469,7 @@ impl Shared {
         }
         let mut st = self.lock()?;
         let Some(c) = st.conns.get(&conn) else {
-            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+            return Err(not_open(conn));
         };
         let qid = c.qid;
         // Once it holds the device: the loop may have been run up to the present while it waited for the lock.
@@ -883,6 +883,11 @@ fn reap_one(st: &mut State, limit: Time, now: Instant) -> Option<Time> {
         }
     }
     Some(completed)
+}
+
+/// The refusal of a request on a connection that is not (or no longer) open.
+fn not_open(conn: u64) -> SimError {
+    SimError::InvalidArgument(format!("connection {conn} is not open"))
 }
 
 /// `reap_one`'s rare parts, out of the lines of its steady path (pace none keeps no completion and has no thread

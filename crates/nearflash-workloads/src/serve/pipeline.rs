@@ -155,7 +155,7 @@ impl Shared {
         let mut st = self.lock()?;
         let serial = self.cfg.reaction_window.is_zero();
         let Some(c) = st.conns.get_mut(&conn) else {
-            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+            return Err(not_open(conn));
         };
         if c.owed == 0 {
             return self.io_new(st, conn, io);
@@ -183,7 +183,7 @@ impl Shared {
     fn io_new<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, io: Io<'_>) -> Result<Outcome> {
         let serial = self.cfg.reaction_window.is_zero();
         let Some(c) = st.conns.get_mut(&conn) else {
-            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+            return Err(not_open(conn));
         };
         if c.released == c.burst {
             c.burst += 1;
@@ -213,7 +213,7 @@ impl Shared {
     #[inline(never)]
     fn io_queue<'a>(&'a self, mut st: MutexGuard<'a, State>, conn: u64, io: Io<'_>) -> Result<Outcome> {
         let Some(c) = st.conns.get_mut(&conn) else {
-            return Err(SimError::InvalidArgument(format!("connection {conn} is not open")));
+            return Err(not_open(conn));
         };
         let parker = Arc::new(Parker { thread: std::thread::current(), outcome: Mutex::new(None) });
         c.queued.push_back(Pending { io: RawIo::new(io), parker: Arc::clone(&parker) });
@@ -227,7 +227,7 @@ impl Shared {
     /// as the reply gives it (pace none: `done` is the submission's time, the loop not having reached its
     /// completion; serial: the completion's).
     fn submit_at(&self, st: &mut State, conn: u64, at: Time, io: Io<'_>) -> Result<Outcome> {
-        let qid = st.conns.get(&conn).map(|c| c.qid).ok_or_else(|| SimError::InvalidArgument(format!("connection {conn} is not open")))?;
+        let qid = st.conns.get(&conn).map(|c| c.qid).ok_or_else(|| not_open(conn))?;
         self.submit_on(st, conn, qid, at, io)
     }
 
