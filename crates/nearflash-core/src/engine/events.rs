@@ -11,10 +11,10 @@
 //! wheel (2,048 slots of 128 ns, one cache line each) in front of it about 140, but consecutive events fall hundreds
 //! of slots apart over its 128 KiB, so its pushes and pops cost about 6 D1 misses per read, a quarter of all. This
 //! heap costs about 85 instructions more per event (276 per read) and 6.6 D1 read and 2.3 D1 write misses fewer
-//! per read (docs/validation.md, ninth step). Three runs of 16 beside it take about three events in four on those reads
-//! (the rest overflow to the heap): 160 instructions per read fewer, and 0.2 fewer D1 read misses; runs of 32 took
-//! every event, for 300 fewer instructions but 0.6 more D1 read misses (their rings' lines left the cache between
-//! turns; eleventh step).
+//! per read (docs/validation.md, ninth step). Two runs of 32 beside it (the rest overflowing to the heap): 206
+//! instructions per read fewer and about as many D1 misses; three or four runs of 32 took every event, for up to
+//! 300 fewer instructions but 0.6 more D1 read misses (their rings' lines left the cache between turns), three or
+//! four of 16 about 160 fewer (eleventh step).
 
 use super::Time;
 
@@ -24,9 +24,9 @@ pub trait Schedule<E> {
 }
 
 /// Sorted runs beside the heap (see `EventQueue`), and each one's room (a power of two): a full run takes nothing
-/// more until an event leaves it, so that the runs' buffers stay few cache lines (1.5 KiB all together).
-const LANES: usize = 3;
-const RUN: usize = 16;
+/// more until an event leaves it, so that the runs' buffers stay few cache lines (2 KiB all together).
+const LANES: usize = 2;
+const RUN: usize = 32;
 
 /// Pending events, earliest first.
 ///
