@@ -322,32 +322,27 @@ mod tests {
         // across streams: the same order as the reference, and some events did go to the heap.
         let (mut q, mut r) = (EventQueue::new(), Reference::default());
         let mut id = 0u32;
+        let mut both = |q: &mut EventQueue<u32>, r: &mut Reference, t: u64| {
+            q.push(Time::from_ns(t), id);
+            r.push(Time::from_ns(t), id);
+            id += 1;
+        };
         // Each earlier than every run's last: one run each, then the heap.
         for t in (0..LANES as u64 + 2).rev() {
-            q.push(Time::from_ns(5000 + t), id);
-            r.push(Time::from_ns(5000 + t), id);
-            id += 1;
+            both(&mut q, &mut r, 5000 + t);
         }
         assert_eq!(q.heap.len(), 2);
         // One stream in time order fills the run that took the latest of those (it holds one), then the heap.
         for t in 0..RUN as u64 + 8 {
-            q.push(Time::from_ns(6000 + t), id);
-            r.push(Time::from_ns(6000 + t), id);
-            id += 1;
+            both(&mut q, &mut r, 6000 + t);
         }
         assert_eq!(q.heap.len(), 2 + 9);
         for round in 0..50u64 {
             for s in 0..6u64 {
-                let t = Time::from_ns(round * 100 + (s % 3) * 7 + 1000 * (s / 3));
-                q.push(t, id);
-                r.push(t, id);
-                id += 1;
+                both(&mut q, &mut r, round * 100 + (s % 3) * 7 + 1000 * (s / 3));
             }
             if round % 7 == 3 {
-                let t = Time::from_ns(round * 50);
-                q.push(t, id);
-                r.push(t, id);
-                id += 1;
+                both(&mut q, &mut r, round * 50);
                 assert_eq!(q.pop(), r.pop());
             }
         }
