@@ -50,8 +50,9 @@ pub trait FlashSink {
     fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At;
     /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several); the program
     /// releases `sectors_released` sectors of the write buffer when it ends.
-    /// Programs `ppns` once `ready` (their data in the controller) and `erased` (the erase of their block) are known.
-    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
+    /// Programs `ppns` once their data is in the controller (the latest of `floor` and `readies`, as `max_all`
+    /// gives it) and `erased` (the erase of their block) is known.
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
     /// Moves page `src` to `dst` on-die (GC copyback).
     fn copyback(&mut self, ready: At, src: u64, dst: u64, work: Work) -> At;
     fn erase_block(&mut self, ready: At, block_id: u32, work: Work) -> At;
@@ -69,7 +70,8 @@ impl FlashSink for Untimed {
     fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         ready
     }
-    fn program_pages(&mut self, ready: At, erased: At, _: &[u64], _: u32, _: Work) -> At {
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, _: &[u64], _: u32, _: Work) -> At {
+        let ready = self.max_all(floor, readies);
         self.max_all(ready, &[erased])
     }
     fn copyback(&mut self, ready: At, _: u64, _: u64, _: Work) -> At {
@@ -618,8 +620,6 @@ impl Ftl {
             self.page_floor[i] = At::ZERO;
             erased = if erased == At::ZERO { self.block_erased[i] } else { sink.max_all(erased, &[self.block_erased[i]]) };
         }
-        let ready = sink.max_all(floor, &readies);
-        self.scratch.readies = readies;
         let work = match s {
             Stream::Host => Work::Host,
             Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0]) },
@@ -696,7 +696,9 @@ impl Ftl {
             ppns.push(ppn);
             self.next_page(s, plane);
         }
-        let done = sink.program_pages(ready, erased, &ppns, released, work);
+        // The sink joins the readies (no flash work is booked between here and the computation of `floor`).
+        let done = sink.program_pages(floor, &readies, erased, &ppns, released, work);
+        self.scratch.readies = readies;
         self.scratch.ppns = ppns;
         done
     }

@@ -225,8 +225,9 @@ impl FlashSink for ClockSink {
     fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         Self::after(ready, 60)
     }
-    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], _: u32, _: Work) -> At {
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, ppns: &[u64], _: u32, _: Work) -> At {
         self.programs += 1;
+        let ready = self.max_all(floor, readies);
         let ready = self.max_all(ready, &[erased]);
         let start = ready.known().unwrap();
         if ppns.iter().any(|p| self.erased.get(&(p / self.pages_per_block)).is_some_and(|&e| start < e)) {
@@ -235,7 +236,7 @@ impl FlashSink for ClockSink {
         Self::after(ready, 1300)
     }
     fn copyback(&mut self, ready: At, _: u64, dst: u64, _: Work) -> At {
-        self.program_pages(ready, At::ZERO, &[dst], 0, Work::Host);
+        self.program_pages(ready, &[], At::ZERO, &[dst], 0, Work::Host);
         Self::after(ready, 1360)
     }
     fn erase_block(&mut self, ready: At, block_id: u32, _: Work) -> At {
