@@ -217,6 +217,10 @@ pub struct Ftl {
     relocations: Option<Vec<Relocation>>,
     /// Extension spare bytes of the open pages' slots: host frontiers at `2 * plane`, GC frontiers at `2 * plane + 1`.
     spares: Vec<[[u8; SPARE_BYTES]; MAX_SPP]>,
+    /// Whether any sector may carry extension spare bytes (given to a write or set in place since the FTL was made
+    /// fresh, or found in an opened image): until then GC's moves do not read them (a line of the OOB record per
+    /// moved sector, all zeroes).
+    spares_written: bool,
     /// When each slot's data is in the controller (indexed as `spares`), and a time the whole page waits for (a
     /// flush's): a page is programmed once all are known.
     slot_ready: Vec<[At; MAX_SPP]>,
@@ -281,7 +285,9 @@ impl Ftl {
         let geo = Geometry::from_config(cfg);
         let mut blocks = BlockTable::new(geo.planes(), geo.blocks_per_plane);
         blocks.reserve_last(cfg.reserved_blocks_per_plane() as u32);
-        Self::with_state(cfg, store, blocks, 1)
+        let mut ftl = Self::with_state(cfg, store, blocks, 1)?;
+        ftl.spares_written = false; // a fresh store: every OOB record is zero
+        Ok(ftl)
     }
 
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
@@ -321,6 +327,7 @@ impl Ftl {
             cmt,
             relocations: None,
             spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
+            spares_written: true,
             slot_ready: vec![[At::ZERO; MAX_SPP]; 2 * geo.planes() as usize],
             page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
             block_erased: vec![At::ZERO; 2 * geo.planes() as usize],
@@ -495,6 +502,7 @@ impl Ftl {
         if let Some(b) = spare {
             fr.tagged |= 1 << slot;
             self.spares[Self::spare_index(Stream::Host, plane)][slot] = *b;
+            self.spares_written = true;
         }
         self.slot_ready[Self::spare_index(Stream::Host, plane)][slot] = ready;
         let fr = &mut self.host[plane as usize];
@@ -882,6 +890,7 @@ impl Ftl {
     /// whether it is programmed; None if unmapped.
     pub fn set_spare_of(&mut self, lpn: u32, spare: &[u8; SPARE_BYTES]) -> Option<(u64, bool)> {
         let spp = u64::from(self.spp);
+        self.spares_written = true;
         match self.locate(lpn) {
             Location::Unmapped => None,
             Location::Buffered(psa) => {

@@ -382,6 +382,33 @@ fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
 }
 
 #[test]
+fn spare_bytes_found_in_an_opened_store_follow_their_sector_through_gc() {
+    // GC reads a moved sector's spare bytes only once some were written: a store opened with state (as an image's)
+    // may hold them from an earlier session, so an FTL made over it reads them.
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    let tag = [0xA5; SPARE_BYTES];
+    ftl.write_tagged(9, Some(&sector(&cfg, 9, 1)), Some(&tag), Time::ZERO, &mut Untimed).unwrap();
+    ftl.flush(Time::ZERO, &mut Untimed);
+    let Location::Flash(psa) = ftl.locate(9) else { panic!("programmed") };
+    let seq = ftl.seq();
+    let Ftl { store, blocks, .. } = ftl;
+    let mut ftl = Ftl::with_state(&cfg, store, blocks, seq).unwrap();
+    assert_eq!(ftl.spare_of(9), tag);
+    let n = cfg.logical_sectors() as u32;
+    let mut x = 777u32;
+    for round in 0..20 * n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let l = 10 + (x >> 8) % (n - 10);
+        ftl.write(l, Some(&sector(&cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
+    }
+    ftl.flush(Time::ZERO, &mut Untimed);
+    assert_ne!(ftl.locate(9), Location::Flash(psa), "GC moved it");
+    assert_eq!(ftl.spare_of(9), tag);
+    assert_eq!(read(&ftl, 9), sector(&cfg, 9, 1));
+}
+
+#[test]
 fn recovery_after_crash_restores_flushed_state() {
     let cfg = small_config(&[]);
     let dir = tempfile::tempdir().unwrap();
