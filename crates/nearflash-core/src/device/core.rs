@@ -9,7 +9,7 @@ use crate::ctrl::sched::suspend::{Rule, Rules};
 use crate::ctrl::sched::{ClassId, ClassTable, Level, SchedConfig, Scheduler, TxnReq, GC, GC_URGENT};
 use super::exec::ReadTo;
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
-use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Resources, Rng, Time};
+use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Lazy, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{FlashSink, Ftl, Location, Work};
 use crate::host::HostModel;
@@ -142,6 +142,25 @@ impl FlashTiming<'_> {
     }
 }
 
+impl FlashTiming<'_> {
+    /// `max_all(floor, times)` for a step that will be its only dependent (`Flow::add_lazy`).
+    fn lazy_max_all(&mut self, floor: At, times: &[At]) -> Lazy {
+        match times {
+            [] => Lazy::At(floor),
+            &[t] if floor == At::ZERO => Lazy::At(t),
+            _ => self.flow.lazy_max_all(Time::ZERO, std::iter::once(floor).chain(times.iter().copied())),
+        }
+    }
+
+    /// `max_all(l, &[more])` of a lazy `l`, as lazy.
+    fn lazy_max(&mut self, l: Lazy, more: At) -> Lazy {
+        match l {
+            Lazy::At(a) => self.lazy_max_all(a, &[more]),
+            l => self.flow.lazy_max(l, more),
+        }
+    }
+}
+
 impl FlashSink for FlashTiming<'_> {
     fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At {
         let a = self.geo.page_addr(ppn);
@@ -153,21 +172,25 @@ impl FlashSink for FlashTiming<'_> {
         self.flash(req, ready, 0)
     }
 
-    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At {
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At {
         let a = self.geo.page_addr(ppns[0]);
         let die = self.geo.die_of_plane(a.plane);
         let bytes = u64::from(self.geo.page_size) * ppns.len() as u64;
         let req = TxnReq::program(die, a.page, ppns.len() as u32, bytes, self.class_of(work));
+        // The joins in front of the program (its data's arrival, the erase) are made lazily: each has the next step
+        // as its only dependent, which waits for the join's inputs itself (`Flow::add_lazy`), in the same order.
+        let ready = self.lazy_max_all(floor, readies);
+        let (step, floor) = (Step::Flash { req, release: sectors_released, counted: false }, self.floor);
         let done = if erased == At::ZERO {
-            self.flash(req, ready, sectors_released)
+            self.flow.add_lazy(step, floor, ready)
         } else if erased.known().is_some() || sectors_released == 0 {
-            let ready = self.max_all(ready, &[erased]);
-            self.flash(req, ready, sectors_released)
+            let ready = self.lazy_max(ready, erased);
+            self.flow.add_lazy(step, floor, ready)
         } else {
             // The buffer counts the sectors as being released once the data is in, not once the erase has ended.
-            let counted = self.flow.add1(Step::Releasing(sectors_released), self.floor, ready);
-            let ready = self.max_all(counted, &[erased]);
-            self.flow.add1(Step::Flash { req, release: sectors_released, counted: true }, self.floor, ready)
+            let counted = self.flow.add_lazy(Step::Releasing(sectors_released), floor, ready);
+            let ready = self.lazy_max_all(counted, &[erased]);
+            self.flow.add_lazy(Step::Flash { req, release: sectors_released, counted: true }, floor, ready)
         };
         for &p in ppns {
             self.programming.insert(p, done);

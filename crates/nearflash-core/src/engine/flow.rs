@@ -21,6 +21,28 @@ pub const RECLAIM_NS: u64 = 100_000_000;
 const KNOWN: u32 = u32::MAX;
 const NONE: u32 = u32::MAX;
 
+/// Inputs a lazy join keeps in place (`Flow::lazy_max_all`); one with more is made at once.
+pub const LAZY_INPUTS: usize = 8;
+
+/// A join described but not made (`Flow::lazy_max_all`): a step added with it (`Flow::add_lazy`) waits for its
+/// inputs itself.
+#[derive(Clone, Copy, Debug)]
+pub enum Lazy {
+    /// No join needed: a known time or one step's end.
+    At(At),
+    Join(LazyJoin),
+}
+
+/// The latest of `known` and `inputs[..n]` (distinct, none known when described), behind `hops` joins: the first
+/// of them, then joins of it alone with known times (`Flow::lazy_max`).
+#[derive(Clone, Copy, Debug)]
+pub struct LazyJoin {
+    known: Time,
+    hops: u8,
+    n: u8,
+    inputs: [At; LAZY_INPUTS],
+}
+
 /// A point in virtual time: known (`At::at(t)`), or the end of a step plus an offset.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct At {
@@ -106,6 +128,9 @@ struct Node {
     /// While the step waits: its latest known input (its start once all are known). Once resolved: its end.
     t: Time,
     state: State,
+    /// Joins this step absorbed (`add_lazy`): once its inputs are known it goes round the ready queue this many
+    /// times more before it is taken, where each join would have resolved and made the next ready.
+    hops: u8,
 }
 
 /// A dependent of a step: `node` waits for this step's end plus `off`.
@@ -202,7 +227,7 @@ impl<S: Default> Flow<S> {
 
     /// A node for a step whose payload is `payload` (`NONE`: it has none).
     fn alloc_node(&mut self, payload: u32, floor: Time) -> u32 {
-        let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting };
+        let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting, hops: 0 };
         // The oldest resolved step's slot, if it resolved `RECLAIM_NS` before the clock: the slot is written here
         // anyway, so reclaiming it now costs no second look at it (a reclaim pass read every node once more, long
         // after it left the cache).
@@ -282,6 +307,19 @@ impl<S: Default> Flow<S> {
 
     /// The latest of `times` (`floor` if there are none).
     pub fn max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> At {
+        let known = self.gather(floor, times);
+        let pending = std::mem::take(&mut self.pending);
+        let at = match pending.len() {
+            0 => At::at(known),
+            _ => self.add(S::default(), known, &pending),
+        };
+        self.pending = pending;
+        at
+    }
+
+    /// The latest of `floor` and the known ones of `times`; the others, repeats dropped, go to `self.pending` in
+    /// order of first occurrence.
+    fn gather(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> Time {
         // Repeats are dropped by a scan while the list is short and by a hash set beyond (an extension command
         // waits on every page it read: a scan of ~10^5 handles each made a SearSSD batch quadratic). Either way
         // `pending` keeps the first occurrences in order, so the join is wired as before.
@@ -289,7 +327,8 @@ impl<S: Default> Flow<S> {
         let mut known = floor;
         let mut pending = std::mem::take(&mut self.pending);
         pending.clear();
-        let mut seen: HashSet<At> = HashSet::new();
+        // Made only past `SCAN` inputs (its hasher's keys are a thread-local look-up per set).
+        let mut seen: Option<HashSet<At>> = None;
         for t in times {
             match self.value(t) {
                 Some(v) => known = known.max(v),
@@ -299,6 +338,7 @@ impl<S: Default> Flow<S> {
                     }
                 }
                 None => {
+                    let seen = seen.get_or_insert_with(HashSet::new);
                     if seen.len() < pending.len() {
                         seen.extend(pending.iter().copied());
                     }
@@ -308,12 +348,74 @@ impl<S: Default> Flow<S> {
                 }
             }
         }
-        let at = match pending.len() {
-            0 => At::at(known),
-            _ => self.add(S::default(), known, &pending),
-        };
         self.pending = pending;
-        at
+        known
+    }
+
+    /// `max_all` for a step that will be the join's only dependent (`add_lazy`): the join is not made (unless it has
+    /// more than [`LAZY_INPUTS`] inputs not known), only described.
+    pub fn lazy_max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> Lazy {
+        let known = self.gather(floor, times);
+        match self.pending.len() {
+            0 => Lazy::At(At::at(known)),
+            n if n <= LAZY_INPUTS => {
+                let mut inputs = [At::ZERO; LAZY_INPUTS];
+                inputs[..n].copy_from_slice(&self.pending);
+                Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, inputs })
+            }
+            _ => {
+                let pending = std::mem::take(&mut self.pending);
+                let at = self.add(S::default(), known, &pending);
+                self.pending = pending;
+                Lazy::At(at)
+            }
+        }
+    }
+
+    /// `max_all(Time::ZERO, [l, more])` of a lazy `l`, as lazy: with `more` known, one join more in front of the
+    /// step (a join of `l`'s join alone); else `l`'s join is made and joined with `more`.
+    pub fn lazy_max(&mut self, l: Lazy, more: At) -> Lazy {
+        match l {
+            Lazy::At(a) => self.lazy_max_all(Time::ZERO, [a, more]),
+            Lazy::Join(j) => match self.value(more) {
+                Some(v) if j.hops < u8::MAX => Lazy::Join(LazyJoin { known: j.known.max(v), hops: j.hops + 1, ..j }),
+                _ => {
+                    let a = self.made(j);
+                    self.lazy_max_all(Time::ZERO, [a, more])
+                }
+            },
+        }
+    }
+
+    /// The join `l` describes, made (a known time or a step's end).
+    pub fn made(&mut self, l: LazyJoin) -> At {
+        let idx = self.alloc(S::default(), l.known);
+        for &i in &l.inputs[..usize::from(l.n)] {
+            self.wire(idx, i);
+        }
+        self.nodes[idx as usize].hops = l.hops - 1;
+        self.arm(idx);
+        self.handle(idx)
+    }
+
+    /// `add1(step, floor, input)` where `input` is a lazy join: the step waits for the join's inputs itself and,
+    /// once they are known, goes round the ready queue once for each join it stands in for, so that it is taken
+    /// exactly where it would have been behind them (and at the same start: the owner clamps a step's start to
+    /// its clock when it takes it, as it did each join's end). A join step costs a node, an edge and its own
+    /// resolution; a round trip costs two queue operations.
+    pub fn add_lazy(&mut self, step: S, floor: Time, input: Lazy) -> At {
+        match input {
+            Lazy::At(a) => self.add1(step, floor, a),
+            Lazy::Join(j) => {
+                let idx = self.alloc(step, floor.max(j.known));
+                for &i in &j.inputs[..usize::from(j.n)] {
+                    self.wire(idx, i);
+                }
+                self.nodes[idx as usize].hops = j.hops;
+                self.arm(idx);
+                self.handle(idx)
+            }
+        }
     }
 
     /// `add1` of a step whose input is known while no step is ready, taken at once (the step `pop_ready` would give
@@ -335,7 +437,13 @@ impl<S: Default> Flow<S> {
 
     /// Takes the next step whose inputs are all known: (handle, index, start).
     pub fn pop_ready(&mut self) -> Option<(At, u32, Time)> {
-        let idx = self.ready.pop_front()?;
+        let mut idx = self.ready.pop_front()?;
+        while self.nodes[idx as usize].hops > 0 {
+            // Where a join it absorbed would have resolved: to the back of the queue, as the join's end made it.
+            self.nodes[idx as usize].hops -= 1;
+            self.ready.push_back(idx);
+            idx = self.ready.pop_front()?;
+        }
         let n = &mut self.nodes[idx as usize];
         n.state = State::Running;
         let ready = n.t;
@@ -493,6 +601,69 @@ mod tests {
         assert!(g.add_taken(Time::ZERO, At::ZERO).is_none());
         assert_eq!(g.live(), live + 1, "nothing added by a refused take");
         g.resolve(idx, Time::from_ns(1));
+    }
+
+    /// Pops every ready step in order, as the device's loop does (joins resolve at their start clamped to `clock`,
+    /// bookings `d` after it, waits stay running): (payload, start) in the order taken.
+    fn run_log(f: &mut Flow<Step>, clock: Time, log: &mut Vec<(Step, Time)>) -> Vec<u32> {
+        let mut waiting = Vec::new();
+        while let Some((_, idx, ready)) = f.pop_ready() {
+            let ready = ready.max(clock);
+            let step = f.take_step(idx);
+            log.push((step, ready));
+            match step {
+                Step::Join => f.resolve(idx, ready),
+                Step::Book(d) => f.resolve(idx, ready + d),
+                Step::Wait => waiting.push(idx),
+            }
+        }
+        waiting
+    }
+
+    #[test]
+    fn a_lazy_join_takes_its_step_where_the_join_would_have() {
+        // Two flows built alike, except that the steps behind joins are made with `max_all` + `add1` in one and
+        // `lazy_max_all` / `lazy_max` + `add_lazy` in the other: the same steps must be taken in the same order at
+        // the same starts, whatever order the inputs end in and whatever else their ends make ready.
+        for order in [[0usize, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]] {
+            let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+            let (mut lf, mut lg) = (Vec::new(), Vec::new());
+            let wf: Vec<At> = (0..4).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let wg: Vec<At> = (0..4).map(|_| g.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let (idf, idg) = (run_log(&mut f, Time::ZERO, &mut lf), run_log(&mut g, Time::ZERO, &mut lg));
+            let known = At::at(Time::from_ns(7));
+            // A step behind a join of three inputs (one repeated, one known); one behind that join and a known time
+            // (two joins); one behind a join of a join and a pending input; steps that share the inputs.
+            let j = f.max_all(Time::from_ns(3), [wf[0], wf[1], wf[0], known]);
+            f.add1(Step::Book(1), Time::from_ns(2), j);
+            let l = g.lazy_max_all(Time::from_ns(3), [wg[0], wg[1], wg[0], known]);
+            g.add_lazy(Step::Book(1), Time::from_ns(2), l);
+            f.add1(Step::Book(2), Time::ZERO, wf[1]);
+            g.add1(Step::Book(2), Time::ZERO, wg[1]);
+            let j = f.max_all(Time::ZERO, [wf[2], wf[3]]);
+            let j2 = f.max_all(Time::ZERO, [j, At::at(Time::from_ns(900))]);
+            f.add1(Step::Book(3), Time::ZERO, j2);
+            let l = g.lazy_max_all(Time::ZERO, [wg[2], wg[3]]);
+            let l2 = g.lazy_max(l, At::at(Time::from_ns(900)));
+            g.add_lazy(Step::Book(3), Time::ZERO, l2);
+            let j = f.max_all(Time::ZERO, [wf[0], wf[3]]);
+            let j2 = f.max_all(Time::ZERO, [j, wf[2]]);
+            f.add1(Step::Book(4), Time::ZERO, j2);
+            let l = g.lazy_max_all(Time::ZERO, [wg[0], wg[3]]);
+            let l2 = g.lazy_max(l, wg[2]);
+            g.add_lazy(Step::Book(4), Time::ZERO, l2);
+            assert!(f.live() > g.live(), "fewer steps made");
+            for (k, &i) in order.iter().enumerate() {
+                let (t, clock) = (Time::from_ns(100 * (k as u64 + 1)), Time::from_ns(100 * k as u64 + 50));
+                f.resolve(idf[i], t);
+                g.resolve(idg[i], t);
+                run_log(&mut f, clock, &mut lf);
+                run_log(&mut g, clock, &mut lg);
+            }
+            let books = |l: &[(Step, Time)]| l.iter().filter(|(s, _)| *s != Step::Join).copied().collect::<Vec<_>>();
+            assert_eq!(books(&lf), books(&lg), "order {order:?}");
+            assert_eq!(books(&lg).len(), 8, "4 waits and 4 bookings");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod timeline;
 
 pub use energy::{EnergyAccount, EnergyLedger};
 pub use events::{EventQueue, Schedule};
-pub use flow::{At, Flow};
+pub use flow::{At, Flow, Lazy, LazyJoin};
 pub use fasthash::{IntHasher, IntMap};
 pub use port::Port;
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};

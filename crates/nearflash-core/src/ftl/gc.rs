@@ -294,13 +294,16 @@ impl Ftl {
             // An uncorrectable sector stays uncorrectable where it moves; a correctable one was corrected.
             self.injected.insert(dst, bits);
         }
-        // Extension spare bytes travel with the sector.
-        let spp = self.spp as usize;
-        let spare: [u8; SPARE_BYTES] =
-            Oob::new(self.store.oob.get(src / spp as u64), spp).spare((src % spp as u64) as usize).try_into().expect("slot");
-        let tagged = spare != [0; SPARE_BYTES];
-        if tagged {
-            self.spares[Self::spare_index(Stream::Gc, plane)][slot] = spare;
+        // Extension spare bytes travel with the sector (none to read while none was ever given).
+        let mut tagged = false;
+        if self.spares_written {
+            let spp = self.spp as usize;
+            let spare: [u8; SPARE_BYTES] =
+                Oob::new(self.store.oob.get(src / spp as u64), spp).spare((src % spp as u64) as usize).try_into().expect("slot");
+            tagged = spare != [0; SPARE_BYTES];
+            if tagged {
+                self.spares[Self::spare_index(Stream::Gc, plane)][slot] = spare;
+            }
         }
         if let Some(log) = &mut self.relocations {
             log.push(super::Relocation { lpn, from_psa: src, to_psa: dst });

@@ -50,8 +50,9 @@ pub trait FlashSink {
     fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw_errors: u32, pe: u32, work: Work) -> At;
     /// Programs `ppns` (one die, one page offset, distinct planes: a multi-plane program if several); the program
     /// releases `sectors_released` sectors of the write buffer when it ends.
-    /// Programs `ppns` once `ready` (their data in the controller) and `erased` (the erase of their block) are known.
-    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
+    /// Programs `ppns` once their data is in the controller (the latest of `floor` and `readies`, as `max_all`
+    /// gives it) and `erased` (the erase of their block) is known.
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, ppns: &[u64], sectors_released: u32, work: Work) -> At;
     /// Moves page `src` to `dst` on-die (GC copyback).
     fn copyback(&mut self, ready: At, src: u64, dst: u64, work: Work) -> At;
     fn erase_block(&mut self, ready: At, block_id: u32, work: Work) -> At;
@@ -69,7 +70,8 @@ impl FlashSink for Untimed {
     fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         ready
     }
-    fn program_pages(&mut self, ready: At, erased: At, _: &[u64], _: u32, _: Work) -> At {
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, _: &[u64], _: u32, _: Work) -> At {
+        let ready = self.max_all(floor, readies);
         self.max_all(ready, &[erased])
     }
     fn copyback(&mut self, ready: At, _: u64, _: u64, _: Work) -> At {
@@ -215,6 +217,10 @@ pub struct Ftl {
     relocations: Option<Vec<Relocation>>,
     /// Extension spare bytes of the open pages' slots: host frontiers at `2 * plane`, GC frontiers at `2 * plane + 1`.
     spares: Vec<[[u8; SPARE_BYTES]; MAX_SPP]>,
+    /// Whether any sector may carry extension spare bytes (given to a write or set in place since the FTL was made
+    /// fresh, or found in an opened image): until then GC's moves do not read them (a line of the OOB record per
+    /// moved sector, all zeroes).
+    spares_written: bool,
     /// When each slot's data is in the controller (indexed as `spares`), and a time the whole page waits for (a
     /// flush's): a page is programmed once all are known.
     slot_ready: Vec<[At; MAX_SPP]>,
@@ -279,7 +285,9 @@ impl Ftl {
         let geo = Geometry::from_config(cfg);
         let mut blocks = BlockTable::new(geo.planes(), geo.blocks_per_plane);
         blocks.reserve_last(cfg.reserved_blocks_per_plane() as u32);
-        Self::with_state(cfg, store, blocks, 1)
+        let mut ftl = Self::with_state(cfg, store, blocks, 1)?;
+        ftl.spares_written = false; // a fresh store: every OOB record is zero
+        Ok(ftl)
     }
 
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
@@ -319,6 +327,7 @@ impl Ftl {
             cmt,
             relocations: None,
             spares: vec![[[0; SPARE_BYTES]; MAX_SPP]; 2 * geo.planes() as usize],
+            spares_written: true,
             slot_ready: vec![[At::ZERO; MAX_SPP]; 2 * geo.planes() as usize],
             page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
             block_erased: vec![At::ZERO; 2 * geo.planes() as usize],
@@ -493,6 +502,7 @@ impl Ftl {
         if let Some(b) = spare {
             fr.tagged |= 1 << slot;
             self.spares[Self::spare_index(Stream::Host, plane)][slot] = *b;
+            self.spares_written = true;
         }
         self.slot_ready[Self::spare_index(Stream::Host, plane)][slot] = ready;
         let fr = &mut self.host[plane as usize];
@@ -618,8 +628,6 @@ impl Ftl {
             self.page_floor[i] = At::ZERO;
             erased = if erased == At::ZERO { self.block_erased[i] } else { sink.max_all(erased, &[self.block_erased[i]]) };
         }
-        let ready = sink.max_all(floor, &readies);
-        self.scratch.readies = readies;
         let work = match s {
             Stream::Host => Work::Host,
             Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0]) },
@@ -696,7 +704,9 @@ impl Ftl {
             ppns.push(ppn);
             self.next_page(s, plane);
         }
-        let done = sink.program_pages(ready, erased, &ppns, released, work);
+        // The sink joins the readies (no flash work is booked between here and the computation of `floor`).
+        let done = sink.program_pages(floor, &readies, erased, &ppns, released, work);
+        self.scratch.readies = readies;
         self.scratch.ppns = ppns;
         done
     }
@@ -880,6 +890,7 @@ impl Ftl {
     /// whether it is programmed; None if unmapped.
     pub fn set_spare_of(&mut self, lpn: u32, spare: &[u8; SPARE_BYTES]) -> Option<(u64, bool)> {
         let spp = u64::from(self.spp);
+        self.spares_written = true;
         match self.locate(lpn) {
             Location::Unmapped => None,
             Location::Buffered(psa) => {

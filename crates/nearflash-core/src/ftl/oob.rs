@@ -101,10 +101,14 @@ impl<'a> Oob<'a> {
 fn record_crc(seq: u64, b: &[u8], spp: usize) -> u32 {
     // The checksummed bytes gathered into one run (the sequence number, erase count and present mask, then the
     // reserved bytes and the slots): one pass of the checksum instead of three short ones, the same value.
-    let mut buf = [0u8; record_bytes(32) - 4];
+    // The buffer fits 8 slots (up to 32 KiB pages of 4 KiB sectors; zeroing the 32-slot size took a `memset` call per
+    // page programmed); more go through the hasher in three updates.
+    let mut buf = [0u8; record_bytes(8) - 4];
     let n = record_bytes(spp) - 4;
+    // A hasher made once and copied: `Hasher::new` looks up the CPU's features on every call.
+    static BASE: std::sync::OnceLock<crc32fast::Hasher> = std::sync::OnceLock::new();
+    let mut h = BASE.get_or_init(crc32fast::Hasher::new).clone();
     if n > buf.len() {
-        let mut h = crc32fast::Hasher::new();
         h.update(&seq.to_le_bytes());
         h.update(&b[8..16]);
         h.update(&b[20..record_bytes(spp)]); // the reserved bytes and the slots
@@ -113,7 +117,8 @@ fn record_crc(seq: u64, b: &[u8], spp: usize) -> u32 {
     buf[..8].copy_from_slice(&seq.to_le_bytes());
     buf[8..16].copy_from_slice(&b[8..16]);
     buf[16..n].copy_from_slice(&b[20..record_bytes(spp)]);
-    crc32fast::hash(&buf[..n])
+    h.update(&buf[..n]);
+    h.finalize()
 }
 
 /// Write access to a record.

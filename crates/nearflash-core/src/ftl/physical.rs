@@ -129,6 +129,7 @@ impl Ftl {
         }
         rec.ext_mut()[..spare.len()].copy_from_slice(spare);
         rec.set_header(seq, erase_count, present);
+        self.spares_written |= !spare.is_empty();
         self.blocks.info[block as usize].pages_written = page + 1;
         self.stats.pages_programmed += 1;
         Ok(Ok(()))

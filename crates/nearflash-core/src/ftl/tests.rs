@@ -225,8 +225,9 @@ impl FlashSink for ClockSink {
     fn read_page(&mut self, ready: At, _: u64, _: u32, _: u32, _: u32, _: Work) -> At {
         Self::after(ready, 60)
     }
-    fn program_pages(&mut self, ready: At, erased: At, ppns: &[u64], _: u32, _: Work) -> At {
+    fn program_pages(&mut self, floor: At, readies: &[At], erased: At, ppns: &[u64], _: u32, _: Work) -> At {
         self.programs += 1;
+        let ready = self.max_all(floor, readies);
         let ready = self.max_all(ready, &[erased]);
         let start = ready.known().unwrap();
         if ppns.iter().any(|p| self.erased.get(&(p / self.pages_per_block)).is_some_and(|&e| start < e)) {
@@ -235,7 +236,7 @@ impl FlashSink for ClockSink {
         Self::after(ready, 1300)
     }
     fn copyback(&mut self, ready: At, _: u64, dst: u64, _: Work) -> At {
-        self.program_pages(ready, At::ZERO, &[dst], 0, Work::Host);
+        self.program_pages(ready, &[], At::ZERO, &[dst], 0, Work::Host);
         Self::after(ready, 1360)
     }
     fn erase_block(&mut self, ready: At, block_id: u32, _: Work) -> At {
@@ -378,6 +379,33 @@ fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
     ftl.flush(Time::ZERO, &mut Untimed);
     assert_ne!(ftl.locate(4), Location::Flash(psa), "GC moved it");
     assert_eq!((ftl.spare_of(3), ftl.spare_of(4)), (tag(3), tag(4)));
+}
+
+#[test]
+fn spare_bytes_found_in_an_opened_store_follow_their_sector_through_gc() {
+    // GC reads a moved sector's spare bytes only once some were written: a store opened with state (as an image's)
+    // may hold them from an earlier session, so an FTL made over it reads them.
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    let tag = [0xA5; SPARE_BYTES];
+    ftl.write_tagged(9, Some(&sector(&cfg, 9, 1)), Some(&tag), Time::ZERO, &mut Untimed).unwrap();
+    ftl.flush(Time::ZERO, &mut Untimed);
+    let Location::Flash(psa) = ftl.locate(9) else { panic!("programmed") };
+    let seq = ftl.seq();
+    let Ftl { store, blocks, .. } = ftl;
+    let mut ftl = Ftl::with_state(&cfg, store, blocks, seq).unwrap();
+    assert_eq!(ftl.spare_of(9), tag);
+    let n = cfg.logical_sectors() as u32;
+    let mut x = 777u32;
+    for round in 0..20 * n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let l = 10 + (x >> 8) % (n - 10);
+        ftl.write(l, Some(&sector(&cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
+    }
+    ftl.flush(Time::ZERO, &mut Untimed);
+    assert_ne!(ftl.locate(9), Location::Flash(psa), "GC moved it");
+    assert_eq!(ftl.spare_of(9), tag);
+    assert_eq!(read(&ftl, 9), sector(&cfg, 9, 1));
 }
 
 #[test]
