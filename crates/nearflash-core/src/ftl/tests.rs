@@ -369,16 +369,22 @@ fn spare_bytes_set_in_place_stay_with_the_sector_and_follow_it_through_gc() {
     assert_eq!(ftl.spare_of(4), tag(4));
     assert_eq!(read(&ftl, 4), sector(&cfg, 4, 1), "the data and its checksum are untouched");
     // Overwrite other sectors until GC has moved 3 and 4; their spares move with them.
-    let n = cfg.logical_sectors() as u32;
-    let mut x = 12345u32;
-    for round in 0..20 * n {
-        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-        let l = 5 + (x >> 8) % (n - 5);
-        ftl.write(l, Some(&sector(&cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
-    }
-    ftl.flush(Time::ZERO, &mut Untimed);
+    overwrite_from(&mut ftl, &cfg, 5, 12345);
     assert_ne!(ftl.locate(4), Location::Flash(psa), "GC moved it");
     assert_eq!((ftl.spare_of(3), ftl.spare_of(4)), (tag(3), tag(4)));
+}
+
+/// Overwrites random sectors from `first` on, 20 times the device's sectors, then flushes: enough for GC to have
+/// moved every block holding a sector below `first`.
+fn overwrite_from(ftl: &mut Ftl, cfg: &DeviceConfig, first: u32, seed: u32) {
+    let n = cfg.logical_sectors() as u32;
+    let mut x = seed;
+    for round in 0..20 * n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let l = first + (x >> 8) % (n - first);
+        ftl.write(l, Some(&sector(cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
+    }
+    ftl.flush(Time::ZERO, &mut Untimed);
 }
 
 #[test]
@@ -395,14 +401,7 @@ fn spare_bytes_found_in_an_opened_store_follow_their_sector_through_gc() {
     let Ftl { store, blocks, .. } = ftl;
     let mut ftl = Ftl::with_state(&cfg, store, blocks, seq).unwrap();
     assert_eq!(ftl.spare_of(9), tag);
-    let n = cfg.logical_sectors() as u32;
-    let mut x = 777u32;
-    for round in 0..20 * n {
-        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-        let l = 10 + (x >> 8) % (n - 10);
-        ftl.write(l, Some(&sector(&cfg, l, round)), Time::ZERO, &mut Untimed).unwrap();
-    }
-    ftl.flush(Time::ZERO, &mut Untimed);
+    overwrite_from(&mut ftl, &cfg, 10, 777);
     assert_ne!(ftl.locate(9), Location::Flash(psa), "GC moved it");
     assert_eq!(ftl.spare_of(9), tag);
     assert_eq!(read(&ftl, 9), sector(&cfg, 9, 1));
