@@ -191,11 +191,7 @@ pub(crate) fn prefetch_bytes(b: &[u8], len: usize) {
     let len = len.min(b.len());
     let mut o = 0;
     while o < len {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint that never faults; the address lies inside `b`.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(b[o..].as_ptr().cast());
-        }
+        prefetch_line(&b[o..]);
         o += 64;
     }
 }
