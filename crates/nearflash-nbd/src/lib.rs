@@ -53,6 +53,10 @@ static SHARED: OnceLock<Arc<Shared>> = OnceLock::new();
 static STATIC: OnceLock<Value> = OnceLock::new();
 static DIRTY: AtomicBool = AtomicBool::new(false);
 static STOP: AtomicBool = AtomicBool::new(false);
+/// Held while the status file is written (and while `unload` removes it): the status thread and the connections'
+/// closes write it, and a write of one thread must not be renamed into place half-written by another (they share
+/// the temporary file's name), nor an older snapshot replace a newer one, nor a write land after `unload`.
+static STATUS_FILE: Mutex<()> = Mutex::new(());
 
 fn einval(msg: impl Into<String>) -> Error {
     Error::new(libc::EINVAL, msg.into())
@@ -94,6 +98,10 @@ fn linked_extensions() -> [std::any::TypeId; 6] {
 }
 
 fn write_status(state: &str) {
+    let _file = STATUS_FILE.lock().unwrap_or_else(|e| e.into_inner());
+    if STOP.load(Ordering::Acquire) {
+        return; // unloading: the file is removed (or about to be)
+    }
     let (Some(shared), Some(fixed)) = (SHARED.get(), STATIC.get()) else { return };
     let Ok((counts, pacing, now, report)) = shared.snapshot() else { return };
     let (image, address, readonly) = with_config(|c| (c.image.clone(), c.address.clone(), c.readonly));
@@ -259,6 +267,7 @@ impl Server for Conn {
 
     fn unload() {
         STOP.store(true, Ordering::Release);
+        let _file = STATUS_FILE.lock().unwrap_or_else(|e| e.into_inner()); // a write in progress ends first
         let Some(shared) = SHARED.get() else { return };
         if let Some(dev) = shared.take() {
             if let Err(e) = dev.close() {
