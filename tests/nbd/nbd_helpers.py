@@ -21,7 +21,7 @@ import pytest
 
 from nearflash import Device
 from nearflash.errors import InvalidArgument
-from nearflash.nbd import launch
+from nearflash.nbd import ServeOptions, command, launch
 from nearflash.nbd.stats import status_path
 
 #: A 51 MiB device (1 channel x 1 chip x 2 planes x 64 blocks x 32 pages of 16 KiB, 20% spare): whole-export copies
@@ -70,13 +70,15 @@ def nearflash_cli(*args: str, **kw: Any) -> subprocess.CompletedProcess:
 
 class Server:
     """`nearflash serve IMAGE --unix SOCK` (or `--port PORT`) as a process (it becomes nbdkit: the pid nbdkit writes
-    is the process's)."""
+    is the process's), or the nbdkit command line `argv` itself (what `serve` would run, with plugin parameters that
+    `serve` leaves at their defaults)."""
 
-    def __init__(self, image: Path, sock: Optional[Path], *extra: str, port: Optional[int] = None):
+    def __init__(self, image: Path, sock: Optional[Path], *extra: str, port: Optional[int] = None,
+                 argv: Optional[list[str]] = None):
         self.image, self.sock, self.port = image, sock, port
         where = ["--port", str(port)] if port is not None else ["--unix", str(sock)]
-        self.proc = subprocess.Popen([sys.executable, "-m", "nearflash.cli", "serve", str(image), *where, *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cmd = argv or [sys.executable, "-m", "nearflash.cli", "serve", str(image), *where, *extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         pidfile = image / "serve.pid"
         # nbdkit writes its pid file once it listens (a stale one may be there until `serve` removes it).
@@ -140,8 +142,17 @@ def serve() -> Iterator[Callable[..., Server]]:
     sockdir = Path(tempfile.mkdtemp(prefix="nf-nbd-", dir="/tmp"))
     counter = iter(range(1000))
 
-    def start(image: Path, *extra: str, sock: Optional[Path] = None, port: Optional[int] = None) -> Server:
-        s = Server(image, None if port else sock or sockdir / f"s{next(counter)}", *extra, port=port)
+    def start(image: Path, *extra: str, sock: Optional[Path] = None, port: Optional[int] = None,
+              plugin: Optional[tuple[dict[str, Any], list[str]]] = None) -> Server:
+        """`plugin`: (ServeOptions' fields, plugin parameters): nbdkit started directly with the command `nearflash
+        serve` runs for those options (on a Unix socket), and the parameters after it (`extra` then unused)."""
+        sock = None if port else sock or sockdir / f"s{next(counter)}"
+        argv = None
+        if plugin is not None:
+            assert not extra and port is None, "plugin= takes ServeOptions' fields instead of flags"
+            fields, params = plugin
+            argv = [*command(ServeOptions(str(image), unix=str(sock), **fields))[0], *params]
+        s = Server(image, sock, *extra, port=port, argv=argv)
         servers.append(s)
         return s
 
