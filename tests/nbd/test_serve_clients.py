@@ -145,8 +145,10 @@ def test_info_on_a_served_device(image, serve):
     need("qemu-io")
     s = serve(image)
     qemu_io(s.uri, "write -P 0x11 0 32k")
-    # Identify before serving, and the I/O queue's creation at the first request
-    admin = s.wait_status(lambda st: st["requests"]["write"] >= 1)["report"]["ops"]["admin"]["count"]
+    # Identify before serving, and the I/O queue's creation at the first request. Closed: the next client reuses the
+    # queue (one connecting while the first is still open on the server gets a queue of its own, two more commands).
+    admin = s.wait_status(lambda st: st["requests"]["write"] >= 1 and st["requests"]["open_connections"] == 0)
+    admin = admin["report"]["ops"]["admin"]["count"]
     qemu_io(s.uri, "read -P 0x11 0 32k", "flush")
     s.wait_status(lambda st: st["requests"]["flush"] >= 1)
     time.sleep(0.5)  # several status rewrites: none may issue a command (it would move the virtual clock)
