@@ -310,9 +310,11 @@ fn a_held_reply_wakes_at_its_time() {
         late.push(now - target);
     }
     late.sort();
-    // The median of three: a loaded machine delays wake-ups by milliseconds (2.7 ms seen at load 10 on 2 cores);
-    // a median past 20 ms means the wait is broken.
-    assert!(late[1] < Duration::from_millis(20), "{late:?}");
+    // The median of three, against a bound of wall time: how long the kernel takes to run a woken thread, which on a
+    // shared machine is the other work's doing (2.7 ms seen at load 10 on 2 cores; with two busy loops beside the
+    // test at nice 10, medians of 22.6-29.2 ms in 4 of 15 runs, the worst wake-up 50 ms). A median past 200 ms
+    // (a 1-3 ms wait outlived 70-fold) means the wait is broken.
+    assert!(late[1] < Duration::from_millis(200), "{late:?}");
 }
 
 /// Real time: requests in flight overlap in virtual time. A waiting request's thread runs the event loop only up to
