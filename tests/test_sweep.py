@@ -91,11 +91,32 @@ bs = "3k"
 def test_a_hung_point_times_out_alone(tmp_path):
     spec = {"base": {"overrides": {"channels": 2, "chips_per_channel": 1}}, "workload": {"size": "16m"},
             "points": [{"ios": 200}, {"ios": 2_000_000_000}]}
-    # 6 s: the quick point's process must start (numpy, the native module) and finish within it while the other
-    # pytest worker keeps the second core busy; the hung one would run for hours.
+    # 6 s from the point's start (its process's imports apart: 4-11 s of them were measured on the loaded 2-core
+    # machine, and counted in the 6 s before): the quick point finishes within it; the hung one would run for hours.
     r = sweep(spec, out=tmp_path / "o", jobs=2, timeout_s=6)
     assert r.table["status"].tolist() == ["ok", "error"], r.table["error"].tolist()
     assert "timed out after 6 s" in r.table["error"][1]
+
+
+def test_a_point_process_that_never_starts_or_dies_starting_is_reported(tmp_path, monkeypatch):
+    """The start-up allowance has its own limit and message; a process that ends before announcing its start is
+    reported from its exit status (stderr's last line), and one that writes much on stderr first is not stuck."""
+    from nearflash.sweeps import runner
+    from nearflash.sweeps.spec import Point
+
+    point = expand({"workload": {"ios": 10, "size": "8m"}, "points": [{"iodepth": 1}]}).points[0]
+    assert isinstance(point, Point)
+    # (code, start-up limit, message): the limit is 60 s where the process ends by itself (a slow start is no error)
+    cases = [("import time; time.sleep(30)", 0.5, "did not start within 0.5 s"),
+             ("import sys; sys.stderr.write('x' * 200000 + '\\nno numpy here'); sys.exit(3)", 60,
+              "exited with status 3: no numpy here"),
+             ("import os, time; os.close(1); time.sleep(30)", 0.5, "did not start within 0.5 s"),
+             ("print('started, or so it says')", 60, "printed no result")]
+    for code, limit, msg in cases:
+        monkeypatch.setattr(runner, "STARTUP_TIMEOUT_S", limit)
+        monkeypatch.setattr(runner, "POINT_COMMAND", [sys.executable, "-c", code])
+        row = runner.run_in_subprocess(point, timeout_s=5)
+        assert row["status"] == "error" and msg in row["error"], (code, row["error"])
 
 
 def test_ray_runs_the_same_points_with_the_same_figures(tmp_path):

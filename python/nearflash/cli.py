@@ -685,7 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ray", nargs="?", const=True, metavar="ADDRESS", help="run the points as Ray tasks (a local "
                     "Ray, or the cluster at ADDRESS); needs pip install 'nearflash[ray]'")
     sp.add_argument("--parquet", action="store_true", help="also write results.parquet (needs pyarrow)")
-    sp.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="seconds per point (default 3600)")
+    sp.add_argument("--timeout", type=float, default=3600.0, metavar="S",
+                    help="seconds a point may run, from its process's start (default 3600)")
     sp.add_argument("--json", action="store_true", help="print the table as JSON records")
     sp.set_defaults(fn=cmd_sweep)
 

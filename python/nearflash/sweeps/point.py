@@ -1,6 +1,6 @@
-"""One sweep point, run in a process of its own: `python -m nearflash.sweeps` reads the point (JSON) on stdin and
-writes its result row (JSON) on stdout. A point that fails reports its error in the row; a crash of the process is
-reported by the runner from the exit status and stderr."""
+"""One sweep point, run in a process of its own: `python -m nearflash.sweeps` says it has started (`STARTED`), reads
+the point (JSON) on stdin and writes its result row (JSON) on stdout. A point that fails reports its error in the
+row; a crash of the process is reported by the runner from the exit status and stderr."""
 
 from __future__ import annotations
 
@@ -53,7 +53,16 @@ def run(point: Point) -> dict[str, Any]:
         return {"status": "error", "error": f"{type(e).__name__}: {e}".strip(), **{m: None for m in METRICS}}
 
 
+#: The first line a point's process writes, once its imports are done: the runner's timeout for the point counts
+#: from here (start-up on a loaded machine is the machine's, not the point's).
+STARTED = "nearflash-sweep-point: started"
+
+
 def main() -> int:
+    import nearflash.device  # noqa: F401  (what `run` needs, imported before the start is announced)
+    import nearflash.workload  # noqa: F401
+
+    print(STARTED, flush=True)
     try:
         point = Point.from_json(sys.stdin.read())
     except Exception:  # noqa: BLE001

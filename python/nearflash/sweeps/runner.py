@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import subprocess
 import sys
+import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from nearflash import progress
 from nearflash.errors import InvalidArgument
-from nearflash.sweeps.point import METRICS
+from nearflash.sweeps.point import METRICS, STARTED
 from nearflash.sweeps.spec import Point
 
-#: Seconds a point may run before it is stopped and reported as failed.
+#: Seconds a point may run before it is stopped and reported as failed (from its process's start, imports done).
 DEFAULT_POINT_TIMEOUT_S = 3600.0
+#: Seconds a point's process may take to start (the interpreter, numpy, the native module: 4-11 s measured on a
+#: loaded 2-core machine, load 5-9) before it is reported as failed; apart from the point's timeout.
+STARTUP_TIMEOUT_S = 300.0
+#: The point's process: reads the point on stdin, writes its row on stdout (`nearflash.sweeps.point.main`).
+POINT_COMMAND = [sys.executable, "-m", "nearflash.sweeps"]
 
 
 class Store:
@@ -53,20 +60,59 @@ def _error_row(message: str) -> dict[str, Any]:
 
 
 def run_in_subprocess(point: Point, timeout_s: float = DEFAULT_POINT_TIMEOUT_S) -> dict[str, Any]:
-    """Runs one point in a fresh Python process (a crash or a hang costs only that point)."""
+    """Runs one point in a fresh Python process (a crash or a hang costs only that point). `timeout_s` counts from
+    the process's announced start (`point.STARTED`, once its imports are done), which may take `STARTUP_TIMEOUT_S`."""
     env = dict(os.environ, NEARFLASH_NO_PROGRESS="1")
-    try:
-        p = subprocess.run([sys.executable, "-m", "nearflash.sweeps"], input=point.to_json(), text=True,
-                           capture_output=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return _error_row(f"timed out after {timeout_s:g} s")
+    with subprocess.Popen(POINT_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env) as p:
+        head, err = _until_started(p, STARTUP_TIMEOUT_S)
+        started = head is not None and STARTED.encode() + b"\n" in head
+        try:
+            if started:
+                out, more = p.communicate(point.to_json().encode(), timeout=timeout_s)
+            else:  # not started in time (0: stopped now), or its stdout ended first: how it ends tells why
+                out, more = p.communicate(timeout=0 if head is None else STARTUP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            return _error_row(f"timed out after {timeout_s:g} s" if started else
+                              f"the point's process did not start within {STARTUP_TIMEOUT_S:g} s")
+    stdout, stderr = ((head or b"") + out).decode(errors="replace"), (err + more).decode(errors="replace")
     if p.returncode != 0:
-        tail = (p.stderr.strip().splitlines() or [""])[-1]
+        tail = (stderr.strip().splitlines() or [""])[-1]
         return _error_row(f"the point's process exited with status {p.returncode}: {tail}")
     try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
+        return json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return _error_row(f"the point's process printed no result: {p.stdout[-200:]!r}")
+        return _error_row(f"the point's process printed no result: {stdout[-200:]!r}")
+
+
+def _until_started(p: subprocess.Popen, limit_s: float) -> tuple[Optional[bytes], bytes]:
+    """What the process wrote on stdout up to its start line (or up to its end, if it ended first) and on stderr
+    meanwhile; (None, stderr) if `limit_s` passed first."""
+    assert p.stdout is not None and p.stderr is not None
+    out, err = b"", b""
+    deadline = time.monotonic() + limit_s
+    streams = {p.stdout.fileno(): "out", p.stderr.fileno(): "err"}
+    with selectors.DefaultSelector() as sel:
+        for fd in streams:
+            sel.register(fd, selectors.EVENT_READ)
+        while STARTED.encode() + b"\n" not in out:
+            left = deadline - time.monotonic()
+            events = sel.select(left) if left > 0 else []
+            if not events:
+                return None, err
+            for key, _ in events:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:  # ended (or closed its stdout) before starting: the exit status tells why
+                    sel.unregister(key.fd)
+                    if streams[key.fd] == "out":
+                        return out, err
+                elif streams[key.fd] == "out":
+                    out += chunk
+                else:
+                    err += chunk
+    return out, err
 
 
 def local_pool(points: list[Point], jobs: int, timeout_s: float) -> Iterable[tuple[Point, dict[str, Any]]]:
