@@ -157,8 +157,9 @@ def test_apachebench_load_on_the_loopback(fmnist, server, tmp_path):
     f.write_bytes(img.tobytes())
     before = server.service.stats()["searches"]
     host, port = server.server_address[:2]
+    # A hang guard: 200 searches took 41 s with the whole suite and two busy loops beside on 2 cores (2-5 s quiet).
     r = subprocess.run(["ab", "-q", "-l", "-n", "200", "-c", "4", "-s", "10", "-p", str(f), "-T", "application/octet-stream",
-                        f"http://{host}:{port}/search?t=20"], capture_output=True, text=True, timeout=60)
+                        f"http://{host}:{port}/search?t=20"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert re.search(r"Complete requests:\s+200", r.stdout) and re.search(r"Failed requests:\s+0", r.stdout)
     assert "Non-2xx" not in r.stdout
@@ -266,18 +267,26 @@ def test_http_1_0_keep_alive_is_answered_and_honoured(fmnist, server):
 
 
 def test_apachebench_keep_alive_does_not_stall(fmnist, server, tmp_path):
+    """ab's HTTP/1.0 keep-alive: every reply says its length and keeps the connection, so ab never waits for the
+    server to close it. The server here gives a silent connection 60 s and ab gives a request 20 s (`-s`): a reply
+    that made ab wait for the close fails ab, however loaded the machine (a wall-clock bound on the whole run, 15 s,
+    was met with 7.9 s under load, and a 1 s server timeout per stalled request hardly reached it)."""
     if shutil.which("ab") is None:
         pytest.skip("ApacheBench (`ab`, Debian apache2-utils) is not installed")
     f = tmp_path / "q.bin"
     f.write_bytes(fmnist[2][5].tobytes())
-    host, port = server.server_address[:2]
-    t0 = time.perf_counter()
-    r = subprocess.run(["ab", "-q", "-k", "-l", "-n", "40", "-c", "4", "-s", "20", "-p", str(f), "-T",
-                        "application/octet-stream", f"http://{host}:{port}/search?t=5"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    srv = make_server(server.service.ssd, "127.0.0.1", 0, timeout=60.0)  # the module's deployment, idle meanwhile
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        host, port = srv.server_address[:2]
+        r = subprocess.run(["ab", "-q", "-k", "-l", "-n", "40", "-c", "4", "-s", "20", "-p", str(f), "-T",
+                            "application/octet-stream", f"http://{host}:{port}/search?t=5"],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"Complete requests:\s+40", r.stdout) and re.search(r"Keep-Alive requests:\s+40", r.stdout)
-    assert time.perf_counter() - t0 < 15, "a request waited for the server's 10 s timeout"
 
 
 def test_the_listen_backlog_takes_a_burst_of_connects(fmnist, model):
