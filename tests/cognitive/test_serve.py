@@ -245,6 +245,18 @@ def test_malformed_request_lines_get_json_errors(server, line, status):
     assert request(server, "GET", "/stats")[0] == 200  # and the server goes on
 
 
+def test_a_client_gone_before_its_answer_is_no_internal_error(server):
+    """A client that sends a request and closes its end: writing the answer fails (EPIPE), which is the client's
+    leaving, not an error of the server: no 500 attempted on the dead connection, no traceback, nothing counted."""
+    before = server.service.stats()["by_status"]
+    mine, peer = socket.socketpair()
+    with mine:
+        peer.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n")
+        peer.close()
+        server.RequestHandlerClass(mine, ("socketpair", 0), server)  # handles the request, raises nothing
+    assert server.service.stats()["by_status"] == before
+
+
 def test_http_1_0_keep_alive_is_answered_and_honoured(fmnist, server):
     img = fmnist[2][3].tobytes()
     req = (b"POST /search?t=4 HTTP/1.0\r\nConnection: Keep-Alive\r\nContent-Length: 784\r\n\r\n" + img)

@@ -286,9 +286,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.service.check(image, t, answer["ids"], label)
         except BadRequest as e:
             self._send(e.status, {"error": str(e)}, e.allow)
+        except ConnectionError:  # the client closed or reset its connection: no one to answer, nothing went wrong
+            self.close_connection = True
         except Exception as e:  # never take the server down; the client learns what happened
             self.close_connection = True
-            self._send(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+            try:
+                self._send(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+            except ConnectionError:
+                pass  # and is gone
 
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's names)
         self._handle("GET")
