@@ -29,6 +29,8 @@ DEFAULT_POINT_TIMEOUT_S = 3600.0
 STARTUP_TIMEOUT_S = 300.0
 #: The point's process: reads the point on stdin, writes its row on stdout (`nearflash.sweeps.point.main`).
 POINT_COMMAND = [sys.executable, "-m", "nearflash.sweeps"]
+#: The line a point's process announces its start with, as it reaches the pipe.
+_STARTED_LINE = STARTED.encode() + b"\n"
 
 
 class Store:
@@ -66,7 +68,7 @@ def run_in_subprocess(point: Point, timeout_s: float = DEFAULT_POINT_TIMEOUT_S) 
     with subprocess.Popen(POINT_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=env) as p:
         head, err = _until_started(p, STARTUP_TIMEOUT_S)
-        started = head is not None and STARTED.encode() + b"\n" in head
+        started = head is not None and _STARTED_LINE in head
         try:
             if started:
                 out, more = p.communicate(point.to_json().encode(), timeout=timeout_s)
@@ -97,7 +99,7 @@ def _until_started(p: subprocess.Popen, limit_s: float) -> tuple[Optional[bytes]
     with selectors.DefaultSelector() as sel:
         for fd in streams:
             sel.register(fd, selectors.EVENT_READ)
-        while STARTED.encode() + b"\n" not in out:
+        while _STARTED_LINE not in out:
             left = deadline - time.monotonic()
             events = sel.select(left) if left > 0 else []
             if not events:
