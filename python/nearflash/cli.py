@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from decimal import Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -17,8 +18,9 @@ from nearflash.errors import NearflashError
 SIZE_SUFFIX = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_size(text: str) -> int:
-    """'4k', '128K', '16g', '1MiB', '4096' -> bytes (binary multiples, as fio)."""
+def parse_size(text: str, minimum: int = 1) -> int:
+    """'4k', '128K', '16g', '1MiB', '4096', '1.5k' -> bytes (binary multiples, as fio): a whole number of bytes,
+    at least `minimum` (1; 0 for offsets) and below 2^64."""
     t = text.strip().lower()
     for unit in ("ib", "b"):
         if t.endswith(unit) and len(t) > len(unit) and not t[: -len(unit)].isdigit():
@@ -29,12 +31,29 @@ def parse_size(text: str) -> int:
     num = t.rstrip("kmgt")
     suffix = t[len(num):]
     try:
-        value = int(float(num) * SIZE_SUFFIX[suffix])
-    except (ValueError, KeyError):
+        # Exact decimal arithmetic: '0.3k' is 307.2 bytes (refused below), not 307, and 'inf' or '1e400' is not
+        # a float overflow.
+        with localcontext() as ctx:
+            ctx.prec = max(64, len(num) + 16)
+            exact = Decimal(num) * SIZE_SUFFIX[suffix]
+    except (InvalidOperation, KeyError):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4k, 128K, 16g)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"size must be positive: {text!r}")
+    if not exact.is_finite():
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4k, 128K, 16g)")
+    if exact != exact.to_integral_value():
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r} is {exact} bytes")
+    value = int(exact)
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"size must be positive: {text!r}" if minimum == 1
+                                         else f"size must be at least {minimum}: {text!r}")
+    if value >= 1 << 64:
+        raise argparse.ArgumentTypeError(f"size {text!r} is not below 2^64 bytes")
     return value
+
+
+def parse_offset(text: str) -> int:
+    """A byte offset: a size as `parse_size` reads it, 0 included."""
+    return parse_size(text, minimum=0)
 
 
 def parse_span(text: str) -> Union[int, float]:
@@ -614,7 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--iodepth", type=positive_int, default=32, help="closed loop: requests in flight (default 32)")
     sp.add_argument("--queue-depth", type=positive_int, help="commands the submission queue holds (default: the "
                     "device's maximum); an open-loop request that finds it full waits")
-    sp.add_argument("--offset", type=parse_size, default=0, help="bytes added to every request's offset")
+    sp.add_argument("--offset", type=parse_offset, default=0, help="bytes added to every request's offset")
     sp.add_argument("--wrap", action="store_true",
                     help="fold requests past the device's end into it (without it they are an error)")
     sp.add_argument("--repeat", type=positive_int, default=1, help="replay the trace N times back to back")

@@ -137,7 +137,7 @@ def _bytes(name: str, v: Any) -> int:
 
     if isinstance(v, str):
         try:
-            return parse_size(v)
+            return parse_size(v, minimum=0)
         except argparse.ArgumentTypeError as e:
             raise InvalidArgument(f"{name}: {e}") from None
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= U64_MAX:
