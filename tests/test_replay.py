@@ -239,6 +239,9 @@ def test_wrong_types_and_ranges_name_the_argument(tmp_path):
     ({"time_scale": 0}, "time_scale must be a positive number"),
     ({"time_scale": float("nan")}, "time_scale must be a positive number"),
     ({"mode": "closed", "iodepth": 0}, "iodepth must be an integer >= 1"),
+    # found by the audit: the option of the other mode was silently ignored
+    ({"mode": "closed", "time_scale": 0.5}, "time_scale and rate apply to open-loop flows"),
+    ({"iodepth": 8}, "iodepth applies to closed-loop flows"),
     ({"offset": -4096}, "offset must be a number of bytes"),
     ({"offset": "lots"}, "not a size"),
     ({"wrap": "yes"}, "wrap must be true or false"),
@@ -276,7 +279,9 @@ def test_replay_cli_prints_bench_like_figures_and_writes_latencies(tmp_path, cap
     for bad, msg in [(["--mode", "open", "--iodepth", "0"], "must be at least 1"),
                      (["--time-scale", "-1"], "time_scale must be a positive number"),
                      (["--format", "xml"], "invalid choice"),
-                     (["--mode", "closed", "--time-scale", "2"], "--time-scale applies to --mode open")]:
+                     (["--mode", "closed", "--time-scale", "2"], "time_scale and rate apply to open-loop flows"),
+                     # found by the audit: --iodepth without --mode closed was silently ignored
+                     (["--iodepth", "4"], "iodepth applies to closed-loop flows")]:
         rc, out, err = cli(capsys, "replay", *args, *bad)
         assert rc == 2 and msg in err and "Traceback" not in err, (bad, err)
 

@@ -362,10 +362,8 @@ def _setup(a: argparse.Namespace) -> "Any":
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from nearflash.flows import replay
+    from nearflash.flows import DEFAULT_IODEPTH, replay
 
-    if a.mode == "closed" and a.time_scale != 1.0:
-        raise argparse.ArgumentTypeError("--time-scale applies to --mode open")
     r = replay(a.trace, _setup(a), mode=a.mode, time_scale=a.time_scale, iodepth=a.iodepth, offset=a.offset,
                wrap=a.wrap, queue_depth=a.queue_depth, options=_trace_options(a), latencies=a.latencies,
                json_output=a.json)
@@ -374,7 +372,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
         out["report"] = r["report"].data
         print(json.dumps(out, indent=2))
         return 0
-    how = f"open loop, times x {a.time_scale:g}" if a.mode == "open" else f"closed loop, iodepth {a.iodepth}"
+    how = (f"open loop, times x {1.0 if a.time_scale is None else a.time_scale:g}" if a.mode == "open"
+           else f"closed loop, iodepth {a.iodepth or DEFAULT_IODEPTH}")
     print(f"nearflash replay: {a.trace} ({_trace_line(r['trace'])}); {how}")
     for note in _trace_notes(r["trace"]):
         print(f"  {note}")
@@ -628,9 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace_read_args(sp)
     sp.add_argument("--mode", choices=["open", "closed"], default="open",
                     help="open: arrival times kept (default); closed: --iodepth requests in flight, times ignored")
-    sp.add_argument("--time-scale", type=float, default=1.0, metavar="F",
-                    help="open loop: arrival times multiplied by F (0.5 = twice as fast)")
-    sp.add_argument("--iodepth", type=positive_int, default=32, help="closed loop: requests in flight (default 32)")
+    sp.add_argument("--time-scale", type=float, metavar="F",
+                    help="open loop: arrival times multiplied by F (default 1; 0.5 = twice as fast)")
+    sp.add_argument("--iodepth", type=positive_int, help="closed loop: requests in flight (default 32)")
     sp.add_argument("--queue-depth", type=positive_int, help="commands the submission queue holds (default: the "
                     "device's maximum); an open-loop request that finds it full waits")
     sp.add_argument("--offset", type=parse_offset, default=0, help="bytes added to every request's offset")

@@ -403,15 +403,20 @@ def load_scenario(path: Union[str, os.PathLike]) -> Scenario:
 
 
 def replay(trace: Union[str, os.PathLike], device: Optional[DeviceSetup] = None, *, mode: str = "open",
-           time_scale: float = 1.0, iodepth: int = DEFAULT_IODEPTH, offset: Union[int, str] = 0, wrap: bool = False,
+           time_scale: Optional[float] = None, iodepth: Optional[int] = None, offset: Union[int, str] = 0,
+           wrap: bool = False,
            queue_depth: Optional[int] = None, options: Optional[TraceOptions] = None,
            latencies: Optional[Union[str, os.PathLike]] = None, json_output: bool = True) -> dict[str, Any]:
     """Replays a trace on a device prepared as `device` says: open loop (arrival times x `time_scale`) or closed
-    loop (`iodepth` requests in flight). Returns bench's result (``report``, ``requests``, ``wall_s``,
+    loop (`iodepth` requests in flight, default 32). `time_scale` (default 1) with a closed loop, or `iodepth`
+    with an open one, is refused, not ignored. Returns bench's result (``report``, ``requests``, ``wall_s``,
     ``sim_requests_per_s``) with the flow's figures (``flow``) and what the trace held (``trace``)."""
     opts = as_options(options)
     flow: dict[str, Any] = {"name": "replay", "trace": trace, "mode": mode, "offset": offset, "wrap": wrap}
-    flow.update({"time_scale": time_scale} if mode == "open" else {"iodepth": iodepth})
+    if time_scale is not None:
+        flow["time_scale"] = time_scale
+    if iodepth is not None:
+        flow["iodepth"] = iodepth
     if queue_depth is not None:
         flow["queue_depth"] = queue_depth
     for k, v in vars(opts).items():
