@@ -87,6 +87,27 @@ fn times_that_go_backwards_are_issued_in_file_order_and_counted() {
 }
 
 #[test]
+fn a_line_without_end_stops_the_reader_at_once() {
+    // Found by the audit: `nearflash trace info /dev/zero --format mqsim` never returned (an overlong line was read
+    // to its end before it was reported). An endless source: the error comes after reading about MAX_LINE bytes.
+    let endless = std::io::BufReader::new(std::io::repeat(b'7'));
+    let mut reader = TraceReader::new(endless, Format::Mqsim, "zero", &ParseOptions::default()).unwrap();
+    let e = reader.next().unwrap().unwrap_err();
+    assert_eq!((e.line, e.message.contains("longer than")), (1, true), "{e}");
+    assert!(reader.consumed() <= MAX_LINE as u64 + 3, "{}", reader.consumed());
+    assert!(reader.next().is_none());
+    // Lines around an overlong one whose rest is still in the buffer (and one exactly at the bound) keep their
+    // numbers when skipped.
+    let skip = ParseOptions { skip_bad: true, ..ParseOptions::default() };
+    for extra in [3, 4, 100, 5000] {
+        let text = format!("0 0 0 8 1\n{}\n10 0 8 8 1\n", "9".repeat(MAX_LINE + extra));
+        let src = std::io::BufReader::with_capacity(1000, Cursor::new(text.into_bytes()));
+        let (r, st) = read_all(TraceReader::new(src, Format::Mqsim, "t", &skip).unwrap()).unwrap();
+        assert_eq!((r.len(), st.skipped, r[1].line, st.lines), (2, 1, 3, 3), "{extra}");
+    }
+}
+
+#[test]
 fn overlong_and_non_utf8_lines_are_malformed_not_fatal() {
     let long = format!("0 0 0 8 1\n{}\n10 0 8 8 1\n", "9".repeat(MAX_LINE + 10));
     let e = err(&long, Format::Mqsim);
