@@ -326,3 +326,23 @@ def test_trace_info_and_convert_cli(tmp_path, capsys):
 def test_python_api_is_exported():
     assert nearflash.replay is replay
     assert callable(nearflash.run_flows) and callable(nearflash.read_trace) and callable(nearflash.convert_trace)
+
+
+def test_a_failed_replay_leaves_the_latencies_file_as_it_was(tmp_path):
+    """Found by the audit: a replay that stopped at a bad line truncated an existing --latencies file to its header
+    (or left the rows of the requests before the bad line): the file is now written under a temporary name and put
+    in place only when the run succeeds."""
+    lat = tmp_path / "lat.csv"
+    lat.write_text("an earlier run's results\n")
+    bad = tmp_path / "past.trace"
+    bad.write_text("0 0 0 8 1\n5 0 8 8 0\n7 0 999999999999 8 1\n")  # line 3 ends past the device
+    for fill in ("none", "sequential"):
+        with pytest.raises(InvalidArgument, match="past.trace:3"):
+            replay(bad, small(fill=fill), latencies=lat)
+        assert lat.read_text() == "an earlier run's results\n", fill
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lat.csv", "past.trace"], "no temporary file is left"
+    good = tmp_path / "good.trace"
+    good.write_text("0 0 0 8 1\n5 0 8 8 0\n")
+    replay(good, small(), latencies=lat)
+    assert len(lat.read_text().splitlines()) == 3 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "good.trace", "lat.csv", "past.trace"]
