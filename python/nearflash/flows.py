@@ -82,8 +82,9 @@ class DeviceSetup:
             as_path("path", self.path)
         if self.fill not in FILLS:
             raise InvalidArgument(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
-        if self.fill_size is not None:
-            _share_or_bytes("fill_size", self.fill_size)
+        if self.fill_size is not None and _share_or_bytes("fill_size", self.fill_size) == 0:
+            # As `--fill-size 0` is refused: a fill of nothing is fill = "none", said so.
+            raise InvalidArgument("fill_size must be positive (fill = 'none' fills nothing), got 0")
         if not isinstance(self.data, bool):
             raise InvalidArgument(f"data must be true or false, got {self.data!r}")
         if not isinstance(self.overrides, dict):
@@ -381,7 +382,7 @@ def parse_scenario(data: dict[str, Any], base_dir: Path) -> Scenario:
     if bad:
         raise InvalidArgument(f"[device]: unknown key(s) {', '.join(sorted(bad))}; it has {', '.join(sorted(DEVICE_KEYS))}")
     if "seed" in dev:
-        _int("[device] seed", dev["seed"], 0)
+        _int("[device] seed", dev["seed"], 0, U64_MAX)
     if "preset" in dev and not isinstance(dev["preset"], str):
         raise InvalidArgument(f"[device] preset must be a name or a .toml file, got {dev['preset']!r}")
     setup = DeviceSetup(**dev)

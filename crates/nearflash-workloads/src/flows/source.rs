@@ -216,7 +216,7 @@ impl Synthetic {
             // The last arrival must fall inside the simulated clock (u64 ns, 584 years), never be clamped into it.
             Some(r) if r.is_finite() && r > 0.0 && 1e9 / r * spec.ios as f64 <= MAX_ARRIVAL_NS => Some(1e9 / r),
             Some(r) if r.is_finite() && r > 0.0 => {
-                return Err(format!("rate {r} requests/s spreads {} requests past the simulated clock's 2^63 ns", spec.ios))
+                return Err(format!("rate {r:e} requests/s spreads {} requests past the simulated clock's 2^63 ns", spec.ios))
             }
             Some(r) => return Err(format!("rate {r} requests/s must be a positive number")),
         };
