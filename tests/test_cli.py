@@ -81,6 +81,8 @@ def test_bench_span_as_share_of_capacity_reaches_gc_steady_state():
     (["bench", "--size", "120%"], "share of the capacity"),
     (["bench", "--size", "x%"], "not a percentage"),
     (["bench", "--size", "4", "--ios", "10"], "holds no 4096 B block"),
+    # found by the audit: --rwmixread was silently ignored unless --rw randrw
+    (["bench", "--rw", "randread", "--rwmixread", "0.9", "--ios", "10"], "--rwmixread applies to --rw randrw"),
 ])
 def test_errors_are_messages_not_tracebacks(args, msg):
     p = run(*args)

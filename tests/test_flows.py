@@ -129,6 +129,7 @@ def test_priorities_are_validated_and_carried_to_the_flows_queues():
     ([writer(ios=0)], "ios must be an integer >= 1"),
     ([writer(iodepth=True)], "iodepth must be an integer >= 1"),
     ([writer(rwmixread=2)], "rwmixread must be a number in"),
+    ([writer(rwmixread=0.3)], "rwmixread applies to rw = 'randrw'"),  # found by the audit: ignored before
     ([{"name": "w", "rw": "randwrite", "rate": -5}], "rate must be a positive number"),
     ([writer(start="1000")], "not a multiple of the 4096 B LBA"),
     ([writer(start="2g")], "past the device's"),

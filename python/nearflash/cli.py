@@ -276,9 +276,12 @@ def cmd_serve(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     from nearflash.workload import BenchJob, run_bench
 
+    if a.rwmixread is not None and a.rw != "randrw":
+        raise NearflashError(f"--rwmixread applies to --rw randrw, not {a.rw}")
     dev = _open(a, materialise=a.data)
     with dev:
-        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, a.rwmixread, a.seed)
+        mix = 0.5 if a.rwmixread is None else a.rwmixread
+        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, mix, a.seed)
         r = run_bench(dev, job, a.json)
         a.iodepth, span_bytes, fill = r["iodepth"], r["span_bytes"], r["fill"]
         rep = r["report"]
@@ -589,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--size", type=parse_span, default=parse_size("16g"),
                     help="LBA span used: bytes (default 16g) or a share of the capacity (e.g. 90%%: with --fill random, "
                          "random writes run in GC steady state)")
-    sp.add_argument("--rwmixread", type=fraction, default=0.5, help="share of reads in randrw, in [0, 1]")
+    sp.add_argument("--rwmixread", type=fraction, help="share of reads in randrw, in [0, 1] (default 0.5)")
     sp.add_argument("--fill", choices=["none", "sequential", "random"],
                     help="precondition the span first (default: sequential for reads, none for writes)")
     sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")

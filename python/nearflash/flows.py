@@ -242,6 +242,8 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
         mix = flow.get("rwmixread", 0.5)
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix <= 1:
             raise InvalidArgument(f"{where}: rwmixread must be a number in [0, 1], got {mix!r}")
+        if "rwmixread" in flow and rw != "randrw":
+            raise InvalidArgument(f"{where}: rwmixread applies to rw = 'randrw', not {rw!r}")
         synthetic = {
             "rw": rw, "bs": bs, "ios": _int(f"{where}: ios", flow.get("ios", 10_000), high=U64_MAX), "span": span,
             "seed": _int(f"{where}: seed", flow.get("seed", 1), 0, U64_MAX), "rwmixread": float(mix),
