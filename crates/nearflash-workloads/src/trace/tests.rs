@@ -87,6 +87,25 @@ fn times_that_go_backwards_are_issued_in_file_order_and_counted() {
 }
 
 #[test]
+fn nbdkit_replies_pair_past_a_damaged_line() {
+    // Found by the audit: a non-UTF-8 line (skipped with --skip-bad) ended the pairing of replies, so every request
+    // after it was converted to MSR with a ResponseTime of 0.
+    let mut t = b"2026-11-28 18:25:09.722852 connection=1 Write id=1 offset=0x0 count=0x2000 fua=1 ...\n\
+                  2026-11-28 18:25:09.722903 connection=1 ...Write id=1 return=0\n\
+                  2026-11-28 18:25:09.722910 connection=1 \xff\xfe\n"
+        .to_vec();
+    t.extend_from_slice(
+        b"2026-11-28 18:25:09.722958 connection=1 Read id=2 offset=0x1000 count=0x1000 ...\n\
+          2026-11-28 18:25:09.723004 connection=1 ...Read id=2 return=0\n",
+    );
+    let rt = nbdkit_log::response_times(Cursor::new(&t));
+    assert_eq!((rt.get(&1), rt.get(&4)), (Some(&51_000), Some(&46_000)));
+    let skip = ParseOptions { skip_bad: true, ..ParseOptions::default() };
+    let (r, _) = read_all(TraceReader::new(Cursor::new(&t), Format::NbdkitLog, "log", &skip).unwrap()).unwrap();
+    assert_eq!(r.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 4], "the reader's line numbers are the pairing's");
+}
+
+#[test]
 fn a_line_without_end_stops_the_reader_at_once() {
     // Found by the audit: `nearflash trace info /dev/zero --format mqsim` never returned (an overlong line was read
     // to its end before it was reported). An endless source: the error comes after reading about MAX_LINE bytes.
