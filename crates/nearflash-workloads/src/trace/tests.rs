@@ -188,6 +188,10 @@ fn fio_iolog_v2_with_waits_and_v3_with_timestamps() {
         ("fio version 2 iolog\n/dev/x read\n", 2, "needs an offset"),
         ("fio version 2 iolog\n/dev/x write 0 0\n", 2, "0 bytes"),
         ("fio version 3 iolog\n/dev/x read 0 4096\n", 2, "timestamp (microseconds)"),
+        // found by the audit: a wait without its delay was ignored (fio refuses it), and version 3's refusal of a
+        // wait listed wait among the actions it takes
+        ("fio version 2 iolog\n/dev/x wait\n", 2, "wait needs its microseconds"),
+        ("fio version 3 iolog\n5 /dev/x wait 100 0\n", 2, "wait is a version 2 action"),
         ("# only a note\n", 0, "no 'fio version"),
     ] {
         let e = err(bad, Format::Fio);
