@@ -345,3 +345,20 @@ fn a_favoured_flows_writes_wait_less_for_the_write_buffer() {
     // Measured: medium 3.2 ms (first come, first served behind the writer's 8), high and urgent 0.6 ms.
     assert!(high < 0.5 * medium && urgent < 0.5 * medium, "medium {medium:.0} us, high {high:.0}, urgent {urgent:.0}");
 }
+
+#[test]
+fn a_flows_latencies_past_an_hour_are_reported_as_they_were() {
+    // Found by the audit: the flow's histograms ended at an hour, so a 2 h read was reported as 3,600 s.
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in [("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "64"), ("pages_per_block", "32"), ("over_provisioning", "20"), ("t_read", "7200s")] {
+        t.set(k, v).unwrap();
+    }
+    let mut dev = Device::memory(t, DeviceOptions { materialise: false, ..Default::default() }).unwrap();
+    dev.precondition(0.5, nearflash_core::ftl::FillPattern::Sequential, 0.0, 1).unwrap();
+    let r = run(&mut dev, vec![flow("slow", vec![req(0, Op::Read, 0, 4096, 1)], OPEN)], Options::default(), None).unwrap();
+    let f = &r.flows[0];
+    let secs = f.all.device_response_time.max_us / 1e6;
+    assert!(secs > 7200.0 && secs < 7200.0 * 1.002, "{:?}", f.all.device_response_time);
+    assert!(f.elapsed_ns as f64 / 1e9 > 7200.0);
+    assert_eq!(f.all.device_response_time.mean_us, r.report.ops["read"].latency.mean_us);
+}
