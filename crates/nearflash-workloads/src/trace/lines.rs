@@ -26,26 +26,37 @@ impl<R: BufRead> Lines<R> {
         self.consumed
     }
 
+    /// The source's buffered bytes (empty at its end), retried when interrupted, with how many of them reach the
+    /// line's end and whether they include it.
+    fn chunk(src: &mut R) -> std::io::Result<(&[u8], usize, bool)> {
+        loop {
+            match src.fill_buf() {
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        // Filled: this call hands back what is buffered (the borrow checker takes no slice out of the loop).
+        let c = src.fill_buf()?;
+        let (take, done) = match memchr::memchr(b'\n', c) {
+            Some(i) => (i + 1, true),
+            None => (c.len(), false),
+        };
+        Ok((c, take, done))
+    }
+
     /// Passes over the rest of a line reported too long, up to and including its end of line.
     fn skip_rest(&mut self) -> Result<(), (u64, String)> {
         loop {
-            let chunk = match self.src.fill_buf() {
-                Ok(c) => c,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.eof = true;
-                    return Err((self.line, format!("cannot read the file: {e}")));
-                }
-            };
+            let (chunk, take, done) = Self::chunk(&mut self.src).map_err(|e| {
+                self.eof = true;
+                (self.line, format!("cannot read the file: {e}"))
+            })?;
             if chunk.is_empty() {
                 self.eof = true;
                 self.skipping = false;
                 return Ok(());
             }
-            let (take, done) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (i + 1, true),
-                None => (chunk.len(), false),
-            };
             self.src.consume(take);
             self.consumed += take as u64;
             if done {
@@ -70,9 +81,8 @@ impl<R: BufRead> Lines<R> {
         self.buf.clear();
         let mut too_long = false;
         loop {
-            let chunk = match self.src.fill_buf() {
+            let (chunk, take, done) = match Self::chunk(&mut self.src) {
                 Ok(c) => c,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.eof = true;
                     self.line += 1;
@@ -86,10 +96,6 @@ impl<R: BufRead> Lines<R> {
                 }
                 break;
             }
-            let (take, done) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (i + 1, true),
-                None => (chunk.len(), false),
-            };
             // Room for the longest line and its "\r\n"; one byte more marks it too long.
             let room = MAX_LINE + 3 - self.buf.len().min(MAX_LINE + 3);
             let keep = take.min(room);
