@@ -346,3 +346,20 @@ def test_a_failed_replay_leaves_the_latencies_file_as_it_was(tmp_path):
     replay(good, small(), latencies=lat)
     assert len(lat.read_text().splitlines()) == 3 and sorted(p.name for p in tmp_path.iterdir()) == [
         "good.trace", "lat.csv", "past.trace"]
+
+
+def test_a_refused_replay_leaves_the_image_as_it_was(tmp_path):
+    """Found by the audit: a replay on an image whose trace held a request past the device on line 3 wrote lines 1
+    and 2 into the image before it stopped; every request is now checked before the run."""
+    from nearflash import Device
+
+    img = tmp_path / "img"
+    with Device(img, overrides=SMALL, materialise=True) as dev:
+        dev.write(0, bytes([0x5A]) * 8192)
+        end = dev.capacity_bytes
+    trace = tmp_path / "t.trace"
+    trace.write_text(f"0 0 0 16 0\n5 0 16 8 0\n7 0 {end // 512} 8 1\n")  # writes over LBAs 0-2, then past the end
+    with pytest.raises(InvalidArgument, match="t.trace:3"):
+        replay(trace, DeviceSetup(path=str(img), fill="none", data=True))
+    with Device(img, materialise=True) as dev:
+        assert bytes(dev.read(0, 2)) == bytes([0x5A]) * 8192 and dev.report().ftl["host_sectors_written"] == 0
