@@ -275,8 +275,18 @@ fn filled_with_clock(extra: &[(&str, &str)]) -> (Ftl, ClockSink) {
 /// the FTL had issued but the flash had not done piled up: ~42,000 more per virtual second on cosmos-plus).
 #[test]
 fn no_page_is_programmed_before_its_blocks_erase_ends() {
-    for copyback in ["false", "true"] {
-        let (mut ftl, mut sink) = filled_with_clock(&[("gc_copyback", copyback)]);
+    // With `ftl.gc_free = erased` and the clock at 0 no erase ever ends: every block GC frees is opened owing its
+    // erase (the fallback), and blocking pacing starts on the erased count.
+    let cases = [
+        ("false", "issued", "incremental"),
+        ("true", "issued", "incremental"),
+        ("false", "erased", "incremental"),
+        ("false", "erased", "blocking"),
+        ("true", "erased", "blocking"),
+    ];
+    for (copyback, gc_free, pacing) in cases {
+        let extra = [("gc_copyback", copyback), ("gc_free", gc_free), ("gc_pacing", pacing)];
+        let (mut ftl, mut sink) = filled_with_clock(&extra);
         let n = ftl.logical_sectors() as u32;
         let mut rng = crate::engine::rng_stream(5, "test");
         use rand::Rng as _;
@@ -286,9 +296,9 @@ fn no_page_is_programmed_before_its_blocks_erase_ends() {
         }
         ftl.flush(Time::ZERO, &mut sink);
         ftl.check_consistency().unwrap();
-        assert!(ftl.stats.blocks_erased - erased_before > 10, "copyback {copyback}: GC erased blocks");
-        assert!(sink.programs > 100, "copyback {copyback}");
-        assert_eq!(sink.early_programs, 0, "copyback {copyback}: programs started before their block's erase ended");
+        assert!(ftl.stats.blocks_erased - erased_before > 10, "{extra:?}: GC erased blocks");
+        assert!(sink.programs > 100, "{extra:?}");
+        assert_eq!(sink.early_programs, 0, "{extra:?}: programs started before their block's erase ended");
     }
 }
 
