@@ -42,6 +42,14 @@ def test_train_small_is_reproducible(tmp_path, capsys, candle_trainer):
     assert main(["cognitive", "train", "--out", str(tmp_path / "x"), "--bits", "65"]) == 2
 
 
+@pytest.mark.parametrize("where, msg", [("dir", "is a directory"), ("missing/m.safetensors", "does not exist")])
+def test_train_refuses_an_output_it_cannot_write_before_training(tmp_path, capsys, where, msg):
+    """Found by the audit: `--out DIR` failed only after the minutes of training, when the trainer wrote the model."""
+    (tmp_path / "dir").mkdir()
+    assert main(["cognitive", "train", "--out", str(tmp_path / where), "--epochs", "1", "--limit", "10"]) == 2
+    assert msg in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not DATA.exists(), reason="dataset-fashion-mnist not installed")
 @pytest.mark.parametrize("name", ["table3", "table5"])
 def test_experiments_quick(tmp_path, capsys, name):

@@ -57,5 +57,11 @@ def train(out: str | Path, *, bits: int = 48, epochs: int = 3, seed: int = 1, li
     """Trains and writes the model to ``out``; returns the trainer's JSON summary line."""
     if not 1 <= bits <= 64:
         raise InvalidArgument(f"bits: {bits}; 1 to 64 allowed")
+    # Checked before training, which takes minutes: the trainer found a bad path only when it wrote the model.
+    out = Path(out)
+    if out.is_dir():
+        raise InvalidArgument(f"out: {str(out)!r} is a directory; give the model file's path")
+    if not out.parent.is_dir():
+        raise InvalidArgument(f"out: the folder {str(out.parent)!r} does not exist")
     return run_trainer(trainer_command(), ["--out", str(out), "--bits", str(bits)], epochs=epochs, seed=seed,
                        limit=limit, batch=batch, lr=lr)
