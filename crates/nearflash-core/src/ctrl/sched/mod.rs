@@ -409,6 +409,16 @@ impl Scheduler {
         nand.stats.uncorrectable += u64::from(t.req.uncorrectable);
         let (die, kind, class) = (t.req.die, kind_index(t.req.kind), t.req.class.0 as usize);
         let dq = &mut self.dies[die as usize];
+        if !self.cfg.tsu && dq.with_work == [0; KINDS] && nand.die_idle(die) && nand.suspended(die).is_none() {
+            // An idle die with nothing queued: `pick` would take this transaction, its only one, charging its
+            // class's turn as `pick` does (the normal level's turns; the others decide by age, which changes nothing).
+            if self.classes.top(1 << class).0 == Level::Normal {
+                dq.turns.next(1 << class, &self.classes);
+            }
+            self.issue(die, id, u32::MAX, u64::MAX, now, nand, ledger, q);
+            self.maybe_suspend(die, now, nand, q);
+            return;
+        }
         dq.q[queue(class, kind)].push_back(&mut self.link, id);
         dq.with_work[kind] |= 1 << class;
         let ch = self.channel_of_die[die as usize];
@@ -516,6 +526,9 @@ impl Scheduler {
         // While an operation is suspended the die serves only what may suspend it, and only what waited when it
         // stopped: reads (programs too for a suspended erase with write-suspend-erase), not GC's.
         let suspended = nand.suspended(die);
+        if suspended.is_none() && self.dies[die as usize].with_work == [0; KINDS] {
+            return; // nothing to pick (`pick` would find no class with work)
+        }
         let (allowed, classes, before) = match suspended {
             None => (ALL_KINDS, u32::MAX, u64::MAX),
             Some(kind) => {
