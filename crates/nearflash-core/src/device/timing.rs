@@ -273,21 +273,21 @@ impl DeviceCore {
         let Some((now, e)) = self.events.pop() else { return false };
         match e {
             Ev::Sched(se) => {
-                let mut done = std::mem::take(&mut self.txn_done);
-                self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut done);
-                let last = done.len().wrapping_sub(1);
-                for (i, &(token, at)) in done.iter().enumerate() {
+                self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut self.txn_done);
+                // By index: what runs below adds nothing to `txn_done`.
+                let n = self.txn_done.len();
+                for i in 0..n {
+                    let (token, at) = self.txn_done[i];
                     match self.flow.take_step(token) {
                         Step::InFlash { release } if release > 0 => {
                             self.flow.resolve(token, at);
                             self.released(u64::from(release), now);
                         }
-                        then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i == last),
+                        then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i + 1 == n),
                         _ => self.flow.resolve(token, at),
                     }
                 }
-                done.clear();
-                self.txn_done = done;
+                self.txn_done.clear();
             }
             Ev::Admit(idx) => {
                 let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };

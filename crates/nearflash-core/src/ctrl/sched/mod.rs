@@ -389,13 +389,11 @@ impl Scheduler {
         match e {
             SchedEv::Arrive(id) => self.arrive(id, now, nand, ledger, q),
             SchedEv::Nand(ne) => {
-                let mut outs = std::mem::take(&mut self.outs);
-                outs.clear();
+                self.outs.clear();
                 let dies = &self.dies;
                 let mut grants = Grants { classes: &self.classes, channels: &mut self.channels };
-                nand.on_event(ne, now, res, ledger, &mut grants, |die| dies[die as usize].with_work[READ] != 0, q, &mut outs);
-                self.react(&outs, now, nand, res, ledger, q, done);
-                self.outs = outs;
+                nand.on_event(ne, now, res, ledger, &mut grants, |die| dies[die as usize].with_work[READ] != 0, q, &mut self.outs);
+                self.react(now, nand, res, ledger, q, done);
             }
         }
     }
@@ -433,9 +431,9 @@ impl Scheduler {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// Reacts to the array's outputs of the event just handled (`self.outs`, which nothing here adds to).
     fn react<Q: Schedule<NandEv>>(
         &mut self,
-        outs: &[NandOut],
         now: Time,
         nand: &mut NandArray,
         res: &mut Resources,
@@ -445,8 +443,8 @@ impl Scheduler {
     ) {
         self.freed.clear();
         let mut walked = u64::MAX;
-        for &o in outs {
-            match o {
+        for i in 0..self.outs.len() {
+            match self.outs[i] {
                 NandOut::Done { txn, at } => self.finish(txn, at, now, nand, res, ledger, q, done),
                 NandOut::DieIdle(die) if self.cfg.tsu => self.freed.push(die),
                 NandOut::DieIdle(die) => self.try_issue(die, now, nand, ledger, q),
