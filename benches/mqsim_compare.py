@@ -19,7 +19,8 @@ nearflash runs twice per workload: with the preset as it is, and "aligned": with
 (firmware path lengths, host driver stack, link latency, ECC decode time, cache read, DRAM staging) neutralised,
 the few constants MQSim hard-codes (GC free-block floor, ONFI command cycles) copied, and MQSim's policies chosen
 (its transaction scheduler, ``nand.channel_arbitration = mqsim_tsu``; its reads of a fresh device, which map a
-never-written page when it is first read, ``ftl.unmapped_read = allocate``), so that the remaining differences are
+never-written page when it is first read, ``ftl.unmapped_read = allocate``; its GC, served first and counting a block
+free once erased, ``controller.gc_priority = urgent``, ``ftl.gc_free = erased``), so that the remaining differences are
 differences of the timing models themselves.
 """
 
@@ -184,6 +185,19 @@ def alignment(p: dict[str, Any]) -> list[Setting]:
         ),
         Setting("ftl.gc_stop_free_blocks", gc, "MQSim has no separate stop threshold: it collects back to the start one"),
         Setting(
+            "controller.gc_priority",
+            "urgent",
+            "MQSim's non-preemptible GC (Preemptible_GC_Enabled false: GC_is_in_urgent_mode always true) has its TSU "
+            "serve a chip's GC transactions before its user transactions (TSU_OutOfOrder)",
+        ),
+        Setting(
+            "ftl.gc_free",
+            "erased",
+            "MQSim returns a victim to its plane's free pool when its erase has ended (Add_erased_block_to_pool in "
+            "GC_and_WL_Unit_Base::handle_transaction_serviced_signal_from_PHY); its GC threshold and write frontiers "
+            "see erased blocks only",
+        ),
+        Setting(
             "ftl.unmapped_read",
             "allocate",
             "MQSim's page-level FTL gives a never-written logical page a physical page at its plane's write frontier "
@@ -319,8 +333,8 @@ def mqsim_device(p: dict[str, Any], io_queue_depth: int, precondition: bool) -> 
                f"ftl.gc_policy = {p['ftl.gc_policy']} (MQSim's RGA set size is log2(blocks per plane); ftl.gc_rga_d = "
                f"{p['ftl.gc_rga_d']})"),
         Mapped("Use_Copyback_for_GC", bool(p["ftl.gc_copyback"])),
-        Mapped("Preemptible_GC_Enabled", False, "MQSim's GC first on its chip; nearflash keeps controller.gc_priority = "
-               "equal (see Scheduling below)"),
+        Mapped("Preemptible_GC_Enabled", False, "MQSim's GC first on its chip; aligned nearflash: controller.gc_priority "
+               "= urgent (the preset run keeps equal; see Scheduling below)"),
         Mapped("GC_Hard_Threshold", 0.005, "unused: preemptible GC off"),
         Mapped("Dynamic_Wearleveling_Enabled", False, "nearflash has no wear-levelling policy"),
         Mapped("Static_Wearleveling_Enabled", False, "as above"),
@@ -799,9 +813,10 @@ MODEL_DIFFERENCES = [
     "a never-written page maps it at its plane's write frontier, so a plane's reads find LSB and MSB pages in "
     "arrival order); the preset run reads a sequentially filled device.",
     "Scheduling: both queue transactions per die and issue them on die- and channel-idle events (aligned nearflash "
-    "follows MQSim's TSU order, nand.channel_arbitration = mqsim_tsu). Under GC they differ: MQSim's non-preemptive "
-    "TSU serves a chip's GC transactions before its user transactions; nearflash's GC is a class of equal weight "
-    "that takes turns with host I/O on each die (controller.gc_priority = equal).",
+    "follows MQSim's TSU order, nand.channel_arbitration = mqsim_tsu). Under GC: MQSim's non-preemptive TSU serves a "
+    "chip's GC transactions before its user transactions and counts a block free once its erase has ended, as "
+    "aligned nearflash does (controller.gc_priority = urgent, ftl.gc_free = erased); the preset run's GC is a class "
+    "of equal weight that takes turns with host I/O on each die and counts a victim free once its erase is issued.",
     "Command cycles: MQSim books its command/address cycles on the channel; nearflash charges them as latency on "
     "the die (read) or books them with the data (program).",
     "Write buffer: MQSim's data cache acknowledges a write once it is in DRAM but throttles write-back to one page per "

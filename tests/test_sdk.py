@@ -95,6 +95,27 @@ def test_unmapped_read_allocate_reads_zeroes_from_flash_and_keeps_written_data(s
         assert dev.report().nand["pages_read"] == 0 and "read_allocated_pages" not in dev.report().ftl
 
 
+def test_gc_free_erased_keeps_every_write_through_gc(tiny):
+    with pytest.raises(nearflash.ConfigError, match="ftl.gc_free .*expected issued or erased"):
+        Device(None, gc_free="erase")
+    # MQSim's GC rules: a block is free once its erase has ended, GC's transactions first. Three passes over the
+    # tiny device's LBAs (35% spare) make GC open blocks whose erase is still owed; every LBA reads back its last
+    # write.
+    with Device(None, gc_free="erased", gc_priority="urgent", **tiny) as dev:
+        lb, n = dev.lba_bytes, dev.lbas
+        rng = np.random.default_rng(3)
+        last = {}
+        for i in range(3 * n):
+            lba = int(rng.integers(0, n))
+            dev.write(lba, bytes([i % 251 + 1]) * lb)
+            last[lba] = i % 251 + 1
+        dev.flush()
+        r = dev.report()
+        assert r.ftl["gc_runs"] > 0 and r.ftl["blocks_erased"] > 0
+        for lba, v in last.items():
+            assert bytes(dev.read(lba, 1)) == bytes([v]) * lb, lba
+
+
 def test_async_queue_completes_in_virtual_time_order(small):
     with Device(None, materialise=False, **small) as dev:
         dev.precondition(1.0)

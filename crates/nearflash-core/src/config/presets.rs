@@ -92,22 +92,48 @@ mod tests {
         }
     }
 
-    #[test]
-    fn unmapped_read_values_are_checked() {
+    /// Each of `good` loads (as `get` reads it back), each of `bad` fails naming `key` and `expected`, and every
+    /// preset has `default`.
+    fn check_choice<T: PartialEq + std::fmt::Debug>(
+        key: &str,
+        get: fn(&DeviceConfig) -> T,
+        good: &[(&str, T)],
+        bad: &[&str],
+        expected: &str,
+        default: T,
+    ) {
         let with = |v: &str| {
             let mut tree = load_preset("cosmos-plus").unwrap();
-            tree.set("ftl.unmapped_read", v).unwrap();
-            DeviceConfig::from_tree(&tree).map(|c| c.unmapped_read()).map_err(|e| e.to_string())
+            tree.set(key, v).unwrap();
+            DeviceConfig::from_tree(&tree).map(|c| get(&c)).map_err(|e| e.to_string())
         };
-        assert_eq!(with("zeroes").unwrap(), crate::config::UnmappedRead::Zeroes);
-        assert_eq!(with("allocate").unwrap(), crate::config::UnmappedRead::Allocate);
-        for bad in ["map", "", "Allocate"] {
-            let e = with(bad).unwrap_err();
-            assert!(e.contains("ftl.unmapped_read") && e.contains("expected zeroes or allocate"), "{bad}: {e}");
+        for (v, want) in good {
+            assert_eq!(&with(v).unwrap(), want, "{key} = {v}");
+        }
+        for v in bad {
+            let e = with(v).unwrap_err();
+            assert!(e.contains(key) && e.contains(expected), "{key} = {v:?}: {e}");
         }
         for name in preset_names() {
             let cfg = DeviceConfig::from_tree(&load_preset(name).unwrap()).unwrap();
-            assert_eq!(cfg.unmapped_read(), crate::config::UnmappedRead::Zeroes, "{name}: the default reads zeroes");
+            assert_eq!(get(&cfg), default, "{name}: the default {key}");
         }
+    }
+
+    #[test]
+    fn gc_free_values_are_checked() {
+        use crate::config::GcFree;
+        let good = [("issued", GcFree::Issued), ("erased", GcFree::Erased)];
+        let bad = ["erase", "", "Erased", "none"];
+        check_choice("ftl.gc_free", DeviceConfig::gc_free, &good, &bad, "expected issued or erased", GcFree::Issued);
+    }
+
+    #[test]
+    fn unmapped_read_values_are_checked() {
+        use crate::config::UnmappedRead;
+        let good = [("zeroes", UnmappedRead::Zeroes), ("allocate", UnmappedRead::Allocate)];
+        let bad = ["map", "", "Allocate"];
+        let expected = "expected zeroes or allocate";
+        check_choice("ftl.unmapped_read", DeviceConfig::unmapped_read, &good, &bad, expected, UnmappedRead::Zeroes);
     }
 }

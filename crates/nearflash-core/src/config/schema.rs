@@ -114,6 +114,11 @@ pub struct FtlConfig {
     pub gc_rga_d: Count,
     /// incremental (a few victim pages moved per host page written) | blocking (whole victims at once).
     pub gc_pacing: Choice,
+    /// What GC's thresholds (`gc_start/stop/hard_free_blocks`) and a frontier opening a block count as free: issued
+    /// (a victim is free once its moves and erase are issued; the frontier takes the least-worn free block) |
+    /// erased (MQSim's: once its erase has ended; a frontier opens an erased block while its plane has one, else
+    /// waits for the erase GC issued first).
+    pub gc_free: Choice,
     /// GC moves pages whose every sector is current with the on-die copyback command (into an empty GC page)
     /// instead of through the controller; pages with stale sectors still pass the controller.
     pub gc_copyback: Flag,
@@ -306,6 +311,15 @@ pub enum GcPacing {
     Blocking,
 }
 
+/// What GC's thresholds and a frontier's open count as a free block (`ftl.gc_free`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcFree {
+    /// A victim's block is free once GC has issued its moves and erase.
+    Issued,
+    /// A block is free once its erase has ended (MQSim's block pool).
+    Erased,
+}
+
 /// What a read of a never-written sector does (`ftl.unmapped_read`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnmappedRead {
@@ -379,6 +393,14 @@ impl DeviceConfig {
             GcPacing::Blocking
         } else {
             GcPacing::Incremental
+        }
+    }
+
+    pub fn gc_free(&self) -> GcFree {
+        if self.ftl.gc_free.0 == "erased" {
+            GcFree::Erased
+        } else {
+            GcFree::Issued
         }
     }
 
@@ -555,6 +577,9 @@ impl DeviceConfig {
         }
         if !matches!(f.gc_pacing.0.as_str(), "incremental" | "blocking") {
             return bad(format!("ftl.gc_pacing {:?}: expected incremental or blocking", f.gc_pacing.0));
+        }
+        if !matches!(f.gc_free.0.as_str(), "issued" | "erased") {
+            return bad(format!("ftl.gc_free {:?}: expected issued or erased", f.gc_free.0));
         }
         if !matches!(f.unmapped_read.0.as_str(), "zeroes" | "allocate") {
             return bad(format!("ftl.unmapped_read {:?}: expected zeroes or allocate", f.unmapped_read.0));

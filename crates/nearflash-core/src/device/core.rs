@@ -239,6 +239,15 @@ impl FlashSink for FlashTiming<'_> {
             _ => self.flow.max_all(Time::ZERO, std::iter::once(floor).chain(times.iter().copied())),
         }
     }
+
+    /// Resolved before the command's floor (the present: the later of the host's clock and the loop's). Strictly
+    /// before: every driver has run the loop's events before the present when it submits (the bench and the SDK
+    /// run them up to and including the host's time, `Device::advance_to`; serve's pace none submits at the
+    /// loop's clock, where events of that very time may still wait), and an erase resolves at its event; a step
+    /// the loop resolved past the present (a blocking wait ran ahead) does not count either.
+    fn done(&self, at: At) -> bool {
+        self.flow.value(at).is_some_and(|t| t < self.floor)
+    }
 }
 
 /// The suspension rules of `nand.suspend` (None when off: no suspension code runs).

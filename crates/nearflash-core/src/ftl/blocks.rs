@@ -71,7 +71,30 @@ impl BlockTable {
 
     /// Takes the least-worn free block of `plane` and opens it.
     pub fn open_free(&mut self, plane: u32) -> Option<u32> {
-        let Reverse((_, id)) = self.free[plane as usize].pop()?;
+        self.open_free_erased(plane, |_| None)
+    }
+
+    /// Takes the least-worn free block of `plane` whose erase has ended (`owed(id)` is None) and opens it; if every
+    /// free block still owes its erase, the one whose erase was issued first (the least `owed(id)`, the order GC
+    /// issued them in), as a real FTL whose writes wait for the first free block.
+    pub fn open_free_erased(&mut self, plane: u32, owed: impl Fn(u32) -> Option<u64>) -> Option<u32> {
+        let pool = &mut self.free[plane as usize];
+        let mut skipped: Vec<Reverse<(u32, u32)>> = Vec::new();
+        let id = loop {
+            match pool.pop() {
+                Some(Reverse((w, id))) if owed(id).is_some() => skipped.push(Reverse((w, id))),
+                Some(Reverse((_, id))) => break Some(id),
+                None => break None,
+            }
+        };
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let first = skipped.iter().enumerate().min_by_key(|(_, Reverse((_, id)))| (owed(*id), *id))?.0;
+                skipped.swap_remove(first).0 .1
+            }
+        };
+        pool.extend(skipped);
         let b = &mut self.info[id as usize];
         debug_assert_eq!(b.state, BlockState::Free);
         b.state = BlockState::Open;
@@ -180,5 +203,17 @@ mod tests {
         let restored = BlockTable::from_bytes(&t.to_bytes(), 1, 4).unwrap();
         assert_eq!(restored.info, t.info);
         assert_eq!(restored.free_blocks(0), 1, "only block 3 is free");
+    }
+
+    #[test]
+    fn an_erased_block_is_opened_before_one_owing_its_erase() {
+        let mut t = BlockTable::new(1, 4);
+        // Blocks 0 and 1 owe their erases (issued second and first); 2 and 3 are erased.
+        let owed = |id: u32| [Some(2), Some(1), None, None][id as usize];
+        assert_eq!(t.open_free_erased(0, owed), Some(2), "the least-worn erased block");
+        assert_eq!(t.open_free_erased(0, owed), Some(3));
+        assert_eq!(t.open_free_erased(0, owed), Some(1), "none erased: the erase issued first");
+        assert_eq!(t.open_free_erased(0, owed), Some(0));
+        assert_eq!(t.open_free_erased(0, owed), None);
     }
 }

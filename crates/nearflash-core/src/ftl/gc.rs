@@ -24,7 +24,7 @@
 
 use super::oob::{Oob, INVALID_LPN, SPARE_BYTES};
 use super::{FlashSink, Ftl, Stream, Work};
-use crate::config::VictimPolicy;
+use crate::config::{GcFree, VictimPolicy};
 use crate::engine::At;
 use crate::error::Result;
 use rand::seq::SliceRandom as _;
@@ -63,10 +63,18 @@ impl Ftl {
     }
 
     /// Before a host frontier opens a block: collect if the pool is below what the pacing allows.
+    /// Incremental pacing's floor counts every free block (one whose erase is owed can be opened, its pages waiting
+    /// for the erase; collecting more would not end that erase sooner); blocking pacing's start threshold counts as
+    /// `ftl.gc_free` says, and collects only while the pool, owed erases included, is below the stop threshold.
     pub(super) fn collect_before_open(&mut self, plane: u32, ready: At, sink: &mut dyn FlashSink) -> Result<()> {
         let free = self.blocks.free_blocks(plane);
-        let (limit, target) = if self.incremental_gc { (FREE_FLOOR, self.gc_start) } else { (self.gc_start, self.gc_stop) };
-        if free < limit {
+        let (limit, target, counted) = if self.incremental_gc {
+            (FREE_FLOOR, self.gc_start, free)
+        } else {
+            (self.gc_start, self.gc_stop, self.free_counted(plane, sink))
+        };
+        // With `issued` (counted = free, start <= stop) the second condition follows from the first.
+        if counted < limit && free < target {
             self.stats.gc_stalls += 1;
             self.collect(plane, target, ready, sink)?;
         }
@@ -79,7 +87,7 @@ impl Ftl {
             return Ok(());
         }
         let p = plane as usize;
-        let free = self.blocks.free_blocks(plane);
+        let free = self.free_counted(plane, sink);
         let cursor = match self.gc_cursor[p].take() {
             Some(c) => c,
             None if free < self.gc_start || (self.gc_active[p] && free < self.gc_stop) => {
@@ -144,9 +152,12 @@ impl Ftl {
             let p = self.program(Stream::Gc, &[plane], sink);
             c.last = sink.max_all(c.last, &[p]);
         }
-        let erased = sink.erase_block(c.last, c.victim, Work::Gc { urgent: self.gc_urgent(plane) });
+        let erased = sink.erase_block(c.last, c.victim, Work::Gc { urgent: self.gc_urgent(plane, sink) });
         if erased != At::ZERO {
             self.erasing.insert(c.victim, erased);
+            if self.gc_free == GcFree::Erased {
+                self.owed[plane as usize].push(c.victim);
+            }
         }
         self.erase(c.victim)
     }
@@ -163,7 +174,7 @@ impl Ftl {
     ) -> Result<()> {
         let spp = self.spp as usize;
         let first = self.geo.block_first_ppn(victim);
-        let work = Work::Gc { urgent: self.gc_urgent(plane) };
+        let work = Work::Gc { urgent: self.gc_urgent(plane, sink) };
         // The mapping entries of the victim's sectors are scattered over the table: request them `AHEAD` pages in
         // advance, so that their cache misses overlap instead of following one another.
         const AHEAD: u32 = 8;
@@ -264,7 +275,7 @@ impl Ftl {
         let dst_ppn = dst_first / spp as u64;
         let erased = self.block_erased[Self::spare_index(Stream::Gc, plane)];
         let ready = if erased == At::ZERO { ready } else { sink.max_all(ready, &[erased]) };
-        let done = sink.copyback(ready, src_ppn, dst_ppn, Work::Gc { urgent: self.gc_urgent(plane) });
+        let done = sink.copyback(ready, src_ppn, dst_ppn, Work::Gc { urgent: self.gc_urgent(plane, sink) });
         for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
             let src = src_ppn * spp as u64 + slot as u64;
             let dst = dst_ppn * spp as u64 + slot as u64;

@@ -24,7 +24,7 @@ pub use physical::{PageData, PhysError};
 pub use precondition::FillPattern;
 pub use recovery::{RecoverOptions, RecoveryReport};
 
-use crate::config::{DeviceConfig, GcPacing, MappingMode};
+use crate::config::{DeviceConfig, GcFree, GcPacing, MappingMode};
 use crate::engine::{At, IntMap};
 use crate::error::{Result, SimError};
 use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
@@ -61,6 +61,10 @@ pub trait FlashSink {
     fn map_write(&mut self, ready: At, tpage: u64) -> At;
     /// The latest of `floor` and `times`.
     fn max_all(&mut self, floor: At, times: &[At]) -> At;
+    /// Whether `at` has passed by the present (the command being executed was submitted): known, and before it.
+    /// Only what every driver has run by then may count (the loop has run every event before the present; one
+    /// it has run past it must not change the answer), so that the FTL's decisions on it repeat exactly.
+    fn done(&self, at: At) -> bool;
 }
 
 /// A sink that takes no time (preconditioning, recovery): every time it is given must be known.
@@ -89,6 +93,10 @@ impl FlashSink for Untimed {
     fn max_all(&mut self, floor: At, times: &[At]) -> At {
         let known = |a: At| a.known().expect("the untimed sink is given known times only");
         At::at(times.iter().fold(known(floor), |m, &t| m.max(known(t))))
+    }
+    /// Nothing takes time: every operation is done.
+    fn done(&self, _: At) -> bool {
+        true
     }
 }
 
@@ -232,6 +240,11 @@ pub struct Ftl {
     /// Erases still owed on free blocks (the GC's erase of a victim waits for its moved data to be programmed),
     /// taken by the frontier that opens the block.
     erasing: IntMap<u32, At>,
+    /// What GC's thresholds and a frontier's open count as a free block (`ftl.gc_free`).
+    gc_free: GcFree,
+    /// With `ftl.gc_free = erased`, per plane: the free blocks whose erase GC has issued, in the order it issued
+    /// them, until a frontier opens the block or its erase is found done (empty with `issued`).
+    owed: Vec<Vec<u32>>,
     /// GC becomes urgent below this many free blocks in its plane (`ftl.gc_hard_free_blocks`).
     gc_hard: u32,
     /// Buffers of `program` and GC, kept between calls so that a write allocates nothing.
@@ -332,6 +345,8 @@ impl Ftl {
             page_floor: vec![At::ZERO; 2 * geo.planes() as usize],
             block_erased: vec![At::ZERO; 2 * geo.planes() as usize],
             erasing: IntMap::default(),
+            gc_free: cfg.gc_free(),
+            owed: vec![Vec::new(); geo.planes() as usize],
             gc_hard: cfg.ftl.gc_hard_free_blocks.0 as u32,
             scratch: Scratch::default(),
             stats: FtlStats::default(),
@@ -553,7 +568,11 @@ impl Ftl {
         if s == Stream::Host {
             self.collect_before_open(plane, ready, sink)?;
         }
-        let id = self.blocks.open_free(plane).ok_or_else(|| {
+        let id = match self.gc_free {
+            GcFree::Issued => self.blocks.open_free(plane),
+            GcFree::Erased => self.open_erased(plane, sink),
+        };
+        let id = id.ok_or_else(|| {
             SimError::Fault(format!(
                 "plane {plane} has no free block left: GC cannot keep up (over-provisioning exhausted)"
             ))
@@ -630,7 +649,7 @@ impl Ftl {
         }
         let work = match s {
             Stream::Host => Work::Host,
-            Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0]) },
+            Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0], sink) },
         };
         // The mapping entries about to be updated are scattered over the table: start loading them all at once,
         // so their cache misses overlap instead of following one another.
@@ -711,9 +730,38 @@ impl Ftl {
         done
     }
 
-    /// Whether GC in `plane` is urgent (its free pool below `ftl.gc_hard_free_blocks`).
-    fn gc_urgent(&self, plane: u32) -> bool {
-        self.blocks.free_blocks(plane) < self.gc_hard
+    /// `ftl.gc_free = erased`: opens the least-worn free block of `plane` whose erase has ended (a block whose erase
+    /// GC has issued but the flash has not done holds up every page written into it, and that erase waits for the
+    /// victim's moves); if every free block still owes its erase, the one GC issued first, whose pages wait for it
+    /// (MQSim: a plane's writes wait until an erase returns a block to its pool).
+    fn open_erased(&mut self, plane: u32, sink: &dyn FlashSink) -> Option<u32> {
+        let (erasing, owed) = (&self.erasing, &mut self.owed[plane as usize]);
+        owed.retain(|id| erasing.get(id).is_some_and(|&at| !sink.done(at)));
+        let order = |id: u32| owed.iter().position(|&o| o == id).map(|i| i as u64);
+        let id = self.blocks.open_free_erased(plane, order)?;
+        if let Some(i) = owed.iter().position(|&o| o == id) {
+            owed.remove(i);
+        }
+        Some(id)
+    }
+
+    /// The free blocks of `plane` as GC's thresholds count them (`ftl.gc_free`): every free block (`issued`), or
+    /// those whose erase has ended (`erased`).
+    fn free_counted(&self, plane: u32, sink: &dyn FlashSink) -> u32 {
+        let free = self.blocks.free_blocks(plane);
+        match self.gc_free {
+            GcFree::Issued => free,
+            GcFree::Erased => {
+                let owed = self.owed[plane as usize].iter();
+                let owed = owed.filter(|id| self.erasing.get(id).is_some_and(|&at| !sink.done(at))).count();
+                free.saturating_sub(owed as u32)
+            }
+        }
+    }
+
+    /// Whether GC in `plane` is urgent (its free pool, as `ftl.gc_free` counts it, below `ftl.gc_hard_free_blocks`).
+    fn gc_urgent(&self, plane: u32, sink: &dyn FlashSink) -> bool {
+        self.free_counted(plane, sink) < self.gc_hard
     }
 
     /// Moves a frontier past its current page (now recorded in its block), closing the block after its last page.

@@ -213,6 +213,8 @@ struct ClockSink {
     erased: std::collections::HashMap<u64, Time>,
     early_programs: usize,
     programs: usize,
+    /// The present: what ended before it is done.
+    now: Time,
 }
 
 impl ClockSink {
@@ -253,6 +255,18 @@ impl FlashSink for ClockSink {
     fn max_all(&mut self, floor: At, times: &[At]) -> At {
         Untimed.max_all(floor, times)
     }
+    fn done(&self, at: At) -> bool {
+        at.known().expect("known times only") < self.now
+    }
+}
+
+/// The small FTL filled to 90% (random, then one capacity of overwrites: GC steady state) and a clock sink at 0.
+fn filled_with_clock(extra: &[(&str, &str)]) -> (Ftl, ClockSink) {
+    let cfg = small_config(extra);
+    let mut ftl = memory_ftl(&cfg);
+    ftl.precondition(0.9, FillPattern::Random, 1.0, 9).unwrap();
+    let pages_per_block = u64::from(cfg.nand.pages_per_block.0);
+    (ftl, ClockSink { pages_per_block, erased: Default::default(), early_programs: 0, programs: 0, now: Time::ZERO })
 }
 
 /// No page of a block is programmed before the block's erase has ended, for host and GC pages alike. GC erases a
@@ -261,17 +275,19 @@ impl FlashSink for ClockSink {
 /// the FTL had issued but the flash had not done piled up: ~42,000 more per virtual second on cosmos-plus).
 #[test]
 fn no_page_is_programmed_before_its_blocks_erase_ends() {
-    for copyback in ["false", "true"] {
-        let cfg = small_config(&[("gc_copyback", copyback)]);
-        let mut ftl = memory_ftl(&cfg);
-        ftl.precondition(0.9, FillPattern::Random, 1.0, 9).unwrap();
+    // With `ftl.gc_free = erased` and the clock at 0 no erase ever ends: every block GC frees is opened owing its
+    // erase (the fallback), and blocking pacing starts on the erased count.
+    let cases = [
+        ("false", "issued", "incremental"),
+        ("true", "issued", "incremental"),
+        ("false", "erased", "incremental"),
+        ("false", "erased", "blocking"),
+        ("true", "erased", "blocking"),
+    ];
+    for (copyback, gc_free, pacing) in cases {
+        let extra = [("gc_copyback", copyback), ("gc_free", gc_free), ("gc_pacing", pacing)];
+        let (mut ftl, mut sink) = filled_with_clock(&extra);
         let n = ftl.logical_sectors() as u32;
-        let mut sink = ClockSink {
-            pages_per_block: u64::from(cfg.nand.pages_per_block.0),
-            erased: Default::default(),
-            early_programs: 0,
-            programs: 0,
-        };
         let mut rng = crate::engine::rng_stream(5, "test");
         use rand::Rng as _;
         let erased_before = ftl.stats.blocks_erased;
@@ -280,9 +296,93 @@ fn no_page_is_programmed_before_its_blocks_erase_ends() {
         }
         ftl.flush(Time::ZERO, &mut sink);
         ftl.check_consistency().unwrap();
-        assert!(ftl.stats.blocks_erased - erased_before > 10, "copyback {copyback}: GC erased blocks");
-        assert!(sink.programs > 100, "copyback {copyback}");
-        assert_eq!(sink.early_programs, 0, "copyback {copyback}: programs started before their block's erase ended");
+        assert!(ftl.stats.blocks_erased - erased_before > 10, "{extra:?}: GC erased blocks");
+        assert!(sink.programs > 100, "{extra:?}");
+        assert_eq!(sink.early_programs, 0, "{extra:?}: programs started before their block's erase ended");
+    }
+}
+
+/// With `ftl.gc_free = erased` a frontier opens a block whose erase has ended while its plane has one: a block GC has
+/// freed but whose erase the flash has not done (it waits for the victim's moves) is taken only when every free block
+/// of the plane is such a block (then the one whose erase was issued first). With `issued` (the presets' default,
+/// unchanged) the least-worn block is opened whatever its erase, and its pages wait for GC's moves and erase while
+/// erased blocks sit in the pool. Writes arrive every 10 us, so some erases have ended by a write's arrival and some
+/// have not.
+#[test]
+fn a_frontier_opens_an_erased_block_while_its_plane_has_one() {
+    for (copyback, gc_free) in [("false", "issued"), ("false", "erased"), ("true", "issued"), ("true", "erased")] {
+        let (mut ftl, mut sink) = filled_with_clock(&[("gc_copyback", copyback), ("gc_free", gc_free)]);
+        let n = ftl.logical_sectors() as u32;
+        let mut rng = crate::engine::rng_stream(5, "test");
+        use rand::Rng as _;
+        // Blocks opened while the pool held some whose erase had not ended: an erased one taken (as it should be),
+        // one still owing its erase taken while an erased one was free (the defect), or taken for want of any.
+        let (mut erased_taken, mut owed_taken_over_erased, mut owed_taken_alone) = (0, 0, 0);
+        for i in 0..(n as u64 * 3) {
+            sink.now = Time::from_ns(i * 10_000);
+            let lpn = rng.gen_range(0..n * 9 / 10);
+            let plane = ftl.plane_of(lpn);
+            let before = ftl.host[plane as usize].block;
+            let owed = |sink: &ClockSink, id: u32| sink.erased.get(&u64::from(id)).is_some_and(|&e| e >= sink.now);
+            let pool: Vec<u32> = (0..ftl.blocks.info.len() as u32)
+                .filter(|&id| ftl.geo.plane_of_block(id) == plane && ftl.blocks.info[id as usize].state == BlockState::Free)
+                .collect();
+            ftl.write(lpn, None, sink.now, &mut sink).unwrap();
+            let opened = ftl.host[plane as usize].block;
+            if opened == before || opened == NO_BLOCK || !pool.iter().any(|&id| owed(&sink, id)) {
+                continue;
+            }
+            match (owed(&sink, opened), pool.iter().any(|&id| id != opened && !owed(&sink, id))) {
+                (false, _) => erased_taken += 1,
+                (true, true) => owed_taken_over_erased += 1,
+                (true, false) => owed_taken_alone += 1,
+            }
+        }
+        ftl.flush(sink.now, &mut sink);
+        ftl.check_consistency().unwrap();
+        let case = format!("copyback {copyback}, gc_free {gc_free}");
+        eprintln!("{case}: erased {erased_taken}, owed over erased {owed_taken_over_erased}, owed alone {owed_taken_alone}");
+        assert!(erased_taken > 10, "{case}: the pool held blocks owing their erase when frontiers opened");
+        if gc_free == "erased" {
+            assert_eq!(owed_taken_over_erased, 0, "{case}: blocks owing their erase opened while erased ones were free");
+        } else {
+            assert!(owed_taken_over_erased > 10, "{case}: the least-worn block is opened whatever its erase");
+        }
+        assert_eq!(sink.early_programs, 0, "{case}: programs started before their block's erase ended");
+    }
+}
+
+/// `ftl.gc_free` decides what GC's thresholds count as free. Here no erase ever ends (the clock stays at 0). With
+/// `issued` a block GC frees counts at once: incremental GC picks a victim only while fewer than
+/// `gc_stop_free_blocks` (4) blocks are free and one victim frees one block, so the pool never holds more than 4.
+/// With `erased` the blocks GC frees owe their erase for ever and count for nothing: once the pool's erased blocks
+/// are opened GC stays below its start threshold (3) and keeps collecting (one page more per host page, as below
+/// the start threshold), so the pool, owed blocks included, grows past 4 (here to 6 on some plane).
+#[test]
+fn gc_thresholds_count_erased_blocks_with_gc_free_erased() {
+    for gc_free in ["issued", "erased"] {
+        let (mut ftl, mut sink) = filled_with_clock(&[("gc_free", gc_free)]);
+        let n = ftl.logical_sectors() as u32;
+        let planes = ftl.geo.planes();
+        let mut rng = crate::engine::rng_stream(5, "test");
+        use rand::Rng as _;
+        let max_free = |ftl: &Ftl| (0..planes).map(|p| ftl.blocks.free_blocks(p)).max().unwrap();
+        let start = max_free(&ftl);
+        let mut most = 0;
+        for _ in 0..(n as usize * 2) {
+            ftl.write(rng.gen_range(0..n * 9 / 10), None, Time::ZERO, &mut sink).unwrap();
+            most = most.max(max_free(&ftl));
+        }
+        ftl.flush(Time::ZERO, &mut sink);
+        ftl.check_consistency().unwrap();
+        eprintln!("gc_free {gc_free}: free blocks per plane at most {most} (after the fill {start})");
+        assert!(start <= 4, "gc_free {gc_free}: the fill leaves {start}");
+        if gc_free == "issued" {
+            assert!(most <= 4, "gc_free {gc_free}: GC stops at gc_stop_free_blocks, {most} free");
+        } else {
+            assert!(most > 4, "gc_free {gc_free}: GC keeps collecting while its blocks owe their erase, {most} free");
+        }
+        assert_eq!(sink.early_programs, 0, "gc_free {gc_free}");
     }
 }
 
