@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nearflash.cli import main, parse_size
+from nearflash.cli import main, parse_offset, parse_size
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -18,6 +18,29 @@ def run(*args: str) -> subprocess.CompletedProcess:
 def test_parse_size():
     assert parse_size("4k") == 4096 and parse_size("128K") == 131072 and parse_size("16g") == 16 << 30
     assert parse_size("1MiB") == 1 << 20 and parse_size("512") == 512 and parse_size("4KB") == 4096
+    assert parse_size("1.5k") == 1536 and parse_size("1e3") == 1000 and parse_size(str(2**64 - 1)) == 2**64 - 1
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("inf", "not a size"), ("-inf", "not a size"), ("nan", "not a size"), ("snan", "not a size"),
+    ("1e400", "below 2^64"), (str(2**64), "below 2^64"), ("16777216t", "below 2^64"),
+    ("0.3k", "307.2 bytes"), ("1.7", "whole number of bytes"), ("0", "positive"), ("-4k", "positive"),
+])
+def test_parse_size_refuses_what_is_no_byte_count(text, msg):
+    """Found by the audit: 'inf' and '1e400' raised OverflowError out of argparse (a traceback), and fractions of a
+    byte were cut silently ('1.7' -> 1 byte, '0.3k' -> 307)."""
+    import argparse
+    import re
+
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(msg)):
+        parse_size(text)
+
+
+def test_an_offset_may_be_zero():
+    """Found by the audit: `nearflash replay --offset 0` was refused ("size must be positive"), 0 being the default."""
+    assert parse_offset("0") == 0 and parse_offset("0k") == 0 and parse_offset("4k") == 4096
+    p = run("bench", "--bs", "inf", "--ios", "10")
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "argument --bs: not a size" in p.stderr
 
 
 def test_presets_show(capsys):
@@ -57,6 +80,9 @@ def test_bench_span_as_share_of_capacity_reaches_gc_steady_state():
     (["bench", "--bs", "1000", "--ios", "10"], "not a multiple"),
     (["bench", "--size", "120%"], "share of the capacity"),
     (["bench", "--size", "x%"], "not a percentage"),
+    (["bench", "--size", "4", "--ios", "10"], "holds no 4096 B block"),
+    # found by the audit: --rwmixread was silently ignored unless --rw randrw
+    (["bench", "--rw", "randread", "--rwmixread", "0.9", "--ios", "10"], "--rwmixread applies to --rw randrw"),
 ])
 def test_errors_are_messages_not_tracebacks(args, msg):
     p = run(*args)

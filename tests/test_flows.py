@@ -129,6 +129,7 @@ def test_priorities_are_validated_and_carried_to_the_flows_queues():
     ([writer(ios=0)], "ios must be an integer >= 1"),
     ([writer(iodepth=True)], "iodepth must be an integer >= 1"),
     ([writer(rwmixread=2)], "rwmixread must be a number in"),
+    ([writer(rwmixread=0.3)], "rwmixread applies to rw = 'randrw'"),  # found by the audit: ignored before
     ([{"name": "w", "rw": "randwrite", "rate": -5}], "rate must be a positive number"),
     ([writer(start="1000")], "not a multiple of the 4096 B LBA"),
     ([writer(start="2g")], "past the device's"),
@@ -177,6 +178,8 @@ def test_seventeen_flows_need_seventeen_queues():
     ("name = ''\n[[flow]]\nname='a'\nrw='read'\n", "name must be a non-empty string"),
     ("[device]\nseed = -1\n[[flow]]\nname='a'\nrw='read'\n", "seed must be an integer >= 0"),
     ("[device]\nfill_size = '200%'\n[[flow]]\nname='a'\nrw='read'\n", "share of the capacity"),
+    # found by the audit: 0 bytes was taken as no fill at all (the CLI's --fill-size 0 is refused)
+    ("[device]\nfill_size = 0\n[[flow]]\nname='a'\nrw='read'\n", "fill_size must be positive"),
     ("flow = 3\n", r"needs \[\[flow\]\] tables"),
     ("", r"needs \[\[flow\]\] tables"),
     ("[[flow]\n", "not valid TOML"),
@@ -196,3 +199,11 @@ def test_scenario_trace_paths_are_relative_to_the_file(tmp_path):
     assert not math.isnan(r["flows"][0]["all"]["device_response_time"]["mean_us"])
     with pytest.raises(InvalidArgument, match="alone runs start each flow on a fresh device"):
         run_flows(sc.flows, DeviceSetup(path=str(tmp_path / "img")), alone=True)
+
+
+def test_a_scenario_seed_takes_the_range_of_the_api_and_cli(tmp_path):
+    """Found by the audit: `[device] seed = 5000000000` was refused ("at most 4294967295") while DeviceSetup(seed=...)
+    and `nearflash flows --seed` take any seed below 2^64."""
+    p = tmp_path / "s.toml"
+    p.write_text(f"[device]\nseed = {2**63 - 1}\n[[flow]]\nname='a'\nrw='read'\n")
+    assert load_scenario(p).device.seed == 2**63 - 1

@@ -239,6 +239,9 @@ def test_wrong_types_and_ranges_name_the_argument(tmp_path):
     ({"time_scale": 0}, "time_scale must be a positive number"),
     ({"time_scale": float("nan")}, "time_scale must be a positive number"),
     ({"mode": "closed", "iodepth": 0}, "iodepth must be an integer >= 1"),
+    # found by the audit: the option of the other mode was silently ignored
+    ({"mode": "closed", "time_scale": 0.5}, "time_scale and rate apply to open-loop flows"),
+    ({"iodepth": 8}, "iodepth applies to closed-loop flows"),
     ({"offset": -4096}, "offset must be a number of bytes"),
     ({"offset": "lots"}, "not a size"),
     ({"wrap": "yes"}, "wrap must be true or false"),
@@ -276,7 +279,9 @@ def test_replay_cli_prints_bench_like_figures_and_writes_latencies(tmp_path, cap
     for bad, msg in [(["--mode", "open", "--iodepth", "0"], "must be at least 1"),
                      (["--time-scale", "-1"], "time_scale must be a positive number"),
                      (["--format", "xml"], "invalid choice"),
-                     (["--mode", "closed", "--time-scale", "2"], "--time-scale applies to --mode open")]:
+                     (["--mode", "closed", "--time-scale", "2"], "time_scale and rate apply to open-loop flows"),
+                     # found by the audit: --iodepth without --mode closed was silently ignored
+                     (["--iodepth", "4"], "iodepth applies to closed-loop flows")]:
         rc, out, err = cli(capsys, "replay", *args, *bad)
         assert rc == 2 and msg in err and "Traceback" not in err, (bad, err)
 
@@ -321,3 +326,40 @@ def test_trace_info_and_convert_cli(tmp_path, capsys):
 def test_python_api_is_exported():
     assert nearflash.replay is replay
     assert callable(nearflash.run_flows) and callable(nearflash.read_trace) and callable(nearflash.convert_trace)
+
+
+def test_a_failed_replay_leaves_the_latencies_file_as_it_was(tmp_path):
+    """Found by the audit: a replay that stopped at a bad line truncated an existing --latencies file to its header
+    (or left the rows of the requests before the bad line): the file is now written under a temporary name and put
+    in place only when the run succeeds."""
+    lat = tmp_path / "lat.csv"
+    lat.write_text("an earlier run's results\n")
+    bad = tmp_path / "past.trace"
+    bad.write_text("0 0 0 8 1\n5 0 8 8 0\n7 0 999999999999 8 1\n")  # line 3 ends past the device
+    for fill in ("none", "sequential"):
+        with pytest.raises(InvalidArgument, match="past.trace:3"):
+            replay(bad, small(fill=fill), latencies=lat)
+        assert lat.read_text() == "an earlier run's results\n", fill
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lat.csv", "past.trace"], "no temporary file is left"
+    good = tmp_path / "good.trace"
+    good.write_text("0 0 0 8 1\n5 0 8 8 0\n")
+    replay(good, small(), latencies=lat)
+    assert len(lat.read_text().splitlines()) == 3 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "good.trace", "lat.csv", "past.trace"]
+
+
+def test_a_refused_replay_leaves_the_image_as_it_was(tmp_path):
+    """Found by the audit: a replay on an image whose trace held a request past the device on line 3 wrote lines 1
+    and 2 into the image before it stopped; every request is now checked before the run."""
+    from nearflash import Device
+
+    img = tmp_path / "img"
+    with Device(img, overrides=SMALL, materialise=True) as dev:
+        dev.write(0, bytes([0x5A]) * 8192)
+        end = dev.capacity_bytes
+    trace = tmp_path / "t.trace"
+    trace.write_text(f"0 0 0 16 0\n5 0 16 8 0\n7 0 {end // 512} 8 1\n")  # writes over LBAs 0-2, then past the end
+    with pytest.raises(InvalidArgument, match="t.trace:3"):
+        replay(trace, DeviceSetup(path=str(img), fill="none", data=True))
+    with Device(img, materialise=True) as dev:
+        assert bytes(dev.read(0, 2)) == bytes([0x5A]) * 8192 and dev.report().ftl["host_sectors_written"] == 0

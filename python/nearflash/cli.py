@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from decimal import Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -17,8 +18,9 @@ from nearflash.errors import NearflashError
 SIZE_SUFFIX = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_size(text: str) -> int:
-    """'4k', '128K', '16g', '1MiB', '4096' -> bytes (binary multiples, as fio)."""
+def parse_size(text: str, minimum: int = 1) -> int:
+    """'4k', '128K', '16g', '1MiB', '4096', '1.5k' -> bytes (binary multiples, as fio): a whole number of bytes,
+    at least `minimum` (1; 0 for offsets) and below 2^64."""
     t = text.strip().lower()
     for unit in ("ib", "b"):
         if t.endswith(unit) and len(t) > len(unit) and not t[: -len(unit)].isdigit():
@@ -29,12 +31,29 @@ def parse_size(text: str) -> int:
     num = t.rstrip("kmgt")
     suffix = t[len(num):]
     try:
-        value = int(float(num) * SIZE_SUFFIX[suffix])
-    except (ValueError, KeyError):
+        # Exact decimal arithmetic: '0.3k' is 307.2 bytes (refused below), not 307, and 'inf' or '1e400' is not
+        # a float overflow.
+        with localcontext() as ctx:
+            ctx.prec = max(64, len(num) + 16)
+            exact = Decimal(num) * SIZE_SUFFIX[suffix]
+    except (InvalidOperation, KeyError):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4k, 128K, 16g)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"size must be positive: {text!r}")
+    if not exact.is_finite():
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4k, 128K, 16g)")
+    if exact != exact.to_integral_value():
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r} is {exact} bytes")
+    value = int(exact)
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"size must be positive: {text!r}" if minimum == 1
+                                         else f"size must be at least {minimum}: {text!r}")
+    if value >= 1 << 64:
+        raise argparse.ArgumentTypeError(f"size {text!r} is not below 2^64 bytes")
     return value
+
+
+def parse_offset(text: str) -> int:
+    """A byte offset: a size as `parse_size` reads it, 0 included."""
+    return parse_size(text, minimum=0)
 
 
 def parse_span(text: str) -> Union[int, float]:
@@ -257,9 +276,12 @@ def cmd_serve(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     from nearflash.workload import BenchJob, run_bench
 
+    if a.rwmixread is not None and a.rw != "randrw":
+        raise NearflashError(f"--rwmixread applies to --rw randrw, not {a.rw}")
     dev = _open(a, materialise=a.data)
     with dev:
-        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, a.rwmixread, a.seed)
+        mix = 0.5 if a.rwmixread is None else a.rwmixread
+        job = BenchJob(a.rw, a.bs, a.iodepth, a.numjobs, a.ios, a.size, a.fill, a.data, mix, a.seed)
         r = run_bench(dev, job, a.json)
         a.iodepth, span_bytes, fill = r["iodepth"], r["span_bytes"], r["fill"]
         rep = r["report"]
@@ -343,10 +365,8 @@ def _setup(a: argparse.Namespace) -> "Any":
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from nearflash.flows import replay
+    from nearflash.flows import DEFAULT_IODEPTH, replay
 
-    if a.mode == "closed" and a.time_scale != 1.0:
-        raise argparse.ArgumentTypeError("--time-scale applies to --mode open")
     r = replay(a.trace, _setup(a), mode=a.mode, time_scale=a.time_scale, iodepth=a.iodepth, offset=a.offset,
                wrap=a.wrap, queue_depth=a.queue_depth, options=_trace_options(a), latencies=a.latencies,
                json_output=a.json)
@@ -355,7 +375,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
         out["report"] = r["report"].data
         print(json.dumps(out, indent=2))
         return 0
-    how = f"open loop, times x {a.time_scale:g}" if a.mode == "open" else f"closed loop, iodepth {a.iodepth}"
+    how = (f"open loop, times x {1.0 if a.time_scale is None else a.time_scale:g}" if a.mode == "open"
+           else f"closed loop, iodepth {a.iodepth or DEFAULT_IODEPTH}")
     print(f"nearflash replay: {a.trace} ({_trace_line(r['trace'])}); {how}")
     for note in _trace_notes(r["trace"]):
         print(f"  {note}")
@@ -571,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--size", type=parse_span, default=parse_size("16g"),
                     help="LBA span used: bytes (default 16g) or a share of the capacity (e.g. 90%%: with --fill random, "
                          "random writes run in GC steady state)")
-    sp.add_argument("--rwmixread", type=fraction, default=0.5, help="share of reads in randrw, in [0, 1]")
+    sp.add_argument("--rwmixread", type=fraction, help="share of reads in randrw, in [0, 1] (default 0.5)")
     sp.add_argument("--fill", choices=["none", "sequential", "random"],
                     help="precondition the span first (default: sequential for reads, none for writes)")
     sp.add_argument("--data", action="store_true", help="move real data (default: timing-only)")
@@ -609,12 +630,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace_read_args(sp)
     sp.add_argument("--mode", choices=["open", "closed"], default="open",
                     help="open: arrival times kept (default); closed: --iodepth requests in flight, times ignored")
-    sp.add_argument("--time-scale", type=float, default=1.0, metavar="F",
-                    help="open loop: arrival times multiplied by F (0.5 = twice as fast)")
-    sp.add_argument("--iodepth", type=positive_int, default=32, help="closed loop: requests in flight (default 32)")
+    sp.add_argument("--time-scale", type=float, metavar="F",
+                    help="open loop: arrival times multiplied by F (default 1; 0.5 = twice as fast)")
+    sp.add_argument("--iodepth", type=positive_int, help="closed loop: requests in flight (default 32)")
     sp.add_argument("--queue-depth", type=positive_int, help="commands the submission queue holds (default: the "
                     "device's maximum); an open-loop request that finds it full waits")
-    sp.add_argument("--offset", type=parse_size, default=0, help="bytes added to every request's offset")
+    sp.add_argument("--offset", type=parse_offset, default=0, help="bytes added to every request's offset")
     sp.add_argument("--wrap", action="store_true",
                     help="fold requests past the device's end into it (without it they are an error)")
     sp.add_argument("--repeat", type=positive_int, default=1, help="replay the trace N times back to back")

@@ -82,8 +82,9 @@ class DeviceSetup:
             as_path("path", self.path)
         if self.fill not in FILLS:
             raise InvalidArgument(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
-        if self.fill_size is not None:
-            _share_or_bytes("fill_size", self.fill_size)
+        if self.fill_size is not None and _share_or_bytes("fill_size", self.fill_size) == 0:
+            # As `--fill-size 0` is refused: a fill of nothing is fill = "none", said so.
+            raise InvalidArgument("fill_size must be positive (fill = 'none' fills nothing), got 0")
         if not isinstance(self.data, bool):
             raise InvalidArgument(f"data must be true or false, got {self.data!r}")
         if not isinstance(self.overrides, dict):
@@ -137,7 +138,7 @@ def _bytes(name: str, v: Any) -> int:
 
     if isinstance(v, str):
         try:
-            return parse_size(v)
+            return parse_size(v, minimum=0)
         except argparse.ArgumentTypeError as e:
             raise InvalidArgument(f"{name}: {e}") from None
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= U64_MAX:
@@ -241,6 +242,8 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
         mix = flow.get("rwmixread", 0.5)
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix <= 1:
             raise InvalidArgument(f"{where}: rwmixread must be a number in [0, 1], got {mix!r}")
+        if "rwmixread" in flow and rw != "randrw":
+            raise InvalidArgument(f"{where}: rwmixread applies to rw = 'randrw', not {rw!r}")
         synthetic = {
             "rw": rw, "bs": bs, "ios": _int(f"{where}: ios", flow.get("ios", 10_000), high=U64_MAX), "span": span,
             "seed": _int(f"{where}: seed", flow.get("seed", 1), 0, U64_MAX), "rwmixread": float(mix),
@@ -381,7 +384,7 @@ def parse_scenario(data: dict[str, Any], base_dir: Path) -> Scenario:
     if bad:
         raise InvalidArgument(f"[device]: unknown key(s) {', '.join(sorted(bad))}; it has {', '.join(sorted(DEVICE_KEYS))}")
     if "seed" in dev:
-        _int("[device] seed", dev["seed"], 0)
+        _int("[device] seed", dev["seed"], 0, U64_MAX)
     if "preset" in dev and not isinstance(dev["preset"], str):
         raise InvalidArgument(f"[device] preset must be a name or a .toml file, got {dev['preset']!r}")
     setup = DeviceSetup(**dev)
@@ -403,15 +406,20 @@ def load_scenario(path: Union[str, os.PathLike]) -> Scenario:
 
 
 def replay(trace: Union[str, os.PathLike], device: Optional[DeviceSetup] = None, *, mode: str = "open",
-           time_scale: float = 1.0, iodepth: int = DEFAULT_IODEPTH, offset: Union[int, str] = 0, wrap: bool = False,
+           time_scale: Optional[float] = None, iodepth: Optional[int] = None, offset: Union[int, str] = 0,
+           wrap: bool = False,
            queue_depth: Optional[int] = None, options: Optional[TraceOptions] = None,
            latencies: Optional[Union[str, os.PathLike]] = None, json_output: bool = True) -> dict[str, Any]:
     """Replays a trace on a device prepared as `device` says: open loop (arrival times x `time_scale`) or closed
-    loop (`iodepth` requests in flight). Returns bench's result (``report``, ``requests``, ``wall_s``,
+    loop (`iodepth` requests in flight, default 32). `time_scale` (default 1) with a closed loop, or `iodepth`
+    with an open one, is refused, not ignored. Returns bench's result (``report``, ``requests``, ``wall_s``,
     ``sim_requests_per_s``) with the flow's figures (``flow``) and what the trace held (``trace``)."""
     opts = as_options(options)
     flow: dict[str, Any] = {"name": "replay", "trace": trace, "mode": mode, "offset": offset, "wrap": wrap}
-    flow.update({"time_scale": time_scale} if mode == "open" else {"iodepth": iodepth})
+    if time_scale is not None:
+        flow["time_scale"] = time_scale
+    if iodepth is not None:
+        flow["iodepth"] = iodepth
     if queue_depth is not None:
         flow["queue_depth"] = queue_depth
     for k, v in vars(opts).items():

@@ -67,6 +67,8 @@ def run_bench(dev: Device, job: BenchJob, json_output: bool = True) -> dict[str,
     share = isinstance(job.size, float)
     span_bytes = int(job.size * dev.capacity_bytes) if share else min(job.size, dev.capacity_bytes)
     lbas = span_bytes // dev.lba_bytes // per_io * per_io
+    if lbas == 0:
+        raise InvalidArgument(f"size: a span of {span_bytes} bytes holds no {job.bs} B block (bs)")
     fresh = dev.path is None or dev.report().ftl["occupancy"] == 0
     fill = job.fill if job.fill is not None else ("sequential" if job.rw in ("read", "randread", "randrw") else "none")
     if fresh and fill != "none":

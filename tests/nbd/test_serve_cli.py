@@ -63,6 +63,8 @@ def test_existing_file_at_the_socket_path_is_not_replaced(image, tmp_path):
     victim.write_text("keep me")
     refused([str(image), "--unix", str(victim)], image, "already exists (a file)", tmp_path)
     assert victim.read_text() == "keep me"
+    # found by the audit: a directory there was called "a file"
+    refused([str(image), "--unix", str(tmp_path)], image, "already exists (a directory)", tmp_path)
 
 
 def test_port_in_use_is_refused(image, tmp_path):

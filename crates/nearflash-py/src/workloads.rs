@@ -7,12 +7,54 @@ use nearflash_core::SimError;
 use nearflash_workloads::flows::{self, spec, Options};
 use nearflash_workloads::trace::{self, nbdkit_log, write, Format};
 use pyo3::prelude::*;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn invalid(msg: String) -> PyErr {
     to_py(SimError::InvalidArgument(msg))
+}
+
+/// An output file written beside its destination under a temporary name and renamed over it only once complete:
+/// a run or conversion that fails leaves the destination as it was (an earlier file kept, no half-written one).
+struct Output {
+    tmp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl Output {
+    /// The output for `dest` and the file to write; `what` names it in errors.
+    fn create(dest: &str, what: &str) -> PyResult<(Output, File)> {
+        let cannot = |e: std::io::Error| invalid(format!("{what}{dest}: cannot write it: {e}"));
+        let dest_path = PathBuf::from(dest);
+        if dest_path.is_dir() {
+            return Err(invalid(format!("{what}{dest}: cannot write it: it is a directory")));
+        }
+        let name = dest_path.file_name().ok_or_else(|| invalid(format!("{what}{dest}: not a file name")))?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let tmp = dest_path.with_file_name(tmp_name);
+        let file = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(cannot)?;
+        Ok((Output { tmp, dest: dest_path, done: false }, file))
+    }
+
+    /// Puts the complete file in place.
+    fn commit(mut self, what: &str) -> PyResult<()> {
+        std::fs::rename(&self.tmp, &self.dest)
+            .map_err(|e| invalid(format!("{what}{}: cannot write it: {e}", self.dest.display())))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// A request as Python sees it: (time_ns, op, offset, length, line, recorded response ns).
@@ -66,11 +108,13 @@ fn trace_convert(py: Python<'_>, options: &str, out: &str, format: &str, sector_
                 r.recorded_ns = times.get(&r.line).copied();
             }
         }
-        let file = File::create(out).map_err(|e| invalid(format!("{out}: cannot write it: {e}")))?;
+        let (output, file) = Output::create(out, "")?;
         let mut w = BufWriter::new(file);
         let opts = write::WriteOptions { sector_size, name, start_ticks };
         let written = write::write(&mut w, to, &reqs, &opts).and_then(|s| std::io::Write::flush(&mut w).map(|()| s));
         let written = written.map_err(|e| invalid(format!("{out}: {e}")))?;
+        drop(w);
+        output.commit("")?;
         Ok(serde_json::json!({"read": stats, "written": written}).to_string())
     })
 }
@@ -107,14 +151,19 @@ fn run_flows(
 ) -> PyResult<String> {
     let dev = device_mut(device)?;
     let list = spec::build_all(flows_json, dev.lba_bytes()).map_err(to_py)?;
-    let latencies = match latencies {
-        None => None,
+    // Written under a temporary name, renamed into place once the run succeeded: a failed run leaves no
+    // half-written file and keeps an earlier one.
+    let (output, latencies) = match latencies {
+        None => (None, None),
         Some(p) => {
-            let f = File::create(&p).map_err(|e| invalid(format!("latencies file {p}: cannot write it: {e}")))?;
-            Some(Box::new(BufWriter::new(f)) as Box<dyn std::io::Write + Send>)
+            let (output, f) = Output::create(&p, "latencies file ")?;
+            (Some(output), Some(Box::new(BufWriter::new(f)) as Box<dyn std::io::Write + Send>))
         }
     };
     let r = with_progress(py, progress, |cb| flows::run(dev, list, Options { data, latencies }, Some(cb)))?;
+    if let Some(output) = output {
+        output.commit("latencies file ")?;
+    }
     Ok(serde_json::to_string(&r).expect("results serialize"))
 }
 

@@ -104,7 +104,8 @@ def _check_unix(path: str) -> str:
     if not os.access(p.parent, os.W_OK):
         raise InvalidArgument(f"--unix: cannot create a socket in {p.parent} (no write permission)")
     if p.exists() or p.is_symlink():
-        kind = "a socket" if stat.S_ISSOCK(p.lstat().st_mode) else "a file"
+        mode = p.lstat().st_mode
+        kind = "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else "a file"
         raise InvalidArgument(f"--unix: {p} already exists ({kind}); remove it or choose another path")
     return str(p)
 

@@ -23,7 +23,7 @@ pub use self::core::DeviceCore;
 pub use exec::{ExecCtx, FlashEnd, FlashRead, PageDone, PageRead, Placement, PhysAddr, ReadTo};
 pub use ext::{AttachCtx, ExtCompletion, Extension, HostEvent, Intercept, Registration};
 pub use host_ctx::HostCtx;
-pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, QueueReport, Report, SchedReport};
+pub use report::{EnergyReport, FtlReport, Latency, OpClass, OpReport, QueueReport, Report, SchedReport, LATENCY_MAX_NS};
 
 use crate::config::{ConfigTree, DeviceConfig};
 use crate::engine::{rng_stream, At, Rng, Time};

@@ -75,6 +75,11 @@ pub struct OpReport {
     pub latency: Latency,
 }
 
+/// The longest latency a histogram holds, ns: the simulated clock's range (2^63 ns). Values are bucketed the same
+/// whatever this bound (it only adds buckets above), and one past it would be clamped to it, silently: a bound of
+/// an hour reported a 2-hour read as 3,600 s.
+pub const LATENCY_MAX_NS: u64 = i64::MAX as u64;
+
 pub(crate) struct ClassStats {
     hist: Histogram<u64>,
     count: u64,
@@ -85,7 +90,7 @@ pub(crate) struct ClassStats {
 impl ClassStats {
     fn new() -> Self {
         ClassStats {
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+            hist: Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3).expect("valid histogram bounds"),
             count: 0,
             errors: 0,
             bytes: 0,
@@ -319,5 +324,25 @@ mod tests {
         assert_eq!(direct, key(merged.report(0.5)));
         assert_eq!(direct, key(merged_report(&[&a, &b], 0.5)));
         assert_eq!((direct.0, direct.1, direct.2), (6, 1, 6 * 4096));
+    }
+
+    /// Found by the audit: the histograms ended at an hour and clamped what was longer, so a read of 2 h
+    /// (`--set t_read=7200s`) was reported as 3,600 s, mean and maximum. They now span the clock, and values below
+    /// an hour are bucketed as before (the reported figures unchanged).
+    #[test]
+    fn latencies_past_an_hour_are_not_clamped() {
+        let two_hours = 7_200_000_000_000u64;
+        let mut c = ClassStats::new();
+        c.add(two_hours, 4096, true);
+        c.add(LATENCY_MAX_NS, 4096, true);
+        let r = c.report(1.0).latency;
+        assert!((r.min_us / 1e6 - 7200.0).abs() < 7200.0 * 1e-3, "{r:?}");
+        assert!((r.max_us * 1e3 / LATENCY_MAX_NS as f64 - 1.0).abs() < 1e-3, "{r:?}");
+        let mut short = ClassStats::new();
+        short.add(3_333_333, 4096, true);
+        let old = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        let mut old = old;
+        old.record(3_333_333).unwrap();
+        assert_eq!(short.report(1.0).latency, Latency::of(&old));
     }
 }

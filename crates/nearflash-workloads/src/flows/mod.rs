@@ -131,6 +131,30 @@ fn in_flow(flow: &str, e: impl std::fmt::Display) -> SimError {
     SimError::InvalidArgument(format!("flow {flow:?}: {e}"))
 }
 
+impl Flow {
+    /// The commands of request `r` (in `cmds`, cleared first), or the error naming the flow, file and line.
+    fn commands(&self, r: &Request, g: Geometry, cmds: &mut Vec<Cmd>, counts: &mut MapCounts) -> Result<()> {
+        cmds.clear();
+        if r.op != Op::Flush && r.len == 0 {
+            return Err(in_flow(&self.name, format!("{}:{}: a request of 0 bytes", self.origin, r.line)));
+        }
+        self.mapping.map(r, g, cmds, counts).map_err(|e| in_flow(&self.name, format!("{}:{}: {e}", self.origin, r.line)))
+    }
+
+    /// Reads every request of the flow's source apart from the run and maps it: a malformed line or a request
+    /// that does not fit refuses the run before anything is submitted (a run stopped midway would have changed the
+    /// device, an image's data included).
+    fn check_requests(&self, g: Geometry) -> Result<()> {
+        let Some(dry) = self.source.dry_run() else { return Ok(()) };
+        let mut dry = dry.map_err(|e| in_flow(&self.name, e))?;
+        let (mut cmds, mut counts) = (Vec::new(), MapCounts::default());
+        while let Some(r) = dry.next_request() {
+            self.commands(&r.map_err(|e| in_flow(&self.name, e))?, g, &mut cmds, &mut counts)?;
+        }
+        Ok(())
+    }
+}
+
 impl FlowRun {
     /// Reads the flow's next request into `next` (open loop); false at the end.
     fn peek(&mut self) -> Result<bool> {
@@ -150,14 +174,7 @@ impl FlowRun {
             return Ok(());
         }
         let r = self.next.take().expect("peeked");
-        cmds.clear();
-        if r.op != Op::Flush && r.len == 0 {
-            return Err(in_flow(&self.flow.name, format!("{}:{}: a request of 0 bytes", self.flow.origin, r.line)));
-        }
-        self.flow
-            .mapping
-            .map(&r, g, cmds, &mut self.stats.mapping)
-            .map_err(|e| in_flow(&self.flow.name, format!("{}:{}: {e}", self.flow.origin, r.line)))?;
+        self.flow.commands(&r, g, cmds, &mut self.stats.mapping)?;
         let live = Live {
             arrival: now,
             enqueued: None,
@@ -297,7 +314,8 @@ pub fn run(
     let lba = dev.lba_bytes();
     let g = Geometry { lba_bytes: lba, lbas: ns.lbas, max_nlb: ns.max_lbas };
     let max_depth = u32::try_from(dev.config().nvme.max_queue_depth.0).unwrap_or(u32::MAX).max(2) - 1;
-    // Every flow is checked before any queue is touched: a refused run changes nothing.
+    // Every flow, and every request of a trace, is checked before any queue is touched: a refused run changes
+    // nothing.
     let mut names = std::collections::HashSet::new();
     for f in &flows {
         if !names.insert(f.name.clone()) {
@@ -312,6 +330,7 @@ pub fn run(
             return Err(in_flow(&f.name, "iodepth must be at least 1"));
         }
         f.mapping.check(g).map_err(|e| in_flow(&f.name, e))?;
+        f.check_requests(g)?;
         match f.queue_depth {
             Some(0) => return Err(in_flow(&f.name, "queue depth must be at least 1")),
             Some(d) if d > max_depth => {

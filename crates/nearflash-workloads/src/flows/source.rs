@@ -21,6 +21,12 @@ pub trait Requests: Send {
     fn trace_stats(&self) -> Option<TraceStats> {
         None
     }
+    /// The same requests from their start, read apart from this source (one round of a repeated trace: the rounds
+    /// repeat its lines), so that a run checks every request before any is submitted; `None` where requests are
+    /// well formed by construction (synthetic jobs draw inside their span).
+    fn dry_run(&self) -> Option<Result<Box<dyn Requests>, TraceError>> {
+        None
+    }
 }
 
 /// A trace file, read as it is replayed.
@@ -136,9 +142,14 @@ impl Requests for TraceFile {
     fn trace_stats(&self) -> Option<TraceStats> {
         Some(self.stats_so_far())
     }
+
+    fn dry_run(&self) -> Option<Result<Box<dyn Requests>, TraceError>> {
+        Some(TraceFile::open(&self.path, &self.opts, 1, self.limit).map(|t| Box::new(t) as Box<dyn Requests>))
+    }
 }
 
 /// Requests given in memory (from Python, or tests).
+#[derive(Clone)]
 pub struct InMemory {
     reqs: std::vec::IntoIter<Request>,
     total: u64,
@@ -164,6 +175,10 @@ impl Requests for InMemory {
 
     fn trace_stats(&self) -> Option<TraceStats> {
         Some(self.stats.clone())
+    }
+
+    fn dry_run(&self) -> Option<Result<Box<dyn Requests>, TraceError>> {
+        Some(Ok(Box::new(self.clone())))
     }
 }
 
@@ -216,7 +231,7 @@ impl Synthetic {
             // The last arrival must fall inside the simulated clock (u64 ns, 584 years), never be clamped into it.
             Some(r) if r.is_finite() && r > 0.0 && 1e9 / r * spec.ios as f64 <= MAX_ARRIVAL_NS => Some(1e9 / r),
             Some(r) if r.is_finite() && r > 0.0 => {
-                return Err(format!("rate {r} requests/s spreads {} requests past the simulated clock's 2^63 ns", spec.ios))
+                return Err(format!("rate {r:e} requests/s spreads {} requests past the simulated clock's 2^63 ns", spec.ios))
             }
             Some(r) => return Err(format!("rate {r} requests/s must be a positive number")),
         };

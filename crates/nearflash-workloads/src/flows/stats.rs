@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 /// Latency figures in microseconds.
 pub use nearflash_core::Latency;
+use nearflash_core::device::LATENCY_MAX_NS;
 
 /// One operation's (or all operations') figures.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -64,7 +65,7 @@ struct Hists {
 
 impl Hists {
     fn new() -> Hists {
-        let h = || Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+        let h = || Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3).expect("valid histogram bounds");
         Hists { device: h(), e2e: h(), requests: 0, errors: 0, bytes: 0 }
     }
 

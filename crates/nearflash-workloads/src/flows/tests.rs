@@ -345,3 +345,40 @@ fn a_favoured_flows_writes_wait_less_for_the_write_buffer() {
     // Measured: medium 3.2 ms (first come, first served behind the writer's 8), high and urgent 0.6 ms.
     assert!(high < 0.5 * medium && urgent < 0.5 * medium, "medium {medium:.0} us, high {high:.0}, urgent {urgent:.0}");
 }
+
+#[test]
+fn a_flows_latencies_past_an_hour_are_reported_as_they_were() {
+    // Found by the audit: the flow's histograms ended at an hour, so a 2 h read was reported as 3,600 s.
+    let mut t = load_preset("cosmos-plus").unwrap();
+    for (k, v) in [("channels", "1"), ("chips_per_channel", "1"), ("blocks_per_plane", "64"), ("pages_per_block", "32"), ("over_provisioning", "20"), ("t_read", "7200s")] {
+        t.set(k, v).unwrap();
+    }
+    let mut dev = Device::memory(t, DeviceOptions { materialise: false, ..Default::default() }).unwrap();
+    dev.precondition(0.5, nearflash_core::ftl::FillPattern::Sequential, 0.0, 1).unwrap();
+    let r = run(&mut dev, vec![flow("slow", vec![req(0, Op::Read, 0, 4096, 1)], OPEN)], Options::default(), None).unwrap();
+    let f = &r.flows[0];
+    let secs = f.all.device_response_time.max_us / 1e6;
+    assert!(secs > 7200.0 && secs < 7200.0 * 1.002, "{:?}", f.all.device_response_time);
+    assert!(f.elapsed_ns as f64 / 1e9 > 7200.0);
+    assert_eq!(f.all.device_response_time.mean_us, r.report.ops["read"].latency.mean_us);
+}
+
+#[test]
+fn a_trace_that_fails_midway_is_refused_before_anything_runs() {
+    // Found by the audit: a request past the device on line 3 stopped the run after lines 1 and 2 had been
+    // submitted, so the refused run had written to the device (an image's data too). Every request is now
+    // checked first.
+    let mut dev = device();
+    let before = (dev.now(), dev.report().ftl.stats.host_sectors_written);
+    let past = dev.namespace().lbas * 4096;
+    let reqs = vec![req(0, Op::Write, 0, 8192, 1), req(10, Op::Write, 8192, 4096, 2), req(20, Op::Read, past, 4096, 3)];
+    for timing in [OPEN, Timing::Closed { iodepth: 1 }] {
+        let e = run(&mut dev, vec![flow("t", reqs.clone(), timing)], Options::default(), None).err().expect("refused");
+        assert!(e.to_string().contains("t.trace:3: a read of 4096 bytes"), "{e}");
+        assert_eq!((dev.now(), dev.report().ftl.stats.host_sectors_written), before, "nothing ran");
+    }
+    let zero = vec![req(0, Op::Write, 0, 4096, 1), req(5, Op::Read, 0, 0, 2)];
+    let e = run(&mut dev, vec![flow("z", zero, OPEN)], Options::default(), None).err().expect("refused");
+    assert!(e.to_string().contains("z.trace:2: a request of 0 bytes"), "{e}");
+    assert_eq!(dev.report().ftl.stats.host_sectors_written, before.1);
+}

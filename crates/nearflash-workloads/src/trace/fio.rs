@@ -54,7 +54,14 @@ impl LineParser for Parser {
         };
         let op = match action {
             "add" | "open" | "close" if range.is_none() => return Ok(Line::Ignored),
-            "wait" if version == 2 => {
+            "wait" if version == 2 && range.is_none() => {
+                // fio's parser takes a wait's delay from the offset field: without it, the line is malformed there.
+                return Err("wait needs its microseconds and a length field (filename wait USECS 0)".into());
+            }
+            "wait" if version == 3 => {
+                return Err("wait is a version 2 action (version 3 lines carry their own times)".into());
+            }
+            "wait" => {
                 // fio discards waits below 100 us; the time is relative to the previous wait.
                 if offset >= 100 {
                     self.waited += u128::from(bytes("wait", offset, 1000)?);
@@ -74,7 +81,10 @@ impl LineParser for Parser {
                     recorded_ns: None,
                 }))
             }
-            other => return Err(format!("unknown action {:?} (read, write, trim, sync, datasync, wait, add, open, close)", clip(other))),
+            other => {
+                let wait = if version == 2 { "wait, " } else { "" };
+                return Err(format!("unknown action {:?} (read, write, trim, sync, datasync, {wait}add, open, close)", clip(other)));
+            }
         };
         if range.is_none() {
             return Err(format!("{action} needs an offset and a length"));

@@ -5,6 +5,7 @@
 //! that, `trim=1`); replies, connection and server lines are ignored. [`response_times`] pairs replies with their
 //! requests for the converter.
 
+use super::lines::Lines;
 use super::{clip, Line, LineParser, Op, ParseOptions, Parsed};
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -112,12 +113,19 @@ impl LineParser for Parser {
 }
 
 /// Response time of every answered request of an nbdkit log, by the line of its arrival: reply time minus
-/// arrival time (lines that do not parse are left out: the reader reports them).
+/// arrival time (lines that do not parse are left out: the reader reports them). Lines are read and numbered as
+/// the trace reader reads them (a byte order mark passed over, an overlong or non-UTF-8 line skipped), so that
+/// a damaged line, skipped with `--skip-bad`, does not end the pairing of the replies after it.
 pub fn response_times<R: BufRead>(src: R) -> HashMap<u64, u64> {
     let mut waiting: HashMap<(String, String), (u64, u128)> = HashMap::new();
     let mut out = HashMap::new();
-    for (i, line) in src.lines().enumerate() {
-        let Ok(line) = line else { break };
+    let mut lines = Lines::new(src);
+    loop {
+        let (no, line) = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(_) => continue, // reported by the reader; the lines after it still pair
+        };
         let Some((time, rest)) = split_stamp(line.trim()) else { continue };
         let (conn, event, words) = split_event(rest);
         let Some(id) = field(&words, "id") else { continue };
@@ -127,7 +135,7 @@ pub fn response_times<R: BufRead>(src: R) -> HashMap<u64, u64> {
                 out.insert(no, u64::try_from(time.saturating_sub(t0)).unwrap_or(u64::MAX));
             }
         } else {
-            waiting.insert(key, (i as u64 + 1, time));
+            waiting.insert(key, (no, time));
         }
     }
     out

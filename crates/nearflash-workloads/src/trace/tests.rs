@@ -87,6 +87,46 @@ fn times_that_go_backwards_are_issued_in_file_order_and_counted() {
 }
 
 #[test]
+fn nbdkit_replies_pair_past_a_damaged_line() {
+    // Found by the audit: a non-UTF-8 line (skipped with --skip-bad) ended the pairing of replies, so every request
+    // after it was converted to MSR with a ResponseTime of 0.
+    let mut t = b"2026-11-28 18:25:09.722852 connection=1 Write id=1 offset=0x0 count=0x2000 fua=1 ...\n\
+                  2026-11-28 18:25:09.722903 connection=1 ...Write id=1 return=0\n\
+                  2026-11-28 18:25:09.722910 connection=1 \xff\xfe\n"
+        .to_vec();
+    t.extend_from_slice(
+        b"2026-11-28 18:25:09.722958 connection=1 Read id=2 offset=0x1000 count=0x1000 ...\n\
+          2026-11-28 18:25:09.723004 connection=1 ...Read id=2 return=0\n",
+    );
+    let rt = nbdkit_log::response_times(Cursor::new(&t));
+    assert_eq!((rt.get(&1), rt.get(&4)), (Some(&51_000), Some(&46_000)));
+    let skip = ParseOptions { skip_bad: true, ..ParseOptions::default() };
+    let (r, _) = read_all(TraceReader::new(Cursor::new(&t), Format::NbdkitLog, "log", &skip).unwrap()).unwrap();
+    assert_eq!(r.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 4], "the reader's line numbers are the pairing's");
+}
+
+#[test]
+fn a_line_without_end_stops_the_reader_at_once() {
+    // Found by the audit: `nearflash trace info /dev/zero --format mqsim` never returned (an overlong line was read
+    // to its end before it was reported). An endless source: the error comes after reading about MAX_LINE bytes.
+    let endless = std::io::BufReader::new(std::io::repeat(b'7'));
+    let mut reader = TraceReader::new(endless, Format::Mqsim, "zero", &ParseOptions::default()).unwrap();
+    let e = reader.next().unwrap().unwrap_err();
+    assert_eq!((e.line, e.message.contains("longer than")), (1, true), "{e}");
+    assert!(reader.consumed() <= MAX_LINE as u64 + 3, "{}", reader.consumed());
+    assert!(reader.next().is_none());
+    // Lines around an overlong one whose rest is still in the buffer (and one exactly at the bound) keep their
+    // numbers when skipped.
+    let skip = ParseOptions { skip_bad: true, ..ParseOptions::default() };
+    for extra in [3, 4, 100, 5000] {
+        let text = format!("0 0 0 8 1\n{}\n10 0 8 8 1\n", "9".repeat(MAX_LINE + extra));
+        let src = std::io::BufReader::with_capacity(1000, Cursor::new(text.into_bytes()));
+        let (r, st) = read_all(TraceReader::new(src, Format::Mqsim, "t", &skip).unwrap()).unwrap();
+        assert_eq!((r.len(), st.skipped, r[1].line, st.lines), (2, 1, 3, 3), "{extra}");
+    }
+}
+
+#[test]
 fn overlong_and_non_utf8_lines_are_malformed_not_fatal() {
     let long = format!("0 0 0 8 1\n{}\n10 0 8 8 1\n", "9".repeat(MAX_LINE + 10));
     let e = err(&long, Format::Mqsim);
@@ -148,6 +188,10 @@ fn fio_iolog_v2_with_waits_and_v3_with_timestamps() {
         ("fio version 2 iolog\n/dev/x read\n", 2, "needs an offset"),
         ("fio version 2 iolog\n/dev/x write 0 0\n", 2, "0 bytes"),
         ("fio version 3 iolog\n/dev/x read 0 4096\n", 2, "timestamp (microseconds)"),
+        // found by the audit: a wait without its delay was ignored (fio refuses it), and version 3's refusal of a
+        // wait listed wait among the actions it takes
+        ("fio version 2 iolog\n/dev/x wait\n", 2, "wait needs its microseconds"),
+        ("fio version 3 iolog\n5 /dev/x wait 100 0\n", 2, "wait is a version 2 action"),
         ("# only a note\n", 0, "no 'fio version"),
     ] {
         let e = err(bad, Format::Fio);
