@@ -83,6 +83,9 @@ def test_bench_span_as_share_of_capacity_reaches_gc_steady_state():
     (["bench", "--size", "4", "--ios", "10"], "holds no 4096 B block"),
     # found by the audit: --rwmixread was silently ignored unless --rw randrw
     (["bench", "--rw", "randread", "--rwmixread", "0.9", "--ios", "10"], "--rwmixread applies to --rw randrw"),
+    # a duration beyond u64 nanoseconds was saturated and the reads it timed wrapped (reported at 43.7 us)
+    (["bench", "--set", "nand.t_read=1e30s", "--ios", "10"], "above 1 day"),
+    (["bench", "--set", "nand.page_size=1e20B", "--ios", "10"], "8 PiB"),
 ])
 def test_errors_are_messages_not_tracebacks(args, msg):
     p = run(*args)

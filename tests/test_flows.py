@@ -207,3 +207,17 @@ def test_a_scenario_seed_takes_the_range_of_the_api_and_cli(tmp_path):
     p = tmp_path / "s.toml"
     p.write_text(f"[device]\nseed = {2**63 - 1}\n[[flow]]\nname='a'\nrw='read'\n")
     assert load_scenario(p).device.seed == 2**63 - 1
+
+
+def test_a_span_or_fill_past_the_device_is_refused_not_cut():
+    """A flow's `size` past the device's end, or a `fill_size` above its capacity, was cut to the device silently;
+    only the default span (16 GiB, as bench's) is cut. Nothing runs: the refusal comes before any request."""
+    cap = setup().open()
+    capacity = cap.capacity_bytes
+    cap.close()
+    with pytest.raises(InvalidArgument, match=r"writer': size .* runs past the device's"):
+        run_flows([writer(start="128m", size=capacity)], setup())
+    with pytest.raises(InvalidArgument, match="fill_size .* is more than the device's"):
+        run_flows([writer(ios=10)], DeviceSetup(overrides=dict(SMALL), fill="random", fill_size=capacity + 4096))
+    r = run_flows([writer(ios=10, start=0, size=capacity)], setup())
+    assert r["flows"][0]["all"]["requests"] == 10

@@ -17,7 +17,7 @@ A flow is a dict (or a `[[flow]]` table of a scenario file, `load_scenario`):
 - a synthetic job, as `nearflash bench` runs one: ``rw``, ``bs``, ``ios``, ``rwmixread``, ``seed``, closed loop at
   ``iodepth`` (default 32) or open loop at ``rate`` requests per second;
 - for both: ``start`` and ``size`` (the flow's span of the device: bytes, or a share of the capacity as "50%"; a
-  synthetic flow's default is 16 GiB, as bench's), ``queue_depth`` (commands its queue holds; default the device's
+  synthetic flow's default is 16 GiB, as bench's, cut to the device; a span given must fit), ``queue_depth`` (commands its queue holds; default the device's
   maximum) and ``priority`` (urgent, high, medium, low, default medium: the flow's queue's QPRIO, the class of its
   commands' flash work and write-buffer admissions; docs/workloads.md).
 
@@ -101,7 +101,11 @@ class DeviceSetup:
     def fill_for(self, dev: Device, reach: int, json_output: bool = True) -> None:
         """Fills a fresh `dev` as asked (`reach`: bytes the flows address, for fill_size None)."""
         if self.fill_size is not None:
-            share = _fraction_of(dev, _share_or_bytes("fill_size", self.fill_size))
+            size = _share_or_bytes("fill_size", self.fill_size)
+            if isinstance(size, int) and size > dev.capacity_bytes:
+                raise InvalidArgument(f"fill_size {self.fill_size!r} is more than the device's "
+                                      f"{dev.capacity_bytes} bytes")
+            share = _fraction_of(dev, size)
         else:
             # Filled a flash page at a time (rounded down): a margin of a page covers the last one reached.
             share = _fraction_of(dev, reach + FILL_MARGIN) if reach else 0.0
@@ -182,10 +186,14 @@ def flow_spec(flow: dict[str, Any], dev: Device, base_dir: Optional[Path] = None
         raise InvalidArgument(f"{where}: start {start} is not a multiple of the {lba} B LBA")
     if start >= dev.capacity_bytes:
         raise InvalidArgument(f"{where}: start {start} is past the device's {dev.capacity_bytes} bytes")
-    default_size = DEFAULT_SYNTHETIC_SIZE if is_synthetic else dev.capacity_bytes - start
-    size = _share_or_bytes(f"{where}: size", flow.get("size", default_size))
+    room = dev.capacity_bytes - start
+    size = _share_or_bytes(f"{where}: size", flow.get("size", DEFAULT_SYNTHETIC_SIZE if is_synthetic else room))
     size_bytes = int(size * dev.capacity_bytes) if isinstance(size, float) else size
-    size_bytes = min(size_bytes, dev.capacity_bytes - start)
+    if "size" in flow and size_bytes > room:
+        # Only the default span (16 GiB, as bench's) is cut to the device; a span given is never cut silently.
+        raise InvalidArgument(f"{where}: size {flow['size']!r} from start {start} runs past the device's "
+                              f"{dev.capacity_bytes} bytes (at most {room} bytes from there)")
+    size_bytes = min(size_bytes, room)
     span = [start // lba, size_bytes // lba]
     if span[1] == 0:
         raise InvalidArgument(f"{where}: size {size!r} holds no {lba} B LBA")

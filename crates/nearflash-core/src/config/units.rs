@@ -144,8 +144,30 @@ fn numeric<E: de::Error>(raw: &RawParam, want: Dimension) -> Result<f64, E> {
     if want == Dimension::Count && ((v * factor).fract() != 0.0 || v * factor > f64::from(u32::MAX)) {
         return Err(E::custom(format!("value {v} must be a whole number from 0 to {}", u32::MAX)));
     }
-    Ok(v * factor)
+    let canonical = v * factor;
+    if let Some(&(_, max, name)) = LARGEST.iter().find(|(d, _, _)| *d == want) {
+        if canonical > max {
+            return Err(E::custom(format!("value {v:?} {} is above {name}, the largest this parameter may be", raw.unit)));
+        }
+    }
+    if let Some(&(_, name)) = SLOWEST.iter().find(|(d, _)| *d == want) {
+        if canonical > 0.0 && canonical < 1.0 {
+            return Err(E::custom(format!("value {v:?} {} is below {name}: give 0 or at least that", raw.unit)));
+        }
+    }
+    Ok(canonical)
 }
+
+/// The largest duration (ns) and size (B) a parameter may have. The model adds durations and sizes in u64
+/// nanoseconds and bytes, so a value near u64's range would wrap in a sum (or saturate in the conversion) and give
+/// wrong timings silently; a day per operation and 8 PiB are far beyond any device's figure and leave the clock
+/// (2^63 ns, 292 years) room for 10^5 such operations one after another.
+const LARGEST: &[(Dimension, f64, &str)] =
+    &[(Dimension::Time, 86_400e9, "1 day (86400 s)"), (Dimension::Bytes, 9_007_199_254_740_992.0, "8 PiB (2^53 B)")];
+
+/// Rates below one unit per second make a single transfer or cycle take longer than the clock can count.
+const SLOWEST: &[(Dimension, &str)] =
+    &[(Dimension::Rate, "1 B/s"), (Dimension::TransferRate, "1 transfer/s"), (Dimension::Frequency, "1 Hz")];
 
 macro_rules! quantity {
     ($(#[$doc:meta])* $name:ident, $inner:ty, $dim:expr, $conv:expr) => {
@@ -294,6 +316,30 @@ mod tests {
         assert!(parse::<Nanos>(r#"{ value = 50, unit = "us" }"#).is_err());
         assert!(parse::<Nanos>("50").is_err());
         assert!(parse::<Nanos>(r#"{ value = -1, unit = "us", source = "x" }"#).is_err());
+    }
+
+    /// A duration or size beyond what u64 sums hold is refused, not saturated (1e30 s was taken as u64::MAX ns and
+    /// the reads it timed wrapped to 43.7 us); the limits themselves are accepted.
+    #[test]
+    fn rejects_durations_sizes_and_rates_the_clock_cannot_count() {
+        for (kind, text) in [
+            ("time", r#"{ value = 1e30, unit = "s", source = "x" }"#),
+            ("time", r#"{ value = 86401, unit = "s", source = "x" }"#),
+            ("time", r#"{ value = 1e10, unit = "s", source = "x" }"#),
+        ] {
+            let e = parse::<Nanos>(text).unwrap_err().to_string();
+            assert!(e.contains("1 day") && e.contains("largest"), "{kind}: {e}");
+        }
+        assert_eq!(parse::<Nanos>(r#"{ value = 86400, unit = "s", source = "x" }"#).unwrap(), Nanos(86_400_000_000_000));
+        let e = parse::<Bytes>(r#"{ value = 9, unit = "TB", source = "x" }"#).unwrap();
+        assert_eq!(e, Bytes(9_000_000_000_000));
+        let e = parse::<Bytes>(r#"{ value = 1e20, unit = "B", source = "x" }"#).unwrap_err().to_string();
+        assert!(e.contains("8 PiB"), "{e}");
+        let e = parse::<BytesPerSec>(r#"{ value = 1e-300, unit = "GB/s", source = "x" }"#).unwrap_err().to_string();
+        assert!(e.contains("below 1 B/s"), "{e}");
+        assert_eq!(parse::<BytesPerSec>(r#"{ value = 0, unit = "GB/s", source = "x" }"#).unwrap().0, 0.0);
+        assert!(parse::<Hertz>(r#"{ value = 0.5, unit = "Hz", source = "x" }"#).is_err());
+        assert!(parse::<TransfersPerSec>(r#"{ value = 1e-7, unit = "MT/s", source = "x" }"#).is_err());
     }
 
     #[test]
