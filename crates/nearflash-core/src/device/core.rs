@@ -51,6 +51,9 @@ pub struct DeviceCore {
     pub(crate) horizons: super::forecast::Horizons,
     /// The class of the flash work of the command being executed.
     pub(crate) class: ClassId,
+    /// A one-page read's flash step delivers its data itself (`deliver_pages`); off only in tests, which compare
+    /// both ways.
+    pub(crate) deliver_in_flash_step: bool,
     /// GC's priority (`controller.gc_priority`).
     gc_priority: GcPriority,
     /// Programs of recent pages: until one ends, its data is still served from the write buffer in DRAM.
@@ -318,6 +321,7 @@ impl DeviceCore {
             host_now: Time::ZERO,
             posted: Vec::new(),
             class: crate::ctrl::sched::Priority::Medium.class(),
+            deliver_in_flash_step: true,
             gc_priority,
             programming: IntMap::default(),
             programs: Vec::new(),
@@ -430,7 +434,15 @@ impl DeviceCore {
         let deliver = |core: &mut Self, p: &PageAt| core.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done);
         // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
         if let [p] = pages.as_slice() {
-            let arrived = deliver(self, p);
+            // Its flash step running with nothing waiting for it (handed to the scheduler at once: `flash_read`)
+            // does the delivery itself when it ends, instead of a step that waits for it (`DeviceCore::txn_ended`):
+            // the step's end is then the delivery's.
+            let bytes = u64::from(p.sectors) * sector;
+            let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, Step::Book(Booking::Deliver(bytes))) {
+                p.done
+            } else {
+                deliver(self, p)
+            };
             self.recycle(pages);
             return arrived;
         }

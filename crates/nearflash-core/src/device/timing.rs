@@ -273,20 +273,21 @@ impl DeviceCore {
         let Some((now, e)) = self.events.pop() else { return false };
         match e {
             Ev::Sched(se) => {
-                let mut done = std::mem::take(&mut self.txn_done);
-                self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut done);
-                for &(token, at) in &done {
-                    let release = match self.flow.take_step(token) {
-                        Step::InFlash { release } => release,
-                        _ => 0,
-                    };
-                    self.flow.resolve(token, at);
-                    if release > 0 {
-                        self.released(u64::from(release), now);
+                self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut self.txn_done);
+                // By index: what runs below adds nothing to `txn_done`.
+                let n = self.txn_done.len();
+                for i in 0..n {
+                    let (token, at) = self.txn_done[i];
+                    match self.flow.take_step(token) {
+                        Step::InFlash { release } if release > 0 => {
+                            self.flow.resolve(token, at);
+                            self.released(u64::from(release), now);
+                        }
+                        then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i + 1 == n),
+                        _ => self.flow.resolve(token, at),
                     }
                 }
-                done.clear();
-                self.txn_done = done;
+                self.txn_done.clear();
             }
             Ev::Admit(idx) => {
                 let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
@@ -302,6 +303,30 @@ impl DeviceCore {
             self.flow.reclaim(self.events.clock());
         }
         true
+    }
+
+    /// A one-page read's flash step `idx` that delivers its data itself (`deliver_pages`) ended at `at`; `then`, its
+    /// payload, is the delivery (with the completion, `complete`). Where a step waiting for the flash step alone
+    /// would have been made ready, and taken by the next `drain` before anything else when no step is ready and no
+    /// other transaction's end comes before that drain (`last`), the delivery is run at once; otherwise the step
+    /// goes to the ready queue in that step's place. Either way the same bookings at the same times in the same
+    /// order.
+    fn then_deliver(&mut self, idx: u32, at: Time, then: Step, last: bool) {
+        if !last || self.flow.has_ready() {
+            *self.flow.step_mut(idx) = then;
+            self.flow.requeue(idx, at);
+            return;
+        }
+        let ready = at.max(self.floor());
+        let end = match then {
+            Step::Book(b) => self.run_booking(b, ready),
+            Step::DeliverThenComplete(bytes, p) => {
+                let delivered = self.run_booking(Booking::Deliver(bytes), ready);
+                self.post(p, delivered)
+            }
+            _ => unreachable!("a delivery"),
+        };
+        self.flow.resolve(idx, end);
     }
 
     /// A program released `n` buffer sectors at `now`: waiting admissions that fit are let in.

@@ -212,7 +212,14 @@ impl<S: Default> Flow<S> {
     }
 
     fn alloc(&mut self, step: S, floor: Time) -> u32 {
-        let payload = match self.free_steps.pop() {
+        let payload = self.alloc_payload(step);
+        self.alloc_node(payload, floor)
+    }
+
+    /// A payload slot holding `step` (the last freed first).
+    #[inline]
+    fn alloc_payload(&mut self, step: S) -> u32 {
+        match self.free_steps.pop() {
             Some(p) => {
                 self.steps[p as usize] = step;
                 p
@@ -221,8 +228,7 @@ impl<S: Default> Flow<S> {
                 self.steps.push(step);
                 (self.steps.len() - 1) as u32
             }
-        };
-        self.alloc_node(payload, floor)
+        }
     }
 
     /// A node for a step whose payload is `payload` (`NONE`: it has none).
@@ -464,14 +470,39 @@ impl<S: Default> Flow<S> {
         }
     }
 
-    /// The payload of step `at` if it still waits for its inputs and no step waits for it: its creator may give it
-    /// more to do before it runs.
+    /// The payload of step `at` if it has one, has not ended (waiting for its inputs, or running) and no step waits
+    /// for it: its creator may give it more to do before it ends.
     pub fn unwatched_mut(&mut self, at: At) -> Option<&mut S> {
         if at.t != 0 || !self.current(at) {
             return None;
         }
         let n = &self.nodes[at.node as usize];
-        (n.state == State::Waiting && n.deps == NONE).then_some(&mut self.steps[n.step as usize])
+        (matches!(n.state, State::Waiting | State::Running) && n.deps == NONE && n.step != NONE).then_some(&mut self.steps[n.step as usize])
+    }
+
+    /// Gives running step `at`, made without a payload (`add_taken`) and with no step waiting for it, the payload
+    /// `step`, for its owner to read when it ends (`take_step`); false, with nothing changed, otherwise.
+    pub fn give_step(&mut self, at: At, step: S) -> bool {
+        if at.t != 0 || !self.current(at) {
+            return false;
+        }
+        let n = &self.nodes[at.node as usize];
+        if n.state != State::Running || n.deps != NONE || n.step != NONE {
+            return false;
+        }
+        let payload = self.alloc_payload(step);
+        self.nodes[at.node as usize].step = payload;
+        true
+    }
+
+    /// Running step `idx` goes to the back of the ready queue with its inputs known at `t`, to be taken again
+    /// (`pop_ready`) in turn: where a step that waited for its end alone would have been made ready by `resolve`.
+    pub fn requeue(&mut self, idx: u32, t: Time) {
+        let n = &mut self.nodes[idx as usize];
+        debug_assert_eq!(n.state, State::Running, "requeueing a step that is not running");
+        n.state = State::Ready;
+        n.t = t;
+        self.ready.push_back(idx);
     }
 
     /// The payload of a step, to read while it runs.
@@ -618,6 +649,59 @@ mod tests {
             }
         }
         waiting
+    }
+
+    #[test]
+    fn a_running_step_given_a_payload_and_requeued_is_taken_where_its_dependent_would_have_been() {
+        // Two flows alike, except that the step behind running step r is a dependent of r in one (`add1`) and r's
+        // own payload in the other (`give_step`, then `requeue` at r's end): the same bookings at the same starts in
+        // the same order, whichever of r and another running step x ends first, and r ends at the booking's end.
+        for r_first in [true, false] {
+            let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+            let (mut lf, mut lg) = (Vec::new(), Vec::new());
+            let floor = Time::from_ns(20);
+            let (xf, ixf, _) = f.add_taken(floor, At::ZERO).unwrap();
+            let (xg, ixg, _) = g.add_taken(floor, At::ZERO).unwrap();
+            f.add1(Step::Book(3), floor, xf);
+            g.add1(Step::Book(3), floor, xg);
+            let (rf, irf, _) = f.add_taken(floor, At::ZERO).unwrap();
+            let (rg, irg, _) = g.add_taken(floor, At::ZERO).unwrap();
+            let d = f.add1(Step::Book(10), floor, rf);
+            assert!(g.give_step(rg, Step::Book(10)));
+            let ends = |f: &mut Flow<Step>, g: &mut Flow<Step>, r: bool| {
+                if r {
+                    f.resolve(irf, Time::from_ns(60));
+                    let step = g.take_step(irg);
+                    assert_eq!(step, Step::Book(10), "its payload, taken at its end");
+                    *g.step_mut(irg) = step;
+                    g.requeue(irg, Time::from_ns(60));
+                } else {
+                    f.resolve(ixf, Time::from_ns(50));
+                    g.resolve(ixg, Time::from_ns(50));
+                }
+            };
+            ends(&mut f, &mut g, r_first);
+            ends(&mut f, &mut g, !r_first);
+            run_log(&mut f, Time::from_ns(30), &mut lf);
+            run_log(&mut g, Time::from_ns(30), &mut lg);
+            assert_eq!(lf, lg, "r first: {r_first}");
+            assert_eq!(lf.len(), 2);
+            assert_eq!((f.value(d), g.value(rg)), (Some(Time::from_ns(70)), Some(Time::from_ns(70))));
+        }
+        // Refused, with nothing changed: a known time, a step something waits for, one with a payload, one ended.
+        let mut g: Flow<Step> = Flow::new();
+        assert!(!g.give_step(At::at(Time::from_ns(5)), Step::Book(1)));
+        let (watched, iw, _) = g.add_taken(Time::ZERO, At::ZERO).unwrap();
+        g.add1(Step::Join, Time::ZERO, watched);
+        assert!(!g.give_step(watched, Step::Book(1)));
+        let (r, ir, _) = g.add_taken(Time::ZERO, At::ZERO).unwrap();
+        assert!(g.give_step(r, Step::Book(1)));
+        assert!(!g.give_step(r, Step::Book(2)), "it has one");
+        assert!(!g.give_step(r + 1, Step::Book(2)), "an offset handle");
+        assert_eq!(g.take_step(ir), Step::Book(1));
+        g.resolve(ir, Time::from_ns(9));
+        assert!(!g.give_step(r, Step::Book(1)), "ended");
+        g.resolve(iw, Time::from_ns(1));
     }
 
     #[test]

@@ -389,13 +389,11 @@ impl Scheduler {
         match e {
             SchedEv::Arrive(id) => self.arrive(id, now, nand, ledger, q),
             SchedEv::Nand(ne) => {
-                let mut outs = std::mem::take(&mut self.outs);
-                outs.clear();
+                self.outs.clear();
                 let dies = &self.dies;
                 let mut grants = Grants { classes: &self.classes, channels: &mut self.channels };
-                nand.on_event(ne, now, res, ledger, &mut grants, |die| dies[die as usize].with_work[READ] != 0, q, &mut outs);
-                self.react(&outs, now, nand, res, ledger, q, done);
-                self.outs = outs;
+                nand.on_event(ne, now, res, ledger, &mut grants, |die| dies[die as usize].with_work[READ] != 0, q, &mut self.outs);
+                self.react(now, nand, res, ledger, q, done);
             }
         }
     }
@@ -409,6 +407,16 @@ impl Scheduler {
         nand.stats.uncorrectable += u64::from(t.req.uncorrectable);
         let (die, kind, class) = (t.req.die, kind_index(t.req.kind), t.req.class.0 as usize);
         let dq = &mut self.dies[die as usize];
+        if !self.cfg.tsu && dq.with_work == [0; KINDS] && nand.die_idle(die) && nand.suspended(die).is_none() {
+            // An idle die with nothing queued: `pick` would take this transaction, its only one, charging its
+            // class's turn as `pick` does (the normal level's turns; the others decide by age, which changes nothing).
+            if self.classes.top(1 << class).0 == Level::Normal {
+                dq.turns.next(1 << class, &self.classes);
+            }
+            self.issue(die, id, u32::MAX, u64::MAX, now, nand, ledger, q);
+            self.maybe_suspend(die, now, nand, q);
+            return;
+        }
         dq.q[queue(class, kind)].push_back(&mut self.link, id);
         dq.with_work[kind] |= 1 << class;
         let ch = self.channel_of_die[die as usize];
@@ -423,9 +431,9 @@ impl Scheduler {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// Reacts to the array's outputs of the event just handled (`self.outs`, which nothing here adds to).
     fn react<Q: Schedule<NandEv>>(
         &mut self,
-        outs: &[NandOut],
         now: Time,
         nand: &mut NandArray,
         res: &mut Resources,
@@ -435,8 +443,8 @@ impl Scheduler {
     ) {
         self.freed.clear();
         let mut walked = u64::MAX;
-        for &o in outs {
-            match o {
+        for i in 0..self.outs.len() {
+            match self.outs[i] {
                 NandOut::Done { txn, at } => self.finish(txn, at, now, nand, res, ledger, q, done),
                 NandOut::DieIdle(die) if self.cfg.tsu => self.freed.push(die),
                 NandOut::DieIdle(die) => self.try_issue(die, now, nand, ledger, q),
@@ -516,6 +524,9 @@ impl Scheduler {
         // While an operation is suspended the die serves only what may suspend it, and only what waited when it
         // stopped: reads (programs too for a suspended erase with write-suspend-erase), not GC's.
         let suspended = nand.suspended(die);
+        if suspended.is_none() && self.dies[die as usize].with_work == [0; KINDS] {
+            return; // nothing to pick (`pick` would find no class with work)
+        }
         let (allowed, classes, before) = match suspended {
             None => (ALL_KINDS, u32::MAX, u64::MAX),
             Some(kind) => {
