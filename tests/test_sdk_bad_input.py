@@ -118,3 +118,11 @@ def test_an_image_whose_parent_directory_is_missing_is_refused_naming_path(tmp_p
     assert not (tmp_path / "missing").exists()
     with nearflash.Device(tmp_path / "dev", preset="cosmos-plus") as dev:
         assert dev.lbas > 0  # a new directory whose parent exists is created as before
+
+
+def test_an_image_the_os_refuses_to_create_names_its_path(tmp_path):
+    # found by the audit: `nearflash create /proc/x` said only "host I/O error: No such file or directory"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError) as e:
+        nearflash.Device(tmp_path / "file" / "dev", preset="cosmos-plus")
+    assert e.value.filename == str(tmp_path / "file" / "dev") and str(tmp_path / "file" / "dev") in str(e.value)

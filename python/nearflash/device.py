@@ -217,15 +217,21 @@ class Device:
                 raise InvalidValue(f"path {str(self.path)!r}: its parent directory {str(self.path.absolute().parent)!r} "
                                    "does not exist (a device is created in a new or empty directory; its parent "
                                    "must exist)")
-            self._dev = _native.Device.create(
-                str(self.path) if self.path is not None else None,
-                preset,
-                _override_items(ov),
-                seed=seed,
-                materialise=materialise,
-                durability_mode=durability,
-                memory_limit=memory_limit,
-            )
+            try:
+                self._dev = _native.Device.create(
+                    str(self.path) if self.path is not None else None,
+                    preset,
+                    _override_items(ov),
+                    seed=seed,
+                    materialise=materialise,
+                    durability_mode=durability,
+                    memory_limit=memory_limit,
+                )
+            except OSError as e:
+                # The native error names the OS's complaint, not the path it was about.
+                if self.path is not None and e.filename is None:
+                    e.filename = str(self.path)
+                raise
         self._sync_qid: Optional[int] = None
         self._queues: dict[int, Queue] = {}
         #: Queues reserved for host libraries that submit on them from native code: owner -> qid.
