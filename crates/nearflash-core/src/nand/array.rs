@@ -583,6 +583,12 @@ impl NandArray {
             return;
         }
         let Some(x) = c.take(ch, grants) else { return };
+        self.begin(ch, x, now, ledger, ev);
+    }
+
+    /// Starts transfer `x` on channel `ch`, which is free.
+    #[inline]
+    fn begin(&mut self, ch: u32, x: Xfer, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let t = &self.timing;
         let dur = match x {
             Xfer::Cmd { die } => {
@@ -732,17 +738,33 @@ impl NandArray {
                     let d = &mut self.dies[die as usize];
                     d.phase = Phase::Hold;
                     d.hold_left = moving;
-                    self.queue_outs(die, false);
-                    self.start_channel(ch, now, grants, ledger, ev);
+                    let c = &self.channels[ch as usize];
+                    if moving == 1 && d.npages == 1 && !c.busy && c.queue.is_empty() {
+                        // Its one data-out reaches a free channel with nothing in line: queued, it would be taken
+                        // at once (the only transfer waiting, whatever the grants), so it starts without the queue.
+                        let (txn, bytes) = d.pages[0];
+                        self.begin(ch, Xfer::Out { die, txn, bytes: u64::from(bytes), cache: false }, now, ledger, ev);
+                    } else {
+                        self.queue_outs(die, false);
+                        self.start_channel(ch, now, grants, ledger, ev);
+                    }
                 }
             }
             Phase::CacheXfer => {
                 let d = &mut self.dies[die as usize];
                 d.cache_left = die_pages(d, &self.cold[die as usize]).filter(|p| p.1 > 0).count() as u8;
                 d.cache_from = now;
-                self.queue_outs(die, true);
-                self.die_free(die, now, res, out);
-                self.start_channel(ch, now, grants, ledger, ev);
+                let c = &self.channels[ch as usize];
+                if d.cache_left == 1 && d.npages == 1 && !c.busy && c.queue.is_empty() {
+                    // As after a sensing (`Phase::Sense`): the only transfer in line starts without the queue.
+                    let (txn, bytes) = d.pages[0];
+                    self.die_free(die, now, res, out);
+                    self.begin(ch, Xfer::Out { die, txn, bytes: u64::from(bytes), cache: true }, now, ledger, ev);
+                } else {
+                    self.queue_outs(die, true);
+                    self.die_free(die, now, res, out);
+                    self.start_channel(ch, now, grants, ledger, ev);
+                }
             }
             Phase::Work => {
                 let txn = first_page(&self.dies[die as usize], &self.cold[die as usize]).0;
