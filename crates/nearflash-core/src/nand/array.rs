@@ -178,7 +178,8 @@ pub enum NandOut {
     Done { txn: u32, at: Time },
     /// The die can take a command (or, with an operation suspended, what the suspension allows).
     DieIdle(u32),
-    /// The channel has nothing left to move.
+    /// The channel has nothing left to move (reported under `mqsim_tsu` only: the other disciplines do not react to
+    /// it).
     ChannelIdle(u32),
     /// The die's operation is suspended: it can serve reads now.
     Suspended(u32),
@@ -695,7 +696,7 @@ impl NandArray {
             }
         }
         self.start_channel(ch, now, grants, ledger, ev);
-        if !self.channels[ch as usize].busy {
+        if self.timing.data_outs_first && !self.channels[ch as usize].busy {
             out.push(NandOut::ChannelIdle(ch));
         }
     }

@@ -441,18 +441,20 @@ impl Scheduler {
         q: &mut Q,
         done: &mut Vec<(u32, Time)>,
     ) {
-        self.freed.clear();
+        let tsu = self.cfg.tsu;
+        if tsu {
+            self.freed.clear();
+        }
         let mut walked = u64::MAX;
         for i in 0..self.outs.len() {
             match self.outs[i] {
                 NandOut::Done { txn, at } => self.finish(txn, at, now, nand, res, ledger, q, done),
-                NandOut::DieIdle(die) if self.cfg.tsu => self.freed.push(die),
+                NandOut::DieIdle(die) if tsu => self.freed.push(die),
                 NandOut::DieIdle(die) => self.try_issue(die, now, nand, ledger, q),
+                // Reported under mqsim_tsu only.
                 NandOut::ChannelIdle(ch) => {
-                    if self.cfg.tsu {
-                        walked = u64::from(ch);
-                        self.walk(ch, now, nand, ledger, q);
-                    }
+                    walked = u64::from(ch);
+                    self.walk(ch, now, nand, ledger, q);
                 }
                 NandOut::Suspended(die) => {
                     self.dies[die as usize].serve_before = self.seq + 1;
@@ -461,15 +463,17 @@ impl Scheduler {
                 NandOut::Working(die) => self.maybe_suspend(die, now, nand, q),
             }
         }
-        // mqsim_tsu: a die freed by a transfer is served by the channel's walk; one freed otherwise (a program or
-        // erase ending) is served directly if its channel is idle (`TSU_Base::handle_chip_idle_signal`).
-        let freed = std::mem::take(&mut self.freed);
-        for &die in &freed {
-            if u64::from(self.channel_of_die[die as usize]) != walked {
-                self.try_issue(die, now, nand, ledger, q);
+        if tsu {
+            // mqsim_tsu: a die freed by a transfer is served by the channel's walk; one freed otherwise (a program or
+            // erase ending) is served directly if its channel is idle (`TSU_Base::handle_chip_idle_signal`).
+            let freed = std::mem::take(&mut self.freed);
+            for &die in &freed {
+                if u64::from(self.channel_of_die[die as usize]) != walked {
+                    self.try_issue(die, now, nand, ledger, q);
+                }
             }
+            self.freed = freed;
         }
-        self.freed = freed;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -671,57 +675,80 @@ impl Scheduler {
         q: &mut Q,
     ) {
         let first = self.txns[id as usize];
+        self.account(id, now);
+        let gathers = first.req.kind == CmdKind::Read && self.cfg.multi_plane && first.req.plane != u32::MAX && !first.req.column;
+        if !gathers || self.dies[die as usize].with_work[READ] & classes == 0 {
+            // Nothing to gather (most reads: their die had nothing queued): the command is this transaction alone,
+            // without the list.
+            let planes = if gathers { 1 } else { first.req.planes };
+            self.issue_pages(die, &first, planes, &[(id, first.req.bytes)], now, nand, ledger, q);
+            return;
+        }
         let mut pages = std::mem::take(&mut self.pages);
         pages.clear();
         pages.push((id, first.req.bytes));
-        self.account(id, now);
-        let mut planes = first.req.planes;
-        if first.req.kind == CmdKind::Read && self.cfg.multi_plane && first.req.plane != u32::MAX && !first.req.column {
-            let ppd = nand.geo.planes_per_die;
-            let mut mask = 1u64 << first.req.plane.min(63);
-            // Only the classes with queued reads (the bits of `with_work`), in class order.
-            let mut with_reads = self.dies[die as usize].with_work[READ] & classes;
-            'classes: while with_reads != 0 {
-                let class = with_reads.trailing_zeros() as usize;
-                with_reads &= with_reads - 1;
-                let qi = queue(class, READ);
-                let (mut prev, mut other) = (NIL, self.dies[die as usize].q[qi].head);
-                while other != NIL {
-                    if pages.len() as u32 >= ppd {
-                        break 'classes;
-                    }
-                    let r = self.txns[other as usize];
-                    let next = self.link[other as usize];
-                    let plane_bit = 1u64 << r.req.plane.min(63);
-                    if r.req.page == first.req.page && r.req.plane != u32::MAX && !r.req.column && mask & plane_bit == 0 && r.seq < before {
-                        mask |= plane_bit;
-                        self.dies[die as usize].q[qi].unlink(&mut self.link, prev, other);
-                        pages.push((other, r.req.bytes));
-                        self.account(other, now);
-                    } else {
-                        prev = other;
-                    }
-                    other = next;
+        // A read: the die's other queued reads at its page offset, one per plane.
+        let ppd = nand.geo.planes_per_die;
+        let mut mask = 1u64 << first.req.plane.min(63);
+        // Only the classes with queued reads (the bits of `with_work`), in class order.
+        let mut with_reads = self.dies[die as usize].with_work[READ] & classes;
+        'classes: while with_reads != 0 {
+            let class = with_reads.trailing_zeros() as usize;
+            with_reads &= with_reads - 1;
+            let qi = queue(class, READ);
+            let (mut prev, mut other) = (NIL, self.dies[die as usize].q[qi].head);
+            while other != NIL {
+                if pages.len() as u32 >= ppd {
+                    break 'classes;
                 }
-                if self.dies[die as usize].q[qi].is_empty() {
-                    self.dies[die as usize].with_work[READ] &= !(1 << class);
+                let r = self.txns[other as usize];
+                let next = self.link[other as usize];
+                let plane_bit = 1u64 << r.req.plane.min(63);
+                if r.req.page == first.req.page && r.req.plane != u32::MAX && !r.req.column && mask & plane_bit == 0 && r.seq < before {
+                    mask |= plane_bit;
+                    self.dies[die as usize].q[qi].unlink(&mut self.link, prev, other);
+                    pages.push((other, r.req.bytes));
+                    self.account(other, now);
+                } else {
+                    prev = other;
                 }
+                other = next;
             }
-            planes = pages.len() as u32;
+            if self.dies[die as usize].q[qi].is_empty() {
+                self.dies[die as usize].with_work[READ] &= !(1 << class);
+            }
         }
+        let planes = pages.len() as u32;
+        self.issue_pages(die, &first, planes, &pages, now, nand, ledger, q);
+        self.pages = pages;
+    }
+
+    /// Sends the command of `first` (its kind, page and class) over `planes` planes, for `pages`, to `die`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn issue_pages<Q: Schedule<NandEv>>(
+        &mut self,
+        die: u32,
+        first: &Txn,
+        planes: u32,
+        pages: &[(u32, u64)],
+        now: Time,
+        nand: &mut NandArray,
+        ledger: &mut EnergyLedger,
+        q: &mut Q,
+    ) {
         let cmd = Command {
             kind: first.req.kind,
             die,
             page: first.req.page,
             planes,
-            pages: &pages,
+            pages,
             column: first.req.column,
             dst_page: first.req.dst_page,
             class: self.classes.on_channel(first.req.class).0,
         };
         let mut grants = Grants { classes: &self.classes, channels: &mut self.channels };
         nand.issue(cmd, now, &mut grants, ledger, q);
-        self.pages = pages;
         if first.req.kind == CmdKind::Erase {
             self.maybe_suspend(die, now, nand, q);
         }
