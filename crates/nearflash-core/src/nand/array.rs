@@ -405,6 +405,10 @@ pub struct NandArray {
     channels: Vec<Channel>,
     /// Die operations ended and not yet counted in the dies' timelines (their busy time is in `Die`).
     die_ops_untallied: u64,
+    /// `timing.xfer` of the last size moved, and of a codeword (decoding starts with the first): most transfers are
+    /// one size (a read's sectors, a page), and the division and roundings cost more than the look.
+    xfer_last: (u64, u64),
+    xfer_codeword: u64,
     pub stats: NandStats,
 }
 
@@ -412,6 +416,7 @@ impl NandArray {
     pub fn new(cfg: &DeviceConfig, res: &mut Resources, ledger: &mut EnergyLedger) -> Self {
         let geo = Geometry::from_config(cfg);
         let en = &cfg.energy;
+        let (timing, ecc) = (NandTiming::from_config(cfg), EccModel::from_config(cfg));
         NandArray {
             channel_res: res.add_group("channel", geo.channels),
             die_res: res.add_group("die", geo.dies()),
@@ -431,8 +436,10 @@ impl NandArray {
                 bus_byte: en.channel_per_byte.0,
                 ecc_byte: en.ecc_per_byte.0,
             },
-            timing: NandTiming::from_config(cfg),
-            ecc: EccModel::from_config(cfg),
+            xfer_last: (0, timing.xfer(0)),
+            xfer_codeword: timing.xfer(u64::from(ecc.codeword_bytes)),
+            timing,
+            ecc,
             dies: (0..geo.dies()).map(|_| Die::new()).collect(),
             cold: (0..geo.dies()).map(|_| DieCold::default()).collect(),
             channels: (0..geo.channels).map(|_| Channel::default()).collect(),
@@ -590,11 +597,10 @@ impl NandArray {
     /// Starts transfer `x` on channel `ch`, which is free.
     #[inline]
     fn begin(&mut self, ch: u32, x: Xfer, now: Time, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
-        let t = &self.timing;
         let dur = match x {
             Xfer::Cmd { die } => {
                 self.dies[die as usize].phase = Phase::Bus;
-                t.t_cmd * u64::from(self.dies[die as usize].planes)
+                self.timing.t_cmd * u64::from(self.dies[die as usize].planes)
             }
             Xfer::In { die } => {
                 let d = &mut self.dies[die as usize];
@@ -605,11 +611,11 @@ impl NandArray {
                 self.stats.bytes_to_flash += bytes;
                 ledger.charge(self.acc.program, self.e.program_page * planes as f64);
                 ledger.charge(self.acc.bus, self.e.bus_byte * crate::engine::u64_as_f64(bytes));
-                t.t_cmd * planes + t.xfer(bytes)
+                self.timing.t_cmd * planes + self.xfer(bytes)
             }
             Xfer::Out { die, bytes, .. } => {
-                let setup = if self.dies[die as usize].column { t.t_column_change } else { 0 };
-                setup + t.xfer(bytes)
+                let setup = if self.dies[die as usize].column { self.timing.t_column_change } else { 0 };
+                setup + self.xfer(bytes)
             }
         };
         let c = &mut self.channels[ch as usize];
@@ -815,19 +821,31 @@ impl NandArray {
         out.push(NandOut::DieIdle(die));
     }
 
+    /// `timing.xfer(bytes)`.
+    #[inline]
+    fn xfer(&mut self, bytes: u64) -> u64 {
+        if bytes == self.xfer_last.0 {
+            return self.xfer_last.1;
+        }
+        let ns = self.timing.xfer(bytes);
+        self.xfer_last = (bytes, ns);
+        ns
+    }
+
     /// Decoding pipelined with the transfer: the engine starts once the first codeword has arrived and cannot
     /// finish before one decode time after the last byte.
-    fn decode(&self, res: &mut Resources, ch: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
-        let t = &self.timing;
-        if t.t_decode == 0 || bytes == 0 {
+    fn decode(&mut self, res: &mut Resources, ch: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
+        let t_decode = self.timing.t_decode;
+        if t_decode == 0 || bytes == 0 {
             return xfer_end;
         }
         let cws = self.ecc.codewords(bytes);
-        let first = xfer_start + t.xfer(u64::from(self.ecc.codeword_bytes).min(bytes));
-        let busy = cws * t.t_decode;
+        let cw = u64::from(self.ecc.codeword_bytes);
+        let first = xfer_start + if bytes >= cw { self.xfer_codeword } else { self.xfer(bytes) };
+        let busy = cws * t_decode;
         let e = res.member(self.ecc_engine, ch);
         let s = res.reserve(e, first, busy);
-        (s + busy).max(xfer_end + t.t_decode)
+        (s + busy).max(xfer_end + t_decode)
     }
 
     /// A soft-decision decode of a page of `die` whose hard decode ended at `at`; returns its end.
