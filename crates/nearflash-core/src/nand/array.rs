@@ -299,6 +299,14 @@ impl Die {
     #[inline]
     fn set_pages(&mut self, cold: &mut DieCold, pages: &[(u32, u64)]) {
         debug_assert!(pages.len() <= 64, "a command has at most 64 pages");
+        if let [(txn, bytes)] = *pages {
+            if let Ok(b) = u32::try_from(bytes) {
+                // One page (most commands) without the loop.
+                self.pages[0] = (txn, b);
+                self.npages = 1;
+                return;
+            }
+        }
         if pages.len() <= INLINE_PAGES && pages.iter().all(|p| p.1 <= u64::from(u32::MAX)) {
             for (slot, &(txn, bytes)) in self.pages.iter_mut().zip(pages) {
                 *slot = (txn, bytes as u32);
@@ -491,7 +499,6 @@ impl NandArray {
     pub fn issue(&mut self, cmd: Command<'_>, now: Time, grants: &mut impl ChannelGrants, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let t = &self.timing;
         let die = cmd.die;
-        let ch = self.geo.channel_of_die(die);
         let planes = u64::from(cmd.planes);
         let d = &mut self.dies[die as usize];
         debug_assert_eq!(d.phase, Phase::Idle, "die {die} is not idle");
@@ -514,6 +521,8 @@ impl NandArray {
                 ledger.charge(self.acc.read, self.e.read_page * planes as f64);
                 if t.commands_on_bus {
                     d.phase = Phase::WaitBus;
+                    // The die's channel only where the command takes it (a division: not on every read).
+                    let ch = self.geo.channel_of_die(die);
                     self.channels[ch as usize].push(Xfer::Cmd { die }, class);
                     self.start_channel(ch, now, grants, ledger, ev);
                 } else {
@@ -524,6 +533,7 @@ impl NandArray {
             CmdKind::Program => {
                 d.phase = Phase::WaitBus;
                 cold.suspensions = 0;
+                let ch = self.geo.channel_of_die(die);
                 self.channels[ch as usize].push(Xfer::In { die }, class);
                 self.start_channel(ch, now, grants, ledger, ev);
             }
@@ -752,7 +762,7 @@ impl NandArray {
                         let (txn, bytes) = d.pages[0];
                         self.begin(ch, Xfer::Out { die, txn, bytes: u64::from(bytes), cache: false }, now, ledger, ev);
                     } else {
-                        self.queue_outs(die, false);
+                        self.queue_outs(die, ch, false);
                         self.start_channel(ch, now, grants, ledger, ev);
                     }
                 }
@@ -768,7 +778,7 @@ impl NandArray {
                     self.die_free(die, now, res, out);
                     self.begin(ch, Xfer::Out { die, txn, bytes: u64::from(bytes), cache: true }, now, ledger, ev);
                 } else {
-                    self.queue_outs(die, true);
+                    self.queue_outs(die, ch, true);
                     self.die_free(die, now, res, out);
                     self.start_channel(ch, now, grants, ledger, ev);
                 }
@@ -795,8 +805,8 @@ impl NandArray {
 
     /// Queues the current command's data-outs on the die's channel.
     #[inline]
-    fn queue_outs(&mut self, die: u32, cache: bool) {
-        let ch = self.geo.channel_of_die(die) as usize;
+    fn queue_outs(&mut self, die: u32, ch: u32, cache: bool) {
+        let ch = ch as usize;
         let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
         for (txn, bytes) in die_pages(d, cold).filter(|p| p.1 > 0) {
             self.channels[ch].push(Xfer::Out { die, txn, bytes, cache }, d.class);
