@@ -438,3 +438,29 @@ fn gc_takes_host_mediums_turn_on_a_channel_unless_it_is_background() {
     let gc_then_low = |i: u32| if i < 4 { GC } else { Priority::Low.class() };
     assert_eq!(channel_slots(Level::Normal, gc_then_low), vec![1, 2, 3, 5, 4, 6, 7, 8]);
 }
+
+#[test]
+fn a_data_out_reaching_a_free_channel_starts_at_once_and_ties_at_one_ns_keep_their_order() {
+    let mut r = rig(&PLAIN);
+    let t = r.t();
+    let (s, x4, x16) = (t.t_cmd + t.t_read(0), t.xfer(4096), t.xfer(16384));
+    // Die 0's 4 KiB transfer ends at s + x4. Die 8 (same channel) arrives at x4, so its sensing also ends at s + x4,
+    // and its event was scheduled first (at x4 < s): it finds the channel still moving die 0's page and queues; die
+    // 0's transfer end then starts it at that same nanosecond.
+    let a = r.submit(Time::ZERO, read(0, 0, 0, 4096));
+    let b = r.submit(Time::from_ns(x4), read(8, 0, 0, 16384));
+    r.run();
+    assert_eq!(r.done_at(a), Time::from_ns(s + x4));
+    assert_eq!(r.done_at(b), Time::from_ns(s + x4 + x16));
+    // The other order at the same nanosecond: die 8 arrives after die 0's sensing ended (its sensing's end is
+    // scheduled after die 0's transfer end), so the channel is free when it ends and its data-out starts at once.
+    let mut r = rig(&PLAIN);
+    let d = s + 1000;
+    let a = r.submit(Time::ZERO, read(0, 0, 0, 4096));
+    let b = r.submit(Time::from_ns(d), read(8, 0, 0, 16384));
+    let c = r.submit(Time::from_ns(d), read(16, 0, 0, 4096));
+    r.run();
+    assert_eq!(r.done_at(a), Time::from_ns(s + x4));
+    assert_eq!(r.done_at(b), Time::from_ns(d + s + x16), "die 8's data-out found the channel free");
+    assert_eq!(r.done_at(c), Time::from_ns(d + s + x16 + x4), "die 16's sensing ended with die 8's: it waits for the channel");
+}
