@@ -711,7 +711,10 @@ impl NandArray {
                 }
             }
         }
-        self.start_channel(ch, now, grants, ledger, ev);
+        // The next transfer in line, if any (most often none: the call is not made).
+        if !self.channels[ch as usize].queue.is_empty() {
+            self.start_channel(ch, now, grants, ledger, ev);
+        }
         if self.timing.data_outs_first && !self.channels[ch as usize].busy {
             out.push(NandOut::ChannelIdle(ch));
         }
