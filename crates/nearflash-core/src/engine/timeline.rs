@@ -192,6 +192,16 @@ impl Timeline {
     /// Drops reservations that ended at or before `now`; nothing will be booked before `now` again.
     #[inline]
     pub fn prune(&mut self, now: Time) {
+        // Everything ended (most bookings of a port, a pool's idle member): cleared without a scan or a call.
+        match self.busy.last() {
+            Some(&(_, end)) if end <= now => {
+                self.busy.clear();
+                self.head = 0;
+                return;
+            }
+            None => return,
+            Some(_) => {}
+        }
         let mut h = self.head;
         while h < self.busy.len() && self.busy[h].1 <= now {
             h += 1;
