@@ -86,12 +86,18 @@ fn port_ns(bytes: u64, bytes_per_s: f64) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn transfers_serialise_and_charge_per_byte() {
+    /// A port `link` of this rate and energy per byte on its own timeline.
+    fn link(bytes_per_s: f64, pj_per_byte: f64) -> (Resources, EnergyLedger, Port) {
         let mut res = Resources::new();
         let mut ledger = EnergyLedger::new();
         let g = res.add_group("link", 1);
-        let mut port = Port::new(res.member(g, 0), 1e9, ledger.account("link"), 2.0);
+        let port = Port::new(res.member(g, 0), bytes_per_s, ledger.account("link"), pj_per_byte);
+        (res, ledger, port)
+    }
+
+    #[test]
+    fn transfers_serialise_and_charge_per_byte() {
+        let (mut res, mut ledger, mut port) = link(1e9, 2.0);
         assert_eq!(port.ns(0), 0);
         assert_eq!(port.ns(3), 3);
         assert_eq!(port.ns(1), 1, "rounded up to whole ns");
@@ -120,10 +126,7 @@ mod tests {
 
     #[test]
     fn transfers_of_alternating_sizes_take_what_each_size_takes() {
-        let mut res = Resources::new();
-        let mut ledger = EnergyLedger::new();
-        let g = res.add_group("link", 1);
-        let mut port = Port::new(res.member(g, 0), 3.3e9, ledger.account("link"), 1.05);
+        let (mut res, mut ledger, mut port) = link(3.3e9, 1.05);
         let mut t = Time::ZERO;
         let mut pj = 0.0;
         for bytes in [4096u64, 16, 4096, 16, 64, 0, 7, 4096, 0] {
