@@ -306,6 +306,7 @@ impl Ftl {
 
     /// Copies one sector's data, checksum and injected errors from `src` to slot `slot` (at `dst`) of the GC frontier.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
         if present {
             self.store.data.copy_sector(src, dst)?;

@@ -168,9 +168,9 @@ impl Frontier {
         }
     }
 
+    /// Empties the page (its slots' LPNs are left as they were: only the filled ones are ever read).
     fn reset_page(&mut self) {
         self.filled = 0;
-        self.lpns = [INVALID_LPN; MAX_SPP];
         self.present = 0;
         self.tagged = 0;
         self.held = false;
