@@ -22,7 +22,7 @@
 //!   are collected at once until `gc_stop_free_blocks` are free (the simplest FTLs; every move is booked at that
 //!   instant, so later host pages of the die wait for the whole episode).
 
-use super::oob::{Oob, INVALID_LPN, SPARE_BYTES};
+use super::oob::{self, Oob, INVALID_LPN, SPARE_BYTES};
 use super::{FlashSink, Ftl, Stream, Work};
 use crate::config::{GcFree, VictimPolicy};
 use crate::engine::At;
@@ -343,7 +343,13 @@ impl Ftl {
         let first = self.geo.block_first_ppn(block);
         let ppb = u64::from(self.geo.pages_per_block);
         debug_assert_eq!(self.blocks.info[block as usize].valid, 0, "erasing a block with valid data");
-        self.store.oob.zero(first, ppb);
+        if self.spares_written {
+            self.store.oob.zero(first, ppb);
+        } else {
+            // No extension spare bytes were ever written: they are zeroes already, and only each record's own
+            // bytes (56 of 184 with 4 slots) need clearing.
+            self.store.oob.zero_prefix(first, ppb, oob::record_bytes(self.spp as usize));
+        }
         self.store.data.punch(first, ppb)?;
         let spp = u64::from(self.spp);
         let lo = first * spp;

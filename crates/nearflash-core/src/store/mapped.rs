@@ -167,6 +167,15 @@ impl MappedRecords {
         self.map[o..o + n as usize * self.record].fill(0);
     }
 
+    /// Zeroes the first `bytes` bytes of each of records `[first, first + n)` (the rest of each is left as it is).
+    pub fn zero_prefix(&mut self, first: u64, n: u64, bytes: usize) {
+        let bytes = bytes.min(self.record);
+        let o = first as usize * self.record;
+        for r in self.map[o..o + n as usize * self.record].chunks_exact_mut(self.record) {
+            r[..bytes].fill(0);
+        }
+    }
+
     /// Writes dirty pages back to the file.
     pub fn flush(&self) -> Result<()> {
         Ok(self.map.flush()?)
