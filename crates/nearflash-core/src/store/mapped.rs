@@ -346,6 +346,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn zero_prefix_clears_only_each_records_first_bytes() {
+        let mut r = MappedRecords::anonymous(8, 4).unwrap();
+        for i in 0..4 {
+            r.get_mut(i).fill(0xff);
+        }
+        r.zero_prefix(1, 2, 3);
+        assert_eq!(r.get(0), &[0xff; 8]);
+        assert_eq!((r.get(1), r.get(2)), (&[0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff][..], &[0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff][..]));
+        assert_eq!(r.get(3), &[0xff; 8]);
+        r.zero_prefix(3, 1, 100); // more than a record: the whole record
+        assert_eq!(r.get(3), &[0; 8]);
+    }
+
+    #[test]
     fn file_backed_records_persist_and_stay_sparse() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l2p.bin");
