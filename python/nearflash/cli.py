@@ -609,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--blk-event", choices=["D", "Q"], default="D",
                         help="blkparse event replayed: D (issued, default) or Q (queued)")
         sp.add_argument("--trace-device", metavar="ID", help="only this device's requests (MQSim device, MSR "
-                        "DiskNumber, blkparse major,minor, fio file, nbdkit connection)")
+                        "DiskNumber, blkparse major,minor, fio file, nbdkit connection; numbers compare as numbers)")
         sp.add_argument("--skip-bad", action="store_true",
                         help="skip malformed lines (counted) instead of stopping at the first")
 

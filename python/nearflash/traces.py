@@ -34,7 +34,7 @@ class TraceOptions:
         time_unit: unit of MQSim's arrival times (ps, ns, us; MQSim's engine reads them as ns).
         blk_event: blkparse event replayed: "D" (issued) or "Q" (queued).
         device: only this device's requests (MQSim's device column, MSR's DiskNumber, blkparse's "major,minor",
-            fio's file name, an nbdkit log's connection number).
+            fio's file name, an nbdkit log's connection number); numbers compare as numbers ("1" keeps "01").
         skip_bad: skip malformed lines (counted) instead of stopping at the first.
         repeat: replay the trace this many times back to back (MQSim's Relay_Count).
         limit: at most this many requests.

@@ -287,6 +287,16 @@ pub(crate) trait LineParser: Send {
     }
 }
 
+/// Whether a request's device (`got`, as its line spells it) is the one asked for (`want`). `numbered`: the format
+/// numbers its devices (all but fio's file names, where `1` and `01` are two files), so numbers compare as numbers,
+/// part by part: `0` is MQSim's or MSR's `00`, `8,0` is blkparse's `8, 0`.
+fn same_device(want: &str, got: &str, numbered: bool) -> bool {
+    fn numbers(id: &str) -> Option<Vec<u64>> {
+        id.split(',').map(|part| part.trim().parse::<u64>().ok()).collect()
+    }
+    want == got || numbered && matches!((numbers(want), numbers(got)), (Some(a), Some(b)) if a == b)
+}
+
 /// Reads a trace's requests one at a time.
 pub struct TraceReader<R: BufRead> {
     lines: Lines<R>,
@@ -388,7 +398,7 @@ impl<R: BufRead> TraceReader<R> {
                 },
             };
             if let (Some(want), Some(dev)) = (&self.opts.device, &parsed.device) {
-                if want != dev {
+                if !same_device(want, dev, self.stats.format != Some(Format::Fio)) {
                     self.stats.filtered += 1;
                     continue;
                 }

@@ -37,6 +37,11 @@ fn mqsim_fields_sectors_and_time_units() {
     let dev1 = ParseOptions { device: Some("1".into()), ..ParseOptions::default() };
     let (r, st) = read(t, Format::Mqsim, &dev1).unwrap();
     assert_eq!((r.len(), st.filtered), (1, 2));
+    // the device is a number: "01" (or " 1") asks for device 1 too, "1.0" or "x" for none
+    for (want, kept) in [("01", 1), (" 1", 1), ("0", 2), ("000", 2), ("1.0", 0), ("x", 0)] {
+        let o = ParseOptions { device: Some(want.into()), ..ParseOptions::default() };
+        assert_eq!(read(t, Format::Mqsim, &o).map(|(r, _)| r.len()).unwrap_or(0), kept, "{want:?}");
+    }
 }
 
 #[test]
@@ -180,6 +185,10 @@ fn fio_iolog_v2_with_waits_and_v3_with_timestamps() {
               3791 /tmp/f write 774144 4096\n3800 /tmp/f datasync\n4069 /tmp/f close\n";
     let (r, _) = ok(v3, Format::Fio);
     assert_eq!(ops(&r), [(0, Op::Read, 61440, 4096), (3_667_000, Op::Write, 774144, 4096), (3_676_000, Op::Flush, 0, 0)]);
+    // fio's devices are file names, not numbers: "01" is not "1"
+    let two = "fio version 2 iolog\n1 add\n01 add\n1 read 0 4096\n01 read 4096 4096\n";
+    let one = ParseOptions { device: Some("1".into()), ..ParseOptions::default() };
+    assert_eq!(ops(&read(two, Format::Fio, &one).unwrap().0), [(0, Op::Read, 0, 4096)]);
     for (bad, line, what) in [
         ("/dev/x read 0 4096\n", 1, "first line must be"),
         ("fio version 4 iolog\n", 1, "version 4 is not supported"),
@@ -222,6 +231,8 @@ fn blkparse_default_output_d_or_q_events() {
     let q = ParseOptions { blk_event: 'Q', device: Some("8,0".into()), ..ParseOptions::default() };
     let (r, st) = read(t, Format::Blkparse, &q).unwrap();
     assert_eq!((r.len(), r[1].time_ns, st.filtered), (2, 100_000, 0));
+    let spaced = ParseOptions { blk_event: 'Q', device: Some("8, 00".into()), ..ParseOptions::default() };
+    assert_eq!(read(t, Format::Blkparse, &spaced).unwrap().0.len(), 2);
     for (bad, what) in [
         ("8 0 1 1 0.0 1 D R 0 + 8 [x]\n", "device major,minor"),
         ("  8,0 1 1 0.0x 1 D R 0 + 8 [x]\n", "seconds.nanoseconds"),
