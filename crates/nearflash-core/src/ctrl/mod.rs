@@ -9,7 +9,7 @@ pub use buffer::WriteBuffer;
 pub use units::{ComputeUnits, UnitHandle, UnitSpec};
 
 use crate::config::DeviceConfig;
-use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Port, Resources, Time};
+use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Memo2, Port, Resources, Time};
 
 /// Firmware path lengths and the resources they run on.
 pub struct Controller {
@@ -25,6 +25,8 @@ pub struct Controller {
     pub dram_latency: u64,
     acc_core: EnergyAccount,
     pj_per_instruction: f64,
+    /// `run`'s time and energy for the last two instruction counts (keyed by their bits).
+    memo: Memo2,
     pub stats: ControllerStats,
 }
 
@@ -41,10 +43,12 @@ impl Controller {
         let dram = res.add_group("dram", 1);
         let dram_port =
             Port::new(res.member(dram, 0), c.dram_bandwidth.0, ledger.account("ssd_dram"), cfg.energy.ssd_dram_per_byte.0);
+        let ns_per_instruction = c.cpi.0 * 1e9 / c.core_freq.0;
+        let pj_per_instruction = cfg.energy.core_per_instruction.0;
         Controller {
             cores: res.add_group("core", c.cores.0 as u32),
             dram,
-            ns_per_instruction: c.cpi.0 * 1e9 / c.core_freq.0,
+            ns_per_instruction,
             fw_read: c.fw_read_instructions.0,
             fw_write: c.fw_write_instructions.0,
             fw_other: c.fw_other_instructions.0,
@@ -53,22 +57,24 @@ impl Controller {
             dram_port,
             dram_latency: c.dram_latency.0,
             acc_core: ledger.account("controller_core"),
-            pj_per_instruction: cfg.energy.core_per_instruction.0,
+            pj_per_instruction,
+            memo: Memo2::new(|bits| run_cost(f64::from_bits(bits), ns_per_instruction, pj_per_instruction)),
             stats: ControllerStats::default(),
         }
     }
 
     /// Time to execute `instructions` on one core.
     pub fn instructions_ns(&self, instructions: f64) -> u64 {
-        crate::engine::ceil_ns(instructions * self.ns_per_instruction)
+        run_cost(instructions, self.ns_per_instruction, self.pj_per_instruction).0
     }
 
     /// Runs `instructions` of firmware on whichever core is free first; returns when done.
     pub fn run(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
-        let d = self.instructions_ns(instructions);
+        let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
+        let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
         let (_, s) = res.reserve_any(self.cores, ready, d);
         self.stats.instructions += instructions;
-        ledger.charge(self.acc_core, self.pj_per_instruction * instructions);
+        ledger.charge(self.acc_core, energy);
         s + d
     }
 
@@ -92,4 +98,9 @@ impl Controller {
         self.stats.dram_bytes += bytes;
         self.dram_port.transfer(res, ledger, ready, bytes)
     }
+}
+
+/// The time (whole ns, rounded up) and energy (pJ) of `instructions` on one core.
+fn run_cost(instructions: f64, ns_per_instruction: f64, pj_per_instruction: f64) -> (u64, f64) {
+    (crate::engine::ceil_ns(instructions * ns_per_instruction), pj_per_instruction * instructions)
 }

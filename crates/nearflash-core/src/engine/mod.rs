@@ -19,7 +19,7 @@ pub use energy::{EnergyAccount, EnergyLedger};
 pub use events::{EventQueue, Schedule};
 pub use flow::{At, Flow, Lazy, LazyJoin};
 pub use fasthash::{IntHasher, IntMap};
-pub use port::Port;
+pub use port::{Memo2, Port};
 pub use resources::{GroupId, GroupUtilisation, ResourceId, Resources};
 pub use rng::{rng_stream, Rng};
 pub use time::Time;

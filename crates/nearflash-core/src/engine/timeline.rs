@@ -34,12 +34,32 @@ impl Timeline {
     /// Earliest start `>= ready` at which `[start, start + dur)` is free.
     #[inline]
     pub fn find(&self, ready: Time, dur: u64) -> Time {
-        // Fast path, inlined into the callers (most searches, a pool's idle members): everything booked ends by
-        // `ready`. Only a search among the intervals pays for a call.
+        // Fast paths, inlined into the callers: everything booked ends by `ready` (most searches, a pool's idle
+        // members); or only the last interval ends after it (a pool's busy members: the booking running, or a run of
+        // merged ones), when the answer is `ready` if it fits before that interval, else its end. Only a search among
+        // the intervals pays for a call.
         match self.busy.last() {
-            Some(&(_, end)) if end > ready && dur > 0 => self.find_among(ready, dur),
+            Some(&(start, end)) if end > ready && dur > 0 => {
+                if self.only_last_after(ready) {
+                    if ready + dur <= start {
+                        ready
+                    } else {
+                        end
+                    }
+                } else {
+                    self.find_among(ready, dur)
+                }
+            }
             _ => ready,
         }
+    }
+
+    /// Whether no interval but the last ends after `t` (the last does). Exact whatever was pruned: an interval
+    /// before the head ended at or before a pruning point, and the ones kept are sorted.
+    #[inline]
+    fn only_last_after(&self, t: Time) -> bool {
+        let n = self.busy.len();
+        n < 2 || self.busy[n - 2].1 <= t
     }
 
     /// `find` where the last interval ends after `ready`.
@@ -68,16 +88,30 @@ impl Timeline {
         if dur == 0 {
             return ready;
         }
-        // Fast path, inlined into the callers (most bookings of a port): after everything booked, extending the
-        // last interval if it ends at `ready`. Only a booking among the intervals pays for a call.
-        match self.busy.last_mut() {
+        // Fast paths, inlined into the callers (most bookings of a port): after everything booked, extending the
+        // last interval if it ends at `ready`; or, when only the last interval ends after `ready` and the booking
+        // does not fit before it, at its end (extending it). Only a booking among the intervals pays for a call.
+        let only_last = self.only_last_after(ready);
+        let start = match self.busy.last_mut() {
+            // Only the last interval ends after `ready` and the booking does not fit before it: it extends it.
+            Some(last) if last.1 > ready && only_last && ready + dur > last.0 => {
+                let t = last.1;
+                last.1 = t + dur;
+                t
+            }
             Some(last) if last.1 > ready => return self.reserve_among(ready, dur),
-            Some(last) if last.1 == ready => last.1 = ready + dur,
-            _ => self.busy.push((ready, ready + dur)),
-        }
+            Some(last) if last.1 == ready => {
+                last.1 = ready + dur;
+                ready
+            }
+            _ => {
+                self.busy.push((ready, ready + dur));
+                ready
+            }
+        };
         self.busy_total += dur;
         self.ops += 1;
-        ready
+        start
     }
 
     /// `reserve` where the last interval ends after `ready`.
@@ -158,6 +192,16 @@ impl Timeline {
     /// Drops reservations that ended at or before `now`; nothing will be booked before `now` again.
     #[inline]
     pub fn prune(&mut self, now: Time) {
+        // Everything ended (most bookings of a port, a pool's idle member): cleared without a scan or a call.
+        match self.busy.last() {
+            Some(&(_, end)) if end <= now => {
+                self.busy.clear();
+                self.head = 0;
+                return;
+            }
+            None => return,
+            Some(_) => {}
+        }
         let mut h = self.head;
         while h < self.busy.len() && self.busy[h].1 <= now {
             h += 1;
