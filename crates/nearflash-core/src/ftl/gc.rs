@@ -22,7 +22,7 @@
 //!   are collected at once until `gc_stop_free_blocks` are free (the simplest FTLs; every move is booked at that
 //!   instant, so later host pages of the die wait for the whole episode).
 
-use super::oob::{Oob, INVALID_LPN, SPARE_BYTES};
+use super::oob::{self, Oob, INVALID_LPN, SPARE_BYTES};
 use super::{FlashSink, Ftl, Stream, Work};
 use crate::config::{GcFree, VictimPolicy};
 use crate::engine::At;
@@ -181,8 +181,8 @@ impl Ftl {
         let prefetch_page = |ftl: &Self, page: u32| {
             if page < pages.end {
                 let rec = Oob::new(ftl.store.oob.get(first + u64::from(page)), spp);
-                for slot in 0..spp {
-                    ftl.store.l2p.prefetch(u64::from(rec.lpn(slot)));
+                for lpn in rec.lpns() {
+                    ftl.store.l2p.prefetch(u64::from(lpn));
                 }
             }
         };
@@ -192,42 +192,49 @@ impl Ftl {
         for page in pages.clone() {
             prefetch_page(self, page.saturating_add(AHEAD));
             let ppn = first + u64::from(page);
-            let rec = Oob::new(self.store.oob.get(ppn), spp);
-            let mut live: [(u32, u32, bool); 32] = [(INVALID_LPN, 0, false); 32];
-            let mut n = 0usize;
+            let first_psa = ppn * spp as u64;
+            // The current slots, as a mask (their LPNs, checksums and data flags are read from the record again
+            // where they move: a 32-slot array of them cost ~100 instructions a page to set up).
+            let mut live = 0u32;
             let mut worst = 0;
-            for slot in 0..spp {
-                let lpn = rec.lpn(slot);
-                let psa = ppn * spp as u64 + slot as u64;
+            for (slot, lpn) in Oob::new(self.store.oob.get(ppn), spp).lpns().enumerate() {
+                let psa = first_psa + slot as u64;
                 if lpn != INVALID_LPN && self.store.l2p.get(u64::from(lpn)) == (psa + 1) as u32 {
-                    live[slot] = (lpn, rec.crc(slot), rec.present(slot));
-                    n += 1;
+                    live |= 1 << slot;
                     worst = worst.max(self.injected_errors(psa));
                 }
             }
-            if n == 0 {
+            if live == 0 {
                 continue;
             }
+            let n = live.count_ones() as usize;
             // Copyback moves a page whole, so only a page whose every sector is current goes that way: copying one
             // with stale sectors would carry them along as padding, and under steady random writes (every victim
             // page has some) collection then reclaimed nothing until a plane ran out of free blocks.
             if self.copyback && n == spp && self.gc_frontier_empty(plane) {
-                last.push(self.copy_back_page(plane, ppn, &live, ready, sink)?);
+                last.push(self.copy_back_page(plane, ppn, live, ready, sink)?);
                 continue;
             }
             let pe = self.blocks.info[victim as usize].erase_count;
             let data_ready = sink.read_page(ready, ppn, n as u32, worst, pe, work);
-            for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
-                if lpn == INVALID_LPN {
-                    continue;
-                }
-                let src = ppn * spp as u64 + slot as u64;
-                if let Some(t) = self.append_gc(plane, lpn, src, crc, present, data_ready, sink)? {
+            let mut rest = live;
+            while rest != 0 {
+                let slot = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let (lpn, crc, present) = Self::oob_slot(&self.store.oob, ppn, spp, slot);
+                if let Some(t) = self.append_gc(plane, lpn, first_psa + slot as u64, crc, present, data_ready, sink)? {
                     last.push(t);
                 }
             }
         }
         Ok(())
+    }
+
+    /// The LPN, checksum and data flag that page `ppn`'s OOB record gives slot `slot`.
+    #[inline]
+    fn oob_slot(oob: &crate::store::MappedRecords, ppn: u64, spp: usize, slot: usize) -> (u32, u32, bool) {
+        let rec = Oob::new(oob.get(ppn), spp);
+        (rec.lpn(slot), rec.crc(slot), rec.present(slot))
     }
 
     fn gc_frontier_empty(&self, plane: u32) -> bool {
@@ -265,7 +272,7 @@ impl Ftl {
         &mut self,
         plane: u32,
         src_ppn: u64,
-        live: &[(u32, u32, bool); 32],
+        live: u32,
         ready: At,
         sink: &mut dyn FlashSink,
     ) -> Result<At> {
@@ -276,7 +283,9 @@ impl Ftl {
         let erased = self.block_erased[Self::spare_index(Stream::Gc, plane)];
         let ready = if erased == At::ZERO { ready } else { sink.max_all(ready, &[erased]) };
         let done = sink.copyback(ready, src_ppn, dst_ppn, Work::Gc { urgent: self.gc_urgent(plane, sink) });
-        for (slot, &(lpn, crc, present)) in live.iter().enumerate().take(spp) {
+        for slot in 0..spp {
+            let (lpn, crc, present) =
+                if live & (1 << slot) != 0 { Self::oob_slot(&self.store.oob, src_ppn, spp, slot) } else { (INVALID_LPN, 0, false) };
             let src = src_ppn * spp as u64 + slot as u64;
             let dst = dst_ppn * spp as u64 + slot as u64;
             self.move_sector(plane, slot, lpn, crc, present && lpn != INVALID_LPN, src, dst)?;
@@ -284,7 +293,7 @@ impl Ftl {
         let fr = &mut self.gc[plane as usize];
         fr.filled = self.spp;
         self.stats.gc_pages_copied_back += 1;
-        self.stats.gc_sectors_moved += live.iter().filter(|l| l.0 != INVALID_LPN).count() as u64;
+        self.stats.gc_sectors_moved += u64::from(live.count_ones());
         self.store.data.flush_copies()?;
         // The copyback already programmed the page: record it without a second program's timing.
         let i = Self::spare_index(Stream::Gc, plane);
@@ -297,6 +306,7 @@ impl Ftl {
 
     /// Copies one sector's data, checksum and injected errors from `src` to slot `slot` (at `dst`) of the GC frontier.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
         if present {
             self.store.data.copy_sector(src, dst)?;
@@ -333,7 +343,13 @@ impl Ftl {
         let first = self.geo.block_first_ppn(block);
         let ppb = u64::from(self.geo.pages_per_block);
         debug_assert_eq!(self.blocks.info[block as usize].valid, 0, "erasing a block with valid data");
-        self.store.oob.zero(first, ppb);
+        if self.spares_written {
+            self.store.oob.zero(first, ppb);
+        } else {
+            // No extension spare bytes were ever written: they are zeroes already, and only each record's own
+            // bytes (56 of 184 with 4 slots) need clearing.
+            self.store.oob.zero_prefix(first, ppb, oob::record_bytes(self.spp as usize));
+        }
         self.store.data.punch(first, ppb)?;
         let spp = u64::from(self.spp);
         let lo = first * spp;

@@ -487,6 +487,34 @@ fn overwrite_from(ftl: &mut Ftl, cfg: &DeviceConfig, first: u32, seed: u32) {
     ftl.flush(Time::ZERO, &mut Untimed);
 }
 
+/// Every free block's OOB area reads as zeroes after GC erased it, whether or not extension spare bytes were ever
+/// written (without them the erase clears only each record's own bytes: the spare bytes are zeroes already).
+#[test]
+fn an_erased_blocks_oob_area_is_all_zeroes() {
+    let cfg = small_config(&[]);
+    for spares in [false, true] {
+        let mut ftl = memory_ftl(&cfg);
+        if spares {
+            for l in 0..64 {
+                ftl.write_tagged(l, Some(&sector(&cfg, l, 1)), Some(&[l as u8 | 1; SPARE_BYTES]), Time::ZERO, &mut Untimed).unwrap();
+            }
+        }
+        overwrite_from(&mut ftl, &cfg, 0, 4242);
+        assert!(ftl.stats.blocks_erased > 0);
+        let ppb = u64::from(ftl.geo.pages_per_block);
+        let mut checked = 0;
+        for (id, b) in ftl.blocks.info.iter().enumerate() {
+            if b.state == BlockState::Free && b.erase_count > 0 {
+                for ppn in id as u64 * ppb..(id as u64 + 1) * ppb {
+                    assert!(ftl.store.oob.get(ppn).iter().all(|&x| x == 0), "spares {spares}: page {ppn} of erased block {id}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 0, "spares {spares}: no erased free block to check");
+    }
+}
+
 #[test]
 fn spare_bytes_found_in_an_opened_store_follow_their_sector_through_gc() {
     // GC reads a moved sector's spare bytes only once some were written: a store opened with state (as an image's)

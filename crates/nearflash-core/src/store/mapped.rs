@@ -167,6 +167,15 @@ impl MappedRecords {
         self.map[o..o + n as usize * self.record].fill(0);
     }
 
+    /// Zeroes the first `bytes` bytes of each of records `[first, first + n)` (the rest of each is left as it is).
+    pub fn zero_prefix(&mut self, first: u64, n: u64, bytes: usize) {
+        let bytes = bytes.min(self.record);
+        let o = first as usize * self.record;
+        for r in self.map[o..o + n as usize * self.record].chunks_exact_mut(self.record) {
+            r[..bytes].fill(0);
+        }
+    }
+
     /// Writes dirty pages back to the file.
     pub fn flush(&self) -> Result<()> {
         Ok(self.map.flush()?)
@@ -335,6 +344,20 @@ impl MappedU32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_prefix_clears_only_each_records_first_bytes() {
+        let mut r = MappedRecords::anonymous(8, 4).unwrap();
+        for i in 0..4 {
+            r.get_mut(i).fill(0xff);
+        }
+        r.zero_prefix(1, 2, 3);
+        assert_eq!(r.get(0), &[0xff; 8]);
+        assert_eq!((r.get(1), r.get(2)), (&[0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff][..], &[0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff][..]));
+        assert_eq!(r.get(3), &[0xff; 8]);
+        r.zero_prefix(3, 1, 100); // more than a record: the whole record
+        assert_eq!(r.get(3), &[0; 8]);
+    }
 
     #[test]
     fn file_backed_records_persist_and_stay_sparse() {
