@@ -98,7 +98,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Schedules `e` at `t`; an event in the past of the loop's clock is taken at the clock.
-    #[inline(always)]
+    #[inline]
     pub fn push(&mut self, t: Time, e: E) {
         let t = t.max(self.clock);
         self.seq += 1;
