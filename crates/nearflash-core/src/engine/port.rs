@@ -49,7 +49,7 @@ impl Memo2 {
 
 impl Port {
     pub fn new(resource: ResourceId, bytes_per_s: f64, account: EnergyAccount, pj_per_byte: f64) -> Self {
-        let memo = Memo2::new(|bytes| (port_ns(bytes, bytes_per_s), pj_per_byte * super::u64_as_f64(bytes)));
+        let memo = Memo2::new(|bytes| port_cost(bytes, bytes_per_s, pj_per_byte));
         Port { resource, bytes_per_s, account, pj_per_byte, memo }
     }
 
@@ -66,11 +66,16 @@ impl Port {
     /// when the last byte is through.
     pub fn transfer(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
         let (bytes_per_s, pj_per_byte) = (self.bytes_per_s, self.pj_per_byte);
-        let (d, pj) = self.memo.get(bytes, |b| (port_ns(b, bytes_per_s), pj_per_byte * super::u64_as_f64(b)));
+        let (d, pj) = self.memo.get(bytes, |b| port_cost(b, bytes_per_s, pj_per_byte));
         let start = res.reserve(self.resource, ready, d);
         ledger.charge(self.account, pj);
         start + d
     }
+}
+
+/// The time (`port_ns`) and energy (pJ) of moving `bytes`.
+fn port_cost(bytes: u64, bytes_per_s: f64, pj_per_byte: f64) -> (u64, f64) {
+    (port_ns(bytes, bytes_per_s), pj_per_byte * super::u64_as_f64(bytes))
 }
 
 /// Time to move `bytes` at `bytes_per_s`, whole nanoseconds rounded up.
