@@ -9,7 +9,7 @@ use crate::ctrl::sched::suspend::{Rule, Rules};
 use crate::ctrl::sched::{ClassId, ClassTable, Level, SchedConfig, Scheduler, TxnReq, GC, GC_URGENT};
 use super::exec::ReadTo;
 use crate::ctrl::{ComputeUnits, Controller, WriteBuffer};
-use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, IntMap, Lazy, Resources, Rng, Time};
+use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, Lazy, Resources, Rng, Time};
 use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{FlashSink, Ftl, Location, Work};
 use crate::host::HostModel;
@@ -57,12 +57,10 @@ pub struct DeviceCore {
     /// GC's priority (`controller.gc_priority`).
     gc_priority: GcPriority,
     /// Programs of recent pages: until one ends, its data is still served from the write buffer in DRAM.
-    programming: IntMap<u64, At>,
+    programming: Programming,
     /// Programs not known to have ended (a Flush waits for them).
     programs: Vec<At>,
     programs_pruned_at: usize,
-    /// `programming`'s size after its last pruning (the next prunes once it has grown well past that).
-    programming_pruned_at: usize,
     /// Buffers of `read_lbas`, kept between calls so that a read allocates nothing (boxed: taking it out and putting
     /// it back moves a pointer).
     scratch: Option<Box<ReadScratch>>,
@@ -124,7 +122,7 @@ pub(crate) struct FlashTiming<'a> {
     ecc: &'a EccModel,
     flow: &'a mut Flow<Step>,
     rng: &'a mut Rng,
-    programming: &'a mut IntMap<u64, At>,
+    programming: &'a mut Programming,
     programs: &'a mut Vec<At>,
     floor: Time,
     class: ClassId,
@@ -196,7 +194,7 @@ impl FlashSink for FlashTiming<'_> {
             self.flow.add_lazy(Step::Flash { req, release: sectors_released, counted: true }, floor, ready)
         };
         for &p in ppns {
-            self.programming.insert(p, done);
+            self.programming.insert(p, done, self.flow);
         }
         // A Flush waits for the host's data only: a page GC moves stays readable where it was until its copy is
         // programmed (the victim is erased after its moves), so nothing acknowledged depends on GC's programs.
@@ -302,6 +300,7 @@ impl DeviceCore {
         let sched = Scheduler::new(sc, ClassTable::new(cfg.priority_weights(), gc_level), &nand, &mut ledger);
         let nv = &cfg.nvme;
         let fetcher = Fetcher::new(Mechanism::of(&cfg), nv.arbitration_burst.0 as u32, nv.fetch_window.0.min(u64::from(u32::MAX)) as u32);
+        let programming = Programming::new(nand.geo.pages_per_block);
         DeviceCore {
             res,
             ledger,
@@ -323,10 +322,9 @@ impl DeviceCore {
             class: crate::ctrl::sched::Priority::Medium.class(),
             deliver_in_flash_step: true,
             gc_priority,
-            programming: IntMap::default(),
+            programming,
             programs: Vec::new(),
             programs_pruned_at: 0,
-            programming_pruned_at: 0,
             scratch: None,
             forecast: None,
             horizons: Default::default(),
@@ -463,7 +461,7 @@ impl DeviceCore {
 
     /// Whether page `ppn` is being programmed (its data is still served from the write buffer).
     fn programming(&self, ppn: u64) -> bool {
-        self.programming.get(&ppn).is_some_and(|&p| self.flow.pending(p))
+        self.programming.get(ppn).is_some_and(|p| self.flow.pending(p))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -762,7 +760,7 @@ impl DeviceCore {
     /// The programs (host and GC) not yet known to have ended.
     #[cfg(test)]
     pub(crate) fn programs_in_flight(&self) -> Vec<At> {
-        self.programming.values().copied().filter(|&p| self.flow.pending(p)).collect()
+        self.programming.pending(&self.flow)
     }
 
     /// Drops programs known to have ended from the Flush list now and then.
@@ -771,13 +769,6 @@ impl DeviceCore {
             let flow = &self.flow;
             self.programs.retain(|&p| flow.pending(p));
             self.programs_pruned_at = self.programs.len();
-        }
-        // Pruned only once it has doubled since the last pruning: while more than 65,536 programs are pending (long
-        // GC-steady write runs), a fixed bound had the whole map scanned on every write.
-        if self.programming.len() > 2 * self.programming_pruned_at + (1 << 16) {
-            let flow = &self.flow;
-            self.programming.retain(|_, &mut p| flow.pending(p));
-            self.programming_pruned_at = self.programming.len();
         }
     }
 
@@ -830,5 +821,119 @@ impl DeviceCore {
     /// Erases one block of `die`; returns when tBERS ends.
     pub(crate) fn erase_block_timed(&mut self, die: u32, ready: At) -> At {
         self.flash(TxnReq::erase(die, 1, self.class), ready, 0)
+    }
+}
+
+/// `slot_of`'s value for a block without an array.
+const NO_SLOT: u32 = 0;
+
+/// The program ends of recently programmed pages (`DeviceCore::programming`): until a page's program ends, a read of
+/// it is served from the write buffer in DRAM.
+///
+/// Pages are programmed block by block, so the ends are kept per block, in an array indexed by the page's offset:
+/// a block gets one from a pool on its first program and gives it back once no program it records is pending. This
+/// answers as the map from page to its last program's end it replaced (a hash map insert per page programmed, ~135
+/// instructions a GC-steady write): a page never programmed, or whose block gave its array back (every program it
+/// recorded had ended, and an ended program stays ended), reads as not being programmed; a reused array's entries
+/// are all ended programs of another block, so they read the same.
+#[derive(Debug, Default)]
+pub(crate) struct Programming {
+    pages_per_block: u64,
+    /// Per block: its array's index plus one (`NO_SLOT`: none). Grown on demand to the highest block seen.
+    slot_of: Vec<u32>,
+    /// The arrays, `pages_per_block` entries each: the end of the last program of each page.
+    ends: Vec<At>,
+    /// Per array: the block holding it (`u32::MAX`: free).
+    block_of: Vec<u32>,
+    /// Arrays given back, reused last freed first.
+    free: Vec<u32>,
+    /// The arrays held after the last pruning (the next prunes once they have grown well past that).
+    pruned_at: usize,
+}
+
+impl Programming {
+    pub(crate) fn new(pages_per_block: u32) -> Self {
+        Programming { pages_per_block: u64::from(pages_per_block.max(1)), ..Default::default() }
+    }
+
+    /// Records that page `ppn`'s last program ends at `done` (`flow`: the steps' states, for a pruning).
+    #[inline]
+    pub(crate) fn insert<S: Default>(&mut self, ppn: u64, done: At, flow: &Flow<S>) {
+        let block = ppn / self.pages_per_block;
+        let page = (ppn - block * self.pages_per_block) as usize;
+        let slot = match self.slot_of.get(block as usize) {
+            Some(&s) if s != NO_SLOT => s - 1,
+            _ => self.attach(block as u32, flow),
+        };
+        self.ends[slot as usize * self.pages_per_block as usize + page] = done;
+    }
+
+    /// Gives `block` an array (a freed one, whose entries are all ended programs, or a new one of `At::ZERO`).
+    /// With none free, first gives back the arrays of blocks with nothing pending, once the arrays held have
+    /// doubled since the last pruning, and 64 more (a fixed bound had every array scanned on every block opened
+    /// while many programs were pending): the pool stays near the blocks with pending programs.
+    #[inline(never)]
+    fn attach<S: Default>(&mut self, block: u32, flow: &Flow<S>) -> u32 {
+        if self.free.is_empty() && self.held() > 2 * self.pruned_at + 64 {
+            self.prune(flow);
+            self.pruned_at = self.held();
+        }
+        if self.slot_of.len() <= block as usize {
+            self.slot_of.resize(block as usize + 1, NO_SLOT);
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.block_of.len() as u32;
+                self.block_of.push(block);
+                self.ends.resize(self.ends.len() + self.pages_per_block as usize, At::ZERO);
+                s
+            }
+        };
+        self.block_of[slot as usize] = block;
+        self.slot_of[block as usize] = slot + 1;
+        slot
+    }
+
+    /// The end of page `ppn`'s last program, if recorded (`None`: never programmed, or ended long ago).
+    #[inline]
+    pub(crate) fn get(&self, ppn: u64) -> Option<At> {
+        let block = ppn / self.pages_per_block;
+        match self.slot_of.get(block as usize) {
+            Some(&s) if s != NO_SLOT => {
+                let page = (ppn - block * self.pages_per_block) as usize;
+                Some(self.ends[(s - 1) as usize * self.pages_per_block as usize + page])
+            }
+            _ => None,
+        }
+    }
+
+    /// Arrays held by blocks.
+    pub(crate) fn held(&self) -> usize {
+        self.block_of.len() - self.free.len()
+    }
+
+    /// Gives back the arrays of blocks none of whose recorded programs is pending.
+    pub(crate) fn prune<S: Default>(&mut self, flow: &Flow<S>) {
+        let ppb = self.pages_per_block as usize;
+        for slot in 0..self.block_of.len() {
+            let block = self.block_of[slot];
+            if block == u32::MAX {
+                continue;
+            }
+            if self.ends[slot * ppb..(slot + 1) * ppb].iter().all(|&p| !flow.pending(p)) {
+                self.block_of[slot] = u32::MAX;
+                self.slot_of[block as usize] = NO_SLOT;
+                self.free.push(slot as u32);
+            }
+        }
+    }
+
+    /// Every recorded program end still pending (repeats included: one per page).
+    #[cfg(test)]
+    pub(crate) fn pending<S: Default>(&self, flow: &Flow<S>) -> Vec<At> {
+        let ppb = self.pages_per_block as usize;
+        let held = (0..self.block_of.len()).filter(|&s| self.block_of[s] != u32::MAX);
+        held.flat_map(|s| self.ends[s * ppb..(s + 1) * ppb].iter().copied()).filter(|&p| flow.pending(p)).collect()
     }
 }

@@ -941,3 +941,57 @@ fn a_flush_during_gc_waits_for_host_programs_only() {
     assert!(flushed < last, "the flush ended at {flushed} ns, GC's last program at {last} ns");
     dev.core.ftl.check_consistency().unwrap();
 }
+
+/// The arrays answer as a map from page to its last program's end: across blocks, rewrites of a page, pruning
+/// (which gives back only arrays with nothing pending) and the reuse of a given-back array by another block.
+#[test]
+fn programming_answers_as_a_map_of_last_program_ends() {
+    use super::core::Programming;
+    use crate::engine::{At, Flow, Time};
+    let mut flow: Flow<()> = Flow::new();
+    let mut p = Programming::new(4);
+    let mut map = std::collections::HashMap::new();
+    let check = |p: &Programming, map: &std::collections::HashMap<u64, At>, flow: &Flow<()>| {
+        for ppn in 0..64u64 {
+            let a = p.get(ppn).is_some_and(|e| flow.pending(e));
+            let b = map.get(&ppn).is_some_and(|&e| flow.pending(e));
+            assert_eq!(a, b, "page {ppn}");
+        }
+    };
+    // Pending steps (never resolved: nothing takes them from the ready queue) and known times.
+    let pend: Vec<At> = (0..6).map(|_| flow.add((), Time::ZERO, &[])).collect();
+    assert!(pend.iter().all(|&a| flow.pending(a)));
+    let known = At::at(Time::from_ns(5));
+    for (ppn, done) in [(0, pend[0]), (1, known), (5, pend[1]), (9, known), (10, known), (63, pend[2]), (1, pend[3])] {
+        p.insert(ppn, done, &flow);
+        map.insert(ppn, done);
+        check(&p, &map, &flow);
+    }
+    assert_eq!(p.held(), 4);
+    // Blocks 2 (pages 8..12) holds only known times: it gives its array back; the others keep theirs.
+    p.prune(&flow);
+    check(&p, &map, &flow);
+    assert_eq!(p.held(), 3);
+    assert_eq!(p.get(9), None);
+    // A rewrite of a page pending before with a known time lets its block go.
+    for (ppn, done) in [(5, known), (0, known), (1, known)] {
+        p.insert(ppn, done, &flow);
+        map.insert(ppn, done);
+    }
+    p.prune(&flow);
+    check(&p, &map, &flow);
+    assert_eq!(p.held(), 1, "only block 15 (page 63) has a pending program");
+    // The freed arrays are reused by other blocks; their stale entries read as ended.
+    for (ppn, done) in [(20, pend[4]), (33, known), (46, pend[5])] {
+        p.insert(ppn, done, &flow);
+        map.insert(ppn, done);
+        check(&p, &map, &flow);
+    }
+    assert_eq!(p.held(), 4);
+    let mut pending = p.pending(&flow);
+    let mut expect: Vec<At> = map.values().copied().filter(|&e| flow.pending(e)).collect();
+    let key = |a: &At| format!("{a:?}");
+    pending.sort_by_key(key);
+    expect.sort_by_key(key);
+    assert_eq!(pending, expect);
+}
