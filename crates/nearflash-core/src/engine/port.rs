@@ -67,7 +67,7 @@ impl Port {
     pub fn transfer(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64) -> Time {
         let (bytes_per_s, pj_per_byte) = (self.bytes_per_s, self.pj_per_byte);
         let (d, pj) = self.memo.get(bytes, |b| port_cost(b, bytes_per_s, pj_per_byte));
-        let start = res.reserve(self.resource, ready, d);
+        let start = res.reserve_inline(self.resource, ready, d);
         ledger.charge(self.account, pj);
         start + d
     }
