@@ -71,6 +71,22 @@ impl Port {
         ledger.charge(self.account, pj);
         start + d
     }
+
+    /// `transfer` of `bytes`, then at once (from when they are through) of `then_bytes`: the same bookings and
+    /// charges as the two calls (nothing else books the port or charges between them), with one look-up of the
+    /// port's timeline. Returns when each is through.
+    pub fn transfer_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64, then_bytes: u64) -> (Time, Time) {
+        let (bytes_per_s, pj_per_byte) = (self.bytes_per_s, self.pj_per_byte);
+        let (d, pj) = self.memo.get(bytes, |b| port_cost(b, bytes_per_s, pj_per_byte));
+        let (d2, pj2) = self.memo.get(then_bytes, |b| port_cost(b, bytes_per_s, pj_per_byte));
+        // One pruning: the second's would find nothing more (the clock has not moved).
+        let tl = res.timeline_mut(self.resource);
+        let first = tl.reserve(ready, d) + d;
+        let second = tl.reserve(first, d2) + d2;
+        ledger.charge(self.account, pj);
+        ledger.charge(self.account, pj2);
+        (first, second)
+    }
 }
 
 /// The time (`port_ns`) and energy (pJ) of moving `bytes`.
