@@ -625,7 +625,7 @@ impl DeviceCore {
         let ok = match loc {
             Location::Flash(psa) if !self.programming(psa / spp) => {
                 let ppn = psa / spp;
-                let issue = if issue_on_cores { self.book(Booking::Firmware(self.ctrl.fw_page * 1.0), ready) } else { ready };
+                let issue = if issue_on_cores { self.book_firmware(self.ctrl.fw_page * 1.0, ready) } else { ready };
                 let geo = &self.nand.geo;
                 let a0 = geo.page_addr(ppn);
                 let die = geo.die_of_plane(a0.plane);

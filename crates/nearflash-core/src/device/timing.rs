@@ -87,6 +87,19 @@ impl DeviceCore {
         self.host_now.max(self.events.clock())
     }
 
+    /// `book` of `Booking::Firmware(n)`: when `after` is known (a host command's steps), the cores are booked
+    /// without `run_booking`'s dispatch.
+    #[inline]
+    pub(crate) fn book_firmware(&mut self, n: f64, after: At) -> At {
+        match self.flow.value(after) {
+            Some(t) => {
+                let ready = t.max(self.floor());
+                At::at(self.ctrl.run(&mut self.res, &mut self.ledger, ready, n))
+            }
+            None => self.book(Booking::Firmware(n), after),
+        }
+    }
+
     /// A reservation once `after` is known (at once if it is).
     pub(crate) fn book(&mut self, b: Booking, after: At) -> At {
         match self.flow.value(after) {
