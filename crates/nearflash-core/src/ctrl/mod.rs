@@ -78,6 +78,23 @@ impl Controller {
         s + d
     }
 
+    /// `run` of `instructions`, then `run` of `then` from when the first ends: the same bookings, memo look-ups and
+    /// charges in the same order as the two calls (for two steps with nothing booked between them), in one call.
+    /// Returns when each ends.
+    pub fn run_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64, then: f64) -> (Time, Time) {
+        let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
+        let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        let (_, s) = res.reserve_any(self.cores, ready, d);
+        self.stats.instructions += instructions;
+        ledger.charge(self.acc_core, energy);
+        let first = s + d;
+        let (d, energy) = self.memo.get(then.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        let (_, s) = res.reserve_any(self.cores, first, d);
+        self.stats.instructions += then;
+        ledger.charge(self.acc_core, energy);
+        (first, s + d)
+    }
+
     /// Runs firmware on a specific core (work that is serialised on one core, e.g. RecSSD's FTL loop).
     pub fn run_on(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, core: u32, ready: Time, instructions: f64) -> Time {
         let d = self.instructions_ns(instructions);
