@@ -158,4 +158,48 @@ mod tests {
         }
         assert_eq!(ledger.dynamic_joules()["link"], pj * 1e-12);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// `transfer_then` books, returns and charges what `transfer` then `transfer` from the first's end do, whatever
+        /// the port's earlier bookings (gaps a transfer fits in or not, bookings far ahead), sizes (zero, repeated,
+        /// new ones past the memo's two) and pruning between calls; the port's later bookings agree too.
+        #[test]
+        fn transfer_then_is_two_transfers(
+            ops in proptest::collection::vec((0u8..3, 0u64..5_000, 0u64..4, 0u64..4), 1..120),
+        ) {
+            let sizes = [0u64, 16, 4096, 1000];
+            let (mut res, mut ledger, mut port) = link(3.2e9, 1.5);
+            let (mut res2, mut ledger2, mut port2) = (res.clone(), ledger.clone(), port);
+            let mut now = 0u64;
+            for (kind, at, a, b) in ops {
+                let ready = Time::from_ns(now + at);
+                let (x, y) = (sizes[a as usize], sizes[b as usize]);
+                match kind {
+                    // A lone booking, possibly far ahead (leaving gaps before it).
+                    0 => {
+                        let t = port.transfer(&mut res, &mut ledger, ready + 20_000 * b, x);
+                        proptest::prop_assert_eq!(t, port2.transfer(&mut res2, &mut ledger2, ready + 20_000 * b, x));
+                    }
+                    1 => {
+                        let first = port.transfer(&mut res, &mut ledger, ready, x);
+                        let second = port.transfer(&mut res, &mut ledger, first, y);
+                        proptest::prop_assert_eq!((first, second), port2.transfer_then(&mut res2, &mut ledger2, ready, x, y));
+                    }
+                    // The clock moves on: both prune.
+                    _ => {
+                        now += at;
+                        res.prune(Time::from_ns(now));
+                        res2.prune(Time::from_ns(now));
+                    }
+                }
+                proptest::prop_assert_eq!(ledger.dynamic_joules(), ledger2.dynamic_joules());
+            }
+            // The same timeline: the same answers to a sweep of later bookings.
+            for k in 0..50u64 {
+                let ready = Time::from_ns(now + k * 700);
+                proptest::prop_assert_eq!(port.transfer(&mut res, &mut ledger, ready, 4096), port2.transfer(&mut res2, &mut ledger2, ready, 4096));
+            }
+        }
+    }
 }
