@@ -36,6 +36,8 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/scri
     || echo "env.sh: could not install faiss-cpu/hnswlib (the tests that compare with them will be skipped)" >&2
   touch "$stamp"
 fi
+# Profile-guided optimisation where pgo/ holds a profile made by this rustc (docs/development.md).
+bash "$ROOT/scripts/pgo_config.sh" "$ROOT"
 # Release build: the simulator's hot loops are meant to run optimised, in tests too.
 [ -f "$VENV/.built-once" ] || echo "env.sh: building the native module in release mode (the first build takes a few minutes)"
 log="$(mktemp)"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Remakes pgo/nearflash.profdata.gz, the profile that release builds are optimised with (profile-guided optimisation:
+# rustc's -Cprofile-use; scripts/env.sh turns it on where the profile was made by the same rustc).
+# Run it after changing the simulator's hot paths (the event loop, the array, the FTL, the host and controller
+# bookings): functions changed since the profile was made are compiled without it, so a stale profile costs speed,
+# never correctness (the optimiser only reorders and inlines; every result is the same bit for bit).
+#
+# What it does: builds the `simspeed` example instrumented (-Cprofile-generate, its own target directory), runs the
+# example's workloads at short sizes (the training run: reads, sequential reads, GC-steady writes, with and without
+# data), merges the raw profiles with the toolchain's llvm-profdata (rustup's llvm-tools component, installed if
+# missing) and records which rustc made it (pgo/rustc-version). Takes about five minutes on two cores.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+host="$(rustc -vV | sed -n 's/^host: //p')"
+profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
+if [ ! -x "$profdata" ]; then
+  rustup component add llvm-tools >/dev/null
+fi
+raw="$(mktemp -d)"
+trap 'rm -rf "$raw"' EXIT
+# Its own target directory and no profile in use: the instrumented build must not see the old profile.
+RUSTFLAGS="-Cprofile-generate=$raw" cargo build --release -q -p nearflash-core --example simspeed \
+  --target-dir "$ROOT/target/pgo-generate"
+bin="$ROOT/target/pgo-generate/release/examples/simspeed"
+train() {  # I/Os, then simspeed's arguments
+  local ios="$1"; shift
+  LLVM_PROFILE_FILE="$raw/%p-%m.profraw" SIMSPEED_IOS="$ios" "$bin" "$@"
+}
+train 200000 cosmos-plus 0.9 0                        # 4 KiB random reads, timing-only
+train 50000 cosmos-plus 0.9 1                         # the same with data
+train 20000 cosmos-plus 0.9 2                         # 128 KiB sequential reads
+train 50000 cosmos-plus 0.9 3 blocks_per_plane=128    # GC-steady 4 KiB random writes
+train 20000 cosmos-plus 0.9 4 blocks_per_plane=128    # the same with data
+mkdir -p pgo
+"$profdata" merge -o "$raw/merged.profdata" "$raw"/*.profraw
+gzip -9 -n -c "$raw/merged.profdata" > pgo/nearflash.profdata.gz  # -n: the same profile, the same bytes
+rm -f pgo/nearflash.profdata
+rustc -vV > pgo/rustc-version
+echo "wrote pgo/nearflash.profdata.gz ($(stat -c %s pgo/nearflash.profdata.gz) bytes) for $(head -1 pgo/rustc-version)"
