@@ -867,7 +867,7 @@ impl NandArray {
         let first = xfer_start + if bytes >= cw { self.xfer_codeword } else { self.xfer(bytes) };
         let busy = cws * t_decode;
         let e = res.member(self.ecc_engine, ch);
-        let s = res.reserve(e, first, busy);
+        let s = res.reserve_inline(e, first, busy);
         (s + busy).max(xfer_end + t_decode)
     }
 
