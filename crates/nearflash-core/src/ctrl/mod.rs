@@ -78,6 +78,23 @@ impl Controller {
         s + d
     }
 
+    /// `run` of `instructions`, then `run` of `then` from when the first ends: the same bookings, memo look-ups and
+    /// charges in the same order as the two calls (for two steps with nothing booked between them), in one call.
+    /// Returns when each ends.
+    pub fn run_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64, then: f64) -> (Time, Time) {
+        let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
+        let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        let (_, s) = res.reserve_any(self.cores, ready, d);
+        self.stats.instructions += instructions;
+        ledger.charge(self.acc_core, energy);
+        let first = s + d;
+        let (d, energy) = self.memo.get(then.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        let (_, s) = res.reserve_any(self.cores, first, d);
+        self.stats.instructions += then;
+        ledger.charge(self.acc_core, energy);
+        (first, s + d)
+    }
+
     /// Runs firmware on a specific core (work that is serialised on one core, e.g. RecSSD's FTL loop).
     pub fn run_on(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, core: u32, ready: Time, instructions: f64) -> Time {
         let d = self.instructions_ns(instructions);
@@ -103,4 +120,61 @@ impl Controller {
 /// The time (whole ns, rounded up) and energy (pJ) of `instructions` on one core.
 fn run_cost(instructions: f64, ns_per_instruction: f64, pj_per_instruction: f64) -> (u64, f64) {
     (crate::engine::ceil_ns(instructions * ns_per_instruction), pj_per_instruction * instructions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_preset;
+    use proptest::prelude::*;
+
+    /// The preset's controller on fresh resources.
+    fn controller() -> (Resources, EnergyLedger, Controller) {
+        let cfg = DeviceConfig::from_tree(&load_preset("cosmos-plus").unwrap()).unwrap();
+        let (mut res, mut ledger) = (Resources::new(), EnergyLedger::new());
+        let c = Controller::new(&cfg, &mut res, &mut ledger);
+        (res, ledger, c)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// `run_then` books, returns, counts and charges what `run` then `run` from the first's end do, whatever the
+        /// cores' earlier bookings (both busy, gaps, lone bookings far ahead on one core), the instruction counts
+        /// (zero, repeated, more than the memo's two) and pruning between calls.
+        #[test]
+        fn run_then_is_two_runs(ops in prop::collection::vec((0u8..4, 0u64..20_000, 0usize..5, 0usize..5), 1..120)) {
+            let counts = [0.0, 1.0, 2_500.0, 12_000.0, 40_000.5];
+            let (mut res, mut ledger, mut a) = controller();
+            let (mut res2, mut ledger2, mut b) = controller();
+            let mut now = 0u64;
+            for (kind, at, x, y) in ops {
+                let ready = Time::from_ns(now + at);
+                let (n, m) = (counts[x], counts[y]);
+                match kind {
+                    0 => prop_assert_eq!(a.run(&mut res, &mut ledger, ready, n), b.run(&mut res2, &mut ledger2, ready, n)),
+                    // Work serialised on one core, possibly far ahead (a gap before it).
+                    1 => {
+                        let (c, t) = ((x % 2) as u32, ready + 50_000 * y as u64);
+                        prop_assert_eq!(a.run_on(&mut res, &mut ledger, c, t, n), b.run_on(&mut res2, &mut ledger2, c, t, n));
+                    }
+                    2 => {
+                        let first = a.run(&mut res, &mut ledger, ready, n);
+                        let second = a.run(&mut res, &mut ledger, first, m);
+                        prop_assert_eq!((first, second), b.run_then(&mut res2, &mut ledger2, ready, n, m));
+                    }
+                    _ => {
+                        now += at;
+                        res.prune(Time::from_ns(now));
+                        res2.prune(Time::from_ns(now));
+                    }
+                }
+                prop_assert_eq!(ledger.dynamic_joules(), ledger2.dynamic_joules());
+                prop_assert_eq!(a.stats.instructions, b.stats.instructions);
+            }
+            for k in 0..40u64 {
+                let ready = Time::from_ns(now + k * 900);
+                prop_assert_eq!(a.run(&mut res, &mut ledger, ready, 2_500.0), b.run(&mut res2, &mut ledger2, ready, 2_500.0));
+            }
+        }
+    }
 }

@@ -104,6 +104,16 @@ pub(crate) struct Reads {
     pub pages: Vec<PageAt>,
 }
 
+/// When a one-LBA read's lookup is done (`read_one`).
+#[derive(Clone, Copy)]
+enum Start {
+    /// Once this is known.
+    At(At),
+    /// After this many instructions of the command's firmware on a core from this time (`read_command`: booked
+    /// with the page's transaction in one call).
+    Firmware(Time, f64),
+}
+
 /// Working buffers of one `read_lbas` call.
 #[derive(Default)]
 struct ReadScratch {
@@ -373,6 +383,33 @@ impl DeviceCore {
         r
     }
 
+    /// A host Read's command: its firmware (`fw` instructions on a core once `after` is known), then `read_lbas`
+    /// from the firmware's end, with the page steps' firmware on the cores; returns that end with the result. A
+    /// one-LBA read whose start is known (most host reads) books the command's firmware and its page step in one
+    /// call (`read_one`, `Controller::run_then`): the same bookings in the same order, as nothing between them (the
+    /// lookup, the checks) books anything.
+    pub(crate) fn read_command(&mut self, slba: u64, nlb: u32, fw: f64, after: At, out: &mut [u8], media: OnMediaError) -> (At, Result<Reads, Status>) {
+        let sector = u64::from(self.nand.geo.sector_size);
+        let one = nlb == 1
+            && !self.ftl.demand_mapped()
+            && self.cfg.unmapped_read() != UnmappedRead::Allocate
+            && slba < self.ftl.logical_sectors()
+            && (out.is_empty() || out.len() as u64 >= sector);
+        match self.flow.value(after) {
+            Some(t) if one => {
+                let ready = t.max(self.floor());
+                let mut sc = self.scratch.take().unwrap_or_default();
+                let r = self.read_one(&mut sc, slba, Start::Firmware(ready, fw), out, true, media);
+                self.scratch = Some(sc);
+                r
+            }
+            _ => {
+                let at = self.book_firmware(fw, after);
+                (at, self.read_lbas(slba, nlb, at, out, true, media))
+            }
+        }
+    }
+
     /// The bytes to move per page of `group` (into `xfer`) and how the ECC decodes them together: the worst
     /// injected or sampled error count of the group's sectors.
     fn group_outcome(&mut self, page_reads: &[(u64, usize, u32)], group: &[usize], locs: &[Location], xfer: &mut Vec<u64>) -> EccOutcome {
@@ -486,7 +523,7 @@ impl DeviceCore {
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
         let demand = self.ftl.demand_mapped();
         if nlb == 1 && !demand && !allocate {
-            return self.read_one(sc, slba, ready, out, issue_on_cores, media);
+            return self.read_one(sc, slba, Start::At(ready), out, issue_on_cores, media).1;
         }
         let mut lookups: Vec<At> = Vec::new();
         let locs = &mut sc.locs;
@@ -608,7 +645,9 @@ impl DeviceCore {
     /// `read_lbas_with` for one LBA without demand-paged mapping or allocating reads (most host reads): the same
     /// steps in the same order (the lookup, the firmware's transaction on a core, the ECC outcome, the flash
     /// transaction) without the lists that group sectors by page.
-    fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, ready: At, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> Result<Reads, Status> {
+    /// `start`: when the lookup is done, or the command's firmware still to book before it (`read_command`).
+    /// Returns when the lookup is done with the result.
+    fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
         let geo = &self.nand.geo;
         let spp = u64::from(geo.sectors_per_page);
         let sector = u64::from(geo.sector_size);
@@ -618,12 +657,28 @@ impl DeviceCore {
         }
         sc.locs.clear();
         sc.locs.push(loc);
+        let flash = match loc {
+            Location::Flash(psa) if !self.programming(psa / spp) => Some(psa),
+            _ => None,
+        };
+        // The firmware: the command's (if still to book) and the page's transaction (a page to sense, on the cores).
+        let (ready, issue) = match (start, flash.is_some() && issue_on_cores) {
+            (Start::At(ready), false) => (ready, ready),
+            (Start::At(ready), true) => (ready, self.book_firmware(self.ctrl.fw_page * 1.0, ready)),
+            (Start::Firmware(t, n), false) => {
+                let end = self.ctrl.run(&mut self.res, &mut self.ledger, t, n);
+                (At::at(end), At::at(end))
+            }
+            (Start::Firmware(t, n), true) => {
+                let (end, page) = self.ctrl.run_then(&mut self.res, &mut self.ledger, t, n, self.ctrl.fw_page * 1.0);
+                (At::at(end), At::at(page))
+            }
+        };
         // No lookup to wait for: it is done at `ready`.
         let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
-        let ok = match loc {
-            Location::Flash(psa) if !self.programming(psa / spp) => {
+        let ok = match flash {
+            Some(psa) => {
                 let ppn = psa / spp;
-                let issue = if issue_on_cores { self.book(Booking::Firmware(self.ctrl.fw_page * 1.0), ready) } else { ready };
                 let geo = &self.nand.geo;
                 let a0 = geo.page_addr(ppn);
                 let die = geo.die_of_plane(a0.plane);
@@ -636,12 +691,12 @@ impl DeviceCore {
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
                 outcome.is_ok()
             }
-            _ => {
+            None => {
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel: 0, die: 0, done: ready, ecc: EccOutcome::Corrected });
                 true
             }
         };
-        self.read_done(result, &sc.locs, slba, 1, out, ok, media)
+        (ready, self.read_done(result, &sc.locs, slba, 1, out, ok, media))
     }
 
     /// The end of a read of `nlb` LBAs from `slba` located at `locs`, its flash work booked (`ok`: every page

@@ -753,10 +753,10 @@ impl Device {
             _ => return (self.short_buffer(bytes, "from"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
-        let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb)), t);
-        match c.read_lbas(slba, nlb, fw, out, true, self::core::OnMediaError::Fail) {
-            Ok(r) => (Status::SUCCESS, c.deliver_pages(fw, r.pages)),
-            Err(s) => (s, fw),
+        let fw_instructions = c.ctrl.fw_read + c.ctrl.map_instructions * f64::from(nlb);
+        match c.read_command(slba, nlb, fw_instructions, t, out, self::core::OnMediaError::Fail) {
+            (fw, Ok(r)) => (Status::SUCCESS, c.deliver_pages(fw, r.pages)),
+            (fw, Err(s)) => (s, fw),
         }
     }
 

@@ -87,6 +87,19 @@ impl DeviceCore {
         self.host_now.max(self.events.clock())
     }
 
+    /// `book` of `Booking::Firmware(n)`: when `after` is known (a host command's steps), the cores are booked
+    /// without `run_booking`'s dispatch.
+    #[inline]
+    pub(crate) fn book_firmware(&mut self, n: f64, after: At) -> At {
+        match self.flow.value(after) {
+            Some(t) => {
+                let ready = t.max(self.floor());
+                At::at(self.ctrl.run(&mut self.res, &mut self.ledger, ready, n))
+            }
+            None => self.book(Booking::Firmware(n), after),
+        }
+    }
+
     /// A reservation once `after` is known (at once if it is).
     pub(crate) fn book(&mut self, b: Booking, after: At) -> At {
         match self.flow.value(after) {
@@ -167,6 +180,21 @@ impl DeviceCore {
     /// Books the completion entry over the link and the driver's completion path; returns when the host sees it.
     fn post(&mut self, p: Posting, ready: Time) -> Time {
         let t_cqe = self.host.to_host(&mut self.res, &mut self.ledger, ready, crate::nvme::CQE_BYTES as u64) + self.host.link_latency;
+        self.posted_at(p, ready, t_cqe)
+    }
+
+    /// A one-page read's delivery of `bytes` from `ready` (`Booking::Deliver`), then its completion `p` (`post`):
+    /// the data and the completion entry booked on the link up in one go (`HostModel::to_host_then`), as the two
+    /// bookings one after the other would (nothing books between them); returns when the host sees it.
+    fn deliver_then_post(&mut self, bytes: u64, p: Posting, ready: Time) -> Time {
+        let in_dram = self.through_dram(ready, bytes, ReadTo::Dram);
+        let (delivered, cqe) = self.host.to_host_then(&mut self.res, &mut self.ledger, in_dram, bytes, crate::nvme::CQE_BYTES as u64);
+        self.posted_at(p, delivered, cqe + self.host.link_latency)
+    }
+
+    /// `post` once its completion entry reached the host at `t_cqe` (the entry was sent at `ready`).
+    #[inline]
+    fn posted_at(&mut self, p: Posting, ready: Time, t_cqe: Time) -> Time {
         let t_app = self.host.complete_path(&mut self.res, t_cqe);
         self.posted.push((p, t_app));
         if p.sqid != 0 {
@@ -249,8 +277,7 @@ impl DeviceCore {
                     self.flow.resolve(idx, t);
                 }
                 Step::DeliverThenComplete(bytes, p) => {
-                    let delivered = self.run_booking(Booking::Deliver(bytes), ready);
-                    let t = self.post(p, delivered);
+                    let t = self.deliver_then_post(bytes, p, ready);
                     self.flow.resolve(idx, t);
                 }
                 Step::Fetch(sqid) => match self.fetcher.request(sqid, idx, ready) {
@@ -320,10 +347,7 @@ impl DeviceCore {
         let ready = at.max(self.floor());
         let end = match then {
             Step::Book(b) => self.run_booking(b, ready),
-            Step::DeliverThenComplete(bytes, p) => {
-                let delivered = self.run_booking(Booking::Deliver(bytes), ready);
-                self.post(p, delivered)
-            }
+            Step::DeliverThenComplete(bytes, p) => self.deliver_then_post(bytes, p, ready),
             _ => unreachable!("a delivery"),
         };
         self.flow.resolve(idx, end);

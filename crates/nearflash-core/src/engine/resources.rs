@@ -89,6 +89,13 @@ impl Resources {
         self.timeline_mut(r).reserve(ready, dur)
     }
 
+    /// `reserve`, always inlined: for the ports' one call site (`Port::transfer`, itself a call), where the call
+    /// layer cost more than the booking's fast path.
+    #[inline(always)]
+    pub(crate) fn reserve_inline(&mut self, r: ResourceId, ready: Time, dur: u64) -> Time {
+        self.timeline_mut(r).reserve(ready, dur)
+    }
+
     /// Counts use of a resource whose state an event-driven model keeps (`Timeline::tally`).
     #[inline]
     pub fn tally(&mut self, r: ResourceId, busy: u64, ops: u64) {

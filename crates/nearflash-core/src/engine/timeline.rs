@@ -202,28 +202,21 @@ impl Timeline {
             None => return,
             Some(_) => {}
         }
-        let mut h = self.head;
-        while h < self.busy.len() && self.busy[h].1 <= now {
-            h += 1;
-        }
-        if h != self.head {
-            self.pruned(h);
-        }
-    }
-
-    /// `prune` found the intervals before `h` ended: the vector is cleared when none is left, and compacted when
-    /// the ended ones are at least half (each interval is moved at most once per interval dropped: amortised O(1)).
-    #[inline(never)]
-    fn pruned(&mut self, h: usize) {
-        if h == self.busy.len() {
-            self.busy.clear();
-            self.head = 0;
-        } else if h >= 16 && 2 * h >= self.busy.len() {
-            self.busy.drain(..h);
-            self.head = 0;
+        // The last ends after `now`: the first interval that does is found within the vector, and some are left.
+        let h = self.head + self.busy[self.head..].iter().position(|&(_, e)| e > now).unwrap_or(0);
+        if h >= 16 && 2 * h >= self.busy.len() {
+            self.compact(h);
         } else {
             self.head = h;
         }
+    }
+
+    /// `prune` found the intervals before `h` ended, at least half of them: they are dropped (each interval is moved
+    /// at most once per interval dropped: amortised O(1)).
+    #[inline(never)]
+    fn compact(&mut self, h: usize) {
+        self.busy.drain(..h);
+        self.head = 0;
     }
 
     /// End of the last reservation (0 if none).

@@ -86,6 +86,13 @@ impl HostModel {
         self.link_up.transfer(res, ledger, ready, bytes)
     }
 
+    /// `to_host` of `bytes`, then of `then_bytes` once those are through (a read's data, then its completion entry);
+    /// returns both arrival times.
+    pub fn to_host_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, bytes: u64, then_bytes: u64) -> (Time, Time) {
+        self.stats.link_bytes_up += bytes + then_bytes;
+        self.link_up.transfer_then(res, ledger, ready, bytes, then_bytes)
+    }
+
     /// Driver submission path on a host core; returns when the doorbell is rung.
     pub fn submit_path(&mut self, res: &mut Resources, ready: Time) -> Time {
         let (_, s) = res.reserve_any(self.cpu, ready, self.submit);

@@ -737,15 +737,25 @@ impl NandArray {
         match phase {
             Phase::Sense => {
                 let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
-                let mut moving = 0;
-                // Pages that move nothing (a sense for computation beside the die) are done when sensed.
-                for (txn, bytes) in die_pages(d, cold) {
+                // Pages that move nothing (a sense for computation beside the die) are done when sensed. One page
+                // (most reads) without the iterator over the inline and spilled pages.
+                let moving = if d.npages == 1 {
+                    let (txn, bytes) = d.pages[0];
                     if bytes == 0 {
                         out.push(NandOut::Done { txn, at: now });
-                    } else {
-                        moving += 1;
                     }
-                }
+                    u8::from(bytes != 0)
+                } else {
+                    let mut moving = 0;
+                    for (txn, bytes) in die_pages(d, cold) {
+                        if bytes == 0 {
+                            out.push(NandOut::Done { txn, at: now });
+                        } else {
+                            moving += 1;
+                        }
+                    }
+                    moving
+                };
                 if moving == 0 {
                     self.die_free(die, now, res, out);
                 } else if self.timing.cache_read && d.suspended.is_none() && read_waits(die) {
@@ -857,7 +867,7 @@ impl NandArray {
         let first = xfer_start + if bytes >= cw { self.xfer_codeword } else { self.xfer(bytes) };
         let busy = cws * t_decode;
         let e = res.member(self.ecc_engine, ch);
-        let s = res.reserve(e, first, busy);
+        let s = res.reserve_inline(e, first, busy);
         (s + busy).max(xfer_end + t_decode)
     }
 
