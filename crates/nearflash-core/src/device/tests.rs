@@ -946,7 +946,7 @@ fn a_flush_during_gc_waits_for_host_programs_only() {
 /// (which gives back only arrays with nothing pending) and the reuse of a given-back array by another block.
 #[test]
 fn programming_answers_as_a_map_of_last_program_ends() {
-    use super::core::Programming;
+    use super::programming::Programming;
     use crate::engine::{At, Flow, Time};
     let mut flow: Flow<()> = Flow::new();
     let mut p = Programming::new(4);
