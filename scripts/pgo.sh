@@ -35,6 +35,5 @@ train 20000 cosmos-plus 0.9 4 blocks_per_plane=128    # the same with data
 mkdir -p pgo
 "$profdata" merge -o "$raw/merged.profdata" "$raw"/*.profraw
 gzip -9 -n -c "$raw/merged.profdata" > pgo/nearflash.profdata.gz  # -n: the same profile, the same bytes
-rm -f pgo/nearflash.profdata
 rustc -vV > pgo/rustc-version
 echo "wrote pgo/nearflash.profdata.gz ($(stat -c %s pgo/nearflash.profdata.gz) bytes) for $(head -1 pgo/rustc-version)"

@@ -70,6 +70,13 @@ impl Controller {
 
     /// Runs `instructions` of firmware on whichever core is free first; returns when done.
     pub fn run(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
+        self.run_inline(res, ledger, ready, instructions)
+    }
+
+    /// `run`'s body, inlined into `run` and both steps of `run_then` (the call layer per step was what `run_then`
+    /// saves).
+    #[inline(always)]
+    fn run_inline(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
         let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
         let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
         let (_, s) = res.reserve_any(self.cores, ready, d);
@@ -82,17 +89,8 @@ impl Controller {
     /// charges in the same order as the two calls (for two steps with nothing booked between them), in one call.
     /// Returns when each ends.
     pub fn run_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64, then: f64) -> (Time, Time) {
-        let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
-        let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
-        let (_, s) = res.reserve_any(self.cores, ready, d);
-        self.stats.instructions += instructions;
-        ledger.charge(self.acc_core, energy);
-        let first = s + d;
-        let (d, energy) = self.memo.get(then.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
-        let (_, s) = res.reserve_any(self.cores, first, d);
-        self.stats.instructions += then;
-        ledger.charge(self.acc_core, energy);
-        (first, s + d)
+        let first = self.run_inline(res, ledger, ready, instructions);
+        (first, self.run_inline(res, ledger, first, then))
     }
 
     /// Runs firmware on a specific core (work that is serialised on one core, e.g. RecSSD's FTL loop).
