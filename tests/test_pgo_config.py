@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,8 +22,13 @@ def rustc_version() -> str:
     return subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
 
 
-def configure(tree: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), str(tree)], capture_output=True, text=True, timeout=60)
+def configure(tree: Path, pgo: str | None = None) -> subprocess.CompletedProcess:
+    """Runs the script on `tree`, with NEARFLASH_PGO set to `pgo` (None: unset, whatever this run's own setting;
+    CI's .ci/run sets it off)."""
+    env = {k: v for k, v in os.environ.items() if k != "NEARFLASH_PGO"}
+    if pgo is not None:
+        env["NEARFLASH_PGO"] = pgo
+    return subprocess.run(["bash", str(SCRIPT), str(tree)], capture_output=True, text=True, timeout=60, env=env)
 
 
 def tree_with(tmp_path: Path, profile: bytes | None, made_by: str | None) -> Path:
@@ -78,6 +84,36 @@ def test_a_config_the_script_did_not_write_is_left_alone(tmp_path):
     assert r.returncode == 0 and flags(tree) == own
     assert "left as it is" in r.stdout
     assert not list((tree / ".cargo").glob("pgo-*.profdata"))
+
+
+def test_pgo_off_builds_without_the_profile_and_on_turns_it_back(tmp_path):
+    tree = tree_with(tmp_path, b"p", rustc_version())
+    assert configure(tree).returncode == 0 and (tree / ".cargo" / "config.toml").exists()
+    r = configure(tree, "off")
+    assert r.returncode == 0, r.stderr
+    assert "NEARFLASH_PGO=off" in r.stdout
+    assert not (tree / ".cargo" / "config.toml").exists() and not list((tree / ".cargo").glob("pgo-*.profdata"))
+    assert configure(tree, "off").stdout == ""  # nothing left to remove: nothing said
+    assert configure(tree, "on").returncode == 0 and "-Cprofile-use=" in flags(tree)
+
+
+def test_pgo_off_leaves_a_config_the_script_did_not_write(tmp_path):
+    tree = tree_with(tmp_path, b"p", rustc_version())
+    (tree / ".cargo").mkdir()
+    own = '[build]\njobs = 1\n'
+    (tree / ".cargo" / "config.toml").write_text(own)
+    assert configure(tree, "off").returncode == 0 and flags(tree) == own
+
+
+@pytest.mark.parametrize("value", ["yes", "0", "OFF", "of f"])
+def test_an_unknown_pgo_setting_is_refused_and_changes_nothing(tmp_path, value):
+    tree = tree_with(tmp_path, b"p", rustc_version())
+    assert configure(tree).returncode == 0
+    before = flags(tree)
+    r = configure(tree, value)
+    assert r.returncode == 2
+    assert "NEARFLASH_PGO must be 'on' or 'off'" in r.stderr and repr(value).strip("'") in r.stderr
+    assert flags(tree) == before
 
 
 def test_the_tracked_profile_names_the_rustc_that_made_it():
