@@ -105,17 +105,27 @@ impl Resources {
     /// Reserves whichever member of the group can start earliest (ties: lowest index); returns (member, start).
     pub fn reserve_any(&mut self, g: GroupId, ready: Time, dur: u64) -> (ResourceId, Time) {
         let grp = &self.groups[g.0 as usize];
-        let mut best = (ResourceId(grp.first), Time::MAX);
-        for id in grp.first..grp.first + grp.count {
+        let (first, end) = (grp.first, grp.first + grp.count);
+        // The lowest member free at `ready` starts earliest: the others' later starts are not searched for (the host
+        // cores' members hold bookings ahead of the clock, which `find` would search; most bookings find one free).
+        let best = match (first..end).find(|&id| self.timelines[id as usize].free_at(ready, dur)) {
+            Some(id) => (ResourceId(id), ready),
+            None => self.earliest_member(first, end, ready, dur),
+        };
+        self.timeline_mut(best.0).commit(best.1, best.1 + dur);
+        best
+    }
+
+    /// The member of timelines `first..end` that can start earliest after `ready` (ties: lowest index), and when.
+    #[inline]
+    fn earliest_member(&self, first: u32, end: u32, ready: Time, dur: u64) -> (ResourceId, Time) {
+        let mut best = (ResourceId(first), Time::MAX);
+        for id in first..end {
             let s = self.timelines[id as usize].find(ready, dur);
             if s < best.1 {
                 best = (ResourceId(id), s);
-                if s == ready {
-                    break;
-                }
             }
         }
-        self.timeline_mut(best.0).commit(best.1, best.1 + dur);
         best
     }
 

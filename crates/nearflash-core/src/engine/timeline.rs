@@ -71,6 +71,27 @@ impl Timeline {
         first_fit(&mut t, dur, &live[first..]).unwrap_or(t)
     }
 
+    /// Whether `[ready, ready + dur)` is free, i.e. `find(ready, dur) == ready`, without searching for the later
+    /// start when it is not: a pool's booking asks this of its members first (`Resources::reserve_any`), and the
+    /// host cores hold bookings ahead of the clock whose search `find` would pay for when another member is free.
+    #[inline]
+    pub fn free_at(&self, ready: Time, dur: u64) -> bool {
+        match self.busy.last() {
+            Some(&(start, end)) if end > ready && dur > 0 => {
+                if self.only_last_after(ready) {
+                    return ready + dur <= start;
+                }
+                // Most often the first interval kept ends after `ready` (pruning leaves the front at the clock):
+                // then the booking is free if it ends before that interval starts. Otherwise a search.
+                match self.busy[self.head] {
+                    (s, e) if e > ready => ready + dur <= s,
+                    _ => self.is_free(ready, ready + dur),
+                }
+            }
+            _ => true,
+        }
+    }
+
     /// Whether `[start, end)` overlaps no reservation.
     pub fn is_free(&self, start: Time, end: Time) -> bool {
         if start >= end {
@@ -476,7 +497,11 @@ mod tests {
             let mut now = 0;
             for op in ops {
                 match op {
-                    Op::Find(r, d) => prop_assert_eq!(new.find(Time::from_ns(now + r), d), old.find(Time::from_ns(now + r), d)),
+                    Op::Find(r, d) => {
+                        let (ready, s) = (Time::from_ns(now + r), old.find(Time::from_ns(now + r), d));
+                        prop_assert_eq!(new.find(ready, d), s);
+                        prop_assert_eq!(new.free_at(ready, d), s == ready, "free_at is find's answer being `ready`");
+                    }
                     Op::Reserve(r, d) => prop_assert_eq!(new.reserve(Time::from_ns(now + r), d), old.reserve(Time::from_ns(now + r), d)),
                     Op::FindCommit(r, d) => {
                         let s = old.find(Time::from_ns(now + r), d);
