@@ -5,10 +5,14 @@
 # bookings): functions changed since the profile was made are compiled without it, so a stale profile costs speed,
 # never correctness (the optimiser only reorders and inlines; every result is the same bit for bit).
 #
-# What it does: builds the `simspeed` example instrumented (-Cprofile-generate, its own target directory), runs the
-# example's workloads at short sizes (the training run: reads, sequential reads, GC-steady writes, with and without
-# data), merges the raw profiles with the toolchain's llvm-profdata (rustup's llvm-tools component, installed if
-# missing) and records which rustc made it (pgo/rustc-version). Takes about five minutes on two cores.
+# What it does: builds the `simspeed` and `serve_train` examples instrumented (-Cprofile-generate, its own target
+# directory), runs simspeed's workloads at short sizes (the simulator's own loop: reads, sequential reads, GC-steady
+# writes, with and without data) and serve_train (the NBD plugin's path: `Shared::io` driven by 32 threads of 4 KiB
+# random reads on a reopened filled image, as fio drives nbdkit in benches/nbd_fio.py, plus a few writes, flushes,
+# trims and a realtime run), merges the raw profiles with the toolchain's llvm-profdata (rustup's llvm-tools
+# component, installed if missing) and records which rustc made it (pgo/rustc-version). Takes about six minutes on
+# two cores. The training runs are examples, not tests: a test binary's symbols carry other crate hashes than the
+# plugin's and the Python module's builds, so its counts would match none of their functions.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -21,7 +25,7 @@ raw="$(mktemp -d)"
 trap 'rm -rf "$raw"' EXIT
 # Its own target directory and no profile in use: the instrumented build must not see the old profile.
 RUSTFLAGS="-Cprofile-generate=$raw" cargo build --release -q -p nearflash-core --example simspeed \
-  --target-dir "$ROOT/target/pgo-generate"
+  -p nearflash-workloads --example serve_train --target-dir "$ROOT/target/pgo-generate"
 bin="$ROOT/target/pgo-generate/release/examples/simspeed"
 train() {  # I/Os, then simspeed's arguments
   local ios="$1"; shift
@@ -32,6 +36,8 @@ train 50000 cosmos-plus 0.9 1                         # the same with data
 train 20000 cosmos-plus 0.9 2                         # 128 KiB sequential reads
 train 50000 cosmos-plus 0.9 3 blocks_per_plane=128    # GC-steady 4 KiB random writes
 train 20000 cosmos-plus 0.9 4 blocks_per_plane=128    # the same with data
+# The served device (crates/nearflash-workloads/examples/serve_train.rs): 200,000 reads at depth 32, pace none.
+LLVM_PROFILE_FILE="$raw/%p-%m.profraw" "$ROOT/target/pgo-generate/release/examples/serve_train" 200000
 mkdir -p pgo
 "$profdata" merge -o "$raw/merged.profdata" "$raw"/*.profraw
 gzip -9 -n -c "$raw/merged.profdata" > pgo/nearflash.profdata.gz  # -n: the same profile, the same bytes
