@@ -6,6 +6,9 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
    against nbdkit's ``memory`` plugin (a RAM disk of the same size, the same worker threads) and against
    `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), alternating, ``--repeats`` times each,
    for each ``--lag`` (``--reaction-lag``; none given: the server's default) and, with ``--serial``, `--serial`.
+   With ``--versus LIB``, a second build of the NBD plugin (``NEARFLASH_NBD_PLUGIN=LIB``, on its own copy of the
+   image) runs in the same rounds, the order of the three reversed every other round: the A/B of a change to the
+   serving path, as the pairwise ratio of the two builds' rates and user CPU per request.
    Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), the queue depth
    the device served fio's connection at in virtual time (``pacing.last_connection.mean_queue_depth``), the commands
    in flight at each submission, and the submissions in the event loop's past; per request, each server's user and
@@ -20,7 +23,7 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
 Both servers and every fio run share the machine: ratios, not absolute rates, are the result (load average saved).
 Results: ``out/bench/nbd_fio.{json,md}``.
 
-    .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--lag 1 2 4 8] [--serial]
+    .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--lag 1 2 4 8] [--serial] [--versus LIB]
                                         [--t-read 2ms 500us 100us] [--quick] [--skip realtime]
 """
 
@@ -101,8 +104,8 @@ class switches:
 
 
 class Server:
-    def __init__(self, argv: list[str], pidfile: Path, sock: Path):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    def __init__(self, argv: list[str], pidfile: Path, sock: Path, env: Optional[dict[str, str]] = None):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.uri = f"nbd+unix:///?socket={sock}"
         deadline = time.monotonic() + 120
         while not pidfile.exists():
@@ -139,9 +142,12 @@ class Server:
             self.proc.wait(timeout=60)
 
 
-def serve(image: Path, sock: Path, pace: str, threads: int, mode: tuple[str, ...] = ()) -> Server:
+def serve(image: Path, sock: Path, pace: str, threads: int, mode: tuple[str, ...] = (),
+          plugin: Optional[Path] = None) -> Server:
+    """`nearflash serve` on IMAGE; PLUGIN: that build of the NBD plugin library instead of the tree's."""
+    env = {**os.environ, "NEARFLASH_NBD_PLUGIN": str(plugin)} if plugin else None
     return Server([PY, "-m", "nearflash.cli", "serve", str(image), "--unix", str(sock), "--pace", pace,
-                   "--threads", str(threads), *mode], image / "serve.pid", sock)
+                   "--threads", str(threads), *mode], image / "serve.pid", sock, env)
 
 
 def status(image: Path, settle: float = 1.0) -> dict[str, Any]:
@@ -190,10 +196,13 @@ def per_io(r: dict[str, Any]) -> str:
 
 
 def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: int,
-               modes: list[tuple[str, ...]]) -> list[dict[str, Any]]:
-    """For each serving mode (`nearflash serve` options), its runs interleaved with the memory plugin's."""
+               modes: list[tuple[str, ...]], versus: Optional[Path] = None) -> list[dict[str, Any]]:
+    """For each serving mode (`nearflash serve` options), its runs interleaved with the memory plugin's (and with
+    those of the plugin build VERSUS, on its own image)."""
     image = work / "img"
     create(image)
+    if versus:
+        create(work / "img-versus")
     size = json.loads(subprocess.run([PY, "-m", "nearflash.cli", "info", str(image), "--json"], capture_output=True,
                                      text=True).stdout)["identify"]
     nbytes = size["namespace_lbas"] * size["lba_bytes"]
@@ -204,43 +213,76 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
         for m, mode in enumerate(modes):
             name = " ".join(mode) or "default"
             print(f" nearflash serve --pace none {name}", flush=True)
-            nf = serve(image, work / f"nf{m}.sock", "none", threads, mode)
-            runs: dict[str, list[dict[str, Any]]] = {"memory": [], "nearflash": []}
+            servers = {"memory": (mem, None)}
             try:
+                servers["nearflash"] = (serve(image, work / f"nf{m}.sock", "none", threads, mode), image)
+                if versus:
+                    img = work / "img-versus"
+                    servers["versus"] = (serve(img, work / f"vs{m}.sock", "none", threads, mode, versus), img)
+                runs = {k: [] for k in servers}
                 for i in range(repeats):
                     load = os.getloadavg()[0]
-                    runs["memory"].append(mem.measure(iodepth, runtime, work / "fio.json"))
-                    before = status(image, 0.5)
-                    r = nf.measure(iodepth, runtime, work / "fio.json")
-                    r["device"] = between(before, status(image))
-                    r["load_average"] = load
-                    runs["nearflash"].append(r)
-                    d = r["device"]
-                    m = runs["memory"][-1]
-                    print(f"  run {i + 1} (load {load:.1f}): memory {m['iops']:,.0f} IOPS ({per_io(m)}), "
-                          f"nearflash {r['iops']:,.0f} IOPS ({per_io(r)}), device queue depth {d['queue_depth']:.1f} "
-                          f"(in flight at submission {d['in_flight_at_submission']:.1f}, {d['late_submissions']:,} of "
-                          f"{d['commands']:,} late)", flush=True)
+                    # With a third server, every other round runs them in reverse (each build in each position).
+                    order = list(servers) if not versus or i % 2 == 0 else list(reversed(servers))
+                    for k in order:
+                        runs[k].append(measure(*servers[k], iodepth, runtime, work / "fio.json", load))
+                    print(f"  run {i + 1} (load {load:.1f}): " + ", ".join(run_words(k, runs[k][-1]) for k in servers),
+                          flush=True)
             finally:
-                nf.stop()
-            med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
-            best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
-            results.append({"mode": name, "iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
-                            "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
-                            "ratio_best": best["nearflash"] / best["memory"],
-                            "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"]),
-                            "late_submissions": sum(r["device"]["late_submissions"] for r in runs["nearflash"]),
-                            "cpu_us_per_io": {k: statistics.median(x["server_cpu_us_per_io"] for x in v)
-                                              for k, v in runs.items()},
-                            **{f"{f}_per_io": {k: statistics.median(x[g] for x in v) for k, v in runs.items()}
-                               for f, g in (("user_us", "server_user_us_per_io"), ("sys_us", "server_sys_us_per_io"),
-                                            ("fio_cpu_us", "fio_cpu_us_per_io"),
-                                            ("switches", "switches_per_io"), ("involuntary", "involuntary_per_io"))
-                               if all(g in x for v in runs.values() for x in v)},
-                            "load_average": [x["load_average"] for x in runs["nearflash"]]})
+                for srv, img in servers.values():
+                    if img is not None:
+                        srv.stop()
+            results.append(summary(name, iodepth, runtime, threads, runs, versus))
     finally:
         mem.stop()
     return results
+
+
+def measure(srv: Server, image: Optional[Path], iodepth: int, runtime: float, out: Path, load: float) -> dict[str, Any]:
+    """One fio run against a server; for a nearflash server (IMAGE given), the device's own figures for it."""
+    before = status(image, 0.5) if image else None
+    r = srv.measure(iodepth, runtime, out)
+    if image:
+        r["device"] = between(before, status(image))
+    r["load_average"] = load
+    return r
+
+
+def run_words(name: str, r: dict[str, Any]) -> str:
+    text = f"{name} {r['iops']:,.0f} IOPS ({per_io(r)})"
+    if "device" in r:
+        d = r["device"]
+        text += (f", device queue depth {d['queue_depth']:.1f} (in flight at submission "
+                 f"{d['in_flight_at_submission']:.1f}, {d['late_submissions']:,} of {d['commands']:,} late)")
+    return text
+
+
+def summary(name: str, iodepth: int, runtime: float, threads: int, runs: dict[str, list[dict[str, Any]]],
+            versus: Optional[Path]) -> dict[str, Any]:
+    """One serving mode's runs: medians, best runs and ratios to the memory plugin (and between the two builds)."""
+    med = {k: statistics.median(x["iops"] for x in v) for k, v in runs.items()}
+    best = {k: max(x["iops"] for x in v) for k, v in runs.items()}
+    t = {"mode": name, "iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
+         "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
+         "ratio_best": best["nearflash"] / best["memory"],
+         "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"]),
+         "late_submissions": sum(r["device"]["late_submissions"] for r in runs["nearflash"]),
+         "cpu_us_per_io": {k: statistics.median(x["server_cpu_us_per_io"] for x in v) for k, v in runs.items()},
+         **{f"{f}_per_io": {k: statistics.median(x[g] for x in v) for k, v in runs.items()}
+            for f, g in (("user_us", "server_user_us_per_io"), ("sys_us", "server_sys_us_per_io"),
+                         ("fio_cpu_us", "fio_cpu_us_per_io"),
+                         ("switches", "switches_per_io"), ("involuntary", "involuntary_per_io"))
+            if all(g in x for v in runs.values() for x in v)},
+         "load_average": [x["load_average"] for x in runs["nearflash"]]}
+    if versus:
+        pairs = [b["iops"] / a["iops"] for a, b in zip(runs["nearflash"], runs["versus"])]
+        user = [b["server_user_us_per_io"] / a["server_user_us_per_io"]
+                for a, b in zip(runs["nearflash"], runs["versus"]) if a["server_user_us_per_io"] > 0]
+        t["versus"] = {"plugin": str(versus), "ratio_to_memory": med["versus"] / med["memory"],
+                       "ratio_median": med["versus"] / med["nearflash"], "pairwise": pairs,
+                       "pairwise_median": statistics.median(pairs),
+                       "user_cpu_pairwise_median": statistics.median(user) if user else None}
+    return t
 
 
 def realtime(work: Path, t_read: str, qds: list[int], runtime: float, threads: int) -> list[dict[str, Any]]:
@@ -307,6 +349,23 @@ def markdown(r: dict[str, Any]) -> str:
                      f"{fio_cell(t)} | "
                      f"{min(t['load_average']):.1f}-{max(t['load_average']):.1f} |")
     lines += [""] if ts else []
+    vs = [t for t in ts if "versus" in t]
+    if vs:
+        lines += [f"## A second plugin build in the same rounds: `{vs[0]['versus']['plugin']}`", "",
+                  "| `nearflash serve --pace none` | this tree's build, median IOPS | the second build, median IOPS "
+                  "(runs) | second / this: ratio of medians | pairwise (median, range) | server user CPU per request, "
+                  "this / second (medians; pairwise ratio) | second build / memory plugin |",
+                  "|---|---|---|---|---|---|---|"]
+        for t in vs:
+            v, med = t["versus"], t["median_iops"]
+            each = ", ".join(f"{x['iops']:,.0f}" for x in t["runs"]["versus"])
+            user = t.get("user_us_per_io")
+            user_cell = (f"{user['nearflash']:.2f} / {user['versus']:.2f} us ({v['user_cpu_pairwise_median']:.3f})"
+                         if user and v["user_cpu_pairwise_median"] else "-")
+            lines.append(f"| {t['mode']} | {med['nearflash']:,.0f} | {med['versus']:,.0f} ({each}) | "
+                         f"**{v['ratio_median']:.3f}** | {v['pairwise_median']:.3f} ({min(v['pairwise']):.2f}-"
+                         f"{max(v['pairwise']):.2f}) | {user_cell} | {v['ratio_to_memory']:.2f}x |")
+        lines.append("")
     if r.get("realtime"):
         lines += ["## Pace realtime: fio beside the device's own figures", "",
                   "| t_read | QD | fio IOPS | device IOPS | ratio | fio mean us | device mean us | ratio | late / replies | mean / worst late us |",
@@ -331,8 +390,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--skip", choices=["throughput", "realtime"], help="leave out one of the two checks")
     ap.add_argument("--lag", type=int, nargs="*", default=[], help="pace none: serve with each --reaction-lag N")
     ap.add_argument("--serial", action="store_true", help="pace none: also serve with --serial")
+    ap.add_argument("--versus", type=Path, metavar="LIB",
+                    help="pace none: also serve with this build of the NBD plugin library, in the same rounds (A/B)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
+    if a.versus is not None and not a.versus.is_file():
+        ap.error(f"--versus {a.versus}: no such file (expected a built libnearflash_nbd.so)")
     for tool in ("nbdkit", "fio"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed")
@@ -346,7 +409,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"pace none: fio iodepth {a.iodepth}, memory plugin vs nearflash", flush=True)
             modes = [("--reaction-lag", str(n)) for n in a.lag] or [()]
             modes += [("--serial",)] if a.serial else []
-            result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads, modes)
+            result["throughput"] = throughput(work, a.iodepth, a.runtime, a.repeats, a.threads, modes,
+                                              a.versus.resolve() if a.versus else None)
         result["realtime"] = []
         for t in a.t_read if a.skip != "realtime" else []:
             print(f"pace realtime, t_read {t}", flush=True)
