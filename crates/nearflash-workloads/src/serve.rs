@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+pub mod cold;
 mod depth;
 mod pipeline;
 pub use depth::DepthMeter;

@@ -245,35 +245,21 @@ fn serve_speed() {
     };
     let shared = Shared::new(dev, ServeConfig::default()).unwrap();
     let conn = shared.connect().unwrap();
-    let mut buf = vec![0u8; 4096];
     // NEARFLASH_SERVE_EVICT_KIB=K: K KiB of other memory written between two reads, as the kernel's socket work,
     // nbdkit and fio do in the server (docs/nbd.md: the model's lines are cold there); the reads alone are timed.
     let evict_kib: usize = std::env::var("NEARFLASH_SERVE_EVICT_KIB").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut other = vec![0u8; evict_kib << 10];
     let n = std::env::var("NEARFLASH_SERVE_READS").ok().and_then(|v| v.parse().ok()).unwrap_or(if evict_kib > 0 { 50_000u64 } else { 200_000 });
-    let mut x = 11u64;
-    let mut in_io = Vec::with_capacity(n as usize);
     let (t, cpu) = (Instant::now(), thread_cpu());
-    for i in 0..n {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407); // Knuth's MMIX LCG
-        for line in other.chunks_mut(64) {
-            line[0] = i as u8;
-        }
-        let t = Instant::now();
-        shared.io(conn, Io::Read { lba: (x >> 33) % span, out: &mut buf }).unwrap();
-        in_io.push(t.elapsed());
-    }
-    std::hint::black_box(&other);
+    let in_io = super::cold::timed_random_reads(&shared, conn, span, n, evict_kib).unwrap();
     let (s, cpu) = (t.elapsed().as_secs_f64(), thread_cpu() - cpu);
     // Wall time per call: its median, and its mean over the calls under 100 us (on shared cores, a call the thread
     // was preempted in takes milliseconds).
-    in_io.sort_unstable();
     let quick: Vec<Duration> = in_io.iter().copied().filter(|d| *d < Duration::from_micros(100)).collect();
     println!(
         "{n} reads over {span} LBAs in {s:.3} s: {:.0} per second, {:.2} us of CPU each; Shared::io {:.2} us median, {:.2} us mean of the {:.1}% under 100 us ({evict_kib} KiB written between reads)",
         n as f64 / s,
         cpu / n as f64 * 1e6,
-        in_io[in_io.len() / 2].as_secs_f64() * 1e6,
+        super::cold::median(in_io).as_secs_f64() * 1e6,
         quick.iter().sum::<Duration>().as_secs_f64() / quick.len().max(1) as f64 * 1e6,
         quick.len() as f64 / n as f64 * 100.0
     );
@@ -459,4 +445,17 @@ fn the_ticket_table_finds_each_command_once_whatever_its_slot() {
     tab.insert(1, u16::MAX, t(7));
     tab.insert(1, 0, t(8));
     assert_eq!((tab.remove(1, 0).map(|t| t.ticket), tab.remove(1, u16::MAX).map(|t| t.ticket)), (Some(8), Some(7)));
+}
+
+#[test]
+fn cold_reads_time_every_call_and_reach_the_device() {
+    let shared = Shared::new(device(&[], false), ServeConfig::default()).unwrap();
+    let conn = shared.connect().unwrap();
+    let times = super::cold::timed_random_reads(&shared, conn, 1_000, 100, 4).unwrap();
+    assert_eq!(times.len(), 100);
+    let (counts, ..) = shared.snapshot().unwrap();
+    assert_eq!((counts.read, counts.bytes_read), (100, 100 * 4096));
+    assert!(super::cold::median(times) > Duration::ZERO);
+    assert_eq!(super::cold::median(Vec::new()), Duration::ZERO);
+    shared.disconnect(conn);
 }
