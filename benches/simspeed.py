@@ -195,6 +195,10 @@ def markdown(res: dict[str, Any]) -> str:
         qs = q["sim_ios_per_s"] if q else None
         if r.get("mqsim_skipped"):
             notes.append(f"{r['case']['name']}: {r['mqsim_skipped']}.")
+        if q and q.get("virtual"):
+            iops = statistics.median(x["virtual"]["iops"] for x in t["runs"])
+            notes.append(f"{r['case']['name']}: the simulated device's rate (virtual time), nearflash timing-only "
+                         f"{iops:,.0f} IOPS over {t['span_lbas']:,} LBAs, MQSim {q['virtual']['iops']:,.0f} IOPS.")
         if r.get("mqsim_failed"):
             notes.append(f"{r['case']['name']}: MQSim failed: {r['mqsim_failed']} (full log in simspeed.json).")
         loads = [x["load1"] for k in ("timing_only", "materialised", "mqsim") if r.get(k) for x in r[k]["runs"]]
