@@ -116,6 +116,25 @@ impl Resources {
         best
     }
 
+    /// `reserve_any` of `dur` from `ready`, then of `then` from the first's end (two steps of firmware run one after
+    /// the other): the same members and starts as the two calls, returned as the two starts. The member the first
+    /// took is free from its end when it took the group's last booking there (nearly always), so the second asks
+    /// only the members before it whether they are free then: the lowest free one is what `reserve_any` finds.
+    #[inline]
+    pub fn reserve_any_then(&mut self, g: GroupId, ready: Time, dur: u64, then: u64) -> (Time, Time) {
+        let (m, s) = self.reserve_any(g, ready, dur);
+        let next = s + dur;
+        let first = self.groups[g.0 as usize].first;
+        let free = (first..m.0).find(|&id| self.timelines[id as usize].free_at(next, then)).map(ResourceId);
+        match free.or_else(|| self.timelines[m.0 as usize].free_at(next, then).then_some(m)) {
+            Some(id) => {
+                self.timeline_mut(id).commit(next, next + then);
+                (s, next)
+            }
+            None => (s, self.reserve_any(g, next, then).1),
+        }
+    }
+
     /// The member of timelines `first..end` that can start earliest after `ready` (ties: lowest index), and when.
     #[inline]
     fn earliest_member(&self, first: u32, end: u32, ready: Time, dur: u64) -> (ResourceId, Time) {
@@ -188,6 +207,18 @@ mod tests {
         std::iter::once(ready).chain(busy.iter().map(|&(_, b)| b).filter(|&b| b > ready)).filter(|&c| fits(c)).min().unwrap()
     }
 
+    /// A naive pool booking: the member that can start earliest (ties: lowest index) takes `[start, start + dur)`;
+    /// returns the start.
+    fn naive_pool_booking(naive: &mut [Vec<(u64, u64)>], ready: u64, dur: u64) -> u64 {
+        let starts: Vec<u64> = naive.iter().map(|b| naive_find(b, ready, dur)).collect();
+        let best = starts.iter().copied().min().unwrap();
+        let want = starts.iter().position(|&x| x == best).unwrap();
+        if dur > 0 {
+            naive[want].push((best, best + dur));
+        }
+        best
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         /// A pool's booking is the member that can start earliest, ties to the lowest index, at that start, whatever
@@ -195,7 +226,7 @@ mod tests {
         #[test]
         fn pool_booking_agrees_with_a_naive_scan(
             members in 1u32..5,
-            ops in prop::collection::vec((0u8..4, 0u64..400, 0u64..80, 0u32..4), 1..300),
+            ops in prop::collection::vec((0u8..5, 0u64..400, 0u64..80, 0u32..4), 1..300),
         ) {
             let mut r = Resources::new();
             r.add_group("other", 2);
@@ -219,6 +250,14 @@ mod tests {
                     1 => {
                         now += at / 8;
                         r.prune(Time::from_ns(now));
+                    }
+                    // Two bookings, the second from the first's end, in one call (the controller's firmware steps).
+                    3 => {
+                        let then = at % 61;
+                        let (s, s2) = r.reserve_any_then(pool, Time::from_ns(ready), dur, then);
+                        let first = naive_pool_booking(&mut naive, ready, dur);
+                        prop_assert_eq!(s, Time::from_ns(first));
+                        prop_assert_eq!(s2, Time::from_ns(naive_pool_booking(&mut naive, first + dur, then)));
                     }
                     _ => {
                         let (id, s) = r.reserve_any(pool, Time::from_ns(ready), dur);
