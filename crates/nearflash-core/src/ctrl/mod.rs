@@ -70,13 +70,6 @@ impl Controller {
 
     /// Runs `instructions` of firmware on whichever core is free first; returns when done.
     pub fn run(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
-        self.run_inline(res, ledger, ready, instructions)
-    }
-
-    /// `run`'s body, inlined into `run` and both steps of `run_then` (the call layer per step was what `run_then`
-    /// saves).
-    #[inline(always)]
-    fn run_inline(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64) -> Time {
         let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
         let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
         let (_, s) = res.reserve_any(self.cores, ready, d);
@@ -89,8 +82,17 @@ impl Controller {
     /// charges in the same order as the two calls (for two steps with nothing booked between them), in one call.
     /// Returns when each ends.
     pub fn run_then(&mut self, res: &mut Resources, ledger: &mut EnergyLedger, ready: Time, instructions: f64, then: f64) -> (Time, Time) {
-        let first = self.run_inline(res, ledger, ready, instructions);
-        (first, self.run_inline(res, ledger, first, then))
+        let (ns, pj) = (self.ns_per_instruction, self.pj_per_instruction);
+        let (d, energy) = self.memo.get(instructions.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        let (d2, energy2) = self.memo.get(then.to_bits(), |bits| run_cost(f64::from_bits(bits), ns, pj));
+        // The second step's booking from the first's end, in one call (`Resources::reserve_any_then`).
+        let (s, s2) = res.reserve_any_then(self.cores, ready, d, d2);
+        // Counted and charged in the order of the two runs (floating-point sums).
+        self.stats.instructions += instructions;
+        ledger.charge(self.acc_core, energy);
+        self.stats.instructions += then;
+        ledger.charge(self.acc_core, energy2);
+        (s + d, s2 + d2)
     }
 
     /// Runs firmware on a specific core (work that is serialised on one core, e.g. RecSSD's FTL loop).

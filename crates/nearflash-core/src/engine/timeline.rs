@@ -186,6 +186,14 @@ impl Timeline {
         }
     }
 
+    /// `commit(start, mid)` then `commit(mid, end)` (two adjacent bookings, both free): one interval, each booking
+    /// counted as an operation.
+    #[inline]
+    pub fn commit_adjacent(&mut self, start: Time, mid: Time, end: Time) {
+        self.commit(start, end);
+        self.ops += u64::from(start < mid && mid < end);
+    }
+
     /// `commit`'s booking of a free `[start, end)` that starts before the last interval ends.
     #[inline(never)]
     fn insert(&mut self, start: Time, end: Time) {
