@@ -18,8 +18,11 @@
 //! and with it 2.4 D1 misses per read): 90 fewer instructions and 0.46 more D1 read misses per read than two.
 //! A run for events at the clock (fourteenth step, writes): a GC-steady write's flash transactions mostly enter
 //! the scheduler at the clock, where every run's last was in the future, so 61% of its events went through the heap;
-//! with it 232 instructions per write fewer (20,000 writes; 229 on 200,000), 13 per read more. Five runs beside it
-//! instead of three: 198 per write fewer still, but 136 per read more than before it.
+//! with it 232 instructions per write fewer (20,000 writes; 229 on 200,000), 13 per read more. A spill run, tried
+//! before the heap and looked at only while it holds any: 409 per write fewer again and 37 per read fewer (a
+//! write's events still overflow, but into a heap a few events deep). Five runs beside the present one instead of
+//! three (every one looked at by every pop): 198 per write fewer than three, 136 per read more; two spill runs: 24
+//! per write fewer than one, 29 per read more.
 
 use super::Time;
 
@@ -29,14 +32,18 @@ pub trait Schedule<E> {
 }
 
 /// Sorted runs beside the heap (see `EventQueue`), and each one's room (a power of two): a full run takes nothing
-/// more until an event leaves it, so that the runs' buffers stay few cache lines (4 KiB all together, with the
-/// present run).
+/// more until an event leaves it, so that the runs' buffers stay few cache lines (5 KiB all together, with the
+/// present and spill runs).
 const LANES: usize = 3;
 const RUN: usize = 32;
 /// The run of events scheduled at the loop's clock itself (`EventQueue::push`), after the `LANES` runs.
 const PRESENT: usize = LANES;
-/// Runs in all, the present one included; also the index that names the heap (`EventQueue::next_in`).
-const RUNS: usize = LANES + 1;
+/// A run for events the `LANES` runs do not take (no run's last is early enough, or the run chosen is full), tried
+/// before the heap; `pop` looks at it, as at the present run, only while it holds any (a read's events seldom
+/// spill, so reads do not pay for a fifth run's comparison on every event).
+const SPILL: usize = LANES + 1;
+/// Runs in all, the present and spill ones included; also the index that names the heap (`EventQueue::next_in`).
+const RUNS: usize = LANES + 2;
 
 /// Pending events, earliest first.
 ///
@@ -44,12 +51,12 @@ const RUNS: usize = LANES + 1;
 /// present; a sensing's end a page type's fixed time after it; a firmware step's end on the controller's cores),
 /// so an event goes to the end of one of `LANES` sorted runs when it is not earlier than that run's last (the run
 /// whose last is the latest such, so that the others stay open for earlier ones), and to the binary heap only
-/// when no run takes it. An event scheduled at the clock itself (a flash transaction entering the scheduler as its
-/// step is taken, most of a GC-steady write's arrivals) goes to a run of its own (`PRESENT`): every pending event
-/// is at the clock or later, so such events come in key order by themselves, and the run empties before the clock
-/// moves on; in the `LANES` runs they found every run's last in the future, and went to the heap. The next event is
-/// the least key among the runs' first and the heap's top. Keys are unique (the sequence number), so the order of
-/// events is the same as one heap's, whatever holds them.
+/// when no run takes it (the spill run, `SPILL`, included). An event scheduled at the clock itself (a flash
+/// transaction entering the scheduler as its step is taken, most of a GC-steady write's arrivals) goes to a run of
+/// its own (`PRESENT`): every pending event is at the clock or later, so such events come in key order by
+/// themselves, and the run empties before the clock moves on; in the `LANES` runs they found every run's last in
+/// the future, and went to the heap. The next event is the least key among the runs' first and the heap's top.
+/// Keys are unique (the sequence number), so the order of events is the same as one heap's, whatever holds them.
 pub struct EventQueue<E> {
     /// A binary min-heap by key.
     heap: Vec<Entry<E>>,
@@ -131,7 +138,12 @@ impl<E: Copy> EventQueue<E> {
                     best_back = b;
                 }
             }
-            best
+            let taken = best < RUNS && (self.lens[best] as usize) < RUN;
+            if !taken && self.backs[SPILL] <= tn && (self.lens[SPILL] as usize) < RUN {
+                SPILL
+            } else {
+                best
+            }
         };
         let at = if best < RUNS && (self.lens[best] as usize) < RUN {
             if self.slots.is_empty() {
@@ -249,9 +261,11 @@ impl<E: Copy> EventQueue<E> {
                 next_in = j;
             }
         }
-        if self.lens[PRESENT] != 0 && self.fronts[PRESENT] < next {
-            next = self.fronts[PRESENT];
-            next_in = PRESENT;
+        for j in [PRESENT, SPILL] {
+            if self.lens[j] != 0 && self.fronts[j] < next {
+                next = self.fronts[j];
+                next_in = j;
+            }
         }
         self.next = next;
         self.next_in = next_in;
@@ -374,16 +388,17 @@ mod tests {
             r.push(Time::from_ns(t), id);
             id += 1;
         };
-        // Each earlier than every run's last: one run each, then the heap.
+        // Each earlier than every run's last: one run each, the spill run last, then the heap.
         for t in (0..LANES as u64 + 2).rev() {
             both(&mut q, &mut r, 5000 + t);
         }
-        assert_eq!(q.heap.len(), 2);
-        // One stream in time order fills the run that took the latest of those (it holds one), then the heap.
+        assert_eq!((q.heap.len(), q.lens[SPILL]), (1, 1));
+        // One stream in time order fills the run that took the latest of those (it holds one), then goes on in the
+        // spill run.
         for t in 0..RUN as u64 + 8 {
             both(&mut q, &mut r, 6000 + t);
         }
-        assert_eq!(q.heap.len(), 2 + 9);
+        assert_eq!((q.heap.len(), q.lens[SPILL]), (1, 1 + 9));
         for round in 0..50u64 {
             for s in 0..6u64 {
                 both(&mut q, &mut r, round * 100 + (s % 3) * 7 + 1000 * (s / 3));
