@@ -167,6 +167,7 @@ pub struct FastGeometry {
     blocks_per_plane: StrengthReducedU32,
     planes_per_die: StrengthReducedU32,
     channels: StrengthReducedU32,
+    bits_per_cell: StrengthReducedU32,
 }
 
 /// A divisor of `n`, for a dimension that configuration checks keep at 1 or more (0 would panic on division anyway;
@@ -187,6 +188,7 @@ impl FastGeometry {
             blocks_per_plane: reduced32(geo.blocks_per_plane),
             planes_per_die: reduced32(geo.planes_per_die),
             channels: reduced32(geo.channels),
+            bits_per_cell: reduced32(geo.bits_per_cell),
             geo,
         }
     }
@@ -244,6 +246,12 @@ impl FastGeometry {
         let (plane, block) = StrengthReducedU32::div_rem(block_id as u32, self.blocks_per_plane);
         PageAddr { plane, block, page: page as u32 }
     }
+
+    /// [`Geometry::page_type`]: the array times every read and program by it.
+    #[inline]
+    pub fn page_type(&self, page: u32) -> usize {
+        (page % self.bits_per_cell) as usize
+    }
 }
 
 impl Deref for FastGeometry {
@@ -295,8 +303,9 @@ mod tests {
     }
 
     fn geometry() -> impl Strategy<Value = Geometry> {
-        (dimension(), 1..5u32, 1..3u32, dimension(), dimension(), dimension(), 1..9u32).prop_map(
-            |(channels, chips_per_channel, dies_per_chip, planes_per_die, blocks_per_plane, pages_per_block, spp)| {
+        let dims = (dimension(), 1..5u32, 1..3u32, dimension(), dimension(), dimension(), 1..9u32, 0..5u32);
+        dims.prop_map(
+            |(channels, chips_per_channel, dies_per_chip, planes_per_die, blocks_per_plane, pages_per_block, spp, bits)| {
                 Geometry {
                     channels,
                     chips_per_channel,
@@ -307,7 +316,7 @@ mod tests {
                     page_size: 4096 * spp,
                     sector_size: 4096,
                     sectors_per_page: spp,
-                    bits_per_cell: 2,
+                    bits_per_cell: bits,
                 }
             },
         )
@@ -343,6 +352,8 @@ mod tests {
             prop_assert_eq!(f.plane_in_die(plane), g.plane_in_die(plane));
             prop_assert_eq!(f.channel_of_die(die), g.channel_of_die(die));
             prop_assert_eq!(f.plane_of_block(block), g.plane_of_block(block));
+            let page = (x % u64::from(g.pages_per_block)) as u32;
+            prop_assert_eq!(f.page_type(page), g.page_type(page));
         }
     }
 
