@@ -36,7 +36,7 @@ pub mod ext {
     pub use crate::engine::Time;
     pub use crate::ftl::oob::SPARE_BYTES;
     pub use crate::ftl::{PageData, Relocation};
-    pub use crate::nand::{EccOutcome, Geometry};
+    pub use crate::nand::{EccOutcome, FastGeometry, Geometry};
     pub use crate::nvme::{DataBuf, Sqe, Status};
     pub use inventory;
 }

@@ -14,7 +14,7 @@ use crate::engine::{rng_stream, At, EnergyLedger, EventQueue, Flow, Lazy, Resour
 use crate::ftl::oob::SPARE_BYTES;
 use crate::ftl::{FlashSink, Ftl, Location, Work};
 use crate::host::HostModel;
-use crate::nand::{EccModel, EccOutcome, Geometry, NandArray};
+use crate::nand::{EccModel, EccOutcome, FastGeometry, NandArray};
 use crate::nvme::arbitration::{Fetcher, Mechanism};
 use crate::nvme::Status;
 
@@ -129,7 +129,7 @@ struct ReadScratch {
 
 /// The FTL's flash work, as steps of the current command's plan.
 pub(crate) struct FlashTiming<'a> {
-    geo: &'a Geometry,
+    geo: &'a FastGeometry,
     ecc: &'a EccModel,
     flow: &'a mut Flow<Step>,
     rng: &'a mut Rng,
@@ -514,7 +514,6 @@ impl DeviceCore {
         media: OnMediaError,
     ) -> Result<Reads, Status> {
         let sector = u64::from(self.nand.geo.sector_size);
-        let spp = u64::from(self.nand.geo.sectors_per_page);
         self.check_lbas(slba, nlb)?;
         if !out.is_empty() && (out.len() as u64) < u64::from(nlb) * sector {
             let why = format!("{nlb} blocks of {sector} bytes read into a {}-byte buffer", out.len());
@@ -561,13 +560,14 @@ impl DeviceCore {
         let mut ok = true;
         let mut i = 0usize;
         let page_reads = &mut sc.page_reads; // (ppn, first index, sectors)
+        let geo = &self.nand.geo;
         page_reads.clear();
         while i < locs.len() {
             match locs[i] {
-                Location::Flash(psa) if !self.programming(psa / spp) => {
-                    let ppn = psa / spp;
+                Location::Flash(psa) if !self.programming(geo.ppn_of_psa(psa)) => {
+                    let ppn = geo.ppn_of_psa(psa);
                     let mut n = 1;
-                    while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if p / spp == ppn) {
+                    while i + n < locs.len() && matches!(locs[i + n], Location::Flash(p) if geo.ppn_of_psa(p) == ppn) {
                         n += 1;
                     }
                     page_reads.push((ppn, i, n as u32));
@@ -649,9 +649,7 @@ impl DeviceCore {
     /// `start`: when the lookup is done, or the command's firmware still to book before it (`read_command`).
     /// Returns when the lookup is done with the result.
     fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
-        let geo = &self.nand.geo;
-        let spp = u64::from(geo.sectors_per_page);
-        let sector = u64::from(geo.sector_size);
+        let sector = u64::from(self.nand.geo.sector_size);
         let loc = self.ftl.locate(slba as u32);
         if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
             self.ftl.prefetch_stored(psa);
@@ -659,7 +657,7 @@ impl DeviceCore {
         sc.locs.clear();
         sc.locs.push(loc);
         let flash = match loc {
-            Location::Flash(psa) if !self.programming(psa / spp) => Some(psa),
+            Location::Flash(psa) if !self.programming(self.nand.geo.ppn_of_psa(psa)) => Some(psa),
             _ => None,
         };
         // The firmware: the command's (if still to book) and the page's transaction (a page to sense, on the cores).
@@ -679,11 +677,11 @@ impl DeviceCore {
         let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
         let ok = match flash {
             Some(psa) => {
-                let ppn = psa / spp;
                 let geo = &self.nand.geo;
+                let ppn = geo.ppn_of_psa(psa);
                 let a0 = geo.page_addr(ppn);
                 let die = geo.die_of_plane(a0.plane);
-                let (plane, channel) = (a0.plane % geo.planes_per_die, geo.channel_of_die(die));
+                let (plane, channel) = (geo.plane_in_die(a0.plane), geo.channel_of_die(die));
                 // `group_outcome` of one page holding one sector.
                 let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
                 let outcome = self.decode_read(self.ftl.injected_errors(psa), pe, sector);

@@ -1,6 +1,8 @@
 //! `Programming`: which recently programmed pages are still being programmed (a read of one is served from the
 //! write buffer in DRAM until its program ends), kept per block.
 
+use strength_reduce::StrengthReducedU64;
+
 use crate::engine::{At, Flow};
 
 /// `slot_of`'s value for a block without an array.
@@ -15,9 +17,11 @@ const NO_SLOT: u32 = 0;
 /// instructions a GC-steady write): a page never programmed, or whose block gave its array back (every program it
 /// recorded had ended, and an ended program stays ended), reads as not being programmed; a reused array's entries
 /// are all ended programs of another block, so they read the same.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Programming {
     pages_per_block: u64,
+    /// `pages_per_block` as a strength-reduced divisor: `get` splits a PPN on every read.
+    per_block: StrengthReducedU64,
     /// Per block: its array's index plus one (`NO_SLOT`: none). Grown on demand to the highest block seen.
     slot_of: Vec<u32>,
     /// The arrays, `pages_per_block` entries each: the end of the last program of each page.
@@ -32,14 +36,23 @@ pub(crate) struct Programming {
 
 impl Programming {
     pub(crate) fn new(pages_per_block: u32) -> Self {
-        Programming { pages_per_block: u64::from(pages_per_block.max(1)), ..Default::default() }
+        let pages_per_block = u64::from(pages_per_block.max(1));
+        Programming {
+            pages_per_block,
+            per_block: StrengthReducedU64::new(pages_per_block),
+            slot_of: Vec::new(),
+            ends: Vec::new(),
+            block_of: Vec::new(),
+            free: Vec::new(),
+            pruned_at: 0,
+        }
     }
 
     /// Records that page `ppn`'s last program ends at `done` (`flow`: the steps' states, for a pruning).
     #[inline]
     pub(crate) fn insert<S: Default>(&mut self, ppn: u64, done: At, flow: &Flow<S>) {
-        let block = ppn / self.pages_per_block;
-        let page = (ppn - block * self.pages_per_block) as usize;
+        let (block, page) = StrengthReducedU64::div_rem(ppn, self.per_block);
+        let page = page as usize;
         let slot = match self.slot_of.get(block as usize) {
             Some(&s) if s != NO_SLOT => s - 1,
             _ => self.attach(block as u32, flow),
@@ -77,10 +90,10 @@ impl Programming {
     /// The end of page `ppn`'s last program, if recorded (`None`: never programmed, or ended long ago).
     #[inline]
     pub(crate) fn get(&self, ppn: u64) -> Option<At> {
-        let block = ppn / self.pages_per_block;
+        let (block, page) = StrengthReducedU64::div_rem(ppn, self.per_block);
         match self.slot_of.get(block as usize) {
             Some(&s) if s != NO_SLOT => {
-                let page = (ppn - block * self.pages_per_block) as usize;
+                let page = page as usize;
                 Some(self.ends[(s - 1) as usize * self.pages_per_block as usize + page])
             }
             _ => None,

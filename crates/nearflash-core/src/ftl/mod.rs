@@ -28,7 +28,7 @@ use crate::config::{DeviceConfig, GcFree, GcPacing, MappingMode};
 use crate::engine::{At, IntMap};
 use crate::error::{Result, SimError};
 use crate::store::{DataStore, MappedRecords, MappedU32, TrimJournal, TrimRecord};
-use crate::nand::Geometry;
+use crate::nand::{FastGeometry, Geometry};
 use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
 use std::collections::BTreeMap;
@@ -192,7 +192,7 @@ pub struct FtlStore {
 }
 
 pub struct Ftl {
-    pub geo: Geometry,
+    pub geo: FastGeometry,
     spp: u32,
     /// Sectors per block (`spp * pages_per_block`).
     sectors_per_block: u32,
@@ -306,7 +306,7 @@ impl Ftl {
     /// An FTL over existing state (after a checkpoint load or recovery); `seq` is the next sequence number.
     pub(crate) fn with_state(cfg: &DeviceConfig, store: FtlStore, blocks: BlockTable, seq: u64) -> Result<Self> {
         check_config(cfg)?;
-        let geo = Geometry::from_config(cfg);
+        let geo = FastGeometry::from_config(cfg);
         let spp = geo.sectors_per_page;
         if store.l2p.len() != cfg.logical_sectors() || store.oob.len() != geo.pages() {
             return Err(SimError::Image("mapping or OOB table size does not match the configuration".into()));
@@ -447,7 +447,7 @@ impl Ftl {
     /// nothing for a store that keeps no data, whose reads look neither up).
     #[inline]
     pub fn prefetch_stored(&self, psa: u64) {
-        let ppn = psa / u64::from(self.spp);
+        let ppn = self.geo.ppn_of_psa(psa);
         if ppn < self.geo.pages() && self.store.data.materialises() {
             self.store.oob.prefetch(ppn);
             self.store.data.prefetch(psa);
@@ -926,7 +926,7 @@ impl Ftl {
 
     /// Erase count of the block holding a PPN.
     pub fn erase_count_of(&self, ppn: u64) -> u32 {
-        self.blocks.info[(ppn / u64::from(self.geo.pages_per_block)) as usize].erase_count
+        self.blocks.info[self.geo.block_of_ppn(ppn) as usize].erase_count
     }
 
     /// The extension spare bytes of an LBA's current copy (in flash or still in an open page); zeroes if unmapped.

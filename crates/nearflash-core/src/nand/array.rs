@@ -14,7 +14,7 @@
 //! - A program or erase in progress can be suspended (it stops `t_suspend` later, its progress kept), the die then
 //!   takes reads, and resumed (`t_resume`, then the time it had left). Whether to suspend is the scheduler's choice.
 
-use super::{EccModel, Geometry};
+use super::{EccModel, FastGeometry};
 use crate::config::DeviceConfig;
 use crate::engine::{EnergyAccount, EnergyLedger, GroupId, Resources, Schedule, Time};
 use std::collections::VecDeque;
@@ -399,7 +399,7 @@ impl Channel {
 
 /// The flash array's state and the rules of its phases.
 pub struct NandArray {
-    pub geo: Geometry,
+    pub geo: FastGeometry,
     pub timing: NandTiming,
     pub ecc: EccModel,
     channel_res: GroupId,
@@ -422,7 +422,7 @@ pub struct NandArray {
 
 impl NandArray {
     pub fn new(cfg: &DeviceConfig, res: &mut Resources, ledger: &mut EnergyLedger) -> Self {
-        let geo = Geometry::from_config(cfg);
+        let geo = FastGeometry::from_config(cfg);
         let en = &cfg.energy;
         let (timing, ecc) = (NandTiming::from_config(cfg), EccModel::from_config(cfg));
         NandArray {

@@ -6,6 +6,10 @@
 //! `plane * blocks_per_plane + block`. A physical page number (PPN) is `block * pages_per_block + page`, and a
 //! physical sector address (PSA) is `ppn * sectors_per_page + slot`.
 
+use std::ops::Deref;
+
+use strength_reduce::{StrengthReducedU32, StrengthReducedU64};
+
 use crate::config::DeviceConfig;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,9 +155,123 @@ impl Geometry {
     }
 }
 
+/// A [`Geometry`] whose fixed divisors are strength-reduced once, for the per-I/O address splits: a hardware 64-bit
+/// division costs tens of cycles, a reduced one a shift and mask (a power of two: every preset's dimensions) or a
+/// multiply-high and shift (any other divisor), exact either way. Its methods return what [`Geometry`]'s do (a
+/// proptest below checks it); everything else is the plain geometry's, through `Deref`.
+#[derive(Debug, Clone)]
+pub struct FastGeometry {
+    geo: Geometry,
+    sectors_per_page: StrengthReducedU64,
+    pages_per_block: StrengthReducedU64,
+    blocks_per_plane: StrengthReducedU32,
+    planes_per_die: StrengthReducedU32,
+    channels: StrengthReducedU32,
+    bits_per_cell: StrengthReducedU32,
+}
+
+/// A divisor of `n`, for a dimension that configuration checks keep at 1 or more (0 would panic on division anyway;
+/// here it stands as 1 so that building a geometry never panics).
+fn reduced32(n: u32) -> StrengthReducedU32 {
+    StrengthReducedU32::new(n.max(1))
+}
+
+fn reduced64(n: u32) -> StrengthReducedU64 {
+    StrengthReducedU64::new(u64::from(n.max(1)))
+}
+
+impl FastGeometry {
+    pub fn new(geo: Geometry) -> Self {
+        FastGeometry {
+            sectors_per_page: reduced64(geo.sectors_per_page),
+            pages_per_block: reduced64(geo.pages_per_block),
+            blocks_per_plane: reduced32(geo.blocks_per_plane),
+            planes_per_die: reduced32(geo.planes_per_die),
+            channels: reduced32(geo.channels),
+            bits_per_cell: reduced32(geo.bits_per_cell),
+            geo,
+        }
+    }
+
+    pub fn from_config(cfg: &DeviceConfig) -> Self {
+        Self::new(Geometry::from_config(cfg))
+    }
+
+    /// The plain geometry.
+    pub fn plain(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The physical page of a physical sector address.
+    #[inline]
+    pub fn ppn_of_psa(&self, psa: u64) -> u64 {
+        psa / self.sectors_per_page
+    }
+
+    /// The sector slot within its page of a physical sector address.
+    #[inline]
+    pub fn slot_of_psa(&self, psa: u64) -> u32 {
+        (psa % self.sectors_per_page) as u32
+    }
+
+    /// The global block holding a physical page.
+    #[inline]
+    pub fn block_of_ppn(&self, ppn: u64) -> u32 {
+        (ppn / self.pages_per_block) as u32
+    }
+
+    #[inline]
+    pub fn channel_of_die(&self, die: u32) -> u32 {
+        die % self.channels
+    }
+
+    #[inline]
+    pub fn die_of_plane(&self, plane: u32) -> u32 {
+        plane / self.planes_per_die
+    }
+
+    #[inline]
+    pub fn plane_in_die(&self, plane: u32) -> u32 {
+        plane % self.planes_per_die
+    }
+
+    #[inline]
+    pub fn plane_of_block(&self, block_id: u32) -> u32 {
+        block_id / self.blocks_per_plane
+    }
+
+    #[inline]
+    pub fn page_addr(&self, ppn: u64) -> PageAddr {
+        let (block_id, page) = StrengthReducedU64::div_rem(ppn, self.pages_per_block);
+        let (plane, block) = StrengthReducedU32::div_rem(block_id as u32, self.blocks_per_plane);
+        PageAddr { plane, block, page: page as u32 }
+    }
+
+    /// [`Geometry::page_type`]: the array times every read and program by it.
+    #[inline]
+    pub fn page_type(&self, page: u32) -> usize {
+        (page % self.bits_per_cell) as usize
+    }
+}
+
+impl Deref for FastGeometry {
+    type Target = Geometry;
+
+    fn deref(&self) -> &Geometry {
+        &self.geo
+    }
+}
+
+impl PartialEq for FastGeometry {
+    fn eq(&self, other: &Self) -> bool {
+        self.geo == other.geo
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn geo() -> Geometry {
         Geometry {
@@ -177,6 +295,66 @@ mod tests {
             assert_eq!(g.ppn(g.page_addr(ppn)), ppn);
         }
         assert_eq!(g.channel_of_die(5), 1);
+    }
+
+    fn dimension() -> impl Strategy<Value = u32> {
+        // Powers of two (the presets'), 1, and any other small count.
+        prop_oneof![(0..11u32).prop_map(|k| 1 << k), Just(1u32), 1..300u32]
+    }
+
+    fn geometry() -> impl Strategy<Value = Geometry> {
+        let dims = (dimension(), 1..5u32, 1..3u32, dimension(), dimension(), dimension(), 1..9u32, 0..5u32);
+        dims.prop_map(
+            |(channels, chips_per_channel, dies_per_chip, planes_per_die, blocks_per_plane, pages_per_block, spp, bits)| {
+                Geometry {
+                    channels,
+                    chips_per_channel,
+                    dies_per_chip,
+                    planes_per_die: planes_per_die.min(8),
+                    blocks_per_plane,
+                    pages_per_block,
+                    page_size: 4096 * spp,
+                    sector_size: 4096,
+                    sectors_per_page: spp,
+                    bits_per_cell: bits,
+                }
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn reduced_division_equals_hardware_division(
+            n in any::<u64>(),
+            d in prop_oneof![Just(1u64), (0..64u32).prop_map(|k| 1u64 << k), 1..u64::MAX],
+        ) {
+            let r = StrengthReducedU64::new(d);
+            prop_assert_eq!(n / r, n / d);
+            prop_assert_eq!(n % r, n % d);
+            let (n32, d32) = (n as u32, (d as u32).max(1));
+            let r32 = StrengthReducedU32::new(d32);
+            prop_assert_eq!(n32 / r32, n32 / d32);
+            prop_assert_eq!(n32 % r32, n32 % d32);
+        }
+
+        #[test]
+        fn fast_geometry_splits_addresses_as_the_plain_one(g in geometry(), x in any::<u64>()) {
+            let f = FastGeometry::new(g.clone());
+            let (ppn, psa) = (x % g.pages(), x % g.sectors());
+            prop_assert_eq!(f.page_addr(ppn), g.page_addr(ppn));
+            prop_assert_eq!(u64::from(f.block_of_ppn(ppn)), ppn / u64::from(g.pages_per_block));
+            prop_assert_eq!(f.ppn_of_psa(psa), psa / u64::from(g.sectors_per_page));
+            prop_assert_eq!(u64::from(f.slot_of_psa(psa)), psa % u64::from(g.sectors_per_page));
+            let plane = (x % u64::from(g.planes())) as u32;
+            let die = (x % u64::from(g.dies())) as u32;
+            let block = (x % u64::from(g.blocks())) as u32;
+            prop_assert_eq!(f.die_of_plane(plane), g.die_of_plane(plane));
+            prop_assert_eq!(f.plane_in_die(plane), g.plane_in_die(plane));
+            prop_assert_eq!(f.channel_of_die(die), g.channel_of_die(die));
+            prop_assert_eq!(f.plane_of_block(block), g.plane_of_block(block));
+            let page = (x % u64::from(g.pages_per_block)) as u32;
+            prop_assert_eq!(f.page_type(page), g.page_type(page));
+        }
     }
 
     #[test]

@@ -6,4 +6,4 @@ mod geometry;
 
 pub use array::{ChannelGrants, CmdKind, Command, NandArray, NandEv, NandOut, NandStats, NandTiming, CHANNEL_CLASSES};
 pub use ecc::{EccModel, EccOutcome};
-pub use geometry::{Geometry, PageAddr};
+pub use geometry::{FastGeometry, Geometry, PageAddr};
