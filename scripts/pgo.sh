@@ -10,9 +10,12 @@
 # writes, with and without data) and serve_train (the NBD plugin's path: `Shared::io` driven by 32 threads of 4 KiB
 # random reads on a reopened filled image, as fio drives nbdkit in benches/nbd_fio.py, plus a few writes, flushes,
 # trims and a realtime run), merges the raw profiles with the toolchain's llvm-profdata (rustup's llvm-tools
-# component, installed if missing) and records which rustc made it (pgo/rustc-version). Takes about six minutes on
-# two cores. The training runs are examples, not tests: a test binary's symbols carry other crate hashes than the
-# plugin's and the Python module's builds, so its counts would match none of their functions.
+# component, installed if missing), then builds simspeed with the new profile and checks that it answers the
+# training cases exactly as the instrumented build did (CI builds without the profile, so this is where a build with it
+# is checked; a difference leaves the tracked profile as it was), and records which rustc made it
+# (pgo/rustc-version). Takes about six minutes on two cores. The training runs are examples, not tests: a test
+# binary's symbols carry other crate hashes than the plugin's and the Python module's builds, so its counts would
+# match none of their functions.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -26,20 +29,38 @@ trap 'rm -rf "$raw"' EXIT
 # Its own target directory and no profile in use: the instrumented build must not see the old profile.
 RUSTFLAGS="-Cprofile-generate=$raw" cargo build --release -q -p nearflash-core --example simspeed \
   -p nearflash-workloads --example serve_train --target-dir "$ROOT/target/pgo-generate"
-bin="$ROOT/target/pgo-generate/release/examples/simspeed"
-train() {  # I/Os, then simspeed's arguments
-  local ios="$1"; shift
-  LLVM_PROFILE_FILE="$raw/%p-%m.profraw" SIMSPEED_IOS="$ios" "$bin" "$@"
+# simspeed's training cases: I/Os, then its arguments.
+cases=(
+  "200000 cosmos-plus 0.9 0"                        # 4 KiB random reads, timing-only
+  "50000 cosmos-plus 0.9 1"                         # the same with data
+  "20000 cosmos-plus 0.9 2"                         # 128 KiB sequential reads
+  "50000 cosmos-plus 0.9 3 blocks_per_plane=128"    # GC-steady 4 KiB random writes
+  "20000 cosmos-plus 0.9 4 blocks_per_plane=128"    # the same with data
+)
+# Each case's answers (IOPS, bandwidth, latencies, WAF, busy dies) without its wall-clock figures.
+answers() {  # simspeed binary, then LLVM_PROFILE_FILE
+  local case
+  for case in "${cases[@]}"; do
+    read -r ios args <<<"$case"
+    # shellcheck disable=SC2086 # args: simspeed's arguments, split on purpose
+    LLVM_PROFILE_FILE="$2" SIMSPEED_IOS="$ios" "$1" $args
+  done | sed -E 's/ +[0-9]+ sim IO\/s wall \|/ |/; s/ \| precondition [0-9.]+s$//'
 }
-train 200000 cosmos-plus 0.9 0                        # 4 KiB random reads, timing-only
-train 50000 cosmos-plus 0.9 1                         # the same with data
-train 20000 cosmos-plus 0.9 2                         # 128 KiB sequential reads
-train 50000 cosmos-plus 0.9 3 blocks_per_plane=128    # GC-steady 4 KiB random writes
-train 20000 cosmos-plus 0.9 4 blocks_per_plane=128    # the same with data
+answers "$ROOT/target/pgo-generate/release/examples/simspeed" "$raw/%p-%m.profraw" > "$raw/answers-instrumented"
 # The served device (crates/nearflash-workloads/examples/serve_train.rs): 200,000 reads at depth 32, pace none.
 LLVM_PROFILE_FILE="$raw/%p-%m.profraw" "$ROOT/target/pgo-generate/release/examples/serve_train" 200000
-mkdir -p pgo
 "$profdata" merge -o "$raw/merged.profdata" "$raw"/*.profraw
+# The profile only changes how the code is laid out and inlined, never an answer: check that on a build that uses it
+# (CI builds without the profile, so this is where a build with it is checked).
+RUSTFLAGS="-Cprofile-use=$raw/merged.profdata" cargo build --release -q -p nearflash-core --example simspeed \
+  --target-dir "$ROOT/target/pgo-use"
+answers "$ROOT/target/pgo-use/release/examples/simspeed" /dev/null > "$raw/answers-optimised"
+if ! diff -u "$raw/answers-instrumented" "$raw/answers-optimised"; then
+  echo "pgo.sh: the build with the new profile answers differently from the instrumented one (above)" >&2
+  exit 1  # the tracked profile is left as it was
+fi
+cat "$raw/answers-optimised"
+mkdir -p pgo
 gzip -9 -n -c "$raw/merged.profdata" > pgo/nearflash.profdata.gz  # -n: the same profile, the same bytes
 rustc -vV > pgo/rustc-version
 echo "wrote pgo/nearflash.profdata.gz ($(stat -c %s pgo/nearflash.profdata.gz) bytes) for $(head -1 pgo/rustc-version)"
