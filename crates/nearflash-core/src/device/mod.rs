@@ -14,6 +14,7 @@ mod exec;
 mod forecast;
 mod host_ctx;
 mod inflight;
+mod latency;
 mod programming;
 pub mod model_check;
 mod repair;
