@@ -821,6 +821,14 @@ impl NandArray {
     fn queue_outs(&mut self, die: u32, ch: u32, cache: bool) {
         let ch = ch as usize;
         let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
+        if d.npages == 1 {
+            // One page (most commands) without the iterator over the inline and spilled pages.
+            let (txn, bytes) = d.pages[0];
+            if bytes > 0 {
+                self.channels[ch].push(Xfer::Out { die, txn, bytes: u64::from(bytes), cache }, d.class);
+            }
+            return;
+        }
         for (txn, bytes) in die_pages(d, cold).filter(|p| p.1 > 0) {
             self.channels[ch].push(Xfer::Out { die, txn, bytes, cache }, d.class);
         }
