@@ -834,7 +834,7 @@ impl NandArray {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn die_free(&mut self, die: u32, now: Time, res: &mut Resources, out: &mut Vec<NandOut>) {
         let d = &mut self.dies[die as usize];
         d.phase = Phase::Idle;
