@@ -97,12 +97,15 @@ impl LatencyCounts {
 
     /// The histogram that recording every value would have made: the same counts and total, and the least and
     /// greatest values recorded as themselves (the histogram's minimum and maximum), the others at their buckets'
-    /// lowest values (which count in the same buckets).
+    /// lowest values (which count in the same buckets). Its bound is the greatest value recorded: buckets are the
+    /// same whatever the bound (it only adds empty ones above), and the report's figures read only the counts, the
+    /// minimum and the maximum, while the full range's 55,000 counters cost about 270,000 instructions to make and
+    /// as many to walk for the mean.
     pub fn to_histogram(&self) -> Histogram<u64> {
-        let mut h = new_histogram();
         if self.total == 0 {
-            return h;
+            return new_histogram();
         }
+        let mut h = Histogram::new_with_bounds(1, self.max.max(2), SIGNIFICANT_DIGITS).expect("valid histogram bounds");
         let mut counts = self.counts.clone();
         h.record(self.min).expect("in range");
         counts[index_of(self.min)] -= 1;
