@@ -711,9 +711,12 @@ impl NandArray {
                 }
             }
         }
-        // The next transfer in line, if any (most often none: the call is not made).
+        // The next transfer in line, if any (most often none), on the channel just freed (`start_channel` without
+        // its look at whether the channel is busy).
         if !self.channels[ch as usize].queue.is_empty() {
-            self.start_channel(ch, now, grants, ledger, ev);
+            if let Some(x) = self.channels[ch as usize].take(ch, grants) {
+                self.begin(ch, x, now, ledger, ev);
+            }
         }
         if self.timing.data_outs_first && !self.channels[ch as usize].busy {
             out.push(NandOut::ChannelIdle(ch));
