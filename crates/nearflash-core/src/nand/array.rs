@@ -820,7 +820,7 @@ impl NandArray {
     }
 
     /// Queues the current command's data-outs on the die's channel.
-    #[inline]
+    #[inline(always)]
     fn queue_outs(&mut self, die: u32, ch: u32, cache: bool) {
         let ch = ch as usize;
         let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
