@@ -149,11 +149,13 @@ impl<E: Copy> EventQueue<E> {
             if self.slots.is_empty() {
                 self.slots = vec![Entry { key, e }; RUNS * RUN];
             }
-            let slot = (self.heads[best] + self.lens[best]) as usize % RUN;
+            let len = self.lens[best];
+            let slot = (self.heads[best] + len) as usize % RUN;
             self.slots[best * RUN + slot] = Entry { key, e };
-            self.lens[best] += 1;
+            self.lens[best] = len + 1;
             self.backs[best] = tn;
-            if self.fronts[best] == u128::MAX {
+            // An empty run's first (its length read once, not its first key compared as a `u128`).
+            if len == 0 {
                 self.fronts[best] = key;
             }
             best

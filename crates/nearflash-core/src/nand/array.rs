@@ -711,9 +711,12 @@ impl NandArray {
                 }
             }
         }
-        // The next transfer in line, if any (most often none: the call is not made).
+        // The next transfer in line, if any (most often none), on the channel just freed (`start_channel` without
+        // its look at whether the channel is busy).
         if !self.channels[ch as usize].queue.is_empty() {
-            self.start_channel(ch, now, grants, ledger, ev);
+            if let Some(x) = self.channels[ch as usize].take(ch, grants) {
+                self.begin(ch, x, now, ledger, ev);
+            }
         }
         if self.timing.data_outs_first && !self.channels[ch as usize].busy {
             out.push(NandOut::ChannelIdle(ch));
@@ -817,16 +820,24 @@ impl NandArray {
     }
 
     /// Queues the current command's data-outs on the die's channel.
-    #[inline]
+    #[inline(always)]
     fn queue_outs(&mut self, die: u32, ch: u32, cache: bool) {
         let ch = ch as usize;
         let (d, cold) = (&self.dies[die as usize], &self.cold[die as usize]);
+        if d.npages == 1 {
+            // One page (most commands) without the iterator over the inline and spilled pages.
+            let (txn, bytes) = d.pages[0];
+            if bytes > 0 {
+                self.channels[ch].push(Xfer::Out { die, txn, bytes: u64::from(bytes), cache }, d.class);
+            }
+            return;
+        }
         for (txn, bytes) in die_pages(d, cold).filter(|p| p.1 > 0) {
             self.channels[ch].push(Xfer::Out { die, txn, bytes, cache }, d.class);
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn die_free(&mut self, die: u32, now: Time, res: &mut Resources, out: &mut Vec<NandOut>) {
         let d = &mut self.dies[die as usize];
         d.phase = Phase::Idle;

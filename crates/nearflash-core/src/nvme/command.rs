@@ -73,24 +73,30 @@ pub mod field {
     pub const CDW13: u8 = 52;
 }
 
-fn refuse<T>(status: Status, byte: u8, reason: impl Into<String>) -> Result<T, Refusal> {
-    Err(Refusal::new(status, Some(byte), reason))
+/// A refusal whose reason is made only when refused: out of line and cold, so that the decoders' common path
+/// (every command) carries neither the formatting nor the registers it needs.
+#[cold]
+#[inline(never)]
+fn refuse<T, R: Into<String>>(status: Status, byte: u8, reason: impl FnOnce() -> R) -> Result<T, Refusal> {
+    Err(Refusal::new(status, Some(byte), reason()))
 }
 
+#[inline]
 fn common_checks(sqe: &Sqe) -> Result<(), Refusal> {
     if sqe.flags & 0x3 != 0 {
-        return refuse(Status::INVALID_FIELD, field::FLAGS, format!("FUSE = {}: fused operations are not supported", sqe.flags & 0x3));
+        return refuse(Status::INVALID_FIELD, field::FLAGS, || format!("FUSE = {}: fused operations are not supported", sqe.flags & 0x3));
     }
     if sqe.flags >> 6 != 0 {
-        return refuse(Status::INVALID_FIELD, field::FLAGS, format!("PSDT = {}: only PRPs are supported, no SGLs", sqe.flags >> 6));
+        return refuse(Status::INVALID_FIELD, field::FLAGS, || format!("PSDT = {}: only PRPs are supported, no SGLs", sqe.flags >> 6));
     }
     Ok(())
 }
 
+#[inline]
 fn check_range(ns: &Namespace, slba: u64, nlb: u32, byte: u8) -> Result<(), Refusal> {
     match slba.checked_add(u64::from(nlb)) {
         Some(end) if end <= ns.lbas => Ok(()),
-        _ => refuse(Status::LBA_OUT_OF_RANGE, byte, format!("LBAs {slba} + {nlb}: the namespace has {} LBAs", ns.lbas)),
+        _ => refuse(Status::LBA_OUT_OF_RANGE, byte, || format!("LBAs {slba} + {nlb}: the namespace has {} LBAs", ns.lbas)),
     }
 }
 
@@ -103,18 +109,18 @@ pub fn decode_io(sqe: &Sqe, ns: &Namespace) -> Result<IoCommand, Refusal> {
     let ns_ok = sqe.nsid == 1 || (sqe.opcode == opcode::FLUSH && sqe.nsid == 0xFFFF_FFFF);
     if !ns_ok {
         let status = if sqe.nsid == 0 || sqe.nsid == 0xFFFF_FFFF { Status::INVALID_FIELD } else { Status::INVALID_NAMESPACE };
-        return refuse(status, field::NSID, format!("NSID = {:#x}: the device has namespace 1 only (0xFFFFFFFF: Flush only)", sqe.nsid));
+        return refuse(status, field::NSID, || format!("NSID = {:#x}: the device has namespace 1 only (0xFFFFFFFF: Flush only)", sqe.nsid));
     }
     match sqe.opcode {
         opcode::FLUSH => Ok(IoCommand::Flush),
         opcode::READ | opcode::WRITE => {
             let unsupported = sqe.cdw12 & !RW_CDW12_ALLOWED;
             if unsupported != 0 {
-                return refuse(Status::INVALID_FIELD, field::CDW12, format!("CDW12 bits {unsupported:#010x} set: only NLB, FUA and LR are supported"));
+                return refuse(Status::INVALID_FIELD, field::CDW12, || format!("CDW12 bits {unsupported:#010x} set: only NLB, FUA and LR are supported"));
             }
             let (slba, nlb) = (sqe.slba(), sqe.nlb());
             if nlb > ns.max_lbas {
-                return refuse(Status::INVALID_FIELD, field::CDW12, format!("{nlb} LBAs: more than the {} a command may transfer (MDTS)", ns.max_lbas));
+                return refuse(Status::INVALID_FIELD, field::CDW12, || format!("{nlb} LBAs: more than the {} a command may transfer (MDTS)", ns.max_lbas));
             }
             check_range(ns, slba, nlb, field::CDW10)?;
             let fua = sqe.cdw12 & (1 << 30) != 0;
@@ -132,11 +138,11 @@ pub fn decode_io(sqe: &Sqe, ns: &Namespace) -> Result<IoCommand, Refusal> {
         opcode::DSM => {
             let ranges = (sqe.cdw10 & 0xFF) + 1;
             if sqe.cdw10 >> 8 != 0 {
-                return refuse(Status::INVALID_FIELD, field::CDW10, format!("CDW10 = {:#x}: bits 31:8 are reserved (NR is bits 7:0)", sqe.cdw10));
+                return refuse(Status::INVALID_FIELD, field::CDW10, || format!("CDW10 = {:#x}: bits 31:8 are reserved (NR is bits 7:0)", sqe.cdw10));
             }
             Ok(IoCommand::Dsm { ranges, deallocate: sqe.cdw11 & (1 << 2) != 0 })
         }
-        op => refuse(Status::INVALID_OPCODE, field::OPCODE, format!("I/O opcode {op:#04x} is not supported")),
+        op => refuse(Status::INVALID_OPCODE, field::OPCODE, || format!("I/O opcode {op:#04x} is not supported")),
     }
 }
 
@@ -185,16 +191,16 @@ pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Refusal> {
             let numdu = sqe.cdw11 & 0xFFFF;
             // NUMD is 32 bits wide, so NUMD + 1 overflows only at 0xFFFFFFFF
             let Some(dwords) = ((numdu << 16) | numdl).checked_add(1) else {
-                return refuse(Status::INVALID_FIELD, field::CDW11, "NUMD = 0xFFFFFFFF: the transfer length does not fit");
+                return refuse(Status::INVALID_FIELD, field::CDW11, || "NUMD = 0xFFFFFFFF: the transfer length does not fit");
             };
             let offset = u64::from(sqe.cdw12) | (u64::from(sqe.cdw13) << 32);
             if offset % 4 != 0 {
-                return refuse(Status::INVALID_FIELD, field::CDW12, format!("log page offset {offset}: must be a multiple of 4 bytes"));
+                return refuse(Status::INVALID_FIELD, field::CDW12, || format!("log page offset {offset}: must be a multiple of 4 bytes"));
             }
             Ok(AdminCommand::GetLogPage { lid: (sqe.cdw10 & 0xFF) as u8, dwords, offset })
         }
         opcode::ADMIN_CREATE_CQ | opcode::ADMIN_CREATE_SQ if sqe.cdw11 & 1 == 0 => {
-            refuse(Status::INVALID_FIELD, field::CDW11, "PC = 0: only physically contiguous queues are supported")
+            refuse(Status::INVALID_FIELD, field::CDW11, || "PC = 0: only physically contiguous queues are supported")
         }
         opcode::ADMIN_CREATE_CQ => Ok(AdminCommand::CreateIoCq { qid, size }),
         opcode::ADMIN_CREATE_SQ => {
@@ -202,7 +208,7 @@ pub fn decode_admin(sqe: &Sqe) -> Result<AdminCommand, Refusal> {
         }
         opcode::ADMIN_DELETE_SQ => Ok(AdminCommand::DeleteIoSq { qid }),
         opcode::ADMIN_DELETE_CQ => Ok(AdminCommand::DeleteIoCq { qid }),
-        op => refuse(Status::INVALID_OPCODE, field::OPCODE, format!("admin opcode {op:#04x} is not supported")),
+        op => refuse(Status::INVALID_OPCODE, field::OPCODE, || format!("admin opcode {op:#04x} is not supported")),
     }
 }
 

@@ -222,7 +222,9 @@ impl QueueSet {
             )));
         }
         sq.outstanding += 1;
-        sq.head = ((u32::from(sq.head) + 1) % sq.depth) as u16;
+        // The ring's next index (`head` < `depth`): without a division per command.
+        let next = u32::from(sq.head) + 1;
+        sq.head = if next == sq.depth { 0 } else { next as u16 };
         Ok(())
     }
 
