@@ -3,6 +3,11 @@
 //! (`SIMSPEED_IOS` sets the I/Os per case, 1,000,000 by default: fewer for instruction counts under callgrind;
 //! `SIMSPEED_GO=path`: after each case's set-up print `READY` and wait until `path` exists, so that callgrind can be
 //! switched on for the run alone with `callgrind_control -i on`).
+//!
+//! Cases 0-4 are the platform issue's; 5 and 6 are reads among writes (issue 24's workloads, counted since the
+//! seventeenth step): 5 reads a 2 GiB span just written by 128 KiB sequential writes after the preconditioning (the
+//! first read run after writes, which `benches/simspeed.py` throws away as warm-up and trace replay lives in), 6 is
+//! a 70/30 random read/write mix on the GC-steady device of case 3.
 
 use nearflash_core::bench::{run, Pattern, Workload};
 use nearflash_core::config::load_preset;
@@ -15,12 +20,14 @@ fn main() -> nearflash_core::Result<()> {
     let preset = args.get(1).map_or("cosmos-plus", String::as_str);
     let fill: f64 = args.get(2).map_or(0.1, |s| s.parse().unwrap_or(0.1));
     let only: Option<usize> = args.get(3).and_then(|s| s.parse().ok());
-    for (i, (name, pattern, bs, qd, data, prefill)) in [
-        ("4K randread QD64", Pattern::RandRead, 4096u64, 64u32, false, FillPattern::Sequential),
-        ("4K randread QD64 (data)", Pattern::RandRead, 4096, 64, true, FillPattern::Sequential),
-        ("128K read QD32", Pattern::Read, 131072, 32, false, FillPattern::Sequential),
-        ("4K randwrite QD32 GC steady", Pattern::RandWrite, 4096, 32, false, FillPattern::Random),
-        ("4K randwrite QD32 GC steady (data)", Pattern::RandWrite, 4096, 32, true, FillPattern::Random),
+    for (i, (name, pattern, bs, qd, data, prefill, written_span)) in [
+        ("4K randread QD64", Pattern::RandRead, 4096u64, 64u32, false, FillPattern::Sequential, None),
+        ("4K randread QD64 (data)", Pattern::RandRead, 4096, 64, true, FillPattern::Sequential, None),
+        ("128K read QD32", Pattern::Read, 131072, 32, false, FillPattern::Sequential, None),
+        ("4K randwrite QD32 GC steady", Pattern::RandWrite, 4096, 32, false, FillPattern::Random, None),
+        ("4K randwrite QD32 GC steady (data)", Pattern::RandWrite, 4096, 32, true, FillPattern::Random, None),
+        ("4K randread QD64 after writes", Pattern::RandRead, 4096, 64, false, FillPattern::Sequential, Some(2 << 30)),
+        ("4K randrw 70/30 QD32 GC steady", Pattern::RandRw(0.7), 4096, 32, false, FillPattern::Random, None),
     ]
     .into_iter()
     .enumerate()
@@ -37,7 +44,10 @@ fn main() -> nearflash_core::Result<()> {
         let t = Instant::now();
         dev.precondition(fill, prefill, 1.0, 1)?;
         let pre = t.elapsed().as_secs_f64();
-        let lbas = (dev.namespace().lbas as f64 * fill) as u64 / 32 * 32;
+        let mut lbas = (dev.namespace().lbas as f64 * fill) as u64 / 32 * 32;
+        if let Some(bytes) = written_span {
+            lbas = write_span(&mut dev, bytes)?;
+        }
         if let Ok(go) = std::env::var("SIMSPEED_GO") {
             println!("READY");
             while !std::path::Path::new(&go).exists() {
@@ -57,4 +67,16 @@ fn main() -> nearflash_core::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Writes the first `bytes` of the namespace with 128 KiB sequential writes at QD 32, as `benches/simspeed.py`
+/// prepares its read cases (part of the set-up, before `READY`); returns the span in LBAs.
+fn write_span(dev: &mut Device, bytes: u64) -> nearflash_core::Result<u64> {
+    const BS: u64 = 131072;
+    let span = bytes / dev.lba_bytes() / 32 * 32;
+    let ios = span * dev.lba_bytes() / BS;
+    let (pattern, span_range) = (Pattern::Write, Some((0, span)));
+    let w = Workload { pattern, block_size: BS, queue_depth: 32, ios, span: span_range, ..Default::default() };
+    run(dev, &w, None)?;
+    Ok(span)
 }

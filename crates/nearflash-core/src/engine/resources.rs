@@ -111,7 +111,7 @@ impl Resources {
 
     /// The member of the group that can start `dur` earliest from `ready` (ties: lowest index), and when.
     #[inline(always)]
-    fn earliest_any(&self, g: GroupId, ready: Time, dur: u64) -> (ResourceId, Time) {
+    fn earliest_any(&mut self, g: GroupId, ready: Time, dur: u64) -> (ResourceId, Time) {
         let grp = &self.groups[g.0 as usize];
         let (first, end) = (grp.first, grp.first + grp.count);
         // The lowest member free at `ready` starts earliest: the others' later starts are not searched for (the host
@@ -166,11 +166,12 @@ impl Resources {
     }
 
     /// The member of timelines `first..end` that can start earliest after `ready` (ties: lowest index), and when.
+    /// (`Timeline::find_mut`: the members' searches keep their gap bounds tight.)
     #[inline]
-    fn earliest_member(&self, first: u32, end: u32, ready: Time, dur: u64) -> (ResourceId, Time) {
+    fn earliest_member(&mut self, first: u32, end: u32, ready: Time, dur: u64) -> (ResourceId, Time) {
         let mut best = (ResourceId(first), Time::MAX);
         for id in first..end {
-            let s = self.timelines[id as usize].find(ready, dur);
+            let s = self.timelines[id as usize].find_mut(ready, dur);
             if s < best.1 {
                 best = (ResourceId(id), s);
             }

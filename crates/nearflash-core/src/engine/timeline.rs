@@ -16,6 +16,14 @@ pub struct Timeline {
     /// search scans one slice.
     busy: Vec<(Time, Time)>,
     head: usize,
+    /// At least the longest gap between two consecutive intervals kept (`busy[head..]`; 0 with fewer than two): a
+    /// search for a longer duration cannot start between two intervals, so it starts at `ready` or after the last
+    /// one, without a scan. A pool member holding a train of bookings ahead of the clock (a controller core taking
+    /// each read's short second step while the other runs the long first steps back to back) is searched on every
+    /// booking, and no booking fits between the train's cars. Only an interval appended after a gap or inserted
+    /// apart before the first raises it; inserting between two, merging and pruning only shorten or drop gaps, so it
+    /// stays a bound without being lowered there, and a search that finds it too loose (`find_mut`) makes it exact.
+    gap_bound: u64,
     busy_total: u64,
     ops: u64,
 }
@@ -65,10 +73,42 @@ impl Timeline {
     /// `find` where the last interval ends after `ready`.
     #[inline(never)]
     fn find_among(&self, ready: Time, dur: u64) -> Time {
+        if let Some(start) = self.fits_no_gap(ready, dur) {
+            return start;
+        }
         let mut t = ready;
         let live = self.live();
         let first = first_ending_after(live, t);
         first_fit(&mut t, dur, &live[first..]).unwrap_or(t)
+    }
+
+    /// `find`'s answer when `dur` is longer than every gap between two intervals (`gap_bound`), else `None`: the
+    /// booking starts at `ready` if it ends before the first interval kept starts (the search never looked at those
+    /// pruned), and otherwise after the last one, since from inside an interval or a gap between two it can only
+    /// move on past each of the later ones. No search.
+    #[inline]
+    fn fits_no_gap(&self, ready: Time, dur: u64) -> Option<Time> {
+        if dur <= self.gap_bound {
+            return None;
+        }
+        let (first_start, last_end) = (self.busy[self.head].0, self.horizon());
+        Some(if ready + dur <= first_start { ready } else { last_end })
+    }
+
+    /// `find`, which also makes `gap_bound` exact again when a search it did not spare (the bound reaching `dur`)
+    /// found no gap to fit in: the pools' searches (`Resources::reserve_any`), where a core's train of bookings
+    /// ahead of the clock keeps its intervals and a gap long since filled or pruned would otherwise keep every
+    /// later search scanning them. The same answer as `find`.
+    #[inline]
+    pub fn find_mut(&mut self, ready: Time, dur: u64) -> Time {
+        let start = self.find(ready, dur);
+        // The scan ran (`find_among`, not spared by the bound) and reached the end.
+        let scanned_in_vain =
+            start > ready && dur <= self.gap_bound && !self.only_last_after(ready) && start == self.horizon();
+        if scanned_in_vain {
+            self.gap_bound = longest_gap(self.live());
+        }
+        start
     }
 
     /// Whether `[ready, ready + dur)` is free, i.e. `find(ready, dur) == ready`, without searching for the later
@@ -82,10 +122,11 @@ impl Timeline {
                     return ready + dur <= start;
                 }
                 // Most often the first interval kept ends after `ready` (pruning leaves the front at the clock):
-                // then the booking is free if it ends before that interval starts. Otherwise a search.
+                // then the booking is free if it ends before that interval starts. Otherwise `ready` lies in an
+                // interval or in a gap between two, where nothing longer than `gap_bound` fits; else a search.
                 match self.busy[self.head] {
                     (s, e) if e > ready => ready + dur <= s,
-                    _ => self.is_free(ready, ready + dur),
+                    _ => dur <= self.gap_bound && self.is_free(ready, ready + dur),
                 }
             }
             _ => true,
@@ -103,8 +144,10 @@ impl Timeline {
     }
 
     /// Reserves `dur` at the earliest free time `>= ready`; returns the start. (The same booking as `find` then
-    /// `commit`, with one search of the intervals instead of two: this is the simulator's innermost call.)
-    #[inline]
+    /// `commit`, with one search of the intervals instead of two: this is the simulator's innermost call.) Always
+    /// inlined: the gap bound's two appending arms took it past the inliner's threshold at the ports' call sites,
+    /// where the call cost more than the fast path (157 instructions per read).
+    #[inline(always)]
     pub fn reserve(&mut self, ready: Time, dur: u64) -> Time {
         if dur == 0 {
             return ready;
@@ -125,8 +168,13 @@ impl Timeline {
                 last.1 = ready + dur;
                 ready
             }
-            _ => {
-                self.busy.push((ready, ready + dur));
+            Some(last) => {
+                let gap = ready - last.1;
+                self.push_after_gap(ready, ready + dur, gap);
+                ready
+            }
+            None => {
+                self.push_first(ready, ready + dur);
                 ready
             }
         };
@@ -164,7 +212,7 @@ impl Timeline {
             (true, false) => self.busy[at - 1].1 = end,
             (false, true) => self.busy[at].0 = t,
             (false, false) if at == len => self.busy.push((t, end)),
-            (false, false) => self.busy.insert(at, (t, end)),
+            (false, false) => self.insert_before(at, (t, end)),
         }
         t
     }
@@ -182,8 +230,26 @@ impl Timeline {
         match self.busy.last_mut() {
             Some(last) if last.1 == start => last.1 = end,
             Some(last) if last.1 > start => self.insert(start, end),
-            _ => self.busy.push((start, end)),
+            Some(last) => {
+                let gap = start - last.1;
+                self.push_after_gap(start, end, gap);
+            }
+            None => self.push_first(start, end),
         }
+    }
+
+    /// Appends `[start, end)` to an empty timeline: no gap between intervals.
+    #[inline]
+    fn push_first(&mut self, start: Time, end: Time) {
+        self.busy.push((start, end));
+        self.gap_bound = 0;
+    }
+
+    /// Appends `[start, end)` `gap` ns after the last interval (`gap > 0`).
+    #[inline]
+    fn push_after_gap(&mut self, start: Time, end: Time, gap: u64) {
+        self.busy.push((start, end));
+        self.gap_bound = self.gap_bound.max(gap);
     }
 
     /// `commit(start, mid)` then `commit(mid, end)` (two adjacent bookings, both free): one interval, each booking
@@ -214,8 +280,16 @@ impl Timeline {
             }
             (true, false) => self.busy[i].1 = end,
             (false, true) => self.busy[next].0 = start,
-            (false, false) => self.busy.insert(next, (start, end)),
+            (false, false) => self.insert_before(next, (start, end)),
         }
+    }
+
+    /// Inserts `interval` before `busy[at]`, apart from it and from the one before. Between two intervals it
+    /// splits a gap into shorter ones; before the first kept it makes a gap, which the bound must cover.
+    #[inline]
+    fn insert_before(&mut self, at: usize, interval: (Time, Time)) {
+        self.gap_bound = self.gap_bound.max(self.busy[at].0 - interval.1);
+        self.busy.insert(at, interval);
     }
 
     /// Drops reservations that ended at or before `now`; nothing will be booked before `now` again.
@@ -288,6 +362,11 @@ fn first_ending_after(busy: &[(Time, Time)], t: Time) -> usize {
     }
 }
 
+/// The longest gap between two consecutive intervals of `busy` (0 with fewer than two).
+fn longest_gap(busy: &[(Time, Time)]) -> u64 {
+    busy.windows(2).map(|w| w[1].0 - w[0].1).max().unwrap_or(0)
+}
+
 /// The scan of `find`: the first gap of at least `dur` at or after `*t`, trying the gap before each interval of
 /// `busy` in turn; when none fits, `*t` is left at the end of the last one.
 #[inline]
@@ -313,6 +392,7 @@ impl Timeline {
         let iv = self.intervals();
         assert!(iv.iter().all(|&(s, e)| s < e), "empty interval in {iv:?}");
         assert!(iv.windows(2).all(|w| w[0].1 < w[1].0), "unsorted, overlapping or touching: {iv:?}");
+        assert!(longest_gap(&iv) <= self.gap_bound, "gap bound {} below a gap of {iv:?}", self.gap_bound);
     }
 }
 
@@ -473,6 +553,8 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Op {
         Find(u64, u64),
+        /// `find_mut`, the pools' search (which may tighten the gap bound).
+        FindMut(u64, u64),
         Reserve(u64, u64),
         /// `find` then `commit` of its answer, as the NAND model books multi-resource operations.
         FindCommit(u64, u64),
@@ -487,6 +569,7 @@ mod tests {
         let dur = prop_oneof![4 => 0u64..30, 1 => 0u64..400];
         prop_oneof![
             3 => (0u64..3000, dur.clone()).prop_map(|(r, d)| Op::Find(r, d)),
+            2 => (0u64..3000, dur.clone()).prop_map(|(r, d)| Op::FindMut(r, d)),
             3 => (0u64..3000, dur.clone()).prop_map(|(r, d)| Op::Reserve(r, d)),
             3 => (0u64..3000, dur.clone()).prop_map(|(r, d)| Op::FindCommit(r, d)),
             2 => (0u64..3000, dur).prop_map(|(r, d)| Op::CommitIfFree(r, d)),
@@ -509,6 +592,9 @@ mod tests {
                         let (ready, s) = (Time::from_ns(now + r), old.find(Time::from_ns(now + r), d));
                         prop_assert_eq!(new.find(ready, d), s);
                         prop_assert_eq!(new.free_at(ready, d), s == ready, "free_at is find's answer being `ready`");
+                    }
+                    Op::FindMut(r, d) => {
+                        prop_assert_eq!(new.find_mut(Time::from_ns(now + r), d), old.find(Time::from_ns(now + r), d));
                     }
                     Op::Reserve(r, d) => prop_assert_eq!(new.reserve(Time::from_ns(now + r), d), old.reserve(Time::from_ns(now + r), d)),
                     Op::FindCommit(r, d) => {
@@ -537,6 +623,88 @@ mod tests {
                 prop_assert_eq!((new.busy_ns(), new.ops()), (old.busy_ns(), old.ops()));
             }
         }
+    }
+
+    /// The first start `>= ready` of `dur` by the plain scan over `live` (the search before the gap bound).
+    fn plain_scan(live: &[(Time, Time)], ready: Time, dur: u64) -> Time {
+        let mut t = ready;
+        if dur == 0 {
+            return t;
+        }
+        for &(s, e) in live.iter().filter(|&&(_, e)| e > ready) {
+            if t + dur <= s {
+                return t;
+            }
+            t = t.max(e);
+        }
+        t
+    }
+
+    /// A train of bookings ahead of the clock as a controller core holds them: cars of `car` ns every `car + gap`
+    /// ns, some coupled (no gap), from `at`.
+    fn train(at: u64, car: u64, gap: u64, cars: usize, coupled: &[bool]) -> Timeline {
+        let mut t = Timeline::new();
+        let mut s = at;
+        for i in 0..cars {
+            t.commit(Time::from_ns(s), Time::from_ns(s + car));
+            s += car + if coupled.get(i).copied().unwrap_or(false) { 0 } else { gap };
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Over trains with gaps just shorter or longer than the searches (the bound spares the scan, or not), with
+        /// bookings, gaps filled and the clock moving on between searches, `find`, `find_mut` and `free_at` give the
+        /// plain scan's answers, and the bound stays at least every gap.
+        #[test]
+        fn searches_agree_with_the_plain_scan_over_trains(
+            (car, gap) in (1u64..50, 1u64..60),
+            coupled in prop::collection::vec(any::<bool>(), 0..40),
+            cars in 1usize..40,
+            steps in prop::collection::vec((0u8..4, 0u64..3000, 0u64..80), 1..200),
+        ) {
+            let mut t = train(100, car, gap, cars, &coupled);
+            let mut now = 0u64;
+            for (kind, at, dur) in steps {
+                let ready = Time::from_ns(now + at % 2500);
+                let want = plain_scan(&t.intervals(), ready, dur);
+                prop_assert_eq!(t.find(ready, dur), want);
+                prop_assert_eq!(t.free_at(ready, dur), want == ready);
+                match kind {
+                    0 => prop_assert_eq!(t.find_mut(ready, dur), want),
+                    1 => prop_assert_eq!(t.reserve(ready, dur), want),
+                    2 => {
+                        now += at % 97;
+                        t.prune(Time::from_ns(now));
+                    }
+                    _ => t.commit(want, want + dur),
+                }
+                t.check_invariants();
+            }
+        }
+    }
+
+    #[test]
+    fn a_train_is_searched_without_a_scan_and_the_bound_tightens() {
+        // Cars of 10 ns every 30 ns: a search of 25 ns fits in no gap (20 ns), so it starts after the last car.
+        let mut t = train(0, 10, 20, 8, &[]);
+        assert_eq!(t.gap_bound, 20);
+        assert_eq!(t.find(Time::from_ns(5), 25), Time::from_ns(220));
+        assert_eq!(t.find(Time::from_ns(5), 20), Time::from_ns(10));
+        assert!(!t.free_at(Time::from_ns(45), 21) && t.free_at(Time::from_ns(40), 20));
+        // Filling the gaps leaves the bound loose; a pool's search that scans in vain makes it exact.
+        for k in 0..6 {
+            t.commit(Time::from_ns(30 * k + 10), Time::from_ns(30 * k + 30));
+        }
+        t.commit(Time::from_ns(195), Time::from_ns(210));
+        let kept = vec![(Time::ZERO, Time::from_ns(190)), (Time::from_ns(195), Time::from_ns(220))];
+        assert_eq!((t.intervals(), t.gap_bound), (kept, 20));
+        assert_eq!(t.find_mut(Time::from_ns(5), 10), Time::from_ns(220));
+        assert_eq!(t.gap_bound, 5);
+        // Now the bound spares the search for anything longer than 5 ns.
+        assert_eq!(t.find(Time::from_ns(5), 6), Time::from_ns(220));
+        assert_eq!(t.find(Time::from_ns(189), 5), Time::from_ns(190));
     }
 
     #[test]
