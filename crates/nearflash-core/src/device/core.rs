@@ -160,7 +160,7 @@ impl FlashTiming<'_> {
         match times {
             [] => Lazy::At(floor),
             &[t] if floor == At::ZERO => Lazy::At(t),
-            _ => self.flow.lazy_max_all(Time::ZERO, std::iter::once(floor).chain(times.iter().copied())),
+            _ => self.flow.lazy_max_all_of(floor, times),
         }
     }
 
@@ -245,7 +245,7 @@ impl FlashSink for FlashTiming<'_> {
         match times {
             [] => floor,
             &[t] if floor == At::ZERO => t,
-            _ => self.flow.max_all(Time::ZERO, std::iter::once(floor).chain(times.iter().copied())),
+            _ => self.flow.max_all_of(floor, times),
         }
     }
 

@@ -21,8 +21,11 @@ pub const RECLAIM_NS: u64 = 100_000_000;
 const KNOWN: u32 = u32::MAX;
 const NONE: u32 = u32::MAX;
 
-/// Inputs a lazy join keeps in place (`Flow::lazy_max_all`); one with more is made at once.
+/// Inputs a lazy join may have (`Flow::lazy_max_all`); one with more is made at once.
 pub const LAZY_INPUTS: usize = 8;
+
+/// Inputs a join's gathering dedups by a scan (`Flow::gather`); past these, by a hash set.
+const SCAN: usize = 32;
 
 /// A join described but not made (`Flow::lazy_max_all`): a step added with it (`Flow::add_lazy`) waits for its
 /// inputs itself.
@@ -33,14 +36,16 @@ pub enum Lazy {
     Join(LazyJoin),
 }
 
-/// The latest of `known` and `inputs[..n]` (distinct, none known when described), behind `hops` joins: the first
-/// of them, then joins of it alone with known times (`Flow::lazy_max`).
+/// The latest of `known` and `n` inputs (distinct, none known when described), behind `hops` joins: the first of
+/// them, then joins of it alone with known times (`Flow::lazy_max`). The inputs stay in the flow's list of the last
+/// join gathered (`Flow::pending`; a copy here was a 150-byte value moved twice per program), so a lazy join is
+/// used before the flow gathers another: `ticket` checks it.
 #[derive(Clone, Copy, Debug)]
 pub struct LazyJoin {
     known: Time,
     hops: u8,
     n: u8,
-    inputs: [At; LAZY_INPUTS],
+    ticket: u32,
 }
 
 /// A point in virtual time: known (`At::at(t)`), or the end of a step plus an offset.
@@ -154,8 +159,11 @@ pub struct Flow<S> {
     resolved: VecDeque<(Time, u32, u32)>,
     /// The loop's clock as of the last `reclaim`: a step resolved `RECLAIM_NS` before it may give up its slot.
     clock: Time,
-    /// `max_all`'s list of inputs not known yet, kept between calls so that a join allocates nothing.
+    /// `max_all`'s list of inputs not known yet, kept between calls so that a join allocates nothing; a lazy join's
+    /// inputs until it is used.
     pending: Vec<At>,
+    /// Counts the lists `pending` held and the lazy joins used: a lazy join names the list its inputs are in.
+    ticket: u32,
 }
 
 impl<S: Default> Default for Flow<S> {
@@ -170,6 +178,7 @@ impl<S: Default> Default for Flow<S> {
             resolved: VecDeque::new(),
             clock: Time::ZERO,
             pending: Vec::new(),
+            ticket: 0,
         }
     }
 }
@@ -253,6 +262,7 @@ impl<S: Default> Flow<S> {
     }
 
     /// Makes node `idx` wait for `input` (or folds it into its start when known).
+    #[inline(always)]
     fn wire(&mut self, idx: u32, input: At) {
         match self.value(input) {
             Some(t) => {
@@ -263,10 +273,7 @@ impl<S: Default> Flow<S> {
                 let src = input.node as usize;
                 let edge = Edge { node: idx, off: input.t, next: self.nodes[src].deps };
                 let e = match self.free_edge {
-                    NONE => {
-                        self.edges.push(edge);
-                        (self.edges.len() - 1) as u32
-                    }
+                    NONE => self.new_edge(edge),
                     e => {
                         self.free_edge = self.edges[e as usize].next;
                         self.edges[e as usize] = edge;
@@ -277,6 +284,14 @@ impl<S: Default> Flow<S> {
                 self.nodes[idx as usize].waiting += 1;
             }
         }
+    }
+
+    /// An edge slot more (none free): out of line, so that `wire`'s common path saves no registers for the call.
+    #[cold]
+    #[inline(never)]
+    fn new_edge(&mut self, edge: Edge) -> u32 {
+        self.edges.push(edge);
+        (self.edges.len() - 1) as u32
     }
 
     fn arm(&mut self, idx: u32) {
@@ -314,6 +329,17 @@ impl<S: Default> Flow<S> {
     /// The latest of `times` (`floor` if there are none).
     pub fn max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> At {
         let known = self.gather(floor, times);
+        self.join_pending(known)
+    }
+
+    /// `max_all(Time::ZERO, [first, rest...])`, the inputs in a slice (the write path's joins: GC's chain of moves).
+    pub fn max_all_of(&mut self, first: At, rest: &[At]) -> At {
+        let known = self.gather_of(first, rest);
+        self.join_pending(known)
+    }
+
+    /// The latest of `known` and the inputs `gather` left in `self.pending` (a join step if there are any).
+    fn join_pending(&mut self, known: Time) -> At {
         let pending = std::mem::take(&mut self.pending);
         let at = match pending.len() {
             0 => At::at(known),
@@ -329,8 +355,8 @@ impl<S: Default> Flow<S> {
         // Repeats are dropped by a scan while the list is short and by a hash set beyond (an extension command
         // waits on every page it read: a scan of ~10^5 handles each made a SearSSD batch quadratic). Either way
         // `pending` keeps the first occurrences in order, so the join is wired as before.
-        const SCAN: usize = 32;
         let mut known = floor;
+        self.ticket = self.ticket.wrapping_add(1);
         let mut pending = std::mem::take(&mut self.pending);
         pending.clear();
         // Made only past `SCAN` inputs (its hasher's keys are a thread-local look-up per set).
@@ -358,17 +384,59 @@ impl<S: Default> Flow<S> {
         known
     }
 
+    /// `gather(Time::ZERO, [first, rest...])` for inputs in a slice: the same known time and the same `pending`, in
+    /// the same order, by a plain loop (the chained iterator and the hash set's branch cost ~50 instructions a join
+    /// on the write path, where a program joins its slots' arrivals and GC's chain its moves). Past `SCAN` inputs,
+    /// `gather` itself.
+    fn gather_of(&mut self, first: At, rest: &[At]) -> Time {
+        if rest.len() >= SCAN {
+            return self.gather(Time::ZERO, std::iter::once(first).chain(rest.iter().copied()));
+        }
+        let mut known = Time::ZERO;
+        self.ticket = self.ticket.wrapping_add(1);
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
+        // At most `SCAN` inputs: the list stays below `SCAN`, where `gather` scans too.
+        self.gather_one(first, &mut known, &mut pending);
+        for &t in rest {
+            self.gather_one(t, &mut known, &mut pending);
+        }
+        self.pending = pending;
+        known
+    }
+
+    /// One input of `gather_of`: its value into `known`, or the handle into `pending` unless there already.
+    #[inline(always)]
+    fn gather_one(&self, t: At, known: &mut Time, pending: &mut Vec<At>) {
+        match self.value(t) {
+            Some(v) => *known = (*known).max(v),
+            None => {
+                if !pending.contains(&t) {
+                    pending.push(t);
+                }
+            }
+        }
+    }
+
     /// `max_all` for a step that will be the join's only dependent (`add_lazy`): the join is not made (unless it has
     /// more than [`LAZY_INPUTS`] inputs not known), only described.
     pub fn lazy_max_all(&mut self, floor: Time, times: impl IntoIterator<Item = At>) -> Lazy {
         let known = self.gather(floor, times);
+        self.lazy_pending(known)
+    }
+
+    /// `lazy_max_all(Time::ZERO, [first, rest...])`, the inputs in a slice (a program's slots' arrivals).
+    pub fn lazy_max_all_of(&mut self, first: At, rest: &[At]) -> Lazy {
+        let known = self.gather_of(first, rest);
+        self.lazy_pending(known)
+    }
+
+    /// The join of `known` and the inputs `gather` left in `self.pending`, described (or made, past
+    /// [`LAZY_INPUTS`]).
+    fn lazy_pending(&mut self, known: Time) -> Lazy {
         match self.pending.len() {
             0 => Lazy::At(At::at(known)),
-            n if n <= LAZY_INPUTS => {
-                let mut inputs = [At::ZERO; LAZY_INPUTS];
-                inputs[..n].copy_from_slice(&self.pending);
-                Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, inputs })
-            }
+            n if n <= LAZY_INPUTS => Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, ticket: self.ticket }),
             _ => {
                 let pending = std::mem::take(&mut self.pending);
                 let at = self.add(S::default(), known, &pending);
@@ -396,12 +464,22 @@ impl<S: Default> Flow<S> {
     /// The join `l` describes, made (a known time or a step's end).
     pub fn made(&mut self, l: LazyJoin) -> At {
         let idx = self.alloc(S::default(), l.known);
-        for &i in &l.inputs[..usize::from(l.n)] {
-            self.wire(idx, i);
-        }
+        self.wire_lazy(idx, l);
         self.nodes[idx as usize].hops = l.hops - 1;
         self.arm(idx);
         self.handle(idx)
+    }
+
+    /// Makes node `idx` wait for the inputs of lazy join `l`, which are still the list `pending` holds (a lazy join
+    /// is used once, before the flow gathers another join's inputs: else this panics, not a wrong graph).
+    fn wire_lazy(&mut self, idx: u32, l: LazyJoin) {
+        assert_eq!(l.ticket, self.ticket, "a lazy join used twice, or after another join was gathered");
+        self.ticket = self.ticket.wrapping_add(1);
+        let inputs = std::mem::take(&mut self.pending);
+        for &i in &inputs[..usize::from(l.n)] {
+            self.wire(idx, i);
+        }
+        self.pending = inputs;
     }
 
     /// `add1(step, floor, input)` where `input` is a lazy join: the step waits for the join's inputs itself and,
@@ -414,9 +492,7 @@ impl<S: Default> Flow<S> {
             Lazy::At(a) => self.add1(step, floor, a),
             Lazy::Join(j) => {
                 let idx = self.alloc(step, floor.max(j.known));
-                for &i in &j.inputs[..usize::from(j.n)] {
-                    self.wire(idx, i);
-                }
+                self.wire_lazy(idx, j);
                 self.nodes[idx as usize].hops = j.hops;
                 self.arm(idx);
                 self.handle(idx)
@@ -748,6 +824,69 @@ mod tests {
             assert_eq!(books(&lf), books(&lg), "order {order:?}");
             assert_eq!(books(&lg).len(), 8, "4 waits and 4 bookings");
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// `gather_of` (a slice) leaves what `gather` (an iterator) does: the same known time and the same pending
+        /// handles in the same order, over known times, resolved and pending steps, offsets and repeats, on both
+        /// sides of the scan's limit (`SCAN`); and `max_all_of` / `lazy_max_all_of` wire joins alike.
+        #[test]
+        fn gathering_a_slice_is_gathering_its_iterator(picks in proptest::collection::vec((0usize..8, 0u64..3), 1..40)) {
+            let mut f: Flow<Step> = Flow::new();
+            let waits: Vec<At> = (0..4).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let done: Vec<At> = (0..2).map(|k| f.add1(Step::Book(10 * k + 5), Time::ZERO, At::ZERO)).collect();
+            let idle = run(&mut f);
+            let input = |(i, off): (usize, u64)| match i {
+                0..=3 => waits[i] + off,
+                4 | 5 => done[i - 4] + off,
+                _ => At::at(Time::from_ns(3 + 7 * i as u64 + off)),
+            };
+            let times: Vec<At> = picks.into_iter().map(input).collect();
+            let (first, rest) = (times[0], &times[1..]);
+            let known = f.gather(Time::ZERO, times.iter().copied());
+            let pending = f.pending.clone();
+            proptest::prop_assert_eq!(f.gather_of(first, rest), known);
+            proptest::prop_assert_eq!(&f.pending, &pending);
+            let mut g: Flow<Step> = Flow::new();
+            let gw: Vec<At> = (0..4).map(|_| g.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let gd: Vec<At> = (0..2).map(|k| g.add1(Step::Book(10 * k + 5), Time::ZERO, At::ZERO)).collect();
+            let gidle = run(&mut g);
+            proptest::prop_assert_eq!((&gw, &gd), (&waits, &done));
+            proptest::prop_assert_eq!(f.max_all(Time::ZERO, times.iter().copied()), g.max_all_of(first, rest));
+            let (lf, lg) = (f.lazy_max_all(Time::ZERO, times.iter().copied()), g.lazy_max_all_of(first, rest));
+            f.add_lazy(Step::Book(1), Time::ZERO, lf);
+            g.add_lazy(Step::Book(1), Time::ZERO, lg);
+            let (mut logf, mut logg) = (Vec::new(), Vec::new());
+            for (k, (&i, &j)) in idle.iter().zip(&gidle).enumerate() {
+                f.resolve(i, Time::from_ns(50 * (k as u64 + 1)));
+                g.resolve(j, Time::from_ns(50 * (k as u64 + 1)));
+                run_log(&mut f, Time::ZERO, &mut logf);
+                run_log(&mut g, Time::ZERO, &mut logg);
+            }
+            proptest::prop_assert_eq!(logf, logg);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a lazy join used twice")]
+    fn a_lazy_join_used_after_another_gathering_panics() {
+        let mut f: Flow<Step> = Flow::new();
+        let (a, b) = (f.add1(Step::Wait, Time::ZERO, At::ZERO), f.add1(Step::Wait, Time::ZERO, At::ZERO));
+        let l = f.lazy_max_all(Time::ZERO, [a, b]);
+        let _ = f.max_all(Time::ZERO, [b, a]);
+        f.add_lazy(Step::Book(1), Time::ZERO, l);
+    }
+
+    #[test]
+    #[should_panic(expected = "a lazy join used twice")]
+    fn a_lazy_join_used_twice_panics() {
+        let mut f: Flow<Step> = Flow::new();
+        let (a, b) = (f.add1(Step::Wait, Time::ZERO, At::ZERO), f.add1(Step::Wait, Time::ZERO, At::ZERO));
+        let Lazy::Join(j) = f.lazy_max_all(Time::ZERO, [a, b]) else { panic!("two pending inputs: a lazy join") };
+        f.add_lazy(Step::Book(1), Time::ZERO, Lazy::Join(j));
+        f.add_lazy(Step::Book(2), Time::ZERO, Lazy::Join(j));
     }
 
     #[test]
