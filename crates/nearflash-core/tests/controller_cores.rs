@@ -19,10 +19,12 @@ fn read_iops(writes: u64) -> (f64, u64) {
     dev.precondition(0.9, FillPattern::Sequential, 1.0, 1).unwrap();
     let span = (1u64 << 30) / dev.lba_bytes();
     if writes > 0 {
-        let w = Workload { pattern: Pattern::Write, block_size: 131072, queue_depth: 32, ios: writes, span: Some((0, span)), ..Default::default() };
+        let (pattern, block_size, queue_depth, span) = (Pattern::Write, 131072, 32, Some((0, span)));
+        let w = Workload { pattern, block_size, queue_depth, ios: writes, span, ..Default::default() };
         run(&mut dev, &w, None).unwrap();
     }
-    let w = Workload { pattern: Pattern::RandRead, block_size: 4096, queue_depth: 64, ios: 100_000, span: Some((0, span)), seed: 1, ..Default::default() };
+    let (pattern, block_size, queue_depth, span) = (Pattern::RandRead, 4096, 64, Some((0, span)));
+    let w = Workload { pattern, block_size, queue_depth, ios: 100_000, span, seed: 1, ..Default::default() };
     let r = run(&mut dev, &w, None).unwrap();
     let op = r.report.ops.values().next().unwrap();
     (op.iops, op.count)

@@ -142,8 +142,8 @@ impl Resources {
     ///
     /// Why not two `reserve_any`s: the second then went to the lowest member free at the first's end, so with a queue
     /// of commands one core ran their long first steps back to back while the other held only their short second
-    /// steps, booked ahead with gaps shorter than a first step: a pool of two cores worked as one and a half
-    /// (4 KiB random reads after writes: 163,846 IOPS where steady reads give 274,345; docs/validation.md).
+    /// steps, booked ahead with gaps shorter than a first step: a pool of two cores did the work of 1.2
+    /// (4 KiB random reads after writes: 162,437 IOPS where steady reads give 274,293; docs/validation.md).
     #[inline]
     pub fn reserve_any_then(&mut self, g: GroupId, ready: Time, dur: u64, then: u64) -> (Time, Time) {
         let (m, s) = self.earliest_any(g, ready, dur);
