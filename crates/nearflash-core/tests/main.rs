@@ -3,6 +3,7 @@
 //! faster). Run one file's tests with `cargo test --release -p nearflash-core --test integration <module>::`.
 
 mod column_read;
+mod controller_cores;
 mod example_extension;
 mod layering;
 mod presets;
