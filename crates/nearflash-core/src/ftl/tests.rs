@@ -66,6 +66,22 @@ fn ops(max_lpn: u32) -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op, 1..4000)
 }
 
+/// A tiny device (3,072 physical sectors) so that GC runs within a test case: multi-plane programs, copyback and
+/// incremental pacing as asked, then `extra`.
+fn tiny_config(mp: bool, copyback: bool, paced: bool, extra: &[(&str, &str)]) -> DeviceConfig {
+    let flag = |b: bool| if b { "true" } else { "false" };
+    let base = [
+        ("multi_plane", flag(mp)),
+        ("gc_copyback", flag(copyback)),
+        ("blocks_per_plane", "12"),
+        ("pages_per_block", "8"),
+        ("over_provisioning", "45"),
+        ("gc_stop_free_blocks", "3"),
+        ("gc_pacing", if paced { "incremental" } else { "blocking" }),
+    ];
+    small_config(&[&base[..], extra].concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     /// Whatever the sequence of writes, trims, flushes and reads (GC included, reads of never-written sectors
@@ -79,16 +95,7 @@ proptest! {
         paced in any::<bool>(),
         policy in prop::sample::select(vec!["greedy", "rga", "random", "fifo"]),
     ) {
-        let flag = |b: bool| if b { "true" } else { "false" };
-        // A tiny device (3,072 physical sectors) so that GC runs within a test case.
-        let cfg = small_config(&[
-            ("multi_plane", flag(mp)),
-            ("gc_copyback", flag(copyback)),
-            ("blocks_per_plane", "12"),
-            ("pages_per_block", "8"),
-            ("over_provisioning", "45"),
-            ("gc_stop_free_blocks", "3"),
-            ("gc_pacing", if paced { "incremental" } else { "blocking" }),
+        let cfg = tiny_config(mp, copyback, paced, &[
             ("gc_policy", policy),
             ("unmapped_read", if allocate { "allocate" } else { "zeroes" }),
         ]);
@@ -831,16 +838,7 @@ proptest! {
         data in any::<bool>(),
         extras in any::<bool>(),
     ) {
-        let flag = |b: bool| if b { "true" } else { "false" };
-        let cfg = small_config(&[
-            ("multi_plane", flag(mp)),
-            ("gc_copyback", flag(copyback)),
-            ("blocks_per_plane", "12"),
-            ("pages_per_block", "8"),
-            ("over_provisioning", "45"),
-            ("gc_stop_free_blocks", "3"),
-            ("gc_pacing", if paced { "incremental" } else { "blocking" }),
-        ]);
+        let cfg = tiny_config(mp, copyback, paced, &[]);
         let (mut new, mut old) = (memory_ftl(&cfg), memory_ftl(&cfg));
         old.per_sector_moves = true;
         let (mut ns, mut os) = (RecordingSink::default(), RecordingSink::default());
