@@ -770,8 +770,8 @@ fn allocated_pages_survive_gc_and_recovery() {
     }
 }
 
-/// A sink that gives every flash operation a distinct known end (a counter, so that no two reads' ends are equal
-/// and a program's arrivals repeat only where they share a read) and records every call with its arguments.
+/// A sink that gives flash operations known ends from a counter (reads' rounded down to 40 ns, so that a few
+/// consecutive reads end at the same `At`, the first ones at `At::ZERO`) and records every call with its arguments.
 #[derive(Default)]
 struct RecordingSink {
     clock: u64,
@@ -787,7 +787,8 @@ impl RecordingSink {
 
 impl FlashSink for RecordingSink {
     fn read_page(&mut self, ready: At, ppn: u64, sectors: u32, raw: u32, pe: u32, work: Work) -> At {
-        let end = self.end();
+        self.end();
+        let end = At::at(Time::from_ns(self.clock / 40 * 40));
         self.log.push(format!("read {ready:?} {ppn} {sectors} {raw} {pe} {work:?} -> {end:?}"));
         end
     }
