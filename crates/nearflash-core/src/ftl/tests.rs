@@ -856,7 +856,7 @@ proptest! {
                 ftl.write_tagged(lpn, data.then_some(&bytes[..]), (tagged && extras).then_some(&spare), ready, sink).unwrap();
                 match kind {
                     0 => { ftl.flush(ready, sink); }
-                    1 if extras => { let _ = ftl.inject_errors(lpn / 2, u32::from(lpn % 5) * 100); }
+                    1 if extras => { let _ = ftl.inject_errors(lpn / 2, lpn % 5 * 100); }
                     _ => {}
                 }
             }
@@ -877,7 +877,7 @@ proptest! {
                 }
             }
         }
-        let pages = u64::from(cfg.nand.pages_per_block.0) * new.blocks.info.len() as u64;
+        let pages = cfg.nand.pages_per_block.0 * new.blocks.info.len() as u64;
         for ppn in 0..pages {
             prop_assert_eq!(new.oob(ppn).seq(), old.oob(ppn).seq());
             prop_assert_eq!(new.store.oob.get(ppn), old.store.oob.get(ppn));
