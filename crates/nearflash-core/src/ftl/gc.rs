@@ -195,18 +195,15 @@ impl Ftl {
             let first_psa = ppn * spp as u64;
             // The current slots, as a mask (their LPNs, checksums and data flags are read from the record again
             // where they move: a 32-slot array of them cost ~100 instructions a page to set up).
-            let mut live = 0u32;
-            let mut worst = 0;
-            for (slot, lpn) in Oob::new(self.store.oob.get(ppn), spp).lpns().enumerate() {
-                let psa = first_psa + slot as u64;
-                if lpn != INVALID_LPN && self.store.l2p.get(u64::from(lpn)) == (psa + 1) as u32 {
-                    live |= 1 << slot;
-                    worst = worst.max(self.injected_errors(psa));
-                }
-            }
+            let live = self.live_slots(ppn, spp);
+            #[cfg(test)]
+            let live = if self.per_sector_moves { self.live_slots_scan(ppn, spp).0 } else { live };
             if live == 0 {
                 continue;
             }
+            let worst = self.worst_injected(first_psa, live);
+            #[cfg(test)]
+            let worst = if self.per_sector_moves { self.live_slots_scan(ppn, spp).1 } else { worst };
             let n = live.count_ones() as usize;
             // Copyback moves a page whole, so only a page whose every sector is current goes that way: copying one
             // with stale sectors would carry them along as padding, and under steady random writes (every victim
@@ -217,17 +214,131 @@ impl Ftl {
             }
             let pe = self.blocks.info[victim as usize].erase_count;
             let data_ready = sink.read_page(ready, ppn, n as u32, worst, pe, work);
-            let mut rest = live;
-            while rest != 0 {
+            #[cfg(test)]
+            if self.per_sector_moves {
+                self.move_live_per_sector(plane, ppn, live, data_ready, sink, last)?;
+                continue;
+            }
+            self.move_live(plane, ppn, live, data_ready, sink, last)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the `live` slots of victim page `ppn` (read into the controller by `data_ready`) into the plane's GC
+    /// frontier, in slot order; each GC page they fill is programmed, its end pushed to `last`. Works a frontier
+    /// page at a time: the frontier is checked, addressed and counted once per run of slots that go into one of
+    /// its pages, and what a sector may carry besides its record (data, injected errors, spare bytes, a
+    /// relocation entry) is looked at only when any of it can be there.
+    fn move_live(&mut self, plane: u32, ppn: u64, live: u32, data_ready: At, sink: &mut dyn FlashSink, last: &mut Vec<At>) -> Result<()> {
+        let spp = self.spp as usize;
+        let src_first = ppn * spp as u64;
+        let extras = self.relocations.is_some() || self.spares_written || !self.injected.is_empty();
+        let (p, i) = (plane as usize, Self::spare_index(Stream::Gc, plane));
+        let mut rest = live;
+        while rest != 0 {
+            self.ensure_slot(Stream::Gc, plane, data_ready, sink)?;
+            let (dst_first, filled) = self.next_psa(Stream::Gc, plane);
+            // The run of slots that fit the frontier's page: their record fields into the frontier.
+            let rec = Oob::new(self.store.oob.get(ppn), spp);
+            let fr = &mut self.gc[p];
+            let mut k = filled;
+            let mut present = 0u32;
+            while rest != 0 && k < spp {
                 let slot = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
-                let (lpn, crc, present) = Self::oob_slot(&self.store.oob, ppn, spp, slot);
-                if let Some(t) = self.append_gc(plane, lpn, first_psa + slot as u64, crc, present, data_ready, sink)? {
-                    last.push(t);
+                fr.lpns[k] = rec.lpn(slot);
+                fr.crcs[k] = rec.crc(slot);
+                fr.src[k] = src_first + slot as u64;
+                present |= u32::from(rec.present(slot)) << k;
+                self.slot_ready[i][k] = data_ready;
+                k += 1;
+            }
+            fr.present |= present;
+            if present != 0 || extras {
+                for d in filled..k {
+                    let (lpn, src) = (self.gc[p].lpns[d], self.gc[p].src[d]);
+                    self.carry_sector(plane, d, lpn, present & (1 << d) != 0, src, dst_first + (d - filled) as u64)?;
                 }
+            }
+            self.gc[p].filled = k as u32;
+            self.stats.gc_sectors_moved += (k - filled) as u64;
+            if k == spp {
+                self.store.data.flush_copies()?; // the data is in place before the OOB record says so
+                last.push(self.program(Stream::Gc, &[plane], sink));
             }
         }
         Ok(())
+    }
+
+    /// `move_live` as it was, one sector at a time (the reference the tests hold it to).
+    #[cfg(test)]
+    fn move_live_per_sector(&mut self, plane: u32, ppn: u64, live: u32, data_ready: At, sink: &mut dyn FlashSink, last: &mut Vec<At>) -> Result<()> {
+        let spp = self.spp as usize;
+        let mut rest = live;
+        while rest != 0 {
+            let slot = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let (lpn, crc, present) = Self::oob_slot(&self.store.oob, ppn, spp, slot);
+            self.ensure_slot(Stream::Gc, plane, data_ready, sink)?;
+            let (dst, to) = self.next_psa(Stream::Gc, plane);
+            self.move_sector(plane, to, lpn, crc, present, ppn * spp as u64 + slot as u64, dst)?;
+            self.slot_ready[Self::spare_index(Stream::Gc, plane)][to] = data_ready;
+            self.gc[plane as usize].filled += 1;
+            self.stats.gc_sectors_moved += 1;
+            if self.gc[plane as usize].filled == self.spp {
+                self.store.data.flush_copies()?;
+                last.push(self.program(Stream::Gc, &[plane], sink));
+            }
+        }
+        Ok(())
+    }
+
+    /// `live_slots` and `worst_injected` as they were, one branch per slot (the reference for the tests).
+    #[cfg(test)]
+    fn live_slots_scan(&self, ppn: u64, spp: usize) -> (u32, u32) {
+        let first_psa = ppn * spp as u64;
+        let (mut live, mut worst) = (0u32, 0);
+        for (slot, lpn) in Oob::new(self.store.oob.get(ppn), spp).lpns().enumerate() {
+            let psa = first_psa + slot as u64;
+            if lpn != INVALID_LPN && self.store.l2p.get(u64::from(lpn)) == (psa + 1) as u32 {
+                live |= 1 << slot;
+                worst = worst.max(self.injected_errors(psa));
+            }
+        }
+        (live, worst)
+    }
+
+    /// The slots of page `ppn` whose sector is current (the mapping table points at it), as a mask. Without a
+    /// branch on the answer, which is random under random writes (a third of it mispredicted): the entry of an
+    /// `INVALID_LPN` slot (or of any LPN past the table) is read at the table's last index, and not counted.
+    #[inline]
+    fn live_slots(&self, ppn: u64, spp: usize) -> u32 {
+        let l2p = &self.store.l2p;
+        let last = l2p.len() - 1;
+        let first_psa = ppn * spp as u64;
+        let mut live = 0u32;
+        for (slot, lpn) in Oob::new(self.store.oob.get(ppn), spp).lpns().enumerate() {
+            let lpn = u64::from(lpn);
+            let current = (lpn <= last) & (l2p.get(lpn.min(last)) == (first_psa + slot as u64 + 1) as u32);
+            live |= u32::from(current) << slot;
+        }
+        live
+    }
+
+    /// The most errors injected into any of the `live` slots of the page at `first_psa` (0 while none were).
+    #[inline]
+    fn worst_injected(&self, first_psa: u64, live: u32) -> u32 {
+        if self.injected.is_empty() {
+            return 0;
+        }
+        let mut worst = 0;
+        let mut rest = live;
+        while rest != 0 {
+            let slot = rest.trailing_zeros();
+            rest &= rest - 1;
+            worst = worst.max(self.injected_errors(first_psa + u64::from(slot)));
+        }
+        worst
     }
 
     /// The LPN, checksum and data flag that page `ppn`'s OOB record gives slot `slot`.
@@ -239,32 +350,6 @@ impl Ftl {
 
     fn gc_frontier_empty(&self, plane: u32) -> bool {
         self.gc[plane as usize].filled == 0
-    }
-
-    /// Appends one moved sector to the GC frontier; returns the program end if that filled a page.
-    #[allow(clippy::too_many_arguments)]
-    fn append_gc(
-        &mut self,
-        plane: u32,
-        lpn: u32,
-        src: u64,
-        crc: u32,
-        present: bool,
-        data_ready: At,
-        sink: &mut dyn FlashSink,
-    ) -> Result<Option<At>> {
-        self.ensure_slot(Stream::Gc, plane, data_ready, sink)?;
-        let (dst, slot) = self.next_psa(Stream::Gc, plane);
-        self.move_sector(plane, slot, lpn, crc, present, src, dst)?;
-        self.slot_ready[Self::spare_index(Stream::Gc, plane)][slot] = data_ready;
-        let fr = &mut self.gc[plane as usize];
-        fr.filled += 1;
-        self.stats.gc_sectors_moved += 1;
-        if fr.filled == self.spp {
-            self.store.data.flush_copies()?; // the data is in place before the OOB record says so
-            return Ok(Some(self.program(Stream::Gc, &[plane], sink)));
-        }
-        Ok(None)
     }
 
     /// Moves a whole page on-die into the (empty) GC frontier page.
@@ -306,8 +391,20 @@ impl Ftl {
 
     /// Copies one sector's data, checksum and injected errors from `src` to slot `slot` (at `dst`) of the GC frontier.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
     fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
+        self.carry_sector(plane, slot, lpn, present, src, dst)?;
+        let fr = &mut self.gc[plane as usize];
+        fr.lpns[slot] = lpn;
+        fr.crcs[slot] = crc;
+        fr.src[slot] = src;
+        fr.present |= u32::from(present) << slot;
+        Ok(())
+    }
+
+    /// What a sector moved from `src` to slot `slot` (at `dst`) of the GC frontier carries besides its record: its
+    /// data (if `present`), injected errors, extension spare bytes (marked in the frontier's `tagged`), and the
+    /// relocation log's entry.
+    fn carry_sector(&mut self, plane: u32, slot: usize, lpn: u32, present: bool, src: u64, dst: u64) -> Result<()> {
         if present {
             self.store.data.copy_sector(src, dst)?;
         }
@@ -329,12 +426,7 @@ impl Ftl {
         if let Some(log) = &mut self.relocations {
             log.push(super::Relocation { lpn, from_psa: src, to_psa: dst });
         }
-        let fr = &mut self.gc[plane as usize];
-        fr.lpns[slot] = lpn;
-        fr.crcs[slot] = crc;
-        fr.src[slot] = src;
-        fr.present |= u32::from(present) << slot;
-        fr.tagged |= u32::from(tagged) << slot;
+        self.gc[plane as usize].tagged |= u32::from(tagged) << slot;
         Ok(())
     }
 

@@ -250,6 +250,9 @@ pub struct Ftl {
     /// Buffers of `program` and GC, kept between calls so that a write allocates nothing.
     scratch: Scratch,
     pub stats: FtlStats,
+    /// Tests: GC moves a victim page's sectors one at a time, as before `move_live` (the reference it must equal).
+    #[cfg(test)]
+    per_sector_moves: bool,
 }
 
 /// Working lists of the write path (taken out while used, then put back with their allocations).
@@ -350,6 +353,8 @@ impl Ftl {
             gc_hard: cfg.ftl.gc_hard_free_blocks.0 as u32,
             scratch: Scratch::default(),
             stats: FtlStats::default(),
+            #[cfg(test)]
+            per_sector_moves: false,
             geo,
         };
         ftl.adopt_open_blocks();
