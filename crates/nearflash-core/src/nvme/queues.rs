@@ -244,7 +244,9 @@ impl QueueSet {
         self.cqs.get(&cqid)?.pending.peek_time()
     }
 
-    /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`.
+    /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`. Inlined: once per command,
+    /// and the call's saved registers and the completion returned through memory were about a third of it.
+    #[inline]
     pub fn reap(&mut self, sqid: u16, now: Time) -> Option<Completion> {
         let cqid = self.sqs.get(&sqid)?.cqid;
         let sq_head = self.sqs.get(&sqid)?.head;
