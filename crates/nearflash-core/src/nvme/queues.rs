@@ -228,7 +228,8 @@ impl QueueSet {
         Ok(())
     }
 
-    /// Posts the completion of a command from `sqid` at `time`.
+    /// Posts the completion of a command from `sqid` at `time`. Inlined into the device's one loop that posts.
+    #[inline]
     pub fn post(&mut self, sqid: u16, time: Time, cid: u16, status: Status, dw0: u32, dw1: u32) {
         let Some(sq) = self.sqs.get(&sqid) else { return };
         let cqid = sq.cqid;
