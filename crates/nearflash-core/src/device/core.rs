@@ -497,7 +497,9 @@ impl DeviceCore {
         }
     }
 
-    /// Whether page `ppn` is being programmed (its data is still served from the write buffer).
+    /// Whether page `ppn` is being programmed (its data is still served from the write buffer). Inlined: asked on
+    /// every read, and its call was as long as its look-up.
+    #[inline]
     fn programming(&self, ppn: u64) -> bool {
         self.programming.get(ppn).is_some_and(|p| self.flow.pending(p))
     }
