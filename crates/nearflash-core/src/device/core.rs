@@ -659,8 +659,9 @@ impl DeviceCore {
         }
         sc.locs.clear();
         sc.locs.push(loc);
+        // The sector's page, split from its address once (for the programming look-up and the transaction).
         let flash = match loc {
-            Location::Flash(psa) if !self.programming(self.nand.geo.ppn_of_psa(psa)) => Some(psa),
+            Location::Flash(psa) => Some((psa, self.nand.geo.ppn_of_psa(psa))).filter(|&(_, ppn)| !self.programming(ppn)),
             _ => None,
         };
         // The firmware: the command's (if still to book) and the page's transaction (a page to sense, on the cores).
@@ -679,9 +680,8 @@ impl DeviceCore {
         // No lookup to wait for: it is done at `ready`.
         let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
         let ok = match flash {
-            Some(psa) => {
+            Some((psa, ppn)) => {
                 let geo = &self.nand.geo;
-                let ppn = geo.ppn_of_psa(psa);
                 let a0 = geo.page_addr(ppn);
                 let die = geo.die_of_plane(a0.plane);
                 let (plane, channel) = (geo.plane_in_die(a0.plane), geo.channel_of_die(die));
