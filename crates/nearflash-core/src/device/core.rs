@@ -657,8 +657,6 @@ impl DeviceCore {
         if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
             self.ftl.prefetch_stored(psa);
         }
-        sc.locs.clear();
-        sc.locs.push(loc);
         // The sector's page, split from its address once (for the programming look-up and the transaction).
         let flash = match loc {
             Location::Flash(psa) => Some((psa, self.nand.geo.ppn_of_psa(psa))).filter(|&(_, ppn)| !self.programming(ppn)),
@@ -703,7 +701,7 @@ impl DeviceCore {
             // temporaries.
             return (ready, Ok(result));
         }
-        (ready, self.read_done_checked(result, &sc.locs, slba, 1, out, ok, media))
+        (ready, self.read_done_checked(result, std::slice::from_ref(&loc), slba, 1, out, ok, media))
     }
 
     /// The end of a read of `nlb` LBAs from `slba` located at `locs`, its flash work booked (`ok`: every page
