@@ -388,7 +388,8 @@ impl DeviceCore {
     /// from the firmware's end, with the page steps' firmware on the cores; returns that end with the result. A
     /// one-LBA read whose start is known (most host reads) books the command's firmware and its page step in one
     /// call (`read_one`, `Controller::run_then`): the same bookings in the same order, as nothing between them (the
-    /// lookup, the checks) books anything.
+    /// lookup, the checks) books anything. Inlined into the submission, its one caller.
+    #[inline]
     pub(crate) fn read_command(&mut self, slba: u64, nlb: u32, fw: f64, after: At, out: &mut [u8], media: OnMediaError) -> (At, Result<Reads, Status>) {
         let sector = u64::from(self.nand.geo.sector_size);
         let one = nlb == 1
@@ -497,7 +498,9 @@ impl DeviceCore {
         }
     }
 
-    /// Whether page `ppn` is being programmed (its data is still served from the write buffer).
+    /// Whether page `ppn` is being programmed (its data is still served from the write buffer). Inlined: asked on
+    /// every read, and its call was as long as its look-up.
+    #[inline]
     fn programming(&self, ppn: u64) -> bool {
         self.programming.get(ppn).is_some_and(|p| self.flow.pending(p))
     }
@@ -654,10 +657,9 @@ impl DeviceCore {
         if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
             self.ftl.prefetch_stored(psa);
         }
-        sc.locs.clear();
-        sc.locs.push(loc);
+        // The sector's page, split from its address once (for the programming look-up and the transaction).
         let flash = match loc {
-            Location::Flash(psa) if !self.programming(self.nand.geo.ppn_of_psa(psa)) => Some(psa),
+            Location::Flash(psa) => Some((psa, self.nand.geo.ppn_of_psa(psa))).filter(|&(_, ppn)| !self.programming(ppn)),
             _ => None,
         };
         // The firmware: the command's (if still to book) and the page's transaction (a page to sense, on the cores).
@@ -676,9 +678,8 @@ impl DeviceCore {
         // No lookup to wait for: it is done at `ready`.
         let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
         let ok = match flash {
-            Some(psa) => {
+            Some((psa, ppn)) => {
                 let geo = &self.nand.geo;
-                let ppn = geo.ppn_of_psa(psa);
                 let a0 = geo.page_addr(ppn);
                 let die = geo.die_of_plane(a0.plane);
                 let (plane, channel) = (geo.plane_in_die(a0.plane), geo.channel_of_die(die));
@@ -695,7 +696,12 @@ impl DeviceCore {
                 true
             }
         };
-        (ready, self.read_done(result, &sc.locs, slba, 1, out, ok, media))
+        if ok && out.is_empty() {
+            // `read_done`'s timing-only answer, returned from here: the result is moved once, not through the call's
+            // temporaries.
+            return (ready, Ok(result));
+        }
+        (ready, self.read_done_checked(result, std::slice::from_ref(&loc), slba, 1, out, ok, media))
     }
 
     /// The end of a read of `nlb` LBAs from `slba` located at `locs`, its flash work booked (`ok`: every page

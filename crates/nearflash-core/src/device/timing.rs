@@ -164,7 +164,8 @@ impl DeviceCore {
         self.book(Booking::FromHost(sqe), slot)
     }
 
-    /// Posts the completion `p` once `done` is known.
+    /// Posts the completion `p` once `done` is known. Inlined into the submission (once per command).
+    #[inline]
     pub(crate) fn complete(&mut self, p: Posting, done: At) {
         // A read's last step is its delivery: the completion rides on it (one step less per read).
         if let Some(step) = self.flow.unwatched_mut(done) {

@@ -147,7 +147,7 @@ impl<E: Copy> EventQueue<E> {
         };
         let at = if best < RUNS && (self.lens[best] as usize) < RUN {
             if self.slots.is_empty() {
-                self.slots = vec![Entry { key, e }; RUNS * RUN];
+                self.make_slots(Entry { key, e });
             }
             let len = self.lens[best];
             let slot = (self.heads[best] + len) as usize % RUN;
@@ -167,6 +167,14 @@ impl<E: Copy> EventQueue<E> {
             self.next = key;
             self.next_in = at;
         }
+    }
+
+    /// The runs' rings, made with the first event that goes to one (filled with copies of it): once per queue, out
+    /// of line so that `push` keeps no registers for it.
+    #[cold]
+    #[inline(never)]
+    fn make_slots(&mut self, first: Entry<E>) {
+        self.slots = vec![first; RUNS * RUN];
     }
 
     fn heap_push(&mut self, key: u128, e: E) {

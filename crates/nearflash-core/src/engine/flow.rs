@@ -517,7 +517,9 @@ impl<S: Default> Flow<S> {
         Some((self.handle(idx), idx, start))
     }
 
-    /// Takes the next step whose inputs are all known: (handle, index, start).
+    /// Takes the next step whose inputs are all known: (handle, index, start). Inlined into the device's drain, its
+    /// one caller in the loop (left a call there by the compiler's other choices, it cost GC-steady writes ~200 a write).
+    #[inline]
     pub fn pop_ready(&mut self) -> Option<(At, u32, Time)> {
         let mut idx = self.ready.pop_front()?;
         while self.nodes[idx as usize].hops > 0 {

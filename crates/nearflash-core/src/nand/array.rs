@@ -867,7 +867,8 @@ impl NandArray {
     }
 
     /// Decoding pipelined with the transfer: the engine starts once the first codeword has arrived and cannot
-    /// finish before one decode time after the last byte.
+    /// finish before one decode time after the last byte. Inlined into a transfer's end, its one caller.
+    #[inline]
     fn decode(&mut self, res: &mut Resources, ch: u32, xfer_start: Time, xfer_end: Time, bytes: u64) -> Time {
         let t_decode = self.timing.t_decode;
         if t_decode == 0 || bytes == 0 {

@@ -228,7 +228,8 @@ impl QueueSet {
         Ok(())
     }
 
-    /// Posts the completion of a command from `sqid` at `time`.
+    /// Posts the completion of a command from `sqid` at `time`. Inlined into the device's one loop that posts.
+    #[inline]
     pub fn post(&mut self, sqid: u16, time: Time, cid: u16, status: Status, dw0: u32, dw1: u32) {
         let Some(sq) = self.sqs.get(&sqid) else { return };
         let cqid = sq.cqid;
@@ -244,7 +245,9 @@ impl QueueSet {
         self.cqs.get(&cqid)?.pending.peek_time()
     }
 
-    /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`.
+    /// Reaps the earliest completion on `sqid`'s CQ if it happened at or before `now`. Inlined: once per command,
+    /// and the call's saved registers and the completion returned through memory were about a third of it.
+    #[inline]
     pub fn reap(&mut self, sqid: u16, now: Time) -> Option<Completion> {
         let cqid = self.sqs.get(&sqid)?.cqid;
         let sq_head = self.sqs.get(&sqid)?.head;

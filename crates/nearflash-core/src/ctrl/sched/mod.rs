@@ -531,6 +531,15 @@ impl Scheduler {
         if suspended.is_none() && self.dies[die as usize].with_work == [0; KINDS] {
             return; // nothing to pick (`pick` would find no class with work)
         }
+        if suspended.is_none() {
+            let w = &self.dies[die as usize].with_work;
+            let reads = w[READ];
+            if w[PROGRAM] | w[ERASE] == 0 && reads.is_power_of_two() {
+                let id = self.take_lone_class_read(die, reads);
+                self.issue(die, id, u32::MAX, u64::MAX, now, nand, ledger, q);
+                return;
+            }
+        }
         let (allowed, classes, before) = match suspended {
             None => (ALL_KINDS, u32::MAX, u64::MAX),
             Some(kind) => {
@@ -658,6 +667,26 @@ impl Scheduler {
             dq.with_work[kind] &= !(1 << class);
         }
         Some(id)
+    }
+
+    /// `pick` when only reads of one class (`reads`, its bit) are queued on the die and none is suspended
+    /// (a die under host reads, nearly always): that class's first read, its turn charged as `pick` charges it
+    /// (the normal level's turns; the other levels choose by age, which with one class changes nothing), and the
+    /// same answer under either `controller.flash_order` (one kind, one class), without `pick`'s walk over kinds
+    /// and classes.
+    #[inline]
+    fn take_lone_class_read(&mut self, die: u32, reads: u32) -> u32 {
+        let class = reads.trailing_zeros() as usize;
+        let dq = &mut self.dies[die as usize];
+        if self.classes.top(reads).0 == Level::Normal {
+            dq.turns.next(reads, &self.classes);
+        }
+        let qi = queue(class, READ);
+        let id = dq.q[qi].pop_front(&self.link).expect("a class with work has a queued transaction");
+        if dq.q[qi].is_empty() {
+            dq.with_work[READ] &= !reads;
+        }
+        id
     }
 
     /// Issues transaction `id` (taken from its queue) to `die`; a read gathers the die's other queued reads at its page

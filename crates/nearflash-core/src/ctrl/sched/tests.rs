@@ -464,3 +464,39 @@ fn a_data_out_reaching_a_free_channel_starts_at_once_and_ties_at_one_ns_keep_the
     assert_eq!(r.done_at(b), Time::from_ns(d + s + x16), "die 8's data-out found the channel free");
     assert_eq!(r.done_at(c), Time::from_ns(d + s + x16 + x4), "die 16's sensing ended with die 8's: it waits for the channel");
 }
+
+/// A die with only one class's reads queued takes the one `pick` would, with the same turns charged and the same
+/// queues left (`take_lone_class_read`), under both orders, for every class (levels urgent, normal and GC's),
+/// whichever class took the die before.
+#[test]
+fn a_lone_class_read_is_what_pick_takes() {
+    let classes = [Priority::Urgent.class(), Priority::High.class(), Priority::Medium.class(), Priority::Low.class(), GC, GC_URGENT];
+    for order in [Order::ReadFirst, Order::Fifo] {
+        for gc in [Level::Normal, Level::Background] {
+            for &before in &classes {
+                for &queued in &classes {
+                    let make = || {
+                        let mut r = rig_with(&PLAIN, order, None, gc);
+                        r.submit(Time::ZERO, TxnReq::read(0, 0, 0, 4096, before));
+                        for i in 0..7 {
+                            r.submit(Time::from_ns(1), TxnReq::read(0, i % 3, i % 2, 4096, queued));
+                        }
+                        r.run_to(Time::from_ns(1));
+                        r
+                    };
+                    let (mut fast, mut general) = (make(), make());
+                    let state = |s: &Scheduler| format!("{:?} {:?}", s.dies[0].with_work, s.dies[0].turns);
+                    for _ in 0..7 {
+                        let reads = fast.sched.dies[0].with_work[READ];
+                        assert!(reads.is_power_of_two(), "one class's reads queued");
+                        let a = fast.sched.take_lone_class_read(0, reads);
+                        let b = general.sched.pick(0, ALL_KINDS, u32::MAX, u64::MAX);
+                        assert_eq!(Some(a), b, "{order:?}, GC {gc:?}, {before:?} then {queued:?}");
+                        assert_eq!(state(&fast.sched), state(&general.sched));
+                    }
+                    assert_eq!(fast.sched.dies[0].with_work, [0; KINDS]);
+                }
+            }
+        }
+    }
+}
