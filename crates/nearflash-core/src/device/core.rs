@@ -387,8 +387,9 @@ impl DeviceCore {
     /// A host Read's command: its firmware (`fw` instructions on a core once `after` is known), then `read_lbas`
     /// from the firmware's end, with the page steps' firmware on the cores; returns that end with the result. A
     /// one-LBA read whose start is known (most host reads) books the command's firmware and its page step in one
-    /// call (`read_one`, `Controller::run_then`): the same bookings in the same order, as nothing between them (the
-    /// lookup, the checks) books anything. Inlined into the submission, its one caller.
+    /// call (`read_one`, `Controller::run_then`: the page step on the command's core when it is free then, else on
+    /// any; nothing between the two, the lookup and the checks, books anything). Reads of more LBAs book their steps
+    /// one by one, each on the pool's earliest core. Inlined into the submission, its one caller.
     #[inline]
     pub(crate) fn read_command(&mut self, slba: u64, nlb: u32, fw: f64, after: At, out: &mut [u8], media: OnMediaError) -> (At, Result<Reads, Status>) {
         let sector = u64::from(self.nand.geo.sector_size);

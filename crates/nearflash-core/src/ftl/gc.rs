@@ -197,13 +197,15 @@ impl Ftl {
             // where they move: a 32-slot array of them cost ~100 instructions a page to set up).
             let live = self.live_slots(ppn, spp);
             #[cfg(test)]
-            let live = if self.per_sector_moves { self.live_slots_scan(ppn, spp).0 } else { live };
+            let reference = self.per_sector_moves.then(|| self.live_slots_scan(ppn, spp));
+            #[cfg(test)]
+            let live = reference.map_or(live, |r| r.0);
             if live == 0 {
                 continue;
             }
             let worst = self.worst_injected(first_psa, live);
             #[cfg(test)]
-            let worst = if self.per_sector_moves { self.live_slots_scan(ppn, spp).1 } else { worst };
+            let worst = reference.map_or(worst, |r| r.1);
             let n = live.count_ones() as usize;
             // Copyback moves a page whole, so only a page whose every sector is current goes that way: copying one
             // with stale sectors would carry them along as padding, and under steady random writes (every victim
