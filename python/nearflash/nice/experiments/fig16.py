@@ -21,8 +21,8 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.nice import mobilenet, mobilenet_v2_timing, network_kernels
-from nearflash.nice.experiments.common import (OP_LOCATE, cnn_classes_match, cnn_precision, compare_headline,
-                                               debugfs, device, fsr_block, host_compute_j, host_gpu_j, idle_w, invoke,
+from nearflash.nice.experiments.common import (cnn_classes_match, cnn_precision, compare_headline,
+                                               debugfs, device, fsr_locating_extra_ns, host_compute_j, host_gpu_j, idle_w, invoke,
                                                make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.nice.experiments.fig17 import OP_CNN
@@ -74,12 +74,7 @@ def run_fig16(exp: Experiment, opts: Options) -> None:
         queue = dev.queue(depth=64)
         gpu, kernels = Gpu.from_device(dev), network_kernels("mobilenet_v2")
         block = bytes([OP_CNN, NET_MOBILENET]) + bytes(6) + struct.pack("<Q", w_head)
-        extra_fsr = 0
-        for p in (f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"):
-            for _ in range(2):
-                _, _, fsr_ns = invoke(dev, 0, fsr_block(p))
-                _, _, loc_ns = invoke(dev, head(p), bytes([OP_LOCATE]))
-            extra_fsr += fsr_ns - loc_ns
+        extra_fsr = fsr_locating_extra_ns(dev, [f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"], head)
         ref, errs = {}, []
         for b in exp.steps(batches):
             h = head(f"{DIR}/images_{b}.bin")

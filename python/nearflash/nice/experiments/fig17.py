@@ -34,8 +34,8 @@ import numpy as np
 
 from nearflash.experiment import Experiment, Options
 from nearflash.nice import lenet, network_kernels
-from nearflash.nice.experiments.common import (OP_LOCATE, cnn_classes_match, cnn_precision, compare_headline,
-                                               debugfs, device, fsr_block, host_compute_j, host_gpu_j, invoke,
+from nearflash.nice.experiments.common import (cnn_classes_match, cnn_precision, compare_headline,
+                                               debugfs, device, fsr_locating_extra_ns, host_compute_j, host_gpu_j, invoke,
                                                make_image, measured)
 from nearflash.nice.experiments.fig14 import HOST_MACS_PER_NS, _host_read_ns
 from nearflash.nice.gpu import Gpu
@@ -88,13 +88,7 @@ def run_fig17(exp: Experiment, opts: Options) -> None:
         queue = dev.queue(depth=64)
         gpu, kernels = Gpu.from_device(dev), network_kernels("lenet5")
         block = bytes([OP_CNN, NET_LENET]) + bytes(6) + struct.pack("<Q", w_head)
-        # Locating, FSR-ISC vs NICE, for the two files (after a first call: metadata cached, as NICE's runs are).
-        extra_fsr = 0
-        for p in (f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"):
-            for _ in range(2):
-                _, _, fsr_ns = invoke(dev, 0, fsr_block(p))
-                _, _, loc_ns = invoke(dev, head(p), bytes([OP_LOCATE]))
-            extra_fsr += fsr_ns - loc_ns
+        extra_fsr = fsr_locating_extra_ns(dev, [f"{DIR}/weights.bin", f"{DIR}/images_{batches[0]}.bin"], head)
         for b in exp.steps(batches):
             h = head(f"{DIR}/images_{b}.bin")
             invoke(dev, h, block)  # warm: learning and linking are paid once, before measuring
