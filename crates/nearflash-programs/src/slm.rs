@@ -5,7 +5,7 @@
 //! The backing buffer is allocated zeroed and lazily (untouched pages cost no host memory).
 
 use crate::status::{self, Refusal};
-use crate::wire::{nsid, RANGE_DESCRIPTOR_BYTES};
+use crate::wire::{descriptors, nsid, RANGE_DESCRIPTOR_BYTES};
 use nearflash_core::nvme::Status;
 use std::collections::BTreeMap;
 
@@ -33,14 +33,7 @@ impl MemoryRange {
 
     /// Parses `count` descriptors from the front of `data` (reserved bytes must be zero).
     pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<MemoryRange>, Refusal> {
-        let short = || Refusal::new(Status::INVALID_FIELD, None, format!("{count} memory range descriptors need {count} x {RANGE_DESCRIPTOR_BYTES} bytes of data, got {}", data.len()));
-        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or_else(short)?;
-        if data.len() < need {
-            return Err(short());
-        }
-        data[..need]
-            .chunks_exact(RANGE_DESCRIPTOR_BYTES)
-            .enumerate()
+        descriptors(data, count, "memory range descriptors")?
             .map(|(i, c)| {
                 if c[16..].iter().any(|&b| b != 0) {
                     return Err(Refusal::new(status::INVALID_MEMORY_RANGE_SET, None, format!("memory range {i}: reserved bytes 16..32 must be 0")));

@@ -45,6 +45,17 @@ pub const PTYPE_EBPF_ELF: u8 = 1;
 /// Bytes of a memory range descriptor and of a Memory Copy source range.
 pub const RANGE_DESCRIPTOR_BYTES: usize = 32;
 
+/// The first `count` 32-byte descriptors of `data`, numbered; too little data (or a count whose bytes overflow) is
+/// refused with Invalid Field, naming `what` the descriptors are.
+pub(crate) fn descriptors<'a>(data: &'a [u8], count: usize, what: &str) -> Result<impl Iterator<Item = (usize, &'a [u8])>, Refusal> {
+    let short = || Refusal::new(Status::INVALID_FIELD, None, format!("{count} {what} need {count} x {RANGE_DESCRIPTOR_BYTES} bytes of data, got {}", data.len()));
+    let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or_else(short)?;
+    if data.len() < need {
+        return Err(short());
+    }
+    Ok(data[..need].chunks_exact(RANGE_DESCRIPTOR_BYTES).enumerate())
+}
+
 /// Load Program (chunked download or unload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadProgram {
@@ -350,14 +361,7 @@ impl SourceRange {
 
     /// Parses `count` descriptors; reserved bytes must be zero.
     pub fn decode_all(data: &[u8], count: usize) -> Result<Vec<SourceRange>, Refusal> {
-        let short = || Refusal::new(Status::INVALID_FIELD, None, format!("{count} source ranges need {count} x {RANGE_DESCRIPTOR_BYTES} bytes of data, got {}", data.len()));
-        let need = count.checked_mul(RANGE_DESCRIPTOR_BYTES).ok_or_else(short)?;
-        if data.len() < need {
-            return Err(short());
-        }
-        data[..need]
-            .chunks_exact(RANGE_DESCRIPTOR_BYTES)
-            .enumerate()
+        descriptors(data, count, "source ranges")?
             .map(|(i, c)| {
                 if c[4..8].iter().chain(&c[20..]).any(|&b| b != 0) {
                     return Err(Refusal::new(Status::INVALID_FIELD, None, format!("source range {i}: reserved bytes 4..8 and 20..32 must be 0")));
@@ -435,6 +439,21 @@ mod tests {
         let mut bad = bytes.clone();
         bad[25] = 1;
         assert!(SourceRange::decode_all(&bad, 1).unwrap_err().why.contains("reserved bytes"));
+    }
+
+    /// Too few bytes for the count, or a count whose bytes overflow, is Invalid Field naming the descriptors and
+    /// both sizes; the count's descriptors come numbered from 0, whatever follows them ignored.
+    #[test]
+    fn descriptors_refuse_short_data_and_overflowing_counts_by_name() {
+        let data = [7u8; 3 * RANGE_DESCRIPTOR_BYTES + 5];
+        let got: Vec<(usize, &[u8])> = descriptors(&data, 2, "widgets").unwrap().collect();
+        assert_eq!(got.iter().map(|(i, c)| (*i, c.len())).collect::<Vec<_>>(), [(0, 32), (1, 32)]);
+        let short = descriptors(&data, 4, "widgets").err().unwrap();
+        assert_eq!((short.status, short.why.as_str()), (Status::INVALID_FIELD, "4 widgets need 4 x 32 bytes of data, got 101"));
+        let huge = descriptors(&data, usize::MAX, "widgets").err().unwrap();
+        assert_eq!(huge.status, Status::INVALID_FIELD);
+        assert!(huge.why.starts_with(&format!("{} widgets need", usize::MAX)), "{}", huge.why);
+        assert_eq!(descriptors(&[], 0, "widgets").unwrap().count(), 0);
     }
 
     proptest! {
