@@ -17,6 +17,7 @@ pub mod oob;
 mod physical;
 mod precondition;
 mod read_alloc;
+mod record_crc;
 mod recovery;
 
 pub use blocks::{BlockInfo, BlockState, BlockTable};
