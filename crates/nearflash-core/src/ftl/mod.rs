@@ -700,12 +700,15 @@ impl Ftl {
             Stream::Host => Work::Host,
             Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0], sink) },
         };
-        // The mapping entries about to be updated are scattered over the table: start loading them all at once,
-        // so their cache misses overlap instead of following one another.
-        for &plane in planes {
-            let fr = self.frontier(s, plane);
-            for &lpn in &fr.lpns[..fr.filled as usize] {
-                self.store.l2p.prefetch(u64::from(lpn));
+        // The host sectors' mapping entries about to be updated are scattered over the table: start loading them
+        // all at once, so their cache misses overlap instead of following one another. (A GC page's were read by the
+        // victim scan that moved its sectors, just before.)
+        if s == Stream::Host {
+            for &plane in planes {
+                let fr = self.frontier(s, plane);
+                for &lpn in &fr.lpns[..fr.filled as usize] {
+                    self.store.l2p.prefetch(u64::from(lpn));
+                }
             }
         }
         for &plane in planes {
