@@ -140,15 +140,16 @@ const NO_BLOCK: u32 = u32::MAX;
 const MAX_SPP: usize = 32;
 
 /// The page being filled in one plane.
+///
+/// Laid out so that what a host write touches shares a cache line: the page's state, then each slot's LPN beside its
+/// data's checksum (a page of up to 4 slots all in the first line; as separate arrays of 32, three lines, ~2 D1
+/// misses a write over the 128 planes' frontiers).
 #[derive(Clone)]
+#[repr(C, align(64))]
 struct Frontier {
     block: u32,
     page: u32,
     filled: u32,
-    lpns: [u32; MAX_SPP],
-    crcs: [u32; MAX_SPP],
-    /// GC frontiers: the source PSA each slot was copied from.
-    src: [u64; MAX_SPP],
     /// Host frontiers: filled slots whose sector was written again into a later slot, or trimmed, while buffered (not
     /// current: programmed as padding).
     stale: u32,
@@ -156,6 +157,16 @@ struct Frontier {
     /// Slots whose extension spare bytes were given (in `Ftl::spares`; the others program zeroes).
     tagged: u32,
     held: bool,
+    slots: [Slot; MAX_SPP],
+    /// GC frontiers: the source PSA each slot was copied from.
+    src: [u64; MAX_SPP],
+}
+
+/// A frontier slot: its sector's LPN and the CRC-32 of its data (0 without data).
+#[derive(Clone, Copy)]
+struct Slot {
+    lpn: u32,
+    crc: u32,
 }
 
 impl Frontier {
@@ -164,13 +175,12 @@ impl Frontier {
             block: NO_BLOCK,
             page: 0,
             filled: 0,
-            lpns: [INVALID_LPN; MAX_SPP],
-            crcs: [0; MAX_SPP],
-            src: [0; MAX_SPP],
             stale: 0,
             present: 0,
             tagged: 0,
             held: false,
+            slots: [Slot { lpn: INVALID_LPN, crc: 0 }; MAX_SPP],
+            src: [0; MAX_SPP],
         }
     }
 
@@ -532,8 +542,7 @@ impl Ftl {
             _ => (false, 0),
         };
         let fr = &mut self.host[plane as usize];
-        fr.lpns[slot] = lpn;
-        fr.crcs[slot] = crc;
+        fr.slots[slot] = Slot { lpn, crc };
         fr.present |= u32::from(present) << slot;
         if let Some(b) = spare {
             fr.tagged |= 1 << slot;
@@ -571,7 +580,7 @@ impl Ftl {
     fn buffered_slot(&self, plane: u32, lpn: u32) -> Option<usize> {
         let fr = &self.host[plane as usize];
         let stale = fr.stale;
-        fr.lpns[..fr.filled as usize].iter().enumerate().position(|(slot, &l)| l == lpn && stale & (1 << slot) == 0)
+        fr.slots[..fr.filled as usize].iter().enumerate().position(|(slot, s)| s.lpn == lpn && stale & (1 << slot) == 0)
     }
 
     fn spare_index(s: Stream, plane: u32) -> usize {
@@ -706,8 +715,8 @@ impl Ftl {
         if s == Stream::Host {
             for &plane in planes {
                 let fr = self.frontier(s, plane);
-                for &lpn in &fr.lpns[..fr.filled as usize] {
-                    self.store.l2p.prefetch(u64::from(lpn));
+                for s in &fr.slots[..fr.filled as usize] {
+                    self.store.l2p.prefetch(u64::from(s.lpn));
                 }
             }
         }
@@ -727,7 +736,7 @@ impl Ftl {
             let first_psa = ppn * spp as u64;
             let filled = fr.filled;
             let mut current = 0u32;
-            for (slot, &lpn) in fr.lpns[..filled as usize].iter().enumerate() {
+            for (slot, &Slot { lpn, .. }) in fr.slots[..filled as usize].iter().enumerate() {
                 if lpn == INVALID_LPN {
                     continue;
                 }
@@ -741,7 +750,7 @@ impl Ftl {
             // while a mapping entry pointing at an unrecorded page could not be.
             let mut rec = OobMut::new(self.store.oob.get_mut(ppn), spp);
             for slot in 0..spp {
-                let (lpn, crc) = if current & (1 << slot) != 0 { (fr.lpns[slot], fr.crcs[slot]) } else { (INVALID_LPN, 0) };
+                let Slot { lpn, crc } = if current & (1 << slot) != 0 { fr.slots[slot] } else { Slot { lpn: INVALID_LPN, crc: 0 } };
                 rec.set_slot(slot, lpn, crc);
             }
             let present = fr.present & current;
@@ -839,7 +848,7 @@ impl Ftl {
         while rest != 0 {
             let slot = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            let lpn = u64::from(fr.lpns[slot]);
+            let lpn = u64::from(fr.slots[slot].lpn);
             let old = l2p.get(lpn);
             if old != 0 {
                 // Mapped PSAs fit 32 bits (`block_of_psa`).
@@ -933,7 +942,7 @@ impl Ftl {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let plane = self.geo.page_addr(psa / u64::from(self.spp)).plane;
                 let fr = &self.host[plane as usize];
-                (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
+                (psa, fr.present & (1 << slot) != 0, fr.slots[slot].crc)
             }
             Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
             // A store that keeps no data never marks a slot present (`write_tagged`, `write_physical`): its OOB
