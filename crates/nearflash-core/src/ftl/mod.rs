@@ -440,9 +440,8 @@ impl Ftl {
     #[inline]
     pub fn locate(&self, lpn: u32) -> Location {
         if self.buffered != 0 {
-            let plane = self.plane_of(lpn);
-            if let Some(slot) = self.buffered_slot(plane, lpn) {
-                return Location::Buffered(self.slot_psa(Stream::Host, plane, slot));
+            if let Some(psa) = self.buffered_psa(lpn) {
+                return Location::Buffered(psa);
             }
         }
         match self.store.l2p.get(u64::from(lpn)) {
@@ -460,7 +459,7 @@ impl Ftl {
     /// Starts loading what reading `lpn`'s stored sector will touch: its OOB record and its data (a hint).
     #[inline]
     pub fn prefetch_data(&self, lpn: u64) {
-        if lpn >= self.logical_sectors || self.buffered != 0 && self.buffered_slot(self.plane_of(lpn as u32), lpn as u32).is_some() {
+        if lpn >= self.logical_sectors || self.buffered != 0 && self.buffered_psa(lpn as u32).is_some() {
             return;
         }
         let e = self.store.l2p.get(lpn);
@@ -572,6 +571,14 @@ impl Ftl {
         let fr = self.frontier(s, plane);
         let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
         ppn * u64::from(self.spp) + slot as u64
+    }
+
+    /// The PSA of `lpn`'s buffered copy, if it has one. Out of line: `locate` stays small where the buffer is empty
+    /// (reads without writes), which is the common case it is inlined for.
+    #[inline(never)]
+    fn buffered_psa(&self, lpn: u32) -> Option<u64> {
+        let plane = self.plane_of(lpn);
+        self.buffered_slot(plane, lpn).map(|slot| self.slot_psa(Stream::Host, plane, slot))
     }
 
     /// The slot of `lpn`'s buffered copy (`plane` is its plane): the one filled slot of the plane's open host page
