@@ -14,7 +14,7 @@ use super::oob::record_bytes;
 #[inline]
 pub(super) fn record_crc(seq: u64, b: &[u8], spp: usize) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    if spp % 2 == 0 && std::arch::is_x86_feature_detected!("pclmulqdq") {
+    if spp.is_multiple_of(2) && std::arch::is_x86_feature_detected!("pclmulqdq") {
         // SAFETY: the CPU has the instructions `clmul` is compiled for (checked just above).
         return unsafe { clmul::record_crc(seq, b, spp) };
     }

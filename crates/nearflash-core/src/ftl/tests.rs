@@ -711,7 +711,7 @@ fn a_sector_rewritten_or_trimmed_in_its_open_page_is_found_at_its_latest_slot() 
     let mut ftl = memory_ftl(&cfg);
     let spp = u64::from(ftl.spp);
     assert!(spp >= 4, "lpns 0 and 1 share a page");
-    let mut write = |ftl: &mut Ftl, l: u32, v: u32| ftl.write(l, Some(&sector(&cfg, l, v)), Time::ZERO, &mut Untimed).unwrap();
+    let write = |ftl: &mut Ftl, l: u32, v: u32| ftl.write(l, Some(&sector(&cfg, l, v)), Time::ZERO, &mut Untimed).unwrap();
     write(&mut ftl, 0, 1);
     write(&mut ftl, 1, 1);
     write(&mut ftl, 0, 2);
