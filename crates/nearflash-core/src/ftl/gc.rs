@@ -23,7 +23,7 @@
 //!   instant, so later host pages of the die wait for the whole episode).
 
 use super::oob::{self, Oob, INVALID_LPN, SPARE_BYTES};
-use super::{FlashSink, Ftl, Stream, Work};
+use super::{FlashSink, Ftl, Slot, Stream, Work};
 use crate::config::{GcFree, VictimPolicy};
 use crate::engine::At;
 use crate::error::Result;
@@ -248,8 +248,7 @@ impl Ftl {
             while rest != 0 && k < spp {
                 let slot = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
-                fr.lpns[k] = rec.lpn(slot);
-                fr.crcs[k] = rec.crc(slot);
+                fr.slots[k] = Slot { lpn: rec.lpn(slot), crc: rec.crc(slot) };
                 fr.src[k] = src_first + slot as u64;
                 present |= u32::from(rec.present(slot)) << k;
                 self.slot_ready[i][k] = data_ready;
@@ -258,7 +257,7 @@ impl Ftl {
             fr.present |= present;
             if present != 0 || extras {
                 for d in filled..k {
-                    let (lpn, src) = (self.gc[p].lpns[d], self.gc[p].src[d]);
+                    let (lpn, src) = (self.gc[p].slots[d].lpn, self.gc[p].src[d]);
                     self.carry_sector(plane, d, lpn, present & (1 << d) != 0, src, dst_first + (d - filled) as u64)?;
                 }
             }
@@ -396,8 +395,7 @@ impl Ftl {
     fn move_sector(&mut self, plane: u32, slot: usize, lpn: u32, crc: u32, present: bool, src: u64, dst: u64) -> Result<()> {
         self.carry_sector(plane, slot, lpn, present, src, dst)?;
         let fr = &mut self.gc[plane as usize];
-        fr.lpns[slot] = lpn;
-        fr.crcs[slot] = crc;
+        fr.slots[slot] = Slot { lpn, crc };
         fr.src[slot] = src;
         fr.present |= u32::from(present) << slot;
         Ok(())

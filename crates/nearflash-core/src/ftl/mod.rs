@@ -5,7 +5,8 @@
 //! data spreads over all channels and dies, and each plane is an independent log with its own free pool and GC.
 //! Within a plane, sectors fill the open page of the host frontier in arrival order; a full page is programmed
 //! (waiting briefly for its sibling planes to form a multi-plane program). The mapping table points at a sector
-//! only once its page is programmed; until then it is found in `buffered` (the write buffer in controller DRAM).
+//! only once its page is programmed; until then it is found in its plane's open host page (the write buffer in
+//! controller DRAM: `Ftl::buffered_slot`).
 //!
 //! The FTL decides *what* flash work happens; *when* it happens is the [`FlashSink`]'s business (the device's
 //! timing model, or nothing at all while preconditioning).
@@ -17,6 +18,7 @@ pub mod oob;
 mod physical;
 mod precondition;
 mod read_alloc;
+mod record_crc;
 mod recovery;
 
 pub use blocks::{BlockInfo, BlockState, BlockTable};
@@ -138,19 +140,33 @@ const NO_BLOCK: u32 = u32::MAX;
 const MAX_SPP: usize = 32;
 
 /// The page being filled in one plane.
+///
+/// Laid out so that what a host write touches shares a cache line: the page's state, then each slot's LPN beside its
+/// data's checksum (a page of up to 4 slots all in the first line; as separate arrays of 32, three lines, ~2 D1
+/// misses a write over the 128 planes' frontiers).
 #[derive(Clone)]
+#[repr(C, align(64))]
 struct Frontier {
     block: u32,
     page: u32,
     filled: u32,
-    lpns: [u32; MAX_SPP],
-    crcs: [u32; MAX_SPP],
-    /// GC frontiers: the source PSA each slot was copied from.
-    src: [u64; MAX_SPP],
+    /// Host frontiers: filled slots whose sector was written again into a later slot, or trimmed, while buffered (not
+    /// current: programmed as padding).
+    stale: u32,
     present: u32,
     /// Slots whose extension spare bytes were given (in `Ftl::spares`; the others program zeroes).
     tagged: u32,
     held: bool,
+    slots: [Slot; MAX_SPP],
+    /// GC frontiers: the source PSA each slot was copied from.
+    src: [u64; MAX_SPP],
+}
+
+/// A frontier slot: its sector's LPN and the CRC-32 of its data (0 without data).
+#[derive(Clone, Copy)]
+struct Slot {
+    lpn: u32,
+    crc: u32,
 }
 
 impl Frontier {
@@ -159,18 +175,19 @@ impl Frontier {
             block: NO_BLOCK,
             page: 0,
             filled: 0,
-            lpns: [INVALID_LPN; MAX_SPP],
-            crcs: [0; MAX_SPP],
-            src: [0; MAX_SPP],
+            stale: 0,
             present: 0,
             tagged: 0,
             held: false,
+            slots: [Slot { lpn: INVALID_LPN, crc: 0 }; MAX_SPP],
+            src: [0; MAX_SPP],
         }
     }
 
     /// Empties the page (its slots' LPNs are left as they were: only the filled ones are ever read).
     fn reset_page(&mut self) {
         self.filled = 0;
+        self.stale = 0;
         self.present = 0;
         self.tagged = 0;
         self.held = false;
@@ -204,7 +221,10 @@ pub struct Ftl {
     pub blocks: BlockTable,
     host: Vec<Frontier>,
     gc: Vec<Frontier>,
-    buffered: IntMap<u32, u64>,
+    /// Sectors in the write buffer: the host frontiers' current slots (a sector's latest copy, not trimmed). A buffered
+    /// sector can only be in its plane's open host page, so that page is its index (an `IntMap` from LPN to PSA cost
+    /// an insert and a removal a host sector, ~100 instructions a write, and duplicated the page's slots).
+    buffered: u64,
     injected: BTreeMap<u64, u32>,
     seq: u64,
     gc_start: u32,
@@ -328,7 +348,7 @@ impl Ftl {
             blocks,
             host: vec![Frontier::empty(); geo.planes() as usize],
             gc: vec![Frontier::empty(); geo.planes() as usize],
-            buffered: IntMap::default(),
+            buffered: 0,
             injected: BTreeMap::new(),
             seq,
             gc_start: cfg.ftl.gc_start_free_blocks.0 as u32,
@@ -419,8 +439,8 @@ impl Ftl {
     /// Where `lpn` is now.
     #[inline]
     pub fn locate(&self, lpn: u32) -> Location {
-        if !self.buffered.is_empty() {
-            if let Some(&psa) = self.buffered.get(&lpn) {
+        if self.buffered != 0 {
+            if let Some(psa) = self.buffered_psa(lpn) {
                 return Location::Buffered(psa);
             }
         }
@@ -439,7 +459,7 @@ impl Ftl {
     /// Starts loading what reading `lpn`'s stored sector will touch: its OOB record and its data (a hint).
     #[inline]
     pub fn prefetch_data(&self, lpn: u64) {
-        if lpn >= self.logical_sectors || !self.buffered.is_empty() && self.buffered.contains_key(&(lpn as u32)) {
+        if lpn >= self.logical_sectors || self.buffered != 0 && self.buffered_psa(lpn as u32).is_some() {
             return;
         }
         let e = self.store.l2p.get(lpn);
@@ -505,6 +525,11 @@ impl Ftl {
         let plane = self.plane_of(lpn);
         self.ensure_slot(Stream::Host, plane, ready, sink)?;
         let (psa, slot) = self.next_psa(Stream::Host, plane);
+        // An earlier copy still in the page is stale from now on (before the slot is counted filled).
+        match self.buffered_slot(plane, lpn) {
+            Some(old) => self.host[plane as usize].stale |= 1 << old,
+            None => self.buffered += 1,
+        }
         let (present, crc) = match data {
             Some(d) if self.store.data.materialises() => {
                 if d.len() != self.geo.sector_size as usize {
@@ -516,8 +541,7 @@ impl Ftl {
             _ => (false, 0),
         };
         let fr = &mut self.host[plane as usize];
-        fr.lpns[slot] = lpn;
-        fr.crcs[slot] = crc;
+        fr.slots[slot] = Slot { lpn, crc };
         fr.present |= u32::from(present) << slot;
         if let Some(b) = spare {
             fr.tagged |= 1 << slot;
@@ -527,7 +551,6 @@ impl Ftl {
         self.slot_ready[Self::spare_index(Stream::Host, plane)][slot] = ready;
         let fr = &mut self.host[plane as usize];
         fr.filled += 1;
-        self.buffered.insert(lpn, psa);
         self.stats.host_sectors_written += 1;
         if self.host[plane as usize].filled == self.spp {
             self.page_full(plane, sink);
@@ -538,9 +561,33 @@ impl Ftl {
 
     /// PSA of the next free slot of a frontier (which must have one).
     fn next_psa(&self, s: Stream, plane: u32) -> (u64, usize) {
+        let filled = self.frontier(s, plane).filled as usize;
+        (self.slot_psa(s, plane, filled), filled)
+    }
+
+    /// PSA of slot `slot` of a frontier's open page.
+    #[inline]
+    fn slot_psa(&self, s: Stream, plane: u32, slot: usize) -> u64 {
         let fr = self.frontier(s, plane);
         let ppn = self.geo.block_first_ppn(fr.block) + u64::from(fr.page);
-        (ppn * u64::from(self.spp) + u64::from(fr.filled), fr.filled as usize)
+        ppn * u64::from(self.spp) + slot as u64
+    }
+
+    /// The PSA of `lpn`'s buffered copy, if it has one. Out of line: `locate` stays small where the buffer is empty
+    /// (reads without writes), which is the common case it is inlined for.
+    #[inline(never)]
+    fn buffered_psa(&self, lpn: u32) -> Option<u64> {
+        let plane = self.plane_of(lpn);
+        self.buffered_slot(plane, lpn).map(|slot| self.slot_psa(Stream::Host, plane, slot))
+    }
+
+    /// The slot of `lpn`'s buffered copy (`plane` is its plane): the one filled slot of the plane's open host page
+    /// that holds it and is not stale.
+    #[inline]
+    fn buffered_slot(&self, plane: u32, lpn: u32) -> Option<usize> {
+        let fr = &self.host[plane as usize];
+        let stale = fr.stale;
+        fr.slots[..fr.filled as usize].iter().enumerate().position(|(slot, s)| s.lpn == lpn && stale & (1 << slot) == 0)
     }
 
     fn spare_index(s: Stream, plane: u32) -> usize {
@@ -669,12 +716,15 @@ impl Ftl {
             Stream::Host => Work::Host,
             Stream::Gc => Work::Gc { urgent: self.gc_urgent(planes[0], sink) },
         };
-        // The mapping entries about to be updated are scattered over the table: start loading them all at once,
-        // so their cache misses overlap instead of following one another.
-        for &plane in planes {
-            let fr = self.frontier(s, plane);
-            for &lpn in &fr.lpns[..fr.filled as usize] {
-                self.store.l2p.prefetch(u64::from(lpn));
+        // The host sectors' mapping entries about to be updated are scattered over the table: start loading them
+        // all at once, so their cache misses overlap instead of following one another. (A GC page's were read by the
+        // victim scan that moved its sectors, just before.)
+        if s == Stream::Host {
+            for &plane in planes {
+                let fr = self.frontier(s, plane);
+                for s in &fr.slots[..fr.filled as usize] {
+                    self.store.l2p.prefetch(u64::from(s.lpn));
+                }
             }
         }
         for &plane in planes {
@@ -688,24 +738,17 @@ impl Ftl {
             self.seq += 1;
             let erase_count = self.blocks.info[fr.block as usize].erase_count;
             // Which slots still hold the current copy of their sector (a host sector rewritten or trimmed while
-            // buffered, or a GC copy overtaken by a newer program, is stale), as a mask. A current host sector
-            // leaves the write buffer's index here (one lookup for both; nothing reads the index before the
-            // mapping update below).
+            // buffered, or a GC copy overtaken by a newer program, is stale), as a mask. The current host sectors
+            // leave the write buffer here (nothing looks for them there before the mapping update below).
             let first_psa = ppn * spp as u64;
             let filled = fr.filled;
             let mut current = 0u32;
-            for (slot, &lpn) in fr.lpns[..filled as usize].iter().enumerate() {
+            for (slot, &Slot { lpn, .. }) in fr.slots[..filled as usize].iter().enumerate() {
                 if lpn == INVALID_LPN {
                     continue;
                 }
                 let is = match s {
-                    Stream::Host => match self.buffered.entry(lpn) {
-                        std::collections::hash_map::Entry::Occupied(e) if *e.get() == first_psa + slot as u64 => {
-                            e.remove();
-                            true
-                        }
-                        _ => false,
-                    },
+                    Stream::Host => fr.stale & (1 << slot) == 0,
                     Stream::Gc => self.store.l2p.get(u64::from(lpn)) == (fr.src[slot] + 1) as u32,
                 };
                 current |= u32::from(is) << slot;
@@ -714,7 +757,7 @@ impl Ftl {
             // while a mapping entry pointing at an unrecorded page could not be.
             let mut rec = OobMut::new(self.store.oob.get_mut(ppn), spp);
             for slot in 0..spp {
-                let (lpn, crc) = if current & (1 << slot) != 0 { (fr.lpns[slot], fr.crcs[slot]) } else { (INVALID_LPN, 0) };
+                let Slot { lpn, crc } = if current & (1 << slot) != 0 { fr.slots[slot] } else { Slot { lpn: INVALID_LPN, crc: 0 } };
                 rec.set_slot(slot, lpn, crc);
             }
             let present = fr.present & current;
@@ -734,6 +777,7 @@ impl Ftl {
             self.stats.pages_programmed += 1;
             if s == Stream::Host {
                 released += filled; // GC sectors never occupied the host write buffer
+                self.buffered -= u64::from(current.count_ones());
             }
             ppns.push(ppn);
             self.next_page(s, plane);
@@ -811,7 +855,7 @@ impl Ftl {
         while rest != 0 {
             let slot = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            let lpn = u64::from(fr.lpns[slot]);
+            let lpn = u64::from(fr.slots[slot].lpn);
             let old = l2p.get(lpn);
             if old != 0 {
                 // Mapped PSAs fit 32 bits (`block_of_psa`).
@@ -851,7 +895,13 @@ impl Ftl {
         self.check_lpn(lpn)?;
         self.check_lpn(lpn + count - 1)?;
         for l in lpn..lpn + count {
-            self.buffered.remove(&l);
+            if self.buffered != 0 {
+                let plane = self.plane_of(l);
+                if let Some(slot) = self.buffered_slot(plane, l) {
+                    self.host[plane as usize].stale |= 1 << slot;
+                    self.buffered -= 1;
+                }
+            }
             let old = self.store.l2p.get(u64::from(l));
             if old != 0 {
                 let psa = u64::from(old - 1);
@@ -884,7 +934,7 @@ impl Ftl {
 
     /// Sectors waiting in unprogrammed pages.
     pub fn buffered_sectors(&self) -> usize {
-        self.buffered.len()
+        self.buffered as usize
     }
 
     /// Reads the sector at `loc`; `Ok(false)` if the stored data fails its checksum. Unwritten and unstored
@@ -899,7 +949,7 @@ impl Ftl {
                 let slot = (psa % u64::from(self.spp)) as usize;
                 let plane = self.geo.page_addr(psa / u64::from(self.spp)).plane;
                 let fr = &self.host[plane as usize];
-                (psa, fr.present & (1 << slot) != 0, fr.crcs[slot])
+                (psa, fr.present & (1 << slot) != 0, fr.slots[slot].crc)
             }
             Location::Flash(psa) if psa / u64::from(self.spp) >= self.geo.pages() => return Ok(false),
             // A store that keeps no data never marks a slot present (`write_tagged`, `write_physical`): its OOB
@@ -1022,7 +1072,7 @@ impl Ftl {
     /// Fraction of logical sectors mapped.
     pub fn occupancy(&self) -> f64 {
         let valid: u64 = self.blocks.info.iter().map(|b| u64::from(b.valid)).sum();
-        (valid + self.buffered.len() as u64) as f64 / self.logical_sectors as f64
+        (valid + self.buffered) as f64 / self.logical_sectors as f64
     }
 
     /// Checks internal invariants (tests, debugging): valid counts match the mapping table.

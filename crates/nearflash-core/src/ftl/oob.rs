@@ -6,8 +6,10 @@
 //! data (NICE keeps file links there; GC carries them with the sector). The sequence number orders pages for
 //! recovery (0 = never programmed); the LPNs make the page self-describing (reverse map for GC and recovery); the
 //! slot CRCs catch data that would otherwise be returned corrupted; the record CRC (over everything but itself and
-//! the extension bytes) catches a damaged record. The sequence number is stored last, in one aligned 8-byte store,
-//! so a record interrupted by a kill still reads as never programmed.
+//! the extension bytes; `super::record_crc`) catches a damaged record. The sequence number is stored last, in one
+//! aligned 8-byte store, so a record interrupted by a kill still reads as never programmed.
+
+use super::record_crc::record_crc;
 
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 24;
@@ -104,29 +106,6 @@ impl<'a> Oob<'a> {
     pub fn crc_ok(&self) -> bool {
         record_crc(self.seq(), self.b, self.spp) == rd32(self.b, 16)
     }
-}
-
-fn record_crc(seq: u64, b: &[u8], spp: usize) -> u32 {
-    // The checksummed bytes gathered into one run (the sequence number, erase count and present mask, then the
-    // reserved bytes and the slots): one pass of the checksum instead of three short ones, the same value.
-    // The buffer fits 8 slots (up to 32 KiB pages of 4 KiB sectors; zeroing the 32-slot size took a `memset` call per
-    // page programmed); more go through the hasher in three updates.
-    let mut buf = [0u8; record_bytes(8) - 4];
-    let n = record_bytes(spp) - 4;
-    // A hasher made once and copied: `Hasher::new` looks up the CPU's features on every call.
-    static BASE: std::sync::OnceLock<crc32fast::Hasher> = std::sync::OnceLock::new();
-    let mut h = BASE.get_or_init(crc32fast::Hasher::new).clone();
-    if n > buf.len() {
-        h.update(&seq.to_le_bytes());
-        h.update(&b[8..16]);
-        h.update(&b[20..record_bytes(spp)]); // the reserved bytes and the slots
-        return h.finalize();
-    }
-    buf[..8].copy_from_slice(&seq.to_le_bytes());
-    buf[8..16].copy_from_slice(&b[8..16]);
-    buf[16..n].copy_from_slice(&b[20..record_bytes(spp)]);
-    h.update(&buf[..n]);
-    h.finalize()
 }
 
 /// Write access to a record.

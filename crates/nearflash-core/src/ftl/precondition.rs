@@ -42,7 +42,7 @@ impl Ftl {
                 "precondition fraction {fraction} must be in [0, 1] and overwrite {overwrite} in [0, {MAX_OVERWRITE}]"
             )));
         }
-        if self.blocks.info.iter().any(|b| !matches!(b.state, BlockState::Free | BlockState::Reserved)) || !self.buffered.is_empty() {
+        if self.blocks.info.iter().any(|b| !matches!(b.state, BlockState::Free | BlockState::Reserved)) || self.buffered != 0 {
             return Err(SimError::Config("precondition needs a freshly created (empty) device".into()));
         }
         let spp = u64::from(self.spp);

@@ -129,6 +129,8 @@ proptest! {
             let want = model.get(&l).map_or(vec![0; cfg.ftl.sector_size.0 as usize], |&v| sector(&cfg, l, v));
             prop_assert_eq!(read(&ftl, l), want, "lpn {}", l);
         }
+        let found_buffered = (0..600).filter(|&l| matches!(ftl.locate(l), Location::Buffered(_))).count();
+        prop_assert_eq!(ftl.buffered_sectors(), found_buffered);
         ftl.flush(Time::ZERO, &mut Untimed);
         ftl.check_consistency().unwrap();
         prop_assert!(writes < 3072 || ftl.stats.gc_runs > 0, "GC must have run after {} writes", writes);
@@ -699,6 +701,34 @@ fn a_read_of_a_never_written_sector_maps_its_group_to_the_frontiers_next_page() 
     assert_eq!(ftl.locate(a + 1), Location::Flash(pa + 1));
     ftl.check_consistency().unwrap();
     assert!(matches!(ftl.allocate_for_read(ftl.logical_sectors() as u32, Time::ZERO, &mut Untimed), Err(SimError::InvalidArgument(_))));
+}
+
+/// A sector written again, or trimmed, while its page is open goes stale in that page: it is found at its latest
+/// slot, counted once in the write buffer, and its stale slots are programmed as padding.
+#[test]
+fn a_sector_rewritten_or_trimmed_in_its_open_page_is_found_at_its_latest_slot() {
+    let cfg = small_config(&[]);
+    let mut ftl = memory_ftl(&cfg);
+    let spp = u64::from(ftl.spp);
+    assert!(spp >= 4, "lpns 0 and 1 share a page");
+    let write = |ftl: &mut Ftl, l: u32, v: u32| ftl.write(l, Some(&sector(&cfg, l, v)), Time::ZERO, &mut Untimed).unwrap();
+    write(&mut ftl, 0, 1);
+    write(&mut ftl, 1, 1);
+    write(&mut ftl, 0, 2);
+    assert_eq!(ftl.buffered_sectors(), 2);
+    let Location::Buffered(psa) = ftl.locate(0) else { panic!("lpn 0 is buffered") };
+    assert_eq!(psa % spp, 2, "the latest copy");
+    assert_eq!(read(&ftl, 0), sector(&cfg, 0, 2));
+    ftl.trim(1, 1).unwrap();
+    assert_eq!((ftl.buffered_sectors(), ftl.locate(1)), (1, Location::Unmapped));
+    write(&mut ftl, 1, 3); // the page's last slot when it has four: programmed now, else by the flush
+    ftl.flush(Time::ZERO, &mut Untimed);
+    assert_eq!(ftl.buffered_sectors(), 0);
+    let Location::Flash(psa) = ftl.locate(0) else { panic!("lpn 0 is programmed") };
+    let rec = ftl.oob(psa / spp);
+    assert_eq!((rec.lpn(0), rec.lpn(1), rec.lpn(2), rec.lpn(3)), (INVALID_LPN, INVALID_LPN, 0, 1));
+    assert_eq!((read(&ftl, 0), read(&ftl, 1)), (sector(&cfg, 0, 2), sector(&cfg, 1, 3)));
+    ftl.check_consistency().unwrap();
 }
 
 /// While the plane's open page holds buffered writes the read is served as zeroes without a page (programming the
