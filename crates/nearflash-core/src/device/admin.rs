@@ -8,6 +8,11 @@ use crate::nvme::pages::{self, ControllerIdentity, SmartInfo};
 use crate::nvme::{self, decode_admin, field, AdminCommand, Refusal, Sqe, Status};
 
 impl Device {
+    /// Out of `submit`'s line: inlined there, its report and log pages (about 12 KiB of locals) made every I/O
+    /// command's frame that deep, three stack pages probed and touched per command (cold lines in the NBD server,
+    /// whose worker threads' stacks the socket work evicts between requests).
+    #[cold]
+    #[inline(never)]
     pub(super) fn exec_admin(&mut self, sqe: &Sqe, data: DataBuf<'_>, t: Time) -> (Status, u32, Time) {
         let c = &mut self.core;
         let fw = c.ctrl.run(&mut c.res, &mut c.ledger, t, c.ctrl.fw_other);
