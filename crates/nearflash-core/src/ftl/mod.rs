@@ -34,6 +34,7 @@ use crate::nand::{FastGeometry, Geometry};
 use cmt::Cmt;
 use oob::{Oob, OobMut, INVALID_LPN, SPARE_BYTES};
 use std::collections::BTreeMap;
+use strength_reduce::StrengthReducedU32;
 
 /// Who a flash operation of the FTL is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,8 +212,8 @@ pub struct FtlStore {
 pub struct Ftl {
     pub geo: FastGeometry,
     spp: u32,
-    /// Sectors per block (`spp * pages_per_block`).
-    sectors_per_block: u32,
+    /// Sectors per block (`spp * pages_per_block`), strength-reduced: every mapping update divides an old PSA by it.
+    sectors_per_block: StrengthReducedU32,
     logical_sectors: u64,
     stripe: Vec<u32>,
     /// Blocks per plane set aside for extensions (the last ones of each plane).
@@ -340,7 +341,7 @@ impl Ftl {
         });
         let mut ftl = Ftl {
             spp,
-            sectors_per_block: spp * geo.pages_per_block,
+            sectors_per_block: StrengthReducedU32::new((spp * geo.pages_per_block).max(1)),
             logical_sectors: cfg.logical_sectors(),
             stripe: geo.stripe_table(&cfg.ftl.allocation.0),
             reserved: cfg.reserved_blocks_per_plane() as u32,
@@ -858,7 +859,7 @@ impl Ftl {
             let lpn = u64::from(fr.slots[slot].lpn);
             let old = l2p.get(lpn);
             if old != 0 {
-                // Mapped PSAs fit 32 bits (`block_of_psa`).
+                // Mapped PSAs fit 32 bits (`block_of_psa`); a multiply-high, not a division.
                 info[((old - 1) / spb) as usize].valid -= 1;
             }
             l2p.set(lpn, (first_psa + slot as u64 + 1) as u32);
@@ -880,10 +881,10 @@ impl Ftl {
 
     #[inline]
     fn block_of_psa(&self, psa: u64) -> u32 {
-        // Mapped PSAs fit 32 bits (the table stores PSA + 1 as a u32): one 32-bit division on the hot path.
+        // Mapped PSAs fit 32 bits (the table stores PSA + 1 as a u32): a strength-reduced 32-bit division.
         match u32::try_from(psa) {
             Ok(p) => p / self.sectors_per_block,
-            Err(_) => (psa / u64::from(self.sectors_per_block)) as u32,
+            Err(_) => (psa / u64::from(self.sectors_per_block.get())) as u32,
         }
     }
 

@@ -915,3 +915,17 @@ proptest! {
         prop_assert!(new.stats.gc_sectors_moved > 0 || writes.len() < 1500);
     }
 }
+
+/// `block_of_psa` divides by a strength-reduced sectors-per-block: the plain division's blocks, for a power of two
+/// and another divisor, below and above 32 bits.
+#[test]
+fn block_of_psa_is_the_plain_division() {
+    for ppb in ["16", "24"] {
+        let ftl = memory_ftl(&small_config(&[("pages_per_block", ppb)]));
+        let spb = u64::from(ftl.spp * ftl.geo.pages_per_block);
+        let edges = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), u64::from(u32::MAX) + 1, 1 << 33];
+        for psa in (0..5 * spb).chain(edges) {
+            assert_eq!(u64::from(ftl.block_of_psa(psa)), psa / spb, "psa {psa}, {spb} sectors a block");
+        }
+    }
+}
