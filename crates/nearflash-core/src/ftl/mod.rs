@@ -704,8 +704,10 @@ impl Ftl {
         for &plane in planes {
             let i = Self::spare_index(s, plane);
             let filled = self.frontier(s, plane).filled as usize;
+            // The list is searched from its end, where a repeat is likeliest (a GC run read from one page shares its
+            // arrival): the same membership, fewer comparisons.
             for &r in &self.slot_ready[i][..filled] {
-                if r != At::ZERO && !readies.contains(&r) {
+                if r != At::ZERO && !readies.iter().rev().any(|&q| q == r) {
                     readies.push(r);
                 }
             }
