@@ -527,10 +527,8 @@ impl Ftl {
         self.ensure_slot(Stream::Host, plane, ready, sink)?;
         let (psa, slot) = self.next_psa(Stream::Host, plane);
         // An earlier copy still in the page is stale from now on (before the slot is counted filled).
-        match self.buffered_slot(plane, lpn) {
-            Some(old) => self.host[plane as usize].stale |= 1 << old,
-            None => self.buffered += 1,
-        }
+        self.unbuffer(plane, lpn);
+        self.buffered += 1;
         let (present, crc) = match data {
             Some(d) if self.store.data.materialises() => {
                 if d.len() != self.geo.sector_size as usize {
@@ -580,6 +578,16 @@ impl Ftl {
     fn buffered_psa(&self, lpn: u32) -> Option<u64> {
         let plane = self.plane_of(lpn);
         self.buffered_slot(plane, lpn).map(|slot| self.slot_psa(Stream::Host, plane, slot))
+    }
+
+    /// Takes `lpn`'s buffered copy, if it has one (`plane` is its plane), out of the write buffer: stale in the open
+    /// page (programmed as padding), no longer counted.
+    #[inline]
+    fn unbuffer(&mut self, plane: u32, lpn: u32) {
+        if let Some(slot) = self.buffered_slot(plane, lpn) {
+            self.host[plane as usize].stale |= 1 << slot;
+            self.buffered -= 1;
+        }
     }
 
     /// The slot of `lpn`'s buffered copy (`plane` is its plane): the one filled slot of the plane's open host page
@@ -899,11 +907,7 @@ impl Ftl {
         self.check_lpn(lpn + count - 1)?;
         for l in lpn..lpn + count {
             if self.buffered != 0 {
-                let plane = self.plane_of(l);
-                if let Some(slot) = self.buffered_slot(plane, l) {
-                    self.host[plane as usize].stale |= 1 << slot;
-                    self.buffered -= 1;
-                }
+                self.unbuffer(self.plane_of(l), l);
             }
             let old = self.store.l2p.get(u64::from(l));
             if old != 0 {
