@@ -21,6 +21,10 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
    completion, with the mean and worst delay).
 
 Both servers and every fio run share the machine: ratios, not absolute rates, are the result (load average saved).
+With ``--pin`` (the default where this process may run on two CPUs or more) fio runs on the first allowed CPU and
+each server on the second, the same for both servers: the client and the server do not take turns on one core and
+the kernel does not migrate them, which moves every run's rate by more than the servers differ (``--no-pin``:
+wherever the kernel puts them, as in the runs before 2026-12-01's).
 Results: ``out/bench/nbd_fio.{json,md}``.
 
     .venv/bin/python benches/nbd_fio.py [--runtime 5] [--repeats 3] [--lag 1 2 4 8] [--serial] [--versus LIB]
@@ -54,7 +58,7 @@ def fio(uri: str, iodepth: int, runtime: float, out: Path, size: str = "8g") -> 
     """A fio run; its IOPS, mean latency, I/O count, and its own CPU time per I/O (the other half of the work on
     the shared cores: the rate follows the sum of fio's and the server's CPU per request)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(["fio", "--name=r", "--ioengine=nbd", f"--uri={uri}", "--rw=randread", "--bs=4k",
+    p = subprocess.run([*PIN["fio"], "fio", "--name=r", "--ioengine=nbd", f"--uri={uri}", "--rw=randread", "--bs=4k",
                         f"--size={size}", f"--iodepth={iodepth}", "--time_based", f"--runtime={runtime}",
                         "--randseed=11", "--output-format=json", f"--output={out}"], capture_output=True, text=True,
                        timeout=runtime + 120)
@@ -103,9 +107,29 @@ class switches:
         self.out.unlink(missing_ok=True)
 
 
+#: Command prefixes that pin fio and the servers to their CPUs (`pin`); empty: not pinned.
+PIN: dict[str, list[str]] = {"fio": [], "server": []}
+
+
+def pin(on: Optional[bool]) -> Optional[dict[str, int]]:
+    """With ON (None: where two CPUs are allowed), fio on the first CPU this process may use and the servers on the
+    second; the CPUs chosen, or None when not pinned."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if on is None:
+        on = len(cpus) >= 2 and shutil.which("taskset") is not None
+    if not on:
+        return None
+    if len(cpus) < 2:
+        raise SystemExit(f"--pin needs two CPUs; this process may use {len(cpus)} ({cpus})")
+    if shutil.which("taskset") is None:
+        raise SystemExit("--pin needs taskset (util-linux)")
+    PIN["fio"], PIN["server"] = (["taskset", "-c", str(c)] for c in cpus[:2])
+    return {"fio": cpus[0], "server": cpus[1]}
+
+
 class Server:
     def __init__(self, argv: list[str], pidfile: Path, sock: Path, env: Optional[dict[str, str]] = None):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen([*PIN["server"], *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.uri = f"nbd+unix:///?socket={sock}"
         deadline = time.monotonic() + 120
         while not pidfile.exists():
@@ -327,7 +351,9 @@ def switch_cell(t: dict[str, Any]) -> str:
 
 def markdown(r: dict[str, Any]) -> str:
     lines = ["# fio over NBD: nearflash serve beside nbdkit's memory plugin", "",
-             f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores).", ""]
+             f"Run {r['when']} on `{r['host']}`, load average {r['load_average'][0]:.1f} (2 shared cores); "
+             + (f"fio on CPU {r['pinned']['fio']}, both servers on CPU {r['pinned']['server']}." if r.get("pinned")
+                else "fio and the servers not pinned."), ""]
     ts = r.get("throughput") or []
     if ts:
         t = ts[0]
@@ -392,6 +418,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--serial", action="store_true", help="pace none: also serve with --serial")
     ap.add_argument("--versus", type=Path, metavar="LIB",
                     help="pace none: also serve with this build of the NBD plugin library, in the same rounds (A/B)")
+    ap.add_argument("--pin", action=argparse.BooleanOptionalAction, default=None,
+                    help="fio on one CPU, the servers on another (default: where two CPUs are allowed)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     if a.versus is not None and not a.versus.is_file():
@@ -402,7 +430,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if a.quick:
         a.runtime, a.repeats = 2.0, 1
     result: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "host": os.uname().nodename,
-                              "load_average": os.getloadavg()}
+                              "load_average": os.getloadavg(), "pinned": pin(a.pin)}
     with tempfile.TemporaryDirectory(prefix="nf-nbdfio-", dir="/tmp") as w:
         work = Path(w)
         if a.skip != "throughput":
