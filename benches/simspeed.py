@@ -12,7 +12,7 @@ the same device (the configuration benches/mqsim_compare.py derives) in the same
 MQSim's speed is timed over its simulation phase only (from its 5% to its 100% progress line), excluding its set-up
 and preconditioning; nearflash's over the workload loop only, excluding its preconditioning.
 
-Not a test. ``.venv/bin/python benches/simspeed.py [--mqsim PATH] [--quick] [--repeats 3]``
+Not a test. ``.venv/bin/python benches/simspeed.py [--mqsim PATH] [--quick] [--repeats 3] [--cpu N]``
 """
 
 from __future__ import annotations
@@ -184,7 +184,8 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [
         f"# Simulator speed on {res['preset']} (simulated I/Os per wall-clock second, one core)",
         "",
-        f"{res['when']} on `{res['host']}`, median of {res['repeats']} runs; MQSim: {res['mqsim'] or 'not given'}.",
+        f"{res['when']} on `{res['host']}`, median of {res['repeats']} runs; MQSim: {res['mqsim'] or 'not given'}"
+        + (f"; both simulators on CPU {res['cpu']}." if res.get("cpu") is not None else "."),
         "",
         "| workload | nearflash timing-only | nearflash materialised | MQSim | timing-only / MQSim | materialised / MQSim | load (1 min) |",
         "|---|---|---|---|---|---|---|",
@@ -272,8 +273,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--only", nargs="*", help="run cases whose name contains one of these words ('precondition': that one)")
     ap.add_argument("--mqsim-subpage", action="store_true", help="run MQSim on 4K random writes too (it aborts at 7ec40e3)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds one MQSim run may take")
+    ap.add_argument("--cpu", type=int, help="run both simulators on this CPU (MQSim inherits it): no migrations")
     ap.add_argument("--out", type=Path, default=mq.OUT_DIR)
     args = ap.parse_args(argv)
+    if args.cpu is not None:
+        allowed = sorted(os.sched_getaffinity(0))
+        if args.cpu not in allowed:
+            ap.error(f"--cpu {args.cpu}: this process may run on CPUs {allowed} only")
+        os.sched_setaffinity(0, {args.cpu})
     if args.mqsim is not None and not (args.mqsim.is_file() and os.access(args.mqsim, os.X_OK)):
         ap.error(f"--mqsim {args.mqsim} is not an executable file")
     if args.mqsim is None:
@@ -286,6 +293,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "preset": args.preset,
         "repeats": args.repeats,
         "mqsim": str(args.mqsim.resolve()) if args.mqsim else None,
+        "cpu": args.cpu,
         "cases": [],
     }
     for c in cases(args.quick):
