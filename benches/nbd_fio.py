@@ -4,11 +4,14 @@ Two checks of docs/nbd.md and docs/workloads.md (issue 24):
 
 1. **Pace none, throughput and depth**: 4 KiB random reads at iodepth 32 (``--iodepth``) for ``--runtime`` seconds,
    against nbdkit's ``memory`` plugin (a RAM disk of the same size, the same worker threads) and against
-   `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), alternating, ``--repeats`` times each,
-   for each ``--lag`` (``--reaction-lag``; none given: the server's default) and, with ``--serial``, `--serial`.
-   With ``--versus LIB``, a second build of the NBD plugin (``NEARFLASH_NBD_PLUGIN=LIB``, on its own copy of the
-   image) runs in the same rounds, the order of the three reversed every other round: the A/B of a change to the
+   `nearflash serve --pace none` (a preconditioned timing-only cosmos-plus), in turn (each round starting one server
+   later), ``--repeats`` times each, for each ``--lag`` (``--reaction-lag``; none given: the server's default) and,
+   with ``--serial``, `--serial`. With ``--versus LIB``, a second build of the NBD plugin
+   (``NEARFLASH_NBD_PLUGIN=LIB``, on its own copy of the image) runs in the same rounds: the A/B of a change to the
    serving path, as the pairwise ratio of the two builds' rates and user CPU per request.
+   nbdkit's ``null`` plugin (reads return zeros; nothing stored, nothing looked up) runs in the same rounds as the
+   client's ceiling: what fio drives through nbdkit when the server does no work, so a ratio near 1.0 to it says
+   the client, not the server, sets the rate.
    Reported: fio's IOPS on each, the ratio nearflash / memory (of the medians and of the best runs), the queue depth
    the device served fio's connection at in virtual time (``pacing.last_connection.mean_queue_depth``), the commands
    in flight at each submission, and the submissions in the event loop's past; per request, each server's user and
@@ -129,7 +132,8 @@ def pin(on: Optional[bool]) -> Optional[dict[str, int]]:
 
 class Server:
     def __init__(self, argv: list[str], pidfile: Path, sock: Path, env: Optional[dict[str, str]] = None):
-        self.proc = subprocess.Popen([*PIN["server"], *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen([*PIN["server"], *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env=env)
         self.uri = f"nbd+unix:///?socket={sock}"
         deadline = time.monotonic() + 120
         while not pidfile.exists():
@@ -230,14 +234,15 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
     size = json.loads(subprocess.run([PY, "-m", "nearflash.cli", "info", str(image), "--json"], capture_output=True,
                                      text=True).stdout)["identify"]
     nbytes = size["namespace_lbas"] * size["lba_bytes"]
-    mem = Server(["nbdkit", "--foreground", "-U", str(work / "mem.sock"), "-P", str(work / "mem.pid"), "--threads",
-                  str(threads), "memory", str(nbytes)], work / "mem.pid", work / "mem.sock")
+    mem, null = (Server(["nbdkit", "--foreground", "-U", str(work / f"{p}.sock"), "-P", str(work / f"{p}.pid"),
+                         "--threads", str(threads), p, str(nbytes)], work / f"{p}.pid", work / f"{p}.sock")
+                  for p in ("memory", "null"))
     results = []
     try:
         for m, mode in enumerate(modes):
             name = " ".join(mode) or "default"
             print(f" nearflash serve --pace none {name}", flush=True)
-            servers = {"memory": (mem, None)}
+            servers = {"memory": (mem, None), "null": (null, None)}
             try:
                 servers["nearflash"] = (serve(image, work / f"nf{m}.sock", "none", threads, mode), image)
                 if versus:
@@ -246,8 +251,9 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
                 runs = {k: [] for k in servers}
                 for i in range(repeats):
                     load = os.getloadavg()[0]
-                    # With a third server, every other round runs them in reverse (each build in each position).
-                    order = list(servers) if not versus or i % 2 == 0 else list(reversed(servers))
+                    # Each round starts one server later (each server in each position over the rounds).
+                    keys = list(servers)
+                    order = keys[i % len(keys):] + keys[:i % len(keys)]
                     for k in order:
                         runs[k].append(measure(*servers[k], iodepth, runtime, work / "fio.json", load))
                     print(f"  run {i + 1} (load {load:.1f}): " + ", ".join(run_words(k, runs[k][-1]) for k in servers),
@@ -259,6 +265,7 @@ def throughput(work: Path, iodepth: int, runtime: float, repeats: int, threads: 
             results.append(summary(name, iodepth, runtime, threads, runs, versus))
     finally:
         mem.stop()
+        null.stop()
     return results
 
 
@@ -289,6 +296,7 @@ def summary(name: str, iodepth: int, runtime: float, threads: int, runs: dict[st
     t = {"mode": name, "iodepth": iodepth, "runtime_s": runtime, "threads": threads, "runs": runs,
          "median_iops": med, "best_iops": best, "ratio_median": med["nearflash"] / med["memory"],
          "ratio_best": best["nearflash"] / best["memory"],
+         "to_ceiling": {k: med[k] / med["null"] for k in ("memory", "nearflash")},
          "device_queue_depth": statistics.median(r["device"]["queue_depth"] for r in runs["nearflash"]),
          "late_submissions": sum(r["device"]["late_submissions"] for r in runs["nearflash"]),
          "cpu_us_per_io": {k: statistics.median(x["server_cpu_us_per_io"] for x in v) for k, v in runs.items()},
@@ -358,13 +366,14 @@ def markdown(r: dict[str, Any]) -> str:
     if ts:
         t = ts[0]
         lines += [f"## Pace none: 4 KiB random reads, iodepth {t['iodepth']}, {t['runtime_s']:g} s per run, "
-                  f"{len(t['runs']['memory'])} runs each, alternating with the memory plugin", "",
+                  f"{len(t['runs']['memory'])} runs each, in turn with the memory and null plugins", "",
                   "| `nearflash serve --pace none` | memory plugin, median IOPS (runs) | nearflash, median IOPS (runs) | "
                   "ratio of medians (best runs) | queue depth in virtual time (runs) | late submissions | "
                   "server CPU per request, memory / nearflash (medians; user + system) | "
                   "task switches per request, memory / nearflash (involuntary) | fio's CPU per request, memory / "
-                  "nearflash | load average |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "nearflash | null plugin (the client's ceiling), median IOPS; memory / nearflash to it | "
+                  "load average |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in ts:
         each = {k: ", ".join(f"{x['iops']:,.0f}" for x in t["runs"][k]) for k in ("memory", "nearflash")}
         depths = ", ".join(f"{x['device']['queue_depth']:.1f}" for x in t["runs"]["nearflash"])
@@ -372,7 +381,8 @@ def markdown(r: dict[str, Any]) -> str:
                      f"{t['median_iops']['nearflash']:,.0f} ({each['nearflash']}) | **{t['ratio_median']:.2f}x** "
                      f"({t['ratio_best']:.2f}x) | {t['device_queue_depth']:.1f} ({depths}) | {t['late_submissions']:,} | "
                      f"{cpu_cell(t, 'memory')} / {cpu_cell(t, 'nearflash')} us | {switch_cell(t)} | "
-                     f"{fio_cell(t)} | "
+                     f"{fio_cell(t)} | {t['median_iops']['null']:,.0f}; {t['to_ceiling']['memory']:.2f} / "
+                     f"{t['to_ceiling']['nearflash']:.2f} | "
                      f"{min(t['load_average']):.1f}-{max(t['load_average']):.1f} |")
     lines += [""] if ts else []
     vs = [t for t in ts if "versus" in t]
