@@ -65,6 +65,9 @@ fn weighted_index(timing: &[LayerTiming], i: usize) -> usize {
     timing[..i].iter().filter(|t| t.weight_bytes > 0.0).count()
 }
 
+/// One image's hash layer: its int32 accumulators and their real values.
+pub type HashLayerOut = (Vec<i32>, Vec<f32>);
+
 /// Runs the NPE over `images` (each the model's input size) from `ready`. The weights are read from flash for
 /// every image (DLG-x keeps none of them on chip between queries); the first image's reads also return the bytes
 /// the int8 executor computes with. Returns when the last image's hash layer is done, and per image the hash
@@ -77,7 +80,7 @@ pub fn hash(
     images: &[&[u8]],
     ready: Time,
     cost: &mut TaskCost,
-) -> Result<(Time, Vec<(Vec<i32>, Vec<f32>)>), Status> {
+) -> Result<(Time, Vec<HashLayerOut>), Status> {
     let cycle_ns = params.cycle_ns();
     let ps = ctx.geometry().page_size as usize;
     let column = params.weight_reads == "column";

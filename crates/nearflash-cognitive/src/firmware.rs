@@ -311,7 +311,7 @@ impl CognitiveFirmware {
             return Err((Status::INVALID_FIELD, "hash_length_differs_from_model"));
         }
         let input: usize = m.skeleton.network.input.iter().product();
-        if size as usize % input != 0 {
+        if !(size as usize).is_multiple_of(input) {
             return Err((Status::INVALID_FIELD, "image_size"));
         }
         let DataBuf::ToDevice(buf) = data else { return Err((Status::DATA_TRANSFER_ERROR, "hashing_without_data")) };

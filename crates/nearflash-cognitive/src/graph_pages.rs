@@ -4,6 +4,7 @@
 //!   (250 bytes)" plus the vertex itself), records packed in id order, as many per page as fit;
 //! - two-hop (Fig. 6): one page per vertex holding `[v, its K neighbours, each neighbour's K neighbours]`
 //!   (1 + K + K^2 entries), so one read serves a vertex and all its neighbours' expansions; Eq. 6 bounds it.
+//!
 //! Pages are produced on demand from the graph (the host holds no 1 GB image); the GSE decodes real page bytes.
 
 use crate::error::{CognitiveError, Result};

@@ -91,7 +91,7 @@ impl Layer {
 impl Network {
     /// Checks the layer chain and returns every layer's input shape plus the final output shape.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
-        if self.input.iter().any(|&d| d == 0) {
+        if self.input.contains(&0) {
             return Err(CognitiveError::invalid("input", format!("shape {:?} has a zero dimension", self.input)));
         }
         let mut v = vec![self.input];

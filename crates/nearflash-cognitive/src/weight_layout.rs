@@ -200,10 +200,10 @@ impl WeightLayout {
 }
 
 fn write_span(pages: &mut [Vec<u8>], kp: &KernelPlace, data: &[u8], ps: usize) {
-    let mut pos = kp.page * ps + kp.offset;
-    for &b in data {
+    let start = kp.page * ps + kp.offset;
+    for (i, &b) in data.iter().enumerate() {
+        let pos = start + i;
         pages[pos / ps][pos % ps] = b;
-        pos += 1;
     }
 }
 

@@ -292,7 +292,7 @@ fn reads_beside_hashing(share: u32) -> Beside {
             let weight_pages = dev.report().extensions["cognitive"]["stats"]["weight_pages_read"].as_u64().unwrap();
             let cfg = dev.config();
             let read_xfer_ns = (cfg.nand.page_size.0 as f64 * 1e9 / cfg.channel_bandwidth().0).ceil() as u64;
-            let per_channel = weight_pages / u64::from(cfg.nand.channels.0);
+            let per_channel = weight_pages / cfg.nand.channels.0;
             return Beside { reads, task_ns: c.time - t0, weight_transfers_per_channel: per_channel, read_xfer_ns };
         }
     }

@@ -178,7 +178,7 @@ impl RecssdFirmware {
         let done = ctx.firmware_on(arrived, self.params.ftl_core as u32, self.costs.register());
         let (lba_bytes, page_bytes) = (ctx.lba_bytes() as u32, ctx.geometry().page_size);
         let registered = TableDescriptor::decode(bytes, lba_bytes, page_bytes)
-            .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus as u64));
+            .and_then(|d| self.tables.register(d, ctx.lbas(), self.params.request_modulus));
         let registered = registered.map_err(|b| (NdpFault::from(b.clone()), None, b.0));
         match registered {
             Ok(()) => {
@@ -508,7 +508,7 @@ impl Extension for RecssdFirmware {
         p.apply_json(&self.overrides).map_err(|e| SimError::Config(e.to_string()))?;
         let cfg = ctx.config();
         let cores = cfg.controller.cores.0;
-        if p.ftl_core as u64 >= cores {
+        if p.ftl_core >= cores {
             return Err(SimError::Config(format!("recssd: ftl_core {} but the controller has {cores} cores", p.ftl_core)));
         }
         let ns_per_instruction = cfg.controller.cpi.0 * 1e9 / cfg.controller.core_freq.0;

@@ -138,7 +138,7 @@ fn plan(ctx: &ExecCtx<'_>, job: &JobDescriptor, columns: Option<usize>) -> Resul
         // every column, mapped together by the FMC of its first column's page
         let pages: Vec<u64> =
             job.extents.iter().flat_map(|e| (0..u64::from(e.nlb) / per).map(move |p| e.slba + p * per)).collect();
-        if ncol == 0 || pages.len() % ncol != 0 {
+        if ncol == 0 || !pages.len().is_multiple_of(ncol) {
             return Err(format!("{} pages are not a whole number of row groups of {ncol} columns", pages.len()));
         }
         let groups = pages.len() / ncol;
@@ -304,6 +304,14 @@ fn stream_schedule(produced: &mut [(Time, u64)], total: u64, flush: u64) -> Vec<
     out
 }
 
+/// The physical page holding an LBA's current copy, if it is on flash.
+fn flash_page_of(ctx: &ExecCtx<'_>, lba: u64) -> Option<u64> {
+    match ctx.placement(lba) {
+        Ok(Placement::Flash { addr, .. }) => Some(addr.ppn),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,13 +325,5 @@ mod tests {
         assert!(s[..s.len() - 1].iter().all(|x| x.1 >= 300));
         assert_eq!(s.last().unwrap().0, Time::from_ns(1000));
         assert_eq!(stream_schedule(&mut [], 7, 10), vec![(Time::ZERO, 7)]);
-    }
-}
-
-/// The physical page holding an LBA's current copy, if it is on flash.
-fn flash_page_of(ctx: &ExecCtx<'_>, lba: u64) -> Option<u64> {
-    match ctx.placement(lba) {
-        Ok(Placement::Flash { addr, .. }) => Some(addr.ppn),
-        _ => None,
     }
 }

@@ -288,7 +288,7 @@ impl Kernel for ColumnarKernel {
     fn map(&self, chunk: Chunk<'_>) -> Result<Partial> {
         let (ps, ncol) = (self.table.page_size, self.columns.len());
         let group_bytes = ps * ncol;
-        if chunk.bytes.len() % group_bytes != 0 || chunk.first_page % ncol as u64 != 0 {
+        if !chunk.bytes.len().is_multiple_of(group_bytes) || !chunk.first_page.is_multiple_of(ncol as u64) {
             return Err(invalid(format!(
                 "{} maps whole row groups of {ncol} pages: chunk of {} B from page {}",
                 self.name,

@@ -46,7 +46,7 @@ pub const MAX_ROWS: u64 = 1 << 36;
 impl ColumnarLayout {
     /// Checks the geometry: `page_size` a multiple of 8 in [64, 1 MiB], `align_pages` in [1, 65536].
     pub fn new(rows: u64, page_size: usize, align_pages: u64) -> Result<Self> {
-        if !(64..=1 << 20).contains(&page_size) || page_size % MAX_INT_WIDTH != 0 {
+        if !(64..=1 << 20).contains(&page_size) || !page_size.is_multiple_of(MAX_INT_WIDTH) {
             return Err(invalid(format!("columnar page size {page_size} B must be a multiple of 8 in [64, 1 MiB]")));
         }
         if !(1..=MAX_ALIGN_PAGES).contains(&align_pages) {
@@ -153,7 +153,7 @@ impl ColumnarLayout {
 
 /// Transposes contiguous 150-byte records into a columnar table of `layout` (whose `rows` must match).
 pub fn columnar_from_records(layout: ColumnarLayout, records: &[u8]) -> Result<Vec<u8>> {
-    if records.len() % RECORD_SIZE != 0 || (records.len() / RECORD_SIZE) as u64 != layout.rows {
+    if !records.len().is_multiple_of(RECORD_SIZE) || (records.len() / RECORD_SIZE) as u64 != layout.rows {
         return Err(invalid(format!(
             "{} B are not {} records of {RECORD_SIZE} B",
             records.len(),

@@ -410,7 +410,7 @@ impl Ndp {
 }
 
 fn table_modulus(p: &RecssdParams) -> u64 {
-    p.request_modulus as u64
+    p.request_modulus
 }
 
 /// Submits a one-block Read of `row`'s block; returns its command id and the row's values (functional effects

@@ -106,7 +106,7 @@ impl DeviceTables {
         params: &RecssdParams,
         qid: u16,
     ) -> Result<Self, HostError> {
-        let modulus = params.request_modulus as u64;
+        let modulus = params.request_modulus;
         let lba_bytes = dev.lba_bytes() as u32;
         let page_bytes = dev.config().nand.page_size.0 as u32;
         let mut start = 0u64;

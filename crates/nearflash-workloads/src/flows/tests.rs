@@ -373,12 +373,12 @@ fn a_trace_that_fails_midway_is_refused_before_anything_runs() {
     let past = dev.namespace().lbas * 4096;
     let reqs = vec![req(0, Op::Write, 0, 8192, 1), req(10, Op::Write, 8192, 4096, 2), req(20, Op::Read, past, 4096, 3)];
     for timing in [OPEN, Timing::Closed { iodepth: 1 }] {
-        let e = run(&mut dev, vec![flow("t", reqs.clone(), timing)], Options::default(), None).err().expect("refused");
+        let e = run(&mut dev, vec![flow("t", reqs.clone(), timing)], Options::default(), None).expect_err("refused");
         assert!(e.to_string().contains("t.trace:3: a read of 4096 bytes"), "{e}");
         assert_eq!((dev.now(), dev.report().ftl.stats.host_sectors_written), before, "nothing ran");
     }
     let zero = vec![req(0, Op::Write, 0, 4096, 1), req(5, Op::Read, 0, 0, 2)];
-    let e = run(&mut dev, vec![flow("z", zero, OPEN)], Options::default(), None).err().expect("refused");
+    let e = run(&mut dev, vec![flow("z", zero, OPEN)], Options::default(), None).expect_err("refused");
     assert!(e.to_string().contains("z.trace:2: a request of 0 bytes"), "{e}");
     assert_eq!(dev.report().ftl.stats.host_sectors_written, before.1);
 }
