@@ -3,7 +3,7 @@
 
 use super::{field, Cqe, Refusal, Status};
 use crate::ctrl::sched::Priority;
-use crate::engine::Time;
+use crate::engine::{HeadVec, Time};
 use crate::error::{Result, SimError};
 
 struct Sq {
@@ -33,53 +33,32 @@ struct CqeKey {
 
 /// A completion queue's entries not reaped yet, earliest first (ties in the order they were posted): kept sorted
 /// rather than in a binary heap, since completions are posted nearly in time order (an append; otherwise a binary
-/// search and an insertion), and taking the earliest is a step of the head. A vector with a head rather than a
-/// `VecDeque` (as `engine::Timeline` keeps its intervals): the ring's wrap-around arithmetic on each posting, look
-/// and reap was about 20 instructions a command; the vector is cleared when the last entry is taken and compacted
-/// when the taken ones are most of it (each entry is moved at most once per entry taken).
+/// search and an insertion), and taking the earliest is a pop from the front (of a `HeadVec`: a `VecDeque`'s ring
+/// arithmetic on each posting, look and reap was about 20 instructions a command).
 #[derive(Default)]
-struct Pending {
-    /// `entries[head..]` are pending; `head < entries.len()`, or both are 0.
-    entries: Vec<(Time, CqeKey)>,
-    head: usize,
-}
+struct Pending(HeadVec<(Time, CqeKey)>);
 
 impl Pending {
     #[inline]
     fn push(&mut self, time: Time, key: CqeKey) {
-        let q = &mut self.entries;
-        if q.last().is_none_or(|&(t, _)| t <= time) {
-            q.push((time, key));
+        let q = &mut self.0;
+        if q.back().is_none_or(|&(t, _)| t <= time) {
+            q.push_back((time, key));
         } else {
             // After every entry at `time` or before: those were posted first.
-            let i = self.head + q[self.head..].partition_point(|&(t, _)| t <= time);
+            let i = q.as_slice().partition_point(|&(t, _)| t <= time);
             q.insert(i, (time, key));
         }
     }
 
     #[inline]
     fn peek_time(&self) -> Option<Time> {
-        self.entries.get(self.head).map(|&(t, _)| t)
+        self.0.front().map(|&(t, _)| t)
     }
 
     #[inline]
     fn pop(&mut self) -> Option<(Time, CqeKey)> {
-        let first = *self.entries.get(self.head)?;
-        self.head += 1;
-        if self.head == self.entries.len() {
-            self.entries.clear();
-            self.head = 0;
-        } else if self.head >= 16 && 2 * self.head >= self.entries.len() {
-            self.compact();
-        }
-        Some(first)
-    }
-
-    /// Drops the entries taken (at least half of the vector).
-    #[inline(never)]
-    fn compact(&mut self) {
-        self.entries.drain(..self.head);
-        self.head = 0;
+        self.0.pop_front()
     }
 }
 
