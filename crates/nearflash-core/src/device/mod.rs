@@ -112,6 +112,16 @@ pub struct Device {
     late_submissions: u64,
 }
 
+/// Whether the earliest completion pending on a set of queues is still `earliest` after an event posted
+/// completions, the earliest of them at `first`: yes when `first` is later. A completion queue's first entry
+/// changes only to an entry posted before it (one posted at its time or later goes after it: `QueueSet::post`),
+/// so every queue's first entry stays as early as it was or later than `first`, whichever queues the completions
+/// went to. (At `first` itself an entry of a queue listed before `earliest`'s could win its tie: looked up again.)
+#[inline]
+fn posting_keeps_earliest(earliest: Option<Time>, first: Time) -> bool {
+    earliest.is_some_and(|c| first > c)
+}
+
 impl Device {
     /// Creates a device image in `dir` from a configuration tree.
     pub fn create(dir: &Path, tree: ConfigTree, opts: DeviceOptions) -> Result<Device> {
@@ -474,13 +484,13 @@ impl Device {
         self.core.posted.clear();
     }
 
-    /// Runs the next event; true if it posted completions (only then do the completion queues and the counts of
-    /// commands not yet posted change).
-    fn step_posting(&mut self) -> bool {
+    /// Runs the next event; the earliest time of the completions it posted, if it posted any (only then do the
+    /// completion queues and the counts of commands not yet posted change).
+    fn step_posting(&mut self) -> Option<Time> {
         self.core.step_event();
-        let posting = !self.core.posted.is_empty();
+        let first = self.core.posted.iter().map(|&(_, t)| t).min();
         self.collect_posted();
-        posting
+        first
     }
 
     /// A hint that `lba` will be accessed soon (brings its mapping entry into the host's cache); changes nothing.
@@ -514,8 +524,11 @@ impl Device {
         while waiting_now {
             match self.core.next_event() {
                 Some(e) if e < limit && posted.is_none_or(|c| e < c) => {
-                    if self.step_posting() {
-                        (waiting_now, posted) = (waiting(self), self.queues.next_time(sqid));
+                    if let Some(first) = self.step_posting() {
+                        waiting_now = waiting(self);
+                        if !posting_keeps_earliest(posted, first) {
+                            posted = self.queues.next_time(sqid);
+                        }
                     }
                 }
                 _ => break,
@@ -543,7 +556,8 @@ impl Device {
     pub fn next_completion_known(&mut self, sqids: &[u16], limit: Time) -> Option<(u16, Time)> {
         let earliest = |d: &Self| sqids.iter().enumerate().filter_map(|(i, &q)| d.queues.next_time(q).map(|t| (t, i))).min();
         let waiting = |d: &Self| sqids.iter().any(|&q| d.unposted.get(usize::from(q)).is_some_and(|&n| n > 0));
-        // Both change only when an event posts completions (about one event in three): looked up again only then.
+        // Both change only when an event posts completions (about one event in three): looked up again only then,
+        // and the earliest only when a completion posted may come before it (`posting_keeps_earliest`).
         let (mut waiting_now, mut posted) = (waiting(self), earliest(self));
         loop {
             match self.core.next_event() {
@@ -551,8 +565,11 @@ impl Device {
                     if e >= limit {
                         return None;
                     }
-                    if self.step_posting() {
-                        (waiting_now, posted) = (waiting(self), earliest(self));
+                    if let Some(first) = self.step_posting() {
+                        waiting_now = waiting(self);
+                        if !posting_keeps_earliest(posted.map(|(c, _)| c), first) {
+                            posted = earliest(self);
+                        }
                     }
                 }
                 _ => return posted.map(|(t, i)| (sqids[i], t)),

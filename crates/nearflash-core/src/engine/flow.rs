@@ -12,6 +12,7 @@
 //! clock starts at the clock (the owner clamps), which is where it would have started anyway.
 
 use super::Time;
+use super::HeadVec;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Add;
 
@@ -154,7 +155,7 @@ pub struct Flow<S> {
     free_steps: Vec<u32>,
     edges: Vec<Edge>,
     free_edge: u32,
-    ready: VecDeque<u32>,
+    ready: HeadVec<u32>,
     /// Resolved steps in order of resolution: (value, index, generation), reused from the front.
     resolved: VecDeque<(Time, u32, u32)>,
     /// The loop's clock as of the last `reclaim`: a step resolved `RECLAIM_NS` before it may give up its slot.
@@ -174,7 +175,7 @@ impl<S: Default> Default for Flow<S> {
             free_steps: Vec::new(),
             edges: Vec::new(),
             free_edge: NONE,
-            ready: VecDeque::new(),
+            ready: HeadVec::default(),
             resolved: VecDeque::new(),
             clock: Time::ZERO,
             pending: Vec::new(),

@@ -110,30 +110,40 @@ impl Resources {
     }
 
     /// The member of the group that can start `dur` earliest from `ready` (ties: lowest index), and when.
+    ///
+    /// The lowest member free at `ready` starts earliest: the others' later starts are not searched for (the host
+    /// cores' members hold bookings ahead of the clock, which `find` would search; most bookings find one free). A
+    /// busy member's start is noted on the way when it needs no search (`Timeline::find_unsearched`: a saturated
+    /// pool's members each hold one run of merged bookings, the controller cores under reads), so when none is free
+    /// and every start was noted, the earliest is known without a second pass (`earliest_member`) over them. A plain
+    /// loop: as an iterator's `find` it was not inlined where two pool bookings are made in one call.
     #[inline(always)]
     fn earliest_any(&mut self, g: GroupId, ready: Time, dur: u64) -> (ResourceId, Time) {
         let grp = &self.groups[g.0 as usize];
         let (first, end) = (grp.first, grp.first + grp.count);
-        // The lowest member free at `ready` starts earliest: the others' later starts are not searched for (the host
-        // cores' members hold bookings ahead of the clock, which `find` would search; most bookings find one free).
-        match self.first_free(first, end, ready, dur) {
-            Some(id) => (id, ready),
-            None => self.earliest_member(first, end, ready, dur),
-        }
-    }
-
-    /// The lowest of timelines `first..end` free for `[ready, ready + dur)`. A plain loop: as an iterator's `find` it
-    /// was not inlined where two pool bookings are made in one call.
-    #[inline(always)]
-    fn first_free(&self, first: u32, end: u32, ready: Time, dur: u64) -> Option<ResourceId> {
+        let mut best = (ResourceId(first), Time::MAX);
+        let mut all_noted = true;
         let mut id = first;
         while id < end {
-            if self.timelines[id as usize].free_at(ready, dur) {
-                return Some(ResourceId(id));
+            let t = &self.timelines[id as usize];
+            match t.find_unsearched(ready, dur) {
+                // Free at `ready` exactly when `find` answers `ready` (`Timeline::free_at`).
+                Some(start) if start == ready => return (ResourceId(id), ready),
+                Some(start) => {
+                    if start < best.1 {
+                        best = (ResourceId(id), start);
+                    }
+                }
+                None if t.free_at(ready, dur) => return (ResourceId(id), ready),
+                None => all_noted = false,
             }
             id += 1;
         }
-        None
+        if all_noted {
+            best
+        } else {
+            self.earliest_member(first, end, ready, dur)
+        }
     }
 
     /// `reserve_any` of `dur` from `ready`, then `then` from the first's end (two steps of firmware, one after the

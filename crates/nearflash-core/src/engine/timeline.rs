@@ -42,23 +42,21 @@ impl Timeline {
     /// Earliest start `>= ready` at which `[start, start + dur)` is free.
     #[inline]
     pub fn find(&self, ready: Time, dur: u64) -> Time {
-        // Fast paths, inlined into the callers: everything booked ends by `ready` (most searches, a pool's idle
-        // members); or only the last interval ends after it (a pool's busy members: the booking running, or a run of
-        // merged ones), when the answer is `ready` if it fits before that interval, else its end. Only a search among
-        // the intervals pays for a call.
+        match self.find_unsearched(ready, dur) {
+            Some(start) => start,
+            None => self.find_among(ready, dur),
+        }
+    }
+
+    /// `find`'s answer where it needs no search among the intervals, else `None`. Fast paths, inlined into the
+    /// callers: everything booked ends by `ready` (most searches, a pool's idle members); or only the last interval
+    /// ends after it (a pool's busy members: the booking running, or a run of merged ones), when the answer is
+    /// `ready` if it fits before that interval, else its end. Only a search among the intervals pays for a call.
+    #[inline]
+    pub fn find_unsearched(&self, ready: Time, dur: u64) -> Option<Time> {
         match self.busy.last() {
-            Some(&(start, end)) if end > ready && dur > 0 => {
-                if self.only_last_after(ready) {
-                    if ready + dur <= start {
-                        ready
-                    } else {
-                        end
-                    }
-                } else {
-                    self.find_among(ready, dur)
-                }
-            }
-            _ => ready,
+            Some(&(start, end)) if end > ready && dur > 0 => self.only_last_after(ready).then(|| if ready + dur <= start { ready } else { end }),
+            _ => Some(ready),
         }
     }
 

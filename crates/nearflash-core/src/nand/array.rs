@@ -389,6 +389,12 @@ impl Channel {
         };
         // The first in line (most often, and always with one class waiting) without `remove`'s general shift.
         let (x, class) = if i == 0 { self.queue.pop_front()? } else { self.queue.remove(i)? };
+        if self.queue.is_empty() {
+            // Back to the ring's first slot (`clear` restarts it there): a queue that is seldom more than a few long
+            // then reuses its first lines, where pushing on from the last slot walked the whole buffer, a line
+            // missed every other push.
+            self.queue.clear();
+        }
         self.waiting[class as usize] -= 1;
         if self.waiting[class as usize] == 0 {
             self.classes &= !(1 << class);
