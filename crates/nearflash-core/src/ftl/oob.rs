@@ -142,6 +142,19 @@ impl<'a> OobMut<'a> {
         wr32(self.b, HEADER_BYTES + self.spp * 4 + slot * 4, crc);
     }
 
+    /// Every slot of the record at once: slot `i` gets the `i`th of `slots` (LPN, data CRC) where bit `i` of
+    /// `current` is set, else `INVALID_LPN` and 0 (padding, or a stale copy). One bounds check for the record's
+    /// two arrays, where a `set_slot` a slot checked each store (a programmed page's record, every page).
+    #[inline]
+    pub fn set_slots(&mut self, current: u32, slots: impl Iterator<Item = (u32, u32)>) {
+        let (lpns, crcs) = self.b[HEADER_BYTES..HEADER_BYTES + self.spp * 8].split_at_mut(self.spp * 4);
+        for (slot, ((l, c), (lpn, crc))) in lpns.chunks_exact_mut(4).zip(crcs.chunks_exact_mut(4)).zip(slots).enumerate() {
+            let (lpn, crc) = if current & (1 << slot) != 0 { (lpn, crc) } else { (INVALID_LPN, 0) };
+            l.copy_from_slice(&lpn.to_le_bytes());
+            c.copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+
     pub fn ext_mut(&mut self) -> &mut [u8] {
         let o = record_bytes(self.spp);
         &mut self.b[o..]
