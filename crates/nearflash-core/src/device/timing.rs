@@ -100,6 +100,25 @@ impl DeviceCore {
         }
     }
 
+    /// A write's `bytes` from the host (`Booking::FromHost`), then through controller DRAM (`Booking::Dram`), once
+    /// `after` is known; returns when they are in DRAM. When `after` is known (a host command's steps), both are
+    /// booked without `run_booking`'s dispatch, as the two `book`s would.
+    #[inline]
+    pub(crate) fn book_data_in(&mut self, bytes: u64, after: At) -> At {
+        match self.flow.value(after) {
+            Some(t) => {
+                // A booking moves neither clock: one floor for both.
+                let floor = self.floor();
+                let arrived = self.host.to_device(&mut self.res, &mut self.ledger, t.max(floor), bytes);
+                At::at(self.ctrl.dram(&mut self.res, &mut self.ledger, arrived.max(floor), bytes))
+            }
+            None => {
+                let arrived = self.book(Booking::FromHost(bytes), after);
+                self.book(Booking::Dram(bytes), arrived)
+            }
+        }
+    }
+
     /// A reservation once `after` is known (at once if it is).
     pub(crate) fn book(&mut self, b: Booking, after: At) -> At {
         match self.flow.value(after) {
