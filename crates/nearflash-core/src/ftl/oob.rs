@@ -201,6 +201,27 @@ mod tests {
         assert!(Oob::new(&d, spp).crc_ok(), "extension bytes are the extension's");
     }
 
+    /// `set_slots` writes what `set_slot` of each slot would (the current slots' LPN and CRC, the others
+    /// `INVALID_LPN` and 0), for every slot count and mask tried, and leaves the header and extension bytes alone.
+    #[test]
+    fn set_slots_equals_a_set_slot_per_slot() {
+        for spp in [1usize, 2, 4, 8, 16, 32] {
+            for current in [0u32, 1, 0b1010, 0x8000_0001, u32::MAX, 0x5555_5555] {
+                let slots: Vec<(u32, u32)> = (0..spp as u32).map(|i| (1000 + i, 0xc0de_0000 | i)).collect();
+                let fill = |i: usize| (i * 13 + spp) as u8;
+                let (mut one, mut each) = (vec![0u8; stride(spp)], vec![0u8; stride(spp)]);
+                one.iter_mut().chain(each.iter_mut()).enumerate().for_each(|(i, b)| *b = fill(i % stride(spp)));
+                OobMut::new(&mut one, spp).set_slots(current, slots.iter().copied());
+                let mut w = OobMut::new(&mut each, spp);
+                for (slot, &(lpn, crc)) in slots.iter().enumerate() {
+                    let keep = current & (1 << slot) != 0;
+                    w.set_slot(slot, if keep { lpn } else { INVALID_LPN }, if keep { crc } else { 0 });
+                }
+                assert_eq!(one, each, "spp {spp}, mask {current:#x}");
+            }
+        }
+    }
+
     /// The checksum is CRC-32 (IEEE) of seq, bytes 8..16 and bytes 20..record_bytes, in that order (the format that
     /// images on disk carry), for every slot count a page can have.
     #[test]
