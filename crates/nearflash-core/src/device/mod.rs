@@ -780,7 +780,7 @@ impl Device {
         let fw = c.book_firmware(c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb), t);
         let latency = c.host.link_latency;
         let in_dram = c.book_data_in(bytes, fw + latency);
-        match c.write_sectors(slba, nlb, src, None, in_dram) {
+        match c.write_sectors(slba, nlb, src, None, in_dram, true) {
             Ok(buffered) if fua => (Status::SUCCESS, c.flush_buffer(buffered)),
             Ok(buffered) => (Status::SUCCESS, buffered),
             Err(s) => (s, in_dram),

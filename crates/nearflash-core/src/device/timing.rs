@@ -169,6 +169,21 @@ impl DeviceCore {
         self.flow.add1(Step::Admit(n, self.class), floor, after)
     }
 
+    /// `admit` for a host Write's command (`Device::exec_write`): when its data's arrival is known and no step is
+    /// ready, the admission's event is scheduled at once, as the next `drain` would schedule it first (the step
+    /// would be the ready queue's first), without the queue's round trip. Nothing between here and that drain
+    /// (the end of the submission) takes a step or schedules an event: the FTL's write and GC only add steps.
+    pub(crate) fn admit_at_once(&mut self, n: u64, after: At) -> At {
+        let floor = self.floor();
+        match self.flow.add_taken_with(Step::Admit(n, self.class), floor, after) {
+            Some((at, idx, start)) => {
+                self.events.push(start.max(floor), Ev::Admit(idx));
+                at
+            }
+            None => self.admit(n, after),
+        }
+    }
+
     /// The SQE of a command of `sqid` crosses the link once its doorbell's write reached the controller (`rung`) and
     /// a command slot is free; returns when the controller has it. With no slot limit (the default) the fetch is
     /// booked at once, as it always was.
