@@ -312,9 +312,12 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
-    /// `add` with one input.
+    /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
-        self.add(step, floor, &[input])
+        let idx = self.alloc(step, floor);
+        self.wire(idx, input);
+        self.arm(idx);
+        self.handle(idx)
     }
 
     /// The latest of `a` and `b` (a join step when either is not known).
