@@ -55,6 +55,9 @@ pub struct DeviceCore {
     /// A one-page read's flash step delivers its data itself (`deliver_pages`); off only in tests, which compare
     /// both ways.
     pub(crate) deliver_in_flash_step: bool,
+    /// A host Write's admission is scheduled at once where the next drain would schedule it first
+    /// (`admit_at_once`); off only in tests, which compare both ways.
+    pub(crate) admit_writes_at_once: bool,
     /// GC's priority (`controller.gc_priority`).
     gc_priority: GcPriority,
     /// Programs of recent pages: until one ends, its data is still served from the write buffer in DRAM.
@@ -332,6 +335,7 @@ impl DeviceCore {
             posted: Vec::new(),
             class: crate::ctrl::sched::Priority::Medium.class(),
             deliver_in_flash_step: true,
+            admit_writes_at_once: true,
             gc_priority,
             programming,
             programs: Vec::new(),
@@ -776,11 +780,12 @@ impl DeviceCore {
         let sector = self.nand.geo.sector_size as usize;
         let nlb = if data.is_empty() { 0 } else { data.len() / sector };
         let nlb = u32::try_from(nlb).map_err(|_| self.refuse(Status::INVALID_FIELD, None, format!("{nlb} blocks in one write: at most {} are allowed", u32::MAX)))?;
-        self.write_sectors(slba, nlb, Some(data), spare, ready)
+        self.write_sectors(slba, nlb, Some(data), spare, ready, false)
     }
 
     /// Writes `nlb` sectors (data `None` or empty: timing-only) whose data is in controller DRAM at `ready`;
-    /// returns when the write buffer has admitted them.
+    /// returns when the write buffer has admitted them. `host_write`: a host Write's command, whose admission may
+    /// be scheduled at once (`admit_at_once`: its submission drains the steps next).
     pub(crate) fn write_sectors(
         &mut self,
         slba: u64,
@@ -788,6 +793,7 @@ impl DeviceCore {
         data: Option<&[u8]>,
         spare: Option<&[u8]>,
         ready: At,
+        host_write: bool,
     ) -> Result<At, Status> {
         let sector = self.nand.geo.sector_size as usize;
         self.check_lbas(slba, nlb)?;
@@ -798,7 +804,7 @@ impl DeviceCore {
                 return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
             }
         }
-        let admitted = self.admit(u64::from(nlb), ready);
+        let admitted = if host_write && self.admit_writes_at_once { self.admit_at_once(u64::from(nlb), ready) } else { self.admit(u64::from(nlb), ready) };
         let mut maps = Vec::new();
         let demand = self.ftl.cmt_stats().is_some();
         for i in 0..nlb as usize {

@@ -794,11 +794,10 @@ impl Device {
             _ => return (self.short_buffer(bytes, "to"), self.fw(t, self.core.ctrl.fw_other)),
         };
         let c = &mut self.core;
-        let fw = c.book(timing::Booking::Firmware(c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb)), t);
+        let fw = c.book_firmware(c.ctrl.fw_write + c.ctrl.map_instructions * f64::from(nlb), t);
         let latency = c.host.link_latency;
-        let arrived = c.book(timing::Booking::FromHost(bytes), fw + latency);
-        let in_dram = c.book(timing::Booking::Dram(bytes), arrived);
-        match c.write_sectors(slba, nlb, src, None, in_dram) {
+        let in_dram = c.book_data_in(bytes, fw + latency);
+        match c.write_sectors(slba, nlb, src, None, in_dram, true) {
             Ok(buffered) if fua => (Status::SUCCESS, c.flush_buffer(buffered)),
             Ok(buffered) => (Status::SUCCESS, buffered),
             Err(s) => (s, in_dram),

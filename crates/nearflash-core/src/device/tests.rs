@@ -668,6 +668,34 @@ fn a_read_step_delivering_itself_reports_what_a_delivery_step_reports() {
     }
 }
 
+/// A host Write's admission scheduled at once (`DeviceCore::admit_at_once`) is scheduled where the drain after its
+/// submission would have scheduled it: the same reports with and without it, for GC-steady random writes (with and
+/// without data), a mix with reads, a fetch window (which drains steps before the write's admission) and MQSim's
+/// issue discipline.
+#[test]
+fn a_write_admitted_at_once_reports_what_an_admission_step_reports() {
+    let run = |at_once: bool, extra: &[(&str, &str)], pattern: Pattern, data: bool| {
+        let mut o = small(&[("write_buffer", "256KiB")]);
+        o.extend(extra.iter().map(|(a, b)| (a.to_string(), b.to_string())));
+        let mut dev = dev_with(&o, data);
+        dev.core.admit_writes_at_once = at_once;
+        dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+        let ios = dev.namespace().lbas / 8;
+        let w = Workload { pattern, block_size: 4096, queue_depth: 32, jobs: 2, ios, span: None, seed: 7, data };
+        serde_json::to_string(&run(&mut dev, &w, None).unwrap().report).unwrap()
+    };
+    for (extra, pattern, data) in [
+        (&[][..], Pattern::RandWrite, false),
+        (&[][..], Pattern::RandWrite, true),
+        (&[][..], Pattern::RandRw(0.3), false),
+        (&[("fetch_window", "8")][..], Pattern::RandRw(0.3), false),
+        (&[("channel_arbitration", "mqsim_tsu"), ("cache_read", "false")][..], Pattern::RandRw(0.3), false),
+    ] {
+        let stepped = run(false, extra, pattern, data);
+        assert_eq!(run(true, extra, pattern, data), stepped, "{extra:?} {pattern:?} data {data}");
+    }
+}
+
 #[test]
 fn reap_next_takes_completions_in_time_order_without_moving_the_clock() {
     let mut dev = dev_with(&small(&[]), false);

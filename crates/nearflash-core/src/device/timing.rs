@@ -100,6 +100,25 @@ impl DeviceCore {
         }
     }
 
+    /// A write's `bytes` from the host (`Booking::FromHost`), then through controller DRAM (`Booking::Dram`), once
+    /// `after` is known; returns when they are in DRAM. When `after` is known (a host command's steps), both are
+    /// booked without `run_booking`'s dispatch, as the two `book`s would.
+    #[inline]
+    pub(crate) fn book_data_in(&mut self, bytes: u64, after: At) -> At {
+        match self.flow.value(after) {
+            Some(t) => {
+                // A booking moves neither clock: one floor for both.
+                let floor = self.floor();
+                let arrived = self.host.to_device(&mut self.res, &mut self.ledger, t.max(floor), bytes);
+                At::at(self.ctrl.dram(&mut self.res, &mut self.ledger, arrived.max(floor), bytes))
+            }
+            None => {
+                let arrived = self.book(Booking::FromHost(bytes), after);
+                self.book(Booking::Dram(bytes), arrived)
+            }
+        }
+    }
+
     /// A reservation once `after` is known (at once if it is).
     pub(crate) fn book(&mut self, b: Booking, after: At) -> At {
         match self.flow.value(after) {
@@ -148,6 +167,21 @@ impl DeviceCore {
     pub(crate) fn admit(&mut self, n: u64, after: At) -> At {
         let floor = self.floor();
         self.flow.add1(Step::Admit(n, self.class), floor, after)
+    }
+
+    /// `admit` for a host Write's command (`Device::exec_write`): when its data's arrival is known and no step is
+    /// ready, the admission's event is scheduled at once, as the next `drain` would schedule it first (the step
+    /// would be the ready queue's first), without the queue's round trip. Nothing between here and that drain
+    /// (the end of the submission) takes a step or schedules an event: the FTL's write and GC only add steps.
+    pub(crate) fn admit_at_once(&mut self, n: u64, after: At) -> At {
+        let floor = self.floor();
+        match self.flow.add_taken_with(Step::Admit(n, self.class), floor, after) {
+            Some((at, idx, start)) => {
+                self.events.push(start.max(floor), Ev::Admit(idx));
+                at
+            }
+            None => self.admit(n, after),
+        }
     }
 
     /// The SQE of a command of `sqid` crosses the link once its doorbell's write reached the controller (`rung`) and

@@ -313,9 +313,12 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
-    /// `add` with one input.
+    /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
-        self.add(step, floor, &[input])
+        let idx = self.alloc(step, floor);
+        self.wire(idx, input);
+        self.arm(idx);
+        self.handle(idx)
     }
 
     /// The latest of `a` and `b` (a join step when either is not known).
@@ -506,11 +509,25 @@ impl<S: Default> Flow<S> {
     /// step is ready or the input is not known. The step has no payload (`take_step` gives `S::default()`): its
     /// owner needs nothing of it when it ends, and its slot is not read again (a cache miss, long after).
     pub fn add_taken(&mut self, floor: Time, input: At) -> Option<(At, u32, Time)> {
+        self.add_taken_as(None, floor, input)
+    }
+
+    /// `add_taken` of a step that keeps its payload `step` (`step_mut` reaches it; `take_step` gives it back).
+    pub fn add_taken_with(&mut self, step: S, floor: Time, input: At) -> Option<(At, u32, Time)> {
+        self.add_taken_as(Some(step), floor, input)
+    }
+
+    #[inline(always)]
+    fn add_taken_as(&mut self, step: Option<S>, floor: Time, input: At) -> Option<(At, u32, Time)> {
         if !self.ready.is_empty() {
             return None;
         }
         let t = self.value(input)?;
-        let idx = self.alloc_node(NONE, floor);
+        let payload = match step {
+            Some(step) => self.alloc_payload(step),
+            None => NONE,
+        };
+        let idx = self.alloc_node(payload, floor);
         let n = &mut self.nodes[idx as usize];
         n.t = n.t.max(t);
         n.state = State::Running;

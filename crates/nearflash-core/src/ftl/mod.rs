@@ -599,6 +599,13 @@ impl Ftl {
         fr.slots[..fr.filled as usize].iter().enumerate().position(|(slot, s)| s.lpn == lpn && stale & (1 << slot) == 0)
     }
 
+    /// The slots of `slots` (a page's filled ones) that name a sector, as a mask (a slot holding `INVALID_LPN` does
+    /// not).
+    #[inline]
+    fn named_slots(slots: &[Slot]) -> u32 {
+        slots.iter().enumerate().fold(0, |m, (slot, s)| m | u32::from(s.lpn != INVALID_LPN) << slot)
+    }
+
     fn spare_index(s: Stream, plane: u32) -> usize {
         2 * plane as usize + usize::from(s == Stream::Gc)
     }
@@ -753,24 +760,23 @@ impl Ftl {
             // leave the write buffer here (nothing looks for them there before the mapping update below).
             let first_psa = ppn * spp as u64;
             let filled = fr.filled;
-            let mut current = 0u32;
-            for (slot, &Slot { lpn, .. }) in fr.slots[..filled as usize].iter().enumerate() {
-                if lpn == INVALID_LPN {
-                    continue;
+            let slots = &fr.slots[..filled as usize];
+            let current = match s {
+                // A host slot is current unless marked stale (the page's stale mask).
+                Stream::Host => Self::named_slots(slots) & !fr.stale,
+                Stream::Gc => {
+                    let mut current = 0u32;
+                    for (slot, (&Slot { lpn, .. }, &src)) in slots.iter().zip(&fr.src).enumerate() {
+                        let is = lpn != INVALID_LPN && self.store.l2p.get(u64::from(lpn)) == (src + 1) as u32;
+                        current |= u32::from(is) << slot;
+                    }
+                    current
                 }
-                let is = match s {
-                    Stream::Host => fr.stale & (1 << slot) == 0,
-                    Stream::Gc => self.store.l2p.get(u64::from(lpn)) == (fr.src[slot] + 1) as u32,
-                };
-                current |= u32::from(is) << slot;
-            }
+            };
             // The OOB record goes first: a process killed before the mapping update is repaired by recovery,
             // while a mapping entry pointing at an unrecorded page could not be.
             let mut rec = OobMut::new(self.store.oob.get_mut(ppn), spp);
-            for slot in 0..spp {
-                let Slot { lpn, crc } = if current & (1 << slot) != 0 { fr.slots[slot] } else { Slot { lpn: INVALID_LPN, crc: 0 } };
-                rec.set_slot(slot, lpn, crc);
-            }
+            rec.set_slots(current, fr.slots[..spp].iter().map(|s| (s.lpn, s.crc)));
             let present = fr.present & current;
             let tagged = fr.tagged & current;
             if tagged != 0 {

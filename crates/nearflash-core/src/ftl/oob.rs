@@ -142,6 +142,19 @@ impl<'a> OobMut<'a> {
         wr32(self.b, HEADER_BYTES + self.spp * 4 + slot * 4, crc);
     }
 
+    /// Every slot of the record at once: slot `i` gets the `i`th of `slots` (LPN, data CRC) where bit `i` of
+    /// `current` is set, else `INVALID_LPN` and 0 (padding, or a stale copy). One bounds check for the record's
+    /// two arrays, where a `set_slot` a slot checked each store (a programmed page's record, every page).
+    #[inline]
+    pub fn set_slots(&mut self, current: u32, slots: impl Iterator<Item = (u32, u32)>) {
+        let (lpns, crcs) = self.b[HEADER_BYTES..HEADER_BYTES + self.spp * 8].split_at_mut(self.spp * 4);
+        for (slot, ((l, c), (lpn, crc))) in lpns.chunks_exact_mut(4).zip(crcs.chunks_exact_mut(4)).zip(slots).enumerate() {
+            let (lpn, crc) = if current & (1 << slot) != 0 { (lpn, crc) } else { (INVALID_LPN, 0) };
+            l.copy_from_slice(&lpn.to_le_bytes());
+            c.copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+
     pub fn ext_mut(&mut self) -> &mut [u8] {
         let o = record_bytes(self.spp);
         &mut self.b[o..]
@@ -186,6 +199,27 @@ mod tests {
         let mut d = buf.clone();
         d[record_bytes(spp)] ^= 1;
         assert!(Oob::new(&d, spp).crc_ok(), "extension bytes are the extension's");
+    }
+
+    /// `set_slots` writes what `set_slot` of each slot would (the current slots' LPN and CRC, the others
+    /// `INVALID_LPN` and 0), for every slot count and mask tried, and leaves the header and extension bytes alone.
+    #[test]
+    fn set_slots_equals_a_set_slot_per_slot() {
+        for spp in [1usize, 2, 4, 8, 16, 32] {
+            for current in [0u32, 1, 0b1010, 0x8000_0001, u32::MAX, 0x5555_5555] {
+                let slots: Vec<(u32, u32)> = (0..spp as u32).map(|i| (1000 + i, 0xc0de_0000 | i)).collect();
+                let fill = |i: usize| (i * 13 + spp) as u8;
+                let (mut one, mut each) = (vec![0u8; stride(spp)], vec![0u8; stride(spp)]);
+                one.iter_mut().chain(each.iter_mut()).enumerate().for_each(|(i, b)| *b = fill(i % stride(spp)));
+                OobMut::new(&mut one, spp).set_slots(current, slots.iter().copied());
+                let mut w = OobMut::new(&mut each, spp);
+                for (slot, &(lpn, crc)) in slots.iter().enumerate() {
+                    let keep = current & (1 << slot) != 0;
+                    w.set_slot(slot, if keep { lpn } else { INVALID_LPN }, if keep { crc } else { 0 });
+                }
+                assert_eq!(one, each, "spp {spp}, mask {current:#x}");
+            }
+        }
     }
 
     /// The checksum is CRC-32 (IEEE) of seq, bytes 8..16 and bytes 20..record_bytes, in that order (the format that
