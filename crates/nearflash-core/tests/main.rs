@@ -10,3 +10,4 @@ mod presets;
 mod read_into_dram;
 mod read_reporting;
 mod sense_beside_die;
+mod small_write_buffer;

@@ -634,8 +634,12 @@ impl DeviceConfig {
         if self.ecc.codeword_size.0 == 0 || self.ecc.codeword_size.0 > n.page_size.0 {
             return bad("ecc.codeword_size must be positive and not larger than a page".into());
         }
-        if self.ftl.write_buffer.0 < n.page_size.0 * n.planes_per_die.0 {
-            return bad("ftl.write_buffer must hold at least one multi-plane page".into());
+        let multi_plane_page = n.page_size.0 * n.planes_per_die.0;
+        if self.ftl.write_buffer.0 < multi_plane_page {
+            return bad(format!(
+                "ftl.write_buffer {} B: must hold at least one multi-plane page, nand.page_size x nand.planes_per_die = {multi_plane_page} B",
+                self.ftl.write_buffer.0
+            ));
         }
         if self.nvme.mdts.0 < sector {
             return bad("nvme.mdts must be at least one sector".into());

@@ -338,18 +338,23 @@ impl DeviceCore {
                 self.sched.handle(se, now, &mut self.nand, &mut self.res, &mut self.ledger, &mut self.events, &mut self.txn_done);
                 // By index: what runs below adds nothing to `txn_done`.
                 let n = self.txn_done.len();
+                let mut released = false;
                 for i in 0..n {
                     let (token, at) = self.txn_done[i];
                     match self.flow.take_step(token) {
                         Step::InFlash { release } if release > 0 => {
                             self.flow.resolve(token, at);
                             self.released(u64::from(release), now);
+                            released = true;
                         }
                         then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i + 1 == n),
                         _ => self.flow.resolve(token, at),
                     }
                 }
                 self.txn_done.clear();
+                if released {
+                    self.unstick_after_release(now);
+                }
             }
             Ev::Admit(idx) => {
                 let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
@@ -399,17 +404,29 @@ impl DeviceCore {
         self.admitted = admitted;
     }
 
+    /// Programs released room at `now`. When that leaves writes waiting and no program under way once the steps it
+    /// made ready have run (the last program ended and its room went to writes whose pages are not full), no
+    /// later release will come, and no later arrival need come either (every queued command may be one of the
+    /// waiting writes): the buffer is stuck now, as when a refused arrival finds it so.
+    fn unstick_after_release(&mut self, now: Time) {
+        self.drain();
+        if self.wbuf.stuck() {
+            self.unstick(now);
+        }
+    }
+
     /// Admissions wait and no program under way will make room: the buffer holds only sectors of pages that are
-    /// not full. Program those (padded); if that releases nothing either, let the first waiting write in over
-    /// capacity.
+    /// not full, or of full pages whose programs wait for writes queued behind. Program the pages not full
+    /// (padded); while no program is under way, let the next waiting write in over capacity (its page's program
+    /// may then go), so that the device never waits for an event that will not come.
     fn unstick(&mut self, now: Time) {
         let (ftl, mut sink) = self.ftl_and_sink();
         ftl.flush(now, &mut sink);
         self.drain();
-        if self.wbuf.stuck() {
-            if let Some(a) = self.wbuf.force_head(&self.sched.classes) {
-                self.flow.resolve(a, now);
-            }
+        while self.wbuf.stuck() {
+            let a = self.wbuf.force_head(&self.sched.classes).expect("a stuck buffer has a waiting write");
+            self.flow.resolve(a, now);
+            self.drain();
         }
     }
 
