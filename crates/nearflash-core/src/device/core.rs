@@ -804,7 +804,11 @@ impl DeviceCore {
                 return Err(self.refuse(Status::DATA_TRANSFER_ERROR, None, why));
             }
         }
-        let admitted = if host_write && self.admit_writes_at_once { self.admit_at_once(u64::from(nlb), ready) } else { self.admit(u64::from(nlb), ready) };
+        let admitted = if host_write && self.admit_writes_at_once {
+            self.admit_at_once(u64::from(nlb), ready)
+        } else {
+            self.admit(u64::from(nlb), ready)
+        };
         let mut maps = Vec::new();
         let demand = self.ftl.cmt_stats().is_some();
         for i in 0..nlb as usize {

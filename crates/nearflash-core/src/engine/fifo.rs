@@ -1,5 +1,5 @@
 //! `HeadVec`: a first-in first-out list as a vector with a head, for the short queues a command passes through on
-//! every event (a completion queue's pending entries, a flash channel's waiting transfers).
+//! every event (a completion queue's pending entries, the flow's ready steps).
 //!
 //! A `VecDeque`'s ring pays wrap-around arithmetic on every push, look and pop (and its `push_back` was a call);
 //! here a push is a vector's push and a pop moves the head. The vector is cleared when its last entry is taken, so

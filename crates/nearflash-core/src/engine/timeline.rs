@@ -55,7 +55,9 @@ impl Timeline {
     #[inline]
     pub fn find_unsearched(&self, ready: Time, dur: u64) -> Option<Time> {
         match self.busy.last() {
-            Some(&(start, end)) if end > ready && dur > 0 => self.only_last_after(ready).then(|| if ready + dur <= start { ready } else { end }),
+            Some(&(start, end)) if end > ready && dur > 0 => {
+                self.only_last_after(ready).then(|| if ready + dur <= start { ready } else { end })
+            }
             _ => Some(ready),
         }
     }
