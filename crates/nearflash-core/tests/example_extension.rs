@@ -653,7 +653,7 @@ fn annotated_spare_bytes_replace_the_tag_on_the_current_copy() {
     let programmed = cmd(&mut dev, sub::ANNOTATE, 5, 0, DataBuf::None);
     assert!(programmed.status.is_success());
     assert!(programmed.latency_ns > buffered.latency_ns, "a programmed page costs a (partial) page program");
-    let spp = u64::from(dev.config().nand.page_size.0 / 4096);
+    let spp = dev.config().nand.page_size.0 / 4096;
     assert_eq!(u64::from(programmed.dw0) / spp, u64::from(ppn_of(&mut dev, 5)), "the sector address names the copy");
     let unmapped = cmd(&mut dev, sub::ANNOTATE, 6, 0, DataBuf::None);
     assert_eq!(unmapped.status, Status::INVALID_FIELD);

@@ -50,7 +50,7 @@ fn imports(text: &str) -> Vec<(usize, String)> {
             if !name.is_empty() {
                 found.push((n + 1, name));
             }
-            rest = &after[..];
+            rest = after;
         }
     }
     found

@@ -267,7 +267,7 @@ impl ExecCtx<'_> {
     /// carried along when GC moves it.
     pub fn write_lbas_with_spare(&mut self, ready: Time, slba: u64, data: &[u8], spare: &[u8]) -> Result<Time, Status> {
         let blocks = data.len() / self.lba_bytes().max(1) as usize;
-        if spare.len() != blocks * SPARE_BYTES || data.len() % self.lba_bytes() as usize != 0 {
+        if spare.len() != blocks * SPARE_BYTES || !data.len().is_multiple_of(self.lba_bytes() as usize) {
             return Err(Status::INVALID_FIELD);
         }
         let at = self.core.write_lbas(slba, data, Some(spare), At::at(ready))?;

@@ -138,8 +138,11 @@ mod tests {
         h
     }
 
-    /// Everything a report reads from a histogram, and what it keeps.
-    fn figures(h: &Histogram<u64>) -> (u64, u64, u64, u64, Vec<u64>, Vec<(u64, u64)>) {
+    /// Everything a report reads from a histogram, and what it keeps: count, min, max, the mean's bits, quantiles
+    /// and the recorded buckets.
+    type Figures = (u64, u64, u64, u64, Vec<u64>, Vec<(u64, u64)>);
+
+    fn figures(h: &Histogram<u64>) -> Figures {
         let quantiles = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0].iter().map(|&q| h.value_at_quantile(q)).collect();
         let buckets = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
         (h.len(), h.min(), h.max(), h.mean().to_bits(), quantiles, buckets)

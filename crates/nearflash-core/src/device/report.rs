@@ -106,8 +106,11 @@ pub(crate) struct Measurements {
     /// Per queue (indexed by its id; 0: the admin queue, kept out of the per-queue figures) and class (by
     /// `OpClass` index), with the queue's priority: indexed, as this is looked up on every completion (queue ids are
     /// small; the reports sort what they gather).
-    queues: Vec<[Option<Box<(Priority, ClassStats)>>; CLASSES.len()]>,
+    queues: Vec<QueueStats>,
 }
+
+/// One queue's figures per command class (boxed: most queues see few classes), with the queue's priority.
+type QueueStats = [Option<Box<(Priority, ClassStats)>>; CLASSES.len()];
 
 impl ClassStats {
     #[inline]

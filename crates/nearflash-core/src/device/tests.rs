@@ -42,7 +42,7 @@ fn flush(dev: &mut Device) -> Done {
 /// every program, so the reads a test sends next find idle dies. Returns the sectors per page.
 fn written_and_idle(dev: &mut Device, pages: u64) -> u64 {
     dev.create_queue_pair(1, 4).unwrap();
-    let spp = u64::from(dev.config().nand.page_size.0 / dev.lba_bytes());
+    let spp = dev.config().nand.page_size.0 / dev.lba_bytes();
     let fill = Sqe::rw(opcode::WRITE, 0, 0, (pages * spp) as u32);
     assert!(dev.execute(1, fill, DataBuf::None).unwrap().status.is_success());
     assert!(flush(dev).status.is_success());

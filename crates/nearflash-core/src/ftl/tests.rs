@@ -274,7 +274,7 @@ fn filled_with_clock(extra: &[(&str, &str)]) -> (Ftl, ClockSink) {
     let cfg = small_config(extra);
     let mut ftl = memory_ftl(&cfg);
     ftl.precondition(0.9, FillPattern::Random, 1.0, 9).unwrap();
-    let pages_per_block = u64::from(cfg.nand.pages_per_block.0);
+    let pages_per_block = cfg.nand.pages_per_block.0;
     (ftl, ClockSink { pages_per_block, erased: Default::default(), early_programs: 0, programs: 0, now: Time::ZERO })
 }
 
@@ -640,7 +640,8 @@ fn a_record_torn_by_a_kill_reads_as_unprogrammed() {
 #[test]
 fn a_damaged_record_is_refused_strictly_and_reported_leniently() {
     let cfg = small_config(&[]);
-    let damages: [(&str, fn(&mut [u8])); 2] =
+    type Damage = (&'static str, fn(&mut [u8]));
+    let damages: [Damage; 2] =
         [("slot", |r| r[24] ^= 0x20), ("sequence", |r| r[0..8].fill(0))];
     for (what, damage) in damages {
         let dir = crashed_image(&cfg);

@@ -128,7 +128,7 @@ impl Arbiter {
     }
 
     /// The next command to fetch: (queue, token).
-    pub fn next(&mut self) -> Option<(u16, u32)> {
+    pub fn next_command(&mut self) -> Option<(u16, u32)> {
         let waiting = &self.waiting;
         let has = |q: u16| waiting.get(&q).is_some_and(|w| !w.is_empty());
         let burst = self.burst;
@@ -218,7 +218,7 @@ impl Fetcher {
         if self.unlimited {
             return None;
         }
-        match self.arbiter.next() {
+        match self.arbiter.next_command() {
             Some((_, token)) => Some(token),
             None => {
                 self.free_at.push(Reverse(t));
@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn drain(a: &mut Arbiter) -> Vec<u16> {
-        std::iter::from_fn(|| a.next().map(|(q, _)| q)).collect()
+        std::iter::from_fn(|| a.next_command().map(|(q, _)| q)).collect()
     }
 
     #[test]
@@ -325,7 +325,7 @@ mod tests {
             a.submitted(q, 0);
             a.submitted(q, 1);
         }
-        assert_eq!(a.next().map(|x| x.0), Some(1));
+        assert_eq!(a.next_command().map(|x| x.0), Some(1));
         a.remove_queue(2);
         assert_eq!(drain(&mut a), vec![3, 1, 3]);
     }
