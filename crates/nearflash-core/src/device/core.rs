@@ -55,6 +55,11 @@ pub struct DeviceCore {
     /// A one-page read's flash step delivers its data itself (`deliver_pages`); off only in tests, which compare
     /// both ways.
     pub(crate) deliver_in_flash_step: bool,
+    /// The I/O command being submitted (`Device::submit`): a successful read's completion, which a flash step that
+    /// delivers its data itself is given with its delivery (`deliver_pages`).
+    pub(crate) read_posting: Posting,
+    /// The step given `read_posting` with its delivery, for `complete` to leave alone.
+    pub(crate) posting_given: Option<At>,
     /// A host Write's admission is scheduled at once where the next drain would schedule it first
     /// (`admit_at_once`); off only in tests, which compare both ways.
     pub(crate) admit_writes_at_once: bool,
@@ -335,6 +340,8 @@ impl DeviceCore {
             posted: Vec::new(),
             class: crate::ctrl::sched::Priority::Medium.class(),
             deliver_in_flash_step: true,
+            read_posting: Posting { sqid: 0, cid: 0, status: crate::nvme::Status::SUCCESS, dw0: 0 },
+            posting_given: None,
             admit_writes_at_once: true,
             gc_priority,
             programming,
@@ -477,10 +484,13 @@ impl DeviceCore {
         // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
         if let [p] = pages.as_slice() {
             // Its flash step running with nothing waiting for it (handed to the scheduler at once: `flash_read`)
-            // does the delivery itself when it ends, instead of a step that waits for it (`DeviceCore::txn_ended`):
-            // the step's end is then the delivery's.
+            // does the delivery itself when it ends, instead of a step that waits for it (`DeviceCore::txn_ended`),
+            // and the read's completion with it (`complete` leaves that step alone): the step's end is then the
+            // completion's.
             let bytes = u64::from(p.sectors) * sector;
-            let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, Step::Book(Booking::Deliver(bytes))) {
+            let with_completion = Step::DeliverThenComplete(bytes, self.read_posting);
+            let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, with_completion) {
+                self.posting_given = Some(p.done);
                 p.done
             } else {
                 deliver(self, p)

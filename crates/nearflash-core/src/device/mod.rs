@@ -427,6 +427,7 @@ impl Device {
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
         let rung = t_doorbell + 2 * c.host.link_latency;
         self.core.class = self.queues.priority(sqid).class();
+        self.core.read_posting = timing::Posting { sqid, cid: sqe.cid, status: Status::SUCCESS, dw0: 0 };
         // The admin queue is never held back (it takes no I/O command slot).
         let (class, bytes, status, dw0, done) = if sqid == 0 {
             let c = &mut self.core;

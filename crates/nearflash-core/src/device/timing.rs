@@ -201,6 +201,11 @@ impl DeviceCore {
     /// Posts the completion `p` once `done` is known. Inlined into the submission (once per command).
     #[inline]
     pub(crate) fn complete(&mut self, p: Posting, done: At) {
+        // A one-page read's flash step was given its completion with its delivery (`deliver_pages`).
+        if let Some(given) = self.posting_given.take() {
+            debug_assert!(given == done && p == self.read_posting, "the completion given is this command's");
+            return;
+        }
         // A read's last step is its delivery: the completion rides on it (one step less per read).
         if let Some(step) = self.flow.unwatched_mut(done) {
             if let Step::Book(Booking::Deliver(bytes)) = *step {
@@ -347,7 +352,7 @@ impl DeviceCore {
                             self.released(u64::from(release), now);
                             released = true;
                         }
-                        then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i + 1 == n),
+                        Step::DeliverThenComplete(bytes, p) => self.then_deliver(token, at, bytes, p, i + 1 == n),
                         _ => self.flow.resolve(token, at),
                     }
                 }
@@ -372,24 +377,19 @@ impl DeviceCore {
         true
     }
 
-    /// A one-page read's flash step `idx` that delivers its data itself (`deliver_pages`) ended at `at`; `then`, its
-    /// payload, is the delivery (with the completion, `complete`). Where a step waiting for the flash step alone
-    /// would have been made ready, and taken by the next `drain` before anything else when no step is ready and no
-    /// other transaction's end comes before that drain (`last`), the delivery is run at once; otherwise the step
-    /// goes to the ready queue in that step's place. Either way the same bookings at the same times in the same
-    /// order.
-    fn then_deliver(&mut self, idx: u32, at: Time, then: Step, last: bool) {
+    /// A one-page read's flash step `idx` that delivers its data itself (`deliver_pages`) ended at `at`; `bytes` and
+    /// `p`, its payload, are the delivery and the completion. Where a step waiting for the flash step alone would
+    /// have been made ready, and taken by the next `drain` before anything else when no step is ready and no other
+    /// transaction's end comes before that drain (`last`), the delivery is run at once; otherwise the step goes to
+    /// the ready queue in that step's place. Either way the same bookings at the same times in the same order.
+    fn then_deliver(&mut self, idx: u32, at: Time, bytes: u64, p: Posting, last: bool) {
         if !last || self.flow.has_ready() {
-            *self.flow.step_mut(idx) = then;
+            *self.flow.step_mut(idx) = Step::DeliverThenComplete(bytes, p);
             self.flow.requeue(idx, at);
             return;
         }
         let ready = at.max(self.floor());
-        let end = match then {
-            Step::Book(b) => self.run_booking(b, ready),
-            Step::DeliverThenComplete(bytes, p) => self.deliver_then_post(bytes, p, ready),
-            _ => unreachable!("a delivery"),
-        };
+        let end = self.deliver_then_post(bytes, p, ready);
         self.flow.resolve(idx, end);
     }
 
