@@ -643,6 +643,7 @@ impl NandArray {
 
     /// Advances the array by one of its events; what changed goes to `out`. `read_waits(die)` says whether another
     /// read waits for the die (a read whose sensing ends then uses the cache register).
+    #[inline]
     pub fn on_event(
         &mut self,
         e: NandEv,
