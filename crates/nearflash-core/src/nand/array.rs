@@ -502,6 +502,7 @@ impl NandArray {
 
     /// Issues `cmd` to its die, which must be idle; its phases follow as events. `grants`: what each channel sends
     /// next when transfers of several classes wait.
+    #[inline]
     pub fn issue(&mut self, cmd: Command<'_>, now: Time, grants: &mut impl ChannelGrants, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let t = &self.timing;
         let die = cmd.die;
