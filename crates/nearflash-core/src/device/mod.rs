@@ -928,8 +928,9 @@ impl Device {
             },
             energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
             utilisation: {
-                let (dies, busy, ops) = c.nand.untallied();
-                c.res.utilisation_plus(window, Some((dies, &busy, ops)))
+                let untallied = c.nand.untallied();
+                let extra: Vec<_> = untallied.iter().map(|(g, busy, ops)| (*g, &busy[..], *ops)).collect();
+                c.res.utilisation_plus(window, &extra)
             },
             sched: SchedReport {
                 stats: c.sched.stats(),

@@ -668,6 +668,25 @@ fn a_read_step_delivering_itself_reports_what_a_delivery_step_reports() {
     }
 }
 
+/// A channel's use kept in the array until a report (`NandArray::untallied`) is what its timeline counted per
+/// transfer: under 4 KiB random reads one operation and one page's data-out time per page read, and nothing once
+/// the statistics are reset.
+#[test]
+fn channel_use_kept_in_the_array_counts_every_transfer() {
+    let mut dev = dev_with(&small(&[]), false);
+    dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+    let r = bench(&mut dev, Pattern::RandRead, 4096, 16, 2000);
+    let ch = r.utilisation.iter().find(|u| u.name == "channel").expect("channel utilisation");
+    assert!(r.nand.pages_read > 1500, "{}", r.nand.pages_read);
+    assert_eq!(ch.ops, r.nand.pages_read, "one data-out per page read");
+    let busy = ch.mean * f64::from(ch.members) * r.elapsed_ns as f64;
+    let want = (r.nand.pages_read * dev.core.nand.timing.xfer(4096)) as f64;
+    assert!((busy - want).abs() < 1e-6 * want, "busy {busy} ns, transfers {want} ns");
+    dev.reset_stats();
+    let ch = dev.report().utilisation.into_iter().find(|u| u.name == "channel").expect("channel utilisation");
+    assert_eq!((ch.ops, ch.mean), (0, 0.0));
+}
+
 /// A host Write's admission scheduled at once (`DeviceCore::admit_at_once`) is scheduled where the drain after its
 /// submission would have scheduled it: the same reports with and without it, for GC-steady random writes (with and
 /// without data), a mix with reads, a fetch window (which drains steps before the write's admission) and MQSim's
