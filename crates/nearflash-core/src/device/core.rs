@@ -58,8 +58,13 @@ pub struct DeviceCore {
     /// The I/O command being submitted (`Device::submit`): a successful read's completion, which a flash step that
     /// delivers its data itself is given with its delivery (`deliver_pages`).
     pub(crate) read_posting: Posting,
-    /// The step given `read_posting` with its delivery, for `complete` to leave alone.
-    pub(crate) posting_given: Option<At>,
+    /// The command's completion goes with its read's delivery (`read_posting`), for `complete` to leave alone.
+    pub(crate) posting_given: bool,
+    /// Deliveries and completions of timing-only host reads whose flash transactions carry them out at their end,
+    /// without a step (`flash_read_delivering`): the scheduler's token `DELIVERY | i` names entry `i`.
+    pub(crate) deliveries: Vec<(u64, Posting)>,
+    /// Entries of `deliveries` free for reuse.
+    pub(crate) free_deliveries: Vec<u32>,
     /// A host Write's admission is scheduled at once where the next drain would schedule it first
     /// (`admit_at_once`); off only in tests, which compare both ways.
     pub(crate) admit_writes_at_once: bool,
@@ -341,7 +346,9 @@ impl DeviceCore {
             class: crate::ctrl::sched::Priority::Medium.class(),
             deliver_in_flash_step: true,
             read_posting: Posting { sqid: 0, cid: 0, status: crate::nvme::Status::SUCCESS, dw0: 0 },
-            posting_given: None,
+            posting_given: false,
+            deliveries: Vec::new(),
+            free_deliveries: Vec::new(),
             admit_writes_at_once: true,
             gc_priority,
             programming,
@@ -479,6 +486,12 @@ impl DeviceCore {
     /// Moves the pages of a host read through DRAM to the host, each as soon as its data is decoded; returns when
     /// the last has arrived (at least `fw`).
     pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
+        if pages.is_empty() && self.posting_given {
+            // A one-page read whose transaction delivers and completes it (`flash_read_delivering`): no step waits
+            // for that end, and the completion's step ignores the time returned (`complete`).
+            self.recycle(pages);
+            return fw;
+        }
         let sector = u64::from(self.nand.geo.sector_size);
         let deliver = |core: &mut Self, p: &PageAt| core.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done);
         // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
@@ -490,7 +503,7 @@ impl DeviceCore {
             let bytes = u64::from(p.sectors) * sector;
             let with_completion = Step::DeliverThenComplete(bytes, self.read_posting);
             let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, with_completion) {
-                self.posting_given = Some(p.done);
+                self.posting_given = true;
                 p.done
             } else {
                 deliver(self, p)
@@ -702,6 +715,12 @@ impl DeviceCore {
                 let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
                 let outcome = self.decode_read(self.ftl.injected_errors(psa), pe, sector);
                 let req = TxnReq { planes: 1, ..read_req(die, a0.page, plane, sector, outcome, self.class) };
+                // A host Read's command (`read_command`'s start) of timing only whose page decodes: its transaction
+                // can carry out its delivery and completion itself, with no step (the page is left out of the result).
+                let host = matches!(start, Start::Firmware(..));
+                if host && out.is_empty() && outcome.is_ok() && self.flash_read_delivering(req, issue, sector, self.read_posting) {
+                    return (ready, Ok(result));
+                }
                 let done = self.flash_read(req, issue);
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
                 outcome.is_ok()

@@ -601,6 +601,15 @@ impl<S: Default> Flow<S> {
         self.ready.push_back(idx);
     }
 
+    /// A step `step` whose inputs are known at `t`, to the back of the ready queue to be taken in turn
+    /// (`pop_ready`): where `requeue` puts a running step, for an owner that kept the step's payload elsewhere while
+    /// its work ran (a read's transaction that delivers and completes it: `DeviceCore::flash_read_delivering`).
+    pub fn add_ready(&mut self, step: S, t: Time) {
+        let idx = self.alloc(step, t);
+        self.nodes[idx as usize].state = State::Ready;
+        self.ready.push_back(idx);
+    }
+
     /// The payload of a step, to read while it runs.
     pub fn step_mut(&mut self, idx: u32) -> &mut S {
         &mut self.steps[self.nodes[idx as usize].step as usize]
@@ -745,6 +754,40 @@ mod tests {
             }
         }
         waiting
+    }
+
+    #[test]
+    fn a_step_added_ready_is_taken_where_a_dependent_of_a_step_would_have_been() {
+        // Two flows alike, except that the step behind work r is a dependent of r's step in one (`add1`), and in the
+        // other r is no step and the step behind it is added ready at r's end (`add_ready`): the same bookings at the
+        // same starts in the same order, whichever of r and a running step x ends first.
+        for r_first in [true, false] {
+            let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+            let (mut lf, mut lg) = (Vec::new(), Vec::new());
+            let floor = Time::from_ns(20);
+            let (xf, ixf, _) = f.add_taken(floor, At::ZERO).unwrap();
+            let (xg, ixg, _) = g.add_taken(floor, At::ZERO).unwrap();
+            f.add1(Step::Book(3), floor, xf);
+            g.add1(Step::Book(3), floor, xg);
+            let (rf, irf, _) = f.add_taken(floor, At::ZERO).unwrap();
+            f.add1(Step::Book(10), floor, rf);
+            let ends = |f: &mut Flow<Step>, g: &mut Flow<Step>, r: bool| {
+                if r {
+                    f.resolve(irf, Time::from_ns(60));
+                    g.add_ready(Step::Book(10), Time::from_ns(60));
+                } else {
+                    f.resolve(ixf, Time::from_ns(50));
+                    g.resolve(ixg, Time::from_ns(50));
+                }
+            };
+            ends(&mut f, &mut g, r_first);
+            ends(&mut f, &mut g, !r_first);
+            run_log(&mut f, Time::from_ns(30), &mut lf);
+            run_log(&mut g, Time::from_ns(30), &mut lg);
+            assert_eq!(lf, lg, "r first: {r_first}");
+            assert_eq!(lf.len(), 2);
+            assert!(!g.has_ready());
+        }
     }
 
     #[test]
