@@ -645,9 +645,8 @@ fn mqsim_tsu_reads_complete_from_the_issue_queue_deterministically() {
 /// alone, reads beside GC-steady writes, a fetch window (a completion's post releases a fetch) and MQSim's issue
 /// discipline, timing only (no step for it: `DeviceCore::flash_read_delivering`, `delivered`) and with data (its
 /// flash step carries them: `deliver_pages`, `then_deliver`). (A host read's transaction ends alone in its event
-/// with no step ready, so these runs take the delivery at once; the way through the ready queue is the flow's tests,
-/// `a_running_step_given_a_payload_and_requeued_is_taken_where_its_dependent_would_have_been` and
-/// `a_step_added_ready_is_taken_where_a_dependent_of_a_step_would_have_been`.)
+/// with no step ready, so these runs take the delivery at once; the way through the ready queue is the flow's test,
+/// `a_running_step_given_a_payload_and_requeued_is_taken_where_its_dependent_would_have_been`.)
 #[test]
 fn a_read_step_delivering_itself_reports_what_a_delivery_step_reports() {
     let run = |fused: bool, extra: &[(&str, &str)], pattern: Pattern, data: bool| {
