@@ -419,10 +419,9 @@ impl DeviceCore {
         match self.flow.value(after) {
             Some(t) if one => {
                 let ready = t.max(self.floor());
-                let mut sc = self.scratch.take().unwrap_or_default();
-                let r = self.read_one(&mut sc, slba, Start::Firmware(ready, fw), out, true, media);
-                self.scratch = Some(sc);
-                r
+                // Only the spent list of pages is reused: the scratch stays where it is.
+                let pages = std::mem::take(&mut self.scratch.get_or_insert_with(Default::default).pages);
+                self.read_one(pages, slba, Start::Firmware(ready, fw), out, true, media)
             }
             _ => {
                 let at = self.book_firmware(fw, after);
@@ -554,7 +553,7 @@ impl DeviceCore {
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
         let demand = self.ftl.demand_mapped();
         if nlb == 1 && !demand && !allocate {
-            return self.read_one(sc, slba, Start::At(ready), out, issue_on_cores, media).1;
+            return self.read_one(std::mem::take(&mut sc.pages), slba, Start::At(ready), out, issue_on_cores, media).1;
         }
         let mut lookups: Vec<At> = Vec::new();
         let locs = &mut sc.locs;
@@ -678,8 +677,8 @@ impl DeviceCore {
     /// steps in the same order (the lookup, the firmware's transaction on a core, the ECC outcome, the flash
     /// transaction) without the lists that group sectors by page.
     /// `start`: when the lookup is done, or the command's firmware still to book before it (`read_command`).
-    /// Returns when the lookup is done with the result.
-    fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
+    /// `pages`: a spent list (`recycle`) for the result. Returns when the lookup is done with the result.
+    fn read_one(&mut self, pages: Vec<PageAt>, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
         let sector = u64::from(self.nand.geo.sector_size);
         let loc = self.ftl.locate(slba as u32);
         if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
@@ -704,7 +703,7 @@ impl DeviceCore {
             }
         };
         // No lookup to wait for: it is done at `ready`.
-        let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
+        let mut result = Reads { lookup: ready, pages };
         let ok = match flash {
             Some((psa, ppn)) => {
                 let geo = &self.nand.geo;
