@@ -483,7 +483,8 @@ impl DeviceCore {
     }
 
     /// Moves the pages of a host read through DRAM to the host, each as soon as its data is decoded; returns when
-    /// the last has arrived (at least `fw`).
+    /// the last has arrived (at least `fw`). Inlined: most reads' transactions deliver and complete them.
+    #[inline]
     pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
         if pages.is_empty() && self.posting_given {
             // A one-page read whose transaction delivers and completes it (`flash_read_delivering`): no step waits
@@ -491,6 +492,11 @@ impl DeviceCore {
             self.recycle(pages);
             return fw;
         }
+        self.deliver_pages_by_steps(fw, pages)
+    }
+
+    /// `deliver_pages` of pages whose deliveries are steps (or a flash step's payload).
+    fn deliver_pages_by_steps(&mut self, fw: At, pages: Vec<PageAt>) -> At {
         let sector = u64::from(self.nand.geo.sector_size);
         let deliver = |core: &mut Self, p: &PageAt| core.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done);
         // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
