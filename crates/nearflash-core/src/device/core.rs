@@ -524,6 +524,7 @@ impl DeviceCore {
     }
 
     /// Gives a spent `Reads::pages` back, so that the next read reuses its allocation.
+    #[inline]
     pub(crate) fn recycle(&mut self, mut pages: Vec<PageAt>) {
         pages.clear();
         if let Some(sc) = self.scratch.as_mut() {
