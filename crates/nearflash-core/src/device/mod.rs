@@ -426,7 +426,9 @@ impl Device {
         let c = &mut self.core;
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
         let rung = t_doorbell + 2 * c.host.link_latency;
-        self.core.class = self.queues.priority(sqid).class();
+        // The queue's priority: no command changes it (the admin queue's is fixed; an I/O command touches no queue).
+        let prio = self.queues.priority(sqid);
+        self.core.class = prio.class();
         self.core.read_posting = timing::Posting { sqid, cid: sqe.cid, status: Status::SUCCESS, dw0: 0 };
         // The admin queue is never held back (it takes no I/O command slot).
         let (class, bytes, status, dw0, done) = if sqid == 0 {
@@ -444,7 +446,6 @@ impl Device {
                 .then(|| sqe.slba());
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
-        let prio = self.queues.priority(sqid);
         self.inflight.insert(sqid, sqe.cid, InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 }, prio });
         let q = usize::from(sqid);
         if self.unposted.len() <= q {
