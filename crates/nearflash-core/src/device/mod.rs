@@ -473,26 +473,30 @@ impl Device {
     }
 
     /// By index, then cleared: a `drain` iterator's set-up and drop cost more than the one completion an event
-    /// usually posts.
+    /// usually posts. Returns the earliest time posted (`Time::MAX` if none).
     #[inline(never)]
-    fn queue_posted(&mut self) {
+    fn queue_posted(&mut self) -> Time {
+        let mut first = Time::MAX;
         for i in 0..self.core.posted.len() {
             let (p, t) = self.core.posted[i];
+            first = first.min(t);
             self.queues.post(p.sqid, t, p.cid, p.status, p.dw0, 0);
             if let Some(n) = self.unposted.get_mut(usize::from(p.sqid)) {
                 *n -= 1;
             }
         }
         self.core.posted.clear();
+        first
     }
 
     /// Runs the next event; the earliest time of the completions it posted, if it posted any (only then do the
     /// completion queues and the counts of commands not yet posted change).
     fn step_posting(&mut self) -> Option<Time> {
         self.core.step_event();
-        let first = self.core.posted.iter().map(|&(_, t)| t).min();
-        self.collect_posted();
-        first
+        if self.core.posted.is_empty() {
+            return None;
+        }
+        Some(self.queue_posted())
     }
 
     /// A hint that `lba` will be accessed soon (brings its mapping entry into the host's cache); changes nothing.
