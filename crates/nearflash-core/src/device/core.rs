@@ -55,6 +55,16 @@ pub struct DeviceCore {
     /// A one-page read's flash step delivers its data itself (`deliver_pages`); off only in tests, which compare
     /// both ways.
     pub(crate) deliver_in_flash_step: bool,
+    /// The I/O command being submitted (`Device::submit`): a successful read's completion, which a flash step that
+    /// delivers its data itself is given with its delivery (`deliver_pages`).
+    pub(crate) read_posting: Posting,
+    /// The command's completion goes with its read's delivery (`read_posting`), for `complete` to leave alone.
+    pub(crate) posting_given: bool,
+    /// Deliveries and completions of timing-only host reads whose flash transactions carry them out at their end,
+    /// without a step (`flash_read_delivering`): the scheduler's token `DELIVERY | i` names entry `i`.
+    pub(crate) deliveries: Vec<(u64, Posting)>,
+    /// Entries of `deliveries` free for reuse.
+    pub(crate) free_deliveries: Vec<u32>,
     /// A host Write's admission is scheduled at once where the next drain would schedule it first
     /// (`admit_at_once`); off only in tests, which compare both ways.
     pub(crate) admit_writes_at_once: bool,
@@ -335,6 +345,10 @@ impl DeviceCore {
             posted: Vec::new(),
             class: crate::ctrl::sched::Priority::Medium.class(),
             deliver_in_flash_step: true,
+            read_posting: Posting { sqid: 0, cid: 0, status: crate::nvme::Status::SUCCESS, dw0: 0 },
+            posting_given: false,
+            deliveries: Vec::new(),
+            free_deliveries: Vec::new(),
             admit_writes_at_once: true,
             gc_priority,
             programming,
@@ -405,10 +419,9 @@ impl DeviceCore {
         match self.flow.value(after) {
             Some(t) if one => {
                 let ready = t.max(self.floor());
-                let mut sc = self.scratch.take().unwrap_or_default();
-                let r = self.read_one(&mut sc, slba, Start::Firmware(ready, fw), out, true, media);
-                self.scratch = Some(sc);
-                r
+                // Only the spent list of pages is reused: the scratch stays where it is.
+                let pages = std::mem::take(&mut self.scratch.get_or_insert_with(Default::default).pages);
+                self.read_one(pages, slba, Start::Firmware(ready, fw), out, true, media)
             }
             _ => {
                 let at = self.book_firmware(fw, after);
@@ -470,17 +483,32 @@ impl DeviceCore {
     }
 
     /// Moves the pages of a host read through DRAM to the host, each as soon as its data is decoded; returns when
-    /// the last has arrived (at least `fw`).
+    /// the last has arrived (at least `fw`). Inlined: most reads' transactions deliver and complete them.
+    #[inline]
     pub(crate) fn deliver_pages(&mut self, fw: At, pages: Vec<PageAt>) -> At {
+        if pages.is_empty() && self.posting_given {
+            // A one-page read whose transaction delivers and completes it (`flash_read_delivering`): no step waits
+            // for that end, and the completion's step ignores the time returned (`complete`).
+            self.recycle(pages);
+            return fw;
+        }
+        self.deliver_pages_by_steps(fw, pages)
+    }
+
+    /// `deliver_pages` of pages whose deliveries are steps (or a flash step's payload).
+    fn deliver_pages_by_steps(&mut self, fw: At, pages: Vec<PageAt>) -> At {
         let sector = u64::from(self.nand.geo.sector_size);
         let deliver = |core: &mut Self, p: &PageAt| core.book(Booking::Deliver(u64::from(p.sectors) * sector), p.done);
         // A one-page read (most host reads) needs no list of arrivals: nothing allocated per read.
         if let [p] = pages.as_slice() {
             // Its flash step running with nothing waiting for it (handed to the scheduler at once: `flash_read`)
-            // does the delivery itself when it ends, instead of a step that waits for it (`DeviceCore::txn_ended`):
-            // the step's end is then the delivery's.
+            // does the delivery itself when it ends, instead of a step that waits for it (`DeviceCore::txn_ended`),
+            // and the read's completion with it (`complete` leaves that step alone): the step's end is then the
+            // completion's.
             let bytes = u64::from(p.sectors) * sector;
-            let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, Step::Book(Booking::Deliver(bytes))) {
+            let with_completion = Step::DeliverThenComplete(bytes, self.read_posting);
+            let arrived = if self.deliver_in_flash_step && self.forecast.is_none() && self.flow.give_step(p.done, with_completion) {
+                self.posting_given = true;
                 p.done
             } else {
                 deliver(self, p)
@@ -496,6 +524,7 @@ impl DeviceCore {
     }
 
     /// Gives a spent `Reads::pages` back, so that the next read reuses its allocation.
+    #[inline]
     pub(crate) fn recycle(&mut self, mut pages: Vec<PageAt>) {
         pages.clear();
         if let Some(sc) = self.scratch.as_mut() {
@@ -531,7 +560,7 @@ impl DeviceCore {
         let allocate = self.cfg.unmapped_read() == UnmappedRead::Allocate;
         let demand = self.ftl.demand_mapped();
         if nlb == 1 && !demand && !allocate {
-            return self.read_one(sc, slba, Start::At(ready), out, issue_on_cores, media).1;
+            return self.read_one(std::mem::take(&mut sc.pages), slba, Start::At(ready), out, issue_on_cores, media).1;
         }
         let mut lookups: Vec<At> = Vec::new();
         let locs = &mut sc.locs;
@@ -655,8 +684,8 @@ impl DeviceCore {
     /// steps in the same order (the lookup, the firmware's transaction on a core, the ECC outcome, the flash
     /// transaction) without the lists that group sectors by page.
     /// `start`: when the lookup is done, or the command's firmware still to book before it (`read_command`).
-    /// Returns when the lookup is done with the result.
-    fn read_one(&mut self, sc: &mut ReadScratch, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
+    /// `pages`: a spent list (`recycle`) for the result. Returns when the lookup is done with the result.
+    fn read_one(&mut self, pages: Vec<PageAt>, slba: u64, start: Start, out: &mut [u8], issue_on_cores: bool, media: OnMediaError) -> (At, Result<Reads, Status>) {
         let sector = u64::from(self.nand.geo.sector_size);
         let loc = self.ftl.locate(slba as u32);
         if let (Location::Flash(psa), false) = (loc, out.is_empty()) {
@@ -681,7 +710,7 @@ impl DeviceCore {
             }
         };
         // No lookup to wait for: it is done at `ready`.
-        let mut result = Reads { lookup: ready, pages: std::mem::take(&mut sc.pages) };
+        let mut result = Reads { lookup: ready, pages };
         let ok = match flash {
             Some((psa, ppn)) => {
                 let geo = &self.nand.geo;
@@ -692,6 +721,12 @@ impl DeviceCore {
                 let pe = if self.nand.ecc.samples_errors() { self.ftl.erase_count_of(ppn) } else { 0 };
                 let outcome = self.decode_read(self.ftl.injected_errors(psa), pe, sector);
                 let req = TxnReq { planes: 1, ..read_req(die, a0.page, plane, sector, outcome, self.class) };
+                // A host Read's command (`read_command`'s start) of timing only whose page decodes: its transaction
+                // can carry out its delivery and completion itself, with no step (the page is left out of the result).
+                let host = matches!(start, Start::Firmware(..));
+                if host && out.is_empty() && outcome.is_ok() && self.flash_read_delivering(req, issue, sector, self.read_posting) {
+                    return (ready, Ok(result));
+                }
                 let done = self.flash_read(req, issue);
                 result.pages.push(PageAt { lba: slba, sectors: 1, offset: 0, channel, die, done, ecc: outcome });
                 outcome.is_ok()

@@ -426,7 +426,10 @@ impl Device {
         let c = &mut self.core;
         let t_doorbell = c.host.submit_path(&mut c.res, t0);
         let rung = t_doorbell + 2 * c.host.link_latency;
-        self.core.class = self.queues.priority(sqid).class();
+        // The queue's priority: no command changes it (the admin queue's is fixed; an I/O command touches no queue).
+        let prio = self.queues.priority(sqid);
+        self.core.class = prio.class();
+        self.core.read_posting = timing::Posting { sqid, cid: sqe.cid, status: Status::SUCCESS, dw0: 0 };
         // The admin queue is never held back (it takes no I/O command slot).
         let (class, bytes, status, dw0, done) = if sqid == 0 {
             let c = &mut self.core;
@@ -443,7 +446,6 @@ impl Device {
                 .then(|| sqe.slba());
             self.errors.record(sqid, sqe.cid, status, lba, detail);
         }
-        let prio = self.queues.priority(sqid);
         self.inflight.insert(sqid, sqe.cid, InFlight { submitted: t0, class, bytes: if status.is_success() { bytes } else { 0 }, prio });
         let q = usize::from(sqid);
         if self.unposted.len() <= q {
@@ -471,26 +473,30 @@ impl Device {
     }
 
     /// By index, then cleared: a `drain` iterator's set-up and drop cost more than the one completion an event
-    /// usually posts.
+    /// usually posts. Returns the earliest time posted (`Time::MAX` if none).
     #[inline(never)]
-    fn queue_posted(&mut self) {
+    fn queue_posted(&mut self) -> Time {
+        let mut first = Time::MAX;
         for i in 0..self.core.posted.len() {
             let (p, t) = self.core.posted[i];
+            first = first.min(t);
             self.queues.post(p.sqid, t, p.cid, p.status, p.dw0, 0);
             if let Some(n) = self.unposted.get_mut(usize::from(p.sqid)) {
                 *n -= 1;
             }
         }
         self.core.posted.clear();
+        first
     }
 
     /// Runs the next event; the earliest time of the completions it posted, if it posted any (only then do the
     /// completion queues and the counts of commands not yet posted change).
     fn step_posting(&mut self) -> Option<Time> {
         self.core.step_event();
-        let first = self.core.posted.iter().map(|&(_, t)| t).min();
-        self.collect_posted();
-        first
+        if self.core.posted.is_empty() {
+            return None;
+        }
+        Some(self.queue_posted())
     }
 
     /// A hint that `lba` will be accessed soon (brings its mapping entry into the host's cache); changes nothing.
@@ -927,8 +933,9 @@ impl Device {
             },
             energy: EnergyReport { dynamic_j: dynamic, static_j: statics, total_j: total },
             utilisation: {
-                let (dies, busy, ops) = c.nand.untallied();
-                c.res.utilisation_plus(window, Some((dies, &busy, ops)))
+                let untallied = c.nand.untallied();
+                let extra: Vec<_> = untallied.iter().map(|(g, busy, ops)| (*g, &busy[..], *ops)).collect();
+                c.res.utilisation_plus(window, &extra)
             },
             sched: SchedReport {
                 stats: c.sched.stats(),

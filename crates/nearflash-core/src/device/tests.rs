@@ -640,32 +640,53 @@ fn mqsim_tsu_reads_complete_from_the_issue_queue_deterministically() {
     assert!(done.latency_ns > dev.config().nand.t_read.0, "the read waited for the flash");
 }
 
-/// A one-page read's flash step that delivers its data itself (`DeviceCore::then_deliver`) books what a delivery
+/// A one-page read's transaction that delivers its data and posts its completion itself books what a delivery
 /// step waiting for it books, at the same times in the same order: the same reports with and without it, for reads
 /// alone, reads beside GC-steady writes, a fetch window (a completion's post releases a fetch) and MQSim's issue
-/// discipline. (A host read's transaction ends alone in its event with no step ready, so these runs take the
-/// delivery at once; the way through the ready queue is the flow's test,
+/// discipline, timing only (no step for it: `DeviceCore::flash_read_delivering`, `delivered`) and with data (its
+/// flash step carries them: `deliver_pages`, `then_deliver`). (A host read's transaction ends alone in its event
+/// with no step ready, so these runs take the delivery at once; the way through the ready queue is the flow's test,
 /// `a_running_step_given_a_payload_and_requeued_is_taken_where_its_dependent_would_have_been`.)
 #[test]
 fn a_read_step_delivering_itself_reports_what_a_delivery_step_reports() {
-    let run = |fused: bool, extra: &[(&str, &str)], pattern: Pattern| {
+    let run = |fused: bool, extra: &[(&str, &str)], pattern: Pattern, data: bool| {
         let mut o = small(&[("write_buffer", "256KiB")]);
         o.extend(extra.iter().map(|(a, b)| (a.to_string(), b.to_string())));
-        let mut dev = dev_with(&o, false);
+        let mut dev = dev_with(&o, data);
         dev.core.deliver_in_flash_step = fused;
         dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
-        let w = Workload { pattern, block_size: 4096, queue_depth: 32, jobs: 2, ios: 3000, span: None, seed: 7, data: false };
+        let w = Workload { pattern, block_size: 4096, queue_depth: 32, jobs: 2, ios: 3000, span: None, seed: 7, data };
         serde_json::to_string(&run(&mut dev, &w, None).unwrap().report).unwrap()
     };
-    for (extra, pattern) in [
-        (&[][..], Pattern::RandRead),
-        (&[][..], Pattern::RandRw(0.5)),
-        (&[("fetch_window", "8")][..], Pattern::RandRw(0.7)),
-        (&[("channel_arbitration", "mqsim_tsu"), ("cache_read", "false")][..], Pattern::RandRw(0.7)),
+    for (extra, pattern, data) in [
+        (&[][..], Pattern::RandRead, false),
+        (&[][..], Pattern::RandRead, true),
+        (&[][..], Pattern::RandRw(0.5), false),
+        (&[("fetch_window", "8")][..], Pattern::RandRw(0.7), false),
+        (&[("channel_arbitration", "mqsim_tsu"), ("cache_read", "false")][..], Pattern::RandRw(0.7), false),
     ] {
-        let fused = run(true, extra, pattern);
-        assert_eq!(fused, run(false, extra, pattern), "{extra:?} {pattern:?}");
+        let fused = run(true, extra, pattern, data);
+        assert_eq!(fused, run(false, extra, pattern, data), "{extra:?} {pattern:?} data {data}");
     }
+}
+
+/// A channel's use kept in the array until a report (`NandArray::untallied`) is what its timeline counted per
+/// transfer: under 4 KiB random reads one operation and one page's data-out time per page read, and nothing once
+/// the statistics are reset.
+#[test]
+fn channel_use_kept_in_the_array_counts_every_transfer() {
+    let mut dev = dev_with(&small(&[]), false);
+    dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+    let r = bench(&mut dev, Pattern::RandRead, 4096, 16, 2000);
+    let ch = r.utilisation.iter().find(|u| u.name == "channel").expect("channel utilisation");
+    assert!(r.nand.pages_read > 1500, "{}", r.nand.pages_read);
+    assert_eq!(ch.ops, r.nand.pages_read, "one data-out per page read");
+    let busy = ch.mean * f64::from(ch.members) * r.elapsed_ns as f64;
+    let want = (r.nand.pages_read * dev.core.nand.timing.xfer(4096)) as f64;
+    assert!((busy - want).abs() < 1e-6 * want, "busy {busy} ns, transfers {want} ns");
+    dev.reset_stats();
+    let ch = dev.report().utilisation.into_iter().find(|u| u.name == "channel").expect("channel utilisation");
+    assert_eq!((ch.ops, ch.mean), (0, 0.0));
 }
 
 /// A host Write's admission scheduled at once (`DeviceCore::admit_at_once`) is scheduled where the drain after its

@@ -77,6 +77,9 @@ pub(crate) enum Step {
     Fetching(Time),
 }
 
+/// The bit of a scheduler's token that names a delivery entry (`DeviceCore::deliveries`), not a step.
+pub(crate) const DELIVERY: u32 = 1 << 31;
+
 /// Slots of resolved steps are reclaimed every this many events.
 const RECLAIM_EVERY: u64 = 4096;
 
@@ -159,8 +162,37 @@ impl DeviceCore {
             let ready = f.time_of(after, &self.flow, floor).max(floor);
             f.enter(at, &req, ready, &self.nand.timing, &self.nand.geo);
         }
+        debug_assert!(idx < DELIVERY, "step indices below the delivery token's bit");
         self.sched.submit(req, idx, start, &mut self.events);
         at
+    }
+
+    /// `flash_read` of a timing-only host read's one page, whose data decodes, when the transaction goes to the
+    /// scheduler at once: the delivery of its `bytes` and the completion `p` are kept apart (`deliveries`), and the
+    /// transaction's end carries them out (`delivered`), as a flash step given them would (`deliver_pages`,
+    /// `then_deliver`), without the step. False, with nothing done, when the transaction cannot go at once or the
+    /// delivery is to be a step (`deliver_in_flash_step` off, or a forecast under way).
+    pub(crate) fn flash_read_delivering(&mut self, req: TxnReq, after: At, bytes: u64, p: Posting) -> bool {
+        if !self.deliver_in_flash_step || self.forecast.is_some() || self.flow.has_ready() {
+            return false;
+        }
+        let Some(t) = self.flow.value(after) else { return false };
+        // Where `flash_read`'s step would start.
+        let start = t.max(self.floor());
+        let entry = match self.free_deliveries.pop() {
+            Some(i) => {
+                self.deliveries[i as usize] = (bytes, p);
+                i
+            }
+            None => {
+                self.deliveries.push((bytes, p));
+                (self.deliveries.len() - 1) as u32
+            }
+        };
+        debug_assert!(entry < DELIVERY, "delivery entries below the token's bit");
+        self.sched.submit(req, DELIVERY | entry, start, &mut self.events);
+        self.posting_given = true;
+        true
     }
 
     /// The admission of `n` sectors to the write buffer once their data is in DRAM (`after`).
@@ -201,6 +233,12 @@ impl DeviceCore {
     /// Posts the completion `p` once `done` is known. Inlined into the submission (once per command).
     #[inline]
     pub(crate) fn complete(&mut self, p: Posting, done: At) {
+        // A one-page read's transaction carries its completion with its delivery (`flash_read_delivering`,
+        // `deliver_pages`).
+        if std::mem::take(&mut self.posting_given) {
+            debug_assert!(p == self.read_posting, "the completion given is this command's");
+            return;
+        }
         // A read's last step is its delivery: the completion rides on it (one step less per read).
         if let Some(step) = self.flow.unwatched_mut(done) {
             if let Step::Book(Booking::Deliver(bytes)) = *step {
@@ -301,6 +339,7 @@ impl DeviceCore {
                         self.wbuf.releasing(u64::from(release));
                     }
                     *self.flow.step_mut(idx) = Step::InFlash { release };
+                    debug_assert!(idx < DELIVERY, "step indices below the delivery token's bit");
                     self.sched.submit(req, idx, ready, &mut self.events);
                 }
                 Step::Admit(n, class) => {
@@ -341,13 +380,17 @@ impl DeviceCore {
                 let mut released = false;
                 for i in 0..n {
                     let (token, at) = self.txn_done[i];
+                    if token & DELIVERY != 0 {
+                        self.delivered(token & !DELIVERY, at, i + 1 == n);
+                        continue;
+                    }
                     match self.flow.take_step(token) {
                         Step::InFlash { release } if release > 0 => {
                             self.flow.resolve(token, at);
                             self.released(u64::from(release), now);
                             released = true;
                         }
-                        then @ (Step::Book(_) | Step::DeliverThenComplete(..)) => self.then_deliver(token, at, then, i + 1 == n),
+                        Step::DeliverThenComplete(bytes, p) => self.then_deliver(token, at, bytes, p, i + 1 == n),
                         _ => self.flow.resolve(token, at),
                     }
                 }
@@ -372,25 +415,35 @@ impl DeviceCore {
         true
     }
 
-    /// A one-page read's flash step `idx` that delivers its data itself (`deliver_pages`) ended at `at`; `then`, its
-    /// payload, is the delivery (with the completion, `complete`). Where a step waiting for the flash step alone
-    /// would have been made ready, and taken by the next `drain` before anything else when no step is ready and no
-    /// other transaction's end comes before that drain (`last`), the delivery is run at once; otherwise the step
-    /// goes to the ready queue in that step's place. Either way the same bookings at the same times in the same
-    /// order.
-    fn then_deliver(&mut self, idx: u32, at: Time, then: Step, last: bool) {
+    /// A one-page read's flash step `idx` that delivers its data itself (`deliver_pages`) ended at `at`; `bytes` and
+    /// `p`, its payload, are the delivery and the completion. Where a step waiting for the flash step alone would
+    /// have been made ready, and taken by the next `drain` before anything else when no step is ready and no other
+    /// transaction's end comes before that drain (`last`), the delivery is run at once; otherwise the step goes to
+    /// the ready queue in that step's place. Either way the same bookings at the same times in the same order.
+    fn then_deliver(&mut self, idx: u32, at: Time, bytes: u64, p: Posting, last: bool) {
         if !last || self.flow.has_ready() {
-            *self.flow.step_mut(idx) = then;
+            *self.flow.step_mut(idx) = Step::DeliverThenComplete(bytes, p);
             self.flow.requeue(idx, at);
             return;
         }
         let ready = at.max(self.floor());
-        let end = match then {
-            Step::Book(b) => self.run_booking(b, ready),
-            Step::DeliverThenComplete(bytes, p) => self.deliver_then_post(bytes, p, ready),
-            _ => unreachable!("a delivery"),
-        };
+        let end = self.deliver_then_post(bytes, p, ready);
         self.flow.resolve(idx, end);
+    }
+
+    /// The transaction of delivery entry `entry` (`flash_read_delivering`) ended at `at`: its delivery and completion
+    /// run at once, or go to the ready queue as a step, as `then_deliver` does for a flash step that carries them.
+    /// Out of line: inlined, the event loop it sits in cost a GC-steady write ~40 instructions more.
+    #[inline(never)]
+    fn delivered(&mut self, entry: u32, at: Time, last: bool) {
+        let (bytes, p) = self.deliveries[entry as usize];
+        self.free_deliveries.push(entry);
+        if !last || self.flow.has_ready() {
+            self.flow.add_ready(Step::DeliverThenComplete(bytes, p), at);
+            return;
+        }
+        let ready = at.max(self.floor());
+        self.deliver_then_post(bytes, p, ready);
     }
 
     /// A program released `n` buffer sectors at `now`: waiting admissions that fit are let in.

@@ -601,6 +601,15 @@ impl<S: Default> Flow<S> {
         self.ready.push_back(idx);
     }
 
+    /// A step `step` whose inputs are known at `t`, to the back of the ready queue to be taken in turn
+    /// (`pop_ready`): where `requeue` puts a running step, for an owner that kept the step's payload elsewhere while
+    /// its work ran (a read's transaction that delivers and completes it: `DeviceCore::flash_read_delivering`).
+    pub fn add_ready(&mut self, step: S, t: Time) {
+        let idx = self.alloc(step, t);
+        self.nodes[idx as usize].state = State::Ready;
+        self.ready.push_back(idx);
+    }
+
     /// The payload of a step, to read while it runs.
     pub fn step_mut(&mut self, idx: u32) -> &mut S {
         &mut self.steps[self.nodes[idx as usize].step as usize]
@@ -749,38 +758,44 @@ mod tests {
 
     #[test]
     fn a_running_step_given_a_payload_and_requeued_is_taken_where_its_dependent_would_have_been() {
-        // Two flows alike, except that the step behind running step r is a dependent of r in one (`add1`) and r's
-        // own payload in the other (`give_step`, then `requeue` at r's end): the same bookings at the same starts in
-        // the same order, whichever of r and another running step x ends first, and r ends at the booking's end.
+        // Three flows alike, except that the step behind work r is a dependent of r's step in one (`add1`), r's own
+        // payload in another (`give_step`, then `requeue` at r's end), and in the third r is no step and the step is
+        // added ready at r's end (`add_ready`): the same bookings at the same starts in the same order, whichever of
+        // r and another running step x ends first, and r (a step) ends at the booking's end.
         for r_first in [true, false] {
-            let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
-            let (mut lf, mut lg) = (Vec::new(), Vec::new());
+            let (mut f, mut g, mut h): (Flow<Step>, Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new(), Flow::new());
+            let (mut lf, mut lg, mut lh) = (Vec::new(), Vec::new(), Vec::new());
             let floor = Time::from_ns(20);
-            let (xf, ixf, _) = f.add_taken(floor, At::ZERO).unwrap();
-            let (xg, ixg, _) = g.add_taken(floor, At::ZERO).unwrap();
-            f.add1(Step::Book(3), floor, xf);
-            g.add1(Step::Book(3), floor, xg);
+            let mut x = [0; 3];
+            for (i, flow) in [&mut f, &mut g, &mut h].into_iter().enumerate() {
+                let (at, idx, _) = flow.add_taken(floor, At::ZERO).unwrap();
+                flow.add1(Step::Book(3), floor, at);
+                x[i] = idx;
+            }
             let (rf, irf, _) = f.add_taken(floor, At::ZERO).unwrap();
             let (rg, irg, _) = g.add_taken(floor, At::ZERO).unwrap();
             let d = f.add1(Step::Book(10), floor, rf);
             assert!(g.give_step(rg, Step::Book(10)));
-            let ends = |f: &mut Flow<Step>, g: &mut Flow<Step>, r: bool| {
+            let mut ends = |r: bool| {
                 if r {
                     f.resolve(irf, Time::from_ns(60));
                     let step = g.take_step(irg);
                     assert_eq!(step, Step::Book(10), "its payload, taken at its end");
                     *g.step_mut(irg) = step;
                     g.requeue(irg, Time::from_ns(60));
+                    h.add_ready(Step::Book(10), Time::from_ns(60));
                 } else {
-                    f.resolve(ixf, Time::from_ns(50));
-                    g.resolve(ixg, Time::from_ns(50));
+                    for (flow, idx) in [&mut f, &mut g, &mut h].into_iter().zip(x) {
+                        flow.resolve(idx, Time::from_ns(50));
+                    }
                 }
             };
-            ends(&mut f, &mut g, r_first);
-            ends(&mut f, &mut g, !r_first);
+            ends(r_first);
+            ends(!r_first);
             run_log(&mut f, Time::from_ns(30), &mut lf);
             run_log(&mut g, Time::from_ns(30), &mut lg);
-            assert_eq!(lf, lg, "r first: {r_first}");
+            run_log(&mut h, Time::from_ns(30), &mut lh);
+            assert_eq!((&lf, &lf), (&lg, &lh), "r first: {r_first}");
             assert_eq!(lf.len(), 2);
             assert_eq!((f.value(d), g.value(rg)), (Some(Time::from_ns(70)), Some(Time::from_ns(70))));
         }

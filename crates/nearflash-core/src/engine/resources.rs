@@ -200,21 +200,21 @@ impl Resources {
 
     /// Busy fraction of each group over a window of `window` ns.
     pub fn utilisation(&self, window: u64) -> Vec<GroupUtilisation> {
-        self.utilisation_plus(window, None)
+        self.utilisation_plus(window, &[])
     }
 
-    /// `utilisation`, with use that a model keeps apart until then added to one group (`extra`: the group, each
-    /// member's busy ns, the operations).
-    pub fn utilisation_plus(&self, window: u64, extra: Option<(GroupId, &[u64], u64)>) -> Vec<GroupUtilisation> {
+    /// `utilisation`, with use that models keep apart until then added to their groups (`extra`: per group, each
+    /// member's busy ns and the operations).
+    pub fn utilisation_plus(&self, window: u64, extra: &[(GroupId, &[u64], u64)]) -> Vec<GroupUtilisation> {
         let w = window.max(1) as f64;
         self.groups
             .iter()
             .enumerate()
             .map(|(gi, g)| {
                 let tl = &self.timelines[g.first as usize..(g.first + g.count) as usize];
-                let (more, more_ops) = match extra {
-                    Some((eg, busy, ops)) if eg.0 as usize == gi => (busy, ops),
-                    _ => (&[][..], 0),
+                let (more, more_ops) = match extra.iter().find(|e| e.0 .0 as usize == gi) {
+                    Some(&(_, busy, ops)) => (busy, ops),
+                    None => (&[][..], 0),
                 };
                 let busy: Vec<f64> =
                     tl.iter().enumerate().map(|(i, t)| (t.busy_ns() + more.get(i).copied().unwrap_or(0)) as f64 / w).collect();
@@ -342,16 +342,21 @@ mod tests {
         let mut r = Resources::new();
         let a = r.add_group("a", 1);
         let dies = r.add_group("die", 3);
+        let channels = r.add_group("channel", 2);
         r.tally(r.member(dies, 1), 50, 2);
+        r.tally(r.member(channels, 0), 20, 1);
         let mut tallied = r.clone();
         tallied.tally(tallied.member(dies, 0), 30, 0);
         tallied.tally(tallied.member(dies, 2), 100, 3);
-        let plus = r.utilisation_plus(200, Some((dies, &[30, 0, 100], 3)));
+        tallied.tally(tallied.member(channels, 1), 70, 4);
+        let plus = r.utilisation_plus(200, &[(dies, &[30, 0, 100], 3), (channels, &[0, 70], 4)]);
         let want = tallied.utilisation(200);
+        assert_eq!(plus.len(), want.len());
         for (p, w) in plus.iter().zip(&want) {
             assert_eq!((&p.name, p.members, p.mean, p.max, p.ops), (&w.name, w.members, w.mean, w.max, w.ops));
         }
         assert_eq!((plus[1].ops, plus[1].max), (5, 0.5));
-        assert_eq!(r.utilisation(200)[0].ops, r.utilisation_plus(200, Some((a, &[], 0)))[0].ops);
+        assert_eq!((plus[2].ops, plus[2].max), (5, 0.35));
+        assert_eq!(r.utilisation(200)[0].ops, r.utilisation_plus(200, &[(a, &[], 0)])[0].ops);
     }
 }

@@ -367,6 +367,9 @@ struct Channel {
     /// Transfers waiting per class, and the classes with any as a bit mask.
     waiting: [u16; CHANNEL_CLASSES],
     classes: u32,
+    /// Busy time (ns) not yet added to the channel's timeline (`NandArray::untallied`): kept here, in the state a
+    /// transfer's end touches anyway, instead of the timeline's line per transfer.
+    busy_untallied: u64,
 }
 
 impl Channel {
@@ -419,6 +422,8 @@ pub struct NandArray {
     channels: Vec<Channel>,
     /// Die operations ended and not yet counted in the dies' timelines (their busy time is in `Die`).
     die_ops_untallied: u64,
+    /// Transfers ended and not yet counted in the channels' timelines (their busy time is in `Channel`).
+    channel_ops_untallied: u64,
     /// `timing.xfer` of the last size moved, and of a codeword (decoding starts with the first): most transfers are
     /// one size (a read's sectors, a page), and the division and roundings cost more than the look.
     xfer_last: (u64, u64),
@@ -458,6 +463,7 @@ impl NandArray {
             cold: (0..geo.dies()).map(|_| DieCold::default()).collect(),
             channels: (0..geo.channels).map(|_| Channel::default()).collect(),
             die_ops_untallied: 0,
+            channel_ops_untallied: 0,
             geo,
             stats: NandStats::default(),
         }
@@ -469,15 +475,21 @@ impl NandArray {
         self.dies[die as usize].phase == Phase::Idle
     }
 
-    /// The dies' use not yet in their timelines: the dies' group, each die's busy time (ns) and the operations.
-    pub fn untallied(&self) -> (GroupId, Vec<u64>, u64) {
-        (self.die_res, self.dies.iter().map(|d| u64::from(d.busy_untallied)).collect(), self.die_ops_untallied)
+    /// The dies' and the channels' use not yet in their timelines: per group, each member's busy time (ns) and the
+    /// operations.
+    pub fn untallied(&self) -> [(GroupId, Vec<u64>, u64); 2] {
+        [
+            (self.die_res, self.dies.iter().map(|d| u64::from(d.busy_untallied)).collect(), self.die_ops_untallied),
+            (self.channel_res, self.channels.iter().map(|c| c.busy_untallied).collect(), self.channel_ops_untallied),
+        ]
     }
 
-    /// Forgets the dies' use not yet in their timelines (with `Resources::reset_stats`).
+    /// Forgets the dies' and the channels' use not yet in their timelines (with `Resources::reset_stats`).
     pub fn reset_untallied(&mut self) {
         self.dies.iter_mut().for_each(|d| d.busy_untallied = 0);
         self.die_ops_untallied = 0;
+        self.channels.iter_mut().for_each(|c| c.busy_untallied = 0);
+        self.channel_ops_untallied = 0;
     }
 
     /// Whether the channel is moving something.
@@ -502,6 +514,7 @@ impl NandArray {
 
     /// Issues `cmd` to its die, which must be idle; its phases follow as events. `grants`: what each channel sends
     /// next when transfers of several classes wait.
+    #[inline]
     pub fn issue(&mut self, cmd: Command<'_>, now: Time, grants: &mut impl ChannelGrants, ledger: &mut EnergyLedger, ev: &mut impl Schedule<NandEv>) {
         let t = &self.timing;
         let die = cmd.die;
@@ -643,6 +656,7 @@ impl NandArray {
 
     /// Advances the array by one of its events; what changed goes to `out`. `read_waits(die)` says whether another
     /// read waits for the die (a read whose sensing ends then uses the cache register).
+    #[inline]
     pub fn on_event(
         &mut self,
         e: NandEv,
@@ -679,8 +693,8 @@ impl NandArray {
         let x = c.cur.take().expect("a transfer in progress");
         c.busy = false;
         let start = c.start;
-        let r = res.member(self.channel_res, ch);
-        res.tally(r, now - start, 1);
+        c.busy_untallied += now - start;
+        self.channel_ops_untallied += 1;
         match x {
             Xfer::Cmd { die } => {
                 let tr = self.timing.t_read(self.geo.page_type(self.dies[die as usize].page));
