@@ -34,7 +34,9 @@ pub use timeline::Timeline;
 pub fn ceil_ns(x: f64) -> u64 {
     // In [0, 2^63) (every duration a run computes) the signed conversions, one instruction each on x86-64, give
     // what the unsigned ones give (about a dozen instructions each there, with their saturation): the same value.
-    if (0.0..I64_END).contains(&x) {
+    // Two comparisons, not `Range::contains`: that form counted 24 instructions more a read (plain build).
+    #[allow(clippy::manual_range_contains)]
+    if x >= 0.0 && x < I64_END {
         let t = x as i64;
         return (t + i64::from((t as f64) < x)) as u64;
     }
