@@ -177,7 +177,7 @@ impl DeviceCore {
         let floor = self.floor();
         match self.flow.add_taken_with(Step::Admit(n, self.class), floor, after) {
             Some((at, idx, start)) => {
-                self.events.push(start.max(floor), Ev::Admit(idx));
+                self.events.push_ordered(start.max(floor), Ev::Admit(idx));
                 at
             }
             None => self.admit(n, after),
@@ -305,7 +305,7 @@ impl DeviceCore {
                 }
                 Step::Admit(n, class) => {
                     *self.flow.step_mut(idx) = Step::Admit(n, class);
-                    self.events.push(ready, Ev::Admit(idx));
+                    self.events.push_ordered(ready, Ev::Admit(idx));
                 }
                 Step::Complete(p) => {
                     let t = self.post(p, ready);
