@@ -173,7 +173,7 @@ impl<E: Copy> EventQueue<E> {
     /// each when its data is in DRAM; flash transactions' arrivals at the scheduler: every lane's last was later
     /// than most of them, and they went to the heap): to the ordered run while it is not earlier than that run's
     /// last and the run has room, else as `push`. Either way the same order of events (keys are unique).
-    #[inline]
+    #[inline(always)]
     pub fn push_ordered(&mut self, t: Time, e: E) {
         let t = t.max(self.clock);
         let tn = t.as_ns();
