@@ -208,6 +208,11 @@ impl DeviceCore {
                 return;
             }
         }
+        // Else it rides on that step, with no node of its own until then (a write's admission: posted at once where
+        // it would be taken first, `let_in`).
+        if self.completions_ride && self.flow.add_rider(Step::Complete(p), done) {
+            return;
+        }
         let floor = self.floor();
         self.flow.add1(Step::Complete(p), floor, done);
     }
@@ -359,7 +364,7 @@ impl DeviceCore {
             Ev::Admit(idx) => {
                 let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
                 if self.wbuf.offer(idx, n, class) {
-                    self.flow.resolve(idx, now);
+                    self.let_in(idx, now);
                 } else if self.wbuf.stuck() {
                     self.unstick(now);
                 }
@@ -398,10 +403,28 @@ impl DeviceCore {
         let mut admitted = std::mem::take(&mut self.admitted);
         self.wbuf.release(n, &mut admitted, &self.sched.classes);
         for &a in &admitted {
-            self.flow.resolve(a, now);
+            self.let_in(a, now);
         }
         admitted.clear();
         self.admitted = admitted;
+    }
+
+    /// Admission step `idx` let its sectors in at `now`. A completion riding on it (`complete`) that the next drain
+    /// would take first (no step is ready: `Flow::resolve_taking_rider`) is posted at once: what runs before that
+    /// drain (the rest of the event's releases and admissions) only resolves steps, which books nothing, or books a
+    /// read's delivery at once only where no step is ready, which it then would have been after this posting too.
+    /// Not with a fetch window, where a posting may release a fetch step into the ready queue, which the drain would
+    /// have put behind the steps made ready in between.
+    fn let_in(&mut self, idx: u32, now: Time) {
+        if !self.fetcher.is_unlimited() {
+            self.flow.resolve(idx, now);
+            return;
+        }
+        if let Some((step, start)) = self.flow.resolve_taking_rider(idx, now) {
+            let Step::Complete(p) = step else { unreachable!("only completions ride on a step") };
+            let ready = start.max(self.floor());
+            self.post(p, ready);
+        }
     }
 
     /// Programs released room at `now`. When that leaves writes waiting and no program under way once the steps it
@@ -425,7 +448,7 @@ impl DeviceCore {
         self.drain();
         while self.wbuf.stuck() {
             let a = self.wbuf.force_head(&self.sched.classes).expect("a stuck buffer has a waiting write");
-            self.flow.resolve(a, now);
+            self.let_in(a, now);
             self.drain();
         }
     }
