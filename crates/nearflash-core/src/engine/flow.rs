@@ -323,6 +323,17 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
+    /// A join of `inputs`: `add` of `S::default()` (the owner's join), made without a payload (`take_step` gives
+    /// `S::default()` for a step without one), so that no payload slot is written and freed.
+    fn join(&mut self, floor: Time, inputs: &[At]) -> At {
+        let idx = self.alloc_node(NONE, floor);
+        for &i in inputs {
+            self.wire(idx, i);
+        }
+        self.arm(idx);
+        self.handle(idx)
+    }
+
     /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
         let idx = self.alloc(step, floor);
@@ -336,7 +347,7 @@ impl<S: Default> Flow<S> {
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => At::at(x.max(y)),
             _ if a == b => a,
-            _ => self.add(S::default(), Time::ZERO, &[a, b]),
+            _ => self.join(Time::ZERO, &[a, b]),
         }
     }
 
@@ -357,7 +368,7 @@ impl<S: Default> Flow<S> {
         let pending = std::mem::take(&mut self.pending);
         let at = match pending.len() {
             0 => At::at(known),
-            _ => self.add(S::default(), known, &pending),
+            _ => self.join(known, &pending),
         };
         self.pending = pending;
         at
@@ -453,7 +464,7 @@ impl<S: Default> Flow<S> {
             n if n <= LAZY_INPUTS => Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, ticket: self.ticket }),
             _ => {
                 let pending = std::mem::take(&mut self.pending);
-                let at = self.add(S::default(), known, &pending);
+                let at = self.join(known, &pending);
                 self.pending = pending;
                 Lazy::At(at)
             }
@@ -477,7 +488,7 @@ impl<S: Default> Flow<S> {
 
     /// The join `l` describes, made (a known time or a step's end).
     pub fn made(&mut self, l: LazyJoin) -> At {
-        let idx = self.alloc(S::default(), l.known);
+        let idx = self.alloc_node(NONE, l.known);
         self.wire_lazy(idx, l);
         self.nodes[idx as usize].hops = l.hops - 1;
         self.arm(idx);
@@ -583,7 +594,8 @@ impl<S: Default> Flow<S> {
             return None;
         }
         let n = &self.nodes[at.node as usize];
-        (matches!(n.state, State::Waiting | State::Running) && n.deps == NONE && n.step != NONE).then_some(&mut self.steps[n.step as usize])
+        // Indexed only for a step with a payload (`then_some` would index a payload-less step's `NONE` too).
+        (matches!(n.state, State::Waiting | State::Running) && n.deps == NONE && n.step != NONE).then(|| &mut self.steps[n.step as usize])
     }
 
     /// Gives running step `at`, made without a payload (`add_taken`) and with no step waiting for it, the payload
@@ -1017,6 +1029,7 @@ mod tests {
         let a = f.add1(Step::Wait, Time::ZERO, At::ZERO);
         let b = f.add1(Step::Wait, Time::ZERO, At::ZERO);
         let j = f.max_all(Time::from_ns(10), [a, b + 3, a]);
+        assert!(f.unwatched_mut(j).is_none(), "a join has no payload to give more to do");
         let w = run(&mut f);
         f.resolve(w[0], Time::from_ns(20));
         run(&mut f);
