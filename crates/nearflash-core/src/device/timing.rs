@@ -247,7 +247,9 @@ impl DeviceCore {
         t_app
     }
 
-    /// The latest of `floor` and `times` (a step only when some are not known).
+    /// The latest of `floor` and `times` (a step only when some are not known). Inlined for the answers that need
+    /// no look (a write's completion waits for its admission alone: no mapping reads).
+    #[inline]
     pub(crate) fn max_all(&mut self, floor: At, times: &[At]) -> At {
         if times.is_empty() {
             return floor;
@@ -255,6 +257,11 @@ impl DeviceCore {
         if floor == At::ZERO && times.len() == 1 {
             return times[0];
         }
+        self.max_all_looked(floor, times)
+    }
+
+    /// `max_all` of `floor` and at least one time more.
+    fn max_all_looked(&mut self, floor: At, times: &[At]) -> At {
         let all = || std::iter::once(floor).chain(times.iter().copied());
         let forecast = self.forecast.as_ref().map(|f| all().map(|a| f.time_of(a, &self.flow, Time::ZERO)).max().unwrap_or(Time::ZERO));
         let at = self.flow.max_all(Time::ZERO, all());
