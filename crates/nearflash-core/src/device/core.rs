@@ -68,6 +68,9 @@ pub struct DeviceCore {
     /// A host Write's admission is scheduled at once where the next drain would schedule it first
     /// (`admit_at_once`); off only in tests, which compare both ways.
     pub(crate) admit_writes_at_once: bool,
+    /// A command's completion rides on the step it waits for (`DeviceCore::complete`, `Flow::add_rider`); off only
+    /// in tests, which compare both ways.
+    pub(crate) completions_ride: bool,
     /// GC's priority (`controller.gc_priority`).
     gc_priority: GcPriority,
     /// Programs of recent pages: until one ends, its data is still served from the write buffer in DRAM.
@@ -350,6 +353,7 @@ impl DeviceCore {
             deliveries: Vec::new(),
             free_deliveries: Vec::new(),
             admit_writes_at_once: true,
+            completions_ride: true,
             gc_priority,
             programming,
             programs: Vec::new(),

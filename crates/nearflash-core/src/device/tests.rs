@@ -717,6 +717,37 @@ fn a_write_admitted_at_once_reports_what_an_admission_step_reports() {
     }
 }
 
+/// A completion riding on the step it waits for (`DeviceCore::complete`, `Flow::add_rider`), and posted at once where
+/// a write's admission lets it in with no step ready (`DeviceCore::admitted`), posts what a completion step posts:
+/// the same reports with and without it, for GC-steady random writes (with and without data, and with a buffer so
+/// small that it gets stuck and lets writes in by force), a mix with reads, 128 KiB reads (a join's completion), a
+/// fetch window (where no posting is taken at once) and MQSim's issue discipline.
+#[test]
+fn a_riding_completion_reports_what_a_completion_step_reports() {
+    let run = |ride: bool, buffer: &str, extra: &[(&str, &str)], pattern: Pattern, block_size: u64, data: bool| {
+        let mut o = small(&[("write_buffer", buffer)]);
+        o.extend(extra.iter().map(|(a, b)| (a.to_string(), b.to_string())));
+        let mut dev = dev_with(&o, data);
+        dev.core.completions_ride = ride;
+        dev.precondition(0.9, FillPattern::Random, 1.0, 3).unwrap();
+        let ios = dev.namespace().lbas / 8;
+        let w = Workload { pattern, block_size, queue_depth: 32, jobs: 2, ios, span: None, seed: 7, data };
+        serde_json::to_string(&run(&mut dev, &w, None).unwrap().report).unwrap()
+    };
+    for (buffer, extra, pattern, block_size, data) in [
+        ("256KiB", &[][..], Pattern::RandWrite, 4096, false),
+        ("256KiB", &[][..], Pattern::RandWrite, 4096, true),
+        ("64KiB", &[][..], Pattern::RandWrite, 4096, false),
+        ("256KiB", &[][..], Pattern::RandRw(0.3), 4096, false),
+        ("256KiB", &[][..], Pattern::RandRead, 131072, false),
+        ("256KiB", &[("fetch_window", "8")][..], Pattern::RandRw(0.3), 4096, false),
+        ("256KiB", &[("channel_arbitration", "mqsim_tsu"), ("cache_read", "false")][..], Pattern::RandRw(0.3), 4096, false),
+    ] {
+        let stepped = run(false, buffer, extra, pattern, block_size, data);
+        assert_eq!(run(true, buffer, extra, pattern, block_size, data), stepped, "{buffer} {extra:?} {pattern:?} {block_size} data {data}");
+    }
+}
+
 #[test]
 fn reap_next_takes_completions_in_time_order_without_moving_the_clock() {
     let mut dev = dev_with(&small(&[]), false);

@@ -209,7 +209,7 @@ impl DeviceCore {
         let floor = self.floor();
         match self.flow.add_taken_with(Step::Admit(n, self.class), floor, after) {
             Some((at, idx, start)) => {
-                self.events.push(start.max(floor), Ev::Admit(idx));
+                self.events.push_ordered(start.max(floor), Ev::Admit(idx));
                 at
             }
             None => self.admit(n, after),
@@ -246,6 +246,11 @@ impl DeviceCore {
                 return;
             }
         }
+        // Else it rides on that step, with no node of its own until then (a write's admission: posted at once where
+        // it would be taken first, `let_in`).
+        if self.completions_ride && self.flow.add_rider(Step::Complete(p), done) {
+            return;
+        }
         let floor = self.floor();
         self.flow.add1(Step::Complete(p), floor, done);
     }
@@ -280,7 +285,9 @@ impl DeviceCore {
         t_app
     }
 
-    /// The latest of `floor` and `times` (a step only when some are not known).
+    /// The latest of `floor` and `times` (a step only when some are not known). Inlined for the answers that need
+    /// no look (a write's completion waits for its admission alone: no mapping reads).
+    #[inline]
     pub(crate) fn max_all(&mut self, floor: At, times: &[At]) -> At {
         if times.is_empty() {
             return floor;
@@ -288,6 +295,11 @@ impl DeviceCore {
         if floor == At::ZERO && times.len() == 1 {
             return times[0];
         }
+        self.max_all_looked(floor, times)
+    }
+
+    /// `max_all` of `floor` and at least one time more.
+    fn max_all_looked(&mut self, floor: At, times: &[At]) -> At {
         let all = || std::iter::once(floor).chain(times.iter().copied());
         let forecast = self.forecast.as_ref().map(|f| all().map(|a| f.time_of(a, &self.flow, Time::ZERO)).max().unwrap_or(Time::ZERO));
         let at = self.flow.max_all(Time::ZERO, all());
@@ -344,7 +356,7 @@ impl DeviceCore {
                 }
                 Step::Admit(n, class) => {
                     *self.flow.step_mut(idx) = Step::Admit(n, class);
-                    self.events.push(ready, Ev::Admit(idx));
+                    self.events.push_ordered(ready, Ev::Admit(idx));
                 }
                 Step::Complete(p) => {
                     let t = self.post(p, ready);
@@ -402,7 +414,7 @@ impl DeviceCore {
             Ev::Admit(idx) => {
                 let Step::Admit(n, class) = *self.flow.step_mut(idx) else { unreachable!("an admission's step") };
                 if self.wbuf.offer(idx, n, class) {
-                    self.flow.resolve(idx, now);
+                    self.let_in(idx, now);
                 } else if self.wbuf.stuck() {
                     self.unstick(now);
                 }
@@ -451,10 +463,28 @@ impl DeviceCore {
         let mut admitted = std::mem::take(&mut self.admitted);
         self.wbuf.release(n, &mut admitted, &self.sched.classes);
         for &a in &admitted {
-            self.flow.resolve(a, now);
+            self.let_in(a, now);
         }
         admitted.clear();
         self.admitted = admitted;
+    }
+
+    /// Admission step `idx` let its sectors in at `now`. A completion riding on it (`complete`) that the next drain
+    /// would take first (no step is ready: `Flow::resolve_taking_rider`) is posted at once: what runs before that
+    /// drain (the rest of the event's releases and admissions) only resolves steps, which books nothing, or books a
+    /// read's delivery at once only where no step is ready, which it then would have been after this posting too.
+    /// Not with a fetch window, where a posting may release a fetch step into the ready queue, which the drain would
+    /// have put behind the steps made ready in between.
+    fn let_in(&mut self, idx: u32, now: Time) {
+        if !self.fetcher.is_unlimited() {
+            self.flow.resolve(idx, now);
+            return;
+        }
+        if let Some((step, start)) = self.flow.resolve_taking_rider(idx, now) {
+            let Step::Complete(p) = step else { unreachable!("only completions ride on a step") };
+            let ready = start.max(self.floor());
+            self.post(p, ready);
+        }
     }
 
     /// Programs released room at `now`. When that leaves writes waiting and no program under way once the steps it
@@ -478,7 +508,7 @@ impl DeviceCore {
         self.drain();
         while self.wbuf.stuck() {
             let a = self.wbuf.force_head(&self.sched.classes).expect("a stuck buffer has a waiting write");
-            self.flow.resolve(a, now);
+            self.let_in(a, now);
             self.drain();
         }
     }

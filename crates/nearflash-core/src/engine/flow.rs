@@ -21,6 +21,8 @@ pub const RECLAIM_NS: u64 = 100_000_000;
 
 const KNOWN: u32 = u32::MAX;
 const NONE: u32 = u32::MAX;
+/// Marks an edge's `node` as the payload of a step riding on the edge's source (`Flow::add_rider`), not a node.
+const RIDER: u32 = 1 << 31;
 
 /// Inputs a lazy join may have (`Flow::lazy_max_all`); one with more is made at once.
 pub const LAZY_INPUTS: usize = 8;
@@ -139,7 +141,8 @@ struct Node {
     hops: u8,
 }
 
-/// A dependent of a step: `node` waits for this step's end plus `off`.
+/// A dependent of a step: `node` waits for this step's end plus `off` (or, with `RIDER` set, a step without a node
+/// rides on it: `node` less `RIDER` is its payload).
 #[derive(Clone, Copy)]
 struct Edge {
     node: u32,
@@ -271,20 +274,27 @@ impl<S: Default> Flow<S> {
                 n.t = n.t.max(t);
             }
             None => {
-                let src = input.node as usize;
-                let edge = Edge { node: idx, off: input.t, next: self.nodes[src].deps };
-                let e = match self.free_edge {
-                    NONE => self.new_edge(edge),
-                    e => {
-                        self.free_edge = self.edges[e as usize].next;
-                        self.edges[e as usize] = edge;
-                        e
-                    }
-                };
-                self.nodes[src].deps = e;
+                self.push_edge(input.node, idx, input.t);
                 self.nodes[idx as usize].waiting += 1;
             }
         }
+    }
+
+    /// Puts `node` (a node, or a rider's payload with `RIDER`) first in the list of `src`'s dependents, waiting for
+    /// its end plus `off`.
+    #[inline(always)]
+    fn push_edge(&mut self, src: u32, node: u32, off: u64) {
+        let src = src as usize;
+        let edge = Edge { node, off, next: self.nodes[src].deps };
+        let e = match self.free_edge {
+            NONE => self.new_edge(edge),
+            e => {
+                self.free_edge = self.edges[e as usize].next;
+                self.edges[e as usize] = edge;
+                e
+            }
+        };
+        self.nodes[src].deps = e;
     }
 
     /// An edge slot more (none free): out of line, so that `wire`'s common path saves no registers for the call.
@@ -313,6 +323,17 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
+    /// A join of `inputs`: `add` of `S::default()` (the owner's join), made without a payload (`take_step` gives
+    /// `S::default()` for a step without one), so that no payload slot is written and freed.
+    fn join(&mut self, floor: Time, inputs: &[At]) -> At {
+        let idx = self.alloc_node(NONE, floor);
+        for &i in inputs {
+            self.wire(idx, i);
+        }
+        self.arm(idx);
+        self.handle(idx)
+    }
+
     /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
         let idx = self.alloc(step, floor);
@@ -326,7 +347,7 @@ impl<S: Default> Flow<S> {
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => At::at(x.max(y)),
             _ if a == b => a,
-            _ => self.add(S::default(), Time::ZERO, &[a, b]),
+            _ => self.join(Time::ZERO, &[a, b]),
         }
     }
 
@@ -347,7 +368,7 @@ impl<S: Default> Flow<S> {
         let pending = std::mem::take(&mut self.pending);
         let at = match pending.len() {
             0 => At::at(known),
-            _ => self.add(S::default(), known, &pending),
+            _ => self.join(known, &pending),
         };
         self.pending = pending;
         at
@@ -443,7 +464,7 @@ impl<S: Default> Flow<S> {
             n if n <= LAZY_INPUTS => Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, ticket: self.ticket }),
             _ => {
                 let pending = std::mem::take(&mut self.pending);
-                let at = self.add(S::default(), known, &pending);
+                let at = self.join(known, &pending);
                 self.pending = pending;
                 Lazy::At(at)
             }
@@ -467,7 +488,7 @@ impl<S: Default> Flow<S> {
 
     /// The join `l` describes, made (a known time or a step's end).
     pub fn made(&mut self, l: LazyJoin) -> At {
-        let idx = self.alloc(S::default(), l.known);
+        let idx = self.alloc_node(NONE, l.known);
         self.wire_lazy(idx, l);
         self.nodes[idx as usize].hops = l.hops - 1;
         self.arm(idx);
@@ -573,7 +594,8 @@ impl<S: Default> Flow<S> {
             return None;
         }
         let n = &self.nodes[at.node as usize];
-        (matches!(n.state, State::Waiting | State::Running) && n.deps == NONE && n.step != NONE).then_some(&mut self.steps[n.step as usize])
+        // Indexed only for a step with a payload (`then_some` would index a payload-less step's `NONE` too).
+        (matches!(n.state, State::Waiting | State::Running) && n.deps == NONE && n.step != NONE).then(|| &mut self.steps[n.step as usize])
     }
 
     /// Gives running step `at`, made without a payload (`add_taken`) and with no step waiting for it, the payload
@@ -620,6 +642,41 @@ impl<S: Default> Flow<S> {
         (self.current(at) && self.nodes[at.node as usize].state == State::Running).then_some(at.node)
     }
 
+    /// `add1(step, floor, input)` of a step no step will wait for, where `input` is not known: the step rides on
+    /// `input`'s step, as an edge with no node of its own, and gets its node (`ready_rider`) only when that step
+    /// resolves, made ready where `add1`'s node would have been (its edge is where `add1`'s was among the step's
+    /// dependents); or it goes back to the owner to be run at once (`resolve_taking_rider`). Its start is its input's
+    /// value (the owner clamps a start to its clock, as it did `add1`'s `floor`). False, with nothing done, where
+    /// `input` is known.
+    pub fn add_rider(&mut self, step: S, input: At) -> bool {
+        if self.value(input).is_some() {
+            return false;
+        }
+        let payload = self.alloc_payload(step);
+        debug_assert!(payload & RIDER == 0, "a payload index below the rider mark");
+        self.push_edge(input.node, payload | RIDER, input.t);
+        true
+    }
+
+    /// `resolve`, except that a step riding on `idx` (`add_rider`) that `pop_ready` would give next (no step is
+    /// ready, and it is `idx`'s newest dependent) is given back with its start, to be run at once, with no node.
+    pub fn resolve_taking_rider(&mut self, idx: u32, value: Time) -> Option<(S, Time)> {
+        let first = self.nodes[idx as usize].deps;
+        if first == NONE || self.edges[first as usize].node & RIDER == 0 || !self.ready.is_empty() {
+            self.resolve(idx, value);
+            return None;
+        }
+        let Edge { node, off, next } = self.edges[first as usize];
+        self.nodes[idx as usize].deps = next;
+        self.edges[first as usize].next = self.free_edge;
+        self.free_edge = first;
+        let payload = node & !RIDER;
+        let step = std::mem::take(&mut self.steps[payload as usize]);
+        self.free_steps.push(payload);
+        self.resolve(idx, value);
+        Some((step, value + off))
+    }
+
     /// Resolves running step `idx` at `value`: its dependents learn the input.
     pub fn resolve(&mut self, idx: u32, value: Time) {
         let n = &mut self.nodes[idx as usize];
@@ -639,6 +696,11 @@ impl<S: Default> Flow<S> {
             let Edge { node, off, next } = self.edges[e as usize];
             self.edges[e as usize].next = self.free_edge;
             self.free_edge = e;
+            if node & RIDER != 0 {
+                self.ready_rider(node & !RIDER, value + off);
+                e = next;
+                continue;
+            }
             let d = &mut self.nodes[node as usize];
             d.t = d.t.max(value + off);
             d.waiting -= 1;
@@ -648,6 +710,16 @@ impl<S: Default> Flow<S> {
             }
             e = next;
         }
+    }
+
+    /// A node for the riding step whose payload is `payload`, ready to start at `t` (its input's end): in the ready
+    /// queue where `add1`'s node would have been made ready.
+    #[cold]
+    #[inline(never)]
+    fn ready_rider(&mut self, payload: u32, t: Time) {
+        let r = self.alloc_node(payload, t);
+        self.nodes[r as usize].state = State::Ready;
+        self.ready.push_back(r);
     }
 
     /// Lets the slots of steps resolved more than [`RECLAIM_NS`] before `clock` be reused: each is taken, oldest
@@ -816,6 +888,48 @@ mod tests {
     }
 
     #[test]
+    fn a_riding_step_is_taken_where_its_add1_step_would_have_been() {
+        // Two flows alike, except that a step waiting for running step w alone is `add1`'s in one and rides on w in
+        // the other (`add_rider`), with dependents of w wired before and after it, with or without another step
+        // ready when w ends, and with an offset or not: the same steps at the same starts in the same order. Taken
+        // back at once (`resolve_taking_rider`) only where `pop_ready` would give it next.
+        for (before, after, other_ready, off) in [(0, 0, false, 0), (2, 0, false, 4), (0, 2, false, 0), (1, 1, false, 0), (2, 0, true, 0), (0, 0, true, 3)] {
+            let (mut f, mut g): (Flow<Step>, Flow<Step>) = (Flow::new(), Flow::new());
+            let (mut lf, mut lg) = (Vec::new(), Vec::new());
+            let (floor, clock) = (Time::from_ns(20), Time::from_ns(30));
+            let (wf, iwf, _) = f.add_taken(floor, At::ZERO).unwrap();
+            let (wg, iwg, _) = g.add_taken(floor, At::ZERO).unwrap();
+            for i in 0..before {
+                f.add1(Step::Book(i), floor, wf);
+                g.add1(Step::Book(i), floor, wg);
+            }
+            f.add1(Step::Book(100), floor, wf + off);
+            assert!(g.add_rider(Step::Book(100), wg + off));
+            for i in 0..after {
+                f.add1(Step::Book(10 + i), floor, wf);
+                g.add1(Step::Book(10 + i), floor, wg);
+            }
+            if other_ready {
+                f.add1(Step::Book(50), floor, At::at(Time::from_ns(5)));
+                g.add1(Step::Book(50), floor, At::at(Time::from_ns(5)));
+            }
+            f.resolve(iwf, Time::from_ns(60));
+            let taken = g.resolve_taking_rider(iwg, Time::from_ns(60));
+            assert_eq!(taken.is_some(), after == 0 && !other_ready, "{before} {after} {other_ready}");
+            if let Some((step, start)) = taken {
+                lg.push((step, start.max(clock)));
+            }
+            run_log(&mut f, clock, &mut lf);
+            run_log(&mut g, clock, &mut lg);
+            assert_eq!(lf, lg, "{before} {after} {other_ready} {off}");
+            assert_eq!(lf.len() as u64, before + after + 1 + u64::from(other_ready));
+        }
+        // A known input: refused (`add1` folds it).
+        let mut g: Flow<Step> = Flow::new();
+        assert!(!g.add_rider(Step::Book(1), At::at(Time::from_ns(5))));
+    }
+
+    #[test]
     fn a_lazy_join_takes_its_step_where_the_join_would_have() {
         // Two flows built alike, except that the steps behind joins are made with `max_all` + `add1` in one and
         // `lazy_max_all` / `lazy_max` + `add_lazy` in the other: the same steps must be taken in the same order at
@@ -930,6 +1044,7 @@ mod tests {
         let a = f.add1(Step::Wait, Time::ZERO, At::ZERO);
         let b = f.add1(Step::Wait, Time::ZERO, At::ZERO);
         let j = f.max_all(Time::from_ns(10), [a, b + 3, a]);
+        assert!(f.unwatched_mut(j).is_none(), "a join has no payload to give more to do");
         let w = run(&mut f);
         f.resolve(w[0], Time::from_ns(20));
         run(&mut f);

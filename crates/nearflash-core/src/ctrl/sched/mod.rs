@@ -371,7 +371,8 @@ impl Scheduler {
                 (self.txns.len() - 1) as u32
             }
         };
-        q.at(ready, SchedEv::Arrive(id));
+        // Arrivals come mostly in time order (`EventQueue::push_ordered`).
+        q.at_ordered(ready, SchedEv::Arrive(id));
     }
 
     /// Handles one of its events; completed transactions go to `done` as (token, time).
