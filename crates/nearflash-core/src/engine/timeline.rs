@@ -123,10 +123,16 @@ impl Timeline {
                 }
                 // Most often the first interval kept ends after `ready` (pruning leaves the front at the clock):
                 // then the booking is free if it ends before that interval starts. Otherwise `ready` lies in an
-                // interval or in a gap between two, where nothing longer than `gap_bound` fits; else a search.
+                // interval or in a gap between two, where nothing longer than `gap_bound` fits; else the second
+                // interval kept answers the same way when it ends after `ready` (a host core not booked since the
+                // clock passed its first: it exists, as the one before the last ends after `ready`); else a search.
                 match self.busy[self.head] {
                     (s, e) if e > ready => ready + dur <= s,
-                    _ => dur <= self.gap_bound && self.is_free(ready, ready + dur),
+                    _ if dur > self.gap_bound => false,
+                    _ => match self.busy[self.head + 1] {
+                        (s, e) if e > ready => ready + dur <= s,
+                        _ => self.is_free(ready, ready + dur),
+                    },
                 }
             }
             _ => true,
@@ -681,6 +687,28 @@ mod tests {
                     _ => t.commit(want, want + dur),
                 }
                 t.check_invariants();
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// `free_at` past the first interval kept (a timeline not pruned since the clock passed it, as a host core's
+        /// with completions booked ahead) answers as the search it spares (`is_free`), whichever later interval
+        /// `ready` falls in or before: the second kept answering, or not.
+        #[test]
+        fn free_at_past_the_head_agrees_with_is_free(
+            (car, gap) in (1u64..50, 1u64..60),
+            coupled in prop::collection::vec(any::<bool>(), 0..12),
+            cars in 3usize..12,
+            pruned in 0u64..200,
+            probes in prop::collection::vec((0u64..600, 0u64..80), 1..60),
+        ) {
+            let mut t = train(100, car, gap, cars, &coupled);
+            t.prune(Time::from_ns(pruned));
+            for (at, dur) in probes {
+                let ready = Time::from_ns(pruned + at);
+                prop_assert_eq!(t.free_at(ready, dur), t.is_free(ready, ready + dur));
             }
         }
     }
