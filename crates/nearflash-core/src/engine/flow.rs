@@ -1016,6 +1016,46 @@ mod tests {
             }
             proptest::prop_assert_eq!(logf, logg);
         }
+
+        /// A list of inputs whose repeats are only dropped where adjacent (`Ftl::program`'s arrivals) gathers as the
+        /// same list with every repeat dropped (what `program` listed before): the same known time, the same
+        /// pending handles in the same order, so the same join; and it has one entry exactly when that list has
+        /// one (the sink's join-free case).
+        #[test]
+        fn inputs_repeated_apart_gather_as_inputs_listed_once(picks in proptest::collection::vec((0usize..8, 0u64..2), 1..40)) {
+            let mut f: Flow<Step> = Flow::new();
+            let waits: Vec<At> = (0..4).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let done: Vec<At> = (0..2).map(|k| f.add1(Step::Book(10 * k + 5), Time::ZERO, At::ZERO)).collect();
+            run(&mut f);
+            let input = |(i, off): (usize, u64)| match i {
+                0..=3 => waits[i] + off,
+                4 | 5 => done[i - 4] + off,
+                _ => At::at(Time::from_ns(3 + 7 * i as u64 + off)),
+            };
+            let times: Vec<At> = picks.into_iter().map(input).collect();
+            let (mut once, mut apart) = (Vec::new(), Vec::new());
+            for &t in &times {
+                if !once.contains(&t) {
+                    once.push(t);
+                }
+                if apart.last() != Some(&t) {
+                    apart.push(t);
+                }
+            }
+            proptest::prop_assert_eq!(once.len() == 1, apart.len() == 1);
+            let floor = At::at(Time::from_ns(20));
+            let known = f.gather_of(floor, &once);
+            let pending = f.pending.clone();
+            proptest::prop_assert_eq!(f.gather_of(floor, &apart), known);
+            proptest::prop_assert_eq!(&f.pending, &pending);
+            // The lazy joins alike but for their tickets (each gathering takes a new one).
+            let described = |l: Lazy| match l {
+                Lazy::At(a) => (Some(a), None),
+                Lazy::Join(j) => (None, Some((j.known, j.hops, j.n))),
+            };
+            let lo = described(f.lazy_max_all_of(floor, &once));
+            proptest::prop_assert_eq!(described(f.lazy_max_all_of(floor, &apart)), lo);
+        }
     }
 
     #[test]

@@ -719,10 +719,11 @@ impl Ftl {
         for &plane in planes {
             let i = Self::spare_index(s, plane);
             let filled = self.frontier(s, plane).filled as usize;
-            // The list is searched from its end, where a repeat is likeliest (a GC run read from one page shares its
-            // arrival): the same membership, fewer comparisons.
+            // Only a repeat of the last entry is dropped (a GC run read from one page shares its arrival; a host
+            // page's slots have one each): the sink's join drops the others itself, keeping first occurrences in
+            // order, so the join is the same, and a list of one arrival stays one (the sink's join-free case).
             for &r in &self.slot_ready[i][..filled] {
-                if r != At::ZERO && !readies.iter().rev().any(|&q| q == r) {
+                if r != At::ZERO && readies.last() != Some(&r) {
                     readies.push(r);
                 }
             }
