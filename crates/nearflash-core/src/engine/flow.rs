@@ -363,6 +363,33 @@ impl<S: Default> Flow<S> {
         self.join_pending(known)
     }
 
+    /// `max_all_of(first, steps)` where `steps` are distinct steps just added (none known yet, none `first`): GC's
+    /// chain of its moves' programs. Only `first` may be known or repeated, so the join is wired directly, as
+    /// `max_all_of` wires it (`first` if pending, then `steps` in order): no gathering's scan for repeats, no second
+    /// look at each input's value.
+    pub fn max_all_fresh(&mut self, first: At, steps: &[At]) -> At {
+        debug_assert!(
+            steps.iter().enumerate().all(|(k, &s)| self.pending(s) && s != first && !steps[..k].contains(&s)),
+            "fresh steps are distinct, pending and not `first`"
+        );
+        if steps.is_empty() {
+            return self.max_all_of(first, steps);
+        }
+        let (floor, first_pending) = match self.value(first) {
+            Some(t) => (t, false),
+            None => (Time::ZERO, true),
+        };
+        let idx = self.alloc_node(NONE, floor);
+        if first_pending {
+            self.push_edge(first.node, idx, first.t);
+        }
+        for &s in steps {
+            self.push_edge(s.node, idx, s.t);
+        }
+        self.nodes[idx as usize].waiting = (steps.len() + usize::from(first_pending)) as u32;
+        self.handle(idx)
+    }
+
     /// The latest of `known` and the inputs `gather` left in `self.pending` (a join step if there are any).
     fn join_pending(&mut self, known: Time) -> At {
         let pending = std::mem::take(&mut self.pending);
@@ -1015,6 +1042,45 @@ mod tests {
                 run_log(&mut g, Time::ZERO, &mut logg);
             }
             proptest::prop_assert_eq!(logf, logg);
+        }
+
+        /// `max_all_fresh` (GC's join of its programs) wires the join `max_all_of` does: the same steps are taken
+        /// at the same starts in the same order, whatever `first` is (zero, known, a resolved or a pending step,
+        /// with an offset) and whichever inputs the fresh steps wait for (`first`'s own among them).
+        #[test]
+        fn a_join_of_fresh_steps_runs_as_a_gathered_one(
+            kind in 0usize..4,
+            off in 0u64..3,
+            fresh in proptest::collection::vec(0usize..5, 0..7),
+            order in proptest::strategy::Strategy::prop_shuffle(proptest::sample::subsequence(vec![0usize, 1, 2], 3)),
+        ) {
+            let twin = |gathered: bool| {
+                let mut f: Flow<Step> = Flow::new();
+                let waits: Vec<At> = (0..3).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+                let done = f.add1(Step::Book(5), Time::ZERO, At::ZERO);
+                let idle = run(&mut f);
+                let first = match kind {
+                    0 => At::ZERO,
+                    1 => At::at(Time::from_ns(1000 + off)), // later than every step's end
+                    2 => done + off,
+                    _ => waits[0] + off,
+                };
+                let inputs = [waits[0], waits[1], waits[2], done, At::at(Time::from_ns(2))];
+                let steps: Vec<At> =
+                    fresh.iter().enumerate().map(|(k, &i)| f.add1(Step::Book(10 + k as u64), Time::ZERO, inputs[i])).collect();
+                let j = if gathered { f.max_all_of(first, &steps) } else { f.max_all_fresh(first, &steps) };
+                f.add1(Step::Book(100), Time::ZERO, j);
+                let mut log = Vec::new();
+                run_log(&mut f, Time::ZERO, &mut log);
+                for (k, &i) in order.iter().enumerate() {
+                    f.resolve(idle[i], Time::from_ns(50 * (k as u64 + 1)));
+                    run_log(&mut f, Time::ZERO, &mut log);
+                }
+                (f.value(j), log)
+            };
+            let (gathered, fresh) = (twin(true), twin(false));
+            proptest::prop_assert!(gathered.0.is_some(), "every step ran");
+            proptest::prop_assert_eq!(fresh, gathered);
         }
 
         /// A list of inputs whose repeats are only dropped where adjacent (`Ftl::program`'s arrivals) gathers as the

@@ -64,6 +64,11 @@ pub trait FlashSink {
     fn map_write(&mut self, ready: At, tpage: u64) -> At;
     /// The latest of `floor` and `times`.
     fn max_all(&mut self, floor: At, times: &[At]) -> At;
+    /// `max_all(floor, programs)` where `programs` are ends this sink has just returned for distinct operations
+    /// (GC's moves), none known yet where the sink's times can be pending, none `floor`.
+    fn max_all_programs(&mut self, floor: At, programs: &[At]) -> At {
+        self.max_all(floor, programs)
+    }
     /// Whether `at` has passed by the present (the command being executed was submitted): known, and before it.
     /// Only what every driver has run by then may count (the loop has run every event before the present; one
     /// it has run past it must not change the answer), so that the FTL's decisions on it repeat exactly.
