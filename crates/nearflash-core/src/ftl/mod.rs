@@ -829,16 +829,21 @@ impl Ftl {
 
     /// The free blocks of `plane` as GC's thresholds count them (`ftl.gc_free`): every free block (`issued`), or
     /// those whose erase has ended (`erased`).
+    /// Inlined: `issued`'s count is one look-up, asked per GC page moved and per program (its call cost ~20 a time).
+    #[inline]
     fn free_counted(&self, plane: u32, sink: &dyn FlashSink) -> u32 {
         let free = self.blocks.free_blocks(plane);
         match self.gc_free {
             GcFree::Issued => free,
-            GcFree::Erased => {
-                let owed = self.owed[plane as usize].iter();
-                let owed = owed.filter(|id| self.erasing.get(id).is_some_and(|&at| !sink.done(at))).count();
-                free.saturating_sub(owed as u32)
-            }
+            GcFree::Erased => free.saturating_sub(self.owed_erasing(plane, sink)),
         }
+    }
+
+    /// The blocks of `plane` whose erase GC has issued and the flash has not ended (`ftl.gc_free = erased`).
+    #[inline(never)]
+    fn owed_erasing(&self, plane: u32, sink: &dyn FlashSink) -> u32 {
+        let owed = self.owed[plane as usize].iter();
+        owed.filter(|id| self.erasing.get(id).is_some_and(|&at| !sink.done(at))).count() as u32
     }
 
     /// Whether GC in `plane` is urgent (its free pool, as `ftl.gc_free` counts it, below `ftl.gc_hard_free_blocks`).
