@@ -42,7 +42,8 @@ pub enum Lazy {
 /// The latest of `known` and `n` inputs (distinct, none known when described), behind `hops` joins: the first of
 /// them, then joins of it alone with known times (`Flow::lazy_max`). The inputs stay in the flow's list of the last
 /// join gathered (`Flow::pending`; a copy here was a 150-byte value moved twice per program), so a lazy join is
-/// used before the flow gathers another: `ticket` checks it.
+/// used before the flow gathers another: `ticket` checks it. Nothing resolves between its description and its use
+/// (the device's `program_pages` describes and uses it in one call), so its inputs are waited for without a look.
 #[derive(Clone, Copy, Debug)]
 pub struct LazyJoin {
     known: Time,
@@ -273,11 +274,17 @@ impl<S: Default> Flow<S> {
                 let n = &mut self.nodes[idx as usize];
                 n.t = n.t.max(t);
             }
-            None => {
-                self.push_edge(input.node, idx, input.t);
-                self.nodes[idx as usize].waiting += 1;
-            }
+            None => self.wait_for(idx, input),
         }
+    }
+
+    /// Makes node `idx` wait for `input`, which is not known: a gathered join's input (`pending`), or a step just
+    /// added (nothing resolves in between), so no look at its value.
+    #[inline(always)]
+    fn wait_for(&mut self, idx: u32, input: At) {
+        debug_assert!(self.pending(input), "an input waited for is not known");
+        self.push_edge(input.node, idx, input.t);
+        self.nodes[idx as usize].waiting += 1;
     }
 
     /// Puts `node` (a node, or a rider's payload with `RIDER`) first in the list of `src`'s dependents, waiting for
@@ -334,6 +341,17 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
+    /// `join` of inputs none of which is known (what gathering left pending): each waited for without a look at its
+    /// value.
+    fn join_of_pending(&mut self, known: Time, inputs: &[At]) -> At {
+        let idx = self.alloc_node(NONE, known);
+        for &i in inputs {
+            self.wait_for(idx, i);
+        }
+        self.arm(idx);
+        self.handle(idx)
+    }
+
     /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
         let idx = self.alloc(step, floor);
@@ -381,12 +399,11 @@ impl<S: Default> Flow<S> {
         };
         let idx = self.alloc_node(NONE, floor);
         if first_pending {
-            self.push_edge(first.node, idx, first.t);
+            self.wait_for(idx, first);
         }
         for &s in steps {
-            self.push_edge(s.node, idx, s.t);
+            self.wait_for(idx, s);
         }
-        self.nodes[idx as usize].waiting = (steps.len() + usize::from(first_pending)) as u32;
         self.handle(idx)
     }
 
@@ -395,7 +412,7 @@ impl<S: Default> Flow<S> {
         let pending = std::mem::take(&mut self.pending);
         let at = match pending.len() {
             0 => At::at(known),
-            _ => self.join(known, &pending),
+            _ => self.join_of_pending(known, &pending),
         };
         self.pending = pending;
         at
@@ -491,7 +508,7 @@ impl<S: Default> Flow<S> {
             n if n <= LAZY_INPUTS => Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, ticket: self.ticket }),
             _ => {
                 let pending = std::mem::take(&mut self.pending);
-                let at = self.join(known, &pending);
+                let at = self.join_of_pending(known, &pending);
                 self.pending = pending;
                 Lazy::At(at)
             }
@@ -529,7 +546,7 @@ impl<S: Default> Flow<S> {
         self.ticket = self.ticket.wrapping_add(1);
         let inputs = std::mem::take(&mut self.pending);
         for &i in &inputs[..usize::from(l.n)] {
-            self.wire(idx, i);
+            self.wait_for(idx, i);
         }
         self.pending = inputs;
     }
