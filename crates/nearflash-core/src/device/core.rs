@@ -265,6 +265,15 @@ impl FlashSink for FlashTiming<'_> {
         }
     }
 
+    fn max_all_programs(&mut self, floor: At, programs: &[At]) -> At {
+        // Each a step just added (nothing resolves within the FTL's call): a join wired without gathering.
+        match programs {
+            [] => floor,
+            &[t] if floor == At::ZERO => t,
+            _ => self.flow.max_all_fresh(floor, programs),
+        }
+    }
+
     /// Resolved before the command's floor (the present: the later of the host's clock and the loop's). Strictly
     /// before: every driver has run the loop's events before the present when it submits (the bench and the SDK
     /// run them up to and including the host's time, `Device::advance_to`; serve's pace none submits at the

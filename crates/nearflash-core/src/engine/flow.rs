@@ -42,7 +42,8 @@ pub enum Lazy {
 /// The latest of `known` and `n` inputs (distinct, none known when described), behind `hops` joins: the first of
 /// them, then joins of it alone with known times (`Flow::lazy_max`). The inputs stay in the flow's list of the last
 /// join gathered (`Flow::pending`; a copy here was a 150-byte value moved twice per program), so a lazy join is
-/// used before the flow gathers another: `ticket` checks it.
+/// used before the flow gathers another: `ticket` checks it. Nothing resolves between its description and its use
+/// (the device's `program_pages` describes and uses it in one call), so its inputs are waited for without a look.
 #[derive(Clone, Copy, Debug)]
 pub struct LazyJoin {
     known: Time,
@@ -273,11 +274,17 @@ impl<S: Default> Flow<S> {
                 let n = &mut self.nodes[idx as usize];
                 n.t = n.t.max(t);
             }
-            None => {
-                self.push_edge(input.node, idx, input.t);
-                self.nodes[idx as usize].waiting += 1;
-            }
+            None => self.wait_for(idx, input),
         }
+    }
+
+    /// Makes node `idx` wait for `input`, which is not known: a gathered join's input (`pending`), or a step just
+    /// added (nothing resolves in between), so no look at its value.
+    #[inline(always)]
+    fn wait_for(&mut self, idx: u32, input: At) {
+        debug_assert!(self.pending(input), "an input waited for is not known");
+        self.push_edge(input.node, idx, input.t);
+        self.nodes[idx as usize].waiting += 1;
     }
 
     /// Puts `node` (a node, or a rider's payload with `RIDER`) first in the list of `src`'s dependents, waiting for
@@ -334,6 +341,17 @@ impl<S: Default> Flow<S> {
         self.handle(idx)
     }
 
+    /// `join` of inputs none of which is known (what gathering left pending): each waited for without a look at its
+    /// value.
+    fn join_of_pending(&mut self, known: Time, inputs: &[At]) -> At {
+        let idx = self.alloc_node(NONE, known);
+        for &i in inputs {
+            self.wait_for(idx, i);
+        }
+        self.arm(idx);
+        self.handle(idx)
+    }
+
     /// `add` with one input (its own body: no slice to loop over).
     pub fn add1(&mut self, step: S, floor: Time, input: At) -> At {
         let idx = self.alloc(step, floor);
@@ -363,12 +381,38 @@ impl<S: Default> Flow<S> {
         self.join_pending(known)
     }
 
+    /// `max_all_of(first, steps)` where `steps` are distinct steps just added (none known yet, none `first`): GC's
+    /// chain of its moves' programs. Only `first` may be known or repeated, so the join is wired directly, as
+    /// `max_all_of` wires it (`first` if pending, then `steps` in order): no gathering's scan for repeats, no second
+    /// look at each input's value.
+    pub fn max_all_fresh(&mut self, first: At, steps: &[At]) -> At {
+        debug_assert!(
+            steps.iter().enumerate().all(|(k, &s)| self.pending(s) && s != first && !steps[..k].contains(&s)),
+            "fresh steps are distinct, pending and not `first`"
+        );
+        if steps.is_empty() {
+            return self.max_all_of(first, steps);
+        }
+        let (floor, first_pending) = match self.value(first) {
+            Some(t) => (t, false),
+            None => (Time::ZERO, true),
+        };
+        let idx = self.alloc_node(NONE, floor);
+        if first_pending {
+            self.wait_for(idx, first);
+        }
+        for &s in steps {
+            self.wait_for(idx, s);
+        }
+        self.handle(idx)
+    }
+
     /// The latest of `known` and the inputs `gather` left in `self.pending` (a join step if there are any).
     fn join_pending(&mut self, known: Time) -> At {
         let pending = std::mem::take(&mut self.pending);
         let at = match pending.len() {
             0 => At::at(known),
-            _ => self.join(known, &pending),
+            _ => self.join_of_pending(known, &pending),
         };
         self.pending = pending;
         at
@@ -464,7 +508,7 @@ impl<S: Default> Flow<S> {
             n if n <= LAZY_INPUTS => Lazy::Join(LazyJoin { known, hops: 1, n: n as u8, ticket: self.ticket }),
             _ => {
                 let pending = std::mem::take(&mut self.pending);
-                let at = self.join(known, &pending);
+                let at = self.join_of_pending(known, &pending);
                 self.pending = pending;
                 Lazy::At(at)
             }
@@ -502,7 +546,7 @@ impl<S: Default> Flow<S> {
         self.ticket = self.ticket.wrapping_add(1);
         let inputs = std::mem::take(&mut self.pending);
         for &i in &inputs[..usize::from(l.n)] {
-            self.wire(idx, i);
+            self.wait_for(idx, i);
         }
         self.pending = inputs;
     }
@@ -1015,6 +1059,85 @@ mod tests {
                 run_log(&mut g, Time::ZERO, &mut logg);
             }
             proptest::prop_assert_eq!(logf, logg);
+        }
+
+        /// `max_all_fresh` (GC's join of its programs) wires the join `max_all_of` does: the same steps are taken
+        /// at the same starts in the same order, whatever `first` is (zero, known, a resolved or a pending step,
+        /// with an offset) and whichever inputs the fresh steps wait for (`first`'s own among them).
+        #[test]
+        fn a_join_of_fresh_steps_runs_as_a_gathered_one(
+            kind in 0usize..4,
+            off in 0u64..3,
+            fresh in proptest::collection::vec(0usize..5, 0..7),
+            order in proptest::strategy::Strategy::prop_shuffle(proptest::sample::subsequence(vec![0usize, 1, 2], 3)),
+        ) {
+            let twin = |gathered: bool| {
+                let mut f: Flow<Step> = Flow::new();
+                let waits: Vec<At> = (0..3).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+                let done = f.add1(Step::Book(5), Time::ZERO, At::ZERO);
+                let idle = run(&mut f);
+                let first = match kind {
+                    0 => At::ZERO,
+                    1 => At::at(Time::from_ns(1000 + off)), // later than every step's end
+                    2 => done + off,
+                    _ => waits[0] + off,
+                };
+                let inputs = [waits[0], waits[1], waits[2], done, At::at(Time::from_ns(2))];
+                let steps: Vec<At> =
+                    fresh.iter().enumerate().map(|(k, &i)| f.add1(Step::Book(10 + k as u64), Time::ZERO, inputs[i])).collect();
+                let j = if gathered { f.max_all_of(first, &steps) } else { f.max_all_fresh(first, &steps) };
+                f.add1(Step::Book(100), Time::ZERO, j);
+                let mut log = Vec::new();
+                run_log(&mut f, Time::ZERO, &mut log);
+                for (k, &i) in order.iter().enumerate() {
+                    f.resolve(idle[i], Time::from_ns(50 * (k as u64 + 1)));
+                    run_log(&mut f, Time::ZERO, &mut log);
+                }
+                (f.value(j), log)
+            };
+            let (gathered, fresh) = (twin(true), twin(false));
+            proptest::prop_assert!(gathered.0.is_some(), "every step ran");
+            proptest::prop_assert_eq!(fresh, gathered);
+        }
+
+        /// A list of inputs whose repeats are only dropped where adjacent (`Ftl::program`'s arrivals) gathers as the
+        /// same list with every repeat dropped (what `program` listed before): the same known time, the same
+        /// pending handles in the same order, so the same join; and it has one entry exactly when that list has
+        /// one (the sink's join-free case).
+        #[test]
+        fn inputs_repeated_apart_gather_as_inputs_listed_once(picks in proptest::collection::vec((0usize..8, 0u64..2), 1..40)) {
+            let mut f: Flow<Step> = Flow::new();
+            let waits: Vec<At> = (0..4).map(|_| f.add1(Step::Wait, Time::ZERO, At::ZERO)).collect();
+            let done: Vec<At> = (0..2).map(|k| f.add1(Step::Book(10 * k + 5), Time::ZERO, At::ZERO)).collect();
+            run(&mut f);
+            let input = |(i, off): (usize, u64)| match i {
+                0..=3 => waits[i] + off,
+                4 | 5 => done[i - 4] + off,
+                _ => At::at(Time::from_ns(3 + 7 * i as u64 + off)),
+            };
+            let times: Vec<At> = picks.into_iter().map(input).collect();
+            let (mut once, mut apart) = (Vec::new(), Vec::new());
+            for &t in &times {
+                if !once.contains(&t) {
+                    once.push(t);
+                }
+                if apart.last() != Some(&t) {
+                    apart.push(t);
+                }
+            }
+            proptest::prop_assert_eq!(once.len() == 1, apart.len() == 1);
+            let floor = At::at(Time::from_ns(20));
+            let known = f.gather_of(floor, &once);
+            let pending = f.pending.clone();
+            proptest::prop_assert_eq!(f.gather_of(floor, &apart), known);
+            proptest::prop_assert_eq!(&f.pending, &pending);
+            // The lazy joins alike but for their tickets (each gathering takes a new one).
+            let described = |l: Lazy| match l {
+                Lazy::At(a) => (Some(a), None),
+                Lazy::Join(j) => (None, Some((j.known, j.hops, j.n))),
+            };
+            let lo = described(f.lazy_max_all_of(floor, &once));
+            proptest::prop_assert_eq!(described(f.lazy_max_all_of(floor, &apart)), lo);
         }
     }
 

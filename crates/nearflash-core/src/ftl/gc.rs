@@ -140,7 +140,7 @@ impl Ftl {
         let mut moved = std::mem::take(&mut self.scratch.moved);
         moved.clear();
         self.relocate_pages(plane, c.victim, c.next_page..end, ready, sink, &mut moved)?;
-        c.last = sink.max_all(c.last, &moved);
+        c.last = sink.max_all_programs(c.last, &moved);
         self.scratch.moved = moved;
         c.next_page = end;
         if end < written {

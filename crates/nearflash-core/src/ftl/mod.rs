@@ -64,6 +64,11 @@ pub trait FlashSink {
     fn map_write(&mut self, ready: At, tpage: u64) -> At;
     /// The latest of `floor` and `times`.
     fn max_all(&mut self, floor: At, times: &[At]) -> At;
+    /// `max_all(floor, programs)` where `programs` are ends this sink has just returned for distinct operations
+    /// (GC's moves), none known yet where the sink's times can be pending, none `floor`.
+    fn max_all_programs(&mut self, floor: At, programs: &[At]) -> At {
+        self.max_all(floor, programs)
+    }
     /// Whether `at` has passed by the present (the command being executed was submitted): known, and before it.
     /// Only what every driver has run by then may count (the loop has run every event before the present; one
     /// it has run past it must not change the answer), so that the FTL's decisions on it repeat exactly.
@@ -719,10 +724,11 @@ impl Ftl {
         for &plane in planes {
             let i = Self::spare_index(s, plane);
             let filled = self.frontier(s, plane).filled as usize;
-            // The list is searched from its end, where a repeat is likeliest (a GC run read from one page shares its
-            // arrival): the same membership, fewer comparisons.
+            // Only a repeat of the last entry is dropped (a GC run read from one page shares its arrival; a host
+            // page's slots have one each): the sink's join drops the others itself, keeping first occurrences in
+            // order, so the join is the same, and a list of one arrival stays one (the sink's join-free case).
             for &r in &self.slot_ready[i][..filled] {
-                if r != At::ZERO && !readies.iter().rev().any(|&q| q == r) {
+                if r != At::ZERO && readies.last() != Some(&r) {
                     readies.push(r);
                 }
             }
@@ -823,16 +829,21 @@ impl Ftl {
 
     /// The free blocks of `plane` as GC's thresholds count them (`ftl.gc_free`): every free block (`issued`), or
     /// those whose erase has ended (`erased`).
+    /// Inlined: `issued`'s count is one look-up, asked per GC page moved and per program (its call cost ~20 a time).
+    #[inline]
     fn free_counted(&self, plane: u32, sink: &dyn FlashSink) -> u32 {
         let free = self.blocks.free_blocks(plane);
         match self.gc_free {
             GcFree::Issued => free,
-            GcFree::Erased => {
-                let owed = self.owed[plane as usize].iter();
-                let owed = owed.filter(|id| self.erasing.get(id).is_some_and(|&at| !sink.done(at))).count();
-                free.saturating_sub(owed as u32)
-            }
+            GcFree::Erased => free.saturating_sub(self.owed_erasing(plane, sink)),
         }
+    }
+
+    /// The blocks of `plane` whose erase GC has issued and the flash has not ended (`ftl.gc_free = erased`).
+    #[inline(never)]
+    fn owed_erasing(&self, plane: u32, sink: &dyn FlashSink) -> u32 {
+        let owed = self.owed[plane as usize].iter();
+        owed.filter(|id| self.erasing.get(id).is_some_and(|&at| !sink.done(at))).count() as u32
     }
 
     /// Whether GC in `plane` is urgent (its free pool, as `ftl.gc_free` counts it, below `ftl.gc_hard_free_blocks`).
