@@ -421,7 +421,7 @@ impl DeviceCore {
             }
         }
         self.drain();
-        if self.events.processed() % RECLAIM_EVERY == 0 {
+        if self.events.processed().is_multiple_of(RECLAIM_EVERY) {
             self.flow.reclaim(self.events.clock());
         }
         true

@@ -64,8 +64,9 @@ pub struct At {
 impl At {
     pub const ZERO: At = At { node: KNOWN, gen: 0, t: 0 };
 
-    /// A known time.
+    /// A known time (`At::at(t)` reads as what it is at every call site, more than a `new` would).
     #[inline]
+    #[allow(clippy::self_named_constructors)]
     pub const fn at(t: Time) -> At {
         At { node: KNOWN, gen: 0, t: t.as_ns() }
     }

@@ -656,7 +656,9 @@ impl NandArray {
 
     /// Advances the array by one of its events; what changed goes to `out`. `read_waits(die)` says whether another
     /// read waits for the die (a read whose sensing ends then uses the cache register).
+    /// (The array's state is split from the resources, grants and ledger it books into: each is its own borrow.)
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn on_event(
         &mut self,
         e: NandEv,
@@ -679,6 +681,7 @@ impl NandArray {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn channel_done(
         &mut self,
         ch: u32,
