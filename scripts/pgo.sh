@@ -52,7 +52,9 @@ LLVM_PROFILE_FILE="$raw/%p-%m.profraw" "$ROOT/target/pgo-generate/release/exampl
 "$profdata" merge -o "$raw/merged.profdata" "$raw"/*.profraw
 # The profile only changes how the code is laid out and inlined, never an answer: check that on a build that uses it
 # (CI builds without the profile, so this is where a build with it is checked).
-RUSTFLAGS="-Cprofile-use=$raw/merged.profdata" cargo build --release -q -p nearflash-core --example simspeed \
+# shellcheck source=scripts/pgo_flags.sh
+source "$ROOT/scripts/pgo_flags.sh"
+RUSTFLAGS="$(pgo_flags "$raw/merged.profdata" | paste -sd' ' -)" cargo build --release -q -p nearflash-core --example simspeed \
   --target-dir "$ROOT/target/pgo-use"
 answers "$ROOT/target/pgo-use/release/examples/simspeed" /dev/null > "$raw/answers-optimised"
 if ! diff -u "$raw/answers-instrumented" "$raw/answers-optimised"; then
