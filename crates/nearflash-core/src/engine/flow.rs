@@ -247,6 +247,7 @@ impl<S: Default> Flow<S> {
     }
 
     /// A node for a step whose payload is `payload` (`NONE`: it has none).
+    #[inline]
     fn alloc_node(&mut self, payload: u32, floor: Time) -> u32 {
         let node = Node { gen: 0, waiting: 0, deps: NONE, step: payload, t: floor, state: State::Waiting, hops: 0 };
         // The oldest resolved step's slot, if it resolved `RECLAIM_NS` before the clock: the slot is written here
