@@ -408,7 +408,10 @@ impl DeviceCore {
                             released = true;
                         }
                         Step::DeliverThenComplete(bytes, p) => self.then_deliver(token, at, bytes, p, i + 1 == n),
-                        _ => self.flow.resolve(token, at),
+                        step => {
+                            debug_assert!(matches!(step, Step::Join | Step::InFlash { .. }), "a transaction's step: {step:?}");
+                            self.flow.resolve(token, at)
+                        }
                     }
                 }
                 self.txn_done.clear();
