@@ -347,10 +347,15 @@ impl DeviceCore {
                     self.flow.resolve(idx, ready);
                 }
                 Step::Flash { req, release, counted } => {
-                    if release > 0 && !counted {
-                        self.wbuf.releasing(u64::from(release));
+                    if release > 0 {
+                        if !counted {
+                            self.wbuf.releasing(u64::from(release));
+                        }
+                        *self.flow.step_mut(idx) = Step::InFlash { release };
                     }
-                    *self.flow.step_mut(idx) = Step::InFlash { release };
+                    // With nothing to release (reads, GC's and the FTL's flash work) the payload `take_step` left,
+                    // `Join`, is what the transaction's end reads as `InFlash { release: 0 }` (`step_event`).
+
                     debug_assert!(idx < DELIVERY, "step indices below the delivery token's bit");
                     self.sched.submit(req, idx, ready, &mut self.events);
                 }
@@ -403,7 +408,10 @@ impl DeviceCore {
                             released = true;
                         }
                         Step::DeliverThenComplete(bytes, p) => self.then_deliver(token, at, bytes, p, i + 1 == n),
-                        _ => self.flow.resolve(token, at),
+                        step => {
+                            debug_assert!(matches!(step, Step::Join | Step::InFlash { .. }), "a transaction's step: {step:?}");
+                            self.flow.resolve(token, at)
+                        }
                     }
                 }
                 self.txn_done.clear();
