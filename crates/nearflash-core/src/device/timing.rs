@@ -347,15 +347,14 @@ impl DeviceCore {
                     self.flow.resolve(idx, ready);
                 }
                 Step::Flash { req, release, counted } => {
+                    // With nothing to release (reads, GC's and the FTL's flash work) the payload `take_step` left,
+                    // `Join`, is what the transaction's end reads as `InFlash { release: 0 }` (`step_event`).
                     if release > 0 {
                         if !counted {
                             self.wbuf.releasing(u64::from(release));
                         }
                         *self.flow.step_mut(idx) = Step::InFlash { release };
                     }
-                    // With nothing to release (reads, GC's and the FTL's flash work) the payload `take_step` left,
-                    // `Join`, is what the transaction's end reads as `InFlash { release: 0 }` (`step_event`).
-
                     debug_assert!(idx < DELIVERY, "step indices below the delivery token's bit");
                     self.sched.submit(req, idx, ready, &mut self.events);
                 }
